@@ -1,0 +1,148 @@
+"""The one interface every embedder implements.
+
+Sentences of words in; for every word a vector at every layer out (layer 0 is the
+context-independent layer), plus word-level attention where the model has it.
+
+    emb = load_embedder("minilm")
+    out = emb.embed([["The", "bank", "closed", "."]])
+    out[0].vectors.shape  # (num_layers, num_words, dim), float32 numpy
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+
+
+class ModelLoadError(RuntimeError):
+    """A checkpoint is missing, truncated or malformed; the message says which file and why."""
+
+
+class UnknownModelError(KeyError):
+    """No model of that name is registered."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else "unknown model"
+
+
+@dataclass
+class SentenceEmbedding:
+    """Embeddings of one sentence.
+
+    vectors:    (num_layers, num_words, dim) float32; layer 0 = context-independent layer.
+    oov:        (num_words,) bool, True where a static model had no vector (the vector is zeros).
+    attentions: (num_attn_layers, num_heads, num_words, num_words) float32 or None; rows sum to 1,
+                subword pieces pooled to words (sum over key pieces, mean over query pieces).
+    """
+
+    words: list[str]
+    vectors: np.ndarray
+    oov: np.ndarray | None = None
+    attentions: np.ndarray | None = None
+
+
+@dataclass
+class PieceAttention:
+    """Attention over the model's own pieces (subwords and special tokens) for one sentence.
+
+    attentions: (num_layers, num_heads, num_pieces, num_pieces); word_ids[i] is the word index of
+    piece i, or None for special tokens.
+    """
+
+    pieces: list[str]
+    word_ids: list[int | None]
+    attentions: np.ndarray
+
+
+@dataclass
+class ModelInfo:
+    name: str
+    family: str                 # "static" | "elmo" | "bert" | "gpt"
+    num_layers: int             # including layer 0
+    dim: int
+    source: str                 # file or package the weights came from
+    description: str = ""
+    card: dict = field(default_factory=dict)   # the JSON model card, where there is one
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Embedder(ABC):
+    """Base class: subclasses implement ``_embed_batch`` and fill ``info``."""
+
+    info: ModelInfo
+    device: torch.device
+    has_attention: bool = False
+    max_words_per_sentence: int = 100_000   # beyond this a clear ValueError, not an OOM
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def num_layers(self) -> int:
+        return self.info.num_layers
+
+    @property
+    def dim(self) -> int:
+        return self.info.dim
+
+    def fingerprint(self) -> str:
+        """Stable id of the weights + config, used as the feature-cache key."""
+        payload = json.dumps(
+            {"name": self.info.name, "family": self.info.family, "layers": self.info.num_layers,
+             "dim": self.info.dim, "source": self.info.source, "extra": self._fingerprint_extra()},
+            sort_keys=True,
+        )
+        return hashlib.sha1(payload.encode()).hexdigest()[:16]
+
+    def _fingerprint_extra(self) -> str:
+        """Subclasses add what distinguishes weights with the same name (file size + mtime, pooling…)."""
+        return ""
+
+    def embed(
+        self, sentences: Sequence[Sequence[str]], with_attention: bool = False
+    ) -> list[SentenceEmbedding]:
+        """Embed sentences (lists of words). Empty sentences give (num_layers, 0, dim) arrays."""
+        sentences = [list(map(str, s)) for s in sentences]
+        for s in sentences:
+            if len(s) > self.max_words_per_sentence:
+                raise ValueError(
+                    f"A sentence has {len(s)} words; {self.name} accepts at most {self.max_words_per_sentence}."
+                )
+        if with_attention and not self.has_attention:
+            raise ValueError(f"{self.name} has no attention.")
+        results: list[SentenceEmbedding | None] = [None] * len(sentences)
+        nonempty = [i for i, s in enumerate(sentences) if s]
+        for i, s in enumerate(sentences):
+            if not s:
+                results[i] = SentenceEmbedding(
+                    words=[], vectors=np.zeros((self.num_layers, 0, self.dim), np.float32),
+                    oov=np.zeros(0, bool),
+                    attentions=None,
+                )
+        if nonempty:
+            outs = self._embed_batch([sentences[i] for i in nonempty], with_attention)
+            for i, out in zip(nonempty, outs):
+                results[i] = out
+        return results  # type: ignore[return-value]
+
+    @abstractmethod
+    def _embed_batch(
+        self, sentences: list[list[str]], with_attention: bool
+    ) -> list[SentenceEmbedding]:
+        """Embed non-empty sentences; may batch internally in any order, returns input order."""
+
+    def piece_attention(self, words: Sequence[str]) -> PieceAttention:
+        raise ValueError(f"{self.name} has no attention.")
+
+    def to(self, device: str | torch.device) -> "Embedder":
+        self.device = torch.device(device)
+        return self

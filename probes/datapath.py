@@ -1,0 +1,83 @@
+"""Where the project finds its data, and the one error it raises when something is missing.
+
+Resolution order: ``$EMBPROBE_DATA``, else ``../shared/data`` next to the repository root.
+Nothing under the data directory is ever copied into the repository.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# What each item is and where a user gets it upstream (shown in error messages and the README).
+DATA_SOURCES: dict[str, str] = {
+    "semcor3.0": "SemCor 3.0 (WordNet 3.0 mapping): http://web.eecs.umich.edu/~mihalcea/downloads.html",
+    "wsd_eval": "WSD Evaluation Framework (Raganato et al., 2017): http://lcl.uniroma1.it/wsdeval",
+    "nltk_data/corpora/wordnet": "WordNet 3.0 for NLTK: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data wordnet",
+    "nltk_data/corpora/conll2000.zip": "CoNLL-2000: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data conll2000",
+    "nltk_data/corpora/treebank.zip": "Penn Treebank sample: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data treebank",
+    "nltk_data/corpora/brown.zip": "Brown corpus: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data brown",
+    "nltk_data/taggers/universal_tagset.zip": "Universal tagset: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data universal_tagset",
+    "lm_corpus/wikitext-103": "WikiText-103 (Merity et al., 2016): wiki.valid.tokens and wiki.test.tokens "
+    "from https://www.salesforce.com/blog/the-wikitext-long-term-dependency-language-modeling-dataset/",
+}
+
+
+class DataMissingError(RuntimeError):
+    """A dataset is missing or unreadable. The message names the item and how to obtain it."""
+
+    def __init__(self, item: str, detail: str = "") -> None:
+        source = next((src for key, src in DATA_SOURCES.items() if item.startswith(key)), None)
+        msg = f"Missing or unreadable data item '{item}' in data directory {data_dir_or_none() or '<none>'}."
+        if detail:
+            msg += f" {detail}"
+        if source:
+            msg += f" Obtain it from: {source}."
+        msg += " Point the project at your data with EMBPROBE_DATA=/path/to/data."
+        super().__init__(msg)
+        self.item = item
+
+
+def data_dir_or_none() -> Path | None:
+    env = os.environ.get("EMBPROBE_DATA")
+    if env:
+        return Path(env).expanduser().resolve()
+    default = (REPO_ROOT.parent / "shared" / "data").resolve()
+    return default if default.is_dir() else None
+
+
+def data_dir() -> Path:
+    """The data directory; raises DataMissingError when there is none."""
+    root = data_dir_or_none()
+    if root is None or not root.is_dir():
+        raise DataMissingError(
+            "data directory", f"Set EMBPROBE_DATA or place the data at {REPO_ROOT.parent / 'shared' / 'data'}."
+        )
+    return root
+
+
+def data_path(item: str) -> Path:
+    """Absolute path of ``item`` (relative to the data dir); raises DataMissingError if absent."""
+    path = data_dir() / item
+    if not path.exists():
+        raise DataMissingError(item)
+    return path
+
+
+def setup_nltk() -> Path:
+    """Point NLTK at the data dir's ``nltk_data`` (idempotent) and return that folder."""
+    import nltk
+
+    nltk_dir = data_path("nltk_data")
+    os.environ["NLTK_DATA"] = str(nltk_dir)
+    if str(nltk_dir) not in nltk.data.path:
+        nltk.data.path.insert(0, str(nltk_dir))
+    return nltk_dir
+
+
+def cache_dir() -> Path:
+    """Project cache (parsed datasets, features): ``$EMBPROBE_CACHE`` or ``<repo>/cache``."""
+    path = Path(os.environ.get("EMBPROBE_CACHE", REPO_ROOT / "cache")).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
