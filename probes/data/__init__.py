@@ -1,0 +1,40 @@
+"""Data layer: readers that return the plain dataclasses of ``probes.data.types``.
+
+- SemCor 3.0: :func:`load_semcor`
+- WSD evaluation framework: :func:`load_wsd_dataset`, :data:`WSD_DATASETS`
+- WSJ POS/chunks: :func:`load_conll2000`, :func:`load_treebank`, :func:`to_universal`
+- LM corpus: :func:`load_lm_corpus`, :data:`DEFAULT_SOURCES`
+- WordNet: :func:`senses`, :func:`first_sense_key`, :func:`key_to_synset`, :func:`sense_from_key`
+- Everything at once: :func:`dataset_table` (``python -m probes stats``)
+
+Importing this package is cheap: pandas and NLTK load only when a reader runs.
+"""
+from probes.data.lm_corpus import DEFAULT_SOURCES, corpus_stats, iter_words, load_lm_corpus
+from probes.data.semcor import SEMCOR_PARTS, load_semcor, wordnet_sense_keys
+from probes.data.types import (
+    LmCorpus, SemcorSentence, SemcorStats, SemcorToken, TaggedSentence, WsdDataset, WsdInstance, WsdSentence,
+)
+from probes.data.wordnet import (
+    Sense, UnknownSenseKeyError, first_sense_key, key_to_synset, sense_from_key, senses, wn_pos,
+)
+from probes.data.wsd_eval import WSD_DATASETS, WsdFormatError, load_wsd_dataset
+from probes.data.wsj import load_conll2000, load_treebank, to_universal, universal_tags
+
+
+def dataset_table(lm: bool = True):
+    """Counts of every dataset as a pandas DataFrame (see :mod:`probes.data.stats`)."""
+    from probes.data.stats import dataset_table as _table
+
+    return _table(lm=lm)
+
+
+__all__ = [
+    "DEFAULT_SOURCES", "corpus_stats", "iter_words", "load_lm_corpus",
+    "SEMCOR_PARTS", "load_semcor", "wordnet_sense_keys",
+    "LmCorpus", "SemcorSentence", "SemcorStats", "SemcorToken", "TaggedSentence", "WsdDataset", "WsdInstance",
+    "WsdSentence",
+    "Sense", "UnknownSenseKeyError", "first_sense_key", "key_to_synset", "sense_from_key", "senses", "wn_pos",
+    "WSD_DATASETS", "WsdFormatError", "load_wsd_dataset",
+    "load_conll2000", "load_treebank", "to_universal", "universal_tags",
+    "dataset_table",
+]

@@ -1,0 +1,42 @@
+"""Embedding Probe Lab — the Streamlit app.
+
+    streamlit run app.py
+
+A thin entry point: page setup and navigation. Each page lives in ``app_pages/`` (not ``pages/``,
+so that navigation is explicit) and keeps its logic in small functions of ``viz/`` and
+``app_pages/common.py``.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import streamlit as st  # noqa: E402
+
+st.set_page_config(page_title="Embedding Probe Lab", page_icon="🔬", layout="wide")
+
+PAGES = {
+    "Explore": [
+        st.Page("app_pages/models.py", title="Models", icon=":material/deployed_code:", default=True),
+        st.Page("app_pages/polysemy.py", title="Polysemy explorer", icon=":material/scatter_plot:"),
+        st.Page("app_pages/embedding_space.py", title="Embedding space", icon=":material/hub:"),
+        st.Page("app_pages/attention.py", title="Attention", icon=":material/grid_on:"),
+    ],
+    "Probe": [
+        st.Page("app_pages/probes.py", title="Probes", icon=":material/monitoring:"),
+        st.Page("app_pages/reproduce.py", title="Reproduce the paper", icon=":material/table_chart:"),
+    ],
+}
+
+from app_pages.common import start_warmup  # noqa: E402
+
+start_warmup()   # read WordNet + SemCor in the background while the first page renders
+page = st.navigation(PAGES)
+with st.sidebar:
+    st.caption(
+        "**Embedding Probe Lab** — static and contextual word embeddings, layer by layer. "
+        "Reproduces Peters et al. (2018), *Deep contextualized word representations*, §5."
+    )
+page.run()

@@ -1,0 +1,1 @@
+"""Pages of the Streamlit app (run by st.navigation in app.py); shared helpers in common.py."""

@@ -1,0 +1,285 @@
+"""Shared Streamlit helpers for every page: cached model loading, friendly errors, input display.
+
+- :func:`get_embedder` — ``st.cache_resource`` over :func:`models.registry.load_embedder`, so all
+  browser sessions of one server share one loaded instance (the registry loads under its lock).
+- :func:`safe` — a context manager that turns any exception into a friendly ``st.error`` (the
+  traceback goes to the server log, never to the page) and lets the rest of the page run.
+- :func:`show_warnings`, :func:`md` — input-cap warnings; user text escaped wherever it is echoed.
+- :func:`start_warmup` — reads WordNet and SemCor in the background when the server starts.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:   # `streamlit run app.py` from any directory
+    sys.path.insert(0, str(REPO_ROOT))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import streamlit as st  # noqa: E402
+
+from models.base import Embedder, ModelLoadError, UnknownModelError  # noqa: E402
+from models.registry import available_models, get_spec, load_embedder, loaded_models, unload_embedder  # noqa: E402
+from probes.datapath import DataMissingError  # noqa: E402
+from viz.text import InputError, escape_markdown  # noqa: E402
+from viz.zoo import weights_location  # noqa: E402
+
+log = logging.getLogger("embprobe.app")
+if not log.handlers:
+    _handler = logging.StreamHandler(sys.stderr)
+    _handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(_handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+EXAMPLE_SENTENCE = "The bank raised interest rates, so we walked along the river bank instead."
+
+
+# ---------------------------------------------------------------------------- errors
+
+def friendly_message(exc: BaseException, action: str = "") -> str:
+    """A one-paragraph message for the user; never a traceback."""
+    prefix = f"Could not {action}: " if action else ""
+    if isinstance(exc, InputError):
+        return str(exc)
+    if isinstance(exc, DataMissingError):
+        return f"{prefix}a dataset is missing. {exc}"
+    if isinstance(exc, ModelLoadError):
+        return f"{prefix}the model could not be loaded. {exc}"
+    if isinstance(exc, UnknownModelError):
+        return f"{prefix}{exc}"
+    if isinstance(exc, MemoryError):
+        return f"{prefix}not enough memory. Try a shorter text or a smaller sample."
+    if isinstance(exc, ImportError):
+        return (f"{prefix}part of the project is not installed or not built yet ({exc}). "
+                "Run: pip install -r requirements.txt")
+    if isinstance(exc, (ValueError, KeyError, IndexError, FileNotFoundError)):
+        text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        return f"{prefix}{text}"
+    return f"{prefix}an unexpected error occurred ({type(exc).__name__}). The details are in the server log."
+
+
+@contextlib.contextmanager
+def safe(action: str = "", *, kind: str = "error") -> Iterator[None]:
+    """Run a block; on an exception show a friendly message and continue with the page.
+
+    Streamlit's own control flow (st.stop, st.rerun) derives from BaseException and passes through.
+    """
+    try:
+        yield
+    except InputError as exc:   # the user's input: a hint, not an error
+        st.warning(escape_markdown(str(exc)), icon="✍️")
+    except Exception as exc:  # noqa: BLE001 — the point is to never show a traceback
+        log.exception("app error while trying to %s", action or "run a page")
+        # Messages may quote user input or file paths: escaped, so they show exactly as written.
+        msg = escape_markdown(friendly_message(exc, action))
+        (st.warning if kind == "warning" else st.error)(msg, icon="⚠️")
+
+
+def page(fn: Callable[[], None]) -> Callable[[], None]:
+    """Decorator for a page's main function: the whole page runs inside :func:`safe`."""
+
+    def wrapper() -> None:
+        with safe("show this page"):
+            fn()
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+# ---------------------------------------------------------------------------- models
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _cached_embedder(name: str) -> Embedder:
+    # The registry keeps one instance per process under a lock; this cache makes every session's
+    # lookup free and lets the Models page drop one entry with .clear(name).
+    log.info("loading model %s", name)
+    return load_embedder(name)
+
+
+def get_embedder(name: str) -> Embedder:
+    """The shared, loaded model ``name`` (a spinner the first time)."""
+    if name not in loaded_models():
+        with st.spinner(f"Loading {name}… (once per server; later sessions share it)"):
+            return _cached_embedder(name)
+    return _cached_embedder(name)
+
+
+def unload(name: str) -> bool:
+    _cached_embedder.clear(name)
+    return unload_embedder(name)
+
+
+def model_names(families: tuple[str, ...] | None = None, *, only_ready: bool = True) -> list[str]:
+    """Registered models of the given families whose weights are here (trained or installed)."""
+    names = []
+    for spec in available_models():
+        if families and spec.family not in families:
+            continue
+        if only_ready and weights_location(spec) is None:
+            continue
+        names.append(spec.name)
+    return names
+
+
+def family_of(name: str) -> str:
+    return get_spec(name).family
+
+
+def model_select(label: str, families: tuple[str, ...] | None = None, *, key: str,
+                 default: str | None = None, help: str | None = None) -> str | None:
+    """A selectbox of ready models; an info box (and None) when there is none."""
+    names = model_names(families)
+    if not names:
+        kinds = ", ".join(families or ()) or "any"
+        st.info(f"No {kinds} model is available yet. See the Models page for how to train one.")
+        return None
+    index = names.index(default) if default in names else 0
+    return st.selectbox(label, names, index=index, key=key, help=help)
+
+
+# ---------------------------------------------------------------------------- display
+
+def page_header(title: str, intro: str) -> None:
+    st.title(title)
+    st.markdown(intro)
+
+
+def show_warnings(warnings: list[str]) -> None:
+    for w in warnings:
+        st.warning(w, icon="✂️")
+
+
+def md(text: str) -> str:
+    """Escape user text for use inside st.markdown/st.info strings."""
+    return escape_markdown(text)
+
+
+# ---------------------------------------------------------------------------- cached extraction
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _embed_cached(name: str, fingerprint: str, sentences: tuple[tuple[str, ...], ...],
+                  with_attention: bool) -> list[dict]:
+    emb = _cached_embedder(name)
+    outs = emb.embed([list(s) for s in sentences], with_attention=with_attention)
+    return [{"words": o.words, "vectors": o.vectors, "oov": o.oov, "attentions": o.attentions} for o in outs]
+
+
+def embed_sentences(name: str, sentences: list[list[str]], with_attention: bool = False) -> list[dict]:
+    """Per-sentence dicts (words, vectors (L, n, dim), oov, attentions), cached across reruns.
+
+    The cache key includes the model's fingerprint, so retrained weights are never mixed up.
+    """
+    emb = get_embedder(name)
+    with st.spinner(f"Running {name}…"):
+        return _embed_cached(name, emb.fingerprint(), tuple(tuple(s) for s in sentences), with_attention)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _piece_attention_cached(name: str, fingerprint: str, words: tuple[str, ...]) -> dict:
+    pa = _cached_embedder(name).piece_attention(list(words))
+    return {"pieces": list(pa.pieces), "word_ids": list(pa.word_ids), "attentions": pa.attentions}
+
+
+def piece_attention(name: str, words: list[str]) -> dict:
+    """Attention over the model's own pieces (special tokens included), cached across reruns."""
+    emb = get_embedder(name)
+    with st.spinner(f"Running {name}…"):
+        return _piece_attention_cached(name, emb.fingerprint(), tuple(words))
+
+
+# ---------------------------------------------------------------------------- data warm-up
+
+# WordNet (NLTK builds its indexes: ~20-30 s on a busy 2-core CPU) and SemCor (~10 s from the
+# parse cache) are read once per server process. A background thread starts reading them when
+# the server starts, so the first visitor to the Polysemy or Probes page waits less.
+_WARM_LOCK = threading.Lock()
+_WARM_STARTED = threading.Event()
+
+
+def start_warmup() -> None:
+    """Start reading WordNet and SemCor in a background thread (once per process)."""
+    if _WARM_STARTED.is_set():
+        return
+    _WARM_STARTED.set()
+    _WARM_LOCK.acquire()   # released by the worker: wait_warmup() blocks until the data is read
+
+    def work() -> None:
+        try:
+            t0 = time.perf_counter()
+            from probes.data.semcor import load_semcor
+            from probes.data.wordnet import wordnet
+
+            wordnet()
+            load_semcor()
+            log.info("warm-up: WordNet and SemCor read in %.1f s", time.perf_counter() - t0)
+        except Exception:  # noqa: BLE001 — missing data is reported by the page that needs it
+            log.warning("warm-up could not read the data", exc_info=True)
+        finally:
+            _WARM_LOCK.release()
+
+    threading.Thread(target=work, name="embprobe-warmup", daemon=True).start()
+
+
+def wait_warmup() -> None:
+    """Block until the warm-up (if started) has finished, so data is never read twice at once."""
+    if _WARM_STARTED.is_set():
+        with st.spinner("Reading WordNet and SemCor (once per server)…"):
+            with _WARM_LOCK:
+                pass
+
+
+# ---------------------------------------------------------------------------- SemCor
+
+@st.cache_resource(show_spinner=False)
+def semcor_corpus():
+    """(SemCor sentences, lemma index): parsed once per server process, shared by all sessions."""
+    from probes.data.semcor import load_semcor
+    from viz.polysemy import build_lemma_index
+
+    wait_warmup()
+    log.info("loading SemCor")
+    sentences, _stats = load_semcor()
+    return sentences, build_lemma_index(sentences)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _occurrence_chunk(name: str, fingerprint: str, occs: tuple) -> "object":
+    from viz.polysemy import occurrence_vectors
+
+    emb = _cached_embedder(name)
+    return occurrence_vectors(lambda sents: [o.vectors for o in emb.embed(sents)], list(occs))
+
+
+def occurrence_vectors_progress(name: str, occs: list, chunk: int = 24):
+    """(layers, len(occs), dim) vectors of the occurrences, with a progress bar; cached per chunk."""
+    import numpy as np
+
+    emb = get_embedder(name)
+    fp = emb.fingerprint()
+    parts = []
+    bar = st.progress(0.0, text=f"Embedding {len(occs)} occurrences with {name}…")
+    for start in range(0, len(occs), chunk):
+        parts.append(_occurrence_chunk(name, fp, tuple(occs[start:start + chunk])))
+        done = min(len(occs), start + chunk)
+        bar.progress(done / len(occs), text=f"Embedding occurrences with {name}: {done}/{len(occs)}")
+    bar.empty()
+    return np.concatenate(parts, axis=1)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def projected(X, method: str, dims: int, seed: int = 0):
+    """Cached 2-D/3-D projection (PCA / t-SNE / UMAP) of a (n, dim) matrix."""
+    from viz.projection import project
+
+    return project(X, method, dims, seed)

@@ -1,0 +1,76 @@
+"""Models page: the zoo, where each model runs, its model card, load / unload."""
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages.common import get_embedder, page, page_header, safe, unload
+from models.base import default_device
+from models.registry import available_models, get_spec, load_embedder, loaded_models
+from viz.zoo import model_rows, read_model_card, weights_location
+
+INTRO = """
+Every model turns a sentence into **one vector per word at every layer**. Layer 0 is the
+context-independent layer (a static lookup, ELMo's character CNN, a transformer's embedding
+output); higher layers mix in context. Static models (GloVe, word2vec, fastText) have only
+layer 0, so a word gets the same vector in every sentence.
+
+Loaded models are shared by every browser session of this server; loading happens once.
+"""
+
+
+def device_caption() -> str:
+    dev = default_device()
+    if dev.type == "cuda":
+        import torch
+
+        return f"GPU: {torch.cuda.get_device_name(0)} (half precision for transformer/ELMo inference)"
+    return "CPU (no CUDA GPU found; models run in float32)"
+
+
+@page
+def main() -> None:
+    page_header("Models", INTRO)
+    names_loaded = loaded_models()
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Models in the zoo", len(available_models()))
+    c2.metric("Loaded in this server", len(names_loaded))
+    c3.metric("Device", "GPU" if default_device().type == "cuda" else "CPU")
+    st.caption(device_caption())
+
+    loaded = {name: load_embedder(name) for name in names_loaded}
+    st.dataframe(
+        model_rows(loaded), hide_index=True, width="stretch",
+        column_config={"description": st.column_config.TextColumn(width="large")},
+    )
+
+    st.subheader("Model card")
+    specs = available_models()
+    name = st.selectbox("Model", [s.name for s in specs], key="models_pick",
+                        help="Choose a model to see its card, and load or unload it.")
+    spec = get_spec(name)
+    st.caption(spec.description)
+    b1, b2, _ = st.columns([1, 1, 4])
+    if b1.button("Load", key="models_load", type="primary", disabled=name in names_loaded):
+        with safe(f"load {name}"):
+            emb = get_embedder(name)
+            st.success(f"Loaded {name}: {emb.num_layers} layer(s) of dimension {emb.dim} on {emb.device}.")
+            st.rerun()
+    if b2.button("Unload", key="models_unload", disabled=name not in names_loaded):
+        with safe(f"unload {name}"):
+            unload(name)
+            st.toast(f"Unloaded {name}.")
+            st.rerun()
+
+    card = read_model_card(spec)
+    if name in loaded:
+        card = {**card, **loaded[name].info.card}
+    if card:
+        st.json(card, expanded=2)
+    elif weights_location(spec) is None:
+        st.info(f"{name} has no checkpoint in assets/{name}/ yet (it is trained by this project; "
+                "see docs/ for the command). The other models work without it.")
+    else:
+        st.info("This model is installed as a pip package; its card is shown once it is loaded.")
+
+
+main()

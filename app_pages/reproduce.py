@@ -1,0 +1,89 @@
+"""Reproduce the paper: Peters et al. (2018) §5 tables with the paper's numbers beside ours."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from app_pages.common import page, page_header, safe
+from viz.figures import grouped_bars
+from viz.reproduce import comparison_frame, load_tables, read_run_notes, tables_markdown
+from viz.results import dirs_with_results, label_dir
+
+INTRO = """
+Peters et al. (2018), *Deep contextualized word representations* (NAACL), §5 asks **what the
+biLM's layers capture**: word sense (Table 5: 1-NN WSD), syntax (Table 6: a linear POS probe) and
+how much a task gains from mixing all layers (Table 2: the λ ablation). Below are the paper's
+published numbers beside ours, produced by one command of the form
+
+    python -m probes reproduce --models glove-6b-50d,minilm,... --out docs/results/
+
+(the exact command, machine and date of the committed run are under "How these results were
+produced").
+
+Our models are far smaller than the paper's (trained in about an hour on a 2-core CPU, not on the
+1B Word Benchmark for weeks), so the absolute numbers differ; the question is whether the
+*pattern across layers* holds. docs/results/ explains the differences.
+"""
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def cached_tables(directory: str) -> dict:
+    return load_tables(Path(directory))
+
+
+def download_row(key: str, title: str, df) -> None:
+    from probes.reproduce import markdown_table
+
+    c1, c2, _ = st.columns([1, 1, 4])
+    c1.download_button("CSV", df.to_csv(index=False).encode(), file_name=f"{key}.csv", mime="text/csv",
+                       key=f"dl_csv_{key}", icon=":material/download:")
+    c2.download_button("Markdown", f"## {title}\n\n{markdown_table(df)}\n".encode(), file_name=f"{key}.md",
+                       mime="text/markdown", key=f"dl_md_{key}", icon=":material/download:")
+
+
+@page
+def main() -> None:
+    page_header("Reproduce the paper", INTRO)
+    dirs = dirs_with_results()
+    if not dirs:
+        st.info("No probe results yet. Run the command above (or with `--limit 50` for a quick version); "
+                "the paper's own numbers are shown below in the meantime.")
+    directory = None
+    if dirs:
+        directory = st.selectbox("Results from", [str(d) for d in dirs], format_func=lambda d: label_dir(Path(d)),
+                                 key="repro_dir")
+    from probes.reproduce import TITLES
+
+    with safe("build the tables"):
+        tables = cached_tables(directory) if directory else load_tables(None)
+        notes = read_run_notes(Path(directory)) if directory else ""
+        if notes:
+            with st.expander("How these results were produced (command, machine, date)"):
+                st.markdown(notes)
+        comp = comparison_frame(tables)
+        if not comp.empty:
+            st.subheader("Paper vs. ours at a glance")
+            st.caption("WSD: F1 on ALL (paper: biLM layers 1 and 2; ours: every model's best layer). "
+                       "POS: accuracy (paper: PTB; ours: CoNLL-2000 test). Baselines use no embeddings.")
+            cols = st.columns(2)
+            for col, (task, part) in zip(cols, comp.groupby("task", sort=False)):
+                fig = grouped_bars(part, x="system", y="score", color="source", y_title=task, title=task, height=380)
+                fig.update_layout(xaxis_tickangle=-25, xaxis_title=None)
+                fig.update_yaxes(range=[max(0, part["score"].min() - 10), 100])
+                col.plotly_chart(fig, width="stretch", key=f"repro_compare_{task}")
+        st.download_button("Download all tables (Markdown)", tables_markdown(tables).encode(),
+                           file_name="embedding-probe-lab-tables.md", mime="text/markdown", key="dl_all_md",
+                           type="primary", icon=":material/download:")
+        for key, title in TITLES.items():
+            if key not in tables:
+                continue
+            st.subheader(title)
+            shown = tables[key].map(lambda v: "—" if v is None or (isinstance(v, float) and pd.isna(v))
+                                    else f"{v:.2f}" if isinstance(v, float) else str(v))
+            st.dataframe(shown, hide_index=True, width="stretch")
+            download_row(key, title, tables[key])
+
+
+main()

@@ -1,0 +1,92 @@
+"""ELMo extraction speed: batched (``ElmoEmbedder.embed``) vs one sentence at a time.
+
+    python bench/bench_elmo.py [--model elmo-small] [--sentences 2000] [--max-tokens 4096]
+
+Both paths run the same model on the same SemCor sentences; the naive loop calls the biLM once
+per sentence (what a plain "for sentence in corpus" extraction does). Prints words/s of each, the
+ratio, the largest difference between the two paths' vectors, and peak RSS. Not a test.
+``bench_elmo()`` is importable for the project-wide benchmark.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def semcor_sentences(n: int) -> list[list[str]]:
+    from probes.data.semcor import load_semcor
+
+    sentences, _ = load_semcor(("brown1",))
+    return [s.words for s in sentences[:n] if s.words]
+
+
+def bench_elmo(emb, sentences: list[list[str]], repeats: int = 1) -> dict[str, float]:
+    """words/s of batched vs one-at-a-time extraction, their max abs difference, peak RSS of each path."""
+    from bench.measure import PeakRSS, process_peak_mb
+
+    n_words = sum(len(s) for s in sentences)
+    emb.embed(sentences[:8])  # warm-up (allocations, lazy init)
+    t_batched = t_naive = 0.0
+    for _ in range(repeats):  # interleaved, so a busy machine slows both alike
+        with PeakRSS() as m_batched:
+            t0 = time.perf_counter()
+            batched = emb.embed(sentences)
+            t_batched += time.perf_counter() - t0
+        with PeakRSS() as m_naive:
+            t0 = time.perf_counter()
+            naive = []
+            for s in sentences:
+                layers, _ = emb.layers([s])  # (L+1, 1, T, 2D)
+                naive.append(layers[:, 0].numpy())
+            t_naive += time.perf_counter() - t0
+    t_batched, t_naive = t_batched / repeats, t_naive / repeats
+    diff = max(float(np.abs(b.vectors - v).max()) for b, v in zip(batched, naive))
+    return {
+        "words": n_words, "sentences": len(sentences),
+        "naive_words_per_s": n_words / t_naive, "batched_words_per_s": n_words / t_batched,
+        "naive_s": t_naive, "batched_s": t_batched,
+        "speedup": t_naive / t_batched, "max_abs_diff": diff,
+        **m_batched.as_dict("batched"), **m_naive.as_dict("naive"),
+        "peak_rss_mb": process_peak_mb(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="elmo-small", help="registry name or an ELMo asset directory")
+    p.add_argument("--sentences", type=int, default=2000)
+    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--threads", type=int, default=None)
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from models.registry import load_embedder
+
+    if Path(args.model).is_dir():  # an asset directory outside assets/
+        from models.elmo.embedder import load_elmo_asset
+
+        model = Path(args.model)
+        emb = load_elmo_asset(model.name, assets_dir=model.parent)
+    else:
+        emb = load_embedder(args.model)
+    emb.max_tokens = args.max_tokens
+    sentences = semcor_sentences(args.sentences)
+    r = bench_elmo(emb, sentences)
+    print(f"{args.model} on {emb.device} ({torch.get_num_threads()} threads), {r['sentences']} SemCor sentences, "
+          f"{r['words']} words")
+    print(f"naive one-at-a-time: {r['naive_words_per_s']:.0f} words/s")
+    print(f"batched (max_tokens={args.max_tokens}): {r['batched_words_per_s']:.0f} words/s")
+    print(f"max |batched - naive| = {r['max_abs_diff']:.2e}; peak RSS {r['peak_rss_mb']:.0f} MB")
+    print(f"speedup {r['speedup']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""Read and write the original ELMo weight layout (bilm-tf ``weights.hdf5`` + ``options.json``).
+
+Mirrors AllenNLP's loaders (``_ElmoCharacterEncoder._load_*`` and ``ElmoLstm.load_weights``):
+
+    char_embed                          (261, char_dim)   ids 0..260; torch adds row 0 for the mask
+    CNN/W_cnn_{i}, CNN/b_cnn_{i}        (1, width, char_dim, num), (num,)
+    CNN_high_{k}/W_transform, b_transform, W_carry, b_carry   (n, n), (n,)  TF: y = t⊙f(x) + (1−t)⊙x
+    CNN_proj/W_proj, b_proj             (n_filters, D), (D,)
+    RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0   (input + D, 4C)  TF gate order i, j(=g), f, o
+                                                /B     (4C,)  TF adds 1.0 to the forget gate at runtime
+                                                /W_P_0 (C, D) projection
+    d = 0 forward, 1 backward.
+
+Every problem (missing file or dataset, wrong shape, truncated file) raises
+``models.base.ModelLoadError`` naming the file and the dataset path.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import torch
+
+from models.base import ModelLoadError
+from models.elmo.modeling_elmo import ElmoBiLm, LstmCellWithProjection
+
+# ----------------------------------------------------------------------------- reading
+
+
+class _Reader:
+    """h5py file wrapper whose lookups fail with ModelLoadError naming the dataset."""
+
+    def __init__(self, fin: h5py.File, path: Path) -> None:
+        self.fin = fin
+        self.path = path
+
+    def __call__(self, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        try:
+            obj = self.fin[name]
+        except KeyError:
+            raise ModelLoadError(f"ELMo weight file {self.path} has no dataset '{name}'.") from None
+        except (OSError, RuntimeError) as exc:
+            raise ModelLoadError(f"ELMo weight file {self.path}: cannot read '{name}' (truncated?): {exc}") from exc
+        if not isinstance(obj, h5py.Dataset):
+            raise ModelLoadError(f"ELMo weight file {self.path}: '{name}' is a group, expected a dataset.")
+        if shape is not None and tuple(obj.shape) != tuple(shape):
+            raise ModelLoadError(
+                f"ELMo weight file {self.path}: dataset '{name}' has shape {tuple(obj.shape)}, "
+                f"the options need {tuple(shape)}."
+            )
+        try:
+            return np.asarray(obj[...], dtype=np.float32)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ModelLoadError(f"ELMo weight file {self.path}: cannot read '{name}' (truncated?): {exc}") from exc
+
+
+def lstm_dataset_prefix(direction: int, layer: int) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+@torch.no_grad()
+def load_hdf5_weights(bilm: ElmoBiLm, weights_path: str | Path) -> ElmoBiLm:
+    """Copy an original ``weights.hdf5`` into ``bilm`` (built from the matching options)."""
+    weights_path = Path(weights_path)
+    if not weights_path.is_file():
+        raise ModelLoadError(f"ELMo weight file not found: {weights_path}")
+    try:
+        fin = h5py.File(weights_path, "r")
+    except OSError as exc:
+        raise ModelLoadError(f"ELMo weight file {weights_path} is not a readable HDF5 file (truncated?): {exc}") from exc
+    with fin:
+        read = _Reader(fin, weights_path)
+        _load_char_cnn(bilm, read)
+        for layer in range(bilm.lstm.num_layers):
+            for direction, stack in enumerate((bilm.lstm.forward_layers, bilm.lstm.backward_layers)):
+                _load_lstm_cell(stack[layer], read, lstm_dataset_prefix(direction, layer))
+    return bilm
+
+
+def _load_char_cnn(bilm: ElmoBiLm, read: _Reader) -> None:
+    cnn = bilm.char_cnn
+    # char_embed: 261 rows (ids 0..260) in the released files; a 262-row table also exists.
+    try:
+        rows = read.fin["char_embed"].shape[0]
+    except KeyError:
+        raise ModelLoadError(f"ELMo weight file {read.path} has no dataset 'char_embed'.") from None
+    if rows not in (261, 262):
+        raise ModelLoadError(f"ELMo weight file {read.path}: 'char_embed' has {rows} rows, expected 261 or 262.")
+    char_embed = read("char_embed", (rows, cnn.char_dim))
+    weight = torch.zeros_like(cnn.char_embedding.weight)
+    weight[1:] = torch.from_numpy(char_embed[:261])  # shift by one: row 0 is the mask
+    cnn.char_embedding.weight.copy_(weight)
+
+    for i, ((width, num), conv) in enumerate(zip(cnn.filters, cnn.convolutions)):
+        w = read(f"CNN/W_cnn_{i}", (1, width, cnn.char_dim, num))
+        b = read(f"CNN/b_cnn_{i}", (num,))
+        conv.weight.copy_(torch.from_numpy(np.transpose(w.squeeze(axis=0), axes=(2, 1, 0))))
+        conv.bias.copy_(torch.from_numpy(b))
+
+    n = cnn.n_filters
+    for k, layer in enumerate(cnn.highways.layers):
+        w_transform = read(f"CNN_high_{k}/W_transform", (n, n)).T
+        # AllenNLP's gate g multiplies x; TF's carry gate multiplies f(x): g = 1 − carry ⇒ negate.
+        w_carry = -read(f"CNN_high_{k}/W_carry", (n, n)).T
+        b_transform = read(f"CNN_high_{k}/b_transform", (n,))
+        b_carry = -read(f"CNN_high_{k}/b_carry", (n,))
+        layer.weight.copy_(torch.from_numpy(np.concatenate([w_transform, w_carry], axis=0)))
+        layer.bias.copy_(torch.from_numpy(np.concatenate([b_transform, b_carry], axis=0)))
+
+    d = cnn.output_dim
+    cnn.projection.weight.copy_(torch.from_numpy(read("CNN_proj/W_proj", (n, d)).T))
+    cnn.projection.bias.copy_(torch.from_numpy(read("CNN_proj/b_proj", (d,))))
+
+
+def _swap_gates_1_2(x: np.ndarray, c: int) -> np.ndarray:
+    """TF (i, j, f, o) ↔ torch (i, f, g=j, o): swap the 2nd and 3rd blocks of c rows (self-inverse)."""
+    y = x.copy()
+    y[c : 2 * c] = x[2 * c : 3 * c]
+    y[2 * c : 3 * c] = x[c : 2 * c]
+    return y
+
+
+def _load_lstm_cell(cell: LstmCellWithProjection, read: _Reader, prefix: str) -> None:
+    c, d, n_in = cell.cell_size, cell.hidden_size, cell.input_size
+    tf_weights = read(f"{prefix}/W_0", (n_in + d, 4 * c)).T  # (4C, input + D)
+    torch_weights = _swap_gates_1_2(tf_weights, c)
+    cell.input_linearity.weight.copy_(torch.from_numpy(np.ascontiguousarray(torch_weights[:, :n_in])))
+    cell.state_linearity.weight.copy_(torch.from_numpy(np.ascontiguousarray(torch_weights[:, n_in:])))
+    tf_bias = read(f"{prefix}/B", (4 * c,)).copy()
+    tf_bias[2 * c : 3 * c] += 1.0  # TF's LSTMCell adds forget_bias=1.0 at runtime
+    cell.state_linearity.bias.copy_(torch.from_numpy(_swap_gates_1_2(tf_bias, c)))
+    cell.state_projection.weight.copy_(torch.from_numpy(np.ascontiguousarray(read(f"{prefix}/W_P_0", (c, d)).T)))
+
+
+def load_bilm_from_hdf5(options_path: str | Path, weights_path: str | Path) -> ElmoBiLm:
+    """Build an ElmoBiLm from an original ``options.json`` + ``weights.hdf5`` pair."""
+    from models.elmo.checkpoint import read_options
+
+    options = read_options(options_path)
+    try:
+        bilm = ElmoBiLm(options)
+    except ValueError as exc:
+        raise ModelLoadError(f"{options_path}: {exc}") from exc
+    return load_hdf5_weights(bilm, weights_path).eval()
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().float().cpu().numpy()
+
+
+@torch.no_grad()
+def write_hdf5_weights(bilm: ElmoBiLm, weights_path: str | Path) -> None:
+    """Write ``bilm`` in the original layout (the inverse of ``load_hdf5_weights``)."""
+    cnn = bilm.char_cnn
+    with h5py.File(weights_path, "w") as fout:
+        fout.create_dataset("char_embed", data=_np(cnn.char_embedding.weight)[1:])
+        for i, conv in enumerate(cnn.convolutions):
+            fout.create_dataset(f"CNN/W_cnn_{i}", data=np.transpose(_np(conv.weight), (2, 1, 0))[None])
+            fout.create_dataset(f"CNN/b_cnn_{i}", data=_np(conv.bias))
+        n = cnn.n_filters
+        for k, layer in enumerate(cnn.highways.layers):
+            w, b = _np(layer.weight), _np(layer.bias)
+            fout.create_dataset(f"CNN_high_{k}/W_transform", data=np.ascontiguousarray(w[:n].T))
+            fout.create_dataset(f"CNN_high_{k}/W_carry", data=np.ascontiguousarray(-w[n:].T))
+            fout.create_dataset(f"CNN_high_{k}/b_transform", data=b[:n])
+            fout.create_dataset(f"CNN_high_{k}/b_carry", data=-b[n:])
+        fout.create_dataset("CNN_proj/W_proj", data=np.ascontiguousarray(_np(cnn.projection.weight).T))
+        fout.create_dataset("CNN_proj/b_proj", data=_np(cnn.projection.bias))
+        for layer in range(bilm.lstm.num_layers):
+            for direction, stack in enumerate((bilm.lstm.forward_layers, bilm.lstm.backward_layers)):
+                cell = stack[layer]
+                c = cell.cell_size
+                prefix = lstm_dataset_prefix(direction, layer)
+                torch_w = np.concatenate([_np(cell.input_linearity.weight), _np(cell.state_linearity.weight)], axis=1)
+                fout.create_dataset(f"{prefix}/W_0", data=np.ascontiguousarray(_swap_gates_1_2(torch_w, c).T))
+                tf_bias = _swap_gates_1_2(_np(cell.state_linearity.bias), c)
+                tf_bias[2 * c : 3 * c] -= 1.0
+                fout.create_dataset(f"{prefix}/B", data=tf_bias)
+                fout.create_dataset(f"{prefix}/W_P_0", data=np.ascontiguousarray(_np(cell.state_projection.weight).T))
+
+
+def export_hdf5(bilm: ElmoBiLm, directory: str | Path) -> tuple[Path, Path]:
+    """Write ``options.json`` + ``weights.hdf5`` into ``directory``; returns both paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    options: dict[str, Any] = json.loads(json.dumps(bilm.options))
+    options_path, weights_path = directory / "options.json", directory / "weights.hdf5"
+    options_path.write_text(json.dumps(options, indent=2) + "\n")
+    write_hdf5_weights(bilm, weights_path)
+    return options_path, weights_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m models.elmo.hdf5_io export ASSET_DIR OUT_DIR``: our checkpoint → original layout."""
+    import argparse
+    import sys
+
+    from models.elmo.checkpoint import load_bilm
+
+    p = argparse.ArgumentParser(prog="python -m models.elmo.hdf5_io", description=main.__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    exp = sub.add_parser("export", help="write options.json + weights.hdf5 from a safetensors ELMo checkpoint")
+    exp.add_argument("asset_dir")
+    exp.add_argument("out_dir")
+    args = p.parse_args(argv)
+    try:
+        options_path, weights_path = export_hdf5(load_bilm(args.asset_dir), args.out_dir)
+    except ModelLoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {options_path} and {weights_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,370 @@
+"""Train the ELMo bidirectional LM on the project's LM corpus.
+
+    python -m models train elmo                                   # elmo-small → assets/elmo-small
+    python -m models train elmo --config original-like --out assets/elmo-big   # GPU-sized
+    python -m models train elmo --config my_options.json ...      # any options.json (original format)
+    python -m models train elmo --resume                          # continue runs/<name>/checkpoint.pt
+
+Loss = mean forward NLL + mean backward NLL over every target of the batch (the forward LM
+predicts w_1 … w_n, </S>; the backward LM predicts <S>, w_1 … w_n), with one adaptive softmax
+(``torch.nn.AdaptiveLogSoftmaxWithLoss``) shared by both directions over the ``--vocab-size`` most
+frequent training words (+ </S>, <S>, <UNK>). Sentences longer than ``--max-len`` tokens are cut
+into pieces; batches hold sentences of similar length up to ``--batch-tokens`` tokens.
+Adam, linear warm-up then cosine decay over ``--steps``, gradient-norm clipping, dropout.
+A resumable checkpoint (model, optimizer, step, data position, RNG) goes to
+``<run-dir>/checkpoint.pt`` every ``--checkpoint-minutes``; ``--max-minutes`` stops early with a
+usable model. At the end: held-out forward/backward perplexity, the asset (options.json +
+model.safetensors + softmax) and ``model_card.json`` in ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import random
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import torch
+
+from models.base import default_device
+from models.elmo.checkpoint import save_language_model
+from models.elmo.modeling_elmo import SPECIAL_WORDS, BiLMLanguageModel, ElmoCharacterMapper, perplexity
+
+REPO = Path(__file__).resolve().parents[2]
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    # ~3 M biLM parameters: sized for about an hour on a shared 2-core CPU.
+    # No clipping so the fused torch.lstm kernel can be used (3× faster than the clipped time loop).
+    "small": {
+        "options": {
+            "lstm": {"use_skip_connections": True, "projection_dim": 128, "cell_clip": None,
+                     "proj_clip": None, "dim": 512, "n_layers": 2},
+            "char_cnn": {"activation": "relu", "filters": [[1, 32], [2, 32], [3, 64], [4, 64], [5, 64]],
+                         "n_highway": 1, "embedding": {"dim": 16}, "n_characters": 262,
+                         "max_characters_per_token": 50},
+        },
+        "vocab_size": 30000, "batch_tokens": 1600, "lr": 2e-3, "dropout": 0.1,
+    },
+    # The size of the paper's "original" ELMo (4096 cells, 512 projection, 2048 char filters): needs a GPU.
+    "original-like": {
+        "options": {
+            "lstm": {"use_skip_connections": True, "projection_dim": 512, "cell_clip": 3,
+                     "proj_clip": 3, "dim": 4096, "n_layers": 2},
+            "char_cnn": {"activation": "relu",
+                         "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+                         "n_highway": 2, "embedding": {"dim": 16}, "n_characters": 262,
+                         "max_characters_per_token": 50},
+        },
+        "vocab_size": 60000, "batch_tokens": 8000, "lr": 1e-3, "dropout": 0.1,
+    },
+}
+
+
+# ----------------------------------------------------------------------------- data
+def chop(sentences: Sequence[Sequence[str]], max_len: int) -> list[list[str]]:
+    """Cut sentences into pieces of at most ``max_len`` tokens; drops empty sentences."""
+    out = []
+    for s in sentences:
+        for i in range(0, len(s), max_len):
+            out.append(list(s[i : i + max_len]))
+    return out
+
+
+def make_batches(sentences: Sequence[Sequence[str]], batch_tokens: int, seed: int | None) -> list[list[int]]:
+    """Indices of sentences grouped by similar length, ≤ batch_tokens padded tokens per batch.
+
+    With a seed: shuffled, sorted within pools of ~100 batches, batch order shuffled (so length
+    buckets are mixed across training); without: fully length-sorted (evaluation).
+    """
+    order = list(range(len(sentences)))
+    rng = random.Random(seed)
+    if seed is None:
+        pools = [sorted(order, key=lambda i: len(sentences[i]))]
+    else:
+        rng.shuffle(order)
+        size = max(1, 100 * batch_tokens // 25)  # ~100 batches of 25-token sentences
+        pools = [sorted(order[s : s + size], key=lambda i: len(sentences[i])) for s in range(0, len(order), size)]
+    batches: list[list[int]] = []
+    for pool in pools:
+        cur: list[int] = []
+        longest = 0
+        for i in pool:
+            n = len(sentences[i]) + 2
+            if cur and max(longest, n) * (len(cur) + 1) > batch_tokens:
+                batches.append(cur)
+                cur, longest = [], 0
+            cur.append(i)
+            longest = max(longest, n)
+        if cur:
+            batches.append(cur)
+    if seed is not None:
+        rng.shuffle(batches)
+    return batches
+
+
+class BatchEncoder:
+    """Sentences → (char ids (B, T, 50), word ids (B, T+2) with <S>/</S>), caching per-word ids."""
+
+    def __init__(self, vocab: list[str]) -> None:
+        self.word_to_id = {w: i for i, w in enumerate(vocab)}
+        self.unk = self.word_to_id["<UNK>"]
+        self.bos = self.word_to_id["<S>"]
+        self.eos = self.word_to_id["</S>"]
+        self._chars: dict[str, list[int]] = {}
+
+    def chars(self, word: str) -> list[int]:
+        ids = self._chars.get(word)
+        if ids is None:
+            ids = self._chars[word] = ElmoCharacterMapper.convert_word_to_char_ids(word)
+        return ids
+
+    def __call__(self, sentences: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        t = max(len(s) for s in sentences)
+        pad_chars = [0] * ElmoCharacterMapper.max_word_length
+        char_rows, word_rows = [], []
+        for s in sentences:
+            char_rows.append([self.chars(w) for w in s] + [pad_chars] * (t - len(s)))
+            word_rows.append([self.bos] + [self.word_to_id.get(w, self.unk) for w in s] + [self.eos]
+                             + [0] * (t - len(s)))
+        return torch.tensor(char_rows, dtype=torch.long), torch.tensor(word_rows, dtype=torch.long)
+
+
+def build_vocab(counts: dict[str, int], size: int) -> list[str]:
+    """</S>, <S>, <UNK>, then the most frequent words (frequency order suits the adaptive softmax)."""
+    ranked = sorted(((w, c) for w, c in counts.items() if w not in SPECIAL_WORDS), key=lambda kv: (-kv[1], kv[0]))
+    return SPECIAL_WORDS + [w for w, _ in ranked[: max(0, size - len(SPECIAL_WORDS))]]
+
+
+# ----------------------------------------------------------------------------- evaluation
+@torch.inference_mode()
+def evaluate(lm: BiLMLanguageModel, encoder: BatchEncoder, sentences: Sequence[Sequence[str]],
+             batch_tokens: int, device: torch.device) -> dict[str, float]:
+    """Held-out perplexity of each direction: exp(total NLL / number of targets)."""
+    was_training = lm.training
+    lm.eval()
+    fwd = bwd = n = 0.0
+    for batch in make_batches(sentences, batch_tokens, seed=None):
+        chars, words = encoder([sentences[i] for i in batch])
+        out = lm(chars.to(device), words.to(device))
+        fwd += float(out["forward_nll"])
+        bwd += float(out["backward_nll"])
+        n += float(out["num_targets"])
+    lm.train(was_training)
+    return {"ppl_forward": perplexity(fwd, n), "ppl_backward": perplexity(bwd, n),
+            "nll_forward": fwd / max(n, 1), "nll_backward": bwd / max(n, 1), "targets": int(n)}
+
+
+# ----------------------------------------------------------------------------- main
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m models train elmo", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default="small", help="small | original-like | path to an options.json")
+    p.add_argument("--name", default=None, help="model name (default: elmo-<config>)")
+    p.add_argument("--out", default=None, help="asset directory (default: assets/<name>)")
+    p.add_argument("--run-dir", default=None, help="checkpoints + softmax (default: runs/<name>)")
+    p.add_argument("--steps", type=int, default=4000, help="optimizer steps (cosine schedule length)")
+    p.add_argument("--max-minutes", type=float, default=None, help="stop early after this wall time")
+    p.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per batch")
+    p.add_argument("--max-len", type=int, default=50, help="longer sentences are cut into pieces")
+    p.add_argument("--vocab-size", type=int, default=None, help="softmax vocabulary incl. 3 specials")
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--dropout", type=float, default=None)
+    p.add_argument("--clip-norm", type=float, default=5.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-sentences", type=int, default=None, help="use only the first N corpus sentences")
+    p.add_argument("--eval-sentences", type=int, default=None, help="cap on held-out sentences evaluated")
+    p.add_argument("--log-every", type=int, default=20)
+    p.add_argument("--checkpoint-minutes", type=float, default=5.0)
+    p.add_argument("--resume", action="store_true", help="continue from <run-dir>/checkpoint.pt")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest on a busy 2-core box)")
+    p.add_argument("--device", default=None, help="cpu | cuda (default: cuda when available)")
+    p.add_argument("--no-asset-softmax", action="store_true", help="leave the softmax out of the asset dir")
+    return p.parse_args(list(argv))
+
+
+def resolve_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    if args.config in CONFIGS:
+        cfg = json.loads(json.dumps(CONFIGS[args.config]))
+        name = args.name or f"elmo-{args.config}"
+    else:
+        path = Path(args.config)
+        if not path.is_file():
+            raise SystemExit(f"--config: '{args.config}' is neither {' | '.join(CONFIGS)} nor an options.json file")
+        options = json.loads(path.read_text())
+        cfg = dict(CONFIGS["small"], options=options)
+        name = args.name or f"elmo-{path.stem}"
+    for key in ("vocab_size", "batch_tokens", "lr", "dropout"):
+        value = getattr(args, key)
+        if value is not None:
+            cfg[key] = value
+    return name, cfg
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    name, cfg = resolve_config(args)
+    out_dir = Path(args.out) if args.out else REPO / "assets" / name
+    run_dir = Path(args.run_dir) if args.run_dir else REPO / "runs" / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    device = torch.device(args.device) if args.device else default_device()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    random.seed(args.seed)
+
+    from probes.data.lm_corpus import corpus_stats, load_lm_corpus
+
+    t_load = time.time()
+    corpus = load_lm_corpus(max_sentences=args.max_sentences)
+    stats = corpus_stats(corpus)
+    train = chop(corpus.train, args.max_len)
+    heldout = chop(corpus.heldout, args.max_len)
+    if args.eval_sentences is not None:
+        heldout = heldout[: args.eval_sentences]
+    vocab = build_vocab(corpus.vocab, cfg["vocab_size"])
+    encoder = BatchEncoder(vocab)
+    print(f"corpus: {stats} ({time.time() - t_load:.1f}s); {len(train)} training pieces, "
+          f"softmax vocab {len(vocab)}", flush=True)
+
+    lm = BiLMLanguageModel(cfg["options"], len(vocab), dropout=cfg["dropout"]).to(device)
+    n_bilm = sum(p.numel() for p in lm.bilm.parameters())
+    n_softmax = sum(p.numel() for p in lm.softmax.parameters())
+    print(f"model: biLM {n_bilm:,} params, softmax {n_softmax:,}; device {device}, "
+          f"threads {torch.get_num_threads()}", flush=True)
+    optimizer = torch.optim.Adam(lm.parameters(), lr=cfg["lr"])
+
+    def lr_at(step: int) -> float:
+        if step < args.warmup:
+            return cfg["lr"] * (step + 1) / args.warmup
+        progress = min(1.0, (step - args.warmup) / max(1, args.steps - args.warmup))
+        return cfg["lr"] * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+    step, epoch, position, tokens_seen, elapsed_before = 0, 0, 0, 0, 0.0
+    ckpt_path = run_dir / "checkpoint.pt"
+    if args.resume:
+        if not ckpt_path.is_file():
+            print(f"--resume: no checkpoint at {ckpt_path}", file=sys.stderr)
+            return 2
+        ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
+        lm.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        step, epoch, position = ckpt["step"], ckpt["epoch"], ckpt["position"]
+        tokens_seen, elapsed_before = ckpt["tokens_seen"], ckpt["wall_time_s"]
+        torch.set_rng_state(ckpt["torch_rng"])
+        print(f"resumed from {ckpt_path} at step {step} (epoch {epoch}, batch {position})", flush=True)
+
+    def save_checkpoint() -> None:
+        tmp = ckpt_path.with_suffix(".tmp")
+        torch.save({"model": lm.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                    "epoch": epoch, "position": position, "tokens_seen": tokens_seen,
+                    "wall_time_s": elapsed_before + time.time() - t_start, "torch_rng": torch.get_rng_state(),
+                    "config": cfg, "vocab": vocab}, tmp)
+        os.replace(tmp, ckpt_path)  # atomic: a crash never leaves a half-written checkpoint
+
+    t_start = time.time()
+    last_ckpt = time.time()
+    window_loss = window_fwd = window_bwd = window_n = 0.0
+    window_tokens, window_t0 = 0, time.time()
+    stopped_early = False
+    lm.train()
+    while step < args.steps:
+        batches = make_batches(train, cfg["batch_tokens"], seed=args.seed * 1000 + epoch)
+        while position < len(batches) and step < args.steps:
+            sents = [train[i] for i in batches[position]]
+            chars, words = encoder(sents)
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step)
+            out = lm(chars.to(device, non_blocking=True), words.to(device, non_blocking=True))
+            optimizer.zero_grad(set_to_none=True)
+            out["loss"].backward()
+            torch.nn.utils.clip_grad_norm_(lm.parameters(), args.clip_norm)
+            optimizer.step()
+            step += 1
+            position += 1
+            n_tok = sum(len(s) for s in sents)
+            tokens_seen += n_tok
+            window_tokens += n_tok
+            window_loss += out["loss"].item()
+            window_fwd += float(out["forward_nll"])
+            window_bwd += float(out["backward_nll"])
+            window_n += float(out["num_targets"])
+            if step % args.log_every == 0:
+                dt = time.time() - window_t0
+                print(f"step {step}/{args.steps} epoch {epoch} loss {window_loss / args.log_every:.3f} "
+                      f"ppl fwd {perplexity(window_fwd, window_n):.1f} bwd {perplexity(window_bwd, window_n):.1f} "
+                      f"lr {lr_at(step):.2e} {window_tokens / dt:.0f} tok/s "
+                      f"elapsed {(elapsed_before + time.time() - t_start) / 60:.1f} min", flush=True)
+                window_loss = window_fwd = window_bwd = window_n = 0.0
+                window_tokens, window_t0 = 0, time.time()
+            if time.time() - last_ckpt > args.checkpoint_minutes * 60:
+                save_checkpoint()
+                last_ckpt = time.time()
+            if args.max_minutes is not None and elapsed_before + time.time() - t_start > args.max_minutes * 60:
+                stopped_early = True
+                break
+        if stopped_early:
+            break
+        if position >= len(batches):
+            epoch, position = epoch + 1, 0
+    wall = elapsed_before + time.time() - t_start
+    save_checkpoint()
+    print(f"training done: {step} steps, {tokens_seen:,} tokens, {wall / 60:.1f} min"
+          + (" (stopped by --max-minutes)" if stopped_early else ""), flush=True)
+
+    t_eval = time.time()
+    metrics = evaluate(lm, encoder, heldout, cfg["batch_tokens"] * 2, device)
+    print(f"held-out: ppl forward {metrics['ppl_forward']:.2f} backward {metrics['ppl_backward']:.2f} "
+          f"over {metrics['targets']:,} targets per direction ({time.time() - t_eval:.0f}s)", flush=True)
+
+    save_language_model(run_dir, lm, vocab, with_softmax=True)
+    save_language_model(out_dir, lm, vocab, with_softmax=not args.no_asset_softmax)
+    card = {
+        "name": name,
+        "family": "elmo",
+        "architecture": "char-CNN + highway + 2-layer LSTMP biLM (Peters et al. 2018), PyTorch, models/elmo",
+        "corpus": "probes.data.lm_corpus.load_lm_corpus(): " + ", ".join(corpus.sources)
+                  + (f" (first {args.max_sentences} sentences)" if args.max_sentences else ""),
+        "corpus_tokens": stats["train_tokens"],
+        "heldout_tokens": stats["heldout_tokens"],
+        "tokens_seen": tokens_seen,
+        "epochs": round(tokens_seen / max(1, stats["train_tokens"]), 3),
+        "vocab_size": len(vocab),
+        "params": n_bilm,
+        "softmax_params": n_softmax,
+        "dim": 2 * lm.bilm.projection_dim,
+        "layers": lm.bilm.num_layers,
+        "options": lm.bilm.options,
+        "steps": step,
+        "batch_tokens": cfg["batch_tokens"],
+        "lr": cfg["lr"], "dropout": cfg["dropout"], "max_len": args.max_len, "clip_norm": args.clip_norm,
+        "stopped_early": stopped_early,
+        "wall_time_s": round(wall, 1),
+        "final_loss": round(metrics["nll_forward"] + metrics["nll_backward"], 4),
+        "perplexity": {"forward": round(metrics["ppl_forward"], 2), "backward": round(metrics["ppl_backward"], 2),
+                       "heldout_targets_per_direction": metrics["targets"],
+                       "definition": "exp(mean NLL) over held-out pieces (≤ max_len tokens), targets include "
+                                     "</S> (forward) / <S> (backward) and <UNK> for words outside the softmax vocab"},
+        "softmax_in_asset": not args.no_asset_softmax,
+        "checkpoint": str(run_dir / "checkpoint.pt"),
+        "command": "python -m models train elmo " + shlex.join(argv),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": (f"{torch.cuda.get_device_name(0)}" if device.type == "cuda"
+                    else f"{os.cpu_count()}-core CPU, no GPU ({platform.machine()}, {torch.get_num_threads()} torch threads)"),
+    }
+    (out_dir / "model_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    (run_dir / "model_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {out_dir} ({sum(f.stat().st_size for f in out_dir.iterdir()) / 1e6:.1f} MB)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

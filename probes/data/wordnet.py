@@ -1,0 +1,148 @@
+"""WordNet 3.0 senses through NLTK, with ``NLTK_DATA`` pointed at the data dir by the project.
+
+``senses(lemma, pos)`` lists a lemma's senses in WordNet order (sense number 1 first, i.e. the
+most frequent sense in WordNet's tagged counts: the MFS baseline). ``pos`` may be a universal
+tag (NOUN, VERB, ADJ, ADV), a PTB tag (NN, VBD, JJR, RB, ...) or a WordNet letter (n, v, a, s, r);
+adjectives always include satellites (``s``). Other word classes (DET, IN, ...) have no senses.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+
+from probes.datapath import DataMissingError, data_path, setup_nltk
+
+UNIVERSAL_TO_WN = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
+# Universal tags of word classes WordNet does not cover (and "." for punctuation).
+_NON_CONTENT_UNIVERSAL = {"DET", "ADP", "PRON", "CONJ", "PRT", "NUM", "X", ".", "PUNCT", "AUX", "CCONJ",
+                          "SCONJ", "PART", "INTJ", "PROPN", "SYM"}
+_PTB_PREFIX_TO_WN = (("NN", "n"), ("VB", "v"), ("JJ", "a"), ("RB", "r"))
+_PTB_NON_CONTENT = {"CC", "CD", "DT", "EX", "FW", "IN", "LS", "MD", "PDT", "POS", "PRP", "PRP$", "RP", "SYM",
+                    "TO", "UH", "WDT", "WP", "WP$", "WRB", "-NONE-", ",", ":", "``", "''", "-LRB-", "-RRB-", "#",
+                    "$", "(", ")"}
+# Older PTB spellings that occur in SemCor (NP = NNP, PP = PRP, ...).
+_PTB_OLD = {"NP": "n", "NPS": "n", "PP": None, "PP$": None, "PR": None}
+
+
+class UnknownSenseKeyError(KeyError):
+    """A sense key that is not in WordNet 3.0."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Sense:
+    key: str          # WordNet 3.0 sense key, e.g. "art%1:09:00::"
+    synset: str       # synset name, e.g. "art.n.01"
+    gloss: str        # the synset's definition
+    lexname: str      # lexicographer file, e.g. "noun.cognition" (a coarse supersense)
+    pos: str          # WordNet letter of the synset: n, v, a, s or r
+
+
+def wn_pos(pos: str) -> str | None:
+    """WordNet letter (n, v, a, r) of a universal/PTB/WordNet tag; None for a non-content class.
+
+    Raises:
+        ValueError: a tag of no known tag set.
+    """
+    if pos in UNIVERSAL_TO_WN:
+        return UNIVERSAL_TO_WN[pos]
+    if pos in ("n", "v", "a", "r"):
+        return pos
+    if pos == "s":
+        return "a"
+    if "|" in pos:  # an ambiguous SemCor tag such as "MD|VB": the first reading
+        pos = pos.split("|", 1)[0]
+    if pos in _PTB_OLD:
+        return _PTB_OLD[pos]
+    for prefix, letter in _PTB_PREFIX_TO_WN:
+        if pos.startswith(prefix) and pos.isupper():
+            return letter
+    if pos in _NON_CONTENT_UNIVERSAL or pos in _PTB_NON_CONTENT:
+        return None
+    raise ValueError(f"unknown POS tag {pos!r}: use a universal (NOUN, VERB, ADJ, ADV, ...), "
+                     "Penn Treebank (NN, VBD, ...) or WordNet (n, v, a, s, r) tag")
+
+
+def wordnet():
+    """NLTK's WordNet reader on the data dir's WordNet 3.0 (loaded once per folder).
+
+    Built on the folder explicitly rather than via ``nltk.corpus.wordnet``, a process-wide
+    singleton that stays bound to the first ``nltk_data`` it found.
+    """
+    return _wordnet_reader(str(data_path("nltk_data/corpora/wordnet")))
+
+
+@lru_cache(maxsize=2)
+def _wordnet_reader(folder: str):
+    setup_nltk()
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+    from nltk.data import FileSystemPathPointer
+
+    class _Reader(WordNetCorpusReader):
+        # NLTK >= 3.8 builds a WordNet-version map on load (two passes over index.sense, about two
+        # thirds of the load time) that only its multilingual (OMW) functions read; we use no OMW.
+        def map_wn(self, version="wordnet"):
+            return None
+
+    try:
+        with warnings.catch_warnings():  # "multilingual functions are not available": no OMW wanted
+            warnings.simplefilter("ignore", UserWarning)
+            return _Reader(FileSystemPathPointer(folder), None)
+    except (OSError, LookupError, ValueError) as exc:
+        raise DataMissingError("nltk_data/corpora/wordnet", f"NLTK could not load it: {exc}.") from exc
+
+
+def _sense(lemma) -> Sense:
+    syn = lemma.synset()
+    return Sense(key=lemma.key(), synset=syn.name(), gloss=syn.definition(), lexname=syn.lexname(), pos=syn.pos())
+
+
+@lru_cache(maxsize=65536)
+def _senses(lemma: str, letter: str, wn) -> tuple[Sense, ...]:
+    name = lemma.strip().lower().replace(" ", "_")
+    found = wn.lemmas(name, pos=letter)
+    if not found:  # an inflected form: WordNet's morphological base forms (first base form)
+        base = wn.morphy(name, letter)
+        found = wn.lemmas(base, pos=letter) if base and base != name else []
+    return tuple(_sense(lem) for lem in found)
+
+
+def senses(lemma: str, pos: str) -> list[Sense]:
+    """Senses of ``lemma`` with part of speech ``pos`` in WordNet order (first = MFS baseline).
+
+    The lemma is matched case-insensitively with spaces as ``_``; an inflected form falls back to
+    its WordNet base form (``dogs`` -> ``dog``). Returns [] for unknown lemmas and for word
+    classes WordNet does not cover.
+    """
+    letter = wn_pos(pos)
+    if letter is None or not lemma.strip():
+        return []
+    return list(_senses(lemma, letter, wordnet()))
+
+
+def first_sense_key(lemma: str, pos: str) -> str | None:
+    """Key of WordNet's first sense (the MFS baseline), or None when there is none."""
+    found = senses(lemma, pos)
+    return found[0].key if found else None
+
+
+def key_to_synset(key: str):
+    """The NLTK ``Synset`` of a WordNet 3.0 sense key; UnknownSenseKeyError if it does not exist."""
+    return _lemma_from_key(key).synset()
+
+
+def sense_from_key(key: str) -> Sense:
+    """The :class:`Sense` of a sense key; UnknownSenseKeyError if it does not exist."""
+    return _sense(_lemma_from_key(key))
+
+
+def _lemma_from_key(key: str):
+    from nltk.corpus.reader.wordnet import WordNetError
+
+    try:
+        return wordnet().lemma_from_key(key)
+    except (WordNetError, ValueError, KeyError, IndexError) as exc:
+        raise UnknownSenseKeyError(f"{key!r} is not a WordNet 3.0 sense key") from exc

@@ -1,0 +1,297 @@
+"""Every page of the Streamlit app under Streamlit's AppTest (the script runner without a browser).
+
+Each test opens a page through the real entry point (app.py + st.navigation), performs its main
+interaction with real models and data, and checks that bad input (empty text, a 10,000-word
+paste, HTML/Markdown, emoji and RTL text, a word with no SemCor occurrences, a model that fails
+to load) gives a friendly message — never an exception — and that the rest of the page works.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from models.registry import REGISTRY, ModelSpec, load_embedder, loaded_models, register
+
+REPO = Path(__file__).resolve().parent.parent
+TIMEOUT = 300   # seconds per script run: first runs load models and read WordNet on a busy 2-core CPU
+XSS = "<script>alert(1)</script> **bold** [x](javascript:alert(1))"
+PASTE = " ".join(["word"] * 10_000)
+EMOJI_RTL = "The bank 🏦 said مرحبا بالعالم and שלום 👍🏽"
+
+
+def open_page(name: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
+    if name != "models":
+        at.switch_page(f"app_pages/{name}.py").run()
+    assert_ok(at)
+    return at
+
+
+def assert_ok(at: AppTest) -> None:
+    """No exception element and no error box on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def texts(elements) -> str:
+    """The elements' text as the user reads it (Markdown backslash escapes removed)."""
+    return "\n".join(str(e.value) for e in elements).replace("\\", "")
+
+
+# ----------------------------------------------------------------------------- Models
+
+def _unload(name: str) -> None:
+    """Start from an unloaded model (another test in this process may have loaded it)."""
+    from app_pages.common import unload
+
+    unload(name)
+
+
+def test_models_page_lists_loads_and_unloads() -> None:
+    _unload("glove-6b-50d")
+    at = open_page("models")
+    assert at.title[0].value == "Models"
+    table = at.dataframe[0].value
+    assert set(table["model"]) == set(REGISTRY)
+    at.selectbox(key="models_pick").set_value("glove-6b-50d").run()
+    at.button(key="models_load").click().run()
+    assert_ok(at)
+    assert "glove-6b-50d" in loaded_models()
+    row = at.dataframe[0].value.set_index("model").loc["glove-6b-50d"]
+    assert row["status"] == "loaded" and row["dim"] == "50"
+    assert at.json, "the model card is shown once loaded"
+    at.button(key="models_unload").click().run()
+    assert_ok(at)
+    assert "glove-6b-50d" not in loaded_models()
+
+
+def test_a_model_that_fails_to_load_gives_a_message_and_the_page_keeps_working() -> None:
+    register(ModelSpec("broken-test-model", "static", "models.static:load_static_asset",
+                       {"name": "no-such-checkpoint"}, description="a checkpoint that does not exist"))
+    _unload("glove-6b-50d")
+    try:
+        at = open_page("models")
+        at.selectbox(key="models_pick").set_value("broken-test-model").run()
+        at.button(key="models_load").click().run()
+        assert not at.exception
+        assert "could not be loaded" in texts(at.error) and "no-such-checkpoint" in texts(at.error)
+        assert "Traceback" not in texts(at.error)
+        # The rest of the app keeps working: another model still loads.
+        at.selectbox(key="models_pick").set_value("glove-6b-50d").run()
+        at.button(key="models_load").click().run()
+        assert_ok(at)
+    finally:
+        REGISTRY.pop("broken-test-model", None)
+
+
+# ----------------------------------------------------------------------------- Embedding space
+
+def test_embedding_space_neighbours_analogy_and_map() -> None:
+    at = open_page("embedding_space")
+    neighbours = at.dataframe[0].value
+    assert "banks" in list(neighbours["word"])          # GloVe's nearest words to "bank"
+    assert "queen" in texts(at.markdown)                  # man : king :: woman : queen
+    assert at.get("plotly_chart"), "the word-list map is drawn"
+    at.text_input(key="space_nn_word").set_value("river").run()
+    assert_ok(at)
+    assert "river" not in list(at.dataframe[0].value["word"])   # the query word itself is excluded
+
+
+@pytest.mark.parametrize("bad", ["", "   ", XSS, "two words", "xqzzyvv"])
+def test_embedding_space_bad_words_are_friendly(bad: str) -> None:
+    at = open_page("embedding_space")
+    at.text_input(key="space_nn_word").set_value(bad).run()
+    assert_ok(at)
+    shown = texts(at.warning) + texts(at.info)
+    assert shown, "a hint is shown"
+    assert "<script>" not in shown     # user text is escaped wherever it is echoed
+
+
+def test_embedding_space_contextual_neighbours_and_bad_text() -> None:
+    at = open_page("embedding_space")
+    table = at.dataframe[-1].value                        # the contextual-neighbours table
+    assert {"cosine", "token", "context"} <= set(table.columns)
+    for text, expect in [("", "type at least one sentence"), (PASTE, "cut"), (EMOJI_RTL, None), (XSS, None)]:
+        at.text_area(key="space_ctx_text").set_value(text).run()
+        assert_ok(at)
+        if expect:
+            assert expect in texts(at.warning)
+    at.text_area(key="space_map_words").set_value("   ").run()
+    assert_ok(at)
+    assert "Type some words" in texts(at.warning)
+
+
+# ----------------------------------------------------------------------------- Attention
+
+def test_attention_page_grid_head_and_pieces() -> None:
+    at = open_page("attention")
+    assert len(at.get("plotly_chart")) >= 4               # grid, head, two averages (+ entropy)
+    caption = texts(at.caption)
+    assert "6 layers × 12 heads" in caption
+    at.slider(key="attn_layer").set_value(3).run()
+    at.slider(key="attn_head").set_value(5).run()
+    assert_ok(at)
+    links = at.dataframe[0].value
+    assert (links["weight"] > 0).all() and (links["weight"] <= 1).all()
+    at.segmented_control(key="attn_unit").set_value("subword pieces").run()
+    assert_ok(at)
+    assert "[CLS]" in texts(at.code)
+
+
+@pytest.mark.parametrize("text,hint", [("", "type at least one sentence"), (PASTE, "cut to their first 40"),
+                                       ("!!! ??? ...", None), (XSS, None), (EMOJI_RTL, None)])
+def test_attention_bad_inputs_are_friendly(text: str, hint: str | None) -> None:
+    at = open_page("attention")
+    at.text_input(key="attn_text").set_value(text).run()
+    assert_ok(at)
+    if hint:
+        assert hint in texts(at.warning)
+    if text == XSS:
+        # Shown literally (st.code renders text, never HTML), so the tags are visible as characters.
+        assert "<" in texts(at.code) and "script" in texts(at.code)
+        assert not at.get("html")
+
+
+# ----------------------------------------------------------------------------- Polysemy
+
+def test_polysemy_semcor_bank_contextual_and_static() -> None:
+    at = open_page("polysemy")
+    assert "tagged occurrences of “bank” in SemCor" in texts(at.caption)
+    assert at.get("plotly_chart")
+    neighbours = at.dataframe[0].value
+    assert {"cosine", "same sense", "sense", "context"} <= set(neighbours.columns)
+    assert neighbours["cosine"].is_monotonic_decreasing
+    at.slider(key="poly_layer").set_value(0).run()
+    at.selectbox(key="poly_method").set_value("t-SNE").run()
+    assert_ok(at)
+    at.segmented_control(key="poly_dims").set_value("3-D").run()
+    at.selectbox(key="poly_pick").set_value(3).run()
+    assert_ok(at)
+    assert len(at.dataframe[0].value) == at.slider(key="poly_k").value
+    # A static model: one point per word form, with the explanation.
+    at.selectbox(key="poly_model").set_value("glove-6b-50d").run()
+    assert_ok(at)
+    assert "static model" in texts(at.info)
+
+
+def test_polysemy_word_without_occurrences_and_typed_sentences() -> None:
+    at = open_page("polysemy")
+    at.text_input(key="poly_word").set_value("xyzzyq").run()
+    assert_ok(at)
+    assert "no sense-tagged occurrences" in texts(at.info)
+    at.text_input(key="poly_word").set_value(XSS).run()
+    assert_ok(at)
+    assert "single word" in texts(at.warning)
+    at.text_input(key="poly_word").set_value("bank").run()
+    at.segmented_control(key="poly_source").set_value("my sentences").run()
+    assert_ok(at)
+    assert at.get("plotly_chart")
+    assert "Which layer separates the senses?" in texts(at.subheader)
+    for text, hint in [("", "type at least one sentence"), ("No target word in this line.", "None of the sentences"),
+                       (EMOJI_RTL + "\n" + XSS + " bank", None), (PASTE, "cut")]:
+        at.text_area(key="poly_text").set_value(text).run()
+        assert_ok(at)
+        if hint:
+            assert hint in texts(at.warning) + texts(at.info)
+
+
+# ----------------------------------------------------------------------------- Probes and Reproduce
+
+def test_probes_page_quick_runs_with_progress() -> None:
+    at = open_page("probes")
+    at.selectbox(key="probe_kind").set_value("pos").run()
+    at.selectbox(key="probe_model").set_value("glove-6b-50d").run()
+    at.number_input(key="probe_limit").set_value(5).run()
+    at.button(key="probe_run").click().run()
+    assert_ok(at)
+    assert "POS on glove-6b-50d, first 5 sentences" in texts(at.success)
+    assert at.get("plotly_chart")
+    # WSD: per-layer F1 beside the WordNet first-sense baseline, and the per-POS breakdown.
+    at.selectbox(key="probe_kind").set_value("wsd").run()
+    at.number_input(key="probe_limit").set_value(3).run()
+    at.button(key="probe_run").click().run()
+    assert_ok(at)
+    assert "WSD on glove-6b-50d, first 3 sentences" in texts(at.success)
+    assert "By part of speech" in texts(at.markdown)
+    # A static model in the λ ablation is a clear message, not a crash.
+    at.selectbox(key="probe_kind").set_value("mix").run()
+    at.button(key="probe_run").click().run()
+    assert not at.exception
+    assert "single layer" in texts(at.error)
+
+
+def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None:
+    """Results saved by the command-line probes (here a real small POS run) are charted per layer."""
+    from probes.pos import run_pos, run_pos_baseline
+    from probes.results import save_result
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
+    glove = load_embedder("glove-6b-50d")
+    save_result(run_pos(glove, limit=15, show_progress=False), tmp_path / "results")
+    save_result(run_pos_baseline(limit=15), tmp_path / "results")
+    at = open_page("probes")
+    options = at.selectbox(key="probe_results_dir").options
+    mine = next(o for o in options if str(tmp_path) in o)
+    at.selectbox(key="probe_results_dir").set_value(mine).run()
+    assert_ok(at)
+    pos_table = next(d.value for d in at.dataframe if "baseline" in d.value.columns)
+    assert set(pos_table.index) == {"glove-6b-50d", "majority-tag"}
+    assert 0 < float(pos_table.loc["glove-6b-50d", "0"]) <= 100
+    assert pos_table.loc["majority-tag", "0"] == "—"      # no such layer: a dash, not "None"
+
+
+def test_reproduce_page_tables_and_downloads() -> None:
+    at = open_page("reproduce")
+    assert at.title[0].value == "Reproduce the paper"
+    shown = "\n".join(str(df.value) for df in at.dataframe)
+    assert "biLM" in shown                                # the paper's own table is always there
+    assert at.get("download_button"), "tables can be downloaded"
+
+
+# ----------------------------------------------------------------------------- error handling and sharing
+
+def _page_with_a_bug() -> None:
+    import streamlit as st
+
+    from app_pages.common import safe
+
+    with safe("divide the numbers"):
+        st.write("before")
+        1 / 0
+    st.write("after the error the page goes on")
+
+
+def test_unexpected_errors_become_a_message_and_the_page_goes_on() -> None:
+    import logging
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("embprobe.app").addHandler(handler)
+    try:
+        at = AppTest.from_function(_page_with_a_bug, default_timeout=60).run()
+    finally:
+        logging.getLogger("embprobe.app").removeHandler(handler)
+    # The traceback goes to the server log ...
+    assert any(r.exc_info and r.exc_info[0] is ZeroDivisionError for r in records)
+    # ... and the page shows a message instead.
+    assert not at.exception
+    msg = texts(at.error)
+    assert "Could not divide the numbers" in msg and "ZeroDivisionError" in msg and "server log" in msg
+    assert "Traceback" not in msg
+    assert "after the error the page goes on" in texts(at.markdown)
+
+
+# ----------------------------------------------------------------------------- shared models
+
+def test_sessions_share_one_loaded_model() -> None:
+    """Two browser sessions (two AppTests in one server process) use the same model instance."""
+    first = open_page("attention")
+    model = load_embedder("minilm")
+    second = open_page("attention")
+    assert_ok(second)
+    assert load_embedder("minilm") is model
+    assert loaded_models().count("minilm") == 1
+    assert texts(first.caption).split(".")[0] == texts(second.caption).split(".")[0]

@@ -1,0 +1,71 @@
+"""The benchmark's own measuring code (bench/): memory high-water mark, naive reference paths, int8 copy.
+
+The speed ratios themselves are measured by ``bench/run_all.py`` and recorded in docs/benchmarks.md;
+batched-vs-unbatched equality of the embedders is tested in test_transformer.py / test_elmo.py and the
+cache round trip and truncation repair in test_probes_features.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.bench_transformer import naive_embed, semcor_sentences, sorted_batch_embed
+from bench.measure import PeakRSS, rss_mb
+from bench.run_all import build_parser, quantized_copy, ratios
+from models.transformer import load_minilm
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return load_minilm(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def sents():
+    return semcor_sentences(12)
+
+
+def test_peak_rss_sees_a_block_allocation_and_its_release():
+    with PeakRSS() as m:
+        a = np.ones(40_000_000, np.float32)  # 160 MB, touched
+        del a
+    assert m.peak_mb >= m.start_mb + 120, (m.start_mb, m.peak_mb)
+    assert m.delta_mb >= 120
+    # the block's memory was freed; a new block measures only its own (small) peak
+    with PeakRSS() as small:
+        b = np.ones(1000)
+    assert small.delta_mb < 60 and b.sum() == 1000
+    assert rss_mb() < m.peak_mb
+
+
+def test_reference_paths_match_our_batched_vectors(minilm, sents):
+    ours = minilm.embed(sents)
+    ref = sorted_batch_embed(minilm, sents, batch_size=5)  # mixed lengths, padded batches, input order kept
+    for o, s, r in zip(ours, sents, ref):
+        np.testing.assert_allclose(naive_embed(minilm, s), o.vectors, atol=1e-4)
+        np.testing.assert_allclose(r, o.vectors, atol=1e-4)
+
+
+def test_int8_copy_is_close_but_distinct_and_leaves_fp32_untouched(minilm, sents):
+    before = minilm.embed(sents[:4])
+    q = quantized_copy(minilm)
+    assert q.fingerprint() != minilm.fingerprint()  # never shares a feature-cache entry with fp32
+    qout = q.embed(sents[:4])
+    after = minilm.embed(sents[:4])
+    for b, a, x in zip(before, after, qout):
+        np.testing.assert_array_equal(a.vectors, b.vectors)
+        assert not np.array_equal(x.vectors, b.vectors)
+        cos = (x.vectors * b.vectors).sum(-1) / np.linalg.norm(x.vectors, axis=-1) / np.linalg.norm(b.vectors, axis=-1)
+        assert cos.mean() > 0.8, cos.mean()
+
+
+def test_headline_ratios_and_targets():
+    parts = {"minilm": {"speedup": 3.5, "device": "cpu"}, "elmo": {"speedup": 2.5},
+             "wsd-cold": {"run_s": 300.0, "model": "minilm"}, "wsd-warm": {"run_s": 10.0}}
+    r = ratios(parts)
+    assert {k: round(v["value"], 2) for k, v in r.items()} == {"minilm": 3.5, "elmo": 2.5, "wsd": 30.0}
+    assert [k for k, v in r.items() if not v["met"]] == ["elmo"]
+    assert ratios({"minilm": {"speedup": 5.0, "device": "cuda:0"}})["minilm"]["target"] == 20
+    assert ratios({"minilm": {"error": "ModelLoadError: x"}}) == {}
+    args = build_parser().parse_args(["--quick"])
+    assert args.quick and args.sentences is None  # sizes are filled in by main()

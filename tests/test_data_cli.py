@@ -1,0 +1,46 @@
+"""`python -m probes stats`: the counts table on the real data, one clear message without it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "probes", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=600)
+
+
+def test_stats_prints_every_dataset():
+    # --no-lm keeps this fast on a cold cache; the LM corpus has its own tests.
+    proc = _run("stats", "--no-lm")
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split("  ")[0].strip(): line for line in proc.stdout.splitlines()}
+    assert "352" in rows["SemCor 3.0"] and "226,074" in rows["SemCor 3.0"] and "234,843" in rows["SemCor 3.0"]
+    assert "7,253" in rows["WSD ALL"]
+    for name in ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015"):
+        assert f"WSD {name}" in rows
+    conll = [line for line in proc.stdout.splitlines() if line.startswith("CoNLL-2000")]
+    assert "8,936" in conll[0] and "2,012" in conll[1]
+    assert "3,914" in rows["Treebank sample"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_stats_without_data_exits_2_with_one_clear_message(tmp_path):
+    for data in ("/nonexistent/embprobe-data", str(tmp_path)):
+        proc = _run("stats", EMBPROBE_DATA=data, EMBPROBE_CACHE=str(tmp_path / "cache"))
+        assert proc.returncode == 2
+        assert proc.stdout == ""
+        assert "Traceback" not in proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: Missing or unreadable data item")
+        assert "EMBPROBE_DATA" in lines[0]
+    assert "semcor3.0" in lines[0] and "mihalcea" in lines[0]   # names the item and where to get it
+
+
+def test_unknown_command_is_a_usage_error():
+    proc = _run("frobnicate")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr

@@ -1,0 +1,72 @@
+"""WordNet senses: WordNet order checked against the raw index files, POS tag sets, bad input."""
+from __future__ import annotations
+
+import pytest
+
+from probes.data import wordnet as W
+from probes.datapath import DataMissingError
+
+
+@pytest.fixture(scope="module")
+def index(data_root):
+    """Raw WordNet files: index.<pos> offsets in sense order and index.sense key -> sense number."""
+    folder = data_root / "nltk_data/corpora/wordnet"
+    offsets = {}
+    for pos_file, letter in (("index.noun", "n"), ("index.verb", "v"), ("index.adj", "a"), ("index.adv", "r")):
+        for line in (folder / pos_file).read_text(encoding="utf-8").splitlines():
+            if line.startswith(" "):
+                continue                                   # licence header
+            f = line.split()
+            n_synsets = int(f[2])
+            offsets[f[0], letter] = [int(o) for o in f[-n_synsets:]]
+    sense_number = {}
+    for line in (folder / "index.sense").read_text(encoding="utf-8").splitlines():
+        key, _, number, _ = line.split()
+        sense_number[key] = int(number)
+    return offsets, sense_number
+
+
+@pytest.mark.parametrize("lemma, pos", [("art", "NOUN"), ("run", "VERB"), ("good", "ADJ"), ("well", "ADV"),
+                                        ("bank", "n"), ("light", "a"), ("change_ringing", "NN")])
+def test_senses_are_in_wordnet_order(index, lemma, pos):
+    offsets, sense_number = index
+    found = W.senses(lemma, pos)
+    letter = W.wn_pos(pos)
+    assert [W.key_to_synset(s.key).offset() for s in found] == offsets[lemma, letter]
+    assert [sense_number[s.key] for s in found] == list(range(1, len(found) + 1))
+    assert W.first_sense_key(lemma, pos) == found[0].key
+    for s in found:
+        assert s.gloss and s.lexname.split(".")[0] in ("noun", "verb", "adj", "adv")
+        assert s.key.split("%")[0] == lemma.lower()
+
+
+def test_pos_tag_sets_agree_and_adjectives_include_satellites():
+    nouns = W.senses("bank", "NOUN")
+    assert W.senses("bank", "NN") == W.senses("bank", "NNS") == W.senses("bank", "n") == nouns
+    adj = W.senses("good", "ADJ")
+    assert W.senses("good", "JJ") == W.senses("good", "s") == adj
+    assert {s.pos for s in adj} == {"a", "s"}
+    assert W.senses("the", "DET") == W.senses("of", "IN") == W.senses("he", "PP") == []
+    assert W.wn_pos("NP") == W.wn_pos("NN|SYM") == "n" and W.wn_pos("MD|VB") is None   # SemCor oddities
+    assert W.senses("xyzzyq", "NOUN") == []
+    assert W.first_sense_key("xyzzyq", "NOUN") is None
+    with pytest.raises(ValueError, match="unknown POS tag"):
+        W.senses("bank", "FOO")
+
+
+def test_inflected_forms_and_keys():
+    assert W.first_sense_key("dogs", "NNS") == W.first_sense_key("dog", "NOUN")
+    assert W.first_sense_key("ran", "VBD") == W.first_sense_key("run", "VERB")
+    syn = W.key_to_synset("group%1:03:00::")
+    assert syn.name() == "group.n.01" and syn.lexname() == "noun.Tops"
+    sense = W.sense_from_key("peculiar%5:00:00:specific:00")
+    assert sense.pos == "s" and sense.lexname == "adj.all"
+    for bad in ("nope%1:00:00::", "garbage", ""):
+        with pytest.raises(W.UnknownSenseKeyError, match="not a WordNet 3.0 sense key"):
+            W.key_to_synset(bad)
+
+
+def test_missing_wordnet(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
+    with pytest.raises(DataMissingError, match="wordnet"):
+        W.senses("bank", "NOUN")

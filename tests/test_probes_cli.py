@@ -1,0 +1,82 @@
+"""``python -m probes wsd|pos|mix|reproduce``: clear errors (exit 2, no traceback), results, cache repair."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from probes.results import load_extras, load_results, save_result
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _run(args, cache: Path, timeout=300):
+    env = {**os.environ, "EMBPROBE_CACHE": str(cache), "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([sys.executable, "-m", "probes", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["pos", "--model", "glove-6b-50d", "--layers", "3"], "out of range"),
+    (["pos", "--model", "glove-6b-50d", "--layers", "two"], "Bad layer"),
+    (["mix", "--model", "glove-6b-50d", "--limit", "5"], "single layer"),
+    (["wsd", "--model", "glove-6b-50d", "--limit", "0"], "--limit 0"),
+    (["wsd", "--model", "glove-6b-50d", "--semcor-limit", "0"], "--semcor-limit 0"),
+    (["reproduce", "--models", "glove-6b-50d", "--probes", "ner", "--out", "x"], "Unknown probe"),
+])
+def test_bad_requests_exit_2(capsys, args, message):
+    from probes.__main__ import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+
+
+def test_unknown_model_from_the_real_entry_point(tmp_path):
+    res = _run(["wsd", "--model", "no-such-model"], tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "Unknown model 'no-such-model'" in res.stderr and "glove-6b-50d" in res.stderr
+
+
+def test_pos_run_saves_results_and_repairs_a_truncated_cache(tmp_path):
+    out = tmp_path / "results"
+    args = ["pos", "--model", "glove-6b-50d", "--limit", "40", "--results", str(out), "--threads", "1"]
+    first = _run(args, tmp_path)
+    assert first.returncode == 0, first.stderr
+    df = load_results(out)
+    assert set(df.model) == {"glove-6b-50d", "majority-tag"}
+    acc = df[df.model == "glove-6b-50d"].value.iloc[0]
+    # Truncate the cached features: the next run detects it, says so, rebuilds, same score.
+    layer = next(tmp_path.glob("features/*/conll2000-train-limit40/layer_0.npy"))
+    layer.write_bytes(layer.read_bytes()[:-100])
+    second = _run(args, tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "truncated" in second.stderr and "rebuilding" in second.stderr
+    again = load_results(out)
+    assert again[again.model == "glove-6b-50d"].value.iloc[0] == acc
+
+
+def test_results_round_trip(tmp_path):
+    base = {"model": "m", "probe": "pos", "command": "python -m probes pos --model m"}
+    save_result({**base, "timestamp": "2026-01-01T00:00:00+00:00",
+                 "rows": [{"dataset": "d", "layer": 0, "metric": "accuracy", "value": 50.0, "n": 10}]}, tmp_path)
+    save_result({**base, "timestamp": "2026-01-02T00:00:00+00:00", "extra": {"mix": {"pos": {}}},
+                 "rows": [{"dataset": "d", "layer": "0", "metric": "accuracy", "value": 60.0, "n": 10},
+                          {"dataset": "d", "layer": "mean", "metric": "accuracy", "value": 61.0}]}, tmp_path)
+    (tmp_path / "broken.json").write_text("{")
+    df = load_results(tmp_path)
+    assert list(df.columns) == ["model", "probe", "dataset", "layer", "metric", "value", "n", "timestamp", "command"]
+    assert sorted(df.layer) == ["0", "mean"]
+    assert df[df.layer == "0"].value.iloc[0] == 60.0           # the newer file wins
+    assert load_extras(tmp_path, "pos")[-1]["mix"] == {"pos": {}}
+    assert load_results(tmp_path / "none").empty
+    with pytest.raises(ValueError, match="rows"):
+        save_result({"model": "m", "probe": "p"}, tmp_path)
+    assert json.loads(next(tmp_path.glob("m__pos__*.json")).read_text())["command"].startswith("python -m probes")
+    assert isinstance(df, pd.DataFrame)

@@ -1,0 +1,113 @@
+"""Feature cache: exact round trip, reuse, rebuild on truncation / corruption / staleness."""
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+
+from probes.features import get_features
+from tests.probe_helpers import RandomEmbedder
+
+SENTS = [["The", "bank", "closed", "."], ["He", "sat", "on", "the", "river", "bank"], [], ["Play", "!"]]
+
+
+def _expected(emb, sents, layer):
+    rows = [emb._word_vec(w)[layer] for s in sents for w in s]
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_cache_returns_what_it_stored(tmp_path, dtype):
+    emb = RandomEmbedder()
+    f = get_features(emb, "toy", SENTS, dtype=dtype, root=tmp_path, show_progress=False)
+    assert emb.calls == 1
+    assert list(f.offsets) == [0, 4, 10, 10, 12]
+    for j in range(emb.num_layers):
+        want = _expected(emb, SENTS, j).astype(dtype)
+        assert f.layer(j).dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(np.asarray(f.layer(j)), want)
+    np.testing.assert_array_equal(f.sentence(1, 1), _expected(emb, [SENTS[1]], 1).astype(dtype))
+    # Second call: no extraction, identical bytes, memory-mapped.
+    g = get_features(emb, "toy", SENTS, dtype=dtype, root=tmp_path, show_progress=False)
+    assert emb.calls == 1
+    assert isinstance(g.layer(0), np.memmap)
+    for j in range(emb.num_layers):
+        np.testing.assert_array_equal(np.asarray(g.layer(j)), np.asarray(f.layer(j)))
+
+
+def test_chunking_and_length_sorting_do_not_change_vectors(tmp_path):
+    emb = RandomEmbedder()
+    a = get_features(emb, "a", SENTS, chunk_size=1, root=tmp_path, show_progress=False, dtype="float32")
+    b = get_features(emb, "b", SENTS, chunk_size=1000, root=tmp_path, show_progress=False, dtype="float32")
+    np.testing.assert_array_equal(np.asarray(a.layer(2)), np.asarray(b.layer(2)))
+
+
+def test_truncated_file_is_rebuilt(tmp_path, caplog):
+    emb = RandomEmbedder()
+    f = get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    path = f.directory / "layer_1.npy"
+    want = np.asarray(f.layer(1)).copy()
+    del f
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])
+    with caplog.at_level(logging.WARNING, logger="probes.features"):
+        g = get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    assert emb.calls == 2
+    assert "truncated" in caplog.text
+    np.testing.assert_array_equal(np.asarray(g.layer(1)), want)
+
+
+def test_corrupt_header_and_meta_are_rebuilt(tmp_path, caplog):
+    emb = RandomEmbedder()
+    f = get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    (f.directory / "layer_0.npy").write_bytes(b"garbage" * 100)
+    with caplog.at_level(logging.WARNING, logger="probes.features"):
+        get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    assert emb.calls == 2 and "layer 0 invalid" in caplog.text
+    (f.directory / "meta.json").write_text("{not json")
+    get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    assert emb.calls == 3
+    assert json.loads((f.directory / "meta.json").read_text())["num_words"] == 12
+
+
+def test_other_model_version_or_other_sentences_is_stale(tmp_path, caplog):
+    old = RandomEmbedder(version="v1")
+    get_features(old, "toy", SENTS, root=tmp_path, show_progress=False)
+    new = RandomEmbedder(version="v2", seed=1)
+    assert new.fingerprint() != old.fingerprint()
+    # Simulate an entry written by the old weights in the new fingerprint's directory
+    # (e.g. a model file replaced in place): the meta's fingerprint gives it away.
+    src = tmp_path / "features" / old.fingerprint() / "toy"
+    dst = tmp_path / "features" / new.fingerprint() / "toy"
+    dst.parent.mkdir(parents=True)
+    src.rename(dst)
+    with caplog.at_level(logging.WARNING, logger="probes.features"):
+        g = get_features(new, "toy", SENTS, root=tmp_path, show_progress=False, dtype="float16")
+    assert "another model version" in caplog.text and new.calls == 1
+    np.testing.assert_array_equal(np.asarray(g.layer(0)), _expected(new, SENTS, 0).astype(np.float16))
+    caplog.clear()
+    other = [s + ["extra"] for s in SENTS]
+    with caplog.at_level(logging.WARNING, logger="probes.features"):
+        h = get_features(new, "toy", other, root=tmp_path, show_progress=False)
+    assert "other sentences" in caplog.text and new.calls == 2
+    assert h.num_words == 16
+
+
+def test_bad_arguments(tmp_path):
+    emb = RandomEmbedder(num_layers=2)
+    with pytest.raises(ValueError, match="out of range"):
+        get_features(emb, "toy", SENTS, layers=[2], root=tmp_path)
+    with pytest.raises(ValueError, match="dataset key"):
+        get_features(emb, "../x", SENTS, root=tmp_path)
+    f = get_features(emb, "toy", SENTS, layers=[1], root=tmp_path, show_progress=False)
+    with pytest.raises(KeyError, match="not loaded"):
+        f.layer(0)
+
+
+def test_progress_callback(tmp_path):
+    seen = []
+    get_features(RandomEmbedder(), "toy", SENTS, chunk_size=2, root=tmp_path, show_progress=False,
+                 progress=lambda frac, msg: seen.append(frac))
+    assert seen and seen[-1] == pytest.approx(1.0) and seen == sorted(seen)
