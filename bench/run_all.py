@@ -8,9 +8,11 @@ part's own, not the high-water mark of everything before it):
 1. ``minilm``: MiniLM words/s, our batched ``embed`` vs a naive loop (plain ``transformers``
    forward, one sentence at a time, same tokenization and mean pooling) on the same SemCor
    sentences, with the largest fp32 vector difference; a plain length-sorted batch-of-32
-   reference; on CPU also a dynamic-int8 copy (``torch.ao.quantization.quantize_dynamic``) with its
-   deviation from fp32 (reported separately; never in the ratios).
-2. ``int8-probe`` (CPU only): the WSD probe on a SemCor slice with fp32 vs int8 MiniLM features, F1 on ALL.
+   reference; on CPU also a low-precision copy (``--low-precision``: bf16 weights through the
+   embedder's ``cpu_bf16`` path, the default, or dynamic int8 via ``torch.ao.quantization``) with
+   its deviation from fp32 (reported separately; never in the ratios).
+2. ``lowp-probe`` (CPU only): the WSD probe on a SemCor slice with fp32 vs low-precision MiniLM
+   features, F1 on ALL.
 3. ``elmo``: the same batched-vs-one-at-a-time comparison for ELMo.
 4. ``wsd-cold`` then ``wsd-warm``: the WSD probe (SemCor -> ALL, every layer and the layer mean)
    with an empty feature cache in a temporary directory, then again from that cache. The shared
@@ -19,7 +21,8 @@ part's own, not the high-water mark of everything before it):
 
 Prints a table, writes everything as JSON with ``--json``, and ends with the smallest of the
 three headline ratios (MiniLM batched/naive, ELMo batched/naive, WSD cold/warm). Not a test.
-On a GPU machine the same command runs everything on CUDA (fp16 extraction; int8 skipped).
+On a GPU machine the same command runs everything on CUDA (fp16 extraction; the CPU low-precision
+path is skipped).
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-PARTS = ("minilm", "int8-probe", "elmo", "wsd-cold", "wsd-warm")
+PARTS = ("minilm", "lowp-probe", "elmo", "wsd-cold", "wsd-warm")
 TARGETS = {"minilm": 3.0, "minilm_gpu": 20.0, "elmo": 3.0, "wsd": 20.0}
 
 
@@ -66,17 +69,33 @@ def _load(name: str):
     return emb, time.perf_counter() - t0
 
 
-def quantized_copy(emb):
-    """A dynamic-int8 copy of a transformer embedder (CPU only): Linear weights int8, activations fp32."""
+LOW_PRECISION = ("bf16", "int8", "none")
+
+
+def low_precision_copy(emb, kind: str):
+    """A CPU low-precision copy of a transformer embedder; ``emb`` keeps its fp32 weights.
+
+    "bf16": the embedder's own ``cpu_bf16`` path (bfloat16 weights and activations; AMX /
+    AVX512-BF16 matmuls where the CPU has them). "int8": dynamic quantization of the Linear layers
+    (int8 weights, fp32 activations).
+    """
     import torch
-    from torch.ao.quantization import quantize_dynamic
 
     q = copy.copy(emb)
-    with warnings.catch_warnings():  # torch 2.13 marks torch.ao.quantization deprecated (torchao replaces it)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", UserWarning)
-        q.model = quantize_dynamic(emb.model, {torch.nn.Linear}, dtype=torch.qint8)  # a copy; emb keeps fp32
-    q._fp = emb._fp + "|int8-dynamic"   # never share a feature-cache entry with the fp32 model
+    if kind == "bf16":
+        q.model = copy.deepcopy(emb.model)
+        q.cpu_bf16 = True
+        q.to("cpu")
+    elif kind == "int8":
+        from torch.ao.quantization import quantize_dynamic
+
+        with warnings.catch_warnings():  # torch 2.13 marks torch.ao.quantization deprecated (torchao replaces it)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", UserWarning)
+            q.model = quantize_dynamic(emb.model, {torch.nn.Linear}, dtype=torch.qint8)  # a copy
+    else:
+        raise ValueError(f"low-precision kind must be 'bf16' or 'int8', got {kind!r}")
+    q._fp = f"{emb._fp}|{kind}"   # never share a feature-cache entry with the fp32 model
     return q
 
 
@@ -107,39 +126,41 @@ def part_minilm(args) -> dict:
     out = {"model": "minilm", "device": str(emb.device), "dtype": str(emb.dtype), "load_s": load_s,
            "rss_after_load_mb": rss_mb(), "max_tokens": emb.max_tokens}
     ref = args.reference_batch if emb.family == "bert" else None
-    r = bench_transformer(emb, sents, repeats=args.repeats, reference_batch=ref, keep_outputs=not args.no_int8)
+    kind = args.low_precision
+    r = bench_transformer(emb, sents, repeats=args.repeats, reference_batch=ref, keep_outputs=kind != "none")
     batched = r.pop("outputs", None)
     out.update(r)
-    if args.no_int8 or emb.device.type != "cpu":
-        out["int8"] = {"skipped": "--no-int8" if args.no_int8 else "dynamic int8 is a CPU path"}
+    if kind == "none" or emb.device.type != "cpu":
+        out["lowp"] = {"skipped": "--low-precision none" if kind == "none" else "a CPU path"}
         return out
-    q = quantized_copy(emb)
+    q = low_precision_copy(emb, kind)
     q.embed(sents[:8])
     with PeakRSS() as m:
         t0 = _t.perf_counter()
         qout = q.embed(sents)
         t = _t.perf_counter() - t0
-    out["int8"] = {"words_per_s": r["words"] / t, "s": t, "speedup_vs_naive": r["naive_s"] / t,
-                   "speedup_vs_fp32_batched": r["batched_s"] / t, **_compare(batched, qout), **m.as_dict("int8")}
+    out["lowp"] = {"kind": kind, "words_per_s": r["words"] / t, "s": t, "speedup_vs_naive": r["naive_s"] / t,
+                   "speedup_vs_fp32_batched": r["batched_s"] / t, **_compare(batched, qout), **m.as_dict("lowp")}
     return out
 
 
-def part_int8_probe(args) -> dict:
+def part_lowp_probe(args) -> dict:
     from probes.wsd import run_wsd
 
     emb, _ = _load("minilm")
+    kind = args.low_precision
     if emb.device.type != "cpu":
-        return {"skipped": "dynamic int8 is a CPU path"}
+        return {"skipped": "the low-precision path is a CPU path"}
     scores, times = {}, {}
-    with tempfile.TemporaryDirectory(prefix="embprobe-bench-int8-") as tmp:
-        for label, model in (("fp32", emb), ("int8", quantized_copy(emb))):
+    with tempfile.TemporaryDirectory(prefix="embprobe-bench-lowp-") as tmp:
+        for label, model in (("fp32", emb), (kind, low_precision_copy(emb, kind))):
             t0 = time.perf_counter()
-            res = run_wsd(model, semcor_limit=args.int8_semcor_limit, limit=args.wsd_limit,
+            res = run_wsd(model, semcor_limit=args.lowp_semcor_limit, limit=args.wsd_limit,
                           feature_root=Path(tmp) / label, show_progress=False)
             times[label] = time.perf_counter() - t0
             scores[label] = _all_f1(res)
-    delta = {k: round(scores["int8"][k] - scores["fp32"][k], 2) for k in scores["fp32"]}
-    return {"semcor_limit": args.int8_semcor_limit, "eval_limit": args.wsd_limit,
+    delta = {k: round(scores[kind][k] - scores["fp32"][k], 2) for k in scores["fp32"]}
+    return {"kind": kind, "semcor_limit": args.lowp_semcor_limit, "eval_limit": args.wsd_limit,
             "eval_instances": res["extra"]["eval_instances"], "f1_all": scores, "delta_f1": delta,
             "max_abs_delta_f1": max(abs(v) for v in delta.values()), "run_s": times}
 
@@ -176,7 +197,7 @@ def part_wsd(args) -> dict:
     return out
 
 
-CHILD = {"minilm": part_minilm, "int8-probe": part_int8_probe, "elmo": part_elmo,
+CHILD = {"minilm": part_minilm, "lowp-probe": part_lowp_probe, "elmo": part_elmo,
          "wsd-cold": part_wsd, "wsd-warm": part_wsd}
 
 
@@ -215,14 +236,13 @@ def machine_info(threads: int) -> dict:
 
 def _forward_args(args) -> list[str]:
     out = ["--sentences", str(args.sentences), "--threads", str(args.threads), "--elmo-model", args.elmo_model,
-           "--wsd-model", args.wsd_model, "--int8-semcor-limit", str(args.int8_semcor_limit),
+           "--wsd-model", args.wsd_model, "--lowp-semcor-limit", str(args.lowp_semcor_limit),
+           "--low-precision", args.low_precision,
            "--reference-batch", str(args.reference_batch), "--repeats", str(args.repeats)]
     if args.wsd_limit is not None:
         out += ["--wsd-limit", str(args.wsd_limit)]
     if args.wsd_semcor_limit is not None:
         out += ["--wsd-semcor-limit", str(args.wsd_semcor_limit)]
-    if args.no_int8:
-        out.append("--no-int8")
     return out
 
 
@@ -307,10 +327,10 @@ def print_report(info: dict, parts: dict, rat: dict, args) -> None:
         row(label, "ours: batched embed() (fp32)" if d.get("device") == "cpu" else "ours: batched embed()",
             d["batched_s"], d["batched_words_per_s"], d["speedup"], d["max_abs_diff"],
             d.get("batched_peak_rss_mb"), d.get("batched_rss_rise_mb", 0))
-        q = d.get("int8", {})
+        q = d.get("lowp", {})
         if "words_per_s" in q:
-            row(label, "ours batched, dynamic int8 (separate)", q["s"], q["words_per_s"], q["speedup_vs_naive"],
-                q["max_abs_diff"], q.get("int8_peak_rss_mb"), q.get("int8_rss_rise_mb", 0))
+            row(label, f"ours batched, {q['kind']} (separate)", q["s"], q["words_per_s"], q["speedup_vs_naive"],
+                q["max_abs_diff"], q.get("lowp_peak_rss_mb"), q.get("lowp_rss_rise_mb", 0))
         p(f"{'':<8} process peak RSS {d['process_peak_rss_mb']:,.0f} MB (after model load "
           f"{d['rss_after_load_mb']:,.0f} MB); model load {d['load_s']:.1f} s")
     cold, warm = parts.get("wsd-cold", {}), parts.get("wsd-warm", {})
@@ -336,20 +356,21 @@ def print_report(info: dict, parts: dict, rat: dict, args) -> None:
             p(f"{'':<8} warm results identical to cold: {same}; F1 on ALL by layer: "
               + ", ".join(f"{k} {v:.1f}" for k, v in cold["f1_all"].items()))
     p("")
-    q = m.get("int8", {})
+    q = m.get("lowp", {})
     if "words_per_s" in q:
-        p(f"int8 (dynamic, CPU): {q['speedup_vs_fp32_batched']:.2f}x our fp32 batched; max |int8 - fp32| "
-          f"{q['max_abs_diff']:.3f} (largest |fp32| value {q['max_abs_value']:.1f}); cosine to fp32 mean "
-          f"{q['mean_cosine']:.4f}, min {q['min_cosine']:.4f}")
+        p(f"{q['kind']} (CPU, separate): {q['speedup_vs_fp32_batched']:.2f}x our fp32 batched, "
+          f"{q['speedup_vs_naive']:.2f}x naive; max |{q['kind']} - fp32| {q['max_abs_diff']:.3f} (largest |fp32| "
+          f"value {q['max_abs_value']:.1f}); cosine to fp32 mean {q['mean_cosine']:.4f}, min {q['min_cosine']:.4f}")
     elif q:
-        p(f"int8: not measured ({q.get('skipped', q)})")
-    ip = parts.get("int8-probe", {})
+        p(f"low precision: not measured ({q.get('skipped', q)})")
+    ip = parts.get("lowp-probe", {})
     if "delta_f1" in ip:
-        p(f"int8 effect on WSD F1 (ALL, {ip['eval_instances']:,} instances, SemCor first {ip['semcor_limit']} "
+        k = ip["kind"]
+        p(f"{k} effect on WSD F1 (ALL, {ip['eval_instances']:,} instances, SemCor first {ip['semcor_limit']} "
           f"sentences): max |ΔF1| {ip['max_abs_delta_f1']:.2f} points; by layer "
-          + ", ".join(f"{k} {ip['f1_all']['fp32'][k]:.1f}->{ip['f1_all']['int8'][k]:.1f}" for k in ip["delta_f1"]))
+          + ", ".join(f"{x} {ip['f1_all']['fp32'][x]:.1f}->{ip['f1_all'][k][x]:.1f}" for x in ip["delta_f1"]))
     elif ip:
-        p(f"int8 probe effect: not measured ({ip.get('error') or ip.get('skipped')})")
+        p(f"low-precision probe effect: not measured ({ip.get('error') or ip.get('skipped')})")
     for r in rat.values():
         p(f"ratio {r['label']}: {r['value']:.2f}x (target >= {r['target']:.0f}x: {'met' if r['met'] else 'NOT met'})")
     missing = [k for k in ("minilm", "elmo", "wsd") if k not in rat]
@@ -366,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sentences", type=int, default=None, help="SemCor sentences for extraction (2000; --quick 200)")
     p.add_argument("--quick", action="store_true",
-                   help="small sizes for development: 200 sentences, WSD and int8 probe on short slices")
+                   help="small sizes for development: 200 sentences, WSD and low-precision probe on short slices")
     p.add_argument("--json", type=Path, default=None, help="write all measurements to this JSON file")
     p.add_argument("--threads", type=int, default=2, help="torch threads per part (default 2)")
     p.add_argument("--elmo-model", default="elmo-small", help="registry name or ELMo asset directory")
@@ -375,9 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="first N sentences of SemCor and of each eval set (default: all; --quick 50)")
     p.add_argument("--wsd-semcor-limit", type=int, default=None,
                    help="first N SemCor sentences only for the cold/warm WSD run (default: as --wsd-limit)")
-    p.add_argument("--int8-semcor-limit", type=int, default=None,
-                   help="SemCor sentences for the int8 probe check (default 2000; --quick 50)")
-    p.add_argument("--no-int8", action="store_true", help="skip the int8 path and its probe check")
+    p.add_argument("--lowp-semcor-limit", type=int, default=None,
+                   help="SemCor sentences for the low-precision probe check (default 2000; --quick 50)")
+    p.add_argument("--low-precision", choices=LOW_PRECISION, default="bf16",
+                   help="the CPU low-precision path reported separately (default bf16; none: skip it)")
     p.add_argument("--repeats", type=int, default=1,
                    help="timed repetitions of each extraction path, interleaved (averaged)")
     p.add_argument("--reference-batch", type=int, default=32, help="plain sorted batch size (0: skip)")
@@ -393,8 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         args.sentences = 200 if args.quick else 2000
     if args.quick and args.wsd_limit is None:
         args.wsd_limit = 50
-    if args.int8_semcor_limit is None:
-        args.int8_semcor_limit = 50 if args.quick else 2000
+    if args.lowp_semcor_limit is None:
+        args.lowp_semcor_limit = 50 if args.quick else 2000
     if args._part:
         return run_child(args)
     parts_wanted = [x.strip() for x in args.parts.split(",") if x.strip()]
@@ -402,8 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         print(f"error: unknown part(s) {bad}; choose from {', '.join(PARTS)}", file=sys.stderr)
         return 2
-    if args.no_int8 and "int8-probe" in parts_wanted:
-        parts_wanted.remove("int8-probe")
+    if args.low_precision == "none" and "lowp-probe" in parts_wanted:
+        parts_wanted.remove("lowp-probe")
     if "wsd-warm" in parts_wanted and "wsd-cold" not in parts_wanted:
         print("error: wsd-warm needs wsd-cold in the same run (the cold run fills the temporary cache)",
               file=sys.stderr)

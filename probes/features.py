@@ -17,6 +17,10 @@ new complete entry, never a half-written one.
     feats.layer(3)            # (num_words_total, 384) read-only memmap
     feats.sentence(3, 17)     # (len(sentences[17]), 384)
 
+``keep`` stores only some words' rows (the model still sees whole sentences): the WSD probe keeps
+SemCor's sense-tagged tokens, about a quarter of its 838k words, so a warm run reads a quarter of
+the bytes (docs/benchmarks.md). Row r of such a layer is word ``keep[r]`` of the dataset.
+
 Vectors are stored as float16 by default (half the disk and page cache of float32); probe scores
 are unchanged to the precision we report (see docs/results/README.md for the measurement).
 Pass ``dtype="float32"`` to keep full precision.
@@ -51,8 +55,10 @@ class FeatureCacheError(RuntimeError):
 class Features:
     """Word vectors of ``num_sentences`` sentences at several layers.
 
-    layers:  {layer j: (num_words_total, dim) array (read-only memmap when loaded from disk)}
-    offsets: (num_sentences + 1,) int64; sentence i owns rows offsets[i]:offsets[i+1]
+    layers:  {layer j: (num_rows, dim) array (read-only memmap when loaded from disk)}
+    offsets: (num_sentences + 1,) int64; sentence i owns words offsets[i]:offsets[i+1]
+    keep:    None (every word has a row, num_rows = num_words) or the sorted global word indices
+             whose rows were stored (row r = word keep[r])
     """
 
     fingerprint: str
@@ -62,6 +68,7 @@ class Features:
     num_layers: int              # layers the model has (not only those loaded)
     dim: int
     directory: Path | None = None
+    keep: np.ndarray | None = None
 
     @property
     def num_words(self) -> int:
@@ -73,6 +80,8 @@ class Features:
         return self.layers[j]
 
     def sentence(self, j: int, i: int) -> np.ndarray:
+        if self.keep is not None:
+            raise ValueError(f"{self.dataset_key}: only selected words were stored (keep=...); no whole sentences.")
         return self.layer(j)[self.offsets[i]:self.offsets[i + 1]]
 
     def stacked(self, layers: Sequence[int] | None = None, dtype=np.float32) -> np.ndarray:
@@ -167,6 +176,7 @@ def get_features(
     progress: ProgressFn | None = None,
     show_progress: bool = True,
     root: Path | None = None,
+    keep: np.ndarray | None = None,
 ) -> Features:
     """Per-layer word vectors of ``sentences`` under ``embedder``, from the cache or extracted now.
 
@@ -181,6 +191,8 @@ def get_features(
         chunk_size: sentences per ``embedder.embed`` call (sentences are length-sorted first so each
             chunk has similar lengths and the embedder pads little).
         progress: optional callback(fraction_done, message), e.g. for a Streamlit progress bar.
+        keep: global word indices (into the concatenated sentences) whose rows to store, sorted and
+            unique; default all. Part of the cache key: another selection rebuilds the entry.
 
     Returns Features with (num_words_total, dim) arrays memory-mapped read-only from the cache.
     """
@@ -197,6 +209,11 @@ def get_features(
     lengths = np.array([len(s) for s in sentences], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     total = int(offsets[-1])
+    if keep is not None:
+        keep = np.asarray(keep, dtype=np.int64)
+        if keep.ndim != 1 or (len(keep) and (keep[0] < 0 or keep[-1] >= total)) or (np.diff(keep) <= 0).any():
+            raise ValueError(f"keep must be sorted unique word indices in [0, {total}).")
+    keep_hash = None if keep is None else hashlib.sha256(keep.tobytes()).hexdigest()
     fp = embedder.fingerprint()
     directory = feature_dir(fp, dataset_key, root)
     try:
@@ -214,6 +231,8 @@ def get_features(
             stale_reason = "written by another model version (fingerprint differs)"
         elif meta.get("sentences_hash") != s_hash or meta.get("num_words") != total:
             stale_reason = "written for other sentences (content hash differs)"
+        elif meta.get("keep_hash") != keep_hash:
+            stale_reason = "written for another selection of words (keep differs)"
         elif meta.get("dtype") != dtype or meta.get("dim") != dim:
             stale_reason = f"dtype/dim {meta.get('dtype')}/{meta.get('dim')} differ from {dtype}/{dim}"
     if stale_reason:
@@ -230,20 +249,23 @@ def get_features(
 
     if missing:
         meta = _extract(embedder, sentences, lengths, offsets, directory, meta, fp, s_hash, dtype,
-                        chunk_size, progress, show_progress, dataset_key)
+                        chunk_size, progress, show_progress, dataset_key, keep, keep_hash)
     elif progress is not None:
         progress(1.0, f"{embedder.name}/{dataset_key}: features from cache")
 
     arrays = {j: np.load(directory / f"layer_{j}.npy", mmap_mode="r") for j in layers}
-    return Features(fp, dataset_key, arrays, offsets, num_layers, dim, directory)
+    return Features(fp, dataset_key, arrays, offsets, num_layers, dim, directory, keep)
 
 
 def _extract(embedder, sentences, lengths, offsets, directory: Path, old_meta: dict | None, fp: str,
              s_hash: str, dtype: str, chunk_size: int, progress: ProgressFn | None, show_progress: bool,
-             dataset_key: str) -> dict:
+             dataset_key: str, keep: np.ndarray | None = None, keep_hash: str | None = None) -> dict:
     """Embed every sentence once and write all layers (the model computes them all anyway)."""
     num_layers, dim = embedder.num_layers, embedder.dim
     total = int(offsets[-1])
+    num_rows = total if keep is None else len(keep)
+    # Sentence i's stored rows: row_start[i]:row_start[i+1]; with keep, its words keep[...] - offsets[i].
+    row_start = offsets if keep is None else np.searchsorted(keep, offsets)
     log.info("Extracting %s features for %s: %d sentences, %d words.", embedder.name, dataset_key,
              len(sentences), total)
     tmp_paths: dict[int, Path] = {}
@@ -253,7 +275,7 @@ def _extract(embedder, sentences, lengths, offsets, directory: Path, old_meta: d
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"layer_{j}.", suffix=".npy.tmp")
             os.close(fd)
             tmp_paths[j] = Path(tmp)
-            mmaps[j] = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(total, dim))
+            mmaps[j] = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(num_rows, dim))
         # Longest first: similar lengths share a chunk, and a too-long sentence fails early.
         order = np.argsort(-lengths, kind="stable")
         bar = tqdm(total=total, unit="word", desc=f"{embedder.name}/{dataset_key}", disable=not show_progress,
@@ -268,8 +290,14 @@ def _extract(embedder, sentences, lengths, offsets, directory: Path, old_meta: d
                     raise FeatureCacheError(
                         f"{embedder.name} returned vectors of shape {out.vectors.shape} for a sentence of "
                         f"{n} words; expected {(num_layers, n, dim)}.")
-                for j in range(num_layers):
-                    mmaps[j][offsets[i]:offsets[i + 1]] = out.vectors[j]
+                lo, hi = int(row_start[i]), int(row_start[i + 1])
+                if keep is None:
+                    for j in range(num_layers):
+                        mmaps[j][lo:hi] = out.vectors[j]
+                elif hi > lo:
+                    words = keep[lo:hi] - offsets[i]
+                    for j in range(num_layers):
+                        mmaps[j][lo:hi] = out.vectors[j][words]
                 done += n
             bar.update(sum(int(lengths[i]) for i in idx))
             if progress is not None:
@@ -281,7 +309,7 @@ def _extract(embedder, sentences, lengths, offsets, directory: Path, old_meta: d
             del mmaps[j]
             final = directory / f"layer_{j}.npy"
             os.replace(tmp_paths[j], final)
-            layer_meta[str(j)] = {"shape": [total, dim], "dtype": dtype, "nbytes": final.stat().st_size}
+            layer_meta[str(j)] = {"shape": [num_rows, dim], "dtype": dtype, "nbytes": final.stat().st_size}
     finally:
         for tmp in tmp_paths.values():
             tmp.unlink(missing_ok=True)
@@ -293,6 +321,8 @@ def _extract(embedder, sentences, lengths, offsets, directory: Path, old_meta: d
         "sentences_hash": s_hash,
         "num_sentences": len(sentences),
         "num_words": total,
+        "keep_hash": keep_hash,
+        "num_rows": num_rows,
         "dim": dim,
         "dtype": dtype,
         "layers": layer_meta,

@@ -1,4 +1,5 @@
-"""The benchmark's own measuring code (bench/): memory high-water mark, naive reference paths, int8 copy.
+"""The benchmark's own measuring code (bench/): memory high-water mark, naive reference paths,
+low-precision (bf16 / int8) copies.
 
 The speed ratios themselves are measured by ``bench/run_all.py`` and recorded in docs/benchmarks.md;
 batched-vs-unbatched equality of the embedders is tested in test_transformer.py / test_elmo.py and the
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from bench.bench_transformer import naive_embed, semcor_sentences, sorted_batch_embed
 from bench.measure import PeakRSS, rss_mb
-from bench.run_all import build_parser, quantized_copy, ratios
+from bench.run_all import build_parser, low_precision_copy, ratios
 from models.transformer import load_minilm
 
 
@@ -46,17 +48,22 @@ def test_reference_paths_match_our_batched_vectors(minilm, sents):
         np.testing.assert_allclose(r, o.vectors, atol=1e-4)
 
 
-def test_int8_copy_is_close_but_distinct_and_leaves_fp32_untouched(minilm, sents):
+@pytest.mark.parametrize("kind, min_cos", [("bf16", 0.99), ("int8", 0.8)])
+def test_low_precision_copy_is_close_but_distinct_and_leaves_fp32_untouched(minilm, sents, kind, min_cos):
     before = minilm.embed(sents[:4])
-    q = quantized_copy(minilm)
+    q = low_precision_copy(minilm, kind)
     assert q.fingerprint() != minilm.fingerprint()  # never shares a feature-cache entry with fp32
+    assert minilm.dtype == torch.float32 and next(minilm.model.parameters()).dtype == torch.float32
     qout = q.embed(sents[:4])
     after = minilm.embed(sents[:4])
     for b, a, x in zip(before, after, qout):
         np.testing.assert_array_equal(a.vectors, b.vectors)
+        assert x.vectors.dtype == np.float32 and x.vectors.shape == b.vectors.shape
         assert not np.array_equal(x.vectors, b.vectors)
         cos = (x.vectors * b.vectors).sum(-1) / np.linalg.norm(x.vectors, axis=-1) / np.linalg.norm(b.vectors, axis=-1)
-        assert cos.mean() > 0.8, cos.mean()
+        assert cos.mean() > min_cos, cos.mean()
+    with pytest.raises(ValueError, match="bf16"):
+        low_precision_copy(minilm, "fp8")
 
 
 def test_headline_ratios_and_targets():

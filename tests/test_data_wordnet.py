@@ -70,3 +70,22 @@ def test_missing_wordnet(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
     with pytest.raises(DataMissingError, match="wordnet"):
         W.senses("bank", "NOUN")
+
+
+def test_sense_inventory_matches_senses_and_is_served_from_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
+    pairs = [("bank", "NOUN"), ("run", "VERB"), ("dogs", "NOUN"), ("xyzzy", "NOUN"), ("the", "DET"), ("bank", "NOUN")]
+    inv = W.sense_inventory(pairs)
+    assert set(inv) == set(pairs)
+    for lemma, pos in pairs:
+        assert inv[lemma, pos] == tuple(s.key for s in W.senses(lemma, pos))
+    assert inv["bank", "NOUN"][0] == W.first_sense_key("bank", "NOUN") and inv["xyzzy", "NOUN"] == ()
+    stored = list(tmp_path.glob("wordnet-inventory-v1-*.pkl"))
+    assert len(stored) == 1
+    def no_wordnet(*args):
+        raise RuntimeError("a cached inventory must not query WordNet")
+
+    monkeypatch.setattr(W, "senses", no_wordnet)
+    assert W.sense_inventory(reversed(pairs)) == inv          # same set of pairs: the same entry
+    with pytest.raises(RuntimeError, match="must not query"):  # other pairs: built anew
+        W.sense_inventory([("river", "NOUN")])

@@ -338,3 +338,17 @@ def test_model_list_without_assets(monkeypatch, tmp_path, capsys):
     assert rows["minilm"].layers == 7 and rows["minilm"].dim == 384 and rows["minilm"].status == "ok"
     assert rows["gpt-small"].status.startswith("not trained") and "python -m models train gpt" in rows["gpt-small"].status
     assert "checkpoint" in rows["gpt-small"].status
+
+
+def test_cpu_token_budget_default_and_bf16_option(minilm, brown_sents):
+    assert minilm.max_tokens == (2048 if minilm.device.type == "cpu" else 8192)
+    bf = BertEmbedder(minilm.path, name="minilm", cpu_bf16=True, max_tokens=300, device="cpu")
+    assert bf.dtype == torch.bfloat16 and bf.max_tokens == 300
+    assert bf.fingerprint() != BertEmbedder(minilm.path, name="minilm", device="cpu").fingerprint()
+    ref = BertEmbedder(minilm.path, name="minilm", device="cpu").embed(brown_sents[:4])
+    out = bf.embed(brown_sents[:4])
+    for r, o in zip(ref, out):
+        assert o.vectors.dtype == np.float32 and o.vectors.shape == r.vectors.shape
+        cos = (r.vectors * o.vectors).sum(-1) / np.linalg.norm(r.vectors, axis=-1) / np.linalg.norm(o.vectors, axis=-1)
+        assert cos.min() > 0.99, cos.min()   # close to fp32, not equal: bf16 keeps 8 mantissa bits
+        assert not np.array_equal(r.vectors, o.vectors)

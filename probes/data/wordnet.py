@@ -7,10 +7,15 @@ adjectives always include satellites (``s``). Other word classes (DET, IN, ...) 
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterable
 
+from probes.data.cache import cached, files_fingerprint
 from probes.datapath import DataMissingError, data_path, setup_nltk
 
 UNIVERSAL_TO_WN = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
@@ -72,6 +77,13 @@ def wordnet():
     Built on the folder explicitly rather than via ``nltk.corpus.wordnet``, a process-wide
     singleton that stays bound to the first ``nltk_data`` it found.
     """
+    return _wordnet_for(os.environ.get("EMBPROBE_DATA"))
+
+
+@lru_cache(maxsize=4)
+def _wordnet_for(embprobe_data: str | None):
+    # Keyed on the data-dir setting: resolving the folder stats the file system, which cost more
+    # than the lookup itself when the WSD probe asked for 100k+ lemmas (docs/benchmarks.md).
     return _wordnet_reader(str(data_path("nltk_data/corpora/wordnet")))
 
 
@@ -121,6 +133,20 @@ def senses(lemma: str, pos: str) -> list[Sense]:
     if letter is None or not lemma.strip():
         return []
     return list(_senses(lemma, letter, wordnet()))
+
+
+def sense_inventory(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Sense keys, in WordNet order, of every (lemma, POS) in ``pairs`` (as :func:`senses` gives them).
+
+    Cached on disk like the parsed corpora, keyed by the pairs and the WordNet files' sizes and
+    mtimes: a warm WSD run then needs no NLTK WordNet at all (its load alone takes ~4 s).
+    """
+    pairs = sorted(set(pairs))
+    folder = data_path("nltk_data/corpora/wordnet")
+    params = {"pairs": hashlib.sha256(json.dumps(pairs).encode()).hexdigest(),
+              "files": files_fingerprint(sorted(f for f in folder.iterdir() if f.is_file()))}
+    return cached("wordnet-inventory", 1, params,
+                  lambda: {(lemma, pos): tuple(s.key for s in senses(lemma, pos)) for lemma, pos in pairs})
 
 
 def first_sense_key(lemma: str, pos: str) -> str | None:
