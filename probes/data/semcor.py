@@ -179,6 +179,12 @@ def load_semcor(parts: Sequence[str] = SEMCOR_PARTS) -> tuple[list[SemcorSentenc
         DataMissingError: SemCor or WordNet's ``index.sense`` is missing from the data dir.
     """
     files = tagfiles(tuple(parts))
+    return cached("semcor", CACHE_VERSION, semcor_fingerprint(parts), lambda: _read(files))
+
+
+def semcor_fingerprint(parts: Sequence[str] = SEMCOR_PARTS) -> dict:
+    """What a cached SemCor reading depends on (parts, the tag files' and WordNet index's sizes and
+    mtimes, the reader's version); also the key of caches derived from it."""
+    files = tagfiles(tuple(parts))
     index = data_path("nltk_data/corpora/wordnet/index.sense")
-    params = {"parts": list(parts), "files": files_fingerprint(files + [index])}
-    return cached("semcor", CACHE_VERSION, params, lambda: _read(files))
+    return {"parts": list(parts), "files": files_fingerprint(files + [index]), "reader": CACHE_VERSION}
