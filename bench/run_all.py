@@ -190,7 +190,9 @@ def part_wsd(args) -> dict:
     from probes.data.semcor import load_semcor
     from probes.data.wsd_eval import load_wsd_dataset
 
-    load_semcor(), load_wsd_dataset("ALL")   # the readers' caches: warm for both runs, untimed
+    # The readers' parsed-corpus caches: warm for both runs, untimed.
+    load_semcor()
+    load_wsd_dataset("ALL")
     emb, load_s = _load(args.wsd_model)
     out = {"model": emb.name, "device": str(emb.device), "load_s": load_s, "rss_after_load_mb": rss_mb(),
            "limit": args.wsd_limit, "semcor_limit": args.wsd_semcor_limit, "feature_root": args._root}

@@ -222,7 +222,7 @@ class _TransformerEmbedder(Embedder):
     def to(self, device: str | torch.device) -> "_TransformerEmbedder":
         self.device = torch.device(device)
         # fp16 on CUDA. On CPU fp32 by default (fp16 matmuls are slow there); bf16 only when asked
-        # for: on CPUs with AMX/AVX512-BF16 it is ~1.7x faster (docs/benchmarks.md), cosine to fp32 > 0.999.
+        # for: on CPUs with AMX/AVX512-BF16 MiniLM runs ~2x faster (docs/benchmarks.md), cosine to fp32 > 0.999.
         if self.device.type == "cuda":
             self.dtype = torch.float16 if self.half_on_cuda else torch.float32
         else:

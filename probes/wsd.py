@@ -467,8 +467,8 @@ def run_wsd(embedder, layers: str | None = None, limit: int | None = None, devic
     # Only the rows of the tokens we score are stored (SemCor: ~27% of its words); the model still
     # sees whole sentences. "-tagged" / "-instances" keep these entries apart from whole-sentence ones.
     sem_layout, sem_keep, sem_keys, num_sem_sents = _semcor_view(sem_limit)
-    ev_layout = build_layout([[eval_word_pieces(w) for w in s.words] for s in ev_sents],
-                             [[inst.index for inst in s.instances] for s in ev_sents])
+    ev_keep, ev_layout = build_layout([[eval_word_pieces(w) for w in s.words] for s in ev_sents],
+                                      [[inst.index for inst in s.instances] for s in ev_sents]).restrict()
     suffix = "" if limit is None else f"-limit{limit}"
     needed = sorted({int(s) for s in specs if s.isdigit()} |
                     (set(range(embedder.num_layers)) if any(not s.isdigit() for s in specs) else set()))
@@ -477,7 +477,6 @@ def run_wsd(embedder, layers: str | None = None, limit: int | None = None, devic
         return None if progress is None else (lambda f, m: progress(lo + (hi - lo) * f, m))
 
     sem_suffix = "" if sem_limit is None else f"-limit{sem_limit}"
-    ev_keep, ev_layout = ev_layout.restrict()
     sem_feats = get_features(embedder, f"semcor-tagged{sem_suffix}", sem_layout.sentences, needed, keep=sem_keep,
                              progress=prog(0.0, 0.8), show_progress=show_progress, root=feature_root)
     ev_feats = get_features(embedder, f"wsd-ALL-instances{suffix}", ev_layout.sentences, needed, keep=ev_keep,
