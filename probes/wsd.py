@@ -373,8 +373,7 @@ def _semcor_view(limit: int | None) -> tuple[PieceLayout, np.ndarray, SenseAssig
         sentences, selected = _semcor_slice(limit)
         if not sentences:
             raise ProbeInputError("No sense-tagged SemCor tokens in this slice.")
-        layout = build_layout([[tok.pieces if "_" in tok.text else [tok.text] for tok in s.tokens]
-                               for s in sentences], selected)
+        layout = build_layout([[tok.pieces for tok in s.tokens] for s in sentences], selected)
         keys = SenseAssignments.from_keys([s.tokens[t].sense_keys for s, sel in zip(sentences, selected) for t in sel])
         keep, layout = layout.restrict()
         return layout, keep, keys, len(sentences)
@@ -517,8 +516,10 @@ def run_wsd(embedder, layers: str | None = None, limit: int | None = None, devic
             wsd = new_probe().fit(Xs, sem_keys)
             preds = wsd.predict(Xe, lemmas, poses)
             rows += evaluate_predictions(instances, preds, str(j))
-            coverage = {"senses": len(wsd.sense_index_),
-                        "instances_with_seen_sense": int(sum(bool(wsd.candidates(l, p)) for l, p in zip(lemmas, poses)))}
+            if not coverage:   # the same for every layer: one sense inventory, one set of seen senses
+                coverage = {"senses": len(wsd.sense_index_),
+                            "instances_with_seen_sense": int(sum(bool(wsd.candidates(l, p))
+                                                                 for l, p in zip(lemmas, poses)))}
             if keys_dir is not None:
                 write_key_file(Path(keys_dir) / f"{embedder.name}-layer{j}.key.txt", [i.id for i in instances], preds)
         for s in combos:   # in place, multi-threaded: SemCor is ~226k x dim per layer

@@ -82,6 +82,7 @@ def test_sense_inventory_matches_senses_and_is_served_from_disk(tmp_path, monkey
     assert inv["bank", "NOUN"][0] == W.first_sense_key("bank", "NOUN") and inv["xyzzy", "NOUN"] == ()
     stored = list(tmp_path.glob("wordnet-inventory-v1-*.pkl"))
     assert len(stored) == 1
+
     def no_wordnet(*args):
         raise RuntimeError("a cached inventory must not query WordNet")
 
