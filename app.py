@@ -31,7 +31,9 @@ PAGES = {
 }
 
 from app_pages.common import start_warmup  # noqa: E402
+from models.allocator import reuse_freed_memory  # noqa: E402
 
+reuse_freed_memory()   # batched extraction reuses its activation buffers (models/allocator.py)
 start_warmup()   # read WordNet + SemCor in the background while the first page renders
 page = st.navigation(PAGES)
 with st.sidebar:

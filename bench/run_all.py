@@ -15,11 +15,13 @@ part's own, not the high-water mark of everything before it):
    features, F1 on ALL.
 3. ``elmo``: the same batched-vs-one-at-a-time comparison for ELMo.
 4. ``wsd-cold`` then ``wsd-warm``: the WSD probe (SemCor -> ALL, every layer and the layer mean)
-   with an empty feature cache in a temporary directory, then again from that cache. Both run with
+   with an empty feature cache in a temporary directory, then again from that cache (``--repeats``
+   fresh processes, averaged: a 6-second run varies by up to 50 % on a shared VM). All run with
    a temporary ``EMBPROBE_CACHE`` that holds links to the shared cache's reader pickles (parsed
    SemCor etc., loaded untimed before either run, so they are warm for both) and nothing else: the
    probe's own derived caches (its SemCor view, the WordNet sense inventory) start empty in the
    cold run. The shared cache is not touched.
+Extraction paths run ``--repeats`` times (3 by default, interleaved, averaged) after a warm-up.
 5. Peak memory: the RSS high-water mark of each path (``bench.measure.PeakRSS``) and of each part's process.
 
 Prints a table, writes everything as JSON with ``--json``, and ends with the smallest of the
@@ -56,7 +58,10 @@ READER_CACHES = ("semcor-", "conll2000-", "treebank-", "lm_corpus-")
 def _setup(args) -> None:
     import torch
 
+    from models.allocator import reuse_freed_memory
+
     torch.set_num_threads(args.threads)
+    reuse_freed_memory()   # the same allocator settings for every path measured in this process
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -293,6 +298,19 @@ def spawn(part: str, args, root: Path) -> dict:
     return res
 
 
+def spawn_repeated(part: str, args, root: Path, times: int) -> dict:
+    """``spawn`` ``times`` times (each a fresh process); ``run_s`` becomes the mean, ``runs_s`` lists all."""
+    runs = [spawn(part, args, root) for _ in range(max(1, times))]
+    failed = [r for r in runs if "run_s" not in r]
+    if failed:
+        return failed[0]
+    res = dict(runs[-1])
+    res["runs_s"] = [r["run_s"] for r in runs]
+    res["run_s"] = sum(res["runs_s"]) / len(runs)
+    res["process_peak_rss_mb"] = max(r["process_peak_rss_mb"] for r in runs)
+    return res
+
+
 def _fmt(x, spec: str = ",.0f", none: str = "-") -> str:
     return none if x is None else format(x, spec)
 
@@ -367,7 +385,9 @@ def print_report(info: dict, parts: dict, rat: dict, args) -> None:
         if "run_s" not in d:
             continue
         ratio = cold["run_s"] / d["run_s"] if "run_s" in cold else None
-        what = "extract + cache + 1-NN" if label == "cold" else "features from cache + 1-NN"
+        n = len(d.get("runs_s", [0]))
+        what = "extract + cache + 1-NN" if label == "cold" else \
+            "features from cache + 1-NN" + (f", mean of {n}" if n > 1 else "")
         row("WSD", f"{d['model']} {label}: {what}", d["run_s"], None, ratio, None,
             d.get("run_peak_rss_mb"), d.get("run_rss_rise_mb", 0))
     if "run_s" in cold:
@@ -379,6 +399,8 @@ def print_report(info: dict, parts: dict, rat: dict, args) -> None:
           f"{warm.get('process_peak_rss_mb', float('nan')):,.0f} MB; model load {cold['load_s']:.1f} s (not timed)")
         if "rows" in warm:
             same = cold["rows"] == warm["rows"]
+            if len(warm.get("runs_s", [])) > 1:
+                p(f"{'':<8} warm runs (s): " + ", ".join(f"{x:.1f}" for x in warm["runs_s"]))
             p(f"{'':<8} warm results identical to cold: {same}; F1 on ALL by layer: "
               + ", ".join(f"{k} {v:.1f}" for k, v in cold["f1_all"].items()))
     p("")
@@ -426,8 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SemCor sentences for the low-precision probe check (default 2000; --quick 50)")
     p.add_argument("--low-precision", choices=LOW_PRECISION, default="bf16",
                    help="the CPU low-precision path reported separately (default bf16; none: skip it)")
-    p.add_argument("--repeats", type=int, default=1,
-                   help="timed repetitions of each extraction path, interleaved (averaged)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="timed repetitions of each extraction path, interleaved and averaged (3; --quick 1): "
+                        "single runs of the same path vary by up to 30 %% on a shared VM")
     p.add_argument("--reference-batch", type=int, default=32, help="plain sorted batch size (0: skip)")
     p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     for hidden in ("--_part", "--_out", "--_root"):
@@ -443,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
         args.wsd_limit = 50
     if args.lowp_semcor_limit is None:
         args.lowp_semcor_limit = 50 if args.quick else 2000
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 3
     if args._part:
         return run_child(args)
     parts_wanted = [x.strip() for x in args.parts.split(",") if x.strip()]
@@ -462,7 +487,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         for part in PARTS:
-            if part in parts_wanted:
+            if part == "wsd-warm" and part in parts_wanted:   # short: repeat it like the extraction paths
+                results[part] = spawn_repeated(part, args, root, args.repeats)
+            elif part in parts_wanted:
                 results[part] = spawn(part, args, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)

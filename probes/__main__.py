@@ -44,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "stats":   # commands that extract features (stats stays torch-free)
+        from models.allocator import reuse_freed_memory
+
+        reuse_freed_memory()
     try:
         return args.func(args)
     except DataMissingError as exc:

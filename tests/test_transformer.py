@@ -352,3 +352,15 @@ def test_cpu_token_budget_default_and_bf16_option(minilm, brown_sents):
         cos = (r.vectors * o.vectors).sum(-1) / np.linalg.norm(r.vectors, axis=-1) / np.linalg.norm(o.vectors, axis=-1)
         assert cos.min() > 0.99, cos.min()   # close to fp32, not equal: bf16 keeps 8 mantissa bits
         assert not np.array_equal(r.vectors, o.vectors)
+
+
+def test_reuse_freed_memory_applies_on_glibc_and_changes_no_vector(minilm, brown_sents):
+    import platform
+
+    from models.allocator import reuse_freed_memory
+
+    before = minilm.embed(brown_sents[:6])
+    assert reuse_freed_memory() is (platform.libc_ver()[0] == "glibc")
+    after = minilm.embed(brown_sents[:6])
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a.vectors, b.vectors)
