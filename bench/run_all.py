@@ -21,8 +21,9 @@ part's own, not the high-water mark of everything before it):
    SemCor etc., loaded untimed before either run, so they are warm for both) and nothing else: the
    probe's own derived caches (its SemCor view, the WordNet sense inventory) start empty in the
    cold run. The shared cache is not touched.
-Extraction paths run ``--repeats`` times (3 by default, interleaved, averaged) after a warm-up.
 5. Peak memory: the RSS high-water mark of each path (``bench.measure.PeakRSS``) and of each part's process.
+
+Extraction paths run ``--repeats`` times (3 by default, interleaved, averaged) after a warm-up.
 
 Prints a table, writes everything as JSON with ``--json``, and ends with the smallest of the
 three headline ratios (MiniLM batched/naive, ELMo batched/naive, WSD cold/warm). Not a test.
