@@ -178,8 +178,8 @@ def load_semcor(parts: Sequence[str] = SEMCOR_PARTS) -> tuple[list[SemcorSentenc
     Raises:
         DataMissingError: SemCor or WordNet's ``index.sense`` is missing from the data dir.
     """
-    files = tagfiles(tuple(parts))
-    return cached("semcor", CACHE_VERSION, semcor_fingerprint(parts), lambda: _read(files))
+    # The fingerprint lists the tag files; listing them again is needed only on a cache miss.
+    return cached("semcor", CACHE_VERSION, semcor_fingerprint(parts), lambda: _read(tagfiles(tuple(parts))))
 
 
 def semcor_fingerprint(parts: Sequence[str] = SEMCOR_PARTS) -> dict:
