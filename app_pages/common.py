@@ -29,7 +29,7 @@ import streamlit as st  # noqa: E402
 
 from models.base import Embedder, ModelLoadError, UnknownModelError  # noqa: E402
 from models.registry import available_models, get_spec, load_embedder, loaded_models, unload_embedder  # noqa: E402
-from probes.datapath import DataMissingError  # noqa: E402
+from corpora.paths import DataMissingError  # noqa: E402
 from viz.text import InputError, escape_markdown  # noqa: E402
 from viz.zoo import weights_location  # noqa: E402
 
@@ -217,8 +217,8 @@ def start_warmup() -> None:
     def work() -> None:
         try:
             t0 = time.perf_counter()
-            from probes.data.semcor import load_semcor
-            from probes.data.wordnet import wordnet
+            from corpora.semcor import load_semcor
+            from corpora.wordnet import wordnet
 
             wordnet()
             load_semcor()
@@ -244,7 +244,7 @@ def wait_warmup() -> None:
 @st.cache_resource(show_spinner=False)
 def semcor_corpus():
     """(SemCor sentences, lemma index): parsed once per server process, shared by all sessions."""
-    from probes.data.semcor import load_semcor
+    from corpora.semcor import load_semcor
     from viz.polysemy import build_lemma_index
 
     wait_warmup()

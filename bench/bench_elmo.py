@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def semcor_sentences(n: int) -> list[list[str]]:
-    from probes.data.semcor import load_semcor
+    from corpora.semcor import load_semcor
 
     sentences, _ = load_semcor(("brown1",))
     return [s.words for s in sentences[:n] if s.words]

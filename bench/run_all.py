@@ -193,8 +193,8 @@ def part_wsd(args) -> dict:
     from bench.measure import PeakRSS, rss_mb
     from probes.wsd import run_wsd
 
-    from probes.data.semcor import load_semcor
-    from probes.data.wsd_eval import load_wsd_dataset
+    from corpora.semcor import load_semcor
+    from corpora.wsd_eval import load_wsd_dataset
 
     # The readers' parsed-corpus caches: warm for both runs, untimed.
     load_semcor()
@@ -221,7 +221,7 @@ CHILD = {"minilm": part_minilm, "lowp-probe": part_lowp_probe, "elmo": part_elmo
 def run_child(args) -> int:
     from bench.measure import process_peak_mb
     from models.base import ModelLoadError
-    from probes.datapath import DataMissingError
+    from corpora.paths import DataMissingError
 
     _setup(args)
     t0 = time.perf_counter()
@@ -265,7 +265,7 @@ def _forward_args(args) -> list[str]:
 
 def isolated_cache(root: Path) -> Path:
     """A fresh cache directory for the WSD parts with links to the shared reader pickles only."""
-    from probes.datapath import cache_dir
+    from corpora.paths import cache_dir
 
     cache = root / "cache"
     cache.mkdir(exist_ok=True)

@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     from models.quality import wordnet_similarity
     from models.static import StaticEmbedder, save_static_dir
     from models.train_static import machine_description, utc_now
-    from probes.data.lm_corpus import load_lm_corpus
+    from corpora.lm_corpus import load_lm_corpus
 
     t0 = time.time()
     print(f"[glove-lm] loading LM corpus (lowercase={args.lowercase}, max_sentences={args.max_sentences})", flush=True)
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     card = {
         "name": "glove-lm", "family": "static",
         "description": "GloVe trained here in torch on the LM corpus (vectors w + w̃)",
-        "corpus": "LM corpus (probes.data.lm_corpus): " + ", ".join(corpus.sources) + " — train split",
+        "corpus": "LM corpus (corpora.lm_corpus): " + ", ".join(corpus.sources) + " — train split",
         "corpus_tokens": corpus.num_train_tokens, "corpus_sentences": len(corpus.train),
         "lowercased": args.lowercase, "vocab_size": len(vocab), "cooccurrence_nnz": int(X.nnz),
         "params": int(sum(p.numel() for p in model.parameters())), "dim": args.dim, "layers": 1,

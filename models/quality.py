@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from models.static import StaticEmbedder
-from probes.datapath import DataMissingError
+from corpora.paths import DataMissingError
 
 _MARKER = re.compile(r"\(\w+\)$")   # adjective position markers: galore(ip), elect(p)
 
@@ -31,7 +31,7 @@ def wordnet_synonym_pairs() -> tuple[tuple[str, str], ...]:
     directly: the same lemma names as ``nltk.corpus.wordnet`` (syntactic markers such as
     ``(a)`` stripped), in about a second instead of the ~20 s NLTK takes to build every synset.
     """
-    from probes.datapath import data_path
+    from corpora.paths import data_path
 
     root = data_path("nltk_data/corpora/wordnet")   # DataMissingError with instructions if absent
     pairs: set[tuple[str, str]] = set()

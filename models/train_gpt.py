@@ -239,8 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from safetensors.torch import load_file
 
     from models.base import default_device
-    from probes.data.lm_corpus import load_lm_corpus
-    from probes.datapath import DataMissingError
+    from corpora.lm_corpus import load_lm_corpus
+    from corpora.paths import DataMissingError
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -315,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     final_loss = float(np.mean(losses[-min(len(losses), 100):])) if losses else float("nan")
     card = {
         "name": name, "family": "gpt",
-        "corpus": "probes.data.lm_corpus DEFAULT_SOURCES (NLTK text corpora + WikiText-103 valid/test)"
+        "corpus": "corpora.lm_corpus DEFAULT_SOURCES (NLTK text corpora + WikiText-103 valid/test)"
                   + (f", first {args.max_sentences} sentences" if args.max_sentences else ""),
         "corpus_tokens": int(len(train)), "heldout_tokens": int(len(heldout)),
         "vocab_size": len(tokenizer), "lowercase": lowercase,

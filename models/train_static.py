@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from models.quality import wordnet_similarity
     from models.static import save_static_dir
-    from probes.data.lm_corpus import load_lm_corpus
+    from corpora.lm_corpus import load_lm_corpus
 
     t0 = time.time()
     print(f"[{name}] loading LM corpus (lowercase={args.lowercase}, max_sentences={args.max_sentences})", flush=True)
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         "name": name, "family": "static",
         "description": {"word2vec": "word2vec skip-gram", "cbow": "word2vec CBOW",
                         "fasttext": "fastText skip-gram with character n-grams"}[kind] + " (gensim) trained on the LM corpus",
-        "corpus": "LM corpus (probes.data.lm_corpus): " + ", ".join(corpus.sources) + " — train split",
+        "corpus": "LM corpus (corpora.lm_corpus): " + ", ".join(corpus.sources) + " — train split",
         "corpus_tokens": tokens, "corpus_sentences": len(corpus.train), "lowercased": args.lowercase,
         "vocab_size": len(emb.words), "training_vocab_size": len(model.wv.index_to_key),
         "params": int(params), "dim": args.dim, "layers": 1, "epochs": args.epochs,

@@ -13,13 +13,13 @@ import argparse
 import sys
 import time
 
-from probes.datapath import DataMissingError
+from corpora.paths import DataMissingError
 
 EXIT_DATA_ERROR = 2
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from probes.data.stats import dataset_table, format_table
+    from corpora.stats import dataset_table, format_table
 
     start = time.time()
     table = dataset_table(lm=not args.no_lm)
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_DATA_ERROR
     except ValueError as exc:  # malformed data files (e.g. WsdFormatError) and bad arguments
-        from probes.data.wsd_eval import WsdFormatError
+        from corpora.wsd_eval import WsdFormatError
 
         if not isinstance(exc, WsdFormatError):
             raise

@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from probes.datapath import cache_dir
+from corpora.paths import cache_dir
 
 log = logging.getLogger(__name__)
 

@@ -157,7 +157,7 @@ class MajorityTagBaseline:
 
 def conll_slice(split: str, limit: int | None):
     """CoNLL-2000 sentences of ``split`` (first ``limit``); ProbeInputError when none."""
-    from probes.data.wsj import load_conll2000
+    from corpora.wsj import load_conll2000
     from probes.errors import ProbeInputError
 
     if limit is not None and limit <= 0:

@@ -75,7 +75,7 @@ def _print_rows(result: dict, metrics=("F1", "accuracy", "chunk_F1")) -> None:
 
 
 def _results_dir(args) -> Path:
-    from probes.datapath import cache_dir
+    from corpora.paths import cache_dir
 
     return Path(args.results) if args.results else cache_dir() / "results"
 
@@ -331,7 +331,7 @@ def _guard(func):
 
     def run(args: argparse.Namespace) -> int:
         from models.base import ModelLoadError, UnknownModelError
-        from probes.datapath import DataMissingError
+        from corpora.paths import DataMissingError
         from probes.errors import ProbeInputError
         from probes.features import FeatureCacheError
 

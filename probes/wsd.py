@@ -109,9 +109,9 @@ class NearestSenseWSD:
 
     Args:
         senses_fn: (lemma, upos) -> candidate sense keys in WordNet order
-            (default ``probes.data.wordnet.senses``).
+            (default ``corpora.wordnet.senses``).
         first_sense_fn: (lemma, upos) -> WordNet first-sense key or None
-            (default ``probes.data.wordnet.first_sense_key``).
+            (default ``corpora.wordnet.first_sense_key``).
         device: torch device for the matrix products (default: CUDA when present).
         batch_size: instances per matrix product in ``predict``.
         tie_tol: cosines within this of the best count as ties, resolved in WordNet sense order.
@@ -122,7 +122,7 @@ class NearestSenseWSD:
                  device: str | torch.device | None = None, batch_size: int = 2048,
                  tie_tol: float = 1e-5) -> None:
         if senses_fn is None or first_sense_fn is None:
-            from probes.data import wordnet
+            from corpora import wordnet
 
             senses_fn = senses_fn or (lambda lemma, pos: [s.key for s in wordnet.senses(lemma, pos)])
             first_sense_fn = first_sense_fn or wordnet.first_sense_key
@@ -213,7 +213,7 @@ def first_sense_predictions(lemmas: Sequence[str], poses: Sequence[str],
                             first_sense_fn: Callable[[str, str], str | None] | None = None) -> list[str | None]:
     """The WordNet first-sense baseline (no embeddings)."""
     if first_sense_fn is None:
-        from probes.data.wordnet import first_sense_key as first_sense_fn
+        from corpora.wordnet import first_sense_key as first_sense_fn
     return [first_sense_fn(l, p) for l, p in zip(lemmas, poses)]
 
 
@@ -346,7 +346,7 @@ def parse_layer_specs(spec: str | None, num_layers: int) -> list[str]:
 
 
 def _semcor_slice(limit: int | None):
-    from probes.data.semcor import load_semcor
+    from corpora.semcor import load_semcor
 
     sentences, _ = load_semcor()
     if limit is not None:
@@ -365,8 +365,8 @@ def _semcor_view(limit: int | None) -> tuple[PieceLayout, np.ndarray, SenseAssig
     Building it walks SemCor's 838k tokens in Python (~4 s), so it is cached on disk like the parsed
     corpus, under the corpus's fingerprint. Bump the version when this function's output changes.
     """
-    from probes.data.cache import cached
-    from probes.data.semcor import semcor_fingerprint
+    from corpora.cache import cached
+    from corpora.semcor import semcor_fingerprint
     from probes.errors import ProbeInputError
 
     def build():
@@ -383,7 +383,7 @@ def _semcor_view(limit: int | None) -> tuple[PieceLayout, np.ndarray, SenseAssig
 
 def _eval_slice(limit: int | None):
     """Sentences of ALL (the concatenation of the five sets), first ``limit`` of each set."""
-    from probes.data.wsd_eval import load_wsd_dataset
+    from corpora.wsd_eval import load_wsd_dataset
 
     data = load_wsd_dataset("ALL")
     if limit is None:
@@ -484,7 +484,7 @@ def run_wsd(embedder, layers: str | None = None, limit: int | None = None, devic
 
     lemmas, poses = [i.lemma for i in instances], [i.pos for i in instances]
     # WordNet lookups once per lemma+POS (not per instance and layer spec), from the on-disk inventory.
-    from probes.data import wordnet
+    from corpora import wordnet
 
     inventory = wordnet.sense_inventory(zip(lemmas, poses))
 

@@ -16,6 +16,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def data_root() -> Path:
-    from probes.datapath import data_dir
+    from corpora.paths import data_dir
 
     return data_dir()

@@ -167,7 +167,7 @@ def test_figures_escape_user_text() -> None:
 
 @pytest.fixture(scope="module")
 def semcor():
-    from probes.data.semcor import load_semcor
+    from corpora.semcor import load_semcor
     from viz.polysemy import build_lemma_index
 
     sentences, _ = load_semcor()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes.data.cache import cached, files_fingerprint
+from corpora.cache import cached, files_fingerprint
 
 
 @pytest.fixture()

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from probes.data import lm_corpus as L
-from probes.datapath import DataMissingError
+from corpora import lm_corpus as L
+from corpora.paths import DataMissingError
 
 
 @pytest.fixture()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from probes.data import semcor as S
-from probes.datapath import DataMissingError
+from corpora import semcor as S
+from corpora.paths import DataMissingError
 
 
 @pytest.fixture(scope="session")
@@ -64,7 +64,7 @@ def test_tokens_keep_multiwords_and_brownv_tags_only_verbs(semcor):
 
 
 def test_kept_and_dropped_keys_agree_with_nltk_wordnet(semcor, data_root):
-    from probes.data.wordnet import UnknownSenseKeyError, key_to_synset, sense_from_key
+    from corpora.wordnet import UnknownSenseKeyError, key_to_synset, sense_from_key
 
     sentences, _ = semcor
     kept = sorted({k for s in sentences for t in s.tokens for k in t.sense_keys})

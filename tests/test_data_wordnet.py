@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from probes.data import wordnet as W
-from probes.datapath import DataMissingError
+from corpora import wordnet as W
+from corpora.paths import DataMissingError
 
 
 @pytest.fixture(scope="module")

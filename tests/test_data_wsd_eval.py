@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from probes.data import wsd_eval as W
-from probes.datapath import DataMissingError
+from corpora import wsd_eval as W
+from corpora.paths import DataMissingError
 
 
 def _key_file(data_root, name):
@@ -43,7 +43,7 @@ def test_all_is_the_concatenation_of_the_five_sets():
 
 
 def test_gold_keys_are_wordnet_30_keys():
-    from probes.data.semcor import wordnet_sense_keys
+    from corpora.semcor import wordnet_sense_keys
 
     keys = wordnet_sense_keys()
     gold = {k for i in W.load_wsd_dataset("ALL").instances for k in i.gold_keys}

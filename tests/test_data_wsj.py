@@ -6,8 +6,8 @@ import zipfile
 
 import pytest
 
-from probes.data import wsj
-from probes.datapath import DataMissingError
+from corpora import wsj
+from corpora.paths import DataMissingError
 
 UNIVERSAL = {"NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", ".", "X"}
 
@@ -57,7 +57,7 @@ def test_treebank_counts_and_traces(data_root):
 def test_universal_tags_match_nltk_map_tag():
     from nltk.tag.mapping import map_tag
 
-    from probes.datapath import setup_nltk
+    from corpora.paths import setup_nltk
 
     setup_nltk()
     tags = {t for s in wsj.load_treebank(drop_traces=False) for t in s.pos}

@@ -54,7 +54,7 @@ SENTS = [["The", "bank", "closed", "early", "."], ["Él", "comió", "🍕", "!"]
 
 @pytest.fixture(scope="module")
 def real_sentences(data_root):
-    from probes.data.lm_corpus import load_lm_corpus
+    from corpora.lm_corpus import load_lm_corpus
 
     corpus = load_lm_corpus(sources=("brown",), max_sentences=300)
     return [s for s in corpus.train if 0 < len(s) <= 40]

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from models.scalar_mix import ScalarMix
-from probes.datapath import DataMissingError, data_dir, data_path
+from corpora.paths import DataMissingError, data_dir, data_path
 
 
 def test_data_dir_found_and_missing_item_named(data_root: Path) -> None:

@@ -17,7 +17,7 @@ from tests.probe_helpers import RandomEmbedder
 
 @pytest.fixture(scope="module")
 def all_set():
-    from probes.data.wsd_eval import load_wsd_dataset
+    from corpora.wsd_eval import load_wsd_dataset
 
     return load_wsd_dataset("ALL").instances
 
@@ -45,7 +45,7 @@ def test_scorer_agrees_with_scorer_java(all_set, java_scorer, data_root, tmp_pat
     gold = data_root / "wsd_eval" / "ALL" / "ALL.gold.key.txt"
     ids = [i.id for i in all_set]
     rng = random.Random(0)
-    from probes.data.wordnet import senses
+    from corpora.wordnet import senses
 
     outputs = {
         "first_sense": first_sense_predictions([i.lemma for i in all_set], [i.pos for i in all_set]),

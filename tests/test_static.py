@@ -20,7 +20,7 @@ def glove() -> StaticEmbedder:
 
 @pytest.fixture(scope="module")
 def small_corpus() -> list[list[str]]:
-    from probes.data.lm_corpus import load_lm_corpus
+    from corpora.lm_corpus import load_lm_corpus
 
     return load_lm_corpus(max_sentences=3000).train
 

@@ -23,7 +23,7 @@ torch.set_num_threads(2)
 # ----------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def brown_sents(data_root) -> list[list[str]]:
-    from probes.datapath import setup_nltk
+    from corpora.paths import setup_nltk
 
     setup_nltk()
     from nltk.corpus import brown

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from probes.data.types import SemcorSentence
+from corpora.types import SemcorSentence
 from viz.projection import cosine_neighbours, nn_label_agreement
 from viz.text import ParsedText, shorten
 

@@ -21,7 +21,7 @@ def result_dirs() -> tuple[Path, ...]:
     ``results/runs`` (a local reproduce run), ``<cache>/results`` (single ``python -m probes
     wsd|pos|mix`` runs).
     """
-    from probes.datapath import cache_dir
+    from corpora.paths import cache_dir
 
     return (REPO_ROOT / "docs" / "results" / "runs", REPO_ROOT / "results" / "runs", cache_dir() / "results")
 

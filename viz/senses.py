@@ -1,6 +1,6 @@
 """WordNet 3.0 sense descriptions for the app: a sense key -> name, gloss, lexicographer file.
 
-A thin layer over :mod:`probes.data.wordnet` (NLTK's reader on the data dir's WordNet) that never
+A thin layer over :mod:`corpora.wordnet` (NLTK's reader on the data dir's WordNet) that never
 raises for an unknown key (the app shows a placeholder instead) and adds a short legend label.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from probes.data.wordnet import UnknownSenseKeyError, sense_from_key, senses
+from corpora.wordnet import UnknownSenseKeyError, sense_from_key, senses
 
 POS_LETTERS = {"noun": "n", "verb": "v", "adjective": "a", "adverb": "r"}
 

@@ -221,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     random.seed(args.seed)
 
-    from probes.data.lm_corpus import corpus_stats, load_lm_corpus
+    from corpora.lm_corpus import corpus_stats, load_lm_corpus
 
     t_load = time.time()
     corpus = load_lm_corpus(max_sentences=args.max_sentences)
@@ -331,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "name": name,
         "family": "elmo",
         "architecture": "char-CNN + highway + 2-layer LSTMP biLM (Peters et al. 2018), PyTorch, models/elmo",
-        "corpus": "probes.data.lm_corpus.load_lm_corpus(): " + ", ".join(corpus.sources)
+        "corpus": "corpora.lm_corpus.load_lm_corpus(): " + ", ".join(corpus.sources)
                   + (f" (first {args.max_sentences} sentences)" if args.max_sentences else ""),
         "corpus_tokens": stats["train_tokens"],
         "heldout_tokens": stats["heldout_tokens"],

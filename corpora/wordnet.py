@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from probes.data.cache import cached, files_fingerprint
-from probes.datapath import DataMissingError, data_path, setup_nltk
+from corpora.cache import cached, files_fingerprint
+from corpora.paths import DataMissingError, data_path, setup_nltk
 
 UNIVERSAL_TO_WN = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
 # Universal tags of word classes WordNet does not cover (and "." for punctuation).

@@ -16,10 +16,10 @@ import zipfile
 from functools import lru_cache
 from typing import Iterable
 
-from probes.data.cache import cached, files_fingerprint
-from probes.data.nltk_corpora import nltk_corpus
-from probes.data.types import TaggedSentence
-from probes.datapath import DataMissingError, data_path
+from corpora.cache import cached, files_fingerprint
+from corpora.nltk_corpora import nltk_corpus
+from corpora.types import TaggedSentence
+from corpora.paths import DataMissingError, data_path
 
 CACHE_VERSION = 1
 TRACE_TAG = "-NONE-"

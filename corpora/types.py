@@ -1,4 +1,4 @@
-"""Plain typed records returned by every reader in ``probes.data``.
+"""Plain typed records returned by every reader in ``corpora``.
 
 Readers return these and nothing else, so the probes, the app and the tests never depend on
 file formats. Tokens are kept exactly as the corpus writes them (SemCor multiword tokens stay one

@@ -1,4 +1,4 @@
-"""Data layer: readers that return the plain dataclasses of ``probes.data.types``.
+"""The data layer: readers that return the plain dataclasses of ``corpora.types``; used by ``models`` (LM training text) and ``probes``; imports neither.
 
 - SemCor 3.0: :func:`load_semcor`
 - WSD evaluation framework: :func:`load_wsd_dataset`, :data:`WSD_DATASETS`
@@ -9,21 +9,21 @@
 
 Importing this package is cheap: pandas and NLTK load only when a reader runs.
 """
-from probes.data.lm_corpus import DEFAULT_SOURCES, corpus_stats, iter_words, load_lm_corpus
-from probes.data.semcor import SEMCOR_PARTS, load_semcor, wordnet_sense_keys
-from probes.data.types import (
+from corpora.lm_corpus import DEFAULT_SOURCES, corpus_stats, iter_words, load_lm_corpus
+from corpora.semcor import SEMCOR_PARTS, load_semcor, wordnet_sense_keys
+from corpora.types import (
     LmCorpus, SemcorSentence, SemcorStats, SemcorToken, TaggedSentence, WsdDataset, WsdInstance, WsdSentence,
 )
-from probes.data.wordnet import (
+from corpora.wordnet import (
     Sense, UnknownSenseKeyError, first_sense_key, key_to_synset, sense_from_key, senses, wn_pos,
 )
-from probes.data.wsd_eval import WSD_DATASETS, WsdFormatError, load_wsd_dataset
-from probes.data.wsj import load_conll2000, load_treebank, to_universal, universal_tags
+from corpora.wsd_eval import WSD_DATASETS, WsdFormatError, load_wsd_dataset
+from corpora.wsj import load_conll2000, load_treebank, to_universal, universal_tags
 
 
 def dataset_table(lm: bool = True):
-    """Counts of every dataset as a pandas DataFrame (see :mod:`probes.data.stats`)."""
-    from probes.data.stats import dataset_table as _table
+    """Counts of every dataset as a pandas DataFrame (see :mod:`corpora.stats`)."""
+    from corpora.stats import dataset_table as _table
 
     return _table(lm=lm)
 

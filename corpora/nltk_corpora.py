@@ -10,7 +10,7 @@ from __future__ import annotations
 import zipfile
 from typing import Any
 
-from probes.datapath import DataMissingError, data_path, setup_nltk
+from corpora.paths import DataMissingError, data_path, setup_nltk
 
 
 def _specs() -> dict[str, tuple[type, str, tuple, dict[str, Any]]]:

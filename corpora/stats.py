@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from probes.data.lm_corpus import corpus_stats, load_lm_corpus
-from probes.data.semcor import load_semcor
-from probes.data.wsd_eval import WSD_DATASETS, load_wsd_dataset
-from probes.data.wsj import load_conll2000, load_treebank
+from corpora.lm_corpus import corpus_stats, load_lm_corpus
+from corpora.semcor import load_semcor
+from corpora.wsd_eval import WSD_DATASETS, load_wsd_dataset
+from corpora.wsj import load_conll2000, load_treebank
 
 COLUMNS = ["dataset", "split", "files", "sentences", "tokens", "annotations", "dropped", "notes"]
 

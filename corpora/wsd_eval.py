@@ -17,8 +17,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from probes.data.types import WsdDataset, WsdInstance, WsdSentence
-from probes.datapath import data_path
+from corpora.types import WsdDataset, WsdInstance, WsdSentence
+from corpora.paths import data_path
 
 WSD_DATASETS: tuple[str, ...] = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015", "ALL")
 

@@ -1,4 +1,4 @@
-"""A small versioned pickle cache under ``probes.datapath.cache_dir()``.
+"""A small versioned pickle cache under ``corpora.paths.cache_dir()``.
 
 Readers key an entry by a name, a format version and a fingerprint of their inputs (arguments,
 file sizes and mtimes). A missing, stale or corrupt entry is rebuilt silently; the cache never
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
-from probes.datapath import cache_dir
+from corpora.paths import cache_dir
 
 T = TypeVar("T")
 

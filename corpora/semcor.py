@@ -24,9 +24,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from probes.data.cache import cached, files_fingerprint
-from probes.data.types import SemcorSentence, SemcorStats, SemcorToken
-from probes.datapath import DataMissingError, data_path
+from corpora.cache import cached, files_fingerprint
+from corpora.types import SemcorSentence, SemcorStats, SemcorToken
+from corpora.paths import DataMissingError, data_path
 
 CACHE_VERSION = 2  # 2: tokens interned (smaller, faster cache)
 SEMCOR_PARTS: tuple[str, ...] = ("brown1", "brown2", "brownv")

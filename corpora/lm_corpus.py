@@ -1,7 +1,7 @@
 """Tokenized language-model training text from the NLTK text corpora and WikiText-103 valid/test.
 
 ``load_lm_corpus()`` is the one entry point every trainer (word2vec, GloVe, GPT, ELMo) uses. It
-returns an :class:`~probes.data.types.LmCorpus`: sentences as token lists split into train and
+returns an :class:`~corpora.types.LmCorpus`: sentences as token lists split into train and
 held-out, and a train vocabulary with a min-count cut.
 
 Tokenization per source (tokens are otherwise kept as the corpus gives them):
@@ -21,7 +21,7 @@ WikiText article) is cut into contiguous blocks of whole sentences of at most
 until it holds ``heldout_fraction`` of all tokens. Sentence order inside each split follows
 the sources' order.
 
-The built corpus is cached on disk (``probes.datapath.cache_dir()``), keyed by the arguments,
+The built corpus is cached on disk (``corpora.paths.cache_dir()``), keyed by the arguments,
 a format version and the source files' sizes/mtimes; a corrupt cache entry is rebuilt.
 """
 from __future__ import annotations
@@ -33,10 +33,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from probes.data.cache import cached, files_fingerprint
-from probes.data.types import LmCorpus
-from probes.data.nltk_corpora import nltk_corpus
-from probes.datapath import DataMissingError, data_path
+from corpora.cache import cached, files_fingerprint
+from corpora.types import LmCorpus
+from corpora.nltk_corpora import nltk_corpus
+from corpora.paths import DataMissingError, data_path
 
 CACHE_VERSION = 2  # 2: equal tokens share one str object (cache 40% smaller, 3x faster to load)
 BLOCK_TOKENS = 2000
