@@ -10,10 +10,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.common import get_embedder, log, model_select, page, page_header, safe, wait_warmup
+from probes.registry import ProbeSpec, RunContext, all_probes, get_probe
+from probes.results import ProbeResult, results_frame
 from viz.figures import grouped_bars, layer_curves
 from viz.results import (
-    BASELINE_MODELS, WSD_SETS, baselines, best_layer, dirs_with_results, label_dir, layer_curves_frame, load_dir,
-    pos_breakdown, rows_to_frame, wide_table,
+    baselines, breakdown_frame, datasets_of, dirs_with_results, label_dir, layer_curves_frame, load_dir, metrics_of,
+    wide_table,
 )
 
 INTRO = """
@@ -25,10 +27,6 @@ ELMo's first layer and word sense in the second. **λ ablation**: a task model l
 mix of all layers with an L2 penalty λ on the mix weights.
 """
 
-PROBES = {"wsd": "WSD — 1-NN word senses (SemCor → Senseval/SemEval)",
-          "pos": "POS — linear probe (CoNLL-2000)",
-          "mix": "λ ablation — learned scalar mix (CoNLL-2000 POS + chunking)"}
-METRIC = {"wsd": ("F1", "F1 (%)"), "pos": ("accuracy", "accuracy (%)")}
 DEFAULT_LIMIT = 20
 
 
@@ -59,51 +57,33 @@ def layer_figure(curves: pd.DataFrame, base: dict[str, float], y_title: str, tit
     return fig
 
 
-def wsd_section(df: pd.DataFrame, key: str) -> None:
-    dataset = st.selectbox("Evaluation set", [d for d in WSD_SETS if (df["dataset"] == d).any()] or ["ALL"],
-                           key=f"{key}_wsd_set")
-    curves = layer_curves_frame(df, "wsd", dataset, "F1")
-    if curves.empty:
-        st.info("No WSD results for this set yet.")
+def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str) -> None:
+    """One probe's results: a layer-by-layer chart with its baselines as their own series, the
+    model × layer table, and the per-category breakdown where the probe has one."""
+    datasets = datasets_of(df, spec)
+    if not datasets:
+        st.info(f"No {spec.name.upper()} results yet.")
         return
-    st.plotly_chart(layer_figure(curves, baselines(df, "wsd", dataset, "F1"), "F1 (%)",
-                                 f"1-NN WSD F1 on {dataset}, by layer"), width="stretch", key=f"{key}_wsd_plot")
-    st.dataframe(styled(wide_table(df, "wsd", dataset, "F1")), width="stretch")
-    models = [m for m in curves["model"].unique()]
-    layer_of = {m: best_layer(df, m, "wsd", "ALL", "F1") for m in models}
-    layer_of.update({m: "first-sense" for m in BASELINE_MODELS})
-    breakdown = pos_breakdown(df, models + ["wordnet-1st-sense"], layer_of)
-    if not breakdown.empty:
-        st.markdown("**By part of speech** (ALL, each model at its best layer on ALL)")
-        st.plotly_chart(grouped_bars(breakdown, x="POS", y="F1", color="model", y_title="F1 (%)", height=360),
-                        width="stretch", key=f"{key}_wsd_pos_plot")
-
-
-def pos_section(df: pd.DataFrame, key: str) -> None:
-    curves = layer_curves_frame(df, "pos", "conll2000-test", "accuracy")
-    if curves.empty:
-        st.info("No POS probe results yet.")
+    c1, c2 = st.columns(2)
+    dataset = c1.selectbox("Evaluation set", datasets, key=f"{key}_{spec.name}_set")
+    metrics = metrics_of(df, spec, dataset)
+    if not metrics:
+        st.info("No results of this probe's metrics on this set.")
         return
-    st.plotly_chart(layer_figure(curves, baselines(df, "pos", "conll2000-test", "accuracy"), "accuracy (%)",
-                                 "Linear POS probe accuracy on CoNLL-2000 test (WSJ 20), by layer"),
-                    width="stretch", key=f"{key}_pos_plot")
-    st.dataframe(styled(wide_table(df, "pos", "conll2000-test", "accuracy")), width="stretch")
-
-
-def mix_section(df: pd.DataFrame, key: str) -> None:
-    sel = df[df["probe"] == "mix"]
-    if sel.empty:
-        st.info("No λ-ablation results yet.")
-        return
-    from probes.mix import ROWS
-
-    st.caption("Rows of the paper's Table 2: baseline = static GloVe input only; last = + the model's top layer; "
-               "all = + a learned scalar mix of all layers, with weight penalty λ.")
-    for (dataset, metric), _ in sel.groupby(["dataset", "metric"], sort=True):
-        st.markdown(f"**{dataset.replace('conll2000-test:', 'CoNLL-2000 test, ')} — {metric}**")
-        table = wide_table(df, "mix", dataset, metric)
-        table = table[[c for c in ROWS if c in table.columns] + [c for c in table.columns if c not in ROWS]]
-        st.dataframe(styled(table), width="stretch")
+    metric = c2.selectbox("Metric", metrics, key=f"{key}_{spec.name}_metric") if len(metrics) > 1 else metrics[0]
+    curves = layer_curves_frame(df, spec.name, dataset, metric, exclude=set(spec.baseline_models))
+    if not curves.empty:
+        st.plotly_chart(layer_figure(curves, baselines(df, spec, dataset, metric), f"{metric} (%)",
+                                     f"{spec.title.split(' —')[0]}: {metric} on {dataset}, by layer"),
+                        width="stretch", key=f"{key}_{spec.name}_plot")
+    st.dataframe(styled(wide_table(df, spec.name, dataset, metric, spec.chart.layer_order)), width="stretch")
+    if spec.chart.breakdown:
+        breakdown = breakdown_frame(df, spec, metric, dataset)
+        if not breakdown.empty:
+            st.markdown(f"**By {spec.chart.breakdown_label}** ({spec.chart.breakdown.rstrip(':')}, each model at "
+                        f"its best layer on {dataset})")
+            st.plotly_chart(grouped_bars(breakdown, x="category", y="value", color="model", y_title=f"{metric} (%)",
+                                         height=360), width="stretch", key=f"{key}_{spec.name}_breakdown")
 
 
 def saved_tab() -> None:
@@ -121,41 +101,24 @@ def saved_tab() -> None:
         st.info("No readable results in this directory.")
         return
     st.caption(f"{df['model'].nunique()} models · newest {str(df['timestamp'].max())[:16].replace('T', ' ')} UTC")
-    t1, t2, t3 = st.tabs(["WSD", "POS", "λ ablation"])
-    with t1:
-        wsd_section(df, "saved")
-    with t2:
-        pos_section(df, "saved")
-    with t3:
-        mix_section(df, "saved")
+    specs = all_probes()
+    for spec, tab in zip(specs, st.tabs([spec.title.split(" —")[0] for spec in specs])):
+        with tab:
+            probe_section(spec, df, "saved")
     with st.expander("Commands that produced these results"):
         cmds = sorted({c for c in df["command"].dropna().unique() if c})
         st.code("\n".join(cmds) or "(not recorded)", language="bash")
 
 
-def run_probe(probe: str, model: str, limit: int, progress) -> dict:
-    """Run one probe (and its no-embedding baseline) on a small slice; returns a result dict."""
+def run_probe(probe: str, model: str, limit: int, progress) -> list[ProbeResult]:
+    """One probe and its baselines on a small slice (the first ``limit`` sentences of each dataset)."""
+    spec = get_probe(probe)
     emb = get_embedder(model)
     wait_warmup()
-    if probe == "wsd":
-        from probes.wsd import run_first_sense, run_wsd
-
-        res = run_wsd(emb, limit=limit, progress=progress, show_progress=False)
-        base = run_first_sense(limit=limit)
-    elif probe == "pos":
-        from probes.pos import run_pos, run_pos_baseline
-
-        res = run_pos(emb, limit=limit, progress=progress, show_progress=False)
-        base = run_pos_baseline(limit=limit)
-    else:
-        from probes.mix import run_mix
-
-        res = run_mix(emb, limit=limit, progress=progress, show_progress=False)
-        base = None
-    res = dict(res)
-    res["rows"] = list(res["rows"]) + (list(base["rows"]) if base else [])
-    res.setdefault("timestamp", time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()))
-    return res
+    spec.check_model(emb)
+    ctx = RunContext(limit=limit, progress=progress, show_progress=False)
+    options = spec.options_from({})
+    return [spec.run(emb, None, ctx, **options).stamped(), *(b.stamped() for b in spec.baselines(ctx, **options))]
 
 
 def quick_tab() -> None:
@@ -164,7 +127,8 @@ def quick_tab() -> None:
                "use them to compare layers, not as the paper's numbers. Extracted vectors are cached on disk, "
                "so a second run is much faster.")
     c1, c2, c3 = st.columns([2, 2, 1])
-    probe = c1.selectbox("Probe", list(PROBES), format_func=PROBES.get, key="probe_kind")
+    titles = {spec.name: spec.title for spec in all_probes()}
+    probe = c1.selectbox("Probe", list(titles), format_func=titles.get, key="probe_kind")
     with c2:
         model = model_select("Model", None, key="probe_model", default="minilm")
     limit = c3.number_input("Sentences (--limit)", min_value=1, max_value=5000, value=DEFAULT_LIMIT, step=10,
@@ -182,25 +146,19 @@ def quick_tab() -> None:
                 bar.progress(float(min(max(frac, 0.0), 1.0)), text=msg or f"{probe.upper()} on {model}")
 
             t0 = time.perf_counter()
-            res = run_probe(probe, model, int(limit), progress)
-            res["wall_s"] = round(time.perf_counter() - t0, 1)
-            log.info("quick %s probe on %s (limit %s) took %.1f s", probe, model, limit, res["wall_s"])
+            results = run_probe(probe, model, int(limit), progress)
+            wall_s = round(time.perf_counter() - t0, 1)
+            log.info("quick %s probe on %s (limit %s) took %.1f s", probe, model, limit, wall_s)
             with lock:
-                runs[run_key] = res
+                runs[run_key] = (results, wall_s)
             bar.empty()
-    res = runs.get(run_key)
-    if res is None:
+    done = runs.get(run_key)
+    if done is None:
         st.info("Choose a probe, a model and a size, then press **Run probe**.")
         return
-    st.success(f"{PROBES[probe].split(' —')[0]} on {model}, first {limit} sentences per dataset: "
-               f"done in {res.get('wall_s', '?')} s.")
-    df = rows_to_frame(res)
-    if probe == "wsd":
-        wsd_section(df, "quick")
-    elif probe == "pos":
-        pos_section(df, "quick")
-    else:
-        mix_section(df, "quick")
+    results, wall_s = done
+    st.success(f"{titles[probe].split(' —')[0]} on {model}, first {limit} sentences per dataset: done in {wall_s} s.")
+    probe_section(get_probe(probe), results_frame(results), "quick")
 
 
 @page

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.common import page, page_header, safe
+from probes.tables import markdown_table, titles
 from viz.figures import grouped_bars
 from viz.reproduce import comparison_frame, load_tables, read_run_notes, tables_markdown
 from viz.results import dirs_with_results, label_dir
@@ -34,8 +35,6 @@ def cached_tables(directory: str) -> dict:
 
 
 def download_row(key: str, title: str, df) -> None:
-    from probes.reproduce import markdown_table
-
     c1, c2, _ = st.columns([1, 1, 4])
     c1.download_button("CSV", df.to_csv(index=False).encode(), file_name=f"{key}.csv", mime="text/csv",
                        key=f"dl_csv_{key}", icon=":material/download:")
@@ -54,8 +53,6 @@ def main() -> None:
     if dirs:
         directory = st.selectbox("Results from", [str(d) for d in dirs], format_func=lambda d: label_dir(Path(d)),
                                  key="repro_dir")
-    from probes.reproduce import TITLES
-
     with safe("build the tables"):
         tables = cached_tables(directory) if directory else load_tables(None)
         notes = read_run_notes(Path(directory)) if directory else ""
@@ -76,7 +73,7 @@ def main() -> None:
         st.download_button("Download all tables (Markdown)", tables_markdown(tables).encode(),
                            file_name="embedding-probe-lab-tables.md", mime="text/markdown", key="dl_all_md",
                            type="primary", icon=":material/download:")
-        for key, title in TITLES.items():
+        for key, title in titles().items():
             if key not in tables:
                 continue
             st.subheader(title)

@@ -122,8 +122,8 @@ def _compare(ref: list, other: list) -> dict:
             "mean_cosine_per_layer": [round(float(c), 5) for c in cos.mean(1)]}
 
 
-def _all_f1(result: dict) -> dict[str, float]:
-    return {r["layer"]: r["value"] for r in result["rows"] if r["dataset"] == "ALL" and r["metric"] == "F1"}
+def _all_f1(result) -> dict[str, float]:
+    return {r["layer"]: r["value"] for r in result.rows if r["dataset"] == "ALL" and r["metric"] == "F1"}
 
 
 def part_minilm(args) -> dict:
@@ -156,8 +156,9 @@ def part_minilm(args) -> dict:
 
 
 def part_lowp_probe(args) -> dict:
-    from probes.wsd import run_wsd
+    from probes.registry import RunContext, get_probe
 
+    wsd = get_probe("wsd")
     emb, _ = _load("minilm")
     kind = args.low_precision
     if emb.device.type != "cpu":
@@ -166,13 +167,13 @@ def part_lowp_probe(args) -> dict:
     with tempfile.TemporaryDirectory(prefix="embprobe-bench-lowp-") as tmp:
         for label, model in (("fp32", emb), (kind, low_precision_copy(emb, kind))):
             t0 = time.perf_counter()
-            res = run_wsd(model, semcor_limit=args.lowp_semcor_limit, limit=args.wsd_limit,
-                          feature_root=Path(tmp) / label, show_progress=False)
+            ctx = RunContext(limit=args.wsd_limit, feature_root=Path(tmp) / label, show_progress=False)
+            res = wsd.run(model, None, ctx, semcor_limit=args.lowp_semcor_limit)
             times[label] = time.perf_counter() - t0
             scores[label] = _all_f1(res)
     delta = {k: round(scores[kind][k] - scores["fp32"][k], 2) for k in scores["fp32"]}
     return {"kind": kind, "semcor_limit": args.lowp_semcor_limit, "eval_limit": args.wsd_limit,
-            "eval_instances": res["extra"]["eval_instances"], "f1_all": scores, "delta_f1": delta,
+            "eval_instances": res.extra["eval_instances"], "f1_all": scores, "delta_f1": delta,
             "max_abs_delta_f1": max(abs(v) for v in delta.values()), "run_s": times}
 
 
@@ -191,10 +192,9 @@ def part_elmo(args) -> dict:
 
 def part_wsd(args) -> dict:
     from bench.measure import PeakRSS, rss_mb
-    from probes.wsd import run_wsd
-
     from corpora.semcor import load_semcor
     from corpora.wsd_eval import load_wsd_dataset
+    from probes.registry import RunContext, get_probe
 
     # The readers' parsed-corpus caches: warm for both runs, untimed.
     load_semcor()
@@ -204,13 +204,13 @@ def part_wsd(args) -> dict:
            "limit": args.wsd_limit, "semcor_limit": args.wsd_semcor_limit, "feature_root": args._root}
     with PeakRSS() as m:
         t0 = time.perf_counter()
-        res = run_wsd(emb, limit=args.wsd_limit, semcor_limit=args.wsd_semcor_limit, feature_root=Path(args._root),
-                      show_progress=sys.stderr.isatty())
+        ctx = RunContext(limit=args.wsd_limit, feature_root=Path(args._root), show_progress=sys.stderr.isatty())
+        res = get_probe("wsd").run(emb, None, ctx, semcor_limit=args.wsd_semcor_limit)
         out["run_s"] = time.perf_counter() - t0
     out.update(m.as_dict("run"))
-    out["extra"] = res["extra"]
+    out["extra"] = res.extra
     out["f1_all"] = _all_f1(res)
-    out["rows"] = res["rows"]
+    out["rows"] = res.rows
     return out
 
 

@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from corpora.paths import cache_dir
+from probes.feature_store import atomic_write_text, check_layer, feature_dir, read_meta, sentences_hash
 
 log = logging.getLogger(__name__)
 
@@ -88,81 +88,6 @@ class Features:
         """(num_layers_selected, num_words_total, dim) in memory, as ``dtype``."""
         layers = sorted(self.layers) if layers is None else list(layers)
         return np.stack([np.asarray(self.layer(j), dtype=dtype) for j in layers])
-
-
-def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
-    """SHA-256 of the sentences (words joined by U+001F, sentences by U+001E)."""
-    h = hashlib.sha256()
-    for s in sentences:
-        h.update("\x1f".join(s).encode("utf-8", "surrogatepass"))
-        h.update(b"\x1e")
-    return h.hexdigest()
-
-
-def _safe_key(dataset_key: str) -> str:
-    if not dataset_key or any(c in dataset_key for c in "/\\\0") or dataset_key in {".", ".."}:
-        raise ValueError(f"Bad dataset key {dataset_key!r}: use a plain name like 'semcor' or 'conll2000-test'.")
-    return dataset_key
-
-
-def feature_dir(fingerprint: str, dataset_key: str, root: Path | None = None) -> Path:
-    return (root or cache_dir()) / "features" / fingerprint / _safe_key(dataset_key)
-
-
-def _expected_nbytes(path: Path) -> int | None:
-    """Byte size a complete .npy file at ``path`` must have, from its own header (None: unreadable)."""
-    try:
-        with open(path, "rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            read_header = {(1, 0): np.lib.format.read_array_header_1_0,
-                           (2, 0): np.lib.format.read_array_header_2_0}[version]
-            shape, _fortran, dtype = read_header(fh)
-            header_len = fh.tell()
-        return header_len + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    except Exception:  # noqa: BLE001 - any unreadable header means "rebuild"
-        return None
-
-
-def _read_meta(directory: Path) -> dict | None:
-    try:
-        return json.loads((directory / "meta.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def check_layer(directory: Path, meta: dict | None, j: int) -> str | None:
-    """Why layer ``j`` in ``directory`` cannot be used, or None when it is valid."""
-    if meta is None:
-        return "no readable meta.json"
-    entry = meta.get("layers", {}).get(str(j))
-    if entry is None:
-        return f"layer {j} not in meta.json"
-    path = directory / f"layer_{j}.npy"
-    if not path.is_file():
-        return f"{path.name} missing"
-    size = path.stat().st_size
-    if size != entry.get("nbytes"):
-        return f"{path.name} has {size} bytes, meta.json says {entry.get('nbytes')} (truncated or replaced)"
-    if _expected_nbytes(path) != size:
-        return f"{path.name} header does not match its size (corrupt)"
-    try:
-        arr = np.load(path, mmap_mode="r")
-    except Exception as exc:  # noqa: BLE001
-        return f"{path.name} unreadable ({exc})"
-    if list(arr.shape) != entry.get("shape") or str(arr.dtype) != entry.get("dtype"):
-        return f"{path.name} shape/dtype {arr.shape}/{arr.dtype} differ from meta.json"
-    return None
 
 
 def get_features(
@@ -222,7 +147,7 @@ def get_features(
         raise FeatureCacheError(f"Cannot create the feature cache directory {directory}: {exc}") from exc
     s_hash = sentences_hash(sentences)
 
-    meta = _read_meta(directory)
+    meta = read_meta(directory)
     stale_reason = None
     if meta is not None:
         if meta.get("version") != FORMAT_VERSION:
@@ -327,5 +252,5 @@ def _extract(embedder, sentences, lengths, offsets, directory: Path, old_meta: d
         "dtype": dtype,
         "layers": layer_meta,
     }
-    _atomic_write_text(directory / "meta.json", json.dumps(meta, indent=1))
+    atomic_write_text(directory / "meta.json", json.dumps(meta, indent=1))
     return meta

@@ -1,83 +1,130 @@
-"""Probe results as small JSON files the app (and ``reproduce``) read back as one table.
+"""What every probe returns (``ProbeResult``) and how results are stored and read back as one table.
 
 One probe run = one JSON file ``<out_dir>/<model>__<probe>__<stamp>.json``::
 
-    {"model": "minilm", "probe": "wsd", "command": "python -m probes wsd --model minilm",
-     "timestamp": "2026-11-22T05:10:00+00:00", "fingerprint": "...", "params": {...},
-     "rows": [{"dataset": "ALL", "layer": "3", "metric": "F1", "value": 64.1, "n": 7253}, ...],
-     "extra": {...}}                          # free-form (e.g. learned scalar-mix weights)
+    {"model": "minilm", "probe": "wsd", "dataset": "semcor→ALL", "fingerprint": "...",
+     "params": {...}, "rows": [{"dataset": "ALL", "layer": "3", "metric": "F1", "value": 64.1, "n": 7253}, ...],
+     "extra": {...},                         # free-form (e.g. learned scalar-mix weights)
+     "command": "python -m probes wsd --model minilm", "timestamp": "2026-11-22T05:10:00+00:00"}
 
-``load_results(out_dir)`` flattens every file into a DataFrame with the columns
-``model, probe, dataset, layer, metric, value, n, timestamp, command`` (one row per measurement;
-``layer`` is a string: "0", "1", …, "mean", "baseline", "λ=1" …). When the same
-(model, probe, dataset, layer, metric) appears in several files, the newest file wins.
+``load_results(out_dir)`` flattens every file into a DataFrame with the columns ``COLUMNS`` (one row
+per measurement; ``layer`` is a string: "0", "1", …, "mean", "baseline", "all λ=1" …). When the same
+(model, probe, dataset, layer, metric) appears in several files, the newest file wins. Files written
+before ``ProbeResult`` existed (no top-level ``dataset``) read back unchanged.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import tempfile
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Iterable
 
 import pandas as pd
 
 COLUMNS = ["model", "probe", "dataset", "layer", "metric", "value", "n", "timestamp", "command"]
 KEY = ["model", "probe", "dataset", "layer", "metric"]
+ROW_FIELDS = ("dataset", "layer", "metric", "value")
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
-def save_result(result: dict, out_dir: str | Path) -> Path:
-    """Write one probe run (see module docstring) atomically; returns the file path.
+@dataclass
+class ProbeResult:
+    """One probe run on one model (or one no-embedding baseline).
 
-    Required keys: model, probe, rows (list of dicts with dataset, layer, metric, value[, n]).
+    rows:    measurements, each {"dataset", "layer", "metric", "value"[, "n"]}; ``dataset`` there is
+             the evaluation split ("ALL", "senseval2", "conll2000-test:pos"…), ``layer`` a layer spec label.
+    dataset: the probe's data as a whole ("semcor→ALL", "conll2000"), "" in older files.
+    params:  the request (layers, limits, seed…); ``extra``: timings, coverage, learned weights…
     """
-    for key in ("model", "probe", "rows"):
-        if key not in result:
-            raise ValueError(f"A result needs a '{key}' entry.")
-    for row in result["rows"]:
-        missing = {"dataset", "layer", "metric", "value"} - set(row)
-        if missing:
-            raise ValueError(f"Result row {row} lacks {sorted(missing)}.")
-    result = dict(result)
-    result.setdefault("timestamp", now_iso())
-    result.setdefault("command", "")
+
+    model: str
+    probe: str
+    rows: list[dict]
+    dataset: str = ""
+    fingerprint: str | None = None
+    params: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+    command: str = ""
+    timestamp: str = ""
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            missing = set(ROW_FIELDS) - set(row)
+            if missing:
+                raise ValueError(f"Result row {row} lacks {sorted(missing)}.")
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ProbeResult":
+        """From a parsed result file; ValueError when it is not one."""
+        if not isinstance(data, dict):
+            raise ValueError("A result file holds a JSON object.")
+        for key in ("model", "probe", "rows"):
+            if key not in data:
+                raise ValueError(f"A result needs a '{key}' entry.")
+        if not isinstance(data["rows"], list) or not all(isinstance(r, dict) for r in data["rows"]):
+            raise ValueError("A result's 'rows' is a list of objects.")
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known and (v is not None or k == "fingerprint")})
+
+    def stamped(self, command: str = "") -> "ProbeResult":
+        """A copy with the time (if unset) and the command line that produced it."""
+        return dataclasses.replace(self, timestamp=self.timestamp or now_iso(), command=command or self.command)
+
+    def frame(self) -> pd.DataFrame:
+        """This run's rows as a results table (``COLUMNS``)."""
+        return results_frame([self])
+
+
+def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
+    """The one flattening of results into a table with ``COLUMNS``."""
+    records = [{"model": r.model, "probe": r.probe, "dataset": str(row["dataset"]), "layer": str(row["layer"]),
+                "metric": row["metric"], "value": row["value"], "n": row.get("n"),
+                "timestamp": r.timestamp, "command": r.command}
+               for r in results for row in r.rows]
+    return pd.DataFrame.from_records(records, columns=COLUMNS)
+
+
+def save_result(result: ProbeResult, out_dir: str | Path) -> Path:
+    """Write one probe run atomically as ``<model>__<probe>__<stamp>.json``; returns the path."""
+    result = result.stamped()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stamp = re.sub(r"[^0-9A-Za-z]", "", result["timestamp"])
+    stamp = re.sub(r"[^0-9A-Za-z]", "", result.timestamp)
     safe = lambda s: re.sub(r"[^0-9A-Za-z._-]", "_", str(s))  # noqa: E731
-    path = out / f"{safe(result['model'])}__{safe(result['probe'])}__{stamp}.json"
+    path = out / f"{safe(result.model)}__{safe(result.probe)}__{stamp}.json"
     fd, tmp = tempfile.mkstemp(dir=out, prefix=path.name, suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
-        json.dump(result, fh, indent=1, ensure_ascii=False, default=float)
+        json.dump(result.to_json(), fh, indent=1, ensure_ascii=False, default=float)
     os.replace(tmp, path)
     return path
 
 
-def load_results(out_dir: str | Path) -> pd.DataFrame:
-    """All results under ``out_dir`` as a DataFrame with ``COLUMNS`` (empty if there are none).
-
-    Unreadable files are skipped (a half-copied file never breaks the app).
-    """
-    records = []
+def read_results(out_dir: str | Path) -> list[ProbeResult]:
+    """Every readable result under ``out_dir``, oldest first; unreadable files are skipped (a
+    half-copied file never breaks the app)."""
+    out = []
     for path in sorted(Path(out_dir).glob("*.json")):
         try:
-            res = json.loads(path.read_text())
-            rows = res["rows"]
-        except (OSError, ValueError, KeyError, TypeError):
+            out.append(ProbeResult.from_json(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):
             continue
-        for row in rows:
-            records.append({
-                "model": res.get("model"), "probe": res.get("probe"),
-                "dataset": str(row.get("dataset")), "layer": str(row.get("layer")),
-                "metric": row.get("metric"), "value": row.get("value"), "n": row.get("n"),
-                "timestamp": res.get("timestamp"), "command": res.get("command", ""),
-            })
-    df = pd.DataFrame.from_records(records, columns=COLUMNS)
+    return sorted(out, key=lambda r: r.timestamp or "")
+
+
+def load_results(out_dir: str | Path) -> pd.DataFrame:
+    """All results under ``out_dir`` as a DataFrame with ``COLUMNS`` (empty if there are none)."""
+    df = results_frame(read_results(out_dir))
     if df.empty:
         return df
     df = df.sort_values("timestamp", kind="stable").drop_duplicates(KEY, keep="last")
@@ -85,14 +132,6 @@ def load_results(out_dir: str | Path) -> pd.DataFrame:
 
 
 def load_extras(out_dir: str | Path, probe: str | None = None) -> list[dict]:
-    """The free-form ``extra`` of every result file (newest last), e.g. learned mix weights."""
-    out = []
-    for path in sorted(Path(out_dir).glob("*.json")):
-        try:
-            res = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if probe is None or res.get("probe") == probe:
-            out.append({"model": res.get("model"), "probe": res.get("probe"),
-                        "timestamp": res.get("timestamp"), **(res.get("extra") or {})})
-    return sorted(out, key=lambda r: r.get("timestamp") or "")
+    """The free-form ``extra`` of every result (newest last), e.g. learned mix weights."""
+    return [{"model": r.model, "probe": r.probe, "timestamp": r.timestamp, **(r.extra or {})}
+            for r in read_results(out_dir) if probe is None or r.probe == probe]

@@ -225,11 +225,12 @@ def test_probes_page_quick_runs_with_progress() -> None:
 def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None:
     """Results saved by the command-line probes (here a real small POS run) are charted per layer."""
     from probes.pos import run_pos, run_pos_baseline
+    from probes.registry import RunContext
     from probes.results import save_result
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
     glove = load_embedder("glove-6b-50d")
-    save_result(run_pos(glove, limit=15, show_progress=False), tmp_path / "results")
+    save_result(run_pos(glove, ctx=RunContext(limit=15, show_progress=False)), tmp_path / "results")
     save_result(run_pos_baseline(limit=15), tmp_path / "results")
     at = open_page("probes")
     options = at.selectbox(key="probe_results_dir").options

@@ -241,26 +241,30 @@ def test_model_rows_list_every_registered_model() -> None:
 
 
 def test_result_tables_from_saved_runs(tmp_path) -> None:
-    from probes.results import save_result
+    from probes.registry import get_probe
+    from probes.results import ProbeResult, save_result
     from viz.results import (
-        baselines, best_layer, dirs_with_results, layer_curves_frame, load_dir, pos_breakdown, wide_table,
+        baselines, best_layer, breakdown_frame, datasets_of, dirs_with_results, layer_curves_frame, load_dir,
+        wide_table,
     )
 
-    save_result({"model": "m1", "probe": "wsd", "rows": [
+    save_result(ProbeResult("m1", "wsd", [
         {"dataset": "ALL", "layer": str(j), "metric": "F1", "value": v, "n": 10} for j, v in enumerate([50, 60, 55])]
         + [{"dataset": "ALL", "layer": "mean", "metric": "F1", "value": 58, "n": 10},
-           {"dataset": "ALL:NOUN", "layer": "1", "metric": "F1", "value": 62, "n": 6}]}, tmp_path)
-    save_result({"model": "wordnet-1st-sense", "probe": "wsd", "rows": [
+           {"dataset": "ALL:NOUN", "layer": "1", "metric": "F1", "value": 62, "n": 6}]), tmp_path)
+    save_result(ProbeResult("wordnet-1st-sense", "wsd", [
         {"dataset": "ALL", "layer": "first-sense", "metric": "F1", "value": 52, "n": 10},
-        {"dataset": "ALL:NOUN", "layer": "first-sense", "metric": "F1", "value": 54, "n": 6}]}, tmp_path)
+        {"dataset": "ALL:NOUN", "layer": "first-sense", "metric": "F1", "value": 54, "n": 6}]), tmp_path)
+    wsd = get_probe("wsd")
     (tmp_path / "broken.json").write_text("{not json")
     assert dirs_with_results((tmp_path, tmp_path / "missing")) == [tmp_path]
     df = load_dir(tmp_path)
-    curves = layer_curves_frame(df, "wsd", "ALL", "F1")
+    assert datasets_of(df, wsd) == ["ALL"]          # the per-POS rows are a breakdown, not a dataset
+    curves = layer_curves_frame(df, "wsd", "ALL", "F1", exclude=set(wsd.baseline_models))
     assert list(curves["layer"]) == [0, 1, 2] and list(curves["value"]) == [50, 60, 55]
-    assert baselines(df, "wsd", "ALL", "F1") == {"WordNet 1st sense": 52.0}
+    assert baselines(df, wsd, "ALL", "F1") == {"WordNet 1st sense": 52.0}
     assert best_layer(df, "m1", "wsd", "ALL", "F1") == "1"
     assert list(wide_table(df, "wsd", "ALL", "F1").columns) == ["0", "1", "2", "first-sense", "mean"]
-    br = pos_breakdown(df, ["m1", "wordnet-1st-sense"], {"m1": "1", "wordnet-1st-sense": "first-sense"})
-    assert list(br["F1"]) == [62.0, 54.0]
+    br = breakdown_frame(df, wsd, "F1", "ALL")
+    assert list(br["model"]) == ["m1 (layer 1)", "WordNet 1st sense"] and list(br["value"]) == [62.0, 54.0]
     assert isinstance(br, pd.DataFrame)

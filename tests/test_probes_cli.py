@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probes.results import load_extras, load_results, save_result
+from probes.results import ProbeResult, load_extras, load_results, save_result
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ def _run(args, cache: Path, timeout=300):
     (["reproduce", "--models", "glove-6b-50d", "--probes", "ner", "--out", "x"], "Unknown probe"),
 ])
 def test_bad_requests_exit_2(capsys, args, message):
-    from probes.__main__ import main
+    from probes.cli import main
 
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -64,11 +64,13 @@ def test_pos_run_saves_results_and_repairs_a_truncated_cache(tmp_path):
 
 def test_results_round_trip(tmp_path):
     base = {"model": "m", "probe": "pos", "command": "python -m probes pos --model m"}
-    save_result({**base, "timestamp": "2026-01-01T00:00:00+00:00",
-                 "rows": [{"dataset": "d", "layer": 0, "metric": "accuracy", "value": 50.0, "n": 10}]}, tmp_path)
-    save_result({**base, "timestamp": "2026-01-02T00:00:00+00:00", "extra": {"mix": {"pos": {}}},
-                 "rows": [{"dataset": "d", "layer": "0", "metric": "accuracy", "value": 60.0, "n": 10},
-                          {"dataset": "d", "layer": "mean", "metric": "accuracy", "value": 61.0}]}, tmp_path)
+    save_result(ProbeResult.from_json({**base, "timestamp": "2026-01-01T00:00:00+00:00",
+                 "rows": [{"dataset": "d", "layer": 0, "metric": "accuracy", "value": 50.0, "n": 10}]}), tmp_path)
+    newer = ProbeResult.from_json({**base, "timestamp": "2026-01-02T00:00:00+00:00", "extra": {"mix": {"pos": {}}},
+                                   "rows": [{"dataset": "d", "layer": "0", "metric": "accuracy", "value": 60.0, "n": 10},
+                                            {"dataset": "d", "layer": "mean", "metric": "accuracy", "value": 61.0}]})
+    path = save_result(newer, tmp_path)
+    assert ProbeResult.from_json(json.loads(path.read_text())) == newer      # JSON round trip
     (tmp_path / "broken.json").write_text("{")
     df = load_results(tmp_path)
     assert list(df.columns) == ["model", "probe", "dataset", "layer", "metric", "value", "n", "timestamp", "command"]
@@ -77,6 +79,8 @@ def test_results_round_trip(tmp_path):
     assert load_extras(tmp_path, "pos")[-1]["mix"] == {"pos": {}}
     assert load_results(tmp_path / "none").empty
     with pytest.raises(ValueError, match="rows"):
-        save_result({"model": "m", "probe": "p"}, tmp_path)
+        ProbeResult.from_json({"model": "m", "probe": "p"})
+    with pytest.raises(ValueError, match="lacks"):
+        ProbeResult("m", "p", [{"dataset": "d", "layer": "0", "metric": "accuracy"}])
     assert json.loads(next(tmp_path.glob("m__pos__*.json")).read_text())["command"].startswith("python -m probes")
     assert isinstance(df, pd.DataFrame)

@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from probes.errors import ProbeInputError
-from probes.mix import MixProbe, TokenData, chunk_f1, run_mix, window_index
+from probes.mix import ROWS, run_mix
+from probes.mix_model import MixProbe, TokenData, chunk_f1, window_index
+from probes.registry import RunContext
 from tests.probe_helpers import RandomEmbedder
 
 
@@ -50,19 +52,20 @@ def test_small_lambda_lets_the_mix_pick_the_informative_layer():
 
 def test_run_mix_on_a_real_slice(tmp_path):
     emb = RandomEmbedder(num_layers=2, dim=16, seed=2, version="mix")
-    res = run_mix(emb, limit=60, epochs=2, device="cpu", show_progress=False, feature_root=tmp_path)
-    vals = {(r["dataset"], r["layer"]): r["value"] for r in res["rows"]}
+    res = run_mix(emb, ctx=RunContext(limit=60, device="cpu", show_progress=False, feature_root=tmp_path),
+                  rows=ROWS, epochs=2)
+    vals = {(r["dataset"], r["layer"]): r["value"] for r in res.rows}
     assert set(vals) == {(f"conll2000-test:{t}", r) for t in ("pos", "chunk")
                          for r in ("baseline", "last", "all λ=1", "all λ=0.001")}
     assert all(0 <= v <= 100 for v in vals.values())
-    w = res["extra"]["mix"]["pos"]["all λ=1"]
+    w = res.extra["mix"]["pos"]["all λ=1"]
     assert len(w["s"]) == 2 and sum(w["s"]) == pytest.approx(1, abs=1e-3) and w["gamma"] > 0
 
 
 def test_bad_requests(tmp_path):
     with pytest.raises(ProbeInputError, match="single layer"):
-        run_mix(RandomEmbedder(num_layers=1), limit=5, feature_root=tmp_path)
+        run_mix(RandomEmbedder(num_layers=1), ctx=RunContext(limit=5, feature_root=tmp_path))
     with pytest.raises(ProbeInputError, match="row"):
-        run_mix(RandomEmbedder(), rows=("nope",), limit=5, feature_root=tmp_path)
+        run_mix(RandomEmbedder(), ctx=RunContext(limit=5, feature_root=tmp_path), rows=("nope",))
     with pytest.raises(ProbeInputError, match="limit"):
-        run_mix(RandomEmbedder(), limit=0, feature_root=tmp_path)
+        run_mix(RandomEmbedder(), ctx=RunContext(limit=0, feature_root=tmp_path))

@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 from probes.errors import ProbeInputError
-from probes.pos import LinearProbe, MajorityTagBaseline, conll_slice, run_pos, run_pos_baseline
+from probes.classifier import LinearProbe
+from probes.conll import conll_slice
+from probes.pos import MajorityTagBaseline, run_pos, run_pos_baseline
+from probes.registry import RunContext
 from tests.probe_helpers import RandomEmbedder
 
 
@@ -38,8 +41,8 @@ def test_linear_probe_learns_separable_data_and_is_deterministic():
 def test_random_vectors_score_near_the_majority_class(tmp_path):
     noise = RandomEmbedder(num_layers=1, dim=32, noise=1.0, seed=5, version="noise")
     noise._word_vec = lambda w: np.zeros((1, 32), np.float32)
-    res = run_pos(noise, "0", limit=400, device="cpu", show_progress=False, feature_root=tmp_path)
-    acc = res["rows"][0]["value"]
+    res = run_pos(noise, "0", RunContext(limit=400, device="cpu", show_progress=False, feature_root=tmp_path))
+    acc = res.rows[0]["value"]
     test = conll_slice("test", 400)
     share = 100 * Counter(t for s in test for t in s.pos).most_common(1)[0][1] / sum(len(s.pos) for s in test)
     # No information: at most the majority-class share (the probe learns the prior), a little below
@@ -50,14 +53,14 @@ def test_random_vectors_score_near_the_majority_class(tmp_path):
 def test_word_identity_vectors_beat_random_and_baseline_is_sane(tmp_path):
     # Fixed random vectors per word type (no context): a linear probe can learn word -> tag.
     typed = RandomEmbedder(num_layers=2, dim=64, seed=7, version="typed")
-    res = run_pos(typed, "1", limit=400, device="cpu", show_progress=False, feature_root=tmp_path)
-    base = run_pos_baseline(limit=400)["rows"][0]["value"]
-    assert res["rows"][0]["value"] > 50
+    res = run_pos(typed, "1", RunContext(limit=400, device="cpu", show_progress=False, feature_root=tmp_path))
+    base = run_pos_baseline(limit=400).rows[0]["value"]
+    assert res.rows[0]["value"] > 50
     assert 60 < base < 100
 
 
 def test_bad_requests(tmp_path):
     with pytest.raises(ProbeInputError, match="limit"):
-        run_pos(RandomEmbedder(), "0", limit=0, feature_root=tmp_path)
+        run_pos(RandomEmbedder(), "0", RunContext(limit=0, feature_root=tmp_path))
     with pytest.raises(ProbeInputError, match="out of range"):
-        run_pos(RandomEmbedder(num_layers=2), "2", limit=5, feature_root=tmp_path)
+        run_pos(RandomEmbedder(num_layers=2), "2", RunContext(limit=5, feature_root=tmp_path))

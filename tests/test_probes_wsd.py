@@ -9,9 +9,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from probes.wsd import (NearestSenseWSD, build_layout, eval_word_pieces, first_sense_predictions,
-                        parse_layer_specs, run_first_sense, run_wsd, score, write_key_file)
 from probes.errors import ProbeInputError
+from probes.registry import RunContext
+from probes.wsd import (NearestSenseWSD, build_layout, eval_word_pieces, first_sense_predictions, run_first_sense,
+                        run_wsd, score, write_key_file)
 from tests.probe_helpers import RandomEmbedder
 
 
@@ -63,12 +64,12 @@ def test_scorer_agrees_with_scorer_java(all_set, java_scorer, data_root, tmp_pat
 def test_first_sense_baseline_matches_the_framework_paper():
     # Raganato et al. (2017), Table 4, "MFS (WordNet first sense)": 66.8 66.2 55.2 63.0 67.8 65.2.
     res = run_first_sense()
-    f1 = {r["dataset"]: round(r["value"], 1) for r in res["rows"] if r["metric"] == "F1" and ":" not in r["dataset"]}
+    f1 = {r["dataset"]: round(r["value"], 1) for r in res.rows if r["metric"] == "F1" and ":" not in r["dataset"]}
     assert f1 == {"senseval2": 66.8, "senseval3": 66.2, "semeval2007": 55.2, "semeval2013": 63.0,
                   "semeval2015": 67.8, "ALL": 65.2,
                   # Peters et al. (2018) Table 5: "WordNet 1st Sense Baseline 65.9" = the four test sets.
                   "ALL-noSE07": 65.9}
-    by_pos = {r["dataset"]: r["n"] for r in res["rows"] if r["dataset"].startswith("ALL:")}
+    by_pos = {r["dataset"]: r["n"] for r in res.rows if r["dataset"].startswith("ALL:")}
     assert sum(by_pos.values()) == 7253
 
 
@@ -123,25 +124,15 @@ def test_layout_means_multiword_pieces():
     assert eval_word_pieces("prime minister") == ["prime", "minister"]
 
 
-def test_layer_specs():
-    assert parse_layer_specs("all", 3) == ["0", "1", "2", "mean"]
-    assert parse_layer_specs("all", 1) == ["0"]
-    assert parse_layer_specs("0,2,mean", 3) == ["0", "2", "mean"]
-    assert parse_layer_specs("mix:1,2,3", 3) == ["mix:1,2,3"]
-    for bad in ("3", "-1", "x", "mix:1,2"):
-        with pytest.raises(ProbeInputError):
-            parse_layer_specs(bad, 3)
-
-
 def test_random_vectors_lose_to_first_sense_and_glove_does_not_break(tmp_path):
     # Pure per-occurrence noise: 1-NN picks an arbitrary seen sense, far below WordNet's first sense.
     noise = RandomEmbedder(num_layers=2, dim=32, noise=1.0, seed=3, version="noise")
     noise._word_vec = lambda w: np.zeros((2, 32), np.float32)  # only the noise remains
-    res = run_wsd(noise, "0,mean", limit=15, semcor_limit=1500, device="cpu", show_progress=False,
-                  feature_root=tmp_path)
-    f1 = {(r["dataset"], r["layer"]): r["value"] for r in res["rows"] if r["metric"] == "F1"}
-    mfs = {r["dataset"]: r["value"] for r in run_first_sense(limit=15)["rows"] if r["metric"] == "F1"}
-    assert res["extra"]["eval_instances"] == sum(r["n"] for r in res["rows"]
+    res = run_wsd(noise, "0,mean", RunContext(limit=15, device="cpu", show_progress=False, feature_root=tmp_path),
+                  semcor_limit=1500)
+    f1 = {(r["dataset"], r["layer"]): r["value"] for r in res.rows if r["metric"] == "F1"}
+    mfs = {r["dataset"]: r["value"] for r in run_first_sense(limit=15).rows if r["metric"] == "F1"}
+    assert res.extra["eval_instances"] == sum(r["n"] for r in res.rows
                                                  if r["metric"] == "F1" and r["dataset"].startswith("ALL:") and r["layer"] == "0")
     assert 15 < f1[("ALL", "0")] < mfs["ALL"] - 5
     assert 15 < f1[("ALL", "mean")] < mfs["ALL"] - 5
@@ -149,9 +140,9 @@ def test_random_vectors_lose_to_first_sense_and_glove_does_not_break(tmp_path):
 
 def test_empty_slices_are_clear_errors(tmp_path):
     with pytest.raises(ProbeInputError, match="limit"):
-        run_wsd(RandomEmbedder(), "0", limit=0, feature_root=tmp_path)
+        run_wsd(RandomEmbedder(), "0", RunContext(limit=0, feature_root=tmp_path))
     with pytest.raises(ProbeInputError, match="semcor-limit"):
-        run_wsd(RandomEmbedder(), "0", semcor_limit=-1, feature_root=tmp_path)
+        run_wsd(RandomEmbedder(), "0", RunContext(feature_root=tmp_path), semcor_limit=-1)
     with pytest.raises(ValueError):
         score(["a"], [])
     assert score([], [])["F1"] == 0.0

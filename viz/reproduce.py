@@ -1,6 +1,6 @@
 """The Reproduce page's data: paper-style tables, a paper-vs-ours summary, run notes.
 
-Tables come from :func:`probes.reproduce.build_tables` (the same code that writes
+Tables come from :func:`probes.tables.build_tables` (the same code that writes
 ``docs/results/tables.md``), so the app and the committed tables never disagree.
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from probes import paper
+from probes.tables import build_tables, markdown_table, paper_tables, titles
 
 PAPER_WSD = {"WordNet 1st sense": "WordNet 1st Sense Baseline", "biLM layer 1": "biLM, First layer",
              "biLM layer 2": "biLM, Second layer", "CoVe layer 1": "CoVe, First Layer",
@@ -19,19 +20,10 @@ PAPER_POS = {"biLM layer 1": "biLM, First Layer", "biLM layer 2": "biLM, Second 
              "CoVe layer 1": "CoVe, First Layer", "CoVe layer 2": "CoVe, Second Layer"}
 
 
-def paper_tables() -> dict[str, pd.DataFrame]:
-    return {
-        "paper_wsd": pd.DataFrame(list(paper.WSD_TABLE5.items()), columns=["paper Table 5 (ALL)", "F1"]),
-        "paper_pos": pd.DataFrame(list(paper.POS_TABLE6.items()), columns=["paper Table 6 (PTB)", "accuracy"]),
-    }
-
-
 def load_tables(results_dir: Path | None) -> dict[str, pd.DataFrame]:
     """Paper-style tables from a results directory; only the paper's tables when there is none."""
     if results_dir is None:
         return paper_tables()
-    from probes.reproduce import build_tables
-
     tables = build_tables(Path(results_dir))
     return tables or paper_tables()
 
@@ -81,11 +73,9 @@ def comparison_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 def tables_markdown(tables: dict[str, pd.DataFrame]) -> str:
     """Every table as one Markdown document (what the download button gives)."""
-    from probes.reproduce import TITLES, markdown_table
-
     parts = ["# Embedding Probe Lab — Peters et al. (2018) §5 reproduced", "",
              f"Paper numbers: {paper.SOURCE}.", ""]
-    for key, title in TITLES.items():
+    for key, title in titles().items():
         if key in tables:
             parts += [f"## {title}", "", markdown_table(tables[key]), ""]
     return "\n".join(parts)

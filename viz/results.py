@@ -1,7 +1,10 @@
 """Probe results (``probes.results.load_results`` tables) reshaped for the Probes page's charts.
 
 The results table has one row per measurement: model, probe, dataset, layer (a string: "0",
-"1", …, "mean", "first-sense", "baseline", "λ=1" …), metric, value, n, timestamp, command.
+"1", …, "mean", "first-sense", "baseline", "all λ=1" …), metric, value, n, timestamp, command.
+What to draw for a probe comes from its registry entry (``probes.registry.ChartSpec``): the
+metrics, the order of datasets and of non-numeric layers, the baseline models (their own series)
+and the per-category breakdown.
 """
 from __future__ import annotations
 
@@ -9,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from corpora.paths import REPO_ROOT, cache_dir
+from probes.registry import ProbeSpec
 from probes.results import COLUMNS, load_results
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def result_dirs() -> tuple[Path, ...]:
@@ -21,8 +24,6 @@ def result_dirs() -> tuple[Path, ...]:
     ``results/runs`` (a local reproduce run), ``<cache>/results`` (single ``python -m probes
     wsd|pos|mix`` runs).
     """
-    from corpora.paths import cache_dir
-
     return (REPO_ROOT / "docs" / "results" / "runs", REPO_ROOT / "results" / "runs", cache_dir() / "results")
 
 
@@ -31,8 +32,6 @@ def label_dir(d: Path) -> str:
         return str(d.resolve().relative_to(REPO_ROOT))
     except ValueError:
         return str(d)
-WSD_SETS = ("ALL", "senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")
-BASELINE_MODELS = {"wordnet-1st-sense": "WordNet 1st sense", "majority-tag": "majority tag per word"}
 
 
 def dirs_with_results(dirs: tuple[Path, ...] | None = None) -> list[Path]:
@@ -49,28 +48,34 @@ def load_dir(d: Path) -> pd.DataFrame:
     return df.assign(source=label_dir(d)) if not df.empty else pd.DataFrame(columns=[*COLUMNS, "source"])
 
 
-def rows_to_frame(result: dict) -> pd.DataFrame:
-    """One probe run's result dict (as ``run_wsd``/``run_pos`` return) as a results table."""
-    recs = [{"model": result.get("model"), "probe": result.get("probe"), "dataset": str(r["dataset"]),
-             "layer": str(r["layer"]), "metric": r["metric"], "value": r["value"], "n": r.get("n"),
-             "timestamp": result.get("timestamp", ""), "command": result.get("command", "")}
-            for r in result.get("rows", [])]
-    return pd.DataFrame.from_records(recs, columns=COLUMNS)
+def datasets_of(df: pd.DataFrame, spec: ProbeSpec) -> list[str]:
+    """The probe's evaluation splits present in ``df``: the spec's order first, breakdown rows left out."""
+    present = list(dict.fromkeys(df.loc[df["probe"] == spec.name, "dataset"]))
+    if spec.chart.breakdown:
+        present = [d for d in present if not d.startswith(spec.chart.breakdown)]
+    return [d for d in spec.chart.datasets if d in present] + [d for d in present if d not in spec.chart.datasets]
 
 
-def layer_curves_frame(df: pd.DataFrame, probe: str, dataset: str, metric: str) -> pd.DataFrame:
+def metrics_of(df: pd.DataFrame, spec: ProbeSpec, dataset: str) -> list[str]:
+    present = set(df.loc[(df["probe"] == spec.name) & (df["dataset"] == dataset), "metric"])
+    return [m for m in spec.chart.metrics if m in present]
+
+
+def layer_curves_frame(df: pd.DataFrame, probe: str, dataset: str, metric: str,
+                       exclude: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
     """model, layer (int), value for the numbered layers of one probe/dataset/metric, sorted."""
-    sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)]
+    sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)
+             & ~df["model"].isin(list(exclude))]
     sel = sel[sel["layer"].astype(str).str.fullmatch(r"\d+")]
     out = sel.assign(layer=sel["layer"].astype(int))[["model", "layer", "value"]]
     return out.sort_values(["model", "layer"]).reset_index(drop=True)
 
 
-def baselines(df: pd.DataFrame, probe: str, dataset: str, metric: str) -> dict[str, float]:
-    """Label -> value of the no-embedding baselines (WordNet first sense, majority tag)."""
-    sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)
-             & df["model"].isin(list(BASELINE_MODELS))]
-    return {BASELINE_MODELS[m]: float(v) for m, v in zip(sel["model"], sel["value"])}
+def baselines(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> dict[str, float]:
+    """Label -> value of the probe's baseline results (WordNet first sense, majority tag…)."""
+    sel = df[(df["probe"] == spec.name) & (df["dataset"] == dataset) & (df["metric"] == metric)
+             & df["model"].isin(list(spec.baseline_models))]
+    return {spec.baseline_models[m]: float(v) for m, v in zip(sel["model"], sel["value"])}
 
 
 def best_layer(df: pd.DataFrame, model: str, probe: str, dataset: str, metric: str) -> str | None:
@@ -81,27 +86,38 @@ def best_layer(df: pd.DataFrame, model: str, probe: str, dataset: str, metric: s
     return str(int(curves.loc[curves["value"].idxmax(), "layer"]))
 
 
-def pos_breakdown(df: pd.DataFrame, models: list[str], layer_of: dict[str, str]) -> pd.DataFrame:
-    """WSD F1 on ALL by part of speech: model (with its layer), POS, F1, n."""
+def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str) -> pd.DataFrame:
+    """Per-category scores (e.g. WSD F1 on ALL by POS): model label, category, value, n.
+
+    Each model at its best numbered layer on ``dataset``; each baseline model as it is.
+    """
+    prefix = spec.chart.breakdown or ""
     rows = []
-    for m in models:
-        layer = layer_of.get(m)
-        sel = df[(df["probe"] == "wsd") & (df["model"] == m) & (df["layer"] == layer)
-                 & df["dataset"].str.startswith("ALL:") & (df["metric"] == "F1")]
-        label = BASELINE_MODELS.get(m, f"{m} (layer {layer})")
+    sel_all = df[(df["probe"] == spec.name) & df["dataset"].str.startswith(prefix) & (df["metric"] == metric)]
+    for model in dict.fromkeys(sel_all["model"]):
+        if model in spec.baseline_models:
+            sel, label = sel_all[sel_all["model"] == model], spec.baseline_models[model]
+        else:
+            layer = best_layer(df, model, spec.name, dataset, metric)
+            sel = sel_all[(sel_all["model"] == model) & (sel_all["layer"] == layer)]
+            label = f"{model} (layer {layer})"
         for ds, v, n in zip(sel["dataset"], sel["value"], sel["n"]):
-            rows.append({"model": label, "POS": ds.split(":", 1)[1], "F1": float(v), "n": n})
-    return pd.DataFrame(rows, columns=["model", "POS", "F1", "n"])
+            rows.append({"model": label, "category": ds[len(prefix):], "value": float(v), "n": n})
+    return pd.DataFrame(rows, columns=["model", "category", "value", "n"])
 
 
-def wide_table(df: pd.DataFrame, probe: str, dataset: str, metric: str) -> pd.DataFrame:
-    """model × layer table of one measure (layers in natural order)."""
+def wide_table(df: pd.DataFrame, probe: str, dataset: str, metric: str,
+               layer_order: tuple[str, ...] = ()) -> pd.DataFrame:
+    """model × layer table of one measure: numbered layers, then ``layer_order``, then the rest."""
     sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)]
     if sel.empty:
         return pd.DataFrame()
     table = sel.pivot_table(index="model", columns="layer", values="value", aggfunc="last")
 
     def order(col: str) -> tuple:
-        return (0, int(col), "") if str(col).isdigit() else (1, 0, str(col))
+        col = str(col)
+        if col.isdigit():
+            return (0, int(col), "")
+        return (1, layer_order.index(col), "") if col in layer_order else (2, 0, col)
 
     return table[sorted(table.columns, key=order)]

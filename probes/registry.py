@@ -1,0 +1,165 @@
+"""The probe registry: probe name -> its ``ProbeSpec`` (runner, baselines, tables, options, chart).
+
+The command line (one subcommand per probe), ``reproduce``, the app's Probes page and ``bench/``
+look probes up here; nothing else names them. Entries are import paths, so listing the probes
+imports nothing heavy; ``get_probe`` imports a probe's module on first use.
+
+Adding a probe is one module that defines a ``ProbeSpec`` plus one line in ``PROBES``
+(docs/architecture.md walks through it):
+
+    PROBES["toy"] = "probes.toy:PROBE"
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import pandas as pd
+
+from probes.errors import ProbeInputError
+from probes.layers import LayerSpec
+from probes.results import ProbeResult
+
+ProgressFn = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class Option:
+    """A probe-specific option: a CLI flag (``--semcor-limit``) and a keyword of the runner (``semcor_limit``).
+
+    parse: turns the CLI string or the app's value into what the runner takes (default: ``type``).
+    positive: a number that must be > 0 when given (a limit, a count of epochs).
+    """
+
+    name: str
+    type: Callable[[str], Any] = str
+    default: Any = None
+    help: str = ""
+    parse: Callable[[Any], Any] | None = None
+    positive: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def value(self, raw: Any) -> Any:
+        """The runner's value of ``raw``; ProbeInputError (checked before any extraction) when it is unusable."""
+        if raw is None:
+            return raw
+        if self.positive and raw <= 0:
+            raise ProbeInputError(f"{self.flag} {raw} selects nothing; use a positive number.")
+        return raw if self.parse is None else self.parse(raw)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every run shares, whatever the probe: the slice, the device, the seed and where to report.
+
+    limit:        first N sentences of each dataset (None: all).
+    feature_root: feature-cache root (None: the project cache).
+    out_dir:      where the run may write side files (WSD key files); None: nowhere.
+    """
+
+    limit: int | None = None
+    device: str | None = None
+    seed: int = 0
+    progress: ProgressFn | None = None
+    show_progress: bool = True
+    feature_root: Path | None = None
+    out_dir: Path | None = None
+
+
+class Runner(Protocol):
+    def __call__(self, embedder, layers: list[LayerSpec] | None, ctx: RunContext, **options) -> ProbeResult: ...
+
+
+class Baselines(Protocol):
+    def __call__(self, ctx: RunContext, **options) -> list[ProbeResult]: ...
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """How the app draws a probe's results.
+
+    metrics:      metrics worth a chart, in order (the first present is the default).
+    datasets:     evaluation splits in display order (others found in results follow).
+    layer_order:  non-numeric layer labels in display order (e.g. the λ ablation's rows).
+    breakdown:    dataset prefix of per-category rows shown as grouped bars ("ALL:" -> WSD per POS),
+                  and what the categories are ("part of speech").
+    """
+
+    metrics: tuple[str, ...]
+    datasets: tuple[str, ...] = ()
+    layer_order: tuple[str, ...] = ()
+    breakdown: str | None = None
+    breakdown_label: str = "category"
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """Everything the lab knows about one probe.
+
+    run:             (embedder, layers, ctx, **options) -> ProbeResult.
+    baselines:       (ctx, **options) -> no-embedding (or fixed-model) baseline results on the same data.
+    tables:          (results table, extras) -> {table key: DataFrame}, the paper-style tables.
+    table_titles:    table key -> title, in the order tables.md shows them.
+    baseline_models: model name of each baseline result -> its label (drawn as its own series).
+    min_layers:      fewest layers a model needs (the λ ablation mixes at least two).
+    uses_layers:     whether ``--layers`` applies (the λ ablation chooses its layers itself).
+    summary:         result -> extra lines the command line prints (e.g. learned mix weights).
+    """
+
+    name: str
+    title: str
+    description: str
+    run: Runner
+    baselines: Baselines
+    tables: Callable[[pd.DataFrame, list[dict]], dict[str, pd.DataFrame]]
+    table_titles: dict[str, str]
+    chart: ChartSpec
+    options: tuple[Option, ...] = ()
+    baseline_models: dict[str, str] = field(default_factory=dict)
+    min_layers: int = 1
+    uses_layers: bool = True
+    summary: Callable[[ProbeResult], list[str]] | None = None
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        for opt in self.options:
+            parser.add_argument(opt.flag, dest=opt.name, type=opt.type, default=opt.default, help=opt.help)
+
+    def options_from(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Runner keywords from parsed CLI arguments or app inputs (missing ones take their defaults)."""
+        return {o.name: o.value(values.get(o.name, o.default)) for o in self.options}
+
+    def check_model(self, embedder) -> None:
+        if embedder.num_layers < self.min_layers:
+            raise ProbeInputError(f"{embedder.name} has a single layer: the {self.name} probe needs a contextual "
+                                  f"model with at least {self.min_layers} layers.")
+
+
+#: Probe name -> "module:attribute" of its ProbeSpec, in the order tables and pages show them.
+PROBES: dict[str, str] = {
+    "wsd": "probes.wsd.probe:PROBE",
+    "pos": "probes.pos:PROBE",
+    "mix": "probes.mix:PROBE",
+}
+
+
+def probe_names() -> list[str]:
+    return list(PROBES)
+
+
+def get_probe(name: str) -> ProbeSpec:
+    """The spec of probe ``name``; ProbeInputError naming the registered probes when unknown."""
+    try:
+        module, attr = PROBES[name].split(":")
+    except KeyError:
+        raise ProbeInputError(f"Unknown probe {name!r}; choose from {', '.join(PROBES)}.") from None
+    return getattr(importlib.import_module(module), attr)
+
+
+def all_probes() -> list[ProbeSpec]:
+    return [get_probe(n) for n in PROBES]

@@ -1,0 +1,16 @@
+"""1-nearest-neighbour word sense disambiguation of Peters et al. (2018, section 5.3).
+
+- ``scoring``:   the evaluation framework's P/R/F1 and key files (Raganato et al. 2017).
+- ``estimator``: ``NearestSenseWSD``, sense centroids and nearest-sense prediction (fit/predict/score).
+- ``layout``:    multiword tokens -> the pieces fed to the model, and pooling back.
+- ``data``:      the SemCor and ALL slices the probe reads.
+- ``probe``:     ``run_wsd`` end to end, the first-sense baseline, the tables, the registry entry.
+"""
+from probes.wsd.estimator import NearestSenseWSD, SenseAssignments, first_sense_predictions
+from probes.wsd.layout import PieceLayout, build_layout, eval_word_pieces
+from probes.wsd.probe import evaluate_predictions, run_first_sense, run_wsd
+from probes.wsd.scoring import EVAL_LABELS, EVAL_SETS, PAPER_ALL, score, score_by_pos, write_key_file
+
+__all__ = ["NearestSenseWSD", "SenseAssignments", "first_sense_predictions", "PieceLayout", "build_layout",
+           "eval_word_pieces", "evaluate_predictions", "run_first_sense", "run_wsd", "EVAL_LABELS", "EVAL_SETS",
+           "PAPER_ALL", "score", "score_by_pos", "write_key_file"]

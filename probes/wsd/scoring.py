@@ -1,0 +1,56 @@
+"""Scoring of the unified WSD evaluation framework (Raganato et al. 2017) and its ``Scorer.java``.
+
+P = correct/answered, R = correct/total, F1; an instance with several gold keys is correct when the
+answer is any of them. ``write_key_file`` writes predictions in the framework's key format.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+#: The framework's five test sets, in the paper's order, then their concatenation.
+EVAL_SETS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015", "ALL")
+EVAL_LABELS = {"senseval2": "SE2", "senseval3": "SE3", "semeval2007": "SE07", "semeval2013": "SE13",
+               "semeval2015": "SE15", "ALL": "ALL", "ALL-noSE07": "ALL w/o SE07"}
+#: Peters et al. (2018, Table 5) report the four test sets of Raganato et al. (2017a) together:
+#: ALL without SemEval-07 (their development set). WordNet's first sense scores 65.9 there.
+PAPER_ALL = "ALL-noSE07"
+UPOS = ("NOUN", "VERB", "ADJ", "ADV")
+
+
+def score(predictions: Sequence[str | None], golds: Sequence[Sequence[str]]) -> dict:
+    """Framework scoring of one answer (or None = no answer) per instance.
+
+    Returns {"P", "R", "F1"} in percent plus counts n (instances), answered, correct.
+    """
+    if len(predictions) != len(golds):
+        raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold instances.")
+    n = len(golds)
+    answered = sum(p is not None for p in predictions)
+    correct = sum(p is not None and p in set(g) for p, g in zip(predictions, golds))
+    p = correct / answered if answered else 0.0
+    r = correct / n if n else 0.0
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    return {"P": 100 * p, "R": 100 * r, "F1": 100 * f1, "n": n, "answered": answered, "correct": correct}
+
+
+def score_by_pos(predictions: Sequence[str | None], golds: Sequence[Sequence[str]],
+                 poses: Sequence[str]) -> dict[str, dict]:
+    """``score`` restricted to each universal POS present (NOUN, VERB, ADJ, ADV)."""
+    out = {}
+    for tag in UPOS:
+        idx = [i for i, p in enumerate(poses) if p == tag]
+        if idx:
+            out[tag] = score([predictions[i] for i in idx], [golds[i] for i in idx])
+    return out
+
+
+def write_key_file(path: Path, ids: Sequence[str], predictions: Sequence[str | None]) -> Path:
+    """The framework's key format, one ``id key`` line per answered instance (input to Scorer.java)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        for i, p in zip(ids, predictions):
+            if p is not None:
+                fh.write(f"{i} {p}\n")
+    return path

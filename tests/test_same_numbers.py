@@ -1,0 +1,74 @@
+"""The refactored probes give exactly the numbers the code before it gave.
+
+``tests/golden/*.json`` are result files written by the pre-refactor code (commit 890f3ec, the CLI
+commands recorded in each file: ``wsd --limit 25``, ``pos --limit 80``, ``mix --limit 80 --epochs 2``,
+``--threads 2``) for one model of every family. Here the registry's runners recompute each on the
+same slice, from a fresh feature cache, and every row must match exactly (same value, same n), as
+must the model fingerprint. The full-data check against ``docs/results/`` is
+``python -m probes reproduce`` (docs/results/README.md).
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+import torch
+
+from models.registry import load_embedder
+from probes.registry import RunContext, get_probe
+from probes.tables import build_tables, markdown_table, titles
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+REPO = GOLDEN.parent.parent
+
+
+def _golden() -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(GOLDEN.glob("*.json"))]
+
+
+def _flag(command: str, name: str, default=None):
+    argv = shlex.split(command)
+    return int(argv[argv.index(name) + 1]) if name in argv else default
+
+
+def _rows(rows) -> set[tuple]:
+    return {(r["dataset"], str(r["layer"]), r["metric"], r["value"], r.get("n")) for r in rows}
+
+
+@pytest.fixture(scope="module")
+def feature_root(tmp_path_factory):
+    torch.set_num_threads(2)   # the golden runs used --threads 2 (reduction order)
+    return tmp_path_factory.mktemp("features")
+
+
+@pytest.mark.parametrize("golden", [g for g in _golden() if g["model"] not in ("wordnet-1st-sense", "majority-tag")],
+                         ids=lambda g: f"{g['model']}-{g['probe']}")
+def test_probe_rows_identical_to_the_pre_refactor_code(golden, feature_root):
+    spec = get_probe(golden["probe"])
+    emb = load_embedder(golden["model"])
+    assert emb.fingerprint() == golden["fingerprint"]
+    ctx = RunContext(limit=_flag(golden["command"], "--limit"), device="cpu", show_progress=False,
+                     feature_root=feature_root)
+    options = spec.options_from({"epochs": _flag(golden["command"], "--epochs")} if spec.name == "mix" else {})
+    results = [spec.run(emb, None, ctx, **options)]
+    if spec.name == "mix":   # the old `mix` command put the GloVe baseline row into the model's file
+        results += spec.baselines(ctx, **options)
+    ours = set().union(*(_rows(r.rows) for r in results))
+    assert ours == _rows(golden["rows"])
+
+
+@pytest.mark.parametrize("golden", [g for g in _golden() if g["model"] in ("wordnet-1st-sense", "majority-tag")],
+                         ids=lambda g: g["model"])
+def test_baselines_identical_to_the_pre_refactor_code(golden):
+    (res,) = get_probe(golden["probe"]).baselines(RunContext(limit=_flag(golden["command"], "--limit")))
+    assert res.model == golden["model"] and _rows(res.rows) == _rows(golden["rows"])
+
+
+def test_committed_tables_render_unchanged():
+    """Every table of docs/results/tables.md comes out of the committed runs exactly as committed."""
+    committed = (REPO / "docs" / "results" / "tables.md").read_text()
+    tables = build_tables(REPO / "docs" / "results" / "runs")
+    for key, title in titles().items():
+        assert f"## {title}\n\n{markdown_table(tables[key])}\n" in committed, key
