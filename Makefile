@@ -15,8 +15,10 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP)
 
+# Listens on localhost only; `make app ADDRESS=0.0.0.0` serves the app on every network interface.
+ADDRESS ?= localhost
 app: $(STAMP)
-	$(VENV)/bin/streamlit run app.py
+	$(VENV)/bin/streamlit run app.py --server.address $(ADDRESS)
 
 # Headless Chromium for the browser tests (Debian package; needs root or sudo).
 browser:

@@ -8,12 +8,12 @@ so that navigation is explicit) and keeps its logic in small functions of ``viz/
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import streamlit as st  # noqa: E402
+# `streamlit run app.py` (from any directory) puts this file's folder, the repository root, on
+# sys.path, so the project's packages import without a path computation here.
+from app_pages.common import start_warmup
+from models.allocator import reuse_freed_memory
 
 st.set_page_config(page_title="Embedding Probe Lab", page_icon="🔬", layout="wide")
 
@@ -29,9 +29,6 @@ PAGES = {
         st.Page("app_pages/reproduce.py", title="Reproduce the paper", icon=":material/table_chart:"),
     ],
 }
-
-from app_pages.common import start_warmup  # noqa: E402
-from models.allocator import reuse_freed_memory  # noqa: E402
 
 reuse_freed_memory()   # batched extraction reuses its activation buffers (models/allocator.py)
 start_warmup()   # read WordNet + SemCor in the background while the first page renders

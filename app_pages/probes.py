@@ -37,7 +37,7 @@ def saved_results(directory: str) -> pd.DataFrame:
 
 @st.cache_resource
 def _quick_runs() -> tuple[dict, threading.Lock]:
-    """Quick-run results shared by every session of this server: key -> result dict."""
+    """Quick-run results shared by every session of this server: key -> (results, wall seconds)."""
     return {}, threading.Lock()
 
 

@@ -17,7 +17,7 @@ part's own, not the high-water mark of everything before it):
 4. ``wsd-cold`` then ``wsd-warm``: the WSD probe (SemCor -> ALL, every layer and the layer mean)
    with an empty feature cache in a temporary directory, then again from that cache (``--repeats``
    fresh processes, averaged: a 6-second run varies by up to 50 % on a shared VM). All run with
-   a temporary ``EMBPROBE_CACHE`` that holds links to the shared cache's reader pickles (parsed
+   a temporary ``EMBPROBE_CACHE`` that holds links to the shared cache's reader caches (parsed
    SemCor etc., loaded untimed before either run, so they are warm for both) and nothing else: the
    probe's own derived caches (its SemCor view, the WordNet sense inventory) start empty in the
    cold run. The shared cache is not touched.
@@ -264,12 +264,12 @@ def _forward_args(args) -> list[str]:
 
 
 def isolated_cache(root: Path) -> Path:
-    """A fresh cache directory for the WSD parts with links to the shared reader pickles only."""
+    """A fresh cache directory for the WSD parts with links to the shared reader caches (.npz) only."""
     from corpora.paths import cache_dir
 
     cache = root / "cache"
     cache.mkdir(exist_ok=True)
-    for f in cache_dir().glob("*.pkl"):
+    for f in cache_dir().glob("*.npz"):
         if f.name.startswith(READER_CACHES) and not (cache / f.name).exists():
             (cache / f.name).symlink_to(f)
     return cache

@@ -1,11 +1,20 @@
-"""The data layer: readers that return the plain dataclasses of ``corpora.types``; used by ``models`` (LM training text) and ``probes``; imports neither.
+"""The data layer: readers that return the plain dataclasses of ``corpora.types``.
+
+It is used by ``models`` (LM training text for the trained embedders) and by ``probes`` (SemCor,
+the WSD evaluation sets, WSJ POS tags, WordNet), and through them by the app. It imports neither,
+nor ``viz`` or ``streamlit``: it depends only on its data files, numpy and (when a reader runs)
+NLTK and pandas.
 
 - SemCor 3.0: :func:`load_semcor`
 - WSD evaluation framework: :func:`load_wsd_dataset`, :data:`WSD_DATASETS`
 - WSJ POS/chunks: :func:`load_conll2000`, :func:`load_treebank`, :func:`to_universal`
-- LM corpus: :func:`load_lm_corpus`, :data:`DEFAULT_SOURCES`
+- LM corpus: :func:`load_lm_corpus`, :data:`DEFAULT_SOURCES` (sources tokenized in ``corpora.lm_sources``)
 - WordNet: :func:`senses`, :func:`first_sense_key`, :func:`key_to_synset`, :func:`sense_from_key`
-- Everything at once: :func:`dataset_table` (``python -m probes stats``)
+- Everything at once: :func:`dataset_table`; ``python -m probes stats`` prints these counts.
+
+Where the data and cache live: ``corpora.paths`` (also ``REPO_ROOT``, the one place the repository
+root is computed). Parsed corpora are cached on disk by ``corpora.cache`` in a data-only format
+(``corpora.codec``: JSON plus numpy arrays, never pickle).
 
 Importing this package is cheap: pandas and NLTK load only when a reader runs.
 """
@@ -23,7 +32,7 @@ from corpora.wsj import load_conll2000, load_treebank, to_universal, universal_t
 
 def dataset_table(lm: bool = True):
     """Counts of every dataset as a pandas DataFrame (see :mod:`corpora.stats`)."""
-    from corpora.stats import dataset_table as _table
+    from corpora.stats import dataset_table as _table  # heavy: corpora.stats imports pandas
 
     return _table(lm=lm)
 

@@ -1,22 +1,34 @@
-"""A small versioned pickle cache under ``corpora.paths.cache_dir()``.
+"""A small versioned on-disk cache under ``corpora.paths.cache_dir()``, data only (no pickle).
 
 Readers key an entry by a name, a format version and a fingerprint of their inputs (arguments,
-file sizes and mtimes). A missing, stale or corrupt entry is rebuilt silently; the cache never
-decides a result, it only saves time.
+file sizes and mtimes). Each entry is one ``.npz`` file read with ``np.load(allow_pickle=False)``:
+numeric arrays plus a ``spec`` member, a UTF-8 JSON structure describing the value
+(:mod:`corpora.codec`). Loading an entry therefore never runs code from the cache folder; a
+dataclass is rebuilt only if its type is in the ``types`` the caller passes.
+
+A missing or stale entry is rebuilt silently; a corrupt, truncated or unknown-format one is
+rebuilt with a log warning. Entries of the old pickle format (``*.pkl``) are never loaded: they
+are removed when the entry is written anew. The cache never decides a result, it only saves time.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
-import pickle
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
+import numpy as np
+
+from corpora.codec import decode, encode, whitelist
 from corpora.paths import cache_dir
 
 T = TypeVar("T")
+FORMAT = "embprobe-cache"
+FORMAT_VERSION = 1
+log = logging.getLogger(__name__)
 
 
 def files_fingerprint(paths: Iterable[Path]) -> list[tuple[str, int, int]]:
@@ -29,32 +41,75 @@ def files_fingerprint(paths: Iterable[Path]) -> list[tuple[str, int, int]]:
 
 
 def cache_key(name: str, version: int, params: Any) -> Path:
+    """The entry's file: ``<cache>/<name>-v<version>-<digest of name, version, params>.npz``."""
     blob = json.dumps({"name": name, "version": version, "params": params}, sort_keys=True, default=str)
     digest = hashlib.sha256(blob.encode()).hexdigest()[:20]
-    return cache_dir() / f"{name}-v{version}-{digest}.pkl"
+    return cache_dir() / f"{name}-v{version}-{digest}.npz"
 
 
-def cached(name: str, version: int, params: Any, build: Callable[[], T]) -> T:
-    """Return the cached value for (name, version, params), building and storing it if needed."""
+def cached(name: str, version: int, params: Any, build: Callable[[], T], *, types: Iterable[type] = ()) -> T:
+    """Return the cached value for (name, version, params), building and storing it if needed.
+
+    Args:
+        types: the dataclass types the value may contain (nested ones included). Storing a
+            dataclass of another type raises TypeError; an entry naming one is rebuilt.
+
+    The value may hold None, bool, int, float, str, lists, tuples, dicts, numpy arrays (not of
+    object dtype) and dataclasses of ``types``; anything else raises TypeError when it is stored.
+    """
+    allowed = whitelist(types)
     path = cache_key(name, version, params)
+    path.with_suffix(".pkl").unlink(missing_ok=True)   # this entry in the old pickle format: never loaded
     if path.is_file():
         try:
-            with open(path, "rb") as fh:
-                stored_version, value = pickle.load(fh)
-            if stored_version == version:
-                return value
-        except Exception:  # corrupt/truncated/old pickle: rebuild below
-            pass
+            return read_entry(path, name, version, allowed)
+        except Exception as exc:  # corrupt, truncated, foreign or unknown-format entry: rebuild below
+            log.warning("cache entry %s is unreadable (%s: %s); rebuilding it", path.name, type(exc).__name__, exc)
     value = build()
-    # Write atomically so a killed process never leaves a half-written entry behind.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    write_entry(path, name, version, value, allowed)
+    return value
+
+
+def read_entry(path: Path, name: str, version: int, types: dict[str, type]) -> Any:
+    """The value stored at ``path``; raises on anything but an entry :func:`write_entry` wrote."""
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"PK\x03\x04":
+            raise ValueError("not an npz (zip) file")
+        fh.seek(0)
+        with np.load(fh, allow_pickle=False) as npz:
+            head = json.loads(npz["spec"].tobytes().decode("utf-8"))
+            if (type(head) is not dict or head.get("format") != FORMAT or head.get("format_version") != FORMAT_VERSION
+                    or head.get("name") != name or head.get("version") != version):
+                raise ValueError("unknown format or another entry's header")
+            n = head["arrays"]
+            if type(n) is not int or set(npz.files) != {"spec", *(f"a{i}" for i in range(n))}:
+                raise ValueError("unexpected members")
+            arrays = [npz[f"a{i}"] for i in range(n)]
+    return decode(head["value"], arrays, types)
+
+
+def write_entry(path: Path, name: str, version: int, value: Any, types: dict[str, type]) -> None:
+    """Store ``value`` atomically (a killed process never leaves a half-written entry behind) and
+    remove this name's entries of other versions and of the old pickle format."""
+    spec, arrays = encode(value, types)   # TypeError here is a caller's bug: not swallowed
+    head = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name, "version": version,
+            "arrays": len(arrays), "value": spec}
+    members = {f"a{i}": a for i, a in enumerate(arrays)}
+    members["spec"] = np.frombuffer(json.dumps(head, separators=(",", ":")).encode("utf-8"), dtype=np.uint8)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    except OSError:
+        return  # read-only cache dir: the caller still gets its value
     try:
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump((version, value), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            np.savez(fh, **members)
         os.replace(tmp, path)
-        for stale in path.parent.glob(f"{name}-v*.pkl"):  # entries of older format versions
-            if not stale.name.startswith(f"{name}-v{version}-"):
-                stale.unlink(missing_ok=True)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)  # read-only cache dir: still return the value
-    return value
+    except OSError:  # disk full, cache dir gone: the caller still gets its value
+        Path(tmp).unlink(missing_ok=True)
+        return
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    for stale in path.parent.glob(f"{name}-v*"):
+        if stale.suffix == ".pkl" or (stale.suffix == ".npz" and not stale.name.startswith(f"{name}-v{version}-")):
+            stale.unlink(missing_ok=True)

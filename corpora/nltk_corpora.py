@@ -14,7 +14,7 @@ from corpora.paths import DataMissingError, data_path, setup_nltk
 
 
 def _specs() -> dict[str, tuple[type, str, tuple, dict[str, Any]]]:
-    from nltk.corpus.reader import (
+    from nltk.corpus.reader import (  # heavy: keeps nltk off the import path of corpora
         BracketParseCorpusReader, CategorizedPlaintextCorpusReader, CategorizedTaggedCorpusReader,
         ConllChunkCorpusReader, PlaintextCorpusReader,
     )
@@ -49,7 +49,7 @@ def nltk_corpus(name: str):
     item = f"nltk_data/corpora/{name}.zip"
     path = data_path(item)
     setup_nltk()  # tag mappings and other lookups go through nltk.data.path
-    from nltk.data import ZipFilePathPointer
+    from nltk.data import ZipFilePathPointer  # heavy: keeps nltk off the import path
 
     cls, folder, args, kwargs = specs[name]
     try:

@@ -67,7 +67,7 @@ def data_path(item: str) -> Path:
 
 def setup_nltk() -> Path:
     """Point NLTK at the data dir's ``nltk_data`` (idempotent) and return that folder."""
-    import nltk
+    import nltk  # heavy: keeps nltk off the import path of corpora
 
     nltk_dir = data_path("nltk_data")
     os.environ["NLTK_DATA"] = str(nltk_dir)

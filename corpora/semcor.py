@@ -179,7 +179,8 @@ def load_semcor(parts: Sequence[str] = SEMCOR_PARTS) -> tuple[list[SemcorSentenc
         DataMissingError: SemCor or WordNet's ``index.sense`` is missing from the data dir.
     """
     # The fingerprint lists the tag files; listing them again is needed only on a cache miss.
-    return cached("semcor", CACHE_VERSION, semcor_fingerprint(parts), lambda: _read(tagfiles(tuple(parts))))
+    return cached("semcor", CACHE_VERSION, semcor_fingerprint(parts), lambda: _read(tagfiles(tuple(parts))),
+                  types=(SemcorSentence, SemcorToken, SemcorStats))
 
 
 def semcor_fingerprint(parts: Sequence[str] = SEMCOR_PARTS) -> dict:

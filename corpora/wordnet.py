@@ -90,6 +90,7 @@ def _wordnet_for(embprobe_data: str | None):
 @lru_cache(maxsize=2)
 def _wordnet_reader(folder: str):
     setup_nltk()
+    # heavy: keeps nltk off the import path of corpora (a warm WSD run never loads it)
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
     from nltk.data import FileSystemPathPointer
 
@@ -166,7 +167,7 @@ def sense_from_key(key: str) -> Sense:
 
 
 def _lemma_from_key(key: str):
-    from nltk.corpus.reader.wordnet import WordNetError
+    from nltk.corpus.reader.wordnet import WordNetError  # heavy: keeps nltk off the import path
 
     try:
         return wordnet().lemma_from_key(key)

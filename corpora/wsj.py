@@ -37,7 +37,8 @@ def _conll(split: str) -> tuple[TaggedSentence, ...]:
 
 @lru_cache(maxsize=4)
 def _conll_cached(split: str, files: tuple) -> tuple[TaggedSentence, ...]:
-    return cached("conll2000", CACHE_VERSION, {"split": split, "files": files}, lambda: _read_conll(split))
+    return cached("conll2000", CACHE_VERSION, {"split": split, "files": files}, lambda: _read_conll(split),
+                  types=(TaggedSentence,))
 
 
 def _read_conll(split: str) -> tuple[TaggedSentence, ...]:
@@ -63,7 +64,7 @@ def _treebank(drop_traces: bool) -> tuple[TaggedSentence, ...]:
 @lru_cache(maxsize=4)
 def _treebank_cached(drop_traces: bool, files: tuple) -> tuple[TaggedSentence, ...]:
     params = {"drop_traces": drop_traces, "files": files}
-    return cached("treebank", CACHE_VERSION, params, lambda: _read_treebank(drop_traces))
+    return cached("treebank", CACHE_VERSION, params, lambda: _read_treebank(drop_traces), types=(TaggedSentence,))
 
 
 def _read_treebank(drop_traces: bool) -> tuple[TaggedSentence, ...]:

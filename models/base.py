@@ -74,6 +74,24 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def check_unicode(sentence_index: int, words: list[str]) -> None:
+    """ValueError naming the first word with a lone surrogate (text that is not valid Unicode)."""
+    try:
+        "\n".join(words).encode("utf-8")   # one C-speed pass over the whole sentence
+        return
+    except UnicodeEncodeError:
+        pass
+    for i, word in enumerate(words):
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"Sentence {sentence_index + 1}, word {i + 1} ({word!r}) contains a lone surrogate "
+                f"U+{ord(word[exc.start]):04X} at character {exc.start + 1}: not valid Unicode text "
+                f"(a broken file or copy-paste?). Remove or replace it."
+            ) from None
+
+
 class Embedder(ABC):
     """Base class: subclasses implement ``_embed_batch`` and fill ``info``."""
 
@@ -110,13 +128,22 @@ class Embedder(ABC):
     def embed(
         self, sentences: Sequence[Sequence[str]], with_attention: bool = False
     ) -> list[SentenceEmbedding]:
-        """Embed sentences (lists of words). Empty sentences give (num_layers, 0, dim) arrays."""
+        """Embed sentences (lists of words). Empty sentences give (num_layers, 0, dim) arrays.
+
+        Every embedder's input is checked here, the same way for every family: a sentence longer
+        than ``max_words_per_sentence`` and a word holding a lone surrogate code point
+        (U+D800–U+DFFF, e.g. ``"\\ud800"`` from a broken file or a browser) raise ``ValueError``
+        naming the sentence, the word and its position. Such a string is not valid Unicode text (it
+        cannot be encoded as UTF-8); it is refused rather than silently replaced, so no model sees
+        text other than what was given.
+        """
         sentences = [list(map(str, s)) for s in sentences]
-        for s in sentences:
+        for n, s in enumerate(sentences):
             if len(s) > self.max_words_per_sentence:
                 raise ValueError(
                     f"A sentence has {len(s)} words; {self.name} accepts at most {self.max_words_per_sentence}."
                 )
+            check_unicode(n, s)
         if with_attention and not self.has_attention:
             raise ValueError(f"{self.name} has no attention.")
         results: list[SentenceEmbedding | None] = [None] * len(sentences)

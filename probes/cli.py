@@ -1,6 +1,7 @@
 """Command line of the probes package: ``python -m probes <command> ...``.
 
     python -m probes stats                                     # every dataset's counts
+    python -m probes compare docs/results/runs results/runs    # did a number move?
     python -m probes wsd --model minilm --layers all           # one subcommand per registered probe
     python -m probes pos --model elmo-small --layers 0,1,2
     python -m probes mix --model minilm
@@ -144,6 +145,19 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from probes.compare import compare_results   # heavy: pandas
+
+    models = [m.strip() for m in args.models.split(",") if m.strip()] or None
+    bad, compared = compare_results(Path(args.reference), Path(args.candidate), models, args.tolerance)
+    if compared == 0:
+        raise ProbeInputError(f"No results to compare in {args.candidate}.")
+    if not bad.empty:
+        print(bad.to_string(index=False))
+    print(f"{compared - len(bad)} of {compared} rows equal (tolerance {args.tolerance})")
+    return 1 if len(bad) else 0
+
+
 def add_common(p: argparse.ArgumentParser, model: bool = True) -> None:
     if model:
         p.add_argument("--model", required=True, help="model name (python -m models list)")
@@ -164,6 +178,12 @@ def build_parser(with_probes: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="print a table of every dataset's counts")
     p.add_argument("--no-lm", action="store_true", help="skip the LM corpus (its first build takes about a minute)")
     p.set_defaults(func=cmd_stats)
+    p = sub.add_parser("compare", help="compare two result directories row by row (exit 1 when a number moved)")
+    p.add_argument("reference", help="results directory to compare against (e.g. docs/results/runs)")
+    p.add_argument("candidate", help="results directory of the new run")
+    p.add_argument("--models", default="", help="only these models (comma-separated)")
+    p.add_argument("--tolerance", type=float, default=0.0, help="largest difference that counts as equal")
+    p.set_defaults(func=cmd_compare)
     if not with_probes:
         return parser
     specs = all_probes()
@@ -191,7 +211,7 @@ def build_parser(with_probes: bool = True) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(with_probes=argv[:1] != ["stats"]).parse_args(argv)
+    args = build_parser(with_probes=argv[:1] not in (["stats"], ["compare"])).parse_args(argv)
     args.argv = argv
     try:
         return args.func(args)

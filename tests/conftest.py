@@ -1,14 +1,17 @@
-"""Shared fixtures. Tests read the real data dir (EMBPROBE_DATA or ../shared/data)."""
+"""Shared fixtures. Tests read the real data dir (EMBPROBE_DATA or ../shared/data).
+
+The repository root is on ``sys.path`` because the suite runs as ``python -m pytest`` from it
+(``make test``); the root itself is ``corpora.paths.REPO_ROOT``.
+"""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from corpora.paths import data_dir
+
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -16,6 +19,4 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def data_root() -> Path:
-    from corpora.paths import data_dir
-
     return data_dir()

@@ -25,8 +25,8 @@ def test_hit_miss_corrupt_and_stale_versions(cache):
     assert cached("thing", 1, {"a": 1}, build(99)) == {"value": 1}        # hit: not rebuilt
     assert cached("thing", 1, {"a": 2}, build(2)) == {"value": 2}         # other params: own entry
     assert builds == [1, 2]
-    entry = next(p for p in cache.glob("thing-v1-*.pkl"))
-    for p in cache.glob("thing-v1-*.pkl"):
+    entry = next(p for p in cache.glob("thing-v1-*.npz"))
+    for p in cache.glob("thing-v1-*.npz"):
         p.write_bytes(b"\x80\x05garbage")
     assert cached("thing", 1, {"a": 1}, build(3)) == {"value": 3}         # corrupt: rebuilt
     assert cached("thing", 2, {"a": 1}, build(4)) == {"value": 4}         # new version ...

@@ -4,13 +4,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from corpora.paths import REPO_ROOT
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "probes", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "probes", *args], cwd=REPO_ROOT, capture_output=True, text=True,
                           env={**os.environ, **env}, timeout=600)
 
 

@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from corpora import lm_corpus as L
+from corpora import lm_sources
 from corpora.paths import DataMissingError
 
 
@@ -68,17 +69,17 @@ def test_plaintext_source_is_sentence_split_and_lowercased(tmp_cache):
 
 def test_regex_sentence_splitter():
     text = 'Mr. Smith met Dr. J. Brown in Washington. It rained! "Why?" he asked. 3 days later, he left.'
-    assert L.split_sentences(text) == [
+    assert lm_sources.split_sentences(text) == [
         "Mr. Smith met Dr. J. Brown in Washington.", "It rained!", '"Why?" he asked.', "3 days later, he left."]
-    assert L.tokenize("He didn't go.") == ["He", "did", "n't", "go", "."]
+    assert lm_sources.tokenize("He didn't go.") == ["He", "did", "n't", "go", "."]
 
 
 def test_corrupt_cache_is_rebuilt(tmp_cache):
     kw = dict(sources=("wikitext103-valid",), max_sentences=200)
     first = L.load_lm_corpus(**kw)
-    entries = list(tmp_cache.glob("lm_corpus-*.pkl"))
+    entries = list(tmp_cache.glob("lm_corpus-*.npz"))
     assert len(entries) == 1
-    entries[0].write_bytes(b"not a pickle")
+    entries[0].write_bytes(b"not an npz entry")
     again = L.load_lm_corpus(**kw)
     assert again.train == first.train and again.vocab == first.vocab
 

@@ -9,6 +9,7 @@ import pytest
 
 from corpora import semcor as S
 from corpora.paths import DataMissingError
+from corpora.wordnet import UnknownSenseKeyError, key_to_synset, sense_from_key
 
 
 @pytest.fixture(scope="session")
@@ -64,8 +65,6 @@ def test_tokens_keep_multiwords_and_brownv_tags_only_verbs(semcor):
 
 
 def test_kept_and_dropped_keys_agree_with_nltk_wordnet(semcor, data_root):
-    from corpora.wordnet import UnknownSenseKeyError, key_to_synset, sense_from_key
-
     sentences, _ = semcor
     kept = sorted({k for s in sentences for t in s.tokens for k in t.sense_keys})
     for key in random.Random(0).sample(kept, 200):
@@ -148,9 +147,9 @@ def test_broken_tag_is_a_counted_skip(fake_env, broken):
 def test_cache_rebuilds_when_corrupt_or_file_changes(fake_env):
     path = _fake_data(fake_env / "data")
     first = S.load_semcor(parts=("brown1",))
-    entries = list((fake_env / "cache").glob("semcor-*.pkl"))
+    entries = list((fake_env / "cache").glob("semcor-*.npz"))
     assert len(entries) == 1
-    entries[0].write_bytes(entries[0].read_bytes()[:100])      # truncated pickle
+    entries[0].write_bytes(entries[0].read_bytes()[:100])      # truncated entry
     assert S.load_semcor(parts=("brown1",)) == first
     path.write_text(GOOD.format(extra="").replace(">jury<", ">juries<"), encoding="latin-1")
     sents, _ = S.load_semcor(parts=("brown1",))

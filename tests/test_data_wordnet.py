@@ -80,7 +80,7 @@ def test_sense_inventory_matches_senses_and_is_served_from_disk(tmp_path, monkey
     for lemma, pos in pairs:
         assert inv[lemma, pos] == tuple(s.key for s in W.senses(lemma, pos))
     assert inv["bank", "NOUN"][0] == W.first_sense_key("bank", "NOUN") and inv["xyzzy", "NOUN"] == ()
-    stored = list(tmp_path.glob("wordnet-inventory-v1-*.pkl"))
+    stored = list(tmp_path.glob("wordnet-inventory-v1-*.npz"))
     assert len(stored) == 1
 
     def no_wordnet(*args):

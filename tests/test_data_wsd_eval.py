@@ -8,6 +8,7 @@ import pytest
 
 from corpora import wsd_eval as W
 from corpora.paths import DataMissingError
+from corpora.semcor import wordnet_sense_keys
 
 
 def _key_file(data_root, name):
@@ -43,8 +44,6 @@ def test_all_is_the_concatenation_of_the_five_sets():
 
 
 def test_gold_keys_are_wordnet_30_keys():
-    from corpora.semcor import wordnet_sense_keys
-
     keys = wordnet_sense_keys()
     gold = {k for i in W.load_wsd_dataset("ALL").instances for k in i.gold_keys}
     assert gold <= keys

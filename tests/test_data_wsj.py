@@ -5,9 +5,10 @@ import re
 import zipfile
 
 import pytest
+from nltk.tag.mapping import map_tag
 
 from corpora import wsj
-from corpora.paths import DataMissingError
+from corpora.paths import DataMissingError, setup_nltk
 
 UNIVERSAL = {"NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", ".", "X"}
 
@@ -55,10 +56,6 @@ def test_treebank_counts_and_traces(data_root):
 
 
 def test_universal_tags_match_nltk_map_tag():
-    from nltk.tag.mapping import map_tag
-
-    from corpora.paths import setup_nltk
-
     setup_nltk()
     tags = {t for s in wsj.load_treebank(drop_traces=False) for t in s.pos}
     tags |= {t for s in wsj.load_conll2000("test") for t in s.pos}

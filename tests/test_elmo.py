@@ -280,7 +280,7 @@ def test_safetensors_checkpoint_round_trip_and_errors(tmp_path):
 
 # ----------------------------------------------------------------------------- training
 def test_a_few_training_steps_lower_the_loss(real_sentences):
-    from models.elmo.train_elmo import BatchEncoder, build_vocab
+    from models.train.elmo_data import BatchEncoder, build_vocab
 
     from collections import Counter
 
@@ -305,7 +305,7 @@ def test_a_few_training_steps_lower_the_loss(real_sentences):
 
 
 def test_trainer_end_to_end_and_resume(tmp_path, data_root):
-    from models.elmo.train_elmo import main
+    from models.train.elmo import main
 
     options = tmp_path / "tiny.json"
     options.write_text(json.dumps(tiny_options(cell_clip=None, proj_clip=None)))
@@ -349,7 +349,7 @@ def test_empty_and_odd_unicode_sentences():
 
 
 def test_training_batches_cover_every_piece_once_within_budget(real_sentences):
-    from models.elmo.train_elmo import chop, make_batches
+    from models.train.elmo_data import chop, make_batches
 
     pieces = chop(real_sentences + [["w"] * 95], max_len=40)
     assert max(len(p) for p in pieces) == 40 and sum(map(len, pieces)) == sum(map(len, real_sentences)) + 95

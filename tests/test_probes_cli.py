@@ -84,3 +84,17 @@ def test_results_round_trip(tmp_path):
         ProbeResult("m", "p", [{"dataset": "d", "layer": "0", "metric": "accuracy"}])
     assert json.loads(next(tmp_path.glob("m__pos__*.json")).read_text())["command"].startswith("python -m probes")
     assert isinstance(df, pd.DataFrame)
+
+
+def test_compare_finds_a_moved_number(tmp_path, capsys):
+    from probes.cli import main
+
+    rows = [{"dataset": "d", "layer": "0", "metric": "accuracy", "value": 50.0, "n": 10}]
+    save_result(ProbeResult("m", "pos", rows, timestamp="2026-01-01T00:00:00+00:00"), tmp_path / "a")
+    save_result(ProbeResult("m", "pos", rows, timestamp="2026-01-02T00:00:00+00:00"), tmp_path / "b")
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    moved = [{**rows[0], "value": 50.01}]
+    save_result(ProbeResult("m", "pos", moved, timestamp="2026-01-03T00:00:00+00:00"), tmp_path / "b")
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    assert "0 of 1 rows equal" in capsys.readouterr().out
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--tolerance", "0.02"]) == 0

@@ -3,9 +3,10 @@
 ``tests/golden/*.json`` are result files written by the pre-refactor code (commit 890f3ec, the CLI
 commands recorded in each file: ``wsd --limit 25``, ``pos --limit 80``, ``mix --limit 80 --epochs 2``,
 ``--threads 2``) for one model of every family. Here the registry's runners recompute each on the
-same slice, from a fresh feature cache, and every row must match exactly (same value, same n), as
-must the model fingerprint. The full-data check against ``docs/results/`` is
-``python -m probes reproduce`` (docs/results/README.md).
+same slice, from a fresh feature cache, and every row must match exactly (same value, same n). The
+model fingerprints are not compared: today they include file paths and mtimes, which differ between
+checkouts (content-based fingerprints are issue 13). The full-data check against ``docs/results/``
+is ``python -m probes reproduce`` (docs/results/README.md).
 """
 from __future__ import annotations
 
@@ -48,7 +49,6 @@ def feature_root(tmp_path_factory):
 def test_probe_rows_identical_to_the_pre_refactor_code(golden, feature_root):
     spec = get_probe(golden["probe"])
     emb = load_embedder(golden["model"])
-    assert emb.fingerprint() == golden["fingerprint"]
     ctx = RunContext(limit=_flag(golden["command"], "--limit"), device="cpu", show_progress=False,
                      feature_root=feature_root)
     options = spec.options_from({"epochs": _flag(golden["command"], "--epochs")} if spec.name == "mix" else {})

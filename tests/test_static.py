@@ -27,7 +27,7 @@ def small_corpus() -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def tiny_fasttext(small_corpus):
-    from models.train_static import train_gensim
+    from models.train.word2vec import train_gensim
 
     model, _ = train_gensim("fasttext", small_corpus, dim=16, epochs=1, min_count=3, workers=1, bucket=5000,
                             log=lambda m: None)
@@ -114,7 +114,7 @@ def test_fingerprint_depends_on_content(glove):
 # ---------------------------------------------------------------- fastText: vectors for unseen words
 
 def test_fasttext_oov_vectors_match_gensim(tiny_fasttext):
-    from models.train_static import to_embedder
+    from models.train.word2vec import to_embedder
 
     emb = to_embedder(tiny_fasttext, "ft")
     unseen = ["blorptastic", "unbankable", "😀", "Zwölf"]
@@ -131,7 +131,7 @@ def test_fasttext_oov_vectors_match_gensim(tiny_fasttext):
 
 
 def test_fasttext_save_load_round_trip(tmp_path, tiny_fasttext):
-    from models.train_static import to_embedder
+    from models.train.word2vec import to_embedder
 
     emb = to_embedder(tiny_fasttext, "ft")
     save_static_dir(emb, tmp_path / "ft32", {"name": "ft"}, ngram_dtype="float32")
@@ -147,7 +147,7 @@ def test_fasttext_save_load_round_trip(tmp_path, tiny_fasttext):
 
 
 def test_gensim_training_deterministic_with_one_worker(small_corpus):
-    from models.train_static import train_gensim
+    from models.train.word2vec import train_gensim
 
     runs = [train_gensim("word2vec", small_corpus[:1000], dim=12, epochs=1, min_count=2, workers=1, seed=3,
                          log=lambda m: None)[0] for _ in range(2)]
@@ -160,7 +160,7 @@ def test_gensim_training_deterministic_with_one_worker(small_corpus):
 
 @pytest.mark.parametrize("kind", ["word2vec", "fasttext"])
 def test_train_static_cli_writes_loadable_asset(tmp_path, kind):
-    from models.train_static import main
+    from models.train.word2vec import main
 
     out = tmp_path / kind
     rc = main([kind, "--max-sentences", "3000", "--epochs", "1", "--dim", "16", "--min-count", "2",
@@ -258,7 +258,7 @@ def test_glove6b_wordnet_check_and_random_baseline(glove):
 # ---------------------------------------------------------------- GloVe in torch
 
 def test_cooccurrence_weighting():
-    from models.glove_torch import cooccurrence, weighting
+    from models.train.glove import cooccurrence, weighting
 
     X = cooccurrence([["a", "b", "c", "OOV", "a"], ["c", "a"]], ["a", "b", "c"], window=2).tocsr()
     ia, ib, ic = 0, 1, 2
@@ -272,7 +272,7 @@ def test_cooccurrence_weighting():
 
 
 def test_glove_training_lowers_loss_on_real_text(small_corpus):
-    from models.glove_torch import GloVeModel, build_vocab, cooccurrence, glove_loss, train_glove, weighting
+    from models.train.glove import GloVeModel, build_vocab, cooccurrence, glove_loss, train_glove, weighting
 
     vocab = build_vocab(small_corpus[:1500], min_count=3, max_vocab=1000)
     X = cooccurrence(small_corpus[:1500], vocab)
@@ -291,7 +291,7 @@ def test_glove_training_lowers_loss_on_real_text(small_corpus):
 
 
 def test_glove_training_is_deterministic(small_corpus):
-    from models.glove_torch import build_vocab, cooccurrence, train_glove
+    from models.train.glove import build_vocab, cooccurrence, train_glove
 
     vocab = build_vocab(small_corpus[:500], min_count=2)
     X = cooccurrence(small_corpus[:500], vocab)
@@ -302,7 +302,7 @@ def test_glove_training_is_deterministic(small_corpus):
 
 def test_adagrad_step_matches_torch_adagrad():
     """The closed-form step equals autograd + torch.optim.Adagrad (accumulators start at 1)."""
-    from models.glove_torch import GloVeModel, glove_loss, weighting
+    from models.train.glove import GloVeModel, glove_loss, weighting
 
     torch.manual_seed(0)
     model = GloVeModel(30, 8)

@@ -224,7 +224,7 @@ def tiny_gpt_dir(tmp_path_factory, brown_sents) -> Path:
     """A random 2-layer GPT-2 with a word-level tokenizer built from a Brown slice, saved to disk."""
     from collections import Counter
 
-    from models.train_gpt import build_model, build_word_tokenizer
+    from models.train.gpt_lm import build_model, build_word_tokenizer
 
     torch.manual_seed(0)
     tok = build_word_tokenizer(Counter(w for s in brown_sents for w in s), max_size=600)
@@ -291,7 +291,7 @@ def test_gpt_ten_thousand_words(tiny_gpt_dir, brown_sents):
 def test_gpt_training_steps_lower_the_loss(brown_sents):
     from collections import Counter
 
-    from models.train_gpt import build_model, build_word_tokenizer, encode_stream, evaluate, train_steps
+    from models.train.gpt_lm import build_model, build_word_tokenizer, encode_stream, evaluate, train_steps
 
     torch.manual_seed(0)
     tok = build_word_tokenizer(Counter(w for s in brown_sents for w in s), max_size=500)
@@ -306,7 +306,7 @@ def test_gpt_training_steps_lower_the_loss(brown_sents):
 
 
 def test_gpt_trainer_cli_writes_loadable_asset(tmp_path, monkeypatch):
-    from models import train_gpt
+    from models.train import gpt as train_gpt
 
     out = tmp_path / "gpt-cli"
     rc = train_gpt.main(["--out", str(out), "--max-sentences", "400", "--vocab-size", "300", "--d-model", "16",
@@ -323,18 +323,17 @@ def test_gpt_trainer_cli_writes_loadable_asset(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- listing
-def test_model_list_without_assets(monkeypatch, tmp_path, capsys):
+def test_model_list_without_assets(tmp_path, capsys):
     from models import listing
     from models.registry import REGISTRY
 
-    monkeypatch.setattr(listing, "ASSETS", tmp_path)
     (tmp_path / "gpt-small").mkdir()
     (tmp_path / "gpt-small" / "checkpoint.pt").write_bytes(b"x")
-    assert listing.print_model_table() == 0
+    assert listing.print_model_table(assets_dir=tmp_path) == 0
     text = capsys.readouterr().out
     for name in REGISTRY:
         assert name in text
-    rows = {r.name: r for r in listing.model_rows()}
+    rows = {r.name: r for r in listing.model_rows(assets_dir=tmp_path)}
     assert rows["minilm"].layers == 7 and rows["minilm"].dim == 384 and rows["minilm"].status == "ok"
     assert rows["gpt-small"].status.startswith("not trained") and "python -m models train gpt" in rows["gpt-small"].status
     assert "checkpoint" in rows["gpt-small"].status

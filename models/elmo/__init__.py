@@ -1,12 +1,14 @@
-"""ELMo (Peters et al., 2018) in PyTorch: model, original-weight I/O, trainer and embedder."""
-from models.elmo.modeling_elmo import (  # noqa: F401
-    BiLMLanguageModel,
-    CharCNNEncoder,
-    Elmo,
-    ElmoBiLm,
-    ElmoCharacterMapper,
-    ElmoLstm,
-    Highway,
-    LstmCellWithProjection,
-    batch_to_ids,
-)
+"""ELMo (Peters et al., 2018) in PyTorch: the model, original-weight I/O, checkpoints and the embedder.
+
+    characters.py  words → char ids, <S>/</S>          char_cnn.py  char-CNN + highway token encoder
+    lstm.py        LSTMP cells, the biLSTM stack         bilm.py      ElmoBiLm, Elmo (scalar mixes)
+    lm.py          the LM head (training, perplexity)    modeling_elmo.py  overview + every model name
+    checkpoint.py  our safetensors checkpoints           hdf5_io.py   AllenNLP/bilm-tf weights.hdf5
+    embedder.py    ElmoEmbedder, load_elmo_asset, load_elmo_hdf5
+The trainer is ``models/train/elmo.py`` (``python -m models train elmo``).
+"""
+from models.elmo.bilm import Elmo, ElmoBiLm  # noqa: F401
+from models.elmo.char_cnn import CharCNNEncoder, Highway  # noqa: F401
+from models.elmo.characters import ElmoCharacterMapper, batch_to_ids  # noqa: F401
+from models.elmo.lm import BiLMLanguageModel  # noqa: F401
+from models.elmo.lstm import ElmoLstm, LstmCellWithProjection  # noqa: F401

@@ -16,8 +16,10 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from models.assets import read_json_object
 from models.base import ModelLoadError
-from models.elmo.modeling_elmo import BiLMLanguageModel, ElmoBiLm
+from models.elmo.bilm import ElmoBiLm
+from models.elmo.lm import BiLMLanguageModel
 
 
 def save_bilm(directory: str | Path, bilm: ElmoBiLm) -> None:
@@ -41,13 +43,11 @@ def save_language_model(directory: str | Path, lm: BiLMLanguageModel, vocab: lis
 
 
 def read_options(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
+    """A JSON object file (options.json, softmax.json); ModelLoadError naming the file otherwise."""
     try:
-        return json.loads(path.read_text())
+        return read_json_object(path, "ELMo options file")
     except FileNotFoundError:
         raise ModelLoadError(f"ELMo options file not found: {path}") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ModelLoadError(f"ELMo options file {path} is unreadable: {exc}") from exc
 
 
 def load_bilm(directory: str | Path, device: str | torch.device = "cpu") -> ElmoBiLm:

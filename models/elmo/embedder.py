@@ -13,18 +13,18 @@ padding sits after it, so a sentence gets the same vectors whatever it is batche
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
 
+from models.assets import ASSETS, read_model_card
 from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device
-from models.elmo.modeling_elmo import ElmoBiLm, ElmoCharacterMapper
-
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
-TRAIN_COMMANDS = {"elmo-small": "python -m models train elmo --config small"}
+from models.elmo.bilm import ElmoBiLm
+from models.elmo.characters import ElmoCharacterMapper
+from models.elmo.checkpoint import load_bilm
+from models.registry import train_command
 
 
 class ElmoEmbedder(Embedder):
@@ -133,22 +133,15 @@ def _file_fingerprint(paths: Sequence[Path]) -> str:
 def load_elmo_asset(name: str = "elmo-small", device: str | torch.device | None = None,
                     assets_dir: str | Path | None = None, **kwargs) -> ElmoEmbedder:
     """Our own checkpoint in ``assets/<name>/`` (options.json + model.safetensors + model_card.json)."""
-    from models.elmo.checkpoint import load_bilm
-
     path = Path(assets_dir) / name if assets_dir else ASSETS / name
-    command = TRAIN_COMMANDS.get(name, f"python -m models train elmo --name {name}")
+    command = train_command(name) or f"python -m models train elmo --name {name}"
     if not (path / "options.json").is_file() or not (path / "model.safetensors").is_file():
         raise ModelLoadError(
             f"ELMo asset '{name}' not found in {path} (needs options.json and model.safetensors). "
             f"Train it with: {command}"
         )
     bilm = load_bilm(path)
-    card: dict = {}
-    if (path / "model_card.json").is_file():
-        try:
-            card = json.loads((path / "model_card.json").read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ModelLoadError(f"{path / 'model_card.json'} is unreadable: {exc}") from exc
+    card = read_model_card(path) or {}
     desc = "ELMo biLM (char-CNN + 2-layer LSTMP) trained here on the LM corpus"
     return ElmoEmbedder(bilm, name=name, source=str(path), device=device, card=card, description=desc,
                         fingerprint_extra=_file_fingerprint([path / "options.json", path / "model.safetensors"]),
@@ -158,6 +151,7 @@ def load_elmo_asset(name: str = "elmo-small", device: str | torch.device | None 
 def load_elmo_hdf5(options_path: str | Path, weights_path: str | Path, name: str = "elmo-hdf5",
                    device: str | torch.device | None = None, **kwargs) -> ElmoEmbedder:
     """Original AllenNLP / bilm-tf weights (``options.json`` + ``weights.hdf5``)."""
+    # Imported here: h5py is only needed for original weights, not for the default ELMo asset.
     from models.elmo.hdf5_io import load_bilm_from_hdf5
 
     bilm = load_bilm_from_hdf5(options_path, weights_path)

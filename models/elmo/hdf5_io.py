@@ -16,7 +16,9 @@ Every problem (missing file or dataset, wrong shape, truncated file) raises
 """
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,9 @@ import numpy as np
 import torch
 
 from models.base import ModelLoadError
-from models.elmo.modeling_elmo import ElmoBiLm, LstmCellWithProjection
+from models.elmo.bilm import ElmoBiLm
+from models.elmo.checkpoint import load_bilm, read_options
+from models.elmo.lstm import LstmCellWithProjection
 
 # ----------------------------------------------------------------------------- reading
 
@@ -137,8 +141,6 @@ def _load_lstm_cell(cell: LstmCellWithProjection, read: _Reader, prefix: str) ->
 
 def load_bilm_from_hdf5(options_path: str | Path, weights_path: str | Path) -> ElmoBiLm:
     """Build an ElmoBiLm from an original ``options.json`` + ``weights.hdf5`` pair."""
-    from models.elmo.checkpoint import read_options
-
     options = read_options(options_path)
     try:
         bilm = ElmoBiLm(options)
@@ -198,11 +200,6 @@ def export_hdf5(bilm: ElmoBiLm, directory: str | Path) -> tuple[Path, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m models.elmo.hdf5_io export ASSET_DIR OUT_DIR``: our checkpoint → original layout."""
-    import argparse
-    import sys
-
-    from models.elmo.checkpoint import load_bilm
-
     p = argparse.ArgumentParser(prog="python -m models.elmo.hdf5_io", description=main.__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     exp = sub.add_parser("export", help="write options.json + weights.hdf5 from a safetensors ELMo checkpoint")

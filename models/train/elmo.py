@@ -29,15 +29,19 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import torch
 
+from corpora.lm_corpus import corpus_stats, load_lm_corpus
+from corpora.paths import REPO_ROOT
+from models.assets import ASSETS
 from models.base import default_device
+from models.train.common import (CheckpointError, device_arg, load_checkpoint, nonnegative_float, nonnegative_int,
+                                 positive_float, positive_int, save_checkpoint)
 from models.elmo.checkpoint import save_language_model
-from models.elmo.modeling_elmo import SPECIAL_WORDS, BiLMLanguageModel, ElmoCharacterMapper, perplexity
-
-REPO = Path(__file__).resolve().parents[2]
+from models.elmo.lm import BiLMLanguageModel, perplexity
+from models.train.elmo_data import BatchEncoder, build_vocab, chop, make_batches
 
 CONFIGS: dict[str, dict[str, Any]] = {
     # ~3 M biLM parameters: sized for about an hour on a shared 2-core CPU.
@@ -67,81 +71,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-# ----------------------------------------------------------------------------- data
-def chop(sentences: Sequence[Sequence[str]], max_len: int) -> list[list[str]]:
-    """Cut sentences into pieces of at most ``max_len`` tokens; drops empty sentences."""
-    out = []
-    for s in sentences:
-        for i in range(0, len(s), max_len):
-            out.append(list(s[i : i + max_len]))
-    return out
-
-
-def make_batches(sentences: Sequence[Sequence[str]], batch_tokens: int, seed: int | None) -> list[list[int]]:
-    """Indices of sentences grouped by similar length, ≤ batch_tokens padded tokens per batch.
-
-    With a seed: shuffled, sorted within pools of ~100 batches, batch order shuffled (so length
-    buckets are mixed across training); without: fully length-sorted (evaluation).
-    """
-    order = list(range(len(sentences)))
-    rng = random.Random(seed)
-    if seed is None:
-        pools = [sorted(order, key=lambda i: len(sentences[i]))]
-    else:
-        rng.shuffle(order)
-        size = max(1, 100 * batch_tokens // 25)  # ~100 batches of 25-token sentences
-        pools = [sorted(order[s : s + size], key=lambda i: len(sentences[i])) for s in range(0, len(order), size)]
-    batches: list[list[int]] = []
-    for pool in pools:
-        cur: list[int] = []
-        longest = 0
-        for i in pool:
-            n = len(sentences[i]) + 2
-            if cur and max(longest, n) * (len(cur) + 1) > batch_tokens:
-                batches.append(cur)
-                cur, longest = [], 0
-            cur.append(i)
-            longest = max(longest, n)
-        if cur:
-            batches.append(cur)
-    if seed is not None:
-        rng.shuffle(batches)
-    return batches
-
-
-class BatchEncoder:
-    """Sentences → (char ids (B, T, 50), word ids (B, T+2) with <S>/</S>), caching per-word ids."""
-
-    def __init__(self, vocab: list[str]) -> None:
-        self.word_to_id = {w: i for i, w in enumerate(vocab)}
-        self.unk = self.word_to_id["<UNK>"]
-        self.bos = self.word_to_id["<S>"]
-        self.eos = self.word_to_id["</S>"]
-        self._chars: dict[str, list[int]] = {}
-
-    def chars(self, word: str) -> list[int]:
-        ids = self._chars.get(word)
-        if ids is None:
-            ids = self._chars[word] = ElmoCharacterMapper.convert_word_to_char_ids(word)
-        return ids
-
-    def __call__(self, sentences: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
-        t = max(len(s) for s in sentences)
-        pad_chars = [0] * ElmoCharacterMapper.max_word_length
-        char_rows, word_rows = [], []
-        for s in sentences:
-            char_rows.append([self.chars(w) for w in s] + [pad_chars] * (t - len(s)))
-            word_rows.append([self.bos] + [self.word_to_id.get(w, self.unk) for w in s] + [self.eos]
-                             + [0] * (t - len(s)))
-        return torch.tensor(char_rows, dtype=torch.long), torch.tensor(word_rows, dtype=torch.long)
-
-
-def build_vocab(counts: dict[str, int], size: int) -> list[str]:
-    """</S>, <S>, <UNK>, then the most frequent words (frequency order suits the adaptive softmax)."""
-    ranked = sorted(((w, c) for w, c in counts.items() if w not in SPECIAL_WORDS), key=lambda kv: (-kv[1], kv[0]))
-    return SPECIAL_WORDS + [w for w, _ in ranked[: max(0, size - len(SPECIAL_WORDS))]]
-
-
 # ----------------------------------------------------------------------------- evaluation
 @torch.inference_mode()
 def evaluate(lm: BiLMLanguageModel, encoder: BatchEncoder, sentences: Sequence[Sequence[str]],
@@ -169,25 +98,36 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--name", default=None, help="model name (default: elmo-<config>)")
     p.add_argument("--out", default=None, help="asset directory (default: assets/<name>)")
     p.add_argument("--run-dir", default=None, help="checkpoints + softmax (default: runs/<name>)")
-    p.add_argument("--steps", type=int, default=4000, help="optimizer steps (cosine schedule length)")
-    p.add_argument("--max-minutes", type=float, default=None, help="stop early after this wall time")
-    p.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per batch")
-    p.add_argument("--max-len", type=int, default=50, help="longer sentences are cut into pieces")
-    p.add_argument("--vocab-size", type=int, default=None, help="softmax vocabulary incl. 3 specials")
-    p.add_argument("--lr", type=float, default=None)
-    p.add_argument("--warmup", type=int, default=200)
-    p.add_argument("--dropout", type=float, default=None)
-    p.add_argument("--clip-norm", type=float, default=5.0)
+    p.add_argument("--steps", type=positive_int, default=4000, help="optimizer steps (cosine schedule length)")
+    p.add_argument("--max-minutes", type=positive_float, default=None, help="stop early after this wall time")
+    p.add_argument("--batch-tokens", type=positive_int, default=None, help="padded tokens per batch")
+    p.add_argument("--max-len", type=positive_int, default=50, help="longer sentences are cut into pieces")
+    p.add_argument("--vocab-size", type=positive_int, default=None, help="softmax vocabulary incl. 3 specials")
+    p.add_argument("--lr", type=positive_float, default=None)
+    p.add_argument("--warmup", type=nonnegative_int, default=200)
+    p.add_argument("--dropout", type=nonnegative_float, default=None)
+    p.add_argument("--clip-norm", type=positive_float, default=5.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-sentences", type=int, default=None, help="use only the first N corpus sentences")
-    p.add_argument("--eval-sentences", type=int, default=None, help="cap on held-out sentences evaluated")
-    p.add_argument("--log-every", type=int, default=20)
-    p.add_argument("--checkpoint-minutes", type=float, default=5.0)
+    p.add_argument("--max-sentences", type=positive_int, default=None, help="use only the first N corpus sentences")
+    p.add_argument("--eval-sentences", type=positive_int, default=None, help="cap on held-out sentences evaluated")
+    p.add_argument("--log-every", type=positive_int, default=20)
+    p.add_argument("--checkpoint-minutes", type=positive_float, default=5.0)
     p.add_argument("--resume", action="store_true", help="continue from <run-dir>/checkpoint.pt")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest on a busy 2-core box)")
-    p.add_argument("--device", default=None, help="cpu | cuda (default: cuda when available)")
+    p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (1 is fastest on a busy 2-core box)")
+    p.add_argument("--device", type=device_arg, default=None, help="cpu | cuda (default: cuda when available)")
     p.add_argument("--no-asset-softmax", action="store_true", help="leave the softmax out of the asset dir")
-    return p.parse_args(list(argv))
+    args = p.parse_args(list(argv))
+    if args.dropout is not None and args.dropout >= 1:
+        p.error(f"--dropout must be below 1, got {args.dropout}")
+    return args
+
+
+def checkpoint_state(lm, optimizer, *, step: int, epoch: int, position: int, tokens_seen: int,
+                     wall_time_s: float, config: dict, vocab: list[str]) -> dict:
+    """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``)."""
+    return {"model": lm.state_dict(), "optimizer": optimizer.state_dict(), "step": int(step), "epoch": int(epoch),
+            "position": int(position), "tokens_seen": int(tokens_seen), "wall_time_s": float(wall_time_s),
+            "torch_rng": torch.get_rng_state(), "config": json.loads(json.dumps(config)), "vocab": list(vocab)}
 
 
 def resolve_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -212,16 +152,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     name, cfg = resolve_config(args)
-    out_dir = Path(args.out) if args.out else REPO / "assets" / name
-    run_dir = Path(args.run_dir) if args.run_dir else REPO / "runs" / name
+    out_dir = Path(args.out) if args.out else ASSETS / name
+    run_dir = Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / name
     run_dir.mkdir(parents=True, exist_ok=True)
     device = torch.device(args.device) if args.device else default_device()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     random.seed(args.seed)
-
-    from corpora.lm_corpus import corpus_stats, load_lm_corpus
 
     t_load = time.time()
     corpus = load_lm_corpus(max_sentences=args.max_sentences)
@@ -254,21 +192,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not ckpt_path.is_file():
             print(f"--resume: no checkpoint at {ckpt_path}", file=sys.stderr)
             return 2
-        ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
-        lm.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        step, epoch, position = ckpt["step"], ckpt["epoch"], ckpt["position"]
-        tokens_seen, elapsed_before = ckpt["tokens_seen"], ckpt["wall_time_s"]
-        torch.set_rng_state(ckpt["torch_rng"])
+        try:
+            ckpt = load_checkpoint(ckpt_path, map_location=device)
+            lm.load_state_dict(ckpt["model"])
+            optimizer.load_state_dict(ckpt["optimizer"])
+            step, epoch, position = ckpt["step"], ckpt["epoch"], ckpt["position"]
+            tokens_seen, elapsed_before = ckpt["tokens_seen"], ckpt["wall_time_s"]
+            torch.set_rng_state(ckpt["torch_rng"].cpu())
+        except CheckpointError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            print(f"error: checkpoint {ckpt_path} does not fit this model and options: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            return 2
         print(f"resumed from {ckpt_path} at step {step} (epoch {epoch}, batch {position})", flush=True)
 
-    def save_checkpoint() -> None:
-        tmp = ckpt_path.with_suffix(".tmp")
-        torch.save({"model": lm.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                    "epoch": epoch, "position": position, "tokens_seen": tokens_seen,
-                    "wall_time_s": elapsed_before + time.time() - t_start, "torch_rng": torch.get_rng_state(),
-                    "config": cfg, "vocab": vocab}, tmp)
-        os.replace(tmp, ckpt_path)  # atomic: a crash never leaves a half-written checkpoint
+    def write_checkpoint() -> None:
+        save_checkpoint(ckpt_path, checkpoint_state(
+            lm, optimizer, step=step, epoch=epoch, position=position, tokens_seen=tokens_seen,
+            wall_time_s=elapsed_before + time.time() - t_start, config=cfg, vocab=vocab))
 
     t_start = time.time()
     last_ckpt = time.time()
@@ -306,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 window_loss = window_fwd = window_bwd = window_n = 0.0
                 window_tokens, window_t0 = 0, time.time()
             if time.time() - last_ckpt > args.checkpoint_minutes * 60:
-                save_checkpoint()
+                write_checkpoint()
                 last_ckpt = time.time()
             if args.max_minutes is not None and elapsed_before + time.time() - t_start > args.max_minutes * 60:
                 stopped_early = True
@@ -316,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if position >= len(batches):
             epoch, position = epoch + 1, 0
     wall = elapsed_before + time.time() - t_start
-    save_checkpoint()
+    write_checkpoint()
     print(f"training done: {step} steps, {tokens_seen:,} tokens, {wall / 60:.1f} min"
           + (" (stopped by --max-minutes)" if stopped_early else ""), flush=True)
 

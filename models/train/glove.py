@@ -26,6 +26,7 @@ import argparse
 import shlex
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
@@ -34,14 +35,17 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from corpora.lm_corpus import load_lm_corpus
+from models.assets import ASSETS
 from models.base import default_device
-from models.registry import ASSETS
+from models.quality import wordnet_similarity
+from models.static import StaticEmbedder, save_static_dir
+from models.train.common import (device_arg, machine_description, nonnegative_int, positive_float, positive_int,
+                                 utc_now)
 
 
 def build_vocab(sentences: Sequence[Sequence[str]], min_count: int = 5, max_vocab: int | None = None) -> list[str]:
     """Words seen at least ``min_count`` times, most frequent first (ties alphabetical), capped."""
-    from collections import Counter
-
     counts = Counter(w for s in sentences for w in s)
     words = [w for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if c >= min_count]
     return words[:max_vocab] if max_vocab else words
@@ -178,20 +182,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m models train glove",
                                 description="Train GloVe in torch (GPU if present) on the LM corpus.")
     p.add_argument("--out", type=Path, default=None, help="output directory (default assets/glove-lm/)")
-    p.add_argument("--dim", type=int, default=100)
-    p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--window", type=int, default=10)
-    p.add_argument("--x-max", type=float, default=100.0)
-    p.add_argument("--alpha", type=float, default=0.75)
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--batch-size", type=int, default=32_768)
-    p.add_argument("--max-minutes", type=float, default=None, help="stop after the epoch that passes this time")
-    p.add_argument("--min-count", type=int, default=5)
-    p.add_argument("--max-vocab", type=int, default=40_000)
-    p.add_argument("--max-sentences", type=int, default=None)
+    p.add_argument("--dim", type=positive_int, default=100)
+    p.add_argument("--epochs", type=positive_int, default=15)
+    p.add_argument("--window", type=positive_int, default=10)
+    p.add_argument("--x-max", type=positive_float, default=100.0)
+    p.add_argument("--alpha", type=positive_float, default=0.75)
+    p.add_argument("--lr", type=positive_float, default=0.05)
+    p.add_argument("--batch-size", type=positive_int, default=32_768)
+    p.add_argument("--max-minutes", type=positive_float, default=None, help="stop after the epoch that passes this time")
+    p.add_argument("--min-count", type=nonnegative_int, default=5)
+    p.add_argument("--max-vocab", type=positive_int, default=40_000)
+    p.add_argument("--max-sentences", type=positive_int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lowercase", action="store_true")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
+    p.add_argument("--device", type=device_arg, default=None, help="cpu | cuda (default: cuda when available)")
     return p
 
 
@@ -200,12 +205,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = args.out or ASSETS / "glove-lm"
     torch.set_num_threads(args.threads)
-
-    from models.quality import wordnet_similarity
-    from models.static import StaticEmbedder, save_static_dir
-    from models.train_static import machine_description, utc_now
-    from corpora.lm_corpus import load_lm_corpus
-
     t0 = time.time()
     print(f"[glove-lm] loading LM corpus (lowercase={args.lowercase}, max_sentences={args.max_sentences})", flush=True)
     corpus = load_lm_corpus(lowercase=args.lowercase, max_sentences=args.max_sentences)  # fixed split; --seed seeds training
@@ -214,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     t1 = time.time()
     X = cooccurrence(corpus.train, vocab, args.window)
     print(f"[glove-lm] co-occurrence matrix: {X.nnz:,} non-zeros ({time.time() - t1:.1f}s)", flush=True)
-    device = default_device()
+    device = torch.device(args.device) if args.device else default_device()
     print(f"[glove-lm] training on {device}", flush=True)
     t2 = time.time()
     model, losses = train_glove(X, dim=args.dim, epochs=args.epochs, lr=args.lr, x_max=args.x_max,
@@ -222,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                                 max_minutes=args.max_minutes,
                                 log=lambda m: print(f"[glove-lm]{m}", flush=True))
     train_time = time.time() - t2
-    emb = StaticEmbedder("glove-lm", vocab, model.word_vectors().cpu().numpy(), source="glove_torch", device="cpu")
+    emb = StaticEmbedder("glove-lm", vocab, model.word_vectors().cpu().numpy(), source="models.train.glove", device="cpu")
     quality = wordnet_similarity(emb)
     print(f"[glove-lm] WordNet synonym check: AUC {quality['auc']:.3f} (synonyms {quality['mean_cos_synonyms']:.3f}"
           f" vs random {quality['mean_cos_random']:.3f}, {quality['n_pairs']} pairs)", flush=True)

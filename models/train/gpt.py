@@ -27,177 +27,19 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
+from safetensors.torch import load_file
 
-SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
-
-
-# ----------------------------------------------------------------------------- tokenizer
-def build_word_tokenizer(vocab: dict[str, int], max_size: int = 20_000, lowercase: bool = True):
-    """Word-level fast tokenizer over the ``max_size`` most frequent words (specials included).
-
-    vocab: word -> count. With ``lowercase`` the counts of case variants are merged and a
-    Lowercase normalizer is part of the saved tokenizer, so callers may feed raw words.
-    """
-    from tokenizers import Tokenizer, normalizers, pre_tokenizers
-    from tokenizers.models import WordLevel
-    from transformers import PreTrainedTokenizerFast
-
-    counts: dict[str, int] = {}
-    for word, c in vocab.items():
-        key = word.lower() if lowercase else word
-        if key in SPECIALS or not key.strip():
-            continue
-        counts[key] = counts.get(key, 0) + int(c)
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: max(0, max_size - len(SPECIALS))]
-    ids = {tok: i for i, tok in enumerate(SPECIALS)}
-    for word, _ in ranked:
-        ids[word] = len(ids)
-    tok = Tokenizer(WordLevel(vocab=ids, unk_token="<unk>"))
-    if lowercase:
-        tok.normalizer = normalizers.Lowercase()
-    # Whitespace*Split*: the corpus is tokenized already; "don't"-style tokens stay one word.
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-        model_max_length=1_000_000,
-    )
-
-
-def encode_stream(sentences: Iterable[Sequence[str]], tokenizer, lowercase: bool = True) -> np.ndarray:
-    """``<s> w1 … wn </s>`` for every sentence, concatenated: (num_tokens,) int32.
-
-    A dict lookup per word (not the tokenizer's batch API) because the corpus is pre-tokenized:
-    identical to what the WordLevel model does, and fast for millions of words.
-    """
-    vocab = tokenizer.get_vocab()
-    unk, bos, eos = vocab["<unk>"], vocab["<s>"], vocab["</s>"]
-    out: list[int] = []
-    for sent in sentences:
-        out.append(bos)
-        out.extend(vocab.get(w.lower() if lowercase else w, unk) for w in sent)
-        out.append(eos)
-    return np.asarray(out, dtype=np.int32)
-
-
-# ----------------------------------------------------------------------------- model
-def build_model(vocab_size: int, d_model: int = 128, n_layer: int = 4, n_head: int = 4, context: int = 128,
-                dropout: float = 0.1, tokenizer=None):
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    ids = tokenizer.get_vocab() if tokenizer is not None else {}
-    config = GPT2Config(
-        vocab_size=vocab_size, n_positions=context, n_embd=d_model, n_layer=n_layer, n_head=n_head,
-        n_inner=4 * d_model, resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout,
-        bos_token_id=ids.get("<s>", 2), eos_token_id=ids.get("</s>", 3), pad_token_id=ids.get("<pad>", 0),
-        tie_word_embeddings=True,
-    )
-    return GPT2LMHeadModel(config)
-
-
-def lr_at(step: int, total: int, warmup: int, peak: float, floor_ratio: float = 0.1) -> float:
-    """Linear warm-up to ``peak`` then cosine decay to ``floor_ratio * peak`` at ``total``."""
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    return peak * (floor_ratio + (1 - floor_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
-def sample_blocks(stream: np.ndarray, batch_size: int, context: int, rng: np.random.Generator) -> torch.Tensor:
-    """(batch_size, context) random contiguous blocks of the token stream."""
-    starts = rng.integers(0, len(stream) - context, size=batch_size)
-    return torch.from_numpy(np.stack([stream[s:s + context] for s in starts]).astype(np.int64))
-
-
-@torch.inference_mode()
-def evaluate(model, stream: np.ndarray, context: int, device: torch.device, batch_size: int = 32,
-             max_tokens: int | None = None) -> tuple[float, int]:
-    """Mean NLL (nats) over the held-out stream cut into consecutive non-overlapping blocks.
-
-    Returns (mean_nll, predicted_tokens). Every token but each block's first is a target.
-    """
-    model.eval()
-    n_blocks = len(stream) // context
-    if max_tokens is not None:
-        n_blocks = min(n_blocks, max(1, max_tokens // context))
-    if n_blocks == 0:  # held-out shorter than one block: one short block
-        blocks = torch.from_numpy(stream.astype(np.int64))[None]
-    else:
-        blocks = torch.from_numpy(stream[: n_blocks * context].astype(np.int64)).view(n_blocks, context)
-    total, count = 0.0, 0
-    for i in range(0, len(blocks), batch_size):
-        x = blocks[i:i + batch_size].to(device)
-        logits = model(input_ids=x).logits.float()
-        nll = torch.nn.functional.cross_entropy(
-            logits[:, :-1].reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1), reduction="sum")
-        total += nll.item()
-        count += x[:, 1:].numel()
-    model.train()
-    return total / max(1, count), count
-
-
-def train_steps(model, stream: np.ndarray, steps: int, *, batch_size: int, context: int, lr: float,
-                warmup: int, weight_decay: float = 0.01, clip: float = 1.0, seed: int = 0,
-                device: torch.device | None = None, start_step: int = 0, optimizer=None,
-                rng: np.random.Generator | None = None, log_every: int = 50, on_step=None,
-                total_steps: int | None = None, max_seconds: float | None = None) -> list[float]:
-    """Run up to ``steps`` optimisation steps from ``start_step``; returns the per-step training losses.
-
-    ``on_step(step, loss, optimizer, rng)`` is called after every step (checkpointing, logging).
-    With ``max_seconds`` the schedule's progress is max(step fraction, time fraction) and training
-    stops when the time is spent, so the cosine decay still completes on a slow or busy machine.
-    """
-    device = device or next(model.parameters()).device
-    total_steps = total_steps or (start_step + steps)
-    if optimizer is None:
-        optimizer = make_optimizer(model, lr, weight_decay)
-    rng = rng or np.random.default_rng(seed)
-    model.train()
-    losses: list[float] = []
-    t0 = time.time()
-    for step in range(start_step, start_step + steps):
-        sched_step = step
-        if max_seconds is not None:
-            elapsed = time.time() - t0
-            if elapsed >= max_seconds:
-                print(f"time budget of {max_seconds:.0f}s spent after {step} steps", flush=True)
-                break
-            sched_step = max(step, int(total_steps * elapsed / max_seconds))
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(sched_step, total_steps, warmup, lr)
-        x = sample_blocks(stream, batch_size, context, rng)
-        if device.type == "cuda":
-            x = x.pin_memory().to(device, non_blocking=True)
-        else:
-            x = x.to(device)
-        # fp16/bf16 autocast only on CUDA: CPU half precision is slow and inexact.
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            loss = model(input_ids=x, labels=x).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimizer.step()
-        losses.append(loss.item())
-        if log_every and (step + 1) % log_every == 0:
-            recent = float(np.mean(losses[-log_every:]))
-            rate = (step + 1 - start_step) * batch_size * context / (time.time() - t0)
-            print(f"step {step + 1}/{total_steps}  loss {recent:.3f}  ppl {math.exp(recent):.1f}  "
-                  f"lr {optimizer.param_groups[0]['lr']:.2e}  {rate:,.0f} tok/s", flush=True)
-        if on_step is not None:
-            on_step(step + 1, losses[-1], optimizer, rng)
-    return losses
-
-
-def make_optimizer(model, lr: float, weight_decay: float):
-    # No decay on biases, LayerNorm weights and embeddings (the usual GPT-2 recipe).
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        (decay if p.dim() >= 2 and "wte" not in name and "wpe" not in name else no_decay).append(p)
-    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
+from corpora.lm_corpus import load_lm_corpus
+from corpora.paths import DataMissingError
+from models.base import default_device
+from models.train.common import (CheckpointError, device_arg, load_checkpoint, nonnegative_float, nonnegative_int,
+                                 positive_float, positive_int, save_checkpoint)
+from models.train.gpt_lm import (build_model, build_word_tokenizer, encode_stream, evaluate, make_optimizer,
+                                 train_steps)
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -206,42 +48,48 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="assets/gpt-small", help="output dir (weights, tokenizer, model_card.json)")
     p.add_argument("--name", default=None, help="model name in the card (default: out dir name)")
-    p.add_argument("--vocab-size", type=int, default=20_000)
+    p.add_argument("--vocab-size", type=positive_int, default=20_000)
     p.add_argument("--cased", action="store_true", help="keep case (default: lowercase words)")
-    p.add_argument("--min-count", type=int, default=2)
-    p.add_argument("--max-sentences", type=int, default=None, help="use only the first N corpus sentences")
-    p.add_argument("--d-model", type=int, default=128)
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--context", type=int, default=128)
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--warmup", type=int, default=200)
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--clip", type=float, default=1.0)
+    p.add_argument("--min-count", type=nonnegative_int, default=2)
+    p.add_argument("--max-sentences", type=positive_int, default=None, help="use only the first N corpus sentences")
+    p.add_argument("--d-model", type=positive_int, default=128)
+    p.add_argument("--layers", type=positive_int, default=4)
+    p.add_argument("--heads", type=positive_int, default=4)
+    p.add_argument("--context", type=positive_int, default=128)
+    p.add_argument("--dropout", type=nonnegative_float, default=0.1)
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--steps", type=positive_int, default=3000)
+    p.add_argument("--lr", type=positive_float, default=2e-3)
+    p.add_argument("--warmup", type=nonnegative_int, default=200)
+    p.add_argument("--weight-decay", type=nonnegative_float, default=0.01)
+    p.add_argument("--clip", type=positive_float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    p.add_argument("--device", default=None, help="cuda / cpu (default: cuda when present)")
-    p.add_argument("--max-minutes", type=float, default=None,
+    p.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
+    p.add_argument("--device", type=device_arg, default=None, help="cuda / cpu (default: cuda when present)")
+    p.add_argument("--max-minutes", type=positive_float, default=None,
                    help="wall-time budget: the LR schedule follows elapsed time and training stops when spent "
                         "(for an exactly reproducible run give --steps only)")
-    p.add_argument("--checkpoint-every", type=int, default=250)
+    p.add_argument("--checkpoint-every", type=nonnegative_int, default=250, help="0: never")
     p.add_argument("--resume", action="store_true", help="continue from <out>/checkpoint.pt")
-    p.add_argument("--eval-max-tokens", type=int, default=None, help="cap held-out tokens (default: all)")
-    p.add_argument("--log-every", type=int, default=50)
-    return p.parse_args(list(argv))
+    p.add_argument("--eval-max-tokens", type=positive_int, default=None, help="cap held-out tokens (default: all)")
+    p.add_argument("--log-every", type=nonnegative_int, default=50)
+    args = p.parse_args(list(argv))
+    if args.d_model % args.heads:
+        p.error(f"--d-model {args.d_model} is not a multiple of --heads {args.heads}")
+    if args.dropout >= 1:
+        p.error(f"--dropout must be below 1, got {args.dropout}")
+    return args
+
+
+def checkpoint_state(model, optimizer, rng: np.random.Generator, step: int, wall_time_s: float) -> dict:
+    """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``)."""
+    return {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "rng": json.loads(json.dumps(rng.bit_generator.state)),  # numpy's state: a dict of str/int
+            "torch_rng": torch.get_rng_state(), "step": int(step), "wall_time_s": float(wall_time_s)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from safetensors.torch import load_file
-
-    from models.base import default_device
-    from corpora.lm_corpus import load_lm_corpus
-    from corpora.paths import DataMissingError
-
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device) if args.device else default_device()
@@ -282,21 +130,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not ckpt_path.exists():
             print(f"error: --resume but no checkpoint at {ckpt_path}", file=sys.stderr)
             return 2
-        state = torch.load(ckpt_path, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        rng.bit_generator.state = state["rng"]
-        torch.set_rng_state(state["torch_rng"])
-        start_step, prior_time = state["step"], state["wall_time_s"]
+        try:
+            state = load_checkpoint(ckpt_path, map_location=device)
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            rng.bit_generator.state = state["rng"]
+            torch.set_rng_state(state["torch_rng"].cpu())
+            start_step, prior_time = int(state["step"]), float(state["wall_time_s"])
+        except CheckpointError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            print(f"error: checkpoint {ckpt_path} does not fit this model and options: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            return 2
         print(f"resumed from {ckpt_path} at step {start_step}", flush=True)
 
     def on_step(step: int, loss: float, opt, gen) -> None:
         if args.checkpoint_every and step % args.checkpoint_every == 0 and step < args.steps:
-            tmp = ckpt_path.with_suffix(".tmp")
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": gen.bit_generator.state,
-                        "torch_rng": torch.get_rng_state(), "step": step,
-                        "wall_time_s": prior_time + time.time() - t_start}, tmp)
-            tmp.replace(ckpt_path)  # atomic: a kill mid-write never leaves a broken checkpoint
+            save_checkpoint(ckpt_path, checkpoint_state(model, opt, gen, step, prior_time + time.time() - t_start))
 
     losses = train_steps(model, train, args.steps - start_step, batch_size=args.batch_size, context=args.context,
                          lr=args.lr, warmup=args.warmup, weight_decay=args.weight_decay, clip=args.clip,

@@ -14,55 +14,47 @@ so vectors differ slightly from run to run (quality does not).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import logging
-import os
-import platform
 import shlex
 import sys
 import time
 from pathlib import Path
 
+import gensim
 import numpy as np
+from gensim.models import FastText, Word2Vec
+from gensim.models.callbacks import CallbackAny2Vec
 
-from models.registry import ASSETS
+from corpora.lm_corpus import load_lm_corpus
+from models.assets import ASSETS
+from models.quality import wordnet_similarity
+from models.static import StaticEmbedder, SubwordNgrams, save_static_dir
+from models.train.common import machine_description, nonnegative_int, positive_int, utc_now
 
 KINDS = {"word2vec": "word2vec-sg", "cbow": "word2vec-cbow", "fasttext": "fasttext"}
-
-
-def machine_description() -> str:
-    """E.g. '2-core CPU (x86_64), no GPU' — recorded in model cards."""
-    import torch
-
-    gpu = f"GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "no GPU"
-    return f"{os.cpu_count()}-core CPU ({platform.machine()}), {gpu}"
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def build_parser(kind: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"python -m models train {kind}",
                                 description=f"Train {KINDS[kind]} with gensim on the LM corpus.")
     p.add_argument("--out", type=Path, default=None, help=f"output directory (default assets/{KINDS[kind]}/)")
-    p.add_argument("--dim", type=int, default=100)
-    p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--window", type=int, default=5)
-    p.add_argument("--negative", type=int, default=5, help="negative samples per positive")
-    p.add_argument("--min-count", type=int, default=5, help="ignore words seen fewer times")
-    p.add_argument("--max-vocab", type=int, default=40_000, help="training vocabulary cap (most frequent)")
-    p.add_argument("--save-vocab", type=int, default=None,
+    p.add_argument("--dim", type=positive_int, default=100)
+    p.add_argument("--epochs", type=positive_int, default=5)
+    p.add_argument("--window", type=positive_int, default=5)
+    p.add_argument("--negative", type=positive_int, default=5, help="negative samples per positive")
+    p.add_argument("--min-count", type=nonnegative_int, default=5, help="ignore words seen fewer times")
+    p.add_argument("--max-vocab", type=positive_int, default=40_000, help="training vocabulary cap (most frequent)")
+    p.add_argument("--save-vocab", type=positive_int, default=None,
                    help="store only the N most frequent word vectors (fastText default 20000: the rest "
                         "get n-gram vectors, which keeps the asset small)")
-    p.add_argument("--max-sentences", type=int, default=None, help="use only the first N corpus sentences")
+    p.add_argument("--max-sentences", type=positive_int, default=None, help="use only the first N corpus sentences")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lowercase", action="store_true", help="lower-case the corpus")
-    p.add_argument("--workers", type=int, default=2, help="threads (1 = reproducible vectors)")
+    p.add_argument("--workers", type=positive_int, default=2, help="threads (1 = reproducible vectors)")
     if kind == "fasttext":
-        p.add_argument("--bucket", type=int, default=50_000, help="hashed n-gram rows")
-        p.add_argument("--min-n", type=int, default=3)
-        p.add_argument("--max-n", type=int, default=6)
+        p.add_argument("--bucket", type=positive_int, default=50_000, help="hashed n-gram rows")
+        p.add_argument("--min-n", type=positive_int, default=3)
+        p.add_argument("--max-n", type=positive_int, default=6)
         p.add_argument("--ngram-dtype", choices=["float16", "float32"], default="float16")
     return p
 
@@ -76,9 +68,6 @@ def train_gensim(kind: str, sentences: list[list[str]], *, dim: int = 100, epoch
     Returns (model, per-epoch losses). gensim's FastText does not compute a training loss, so its
     losses are None.
     """
-    from gensim.models import FastText, Word2Vec
-    from gensim.models.callbacks import CallbackAny2Vec
-
     class EpochLogger(CallbackAny2Vec):
         """Prints epoch, wall time and the epoch's summed loss.
 
@@ -114,8 +103,6 @@ def train_gensim(kind: str, sentences: list[list[str]], *, dim: int = 100, epoch
 
 def to_embedder(model, name: str, save_vocab: int | None = None):
     """A StaticEmbedder from a trained gensim model (the ``save_vocab`` most frequent words)."""
-    from models.static import StaticEmbedder, SubwordNgrams
-
     wv = model.wv
     n = len(wv.index_to_key) if save_vocab is None else min(save_vocab, len(wv.index_to_key))
     ngrams = None
@@ -137,10 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or ASSETS / name
     save_vocab = args.save_vocab if args.save_vocab is not None else (20_000 if kind == "fasttext" else None)
     logging.basicConfig(level=logging.WARNING)
-
-    from models.quality import wordnet_similarity
-    from models.static import save_static_dir
-    from corpora.lm_corpus import load_lm_corpus
 
     t0 = time.time()
     print(f"[{name}] loading LM corpus (lowercase={args.lowercase}, max_sentences={args.max_sentences})", flush=True)
@@ -176,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         "params": int(params), "dim": args.dim, "layers": 1, "epochs": args.epochs,
         "hyperparameters": {"sg": 0 if kind == "cbow" else 1, "window": args.window, "negative": args.negative,
                             "min_count": args.min_count, "max_vocab": args.max_vocab, "seed": args.seed,
-                            "workers": args.workers, "library": "gensim " + __import__("gensim").__version__,
+                            "workers": args.workers, "library": "gensim " + gensim.__version__,
                             **({"bucket": args.bucket, "min_n": args.min_n, "max_n": args.max_n}
                                if kind == "fasttext" else {})},
         "wall_time_s": round(train_time, 1),

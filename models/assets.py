@@ -1,0 +1,178 @@
+"""A model's files on disk, read without loading any weights.
+
+``ASSETS`` is the folder of the checkpoints trained here (``assets/<name>/``, one per model).
+
+**Model cards.** :func:`read_model_card` is the one reader of ``model_card.json``, used by every
+loader, ``python -m models list`` and the app. One behaviour everywhere:
+
+- no ``model_card.json`` in the folder → ``None`` (not an error: every trainer writes its card
+  last, so a folder without one is a training run that has not finished; pip packages have none);
+- a card that cannot be read, is not UTF-8, is not JSON, or is JSON but not an object (e.g. a
+  list) → :class:`~models.base.ModelLoadError` ``"Corrupt model card <path>: <why>"``.
+
+**Weight files.** :func:`check_weight_file` is a cheap integrity check that reads headers, never
+tensors: a safetensors header against the file size, a ``.npy`` header's shape against the file
+size, a word2vec binary walked entry by entry (word lengths, no float parsing). A truncated or
+malformed file raises ``ModelLoadError`` naming the file and why. Results are memoised per
+(path, size, mtime), so the app can ask on every page render.
+"""
+from __future__ import annotations
+
+import json
+import math
+import mmap
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from corpora.paths import REPO_ROOT
+from models.base import ModelLoadError
+from models.formats import parse_vectors_header
+
+ASSETS = REPO_ROOT / "assets"
+CARD_FILE = "model_card.json"
+
+
+# ----------------------------------------------------------------------------- JSON
+def read_json_object(path: str | Path, what: str) -> dict[str, Any]:
+    """The JSON object in ``path``; ``what`` names the file in errors ("model card", "config").
+
+    Raises:
+        FileNotFoundError: the file does not exist (callers decide what that means).
+        ModelLoadError: unreadable, not UTF-8, not JSON, or not a JSON object.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ModelLoadError(f"Corrupt {what} {path}: cannot read it ({exc.strerror or exc})") from exc
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ModelLoadError(f"Corrupt {what} {path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ModelLoadError(f"Corrupt {what} {path}: invalid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ModelLoadError(f"Corrupt {what} {path}: expected a JSON object, found a JSON {type(data).__name__}")
+    return data
+
+
+def read_model_card(directory: str | Path) -> dict[str, Any] | None:
+    """``<directory>/model_card.json`` as a dict; None when there is no card (see the module doc).
+
+    Raises:
+        ModelLoadError: the card exists but is unreadable, not UTF-8, not JSON or not an object.
+    """
+    path = Path(directory) / CARD_FILE
+    if path.is_dir():
+        raise ModelLoadError(f"Corrupt model card {path}: a directory, not a file")
+    try:
+        return read_json_object(path, "model card")
+    except FileNotFoundError:
+        return None
+
+
+# ----------------------------------------------------------------------------- weight files
+def check_safetensors(file: Path) -> None:
+    """Validate a safetensors header and that the data section covers every tensor (catches truncation)."""
+    size = file.stat().st_size
+    try:
+        with open(file, "rb") as fh:
+            head = fh.read(8)
+            if len(head) < 8:
+                raise ValueError(f"file is {size} bytes, too short for a safetensors header")
+            n = int.from_bytes(head, "little")
+            if n <= 0 or 8 + n > size:
+                raise ValueError(f"header length {n} exceeds the file size {size} (truncated?)")
+            header = json.loads(fh.read(n))
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, IndexError) as exc:
+        raise ModelLoadError(f"{file}: corrupted safetensors file ({exc}).") from exc
+    if 8 + n + end > size:
+        raise ModelLoadError(
+            f"{file}: truncated safetensors file: tensors need {8 + n + end} bytes, the file has {size}.")
+
+
+def check_npy(file: Path) -> None:
+    """A ``.npy`` file: header readable and header + shape × itemsize == file size."""
+    size = file.stat().st_size
+    try:
+        with open(file, "rb") as fh:
+            major, _ = np.lib.format.read_magic(fh)
+            read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read_header(fh)
+            offset = fh.tell()
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"{file}: corrupted .npy file ({exc}).") from exc
+    need = offset + math.prod(shape) * dtype.itemsize
+    if need != size:
+        raise ModelLoadError(f"{file}: {'truncated' if size < need else 'oversized'} .npy file: "
+                             f"header declares shape {shape} ({need} bytes), the file has {size}.")
+
+
+def check_word2vec_binary(file: Path) -> None:
+    """Walk a word2vec binary entry by entry (word, space, 4·dim bytes) without parsing floats."""
+    size = file.stat().st_size
+    if size == 0:
+        raise ModelLoadError(f"{file}: empty word2vec file.")
+    with open(file, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        nl = data.find(b"\n")
+        if nl < 0:
+            raise ModelLoadError(f"{file}: no word2vec header line '<count> <dim>'.")
+        count, dim = parse_vectors_header(file, data[:nl])
+        width, pos = 4 * dim, nl + 1
+        for i in range(count):
+            while pos < size and data[pos] in (10, 13):           # "\n" / "\r" between entries
+                pos += 1
+            sp = data.find(b" ", pos, pos + 10_000)
+            if pos >= size or sp < 0 or sp + 1 + width > size:
+                raise ModelLoadError(f"{file}: truncated word2vec file: the header declares {count} vectors, "
+                                     f"the file ends inside vector {i + 1} (at byte {size}).")
+            pos = sp + 1 + width
+        if data[pos:].strip(b"\r\n"):
+            raise ModelLoadError(f"{file}: data after the {count} vectors the header declares (byte {pos}).")
+
+
+_CHECKED: dict[tuple[str, int, int], str | None] = {}   # (path, size, mtime_ns) -> error message or None
+_CHECKED_LOCK = threading.Lock()
+
+
+def check_weight_file(file: str | Path) -> None:
+    """Cheap integrity check of one file by suffix (.safetensors, .npy, word2vec .bin); others: exists.
+
+    Raises:
+        ModelLoadError: missing, truncated or malformed (the message names the file and why).
+    """
+    file = Path(file)
+    try:
+        st = file.stat()
+    except OSError:
+        raise ModelLoadError(f"{file}: missing.") from None
+    if not file.is_file():
+        raise ModelLoadError(f"{file}: not a file.")
+    key = (str(file), st.st_size, st.st_mtime_ns)
+    with _CHECKED_LOCK:
+        if key in _CHECKED:
+            error = _CHECKED[key]
+            if error is not None:
+                raise ModelLoadError(error)
+            return
+    check = {".safetensors": check_safetensors, ".npy": check_npy, ".bin": check_word2vec_binary}.get(file.suffix)
+    if file.name.startswith("pytorch_model"):      # a torch pickle, not word2vec: existence only
+        check = None
+    error = None
+    if check is not None:
+        try:
+            check(file)
+        except ModelLoadError as exc:
+            error = str(exc)
+    with _CHECKED_LOCK:
+        _CHECKED[key] = error
+    if error is not None:
+        raise ModelLoadError(error)

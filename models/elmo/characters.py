@@ -1,0 +1,108 @@
+"""ELMo's character input: words → 50 byte ids, and <S>/</S> sentence boundaries.
+
+    words ──ElmoCharacterMapper──▶ char ids (B, T, 50)   (0 = padded word; ids 1..261)
+    add_sentence_boundary_token_ids:  (B, T, 50) → (B, T+2, 50) with <S> first and </S> after each sentence
+    remove_sentence_boundaries:       activations (B, T+2, dim) → (B, T, dim)
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+
+class ElmoCharacterMapper:
+    """Words → 50 character ids, exactly as AllenNLP's ``ELMoCharacterMapper``.
+
+    UTF-8 bytes 0..255, then special "characters": <S> 256, </S> 257, begin-of-word 258,
+    end-of-word 259, padding 260. Every id is shifted by +1 so that 0 marks a padded (absent) word.
+    Words longer than 48 bytes are truncated (begin- and end-of-word take the other two slots).
+    """
+
+    max_word_length = 50
+    beginning_of_sentence_character = 256  # <begin sentence>
+    end_of_sentence_character = 257  # <end sentence>
+    beginning_of_word_character = 258  # <begin word>
+    end_of_word_character = 259  # <end word>
+    padding_character = 260  # <padding>
+    bos_token = "<S>"
+    eos_token = "</S>"
+
+    @classmethod
+    def _make_bos_eos(cls, character: int) -> list[int]:
+        char_ids = [cls.padding_character] * cls.max_word_length
+        char_ids[0] = cls.beginning_of_word_character
+        char_ids[1] = character
+        char_ids[2] = cls.end_of_word_character
+        return char_ids
+
+    @classmethod
+    def beginning_of_sentence_characters(cls) -> list[int]:
+        return cls._make_bos_eos(cls.beginning_of_sentence_character)
+
+    @classmethod
+    def end_of_sentence_characters(cls) -> list[int]:
+        return cls._make_bos_eos(cls.end_of_sentence_character)
+
+    @classmethod
+    def convert_word_to_char_ids(cls, word: str) -> list[int]:
+        """One word → 50 ids in 1..261 (already shifted by +1)."""
+        if word == cls.bos_token:
+            char_ids = cls.beginning_of_sentence_characters()
+        elif word == cls.eos_token:
+            char_ids = cls.end_of_sentence_characters()
+        else:
+            # "ignore" drops lone surrogates; everything else (emoji, CJK…) is plain UTF-8 bytes.
+            word_encoded = word.encode("utf-8", "ignore")[: (cls.max_word_length - 2)]
+            char_ids = [cls.padding_character] * cls.max_word_length
+            char_ids[0] = cls.beginning_of_word_character
+            for k, chr_id in enumerate(word_encoded, start=1):
+                char_ids[k] = chr_id
+            char_ids[len(word_encoded) + 1] = cls.end_of_word_character
+        return [c + 1 for c in char_ids]
+
+
+def batch_to_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+    """Sentences of words → (B, T_max, 50) long tensor; padded words are all-zero rows."""
+    max_len = max((len(s) for s in sentences), default=0)
+    ids = torch.zeros(len(sentences), max_len, ElmoCharacterMapper.max_word_length, dtype=torch.long)
+    for i, sentence in enumerate(sentences):
+        if sentence:
+            ids[i, : len(sentence)] = torch.tensor(
+                [ElmoCharacterMapper.convert_word_to_char_ids(w) for w in sentence], dtype=torch.long
+            )
+    return ids
+
+
+def add_sentence_boundary_token_ids(
+    ids: torch.Tensor, mask: torch.Tensor, bos: torch.Tensor, eos: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Put ``bos`` before and ``eos`` after every (variable-length) sequence.
+
+    ids: (B, T, C) or (B, T); mask: (B, T) bool; bos/eos: (C,) or scalar.
+    Returns ids (B, T+2, …) and mask (B, T+2).
+    """
+    lengths = mask.long().sum(dim=1)
+    b, t = mask.shape
+    new_shape = (b, t + 2, *ids.shape[2:])
+    new_ids = ids.new_zeros(new_shape)
+    new_ids[:, 1:-1] = ids
+    rows = torch.arange(b, device=ids.device)
+    new_ids[:, 0] = bos
+    new_ids[rows, lengths + 1] = eos
+    new_mask = (new_ids > 0) if ids.dim() == 2 else (new_ids > 0).any(dim=-1)
+    return new_ids, new_mask
+
+
+def remove_sentence_boundaries(tensor: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inverse of ``add_sentence_boundary_token_ids`` for activations.
+
+    tensor: (B, T+2, dim); mask: (B, T+2) bool → (B, T, dim) with padding zeroed, mask (B, T).
+    """
+    lengths = mask.long().sum(dim=1) - 2
+    b, t2, dim = tensor.shape
+    t = t2 - 2
+    positions = torch.arange(t, device=tensor.device)
+    new_mask = positions.unsqueeze(0) < lengths.unsqueeze(1)
+    new_tensor = tensor[:, 1:-1] * new_mask.unsqueeze(-1).to(tensor.dtype)
+    return new_tensor, new_mask

@@ -1,0 +1,129 @@
+"""What every trainer shares: what model cards record about the run (date, machine), argparse checks
+(positive counts, an available device) and safe resumable checkpoints (``weights_only`` loading)."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import os
+import pickle
+import platform
+from pathlib import Path
+
+import torch
+
+
+def machine_description() -> str:
+    """E.g. '2-core CPU (x86_64), no GPU' — recorded in model cards."""
+    gpu = f"GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "no GPU"
+    return f"{os.cpu_count()}-core CPU ({platform.machine()}), {gpu}"
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ----------------------------------------------------------------------------- argument checks
+# argparse ``type=`` functions: a bad value is an argparse error (usage, exit 2), never a traceback.
+def positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    value = _float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
+def device_arg(text: str) -> str:
+    """``cpu``, ``cuda``, ``cuda:N``…: refused when torch cannot parse it or the device is absent."""
+    try:
+        device = torch.device(text)
+    except (RuntimeError, ValueError):
+        raise argparse.ArgumentTypeError(f"unknown device {text!r} (use cpu or cuda)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise argparse.ArgumentTypeError(f"{text!r} asked for, but CUDA is not available on this machine "
+                                             "(no GPU, or a CPU-only torch build); use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise argparse.ArgumentTypeError(f"{text!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise argparse.ArgumentTypeError(f"{text!r} asked for, but MPS is not available on this machine")
+    return text
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+# ----------------------------------------------------------------------------- resumable checkpoints
+class CheckpointError(RuntimeError):
+    """A training checkpoint that cannot be loaded safely; the message names the file and why."""
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    """Write ``state`` atomically (a kill mid-write never leaves a broken checkpoint).
+
+    Only plain types go in (tensors, dicts, lists, tuples, str, int, float, bool, None), so
+    ``load_checkpoint`` can read it with ``weights_only=True``.
+    """
+    path = Path(path)
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path, map_location=None) -> dict:
+    """``torch.load(..., weights_only=True)``: a checkpoint holding anything but plain data and
+    tensors (e.g. a planted pickle that would run code) is refused with ``CheckpointError``."""
+    path = Path(path)
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        # torch's message advises weights_only=False; keep only its diagnosis line, never that advice.
+        lines = [ln.strip() for ln in str(exc).splitlines()
+                 if "GLOBAL" in ln or "Unsupported" in ln or "Unpickler" in ln]
+        detail = lines[-1] if lines else type(exc).__name__
+        if "GLOBAL" not in detail:   # not a forbidden object: a damaged or foreign file
+            raise CheckpointError(f"cannot read checkpoint {path}: not a torch checkpoint, or damaged "
+                                  f"({detail}); delete it and start again without --resume") from None
+        raise CheckpointError(
+            f"refusing to load {path}: it holds objects other than tensors and plain data, which could run "
+            f"code when unpickled (only checkpoints written by this trainer are accepted; delete it and start "
+            f"again without --resume). {detail}") from None
+    except Exception as exc:  # truncated, not a torch file, unreadable
+        raise CheckpointError(f"cannot read checkpoint {path}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {path} is not a training checkpoint (a {type(state).__name__}, not a dict)")
+    return state

@@ -1,0 +1,162 @@
+"""Words ↔ subword pieces: alignment, windows over long sentences, batches, pooling, word attention.
+
+Pure functions over numpy/torch arrays (no model): steps 1, 2 and 4 of the pipeline described in
+``models.transformer``, and the word-level attention A_word = Q · A_piece · Kᵀ.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Row:
+    """One forward-pass input: a whole sentence or one window of it.
+
+    ids:       piece ids with special tokens, (T,)
+    piece_pos: position in ``ids`` of each content piece of the window (the rest are specials)
+    sel:       which of the window's content pieces this row supplies (bool, same length as piece_pos)
+    words:     word index (in the sentence) of each content piece
+    start:     index of the window's first content piece among the sentence's pieces
+    """
+
+    sentence: int
+    start: int
+    ids: list[int]
+    piece_pos: np.ndarray
+    words: np.ndarray
+    sel: np.ndarray
+
+
+def word_pieces(tokenizer, sentences: list[list[str]], unk_id: int) -> list[tuple[list[int], np.ndarray]]:
+    """Per sentence: content piece ids and the word index of each piece (every word ≥ 1 piece).
+
+    One fast-tokenizer call over all sentences; a word the tokenizer drops entirely (e.g. a
+    zero-width space) gets ``unk_id``, inserted before the first piece of the next word.
+    """
+    enc = tokenizer(sentences, is_split_into_words=True, add_special_tokens=False,
+                    return_attention_mask=False, return_token_type_ids=False)
+    out = []
+    for i, words in enumerate(sentences):
+        ids = enc["input_ids"][i]
+        wids = enc.word_ids(i)
+        word_of = np.fromiter((-1 if w is None else w for w in wids), dtype=np.int64, count=len(wids))
+        keep = word_of >= 0
+        if not keep.all():
+            ids = [t for t, k in zip(ids, keep) if k]
+            word_of = word_of[keep]
+        present = np.zeros(len(words), bool)
+        present[word_of] = True
+        if not present.all():  # a word the tokenizer dropped entirely: give it the unknown piece
+            missing = np.flatnonzero(~present)
+            ids_arr = np.asarray(ids, dtype=np.int64)
+            # insert before the first piece of the next word, keeping word order
+            at = np.searchsorted(word_of, missing)
+            ids = np.insert(ids_arr, at, unk_id).tolist()
+            word_of = np.insert(word_of, at, missing)
+        out.append((ids, word_of))
+    return out
+
+
+def make_rows(pieces: list[tuple[list[int], np.ndarray]], window: int, stride: int,
+              wrap: Callable[[list[int]], tuple[list[int], int]],
+              best_window: Callable[[np.ndarray, int], np.ndarray],
+              whole_only: bool = False, model_name: str = "the model") -> list[Row]:
+    """Forward-pass rows of all sentences: one per sentence, or overlapping windows of ``window`` pieces.
+
+    wrap(pieces) -> (ids with special tokens, offset of the first content piece);
+    best_window(starts, n) -> for each of n pieces the index of the window it takes its vector from.
+    ``whole_only`` (attention): a sentence longer than one window is a ValueError.
+    """
+    rows: list[Row] = []
+    for s, (ids, word_of) in enumerate(pieces):
+        n = len(ids)
+        if n <= window:
+            wrapped, off = wrap(ids)
+            rows.append(Row(s, 0, wrapped, np.arange(off, off + n), word_of, np.ones(n, bool)))
+            continue
+        starts = list(range(0, n - window, stride)) + [n - window]
+        if whole_only:
+            raise ValueError(
+                f"Sentence {s} has {n} pieces; {model_name} takes at most {window} in one window. "
+                f"Vectors for it are computed in {len(starts)} overlapping windows, but attention maps "
+                f"cannot be stitched across windows: shorten the text to ≤ {window} pieces for attention.")
+        best = best_window(np.asarray(starts), n)
+        for w, st in enumerate(starts):
+            wrapped, off = wrap(ids[st:st + window])
+            sl = slice(st, st + window)
+            rows.append(Row(s, st, wrapped, np.arange(off, off + window), word_of[sl], best[sl] == w))
+    return rows
+
+
+def best_window_centered(starts: np.ndarray, n: int, window: int) -> np.ndarray:
+    """BERT: the window where the piece has the most context on its poorer side (min of left, right)."""
+    p = np.arange(n)[:, None]
+    inside = (p >= starts[None]) & (p < starts[None] + window)
+    ctx = np.minimum(p - starts[None], starts[None] + window - 1 - p)
+    return np.where(inside, ctx, -1).argmax(1)
+
+
+def best_window_left(starts: np.ndarray, n: int, window: int) -> np.ndarray:
+    """GPT: the window where the piece has the most left context (the earliest that contains it)."""
+    p = np.arange(n)[:, None]
+    inside = (p >= starts[None]) & (p < starts[None] + window)
+    ctx = p - starts[None]
+    return np.where(inside, ctx, -1).argmax(1)
+
+
+def pack_batches(rows: Sequence[Row], max_tokens: int, attn_cost: int = 0,
+                 attn_budget: int = 64 * 2**20) -> list[list[int]]:
+    """Row indices grouped into padding-aware batches, longest first (fail early on memory).
+
+    rows × padded length ≤ ``max_tokens``; with ``attn_cost`` (layers × heads, attention asked
+    for) also rows × length² × attn_cost ≤ ``attn_budget`` attention floats (256 MB in fp32).
+    """
+    order = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))
+    batches, cur, cur_len = [], [], 0
+    for i in order:
+        length = cur_len or len(rows[i].ids)  # sorted: the first row of a batch is its longest
+        fits = (len(cur) + 1) * length <= max_tokens
+        if attn_cost:
+            fits = fits and (len(cur) + 1) * length * length * attn_cost <= attn_budget
+        if cur and not fits:
+            batches.append(cur)
+            cur, cur_len = [], 0
+            length = len(rows[i].ids)
+        cur.append(i)
+        cur_len = length
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def piece_weights(word_of: np.ndarray, n_words: int, pooling: str) -> np.ndarray:
+    """(num_pieces,) pooling weight: 1/count for "mean", 1 on a word's first piece for "first"."""
+    if pooling == "mean":
+        return 1.0 / np.bincount(word_of, minlength=n_words)[word_of]
+    first = np.ones(len(word_of), bool)
+    first[1:] = word_of[1:] != word_of[:-1]
+    return first.astype(np.float64)
+
+
+def word_attention(brows: Sequence[Row], att: torch.Tensor, n_words: np.ndarray) -> dict[int, np.ndarray]:
+    """(L, B, H, T, T) piece attention -> per sentence (L, H, W, W), rows renormalised over words.
+
+    K (B, W, T): 0/1 word membership of the key pieces (a word receives the sum of the attention
+    to its pieces); Q = K / piece counts (a word's row is the mean over its query pieces).
+    """
+    T = att.shape[-1]
+    W = max(int(n_words[r.sentence]) for r in brows)
+    K = np.zeros((len(brows), W, T), dtype=np.float32)
+    for b, r in enumerate(brows):
+        K[b, r.words, r.piece_pos] = 1.0
+    Kt = torch.from_numpy(K).to(att.device, dtype=torch.float32)
+    Q = Kt / Kt.sum(-1, keepdim=True).clamp_min(1.0)
+    word_att = torch.einsum("bwt,lbhts,bvs->blhwv", Q, att.float(), Kt)
+    word_att = word_att / word_att.sum(-1, keepdim=True).clamp_min(1e-12)
+    word_att = word_att.cpu().numpy()
+    return {r.sentence: np.ascontiguousarray(word_att[b, :, :, : n_words[r.sentence], : n_words[r.sentence]])
+            for b, r in enumerate(brows)}

@@ -1,0 +1,29 @@
+"""Compare two result directories row by row: did a change (a refactor, a new machine) move a number?
+
+    python -m probes compare docs/results/runs /tmp/verify/runs --models glove-6b-50d
+
+Rows are matched on (model, probe, dataset, layer, metric), each directory's newest result per key.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from probes.results import KEY, load_results
+
+
+def compare_results(reference: Path, candidate: Path, models: list[str] | None = None,
+                    tolerance: float = 0.0) -> tuple[pd.DataFrame, int]:
+    """(rows whose value differs by more than ``tolerance`` or that the reference lacks, rows compared).
+
+    Only keys present in the candidate (and, with ``models``, of those models) are checked against the
+    reference, so a partial re-run compares what it re-ran.
+    """
+    ref, cand = load_results(reference), load_results(candidate)
+    if models:
+        cand = cand[cand["model"].isin(models)]
+    merged = cand[KEY + ["value"]].merge(ref[KEY + ["value"]], on=KEY, how="left", suffixes=("", "_reference"))
+    merged["diff"] = merged["value"] - merged["value_reference"]
+    bad = merged[merged["value_reference"].isna() | (merged["diff"].abs() > tolerance)]
+    return bad.reset_index(drop=True), len(merged)
