@@ -4,7 +4,7 @@
   written and compared on the first open of that file in a process (``verify_layer_file``, memoised
   by path, size, mtime, inode and expected digest, so warm calls in one process do not re-read it).
   It is BLAKE2b over the 64-bit wrap-around sums of every 4 KiB page (numpy sums the pages at memory
-  speed; BLAKE2b over all bytes costs ~15 warm reads of the file, see docs/reliability.md). Any
+  speed; BLAKE2b over all bytes costs 15-30 warm reads of the file, see docs/reliability.md). Any
   changed bit, and any random overwrite of a page (but for a 2^-64 chance), changes the digest.
 - ``all_finite``: no NaN or inf (checked on the exponent bits, fast for float16/float32);
   ``check_vectors``: what an embedder returned is finite and fits the storage dtype.

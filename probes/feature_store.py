@@ -4,21 +4,22 @@
     cache_dir()/features/<fingerprint>/<dataset_key>/meta.json
 
 Every file is written to a temporary name and moved into place with ``os.replace``; a layer file
-that is missing, truncated, unreadable or disagrees with ``meta.json`` is reported by
-``check_layer`` so that ``probes.features`` rebuilds it.
+that is missing, truncated, unreadable, disagrees with ``meta.json`` (shape, dtype, size, checksum)
+or holds NaN/inf is reported by ``check_layer`` so that ``probes.features`` rebuilds it. The
+checksum and the finiteness are checked once per file state and process (``probes.feature_checks``).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from corpora.paths import cache_dir
+from probes.feature_checks import temp_path, verify_layer_file
 
 
 def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
@@ -55,20 +56,42 @@ def _expected_nbytes(path: Path) -> int | None:
 
 
 def read_meta(directory: Path) -> dict | None:
+    """The entry's ``meta.json`` as a dict; None when it is missing, unreadable or not a JSON object."""
     try:
-        return json.loads((directory / "meta.json").read_text())
+        meta = json.loads((directory / "meta.json").read_text())
     except (OSError, ValueError):
         return None
+    return meta if isinstance(meta, dict) else None
+
+
+def meta_problem(directory: Path, meta: dict | None, version: int, fingerprint: str, s_hash: str,
+                 num_words: int, keep_hash: str | None, dtype: str, dim: int) -> str | None:
+    """Why an entry's ``meta`` was written for another request (None: it matches, or there is no meta.json)."""
+    if meta is None:
+        return "meta.json is unreadable or not a JSON object" if (directory / "meta.json").exists() else None
+    if meta.get("version") != version:
+        return f"format version {meta.get('version')} != {version}"
+    if meta.get("fingerprint") != fingerprint:
+        return "written by another model version (fingerprint differs)"
+    if meta.get("sentences_hash") != s_hash or meta.get("num_words") != num_words:
+        return "written for other sentences (content hash differs)"
+    if meta.get("keep_hash") != keep_hash:
+        return "written for another selection of words (keep differs)"
+    if meta.get("dtype") != dtype or meta.get("dim") != dim:
+        return f"dtype/dim {meta.get('dtype')}/{meta.get('dim')} differ from {dtype}/{dim}"
+    return None
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    tmp = temp_path(path)
     try:
-        with os.fdopen(fd, "w") as fh:
+        with open(tmp, "w") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -76,8 +99,9 @@ def check_layer(directory: Path, meta: dict | None, j: int) -> str | None:
     """Why layer ``j`` in ``directory`` cannot be used, or None when it is valid."""
     if meta is None:
         return "no readable meta.json"
-    entry = meta.get("layers", {}).get(str(j))
-    if entry is None:
+    layers = meta.get("layers")
+    entry = layers.get(str(j)) if isinstance(layers, dict) else None
+    if not isinstance(entry, dict):
         return f"layer {j} not in meta.json"
     path = directory / f"layer_{j}.npy"
     if not path.is_file():
@@ -93,4 +117,5 @@ def check_layer(directory: Path, meta: dict | None, j: int) -> str | None:
         return f"{path.name} unreadable ({exc})"
     if list(arr.shape) != entry.get("shape") or str(arr.dtype) != entry.get("dtype"):
         return f"{path.name} shape/dtype {arr.shape}/{arr.dtype} differ from meta.json"
-    return None
+    del arr
+    return verify_layer_file(path, entry.get("checksum"))

@@ -6,12 +6,13 @@ Shared by the probes and the app. One dataset embedded by one model is stored as
     cache_dir()/features/<fingerprint>/<dataset_key>/meta.json
 
 ``meta.json`` records the format version, the model fingerprint, a SHA-256 of the sentences, the
-shape and dtype of every layer file and its exact byte size. A layer file that is missing,
-truncated, unreadable, or whose meta disagrees (other model weights, other sentences, other
-format version) is rebuilt with a log message; the cache never changes a result, it only saves
-time. Every file is written to a temporary name and moved into place with ``os.replace``, and
-``meta.json`` is written last, so a concurrent reader sees either the old complete entry or the
-new complete entry, never a half-written one.
+shape, dtype, byte size and checksum of every layer file. A layer file that is missing, truncated,
+corrupted, holds NaN/inf, or whose meta disagrees (other weights, sentences, format) is rebuilt with
+a warning naming it: the cache never changes a result. One process at a time works on an entry
+(``<entry>/.lock``; a second waits, then reuses it); files are written to temporaries named after
+their writer (a killed writer's are removed later) and moved into place, ``meta.json`` last. NaN or
+inf from the embedder stops with ``NonFiniteFeaturesError``, nothing cached; a cache that cannot be
+written gives a warning and features in memory. docs/reliability.md lists each fault and its test.
 
     feats = get_features(load_embedder("minilm"), "conll2000-test", sentences)
     feats.layer(3)            # (num_words_total, 384) read-only memmap
@@ -31,7 +32,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -39,16 +39,20 @@ from typing import Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from probes.feature_store import atomic_write_text, check_layer, feature_dir, read_meta, sentences_hash
+from probes.feature_checks import (FeatureCacheError, NonFiniteFeaturesError, check_vectors, entry_lock,
+                                   file_checksum, remember_verified, remove_stale_temps, reserve, temp_path)
+from probes.feature_store import atomic_write_text, check_layer, feature_dir, meta_problem, read_meta, sentences_hash
+
+__all__ = ["FeatureCacheError", "Features", "NonFiniteFeaturesError", "get_features"]
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2   # 2: per-layer checksums (entries of version 1 are rebuilt once)
 ProgressFn = Callable[[float, str], None]
 
 
-class FeatureCacheError(RuntimeError):
-    """The feature cache cannot be used (e.g. the cache directory is not writable)."""
+class _CannotWrite(Exception):
+    """The cache entry cannot be written (read-only, no space): compute in memory instead."""
 
 
 @dataclass
@@ -90,6 +94,29 @@ class Features:
         return np.stack([np.asarray(self.layer(j), dtype=dtype) for j in layers])
 
 
+@dataclass
+class _Job:
+    """One request, validated: what to embed and how to store it."""
+
+    embedder: object
+    key: str
+    sentences: list[list[str]]
+    lengths: np.ndarray
+    offsets: np.ndarray
+    keep: np.ndarray | None
+    keep_hash: str | None
+    dtype: str
+    chunk_size: int
+    progress: ProgressFn | None
+    show_progress: bool
+    fp: str
+    s_hash: str
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.offsets[-1]) if self.keep is None else len(self.keep)
+
+
 def get_features(
     embedder,
     dataset_key: str,
@@ -119,7 +146,9 @@ def get_features(
         keep: global word indices (into the concatenated sentences) whose rows to store, sorted and
             unique; default all. Part of the cache key: another selection rebuilds the entry.
 
-    Returns Features with (num_words_total, dim) arrays memory-mapped read-only from the cache.
+    Returns Features with (num_words_total, dim) arrays memory-mapped read-only from the cache
+    (in memory, ``directory=None``, when the cache cannot be written).
+    Raises NonFiniteFeaturesError (a FeatureCacheError) when the embedder returns NaN or inf.
     """
     num_layers, dim = embedder.num_layers, embedder.dim
     if layers is None:
@@ -139,118 +168,141 @@ def get_features(
         if keep.ndim != 1 or (len(keep) and (keep[0] < 0 or keep[-1] >= total)) or (np.diff(keep) <= 0).any():
             raise ValueError(f"keep must be sorted unique word indices in [0, {total}).")
     keep_hash = None if keep is None else hashlib.sha256(keep.tobytes()).hexdigest()
-    fp = embedder.fingerprint()
-    directory = feature_dir(fp, dataset_key, root)
+    job = _Job(embedder, dataset_key, sentences, lengths, offsets, keep, keep_hash, dtype, chunk_size, progress,
+               show_progress, embedder.fingerprint(), sentences_hash(sentences))
     try:
+        directory = feature_dir(job.fp, dataset_key, root)
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise FeatureCacheError(f"Cannot create the feature cache directory {directory}: {exc}") from exc
-    s_hash = sentences_hash(sentences)
+        return _in_memory(job, layers, f"cannot create the feature cache directory: {exc}")
 
-    meta = read_meta(directory)
-    stale_reason = None
-    if meta is not None:
-        if meta.get("version") != FORMAT_VERSION:
-            stale_reason = f"format version {meta.get('version')} != {FORMAT_VERSION}"
-        elif meta.get("fingerprint") != fp:
-            stale_reason = "written by another model version (fingerprint differs)"
-        elif meta.get("sentences_hash") != s_hash or meta.get("num_words") != total:
-            stale_reason = "written for other sentences (content hash differs)"
-        elif meta.get("keep_hash") != keep_hash:
-            stale_reason = "written for another selection of words (keep differs)"
-        elif meta.get("dtype") != dtype or meta.get("dim") != dim:
-            stale_reason = f"dtype/dim {meta.get('dtype')}/{meta.get('dim')} differ from {dtype}/{dim}"
-    if stale_reason:
-        log.warning("Feature cache %s is stale (%s); rebuilding.", directory, stale_reason)
-        meta = None
-
-    missing = []
-    for j in layers:
-        why = check_layer(directory, meta, j)
-        if why is not None:
-            if meta is not None:  # an entry existed but is broken: say so
-                log.warning("Feature cache %s layer %d invalid (%s); rebuilding.", directory, j, why)
-            missing.append(j)
-
-    if missing:
-        meta = _extract(embedder, sentences, lengths, offsets, directory, meta, fp, s_hash, dtype,
-                        chunk_size, progress, show_progress, dataset_key, keep, keep_hash)
-    elif progress is not None:
-        progress(1.0, f"{embedder.name}/{dataset_key}: features from cache")
-
-    arrays = {j: np.load(directory / f"layer_{j}.npy", mmap_mode="r") for j in layers}
-    return Features(fp, dataset_key, arrays, offsets, num_layers, dim, directory, keep)
+    with entry_lock(directory) as locked:
+        if locked:
+            remove_stale_temps(directory)
+        # Read under the lock: another process may have just written the entry.
+        meta = read_meta(directory)
+        stale = meta_problem(directory, meta, FORMAT_VERSION, job.fp, job.s_hash, int(job.offsets[-1]),
+                             job.keep_hash, job.dtype, dim)
+        if stale:
+            log.warning("Feature cache %s is stale (%s); rebuilding.", directory, stale)
+            meta = None
+        missing = []
+        for j in layers:
+            why = check_layer(directory, meta, j)
+            if why is not None:
+                if meta is not None:  # an entry existed but is broken: say so
+                    log.warning("Feature cache %s layer %d invalid (%s); rebuilding.", directory, j, why)
+                missing.append(j)
+        unwritable = None
+        if missing:
+            try:
+                _extract_to_disk(job, directory)
+            except _CannotWrite as exc:
+                unwritable = str(exc)
+        elif progress is not None:
+            progress(1.0, f"{embedder.name}/{dataset_key}: features from cache")
+        if unwritable is None:
+            arrays = {j: np.load(directory / f"layer_{j}.npy", mmap_mode="r") for j in layers}
+    if unwritable is not None:   # computed without holding the lock
+        return _in_memory(job, layers, unwritable)
+    return Features(job.fp, dataset_key, arrays, offsets, num_layers, dim, directory, keep)
 
 
-def _extract(embedder, sentences, lengths, offsets, directory: Path, old_meta: dict | None, fp: str,
-             s_hash: str, dtype: str, chunk_size: int, progress: ProgressFn | None, show_progress: bool,
-             dataset_key: str, keep: np.ndarray | None = None, keep_hash: str | None = None) -> dict:
+def _in_memory(job: _Job, layers: list[int], why: str) -> Features:
+    """The requested layers computed now and kept in memory (the cache cannot be written)."""
+    emb = job.embedder
+    log.warning("Feature cache not writable (%s); computing %s features for %s in memory (not cached).",
+                why, emb.name, job.key)
+    arrays = {j: np.empty((job.num_rows, emb.dim), dtype=job.dtype) for j in layers}
+    _embed_into(job, arrays)
+    for arr in arrays.values():
+        arr.setflags(write=False)
+    return Features(job.fp, job.key, arrays, job.offsets, emb.num_layers, emb.dim, None, job.keep)
+
+
+def _extract_to_disk(job: _Job, directory: Path) -> dict:
     """Embed every sentence once and write all layers (the model computes them all anyway)."""
-    num_layers, dim = embedder.num_layers, embedder.dim
-    total = int(offsets[-1])
-    num_rows = total if keep is None else len(keep)
-    # Sentence i's stored rows: row_start[i]:row_start[i+1]; with keep, its words keep[...] - offsets[i].
-    row_start = offsets if keep is None else np.searchsorted(keep, offsets)
-    log.info("Extracting %s features for %s: %d sentences, %d words.", embedder.name, dataset_key,
-             len(sentences), total)
+    emb = job.embedder
+    num_layers, dim = emb.num_layers, emb.dim
     tmp_paths: dict[int, Path] = {}
     mmaps: dict[int, np.ndarray] = {}
     try:
-        for j in range(num_layers):
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"layer_{j}.", suffix=".npy.tmp")
-            os.close(fd)
-            tmp_paths[j] = Path(tmp)
-            mmaps[j] = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(num_rows, dim))
-        # Longest first: similar lengths share a chunk, and a too-long sentence fails early.
-        order = np.argsort(-lengths, kind="stable")
-        bar = tqdm(total=total, unit="word", desc=f"{embedder.name}/{dataset_key}", disable=not show_progress,
-                   mininterval=2.0)
-        done = 0
-        for start in range(0, len(order), chunk_size):
-            idx = order[start:start + chunk_size]
-            outs = embedder.embed([sentences[i] for i in idx])
+        try:
+            for j in range(num_layers):
+                tmp_paths[j] = temp_path(directory / f"layer_{j}.npy")
+                mmaps[j] = np.lib.format.open_memmap(tmp_paths[j], mode="w+", dtype=job.dtype,
+                                                     shape=(job.num_rows, dim))
+                reserve(tmp_paths[j])
+        except OSError as exc:
+            raise _CannotWrite(f"cannot write in {directory}: {exc}") from exc
+        _embed_into(job, mmaps)
+        try:
+            layer_meta = {}
+            for j in range(num_layers):
+                mmaps.pop(j).flush()
+                layer_meta[str(j)] = {"shape": [job.num_rows, dim], "dtype": job.dtype, "nbytes":
+                                      tmp_paths[j].stat().st_size, "checksum": file_checksum(tmp_paths[j])}
+            # An interrupted commit leaves no meta.json, so the entry reads as absent and is rebuilt.
+            (directory / "meta.json").unlink(missing_ok=True)
+            for j in range(num_layers):
+                final = directory / f"layer_{j}.npy"
+                os.replace(tmp_paths[j], final)
+                remember_verified(final, layer_meta[str(j)]["checksum"])
+        except OSError as exc:
+            raise FeatureCacheError(f"Writing the feature cache {directory} failed: {exc}") from exc
+    finally:
+        mmaps.clear()
+        for tmp in tmp_paths.values():
+            tmp.unlink(missing_ok=True)
+    meta = {"version": FORMAT_VERSION, "fingerprint": job.fp, "model": emb.name, "dataset_key": job.key,
+            "sentences_hash": job.s_hash, "num_sentences": len(job.sentences), "num_words": int(job.offsets[-1]),
+            "keep_hash": job.keep_hash, "num_rows": job.num_rows, "dim": dim, "dtype": job.dtype,
+            "layers": layer_meta}
+    try:
+        atomic_write_text(directory / "meta.json", json.dumps(meta, indent=1))
+    except OSError as exc:
+        raise FeatureCacheError(f"Writing {directory / 'meta.json'} failed: {exc}") from exc
+    return meta
+
+
+def _embed_into(job: _Job, arrays: dict[int, np.ndarray]) -> None:
+    """Fill ``arrays`` ({layer: (num_rows, dim)}) with the stored rows of every sentence, checking every
+    vector the embedder returns: right shape, finite in the storage dtype."""
+    emb, sentences, lengths, offsets, keep = job.embedder, job.sentences, job.lengths, job.offsets, job.keep
+    num_layers, dim = emb.num_layers, emb.dim
+    total = int(offsets[-1])
+    # Sentence i's stored rows: row_start[i]:row_start[i+1]; with keep, its words keep[...] - offsets[i].
+    row_start = offsets if keep is None else np.searchsorted(keep, offsets)
+    log.info("Extracting %s features for %s: %d sentences, %d words.", emb.name, job.key, len(sentences), total)
+    # Longest first: similar lengths share a chunk, and a too-long sentence fails early.
+    order = np.argsort(-lengths, kind="stable")
+    bar = tqdm(total=total, unit="word", desc=f"{emb.name}/{job.key}", disable=not job.show_progress,
+               mininterval=2.0)
+    done = 0
+    try:
+        for start in range(0, len(order), job.chunk_size):
+            idx = order[start:start + job.chunk_size]
+            outs = emb.embed([sentences[i] for i in idx])
             for i, out in zip(idx, outs):
                 n = int(lengths[i])
                 if out.vectors.shape != (num_layers, n, dim):
                     raise FeatureCacheError(
-                        f"{embedder.name} returned vectors of shape {out.vectors.shape} for a sentence of "
+                        f"{emb.name} returned vectors of shape {out.vectors.shape} for a sentence of "
                         f"{n} words; expected {(num_layers, n, dim)}.")
+                vectors = np.asarray(out.vectors)
+                if n:
+                    check_vectors(vectors, job.dtype, emb.name, job.key, int(i), sentences[i])
                 lo, hi = int(row_start[i]), int(row_start[i + 1])
                 if keep is None:
-                    for j in range(num_layers):
-                        mmaps[j][lo:hi] = out.vectors[j]
+                    for j, arr in arrays.items():
+                        arr[lo:hi] = vectors[j]
                 elif hi > lo:
                     words = keep[lo:hi] - offsets[i]
-                    for j in range(num_layers):
-                        mmaps[j][lo:hi] = out.vectors[j][words]
+                    for j, arr in arrays.items():
+                        arr[lo:hi] = vectors[j][words]
                 done += n
             bar.update(sum(int(lengths[i]) for i in idx))
-            if progress is not None:
-                progress(done / max(total, 1), f"{embedder.name}/{dataset_key}: {done:,}/{total:,} words")
-        bar.close()
-        layer_meta = {}
-        for j in range(num_layers):
-            mmaps[j].flush()
-            del mmaps[j]
-            final = directory / f"layer_{j}.npy"
-            os.replace(tmp_paths[j], final)
-            layer_meta[str(j)] = {"shape": [num_rows, dim], "dtype": dtype, "nbytes": final.stat().st_size}
+            if job.progress is not None:
+                job.progress(done / max(total, 1), f"{emb.name}/{job.key}: {done:,}/{total:,} words")
     finally:
-        for tmp in tmp_paths.values():
-            tmp.unlink(missing_ok=True)
-    meta = {
-        "version": FORMAT_VERSION,
-        "fingerprint": fp,
-        "model": embedder.name,
-        "dataset_key": dataset_key,
-        "sentences_hash": s_hash,
-        "num_sentences": len(sentences),
-        "num_words": total,
-        "keep_hash": keep_hash,
-        "num_rows": num_rows,
-        "dim": dim,
-        "dtype": dtype,
-        "layers": layer_meta,
-    }
-    atomic_write_text(directory / "meta.json", json.dumps(meta, indent=1))
-    return meta
+        bar.close()

@@ -1,6 +1,6 @@
 """What every probe returns (``ProbeResult``) and how results are stored and read back as one table.
 
-One probe run = one JSON file ``<out_dir>/<model>__<probe>__<stamp>.json``::
+One probe run = one JSON file ``<out_dir>/<model>__<probe>__<stamp>_<random>.json`` (never overwritten)::
 
     {"model": "minilm", "probe": "wsd", "dataset": "semcor→ALL", "fingerprint": "...",
      "params": {...}, "rows": [{"dataset": "ALL", "layer": "3", "metric": "F1", "value": 64.1, "n": 7253}, ...],
@@ -18,7 +18,9 @@ import dataclasses
 import json
 import os
 import re
+import secrets
 import tempfile
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -96,38 +98,67 @@ def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
 
 
 def save_result(result: ProbeResult, out_dir: str | Path) -> Path:
-    """Write one probe run atomically as ``<model>__<probe>__<stamp>.json``; returns the path."""
+    """Write one probe run as ``<model>__<probe>__<stamp>_<random>.json``; returns the path.
+
+    The file is written to a temporary, flushed to disk and linked into place under a name no other
+    run has taken (two runs in the same second, or two processes, never overwrite each other). The
+    file also records ``saved_ns`` (the save time in ns), so ``load_results`` can tell the newer of
+    two runs stamped in the same second."""
     result = result.stamped()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stamp = re.sub(r"[^0-9A-Za-z]", "", result.timestamp)
     safe = lambda s: re.sub(r"[^0-9A-Za-z._-]", "_", str(s))  # noqa: E731
-    path = out / f"{safe(result.model)}__{safe(result.probe)}__{stamp}.json"
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(result.to_json(), fh, indent=1, ensure_ascii=False, default=float)
-    os.replace(tmp, path)
-    return path
+    base = f"{safe(result.model)}__{safe(result.probe)}__{stamp}"
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{base}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({**result.to_json(), "saved_ns": time.time_ns()}, fh, indent=1, ensure_ascii=False,
+                      default=float)
+            fh.flush()
+            os.fsync(fh.fileno())
+        for _ in range(100):
+            path = out / f"{base}_{secrets.token_hex(3)}.json"
+            try:
+                os.link(tmp, path)        # atomic, and fails rather than replace an existing file
+            except FileExistsError:
+                continue
+            except OSError:               # no hard links on this file system
+                if path.exists():
+                    continue
+                os.replace(tmp, path)
+            return path
+        raise FileExistsError(f"No free result file name for {base} in {out}.")
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _order(data: dict, path: Path) -> tuple:
+    """Oldest first: by timestamp, then by save time (same-second runs), then by file name."""
+    saved = data.get("saved_ns")
+    return (str(data.get("timestamp") or ""), saved if isinstance(saved, int) else 0, path.name)
 
 
 def read_results(out_dir: str | Path) -> list[ProbeResult]:
     """Every readable result under ``out_dir``, oldest first; unreadable files are skipped (a
     half-copied file never breaks the app)."""
-    out = []
-    for path in sorted(Path(out_dir).glob("*.json")):
+    found = []
+    for path in Path(out_dir).glob("*.json"):
         try:
-            out.append(ProbeResult.from_json(json.loads(path.read_text(encoding="utf-8"))))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            found.append((_order(data, path), ProbeResult.from_json(data)))
         except (OSError, ValueError, TypeError):
             continue
-    return sorted(out, key=lambda r: r.timestamp or "")
+    return [result for _, result in sorted(found, key=lambda item: item[0])]
 
 
 def load_results(out_dir: str | Path) -> pd.DataFrame:
-    """All results under ``out_dir`` as a DataFrame with ``COLUMNS`` (empty if there are none)."""
+    """All results under ``out_dir`` as a DataFrame with ``COLUMNS`` (empty if there are none); when
+    several runs measured the same ``KEY``, the newest (``read_results`` order) wins."""
     df = results_frame(read_results(out_dir))
     if df.empty:
         return df
-    df = df.sort_values("timestamp", kind="stable").drop_duplicates(KEY, keep="last")
+    df = df.drop_duplicates(KEY, keep="last")
     return df.reset_index(drop=True)
 
 

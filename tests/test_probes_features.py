@@ -95,6 +95,19 @@ def test_other_model_version_or_other_sentences_is_stale(tmp_path, caplog):
     assert h.num_words == 16
 
 
+def test_entries_of_the_previous_format_are_rebuilt_once(tmp_path, caplog):
+    emb = RandomEmbedder()
+    f = get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    meta = json.loads((f.directory / "meta.json").read_text())
+    for entry in meta["layers"].values():   # version 1 had no checksums
+        del entry["checksum"]
+    (f.directory / "meta.json").write_text(json.dumps({**meta, "version": 1}))
+    with caplog.at_level(logging.WARNING, logger="probes.features"):
+        get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+        get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    assert emb.calls == 2 and caplog.text.count("format version 1 != 2") == 1
+
+
 def test_bad_arguments(tmp_path):
     emb = RandomEmbedder(num_layers=2)
     with pytest.raises(ValueError, match="out of range"):
