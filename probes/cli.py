@@ -67,8 +67,6 @@ def setup(args: argparse.Namespace) -> RunContext:
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    if args.limit is not None and args.limit <= 0:
-        raise ProbeInputError(f"--limit {args.limit} selects no sentences; use a positive number.")
     if args.threads is not None:
         if args.threads <= 0:
             raise ProbeInputError(f"--threads {args.threads}: give a positive number of CPU threads.")

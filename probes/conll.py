@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from corpora.types import TaggedSentence
 from corpora.wsj import load_conll2000
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, check_positive
 
 DATASET = "conll2000"
 
 
 def conll_slice(split: str, limit: int | None) -> list[TaggedSentence]:
     """Non-empty CoNLL-2000 sentences of ``split`` (the first ``limit``); ProbeInputError when none."""
-    if limit is not None and limit <= 0:
-        raise ProbeInputError(f"--limit {limit} selects no sentences.")
+    check_positive(limit, "--limit")
     sents = load_conll2000(split)
     sents = [s for s in (sents if limit is None else sents[:limit]) if s.words]
     if not sents:

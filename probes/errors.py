@@ -4,3 +4,9 @@ from __future__ import annotations
 
 class ProbeInputError(ValueError):
     """A request a probe cannot serve: unknown layer spec, layer out of range, empty data slice…"""
+
+
+def check_positive(value: int | float | None, flag: str) -> None:
+    """A count given as ``flag`` (a limit, epochs) must be positive when given (None: not given)."""
+    if value is not None and value <= 0:
+        raise ProbeInputError(f"{flag} {value} selects nothing; use a positive number.")

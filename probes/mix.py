@@ -19,7 +19,7 @@ import torch
 from models.registry import load_embedder
 from probes import paper
 from probes.conll import DATASET, conll_slice, feature_key
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, check_positive
 from probes.features import get_features
 from probes.mix_model import MixProbe, TokenData, chunk_f1, standardise_layers
 from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
@@ -68,8 +68,7 @@ def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequenc
     bad = [t for t in tasks if t not in TASKS]
     if bad:
         raise ProbeInputError(f"Unknown task(s) {bad}; choose from {', '.join(TASKS)}.")
-    if train_limit is not None and train_limit <= 0:
-        raise ProbeInputError(f"--train-limit {train_limit} selects no sentences.")
+    check_positive(train_limit, "--train-limit")
     needs_ctx = [r for r in rows if r != "baseline"]
     if needs_ctx and embedder.num_layers < 2:
         raise ProbeInputError(f"{embedder.name} has a single layer: the λ ablation needs a contextual model "

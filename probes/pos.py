@@ -75,11 +75,10 @@ def run_pos(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunConte
     train, test = conll_slice("train", ctx.limit), conll_slice("test", ctx.limit)
     needed = needed_layers(specs, embedder.num_layers)
     progress = ctx.progress
-    sub = (lambda lo, hi: None) if progress is None else (lambda lo, hi: lambda f, m: progress(lo + (hi - lo) * f, m))
     ftr = get_features(embedder, feature_key("train", ctx.limit), [list(s.words) for s in train], needed,
-                       progress=sub(0.0, 0.6), show_progress=ctx.show_progress, root=ctx.feature_root)
+                       progress=ctx.sub_progress(0.0, 0.6), show_progress=ctx.show_progress, root=ctx.feature_root)
     fte = get_features(embedder, feature_key("test", ctx.limit), [list(s.words) for s in test], needed,
-                       progress=sub(0.6, 0.75), show_progress=ctx.show_progress, root=ctx.feature_root)
+                       progress=ctx.sub_progress(0.6, 0.75), show_progress=ctx.show_progress, root=ctx.feature_root)
     t_feat = time.perf_counter() - t0
     y_tr = np.array([t for s in train for t in s.pos])
     y_te = np.array([t for s in test for t in s.pos])

@@ -19,7 +19,7 @@ from typing import Any, Callable, Protocol
 
 import pandas as pd
 
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, check_positive
 from probes.layers import LayerSpec
 from probes.results import ProbeResult
 
@@ -49,8 +49,8 @@ class Option:
         """The runner's value of ``raw``; ProbeInputError (checked before any extraction) when it is unusable."""
         if raw is None:
             return raw
-        if self.positive and raw <= 0:
-            raise ProbeInputError(f"{self.flag} {raw} selects nothing; use a positive number.")
+        if self.positive:
+            check_positive(raw, self.flag)
         return raw if self.parse is None else self.parse(raw)
 
 
@@ -60,7 +60,6 @@ class RunContext:
 
     limit:        first N sentences of each dataset (None: all).
     feature_root: feature-cache root (None: the project cache).
-    out_dir:      where the run may write side files (WSD key files); None: nowhere.
     """
 
     limit: int | None = None
@@ -69,7 +68,14 @@ class RunContext:
     progress: ProgressFn | None = None
     show_progress: bool = True
     feature_root: Path | None = None
-    out_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        check_positive(self.limit, "--limit")
+
+    def sub_progress(self, lo: float, hi: float) -> ProgressFn | None:
+        """``progress`` for one part of the run, mapping its 0..1 onto ``lo``..``hi`` of the whole."""
+        progress = self.progress
+        return None if progress is None else (lambda f, m: progress(lo + (hi - lo) * f, m))
 
 
 class Runner(Protocol):

@@ -83,10 +83,6 @@ class ProbeResult:
         """A copy with the time (if unset) and the command line that produced it."""
         return dataclasses.replace(self, timestamp=self.timestamp or now_iso(), command=command or self.command)
 
-    def frame(self) -> pd.DataFrame:
-        """This run's rows as a results table (``COLUMNS``)."""
-        return results_frame([self])
-
 
 def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
     """The one flattening of results into a table with ``COLUMNS``."""
@@ -152,17 +148,26 @@ def read_results(out_dir: str | Path) -> list[ProbeResult]:
     return [result for _, result in sorted(found, key=lambda item: item[0])]
 
 
-def load_results(out_dir: str | Path) -> pd.DataFrame:
-    """All results under ``out_dir`` as a DataFrame with ``COLUMNS`` (empty if there are none); when
-    several runs measured the same ``KEY``, the newest (``read_results`` order) wins."""
-    df = results_frame(read_results(out_dir))
+def latest_rows(results: list[ProbeResult]) -> pd.DataFrame:
+    """``results`` (oldest first) as a DataFrame with ``COLUMNS``; when several runs measured the same
+    ``KEY``, the newest wins."""
+    df = results_frame(results)
     if df.empty:
         return df
-    df = df.drop_duplicates(KEY, keep="last")
-    return df.reset_index(drop=True)
+    return df.drop_duplicates(KEY, keep="last").reset_index(drop=True)
+
+
+def extras_of(results: list[ProbeResult], probe: str | None = None) -> list[dict]:
+    """The free-form ``extra`` of every result (in the given order), e.g. learned mix weights."""
+    return [{"model": r.model, "probe": r.probe, "timestamp": r.timestamp, **(r.extra or {})}
+            for r in results if probe is None or r.probe == probe]
+
+
+def load_results(out_dir: str | Path) -> pd.DataFrame:
+    """All results under ``out_dir`` as a DataFrame with ``COLUMNS`` (empty if there are none), newest per key."""
+    return latest_rows(read_results(out_dir))
 
 
 def load_extras(out_dir: str | Path, probe: str | None = None) -> list[dict]:
-    """The free-form ``extra`` of every result (newest last), e.g. learned mix weights."""
-    return [{"model": r.model, "probe": r.probe, "timestamp": r.timestamp, **(r.extra or {})}
-            for r in read_results(out_dir) if probe is None or r.probe == probe]
+    """The ``extra`` of every result under ``out_dir`` (newest last)."""
+    return extras_of(read_results(out_dir), probe)

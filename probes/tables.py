@@ -11,7 +11,7 @@ import pandas as pd
 
 from probes import paper
 from probes.registry import all_probes
-from probes.results import load_extras, load_results
+from probes.results import extras_of, latest_rows, read_results
 
 PAPER_TITLES = {"paper_wsd": "Paper, Table 5: all-words fine-grained WSD F1",
                 "paper_pos": "Paper, Table 6: PTB POS tagging accuracy"}
@@ -37,14 +37,15 @@ def build_tables(results_dir: Path, models: list[str] | None = None) -> dict[str
 
     ``models``: keep only these models' rows (and every probe's baselines).
     """
-    df = load_results(results_dir)
+    results = read_results(results_dir)   # one read of the files serves the rows and the extras
+    df = latest_rows(results)
     if df.empty:
         return {}
     specs = all_probes()
     if models is not None:
         keep = set(models).union(*(spec.baseline_models for spec in specs))
         df = df[df.model.isin(keep)]
-    extras = load_extras(results_dir)
+    extras = extras_of(results)
     tables: dict[str, pd.DataFrame] = {}
     for spec in specs:
         tables.update(spec.tables(df, extras))

@@ -9,8 +9,11 @@ import os
 import pickle
 import platform
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 
 def machine_description() -> str:
@@ -25,32 +28,37 @@ def utc_now() -> str:
 
 # ----------------------------------------------------------------------------- argument checks
 # argparse ``type=`` functions: a bad value is an argparse error (usage, exit 2), never a traceback.
-def positive_int(text: str) -> int:
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value
 
 
-def nonnegative_int(text: str) -> int:
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
-    return value
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
-def positive_float(text: str) -> float:
-    value = _float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
+def _at_least(convert, low: float, strict: bool, what: str):
+    """An argparse type: ``convert(text)`` that must be > ``low`` (``strict``) or >= ``low``."""
+    def check(text: str):
+        value = convert(text)
+        if value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+    return check
 
 
-def nonnegative_float(text: str) -> float:
-    value = _float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
-    return value
+positive_int = _at_least(_int, 1, False, "a positive integer")
+nonnegative_int = _at_least(_int, 0, False, "0 or more")
+positive_float = _at_least(_float, 0, True, "a positive number")
+nonnegative_float = _at_least(_float, 0, False, "0 or more")
 
 
 def device_arg(text: str) -> str:
@@ -68,23 +76,6 @@ def device_arg(text: str) -> str:
     elif device.type == "mps" and not torch.backends.mps.is_available():
         raise argparse.ArgumentTypeError(f"{text!r} asked for, but MPS is not available on this machine")
     return text
-
-
-def _float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
 # ----------------------------------------------------------------------------- resumable checkpoints
@@ -127,3 +118,22 @@ def load_checkpoint(path: Path, map_location=None) -> dict:
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint {path} is not a training checkpoint (a {type(state).__name__}, not a dict)")
     return state
+
+
+def resume_checkpoint(path: Path, restore: Callable[[dict], T], map_location=None) -> T:
+    """Load the checkpoint at ``path`` and ``restore(state)`` it (model, optimizer, RNGs); returns what
+    ``restore`` returns (the trainer's counters).
+
+    Raises:
+        CheckpointError: no checkpoint, one ``load_checkpoint`` refuses, or one that does not fit this
+            model and these options (a missing key, other tensor shapes); the message says which.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"--resume: no checkpoint at {path}")
+    state = load_checkpoint(path, map_location=map_location)
+    try:
+        return restore(state)
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint {path} does not fit this model and options: "
+                              f"{type(exc).__name__}: {exc}") from None

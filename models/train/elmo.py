@@ -37,8 +37,8 @@ from corpora.lm_corpus import corpus_stats, load_lm_corpus
 from corpora.paths import REPO_ROOT
 from models.assets import ASSETS
 from models.base import default_device
-from models.train.common import (CheckpointError, device_arg, load_checkpoint, nonnegative_float, nonnegative_int,
-                                 positive_float, positive_int, save_checkpoint)
+from models.train.common import (CheckpointError, device_arg, nonnegative_float, nonnegative_int,
+                                 positive_float, positive_int, resume_checkpoint, save_checkpoint)
 from models.elmo.checkpoint import save_language_model
 from models.elmo.lm import BiLMLanguageModel, perplexity
 from models.train.elmo_data import BatchEncoder, build_vocab, chop, make_batches
@@ -189,22 +189,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     step, epoch, position, tokens_seen, elapsed_before = 0, 0, 0, 0, 0.0
     ckpt_path = run_dir / "checkpoint.pt"
     if args.resume:
-        if not ckpt_path.is_file():
-            print(f"--resume: no checkpoint at {ckpt_path}", file=sys.stderr)
-            return 2
-        try:
-            ckpt = load_checkpoint(ckpt_path, map_location=device)
+        def restore(ckpt: dict) -> tuple:
             lm.load_state_dict(ckpt["model"])
             optimizer.load_state_dict(ckpt["optimizer"])
-            step, epoch, position = ckpt["step"], ckpt["epoch"], ckpt["position"]
-            tokens_seen, elapsed_before = ckpt["tokens_seen"], ckpt["wall_time_s"]
             torch.set_rng_state(ckpt["torch_rng"].cpu())
+            return ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["tokens_seen"], ckpt["wall_time_s"]
+
+        try:
+            step, epoch, position, tokens_seen, elapsed_before = resume_checkpoint(ckpt_path, restore, device)
         except CheckpointError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 2
-        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-            print(f"error: checkpoint {ckpt_path} does not fit this model and options: {type(exc).__name__}: {exc}",
-                  file=sys.stderr)
             return 2
         print(f"resumed from {ckpt_path} at step {step} (epoch {epoch}, batch {position})", flush=True)
 

@@ -36,8 +36,8 @@ from safetensors.torch import load_file
 from corpora.lm_corpus import load_lm_corpus
 from corpora.paths import DataMissingError
 from models.base import default_device
-from models.train.common import (CheckpointError, device_arg, load_checkpoint, nonnegative_float, nonnegative_int,
-                                 positive_float, positive_int, save_checkpoint)
+from models.train.common import (CheckpointError, device_arg, nonnegative_float, nonnegative_int,
+                                 positive_float, positive_int, resume_checkpoint, save_checkpoint)
 from models.train.gpt_lm import (build_model, build_word_tokenizer, encode_stream, evaluate, make_optimizer,
                                  train_steps)
 
@@ -127,22 +127,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     start_step, prior_time = 0, 0.0
     ckpt_path = out / "checkpoint.pt"
     if args.resume:
-        if not ckpt_path.exists():
-            print(f"error: --resume but no checkpoint at {ckpt_path}", file=sys.stderr)
-            return 2
-        try:
-            state = load_checkpoint(ckpt_path, map_location=device)
+        def restore(state: dict) -> tuple[int, float]:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             rng.bit_generator.state = state["rng"]
             torch.set_rng_state(state["torch_rng"].cpu())
-            start_step, prior_time = int(state["step"]), float(state["wall_time_s"])
+            return int(state["step"]), float(state["wall_time_s"])
+
+        try:
+            start_step, prior_time = resume_checkpoint(ckpt_path, restore, device)
         except CheckpointError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 2
-        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-            print(f"error: checkpoint {ckpt_path} does not fit this model and options: {type(exc).__name__}: {exc}",
-                  file=sys.stderr)
             return 2
         print(f"resumed from {ckpt_path} at step {start_step}", flush=True)
 

@@ -20,11 +20,6 @@ from probes.wsd.layout import PieceLayout, build_layout
 SEMCOR_VIEW_VERSION = 1
 
 
-def check_limit(limit: int | None, flag: str = "--limit") -> None:
-    if limit is not None and limit <= 0:
-        raise ProbeInputError(f"{flag} {limit} selects no sentences.")
-
-
 def semcor_slice(limit: int | None) -> tuple[list[SemcorSentence], list[list[int]]]:
     """SemCor sentences with at least one sense-tagged token (of the first ``limit``), and those tokens."""
     sentences, _ = load_semcor()

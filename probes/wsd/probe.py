@@ -16,12 +16,12 @@ import torch
 
 from corpora import wordnet
 from probes import paper
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, check_positive
 from probes.features import get_features
 from probes.layers import LayerSpec, as_layer_specs, needed_layers
 from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
 from probes.results import ProbeResult
-from probes.wsd.data import check_limit, eval_slice, semcor_view
+from probes.wsd.data import eval_slice, semcor_view
 from probes.wsd.estimator import NearestSenseWSD, first_sense_predictions
 from probes.wsd.layout import build_layout, eval_word_pieces
 from probes.wsd.scoring import EVAL_LABELS, EVAL_SETS, PAPER_ALL, score, score_by_pos, write_key_file
@@ -55,7 +55,7 @@ def evaluate_predictions(instances, preds: list[str | None], label: str) -> list
 
 
 def _instances(limit: int | None):
-    check_limit(limit)
+    check_positive(limit, "--limit")
     sentences = eval_slice(limit)
     instances = [inst for s in sentences for inst in s.instances]
     if not instances:
@@ -85,7 +85,7 @@ def run_wsd(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunConte
     it for SemCor only. ``keys``: also write each spec's predictions as a key file there.
     """
     specs = as_layer_specs(layers, embedder.num_layers)
-    check_limit(semcor_limit, "--semcor-limit")
+    check_positive(semcor_limit, "--semcor-limit")
     t0 = time.perf_counter()
     sem_limit = semcor_limit if semcor_limit is not None else ctx.limit
     ev_sents, instances = _instances(ctx.limit)
@@ -95,16 +95,12 @@ def run_wsd(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunConte
                                       [[inst.index for inst in s.instances] for s in ev_sents]).restrict()
     needed = needed_layers(specs, embedder.num_layers)
     progress = ctx.progress
-
-    def prog(lo, hi):
-        return None if progress is None else (lambda f, m: progress(lo + (hi - lo) * f, m))
-
     suffix = "" if ctx.limit is None else f"-limit{ctx.limit}"
     sem_suffix = "" if sem_limit is None else f"-limit{sem_limit}"
     sem_feats = get_features(embedder, f"semcor-tagged{sem_suffix}", sem_layout.sentences, needed, keep=sem_keep,
-                             progress=prog(0.0, 0.8), show_progress=ctx.show_progress, root=ctx.feature_root)
+                             progress=ctx.sub_progress(0.0, 0.8), show_progress=ctx.show_progress, root=ctx.feature_root)
     ev_feats = get_features(embedder, f"wsd-ALL-instances{suffix}", ev_layout.sentences, needed, keep=ev_keep,
-                            progress=prog(0.8, 0.9), show_progress=ctx.show_progress, root=ctx.feature_root)
+                            progress=ctx.sub_progress(0.8, 0.9), show_progress=ctx.show_progress, root=ctx.feature_root)
     t_feat = time.perf_counter() - t0
 
     lemmas, poses = [i.lemma for i in instances], [i.pos for i in instances]
