@@ -1,4 +1,4 @@
-"""Models page: the zoo, where each model runs, its model card, load / unload."""
+"""Models page: the zoo and the user's own models, where each runs, its model card, load / unload, add / remove."""
 from __future__ import annotations
 
 import streamlit as st
@@ -7,8 +7,11 @@ import torch
 from app_pages.common import get_embedder, page, page_header, safe, unload
 from models.base import ModelLoadError, default_device
 from models.listing import NOT_INSTALLED, NOT_TRAINED, OK, describe
-from models.registry import available_models, get_spec, load_embedder, loaded_models
-from viz.zoo import model_card, model_rows
+from models.manage import add_model, registered, remove_model
+from models.options import DTYPES, POOLINGS
+from models.registry import available_models, get_spec, load_embedder, loaded_models, user_specs
+from models.user_registry import registry_file
+from viz.zoo import facts_frame, model_card, model_rows
 
 INTRO = """
 Every model turns a sentence into **one vector per word at every layer**. Layer 0 is the
@@ -81,6 +84,47 @@ def main() -> None:
     elif spec.source.kind == "pip":
         st.info(f"This model is installed as the pip package {spec.source.location}; "
                 "its card is shown once it is loaded.")
+
+    own_models_section()
+
+
+def own_models_section() -> None:
+    """Add a model from a folder, file or hub id (validated before it is saved); remove one."""
+    st.subheader("Your own models")
+    st.caption(f"Registered in `{registry_file()}` (set `EMBPROBE_MODELS` to use another file; "
+               "`python -m models add/remove` edits the same file). Every page offers them at once.")
+    _, problem = user_specs()
+    if problem:
+        st.warning(f"Model registry: {problem}")
+    with st.form("models_add", clear_on_submit=False):
+        c1, c2 = st.columns([1, 3])
+        name = c1.text_input("Name", key="models_add_name", placeholder="bert-base")
+        ref = c2.text_input("Folder, file or hub id", key="models_add_ref",
+                            placeholder="/data/bert-base-uncased · hf:FacebookAI/roberta-base · "
+                                        "elmo:options.json,weights.hdf5 · glove.840B.300d.txt")
+        c3, c4, c5 = st.columns(3)
+        pooling = c3.selectbox("Word pooling (transformers)", ("model default",) + POOLINGS, key="models_add_pooling")
+        dtype = c4.selectbox("dtype (transformers)", ("model default",) + DTYPES, key="models_add_dtype")
+        layers = c5.text_input("Keep layers (transformers)", key="models_add_layers", placeholder="all, or 0,6,12")
+        submitted = st.form_submit_button("Check and add", type="primary", key="models_add_submit")
+    if submitted:
+        options = {k: v for k, v in (("pooling", pooling), ("dtype", dtype)) if v != "model default"}
+        if layers.strip() and layers.strip() != "all":
+            options["layers"] = layers.strip()
+        with safe(f"add {name or 'the model'}"):
+            entry, row = add_model(name.strip(), ref.strip(), options)
+            st.success(f"Added {entry.name} → {entry.ref}.")
+            st.dataframe(facts_frame([row]), hide_index=True)
+    mine = sorted(registered())
+    if mine:
+        c1, c2, _ = st.columns([2, 1, 3])
+        gone = c1.selectbox("Registered model", mine, key="models_remove_pick")
+        if c2.button("Remove", key="models_remove"):
+            with safe(f"remove {gone}"):
+                remove_model(gone)
+                unload(gone)
+                st.toast(f"Removed {gone}.")
+                st.rerun()
 
 
 main()

@@ -1,7 +1,13 @@
-"""Command line: ``python -m models list`` and ``python -m models train KIND [options]``.
+"""Command line: ``python -m models list | add | remove | train``.
 
+    python -m models add bert-base ./bert-base-uncased --pooling first --layers 0,6,12
+    python -m models add roberta hf:FacebookAI/roberta-base --dtype bf16
+    python -m models list                # the zoo and your models: family, layers, dim, params, size
+    python -m models remove bert-base
+
+Registered models live in ``embprobe.toml`` (or ``$EMBPROBE_MODELS``; see ``models.user_registry``).
 Each trainer lives in its own module of ``models/train/`` exposing ``main(argv) -> int`` with its
-own options (``python -m models train KIND --help``).
+own options (``python -m models train KIND --help``). A bad model or option: one ``error:`` line, exit 2.
 """
 from __future__ import annotations
 
@@ -9,27 +15,64 @@ import argparse
 import importlib
 import sys
 
-from models.listing import print_model_table
+from models.options import DTYPES, HELP, POOLINGS
 from models.train import KIND_IN_ARGV, TRAINERS
+
+
+def _add_parser(sub) -> None:
+    add = sub.add_parser("add", help="register a model under a name (validated before it is saved)")
+    add.add_argument("name", help="the name to use everywhere (--model NAME, the app)")
+    add.add_argument("ref", help="checkpoint folder, hf:ORG/NAME[@REV], elmo:OPTIONS,WEIGHTS, or a vectors file")
+    add.add_argument("--pooling", choices=POOLINGS, help=HELP["pooling"])
+    add.add_argument("--dtype", choices=DTYPES, help=HELP["dtype"])
+    for key in ("window", "stride"):
+        add.add_argument(f"--{key}", type=int, help=HELP[key])
+    for key in ("layers", "revision", "device"):
+        add.add_argument(f"--{key}", help=HELP[key])
+    for key in ("stateful", "allow_pickle"):
+        add.add_argument(f"--{key.replace('_', '-')}", dest=key, action="store_true", default=None, help=HELP[key])
+    add.add_argument("--replace", action="store_true", help="replace a model registered under the same name")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m models", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m models", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="every available model: name, family, layers, dim, source, device, status")
+    sub.add_parser("list", help="every model: the zoo and yours, with family, layers, dim, params, size, status")
+    _add_parser(sub)
+    sub.add_parser("remove", help="unregister a model you added").add_argument("name")
     train = sub.add_parser("train", help="train a model; KIND --help lists its options", add_help=False)
     train.add_argument("kind", choices=sorted(TRAINERS))
     args, rest = parser.parse_known_args(argv)
     if args.command != "train" and rest:
         # Only `train KIND` passes options on (to the trainer); anything else unknown is an error (exit 2).
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.command == "list":
-        return print_model_table()
-    module_name = TRAINERS[args.kind]
-    # Imported here: only the trainer asked for, with its own dependencies (gensim, transformers…).
-    module = importlib.import_module(module_name)
-    return module.main([args.kind, *rest] if module_name in KIND_IN_ARGV else rest)
+    if args.command == "train":
+        module_name = TRAINERS[args.kind]
+        # Imported here: only the trainer asked for, with its own dependencies (gensim, transformers…).
+        module = importlib.import_module(module_name)
+        return module.main([args.kind, *rest] if module_name in KIND_IN_ARGV else rest)
+    from models.base import ModelLoadError, UnknownModelError
+    from models.listing import format_table, print_model_table
+    from models.manage import add_model, remove_model
+    from models.user_registry import registry_file
+
+    try:
+        if args.command == "list":
+            return print_model_table()
+        if args.command == "remove":
+            remove_model(args.name)
+            print(f"removed {args.name} from {registry_file()}")
+            return 0
+        options = {k: getattr(args, k) for k in HELP if getattr(args, k) is not None}
+        entry, row = add_model(args.name, args.ref, options, replace=args.replace)
+        print(format_table([row]))
+        print(f"\nregistered {entry.name} → {entry.ref} in {entry.file}")
+        return 0
+    except (ModelLoadError, UnknownModelError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -68,6 +68,8 @@ class ModelInfo:
     source: str                 # file or package the weights came from
     description: str = ""
     card: dict = field(default_factory=dict)   # the JSON model card, where there is one
+    # The model's own index of each output layer when it keeps only some (option ``layers``); None = all.
+    layer_ids: tuple[int, ...] | None = None
 
 
 def default_device() -> torch.device:
@@ -113,16 +115,20 @@ class Embedder(ABC):
         return self.info.dim
 
     def fingerprint(self) -> str:
-        """Stable id of the weights + config, used as the feature-cache key."""
+        """Stable id of the model's content (weights, config, tokenizer, options): the feature-cache key.
+
+        No name and no path: a moved or renamed checkpoint keeps its cache, a retrained one at the
+        same path gets a new key (``_fingerprint_extra`` hashes the files' bytes).
+        """
         payload = json.dumps(
-            {"name": self.info.name, "family": self.info.family, "layers": self.info.num_layers,
-             "dim": self.info.dim, "source": self.info.source, "extra": self._fingerprint_extra()},
+            {"family": self.info.family, "layers": self.info.num_layers,
+             "dim": self.info.dim, "extra": self._fingerprint_extra()},
             sort_keys=True,
         )
         return hashlib.sha1(payload.encode()).hexdigest()[:16]
 
     def _fingerprint_extra(self) -> str:
-        """Subclasses add what distinguishes weights with the same name (file size + mtime, pooling…)."""
+        """Subclasses add the content of their files (``corpora.digests.content_fingerprint``) and options."""
         return ""
 
     def embed(

@@ -1,4 +1,4 @@
-"""Standard static-embedding file formats: word2vec text/binary, GloVe text, fastText ``.vec``.
+"""Standard static-embedding files: word2vec text/binary, GloVe text, fastText ``.vec``; format sniffing.
 
 =================  =====================================================================
 format             layout
@@ -8,30 +8,36 @@ format             layout
                    little-endian float32 (word2vec.c also writes a ``\\n`` after each vector)
 ``glove``          text without a header: ``word v1 ... vdim`` per line
 ``vec``            fastText's ``.vec``: the word2vec text format (header + one word a line)
+``fasttext-bin``   Facebook's fastText ``.bin``; ``gensim``: a gensim ``.save()`` pickle (both
+                   loaded through gensim by ``models.static``)
 =================  =====================================================================
 
-Writing goes through gensim's ``KeyedVectors.save_word2vec_format`` (the reference writer, also
-used by gensim users to exchange files). Reading is our own validating parser: gensim's reader
-reports a truncated binary file without a position and silently ignores entries beyond the
-header's count, while we want every malformed or truncated file to raise
-:class:`~models.base.ModelLoadError` naming the file and the line (for binary files: the entry
-counted as a line, header = line 1, plus the byte offset).
+:func:`guess_format` decides by content (magic bytes, header, first row); the name only picks
+between equal text formats (``.vec``); gzip files are refused (decompress them first). Writing
+goes through gensim's ``save_word2vec_format`` (the reference writer). Reading is our own parser:
+gensim's reports a truncated binary without a position and ignores entries beyond the header's
+count, while every malformed file (empty, truncated, header disagreeing with the rows, nan/inf, a
+repeated word) must raise :class:`~models.base.ModelLoadError` naming the file and the line
+(binary files: entry *k* is line *k* + 1, plus the byte offset).
 """
 from __future__ import annotations
 
+import codecs
 import logging
 import os
+import stat
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from models.base import ModelLoadError
 
-logger = logging.getLogger(__name__)
-
-FORMATS = ("word2vec", "word2vec-bin", "glove", "vec")
-_SUFFIX_FORMAT = {".bin": "word2vec-bin", ".vec": "vec", ".w2v": "word2vec"}
+FORMATS = ("word2vec", "word2vec-bin", "glove", "vec")      # read and written here
+ALL_FORMATS = FORMATS + ("fasttext-bin", "gensim")           # the last two: models.static, via gensim
+FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
 _BAD_WORD_CHARS = frozenset(" \t\n\r")
+_CHUNK = 8 * 2**20
 
 
 def _error(path: Path | str, line: int | None, msg: str) -> ModelLoadError:
@@ -39,47 +45,89 @@ def _error(path: Path | str, line: int | None, msg: str) -> ModelLoadError:
     return ModelLoadError(f"Malformed embedding file {where}: {msg}")
 
 
-def guess_format(path: str | Path) -> str:
-    """Format from the suffix (.bin, .vec, .w2v); for ``.txt`` sniff whether line 1 is a header."""
+def check_file(path: str | Path) -> Path:
+    """``path`` if it is a non-empty regular file, else ModelLoadError saying what it is."""
     path = Path(path)
-    fmt = _SUFFIX_FORMAT.get(path.suffix.lower())
-    if fmt:
-        return fmt
     try:
-        with open(path, "rb") as fh:
-            first = fh.readline().split()
+        mode, size = (st := path.stat()).st_mode, st.st_size
     except OSError as exc:
-        raise ModelLoadError(f"Cannot read embedding file {path}: {exc}") from exc
-    if len(first) == 2 and all(tok.isdigit() for tok in first):
-        return "word2vec"
-    return "glove"
+        raise ModelLoadError(f"Cannot read embedding file {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ModelLoadError(f"{path} is a directory, not a vectors file: pass the file inside it "
+                             "(models.static.find_vector_file finds it when it is the only one).")
+    if not stat.S_ISREG(mode):
+        raise ModelLoadError(f"Cannot read embedding file {path}: not a regular file.")
+    if size == 0:
+        raise _error(path, None, "empty file (0 bytes)")
+    return path
+
+
+def read_bytes(path: str | Path, limit: int = -1) -> bytes:
+    """The first ``limit`` bytes (all: -1) of the checked file."""
+    with open(check_file(path), "rb") as fh:
+        return fh.read(limit)
+
+
+def is_vector_row(line: bytes) -> bool:
+    """``word v1 ... vdim`` with at least one value, all numbers."""
+    try:
+        parts = line.decode("utf-8").split()
+    except UnicodeDecodeError:
+        return False
+    return len(parts) >= 2 and all(_is_float(v) for v in parts[1:])
+
+
+def _is_float(s: str) -> bool:
+    try:
+        return float(s) is not None
+    except ValueError:
+        return False
+
+
+def _is_text(data: bytes) -> bool:
+    """Text, not packed floats: no NUL byte, valid UTF-8 (final=False: a character cut at 4 KiB is fine)."""
+    try:
+        return b"\0" not in data[:4096] and codecs.utf_8_decode(data[:4096], "strict", False) is not None
+    except UnicodeDecodeError:
+        return False
+
+
+def guess_format(path: str | Path) -> str:
+    """One of :data:`ALL_FORMATS`, from the file's first 64 KiB (see the module doc); ModelLoadError
+    for a missing, empty or directory path or content that is none of them."""
+    path = check_file(path)
+    head = read_bytes(path, 2**16)
+    if head[:4] == FASTTEXT_MAGIC:
+        return "fasttext-bin"
+    if head[:2] == b"\x1f\x8b":
+        raise ModelLoadError(f"{path} is gzip-compressed: decompress it first (gunzip -k {path}) and load the result.")
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "gensim"                                # a pickle: PROTO opcode, protocol 2-5
+    first, _, rest = head.partition(b"\n")
+    parts = first.split()
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        if not _is_text(rest):
+            return "word2vec-bin"
+        return "vec" if path.suffix.lower() == ".vec" else "word2vec"
+    if is_vector_row(first):
+        return "glove"
+    raise ModelLoadError(
+        f"Cannot tell the format of {path}: line 1 ({first[:60]!r}) is neither a word2vec header "
+        "'<count> <dim>' nor a GloVe row 'word v1 ... vdim', and the file is no fastText binary (2017+) "
+        f"or gensim file. Pass the format explicitly (fmt, one of {', '.join(ALL_FORMATS)}).")
 
 
 def read_vectors(path: str | Path, fmt: str | None = None) -> tuple[list[str], np.ndarray]:
-    """Read ``path`` in ``fmt`` (guessed from the name when None).
-
-    Returns:
-        words: list of V unique words, in file order (a repeated word keeps its first vector).
-        vectors: (V, dim) float32.
-    Raises:
-        ModelLoadError: missing, malformed or truncated file (message names file and line).
-    """
+    """Read ``path`` in ``fmt`` (one of :data:`FORMATS`; sniffed when None): V unique words in file
+    order and their (V, dim) float32 vectors. ModelLoadError (file and line) for any malformed file."""
     fmt = fmt or guess_format(path)
     if fmt == "word2vec-bin":
         return read_word2vec_binary(path)
-    if fmt in ("word2vec", "vec"):
-        return read_word2vec_text(path, header=True)
-    if fmt == "glove":
-        return read_word2vec_text(path, header=False)
-    raise ValueError(f"unknown embedding format {fmt!r}; choose from {', '.join(FORMATS)}")
-
-
-def read_glove_text(path: str | Path) -> tuple[list[str], np.ndarray]:
-    return read_word2vec_text(path, header=False)
-
-
-def read_fasttext_vec(path: str | Path) -> tuple[list[str], np.ndarray]:
-    return read_word2vec_text(path, header=True)
+    if fmt in ("word2vec", "vec", "glove"):
+        return read_word2vec_text(path, header=fmt != "glove")
+    if fmt in ALL_FORMATS:
+        raise ModelLoadError(f"{path} is a {fmt} file: load it with models.static.load_vectors_file.")
+    raise ValueError(f"unknown embedding format {fmt!r}; choose from {', '.join(ALL_FORMATS)}")
 
 
 def parse_vectors_header(path: Path, raw: bytes) -> tuple[int, int]:
@@ -94,41 +142,36 @@ def parse_vectors_header(path: Path, raw: bytes) -> tuple[int, int]:
 
 
 class _Collector:
-    """Accumulates (word, vector) pairs, keeping the first vector of a repeated word."""
+    """Accumulates (word, vector) pairs; a repeated word is an error naming both lines."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.words: list[str] = []
         self.rows: list[np.ndarray] = []
-        self.seen: set[str] = set()
-        self.duplicates = 0
+        self.line_of: dict[str, int] = {}
 
-    def add(self, word: str, vec: np.ndarray) -> None:
-        if word in self.seen:
-            self.duplicates += 1
-            return
-        self.seen.add(word)
+    def add(self, word: str, vec: np.ndarray, line: int) -> None:
+        if not np.isfinite(vec).all():
+            raise _error(self.path, line, f"non-finite value (nan/inf) in the vector of {word[:40]!r}")
+        first = self.line_of.setdefault(word, line)
+        if first != line:
+            raise _error(self.path, line, f"the word {word[:40]!r} is repeated (first at line {first}); "
+                                          "a vectors file has one vector per word")
         self.words.append(word)
         self.rows.append(vec)
 
-    def result(self, dim: int) -> tuple[list[str], np.ndarray]:
-        if self.duplicates:
-            logger.warning("%s: %d repeated words ignored (first vector kept)", self.path, self.duplicates)
-        vectors = np.stack(self.rows).astype(np.float32, copy=False) if self.rows else np.zeros((0, dim), np.float32)
-        return self.words, vectors
+    def result(self) -> tuple[list[str], np.ndarray]:
+        if not self.rows:
+            raise _error(self.path, None, "no vectors in the file")
+        return self.words, np.stack(self.rows).astype(np.float32, copy=False)
 
 
 def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str], np.ndarray]:
     """word2vec text / fastText ``.vec`` (``header=True``) or GloVe text (``header=False``)."""
-    path = Path(path)
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise ModelLoadError(f"Cannot read embedding file {path}: {exc}") from exc
-    count, dim = -1, -1
+    path = check_file(path)
+    count, dim, dim_from = -1, -1, "the header (line 1)"
     out = _Collector(path)
-    n_entries = 0
-    with fh:
+    with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if lineno == 1 and header:
                 count, dim = parse_vectors_header(path, raw)
@@ -139,54 +182,53 @@ def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str]
                 raise _error(path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
             line = line.rstrip("\r\n").rstrip(" ")
             if not line.strip():
-                continue                         # blank lines (e.g. at the end) carry nothing
-            parts = line.split(" ")
-            word, values = parts[0], parts[1:]
+                continue                              # blank lines (e.g. at the end) carry nothing
+            word, *values = line.split(" ")
             if not word:
                 raise _error(path, lineno, "line starts with a space (empty word)")
-            if dim < 0:                          # GloVe: the first line fixes the dimension
-                dim = len(values)
+            if dim < 0:                               # GloVe: the first row fixes the dimension
+                dim, dim_from = len(values), f"line {lineno}"
                 if dim == 0:
                     raise _error(path, lineno, f"word {word!r} has no values")
             if len(values) != dim:
-                raise _error(path, lineno, f"expected {dim} values after the word {word[:40]!r}, found {len(values)}")
-            if header and n_entries == count:
+                raise _error(path, lineno, f"expected {dim} values (as in {dim_from}) after the word "
+                                           f"{word[:40]!r}, found {len(values)}")
+            if header and len(out.words) == count:
                 raise _error(path, lineno, f"more vectors than the {count} declared in the header (line 1)")
             try:
                 vec = np.array(values, dtype=np.float32)
             except ValueError:
                 bad = next(v for v in values if not _is_float(v))
                 raise _error(path, lineno, f"value {bad[:40]!r} is not a number") from None
-            if not np.isfinite(vec).all():
-                raise _error(path, lineno, "non-finite value (nan/inf)")
-            out.add(word, vec)
-            n_entries += 1
-    if header:
-        if count < 0:
-            raise _error(path, 1, "empty file (no header)")
-        if n_entries != count:
-            raise _error(path, None, f"header (line 1) declares {count} vectors but the file has {n_entries} "
-                                     f"(truncated after line {n_entries + 1}?)")
-    elif n_entries == 0:
-        raise _error(path, 1, "empty file (no vectors)")
-    return out.result(dim)
+            out.add(word, vec, lineno)
+    if header and len(out.words) != count:
+        raise _error(path, None, f"header (line 1) declares {count} vectors but the file has {len(out.words)} "
+                                 f"(truncated after line {len(out.words) + 1}?)")
+    return out.result()
 
 
-def _is_float(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
+def read_header(path: str | Path, fmt: str) -> tuple[int, int]:
+    """(vocab size, dim) of a :data:`FORMATS` file without parsing vectors: the word2vec header;
+    GloVe: dim from line 1, vocab = the non-empty lines, counted on 8 MiB chunks (~1 s per GB)."""
+    with open(check_file(path), "rb") as fh:
+        first = fh.readline()
+        if fmt != "glove":
+            return parse_vectors_header(path, first)
+        if not is_vector_row(first):
+            raise _error(path, 1, f"expected a GloVe row 'word v1 ... vdim', found {first[:80]!r}")
+        lines, prev_newline = 1, True
+        for chunk in iter(lambda: fh.read(_CHUNK), b""):
+            newline = np.frombuffer(chunk, np.uint8) == 10
+            starts = np.concatenate([[prev_newline], newline[:-1]])       # byte i begins a line
+            lines += int(np.count_nonzero(starts & ~newline))           # ... which is not empty
+            prev_newline = bool(newline[-1])
+    return lines, len(first.split()) - 1
 
 
 def read_word2vec_binary(path: str | Path) -> tuple[list[str], np.ndarray]:
     """word2vec binary (gensim's and word2vec.c's, with or without a newline after each vector)."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ModelLoadError(f"Cannot read embedding file {path}: {exc}") from exc
+    data = read_bytes(path)
     nl = data.find(b"\n")
     if nl < 0:
         raise _error(path, 1, "no header line '<count> <dim>'")
@@ -195,7 +237,7 @@ def read_word2vec_binary(path: str | Path) -> tuple[list[str], np.ndarray]:
     out = _Collector(path)
     pos = nl + 1
     for i in range(count):
-        lineno = i + 2                            # the header is line 1, entry i is "line" i + 2
+        lineno = i + 2                                # the header is line 1, entry i is "line" i + 2
         while pos < len(data) and data[pos:pos + 1] in (b"\n", b"\r"):
             pos += 1
         if pos >= len(data):
@@ -213,14 +255,11 @@ def read_word2vec_binary(path: str | Path) -> tuple[list[str], np.ndarray]:
         if sp + 1 + width > len(data):
             raise _error(path, lineno, f"file truncated inside the vector of {word[:40]!r} "
                                        f"(needs {width} bytes at byte {sp + 1}, file ends at byte {len(data)})")
-        vec = np.frombuffer(data, dtype="<f4", count=dim, offset=sp + 1)
-        if not np.isfinite(vec).all():
-            raise _error(path, lineno, f"non-finite value in the vector of {word[:40]!r} (is this really the binary format?)")
-        out.add(word, vec)
+        out.add(word, np.frombuffer(data, dtype="<f4", count=dim, offset=sp + 1), lineno)
         pos = sp + 1 + width
     if data[pos:].strip(b"\r\n"):
         raise _error(path, count + 2, f"data after the {count} vectors declared in the header (byte {pos})")
-    return out.result(dim)
+    return out.result()
 
 
 # --------------------------------------------------------------------------- writing
@@ -242,7 +281,7 @@ def _check_for_writing(words: list[str], vectors: np.ndarray) -> np.ndarray:
 
 
 def write_vectors(path: str | Path, words: list[str], vectors: np.ndarray, fmt: str) -> Path:
-    """Write ``words`` / ``vectors`` ((V, dim) float) to ``path`` in ``fmt`` via gensim.
+    """Write ``words`` / ``vectors`` ((V, dim) float) to ``path`` in ``fmt`` (one of :data:`FORMATS`) via gensim.
 
     Text formats store each float32 with its shortest round-trip representation, so reading the
     file back gives the identical matrix.
@@ -267,21 +306,14 @@ def write_vectors(path: str | Path, words: list[str], vectors: np.ndarray, fmt: 
         kv.save_word2vec_format(str(tmp), binary=fmt == "word2vec-bin", write_header=fmt != "glove")
     finally:
         kv_logger.setLevel(level)
-    os.replace(tmp, path)                         # never leave a half-written file under the real name
+    os.replace(tmp, path)                             # never leave a half-written file under the real name
     return path
 
 
-def write_word2vec_text(path, words, vectors) -> Path:
-    return write_vectors(path, words, vectors, "word2vec")
-
-
-def write_word2vec_binary(path, words, vectors) -> Path:
-    return write_vectors(path, words, vectors, "word2vec-bin")
-
-
-def write_glove_text(path, words, vectors) -> Path:
-    return write_vectors(path, words, vectors, "glove")
-
-
-def write_fasttext_vec(path, words, vectors) -> Path:
-    return write_vectors(path, words, vectors, "vec")
+# One-format shorthands: ``write_glove_text(path, words, vectors)``, ``read_glove_text(path)``, ...
+write_word2vec_text = partial(write_vectors, fmt="word2vec")
+write_word2vec_binary = partial(write_vectors, fmt="word2vec-bin")
+write_glove_text = partial(write_vectors, fmt="glove")
+write_fasttext_vec = partial(write_vectors, fmt="vec")
+read_glove_text = partial(read_word2vec_text, header=False)
+read_fasttext_vec = partial(read_word2vec_text, header=True)

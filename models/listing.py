@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from models.assets import check_weight_file, read_json_object, read_model_card
-from models.base import ModelLoadError, default_device
-from models.registry import ModelSpec, available_models
+from models.base import ModelLoadError, UnknownModelError, default_device
+from models.registry import ModelSpec, available_models, user_specs
+from models.user_registry import registry_file
+
+REFERENCE_LOADER = "models.references:load_reference"
 
 # ModelRow.state values
 OK, NOT_TRAINED, NOT_INSTALLED, BROKEN = "ok", "not trained", "not installed", "broken"
@@ -31,6 +34,49 @@ class ModelRow:
     state: str = OK                  # OK | NOT_TRAINED | NOT_INSTALLED | BROKEN
     location: Path | None = None     # the folder with the files, when it exists
     card: dict[str, Any] = field(default_factory=dict)
+    params: int | None = None        # from the card, config or weight-file headers (no weights loaded)
+    size_bytes: int | None = None    # the model's files on disk
+
+
+def dir_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    if not path.is_dir():
+        return 0
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def human_size(num_bytes: int | None) -> str:
+    if num_bytes is None:
+        return "?"
+    size = float(num_bytes)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+def human_count(n: int | None) -> str:
+    return "?" if n is None else f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M"
+
+
+def _safetensors_params(directory: Path) -> int | None:
+    """Parameter count from the safetensors headers (a few KB read, no tensor data)."""
+    from safetensors import safe_open
+
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    for f in files:
+        with safe_open(str(f), "np") as fh:
+            for key in fh.keys():
+                n = 1
+                for d in fh.get_slice(key).get_shape():
+                    n *= int(d)
+                total += n
+    return total
 
 
 def _transformer_shape(config: dict) -> tuple[int | None, int | None]:
@@ -47,6 +93,8 @@ def describe(spec: ModelSpec, device: str | None = None, assets_dir: str | Path 
     """
     assert spec.source is not None
     device = device or default_device().type
+    if spec.loader == REFERENCE_LOADER:
+        return describe_reference(spec, device)
     row = ModelRow(spec.name, spec.family, spec.layers, spec.dim, spec.source.label(), device, OK)
     directory = spec.source.directory(assets_dir)
     cmd = spec.train_command or f"python -m models train {spec.family}"
@@ -75,8 +123,31 @@ def describe(spec: ModelSpec, device: str | None = None, assets_dir: str | Path 
             row.layers, row.dim = layers or row.layers, dim or row.dim
         for name in spec.files:
             check_weight_file(directory / name)
+        row.params = row.card.get("params") or _safetensors_params(directory)
+        row.size_bytes = dir_size(directory)
     except ModelLoadError as exc:
         row.state, row.status = BROKEN, str(exc)
+    return row
+
+
+def describe_reference(spec: ModelSpec, device: str) -> ModelRow:
+    """A user model (path, hub id, ELMo files, vectors file): its facts from config and file headers."""
+    from models.references import inspect_reference   # imported here: references imports the registry
+
+    assert spec.source is not None
+    row = ModelRow(spec.name, spec.family, None, None, spec.source.label(), device, OK,
+                   location=spec.source.directory())
+    try:
+        facts = inspect_reference(spec.kwargs["ref"])
+    except (ModelLoadError, UnknownModelError) as exc:
+        row.state, row.status = BROKEN, str(exc)
+        return row
+    if not facts["downloaded"]:
+        row.state, row.status = NOT_INSTALLED, f"not downloaded yet ({spec.source.install_hint()})"
+        return row
+    keep = spec.kwargs.get("options", {}).get("layers")
+    row.layers = len(keep) if keep else facts["layers"]
+    row.dim, row.params, row.size_bytes = facts["dim"], facts["params"], facts["size_bytes"]
     return row
 
 
@@ -86,9 +157,11 @@ def model_rows(assets_dir: str | Path | None = None) -> list[ModelRow]:
 
 
 def format_table(rows: list[ModelRow]) -> str:
-    header = ("name", "family", "layers", "dim", "source", "device", "asset")
+    header = ("name", "family", "layers", "dim", "params", "size", "source", "device", "status")
     cells = [header] + [(r.name, r.family, "?" if r.layers is None else str(r.layers),
-                         "?" if r.dim is None else str(r.dim), r.source, r.device, r.status) for r in rows]
+                         "?" if r.dim is None else str(r.dim), human_count(r.params).replace(" ", ""),
+                         human_size(r.size_bytes).replace(" ", ""),
+                         r.source, r.device, r.status) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
     lines = ["  ".join(c[i].ljust(widths[i]) for i in range(len(header))).rstrip() for c in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -98,4 +171,7 @@ def format_table(rows: list[ModelRow]) -> str:
 def print_model_table(assets_dir: str | Path | None = None) -> int:
     """Print the table; exit status 0 (a model that is not usable is a row, not a failure)."""
     print(format_table(model_rows(assets_dir)))
+    _, problem = user_specs()
+    if problem:
+        print(f"\nmodel registry {registry_file()}: {problem}")
     return 0

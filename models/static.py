@@ -5,6 +5,9 @@ Assets (``assets/<name>/``, written by ``models.train.word2vec`` / ``models.trai
 ``ngrams.safetensors`` (tensor ``ngrams``: (bucket, dim), stored float16 to keep the asset small)
 with ``min_n``/``max_n``/``bucket`` in the card's ``"fasttext"`` entry.
 
+Any vectors file (:func:`load_vectors_file`, :func:`inspect_vectors` from the header only,
+:func:`find_vector_file` in a folder) is ``models.vector_files``, re-exported here.
+
 The embedder itself (lookup, neighbours, analogies) is ``models.static_embedder.StaticEmbedder``,
 re-exported here with ``SubwordNgrams`` and ``OutOfVocabularyError``.
 """
@@ -19,12 +22,14 @@ from safetensors.numpy import load_file, save_file
 
 from models.assets import ASSETS, CARD_FILE, read_model_card
 from models.base import ModelLoadError
-from models.formats import read_vectors, write_word2vec_binary
+from models.formats import FORMATS, read_vectors, write_word2vec_binary
 from models.registry import train_command
 from models.static_embedder import OutOfVocabularyError, StaticEmbedder, SubwordNgrams
+from models.vector_files import check_fasttext_bin, find_vector_file, inspect_vectors, load_vectors_file
 
 __all__ = ["NGRAMS_FILE", "VECTORS_FILE", "OutOfVocabularyError", "StaticEmbedder", "SubwordNgrams",
-           "load_glove_6b", "load_static_asset", "load_static_dir", "load_vectors_file", "save_static_dir"]
+           "check_fasttext_bin", "find_vector_file", "inspect_vectors", "load_glove_6b", "load_static_asset",
+           "load_static_dir", "load_vectors_file", "save_static_dir"]
 
 VECTORS_FILE = "vectors.bin"
 NGRAMS_FILE = "ngrams.safetensors"
@@ -72,7 +77,9 @@ def load_static_dir(directory: str | Path, name: str | None = None,
     vec_file = directory / card.get("files", {}).get("vectors", VECTORS_FILE)
     if not vec_file.exists():
         raise ModelLoadError(f"Checkpoint {directory} has no vectors file {vec_file.name}.")
-    words, vectors = read_vectors(vec_file)
+    if (fmt := card.get("files", {}).get("format")) not in (None, *FORMATS):   # written by save_static_dir
+        raise ModelLoadError(f"Corrupt model card {directory / CARD_FILE}: unknown vectors format {fmt!r}.")
+    words, vectors = read_vectors(vec_file, fmt)
     ngrams = None
     ft = card.get("fasttext")
     if ft is not None:
@@ -92,14 +99,6 @@ def load_static_asset(name: str, assets_dir: str | Path | None = None,
                       device: str | torch.device | None = None) -> StaticEmbedder:
     """A model trained here: ``assets/<name>/`` (word2vec-sg, word2vec-cbow, fasttext, glove-lm)."""
     return load_static_dir(Path(assets_dir or ASSETS) / name, name=name, device=device)
-
-
-def load_vectors_file(path: str | Path, fmt: str | None = None, name: str | None = None,
-                      device: str | torch.device | None = None) -> StaticEmbedder:
-    """Any word2vec text/binary, GloVe text or fastText ``.vec`` file as an embedder."""
-    path = Path(path)
-    words, vectors = read_vectors(path, fmt)
-    return StaticEmbedder(name or path.stem, words, vectors, source=str(path), device=device)
 
 
 def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict,

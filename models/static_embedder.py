@@ -16,6 +16,9 @@ Word lookup (in this order):
 ``SentenceEmbedding.oov`` is True for every word not found in steps 1-2, i.e. not in the
 vocabulary: its vector is zeros, or for fastText the n-gram vector.
 
+The fingerprint hashes the content (vocabulary, matrix, n-grams, options), never a path or a file
+format: the same vectors read from a ``.txt``, a ``.bin`` or another folder share one feature cache.
+
 Also: cosine ``neighbours``, 3CosAdd ``analogy`` (a : b :: c : ?), both one matrix product on
 the device over the unit-normalised vocabulary matrix.
 
@@ -63,6 +66,33 @@ class SubwordNgrams:
         return list(ft_ngram_hashes(word, self.min_n, self.max_n, self.bucket))
 
 
+def _check_finite(source: str, mat: np.ndarray | torch.Tensor, label) -> None:
+    """ModelLoadError naming the first row with nan/inf; float64 row sums (no huge bool temporaries)."""
+    mat = mat.cpu().numpy() if torch.is_tensor(mat) else np.asarray(mat)
+    bad = np.flatnonzero(~np.isfinite(mat.sum(axis=1, dtype=np.float64)))
+    if bad.size:
+        raise ModelLoadError(f"{source}: non-finite value (nan/inf) in {label(int(bad[0]))} (row {bad[0] + 1}).")
+
+
+def keyed_vectors_arrays(kv, source: str) -> tuple[list[str], np.ndarray, SubwordNgrams | None]:
+    """Words, (V, dim) float32 vectors and n-grams (None without buckets) of a gensim ``KeyedVectors``.
+
+    A ``FastTextKeyedVectors`` gives gensim's composed word vectors (fastText's: the word's row
+    averaged with its n-gram rows) and keeps ``vectors_ngrams`` (bucket, dim) for unknown words.
+    ModelLoadError (naming ``source``) for keys that are not words or n-grams that hashes cannot index.
+    """
+    words = list(kv.index_to_key)
+    if (bad := next((w for w in words if not isinstance(w, str)), None)) is not None:
+        raise ModelLoadError(f"{source}: the vectors have keys that are not words, e.g. {bad!r}.")
+    vectors = np.asarray(kv.vectors, dtype=np.float32)
+    if getattr(kv, "vectors_ngrams", None) is None or not getattr(kv, "bucket", 0):
+        return words, vectors, None
+    if len(kv.vectors_ngrams) != kv.bucket:    # old gensim kept only the n-grams it saw: hashes cannot index them
+        raise ModelLoadError(f"{source}: {len(kv.vectors_ngrams)} n-gram rows for {kv.bucket} buckets (an old gensim "
+                             "model?): unknown-word vectors cannot be computed. save_word2vec_format keeps its words.")
+    return words, vectors, SubwordNgrams(np.asarray(kv.vectors_ngrams, np.float32), int(kv.min_n), int(kv.max_n))
+
+
 class StaticEmbedder(Embedder):
     """A word -> vector table (plus optional fastText n-grams).
 
@@ -93,6 +123,9 @@ class StaticEmbedder(Embedder):
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(words):
             raise ModelLoadError(f"{name}: vectors of shape {vectors.shape} do not match {len(words)} words")
+        _check_finite(source, vectors, lambda i: f"the vector of {words[i][:40]!r}")
+        if ngrams is not None:
+            _check_finite(source, ngrams.vectors, lambda i: f"n-gram bucket {i}")
         self.words: list[str] = list(words)
         self.key_to_index: dict[str, int] = {w: i for i, w in enumerate(self.words)}
         if len(self.key_to_index) != len(self.words):
@@ -139,15 +172,16 @@ class StaticEmbedder(Embedder):
         return self
 
     def _fingerprint_extra(self) -> str:
-        # Content hash (vocabulary, shape, values): stable across copies and reinstalls.
+        # Content hash (vocabulary, shape, values; see the module doc): stable across copies, formats
+        # and reinstalls. Hashed from a buffer, without a bytes copy of a multi-GB table.
         if self._fp is None:
             h = hashlib.sha1()
             h.update("\n".join(self.words).encode("utf-8", "surrogatepass"))
             h.update(str(tuple(self.vectors.shape)).encode())
-            h.update(self.vectors.cpu().numpy().tobytes())
+            h.update(memoryview(np.ascontiguousarray(self.vectors.cpu().numpy())))
             if self.ngrams is not None:
                 h.update(f"ngrams {self.ngrams.min_n} {self.ngrams.max_n}".encode())
-                h.update(self.ngrams.vectors.cpu().numpy().tobytes())
+                h.update(memoryview(np.ascontiguousarray(self.ngrams.vectors.cpu().numpy())))
             h.update(f"lower={self.lowercase_fallback}".encode())
             self._fp = h.hexdigest()[:16]
         return self._fp

@@ -109,7 +109,7 @@ def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
     out = writable_dir(args.results or cache_dir() / "results", "--results")
     emb = load(args.model, args.device)
     spec.check_model(emb)
-    layers = parse_layer_specs(args.layers, emb.num_layers) if spec.uses_layers else None
+    layers = parse_layer_specs(args.layers, emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
     command = command_line(args.argv)
     for base in spec.baselines(ctx, **options):
         print_rows(base)
@@ -126,12 +126,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from probes.reproduce import reproduce   # heavy: loads models
     from probes.tables import write_tables
 
+    if args.verify:
+        return cmd_verify(Path(args.out) / "runs")
     out = writable_dir(args.out, "--out")
     if args.tables_only:
         print(f"tables written to {write_tables(out / 'runs', out)}")
         return 0
+    from models.references import split_references   # elmo:A,B keeps its comma
+
     ctx = setup(args)
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    models = split_references(args.models)
     if not models:
         raise ProbeInputError("--models is empty.")
     specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
@@ -141,6 +145,32 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     timings = reproduce(embedders, specs, ctx, options, out, command=command_line(args.argv), report=print_rows)
     print(f"tables written to {out}/ (total {timings['total']:.0f} s)")
     return 0
+
+
+def cmd_verify(runs: Path) -> int:
+    """Exit 1 when a result in use was produced by other weights than the model on disk now."""
+    from models.base import UnknownModelError
+    from models.registry import REGISTRY, load_embedder
+    from probes.verify import report, verify_results
+
+    if not runs.is_dir():
+        raise ProbeInputError(f"--verify: no results folder {runs}.")
+
+    def fingerprint_of(model: str) -> str | None:
+        try:
+            return load_embedder(model).fingerprint() if model in REGISTRY else None
+        except UnknownModelError:
+            return None
+
+    checks = verify_results(runs, fingerprint_of)
+    if not checks:
+        raise ProbeInputError(f"--verify: no model results in {runs}.")
+    table = report(checks)
+    print(table.to_string(index=False))
+    stale = table[~table["ok"]]
+    print(f"\n{len(table) - len(stale)} of {len(table)} results in use were produced by the shipped model"
+          + ("" if stale.empty else f"; stale: {', '.join(sorted(set(stale['model'])))} (re-run them)"))
+    return 0 if stale.empty else 1
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -158,7 +188,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def add_common(p: argparse.ArgumentParser, model: bool = True) -> None:
     if model:
-        p.add_argument("--model", required=True, help="model name (python -m models list)")
+        p.add_argument("--model", required=True, help="a model: a name (python -m models list), a checkpoint folder, hf:ORG/NAME, elmo:OPTIONS,WEIGHTS or a vectors file")
         p.add_argument("--layers", default="all",
                        help="'all' (every layer + mean), 'mean', '0,1,2' or 'mix:w0,w1,...' (default all)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N sentences of each dataset")
@@ -191,10 +221,13 @@ def build_parser(with_probes: bool = True) -> argparse.ArgumentParser:
         spec.add_arguments(p)
         p.set_defaults(func=lambda args, spec=spec: cmd_probe(spec, args))
     p = sub.add_parser("reproduce", help="run every probe on several models and write paper-style tables")
-    p.add_argument("--models", default="", help="comma-separated model names")
+    p.add_argument("--models", default="", help="comma-separated models (names or references, as --model)")
     p.add_argument("--out", required=True, help="output directory (tables.md, *.csv, runs/*.json)")
     p.add_argument("--probes", default=",".join(probe_names()), help="comma-separated probes")
     p.add_argument("--tables-only", action="store_true", help="only rewrite the tables from OUT/runs/*.json")
+    p.add_argument("--verify", action="store_true",
+                   help="only check that every result in OUT/runs used by the tables was produced by the model "
+                        "as it is on disk now (content fingerprint); exit 1 on a stale result")
     add_common(p, model=False)
     seen: dict[str, Option] = {}
     for spec in specs:   # every probe's options, each once (the same name means the same option)

@@ -39,6 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from probes.errors import ProbeInputError
 from probes.feature_checks import (FeatureCacheError, NonFiniteFeaturesError, check_vectors, entry_lock,
                                    file_checksum, remember_verified, remove_stale_temps, reserve, temp_path)
 from probes.feature_store import atomic_write_text, check_layer, feature_dir, meta_problem, read_meta, sentences_hash
@@ -151,6 +152,12 @@ def get_features(
     Raises NonFiniteFeaturesError (a FeatureCacheError) when the embedder returns NaN or inf.
     """
     num_layers, dim = embedder.num_layers, embedder.dim
+    if getattr(embedder, "stateful", False):
+        # A stateful ELMo's vectors depend on what it ran before and in which batch: not features
+        # that can be cached, sorted into batches or compared across models.
+        raise ProbeInputError(f"{embedder.name} is a stateful ELMo (LSTM state carried between batches, for "
+                         "reproducing bilm-tf's outputs); probes need each sentence's vectors to be its own: "
+                         "register it without --stateful.")
     if layers is None:
         layers = list(range(num_layers))
     layers = [int(j) for j in layers]

@@ -14,6 +14,10 @@ their labels.
     specs = parse_layer_specs("0,2,mean", num_layers=3)
     needed_layers(specs)            # [0, 1, 2]: "mean" reads every layer
     specs[2].weights(3)             # array([1/3, 1/3, 1/3])
+
+A model that keeps only some of its layers (option ``layers``, ``ModelInfo.layer_ids``, e.g. (0, 6, 12))
+is probed by its own layer numbers: ``"6"`` reads the second kept layer and is labelled "6", so tables
+say which layer of the model a number belongs to. ``index`` is always the position in the embedder's output.
 """
 from __future__ import annotations
 
@@ -46,8 +50,11 @@ class LayerSpec:
         return self.index is not None
 
     @classmethod
-    def parse(cls, text: str | int, num_layers: int) -> "LayerSpec":
-        """One spec; ProbeInputError names what is wrong (range, weight count, non-finite weights)."""
+    def parse(cls, text: str | int, num_layers: int, layer_ids: Sequence[int] | None = None) -> "LayerSpec":
+        """One spec; ProbeInputError names what is wrong (range, weight count, non-finite weights).
+
+        ``layer_ids``: the model's own number of each output layer, when it keeps only some.
+        """
         text = str(text).strip()
         if text == "mean":
             return cls(text)
@@ -67,6 +74,10 @@ class LayerSpec:
             j = int(text)
         except ValueError:
             raise ProbeInputError(f"Bad layer {text!r}: {USAGE}.") from None
+        if layer_ids is not None:
+            if j not in layer_ids:
+                raise ProbeInputError(f"Layer {j} was not kept: the model keeps layers {', '.join(map(str, layer_ids))}.")
+            return cls(str(j), index=list(layer_ids).index(j))
         if not 0 <= j < num_layers:
             raise ProbeInputError(f"Layer {j} out of range: the model has layers 0..{num_layers - 1}.")
         return cls(str(j), index=j)
@@ -95,18 +106,19 @@ class LayerSpec:
         return self.label
 
 
-def parse_layer_specs(text: str | None, num_layers: int) -> list[LayerSpec]:
+def parse_layer_specs(text: str | None, num_layers: int, layer_ids: Sequence[int] | None = None) -> list[LayerSpec]:
     """The ``--layers`` argument: "all" (default: every layer, then "mean"), "mean", "0,1,2" or "mix:w0,…".
 
-    A "mix:" spec stands alone (its commas separate weights, not specs).
+    A "mix:" spec stands alone (its commas separate weights, not specs). ``layer_ids``: see the module doc.
     """
     if text is None or str(text).strip() == "all":
-        return [LayerSpec(str(j), index=j) for j in range(num_layers)] + ([LayerSpec("mean")] if num_layers > 1 else [])
+        ids = list(layer_ids) if layer_ids is not None else list(range(num_layers))
+        return [LayerSpec(str(ids[j]), index=j) for j in range(num_layers)] + ([LayerSpec("mean")] if num_layers > 1 else [])
     text = str(text).strip()
     parts = [text] if text.startswith("mix:") else [p for p in text.split(",") if p.strip()]
     if not parts:
         raise ProbeInputError(f"No layers selected: {USAGE}.")
-    return [LayerSpec.parse(p, num_layers) for p in parts]
+    return [LayerSpec.parse(p, num_layers, layer_ids) for p in parts]
 
 
 def needed_layers(specs: Sequence[LayerSpec], num_layers: int) -> list[int]:
@@ -114,8 +126,9 @@ def needed_layers(specs: Sequence[LayerSpec], num_layers: int) -> list[int]:
     return sorted({j for s in specs for j in s.layers(num_layers)})
 
 
-def as_layer_specs(layers: str | Sequence[LayerSpec] | None, num_layers: int) -> list[LayerSpec]:
+def as_layer_specs(layers: str | Sequence[LayerSpec] | None, num_layers: int,
+                   layer_ids: Sequence[int] | None = None) -> list[LayerSpec]:
     """Specs from a ``--layers`` string (or None = "all"), or already-parsed specs checked against the model."""
     if layers is None or isinstance(layers, str):
-        return parse_layer_specs(layers, num_layers)
-    return [LayerSpec.parse(s.label, num_layers) for s in layers]
+        return parse_layer_specs(layers, num_layers, layer_ids)
+    return [LayerSpec.parse(s.label, num_layers, layer_ids) for s in layers]

@@ -70,7 +70,7 @@ def pos_baselines(ctx: RunContext, **_options) -> list[ProbeResult]:
 
 def run_pos(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext()) -> ProbeResult:
     """Linear POS probe on every requested layer spec (indices, "mean", "mix:w…")."""
-    specs = as_layer_specs(layers, embedder.num_layers)
+    specs = as_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids)
     t0 = time.perf_counter()
     train, test = conll_slice("train", ctx.limit), conll_slice("test", ctx.limit)
     needed = needed_layers(specs, embedder.num_layers)

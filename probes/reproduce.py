@@ -44,7 +44,7 @@ def reproduce(embedders: dict[str, Embedder], specs: Sequence[ProbeSpec], ctx: R
                 continue
             t = time.perf_counter()
             say(f"== {name}: {spec.name}")
-            layers = parse_layer_specs("all", emb.num_layers) if spec.uses_layers else None
+            layers = parse_layer_specs("all", emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
             save(spec.run(emb, layers, ctx, **options[spec.name]))
             timings[f"{name} {spec.name}"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all

@@ -86,6 +86,39 @@ def test_a_model_that_fails_to_load_gives_a_message_and_the_page_keeps_working()
         REGISTRY.pop("broken-test-model", None)
 
 
+def test_models_page_adds_a_local_checkpoint_that_every_page_offers(tmp_path, monkeypatch) -> None:
+    from models.tiny import make_tiny_checkpoint
+
+    monkeypatch.setenv("EMBPROBE_MODELS", str(tmp_path / "embprobe.toml"))
+    folder = make_tiny_checkpoint("roberta", tmp_path / "my-roberta", layers=2, hidden=32, heads=2)
+    at = open_page("models")
+    # A folder that is not a model: refused with the reason, nothing saved.
+    at.text_input(key="models_add_name").set_value("nope")
+    at.text_input(key="models_add_ref").set_value(str(tmp_path))
+    at.button(key="models_add_submit").click().run()
+    assert "not a model folder" in texts(at.error)
+    assert not (tmp_path / "embprobe.toml").exists()
+    at.text_input(key="models_add_name").set_value("my-roberta")
+    at.text_input(key="models_add_ref").set_value(str(folder))
+    at.selectbox(key="models_add_pooling").set_value("first")
+    at.button(key="models_add_submit").click().run()
+    assert_ok(at)
+    assert "Added my-roberta" in texts(at.success)
+    facts = at.dataframe[-1].value.iloc[0]
+    assert (facts["family"], facts["layers"], facts["dim"]) == ("BERT-family", "3", "32")
+    assert "my-roberta" in set(open_page("models").dataframe[0].value["model"])   # beside the zoo
+    poly = open_page("polysemy")
+    assert "my-roberta" in poly.selectbox(key="poly_model").options
+    poly.selectbox(key="poly_model").set_value("my-roberta").run()
+    assert_ok(poly)
+    assert poly.get("plotly_chart")
+    at = open_page("models")
+    at.selectbox(key="models_remove_pick").set_value("my-roberta")
+    at.button(key="models_remove").click().run()
+    assert_ok(at)
+    assert "my-roberta" not in open_page("polysemy").selectbox(key="poly_model").options
+
+
 # ----------------------------------------------------------------------------- Embedding space
 
 def test_embedding_space_neighbours_analogy_and_map() -> None:

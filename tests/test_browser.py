@@ -176,7 +176,7 @@ WAIT_MS = 120_000
 
 def test_models_page(page, server):
     open_page(page, server, "")
-    expect(page.get_by_role("heading", name="Models")).to_be_visible()
+    expect(page.get_by_role("heading", name="Models", exact=True)).to_be_visible()
     expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
     # Main interaction: load GloVe; then Load is disabled and Unload enabled.
     choose(page, "Model", "glove-6b-50d")
@@ -186,6 +186,30 @@ def test_models_page(page, server):
     assert_clean(page)
     expect(page.get_by_role("button", name="Load", exact=True)).to_be_disabled()
     shot(page, "models")
+
+
+def test_models_page_adds_a_local_model_that_the_polysemy_page_offers(page, server, tmp_path):
+    from models.tiny import make_tiny_checkpoint
+
+    folder = make_tiny_checkpoint("bert", tmp_path / "browser-bert", layers=2, hidden=32, heads=2)
+    open_page(page, server, "")
+    page.get_by_label("Name", exact=True).fill("browser-bert")
+    page.get_by_label("Folder, file or hub id", exact=True).fill(str(folder))
+    page.get_by_role("button", name="Check and add").click()
+    expect(page.get_by_text("Added browser-bert")).to_be_visible(timeout=WAIT_MS)
+    wait_idle(page)
+    assert_clean(page)
+    open_page(page, server, "polysemy")
+    choose(page, "Model", "browser-bert")
+    points = page.locator('[data-testid="stPlotlyChart"]').first.locator(".scatterlayer .point")
+    expect(points.nth(9)).to_be_attached(timeout=WAIT_MS)   # its contextual vectors, projected
+    assert_clean(page)
+    open_page(page, server, "")
+    expect(page.get_by_role("combobox", name="Registered model")).to_have_value("browser-bert")
+    page.get_by_role("button", name="Remove", exact=True).click()
+    wait_idle(page)
+    assert_clean(page)
+    expect(page.get_by_role("combobox", name="Registered model")).to_have_count(0)   # none left
 
 
 def test_polysemy_page(page, server):

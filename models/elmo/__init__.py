@@ -4,7 +4,7 @@
     lstm.py        LSTMP cells, the biLSTM stack         bilm.py      ElmoBiLm, Elmo (scalar mixes)
     lm.py          the LM head (training, perplexity)    modeling_elmo.py  overview + every model name
     checkpoint.py  our safetensors checkpoints           hdf5_io.py   AllenNLP/bilm-tf weights.hdf5
-    embedder.py    ElmoEmbedder, load_elmo_asset, load_elmo_hdf5
+    embedder.py    ElmoEmbedder, load_elmo_asset, load_allennlp_elmo (+ find/inspect the original files)
 The trainer is ``models/train/elmo.py`` (``python -m models train elmo``).
 """
 from models.elmo.bilm import Elmo, ElmoBiLm  # noqa: F401

@@ -18,8 +18,33 @@ from models.elmo.lstm import ElmoLstm
 from models.scalar_mix import ScalarMix
 
 
+# The keys an original options.json must have; the rest have the defaults below.
+REQUIRED_OPTIONS = ("lstm.projection_dim", "lstm.dim", "lstm.n_layers",
+                    "char_cnn.filters", "char_cnn.n_highway", "char_cnn.embedding.dim")
+
+
+def _missing_options(options: dict[str, Any]) -> list[str]:
+    missing = []
+    for dotted in REQUIRED_OPTIONS:
+        node: Any = options
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                missing.append(dotted)
+                break
+            node = node[part]
+    return missing
+
+
 def normalize_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Validate an options dict (original format) and fill defaults; returns a deep copy."""
+    """Validate an options dict (original format) and fill defaults; returns a deep copy.
+
+    ValueError naming the missing keys (dotted, e.g. ``lstm.n_layers``) or the malformed value.
+    """
+    if not isinstance(options, dict):
+        raise ValueError(f"ELMo options must be a JSON object, got {type(options).__name__}.")
+    missing = _missing_options(options)
+    if missing:
+        raise ValueError(f"ELMo options lack {', '.join(missing)} (original options.json format expected).")
     options = copy.deepcopy(options)
     try:
         lstm, cnn = options["lstm"], options["char_cnn"]
@@ -51,13 +76,19 @@ class ElmoBiLm(nn.Module):
 
     ``forward`` returns the L+1 activations *with* boundaries (what the LM loss needs);
     ``layers`` strips them (what users of the vectors need).
+
+    ``stateful=False`` (default): every row starts from zero LSTM states, so a sentence's vectors do
+    not depend on its batch or on earlier calls. ``stateful=True``: the original bilm-tf / AllenNLP
+    behaviour: row b of each batch starts from the (h, c) row b ended with in the previous batch
+    (both directions, every layer; ``models.elmo.lstm`` says exactly which step), until
+    ``reset_states()``.
     """
 
-    def __init__(self, options: dict[str, Any], dropout: float = 0.0) -> None:
+    def __init__(self, options: dict[str, Any], dropout: float = 0.0, stateful: bool = False) -> None:
         super().__init__()
         self.options = normalize_options(options)
         self.char_cnn = CharCNNEncoder(self.options)
-        self.lstm = ElmoLstm(self.options, dropout=dropout)
+        self.lstm = ElmoLstm(self.options, dropout=dropout, stateful=stateful)
         self.register_buffer(
             "bos_chars", torch.tensor(ElmoCharacterMapper.beginning_of_sentence_characters()) + 1, persistent=False
         )
@@ -68,6 +99,20 @@ class ElmoBiLm(nn.Module):
     @property
     def projection_dim(self) -> int:
         return self.options["lstm"]["projection_dim"]
+
+    @property
+    def stateful(self) -> bool:
+        return self.lstm.stateful
+
+    @stateful.setter
+    def stateful(self, value: bool) -> None:
+        """Switching mode also forgets any carried state (a clean start either way)."""
+        self.lstm.stateful = bool(value)
+        self.lstm.reset_states()
+
+    def reset_states(self) -> None:
+        """Stateful mode: the next batch starts from zero states again (no-op when stateless)."""
+        self.lstm.reset_states()
 
     @property
     def num_layers(self) -> int:

@@ -1,7 +1,7 @@
 """ELMo behind the common :class:`~models.base.Embedder` interface.
 
     emb = load_embedder("elmo-small")             # assets/elmo-small (trained here)
-    emb = load_elmo_hdf5("options.json", "weights.hdf5")   # original AllenNLP/bilm-tf weights
+    emb = load_allennlp_elmo("options.json", "weights.hdf5")   # the original AllenNLP/bilm-tf files
     out = emb.embed([["The", "bank", "closed", "."]])
     out[0].vectors.shape                          # (L+1, 4, 2D); layer 0 = char-CNN output [x; x]
 
@@ -9,16 +9,25 @@ Batched extraction: sentences are sorted by length and packed so that sentences 
 stays within ``max_tokens``; each batch runs once under ``torch.inference_mode`` (fp16 on CUDA
 only, pinned host memory for the transfer). Every sequence starts from zero LSTM states and its
 padding sits after it, so a sentence gets the same vectors whatever it is batched with.
+
+``stateful=True`` runs the original's way instead (``models.elmo.lstm``): each ``embed`` call is
+ONE batch in the given order, row i continuing from the LSTM states row i ended with in the
+previous call, so vectors depend on what was embedded before (until ``reset_states()``).
+
+The original files as a user model: ``find_allennlp_files(folder)`` finds the pair (published
+names like ``elmo_2x4096_512_2048cnn_2xhighway_options.json`` / ``…_weights.hdf5``, or plain
+``options.json`` / ``weights.hdf5``), ``inspect_allennlp_elmo`` gives its shape and size from the
+hdf5 metadata (``python -m models list``), ``load_allennlp_elmo`` loads it.
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
+from corpora.digests import content_fingerprint, file_digests
 from models.assets import ASSETS, read_model_card
 from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device
 from models.elmo.bilm import ElmoBiLm
@@ -28,7 +37,11 @@ from models.registry import train_command
 
 
 class ElmoEmbedder(Embedder):
-    """Per-word vectors of every biLM layer: (L+1, num_words, 2D) float32, no attention."""
+    """Per-word vectors of every biLM layer: (L+1, num_words, 2D) float32, no attention.
+
+    ``stateful`` (default False) switches the biLM to the original's carried LSTM states (see
+    ``embed``); ``reset_states()`` restarts from zero states.
+    """
 
     has_attention = False
 
@@ -43,10 +56,12 @@ class ElmoEmbedder(Embedder):
         description: str = "",
         card: dict | None = None,
         fingerprint_extra: str = "",
+        stateful: bool = False,
     ) -> None:
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         self.bilm = bilm.eval()
+        self.bilm.stateful = stateful  # also starts from zero states
         self.max_tokens = max_tokens
         self.half_on_cuda = half_on_cuda
         self._fp_extra = fingerprint_extra
@@ -63,8 +78,33 @@ class ElmoEmbedder(Embedder):
         self.bilm.to(self.device, dtype=self.dtype)
         return self
 
+    @property
+    def stateful(self) -> bool:
+        return self.bilm.stateful
+
+    def reset_states(self) -> None:
+        """Stateful mode: the next ``embed`` starts from zero LSTM states (a fresh model)."""
+        self.bilm.reset_states()
+
     def _fingerprint_extra(self) -> str:
-        return self._fp_extra
+        # Stateful vectors depend on the call history: never share cache entries with stateless ones.
+        return self._fp_extra + ("|stateful" if self.stateful else "")
+
+    def embed(self, sentences: Sequence[Sequence[str]], with_attention: bool = False) -> list[SentenceEmbedding]:
+        """See :meth:`Embedder.embed`. Stateless (default): any batching, vectors independent of it.
+
+        Stateful: the sentences run as ONE batch in the given order (no length sorting, no
+        ``max_tokens`` split): sentence i is batch row i and starts from the (h, c) states row i ended
+        with in the previous call, both directions, every layer, as bilm-tf / AllenNLP ran the
+        original. An empty sentence is refused there (ValueError): it would shift the rows.
+        """
+        empty = next((i for i, s in enumerate(sentences) if len(s) == 0), None) if self.stateful else None
+        if empty is not None:
+            raise ValueError(
+                f"{self.name} is stateful: batch row i continues row i of the previous call, so no "
+                f"sentence may be empty (sentence {empty + 1} is). Drop it, or use stateless mode."
+            )
+        return super().embed(sentences, with_attention)
 
     def _char_ids(self, word: str) -> list[int]:
         ids = self._char_cache.get(word)
@@ -108,8 +148,10 @@ class ElmoEmbedder(Embedder):
 
     def _embed_batch(self, sentences: list[list[str]], with_attention: bool) -> list[SentenceEmbedding]:
         results: list[SentenceEmbedding | None] = [None] * len(sentences)
+        # Stateful: one batch, rows in the given order (row i's carried state belongs to sentence i).
+        batches = [list(range(len(sentences)))] if self.stateful else self.batches([len(s) for s in sentences])
         with torch.inference_mode():
-            for batch in self.batches([len(s) for s in sentences]):
+            for batch in batches:
                 layers, _ = self.bilm.layers(self._encode([sentences[i] for i in batch]))
                 layers = layers.float().cpu().numpy()  # (L+1, B, T, 2D)
                 for b, i in enumerate(batch):
@@ -123,11 +165,7 @@ class ElmoEmbedder(Embedder):
 
 
 def _file_fingerprint(paths: Sequence[Path]) -> str:
-    h = hashlib.sha1()
-    for p in paths:
-        st = p.stat()
-        h.update(f"{p.name}:{st.st_size}:{int(st.st_mtime)}".encode())
-    return h.hexdigest()[:16]
+    return content_fingerprint(paths)
 
 
 def load_elmo_asset(name: str = "elmo-small", device: str | torch.device | None = None,
@@ -148,13 +186,75 @@ def load_elmo_asset(name: str = "elmo-small", device: str | torch.device | None 
                         **kwargs)
 
 
-def load_elmo_hdf5(options_path: str | Path, weights_path: str | Path, name: str = "elmo-hdf5",
-                   device: str | torch.device | None = None, **kwargs) -> ElmoEmbedder:
-    """Original AllenNLP / bilm-tf weights (``options.json`` + ``weights.hdf5``)."""
+def load_allennlp_elmo(options_path: str | Path, weights_path: str | Path, name: str = "elmo-original", *,
+                      stateful: bool = False, device: str | torch.device | None = None,
+                      **kwargs: Any) -> ElmoEmbedder:
+    """The original AllenNLP / bilm-tf ELMo (``options.json`` + ``weights.hdf5``) as a user model.
+
+    ``stateful=True`` carries the LSTM states from call to call as the original did (``embed``).
+    ModelLoadError naming the file for a missing file, options that are not a JSON object or lack
+    keys, a truncated hdf5, a missing dataset, or shapes that disagree with the options.
+    ``kwargs``: ``ElmoEmbedder``'s (``max_tokens``, ``half_on_cuda``).
+    """
     # Imported here: h5py is only needed for original weights, not for the default ELMo asset.
     from models.elmo.hdf5_io import load_bilm_from_hdf5
 
+    options_path, weights_path = Path(options_path), Path(weights_path)
     bilm = load_bilm_from_hdf5(options_path, weights_path)
-    return ElmoEmbedder(bilm, name=name, source=str(weights_path), device=device,
-                        description="ELMo from original options.json + weights.hdf5",
-                        fingerprint_extra=_file_fingerprint([Path(options_path), Path(weights_path)]), **kwargs)
+    return ElmoEmbedder(bilm, name=name, source=str(weights_path), device=device, stateful=stateful,
+                        description="ELMo from the original options.json + weights.hdf5 (AllenNLP / bilm-tf)",
+                        fingerprint_extra=_original_fingerprint(options_path, weights_path), **kwargs)
+
+
+load_elmo_hdf5 = load_allennlp_elmo  # the earlier name
+
+
+def _original_fingerprint(options_path: Path, weights_path: Path) -> str:
+    """Both files' contents keyed by role, not by name: the published ``…_options.json`` copied as
+    ``options.json`` keeps its feature cache."""
+    digests = file_digests([options_path, weights_path])
+    return content_fingerprint([], extra=f"options={digests[options_path]};weights={digests[weights_path]}")
+
+
+OPTIONS_NAMES, WEIGHTS_NAMES = ("options.json", "_options.json"), ("weights.hdf5", "_weights.hdf5")
+
+
+def find_allennlp_files(directory: str | Path) -> tuple[Path, Path] | None:
+    """(options json, weights hdf5) of the original ELMo in ``directory``; None when it holds no such pair.
+
+    Names as published (``elmo_2x4096_512_2048cnn_2xhighway_options.json`` + ``…_weights.hdf5``)
+    or plain ``options.json`` + ``weights.hdf5``. Several candidates of either kind: ModelLoadError
+    naming them (pick with ``elmo:OPTIONS_JSON,WEIGHTS_HDF5``).
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return None
+    files = sorted(f for f in directory.iterdir() if f.is_file())
+    options = [f for f in files if f.name == OPTIONS_NAMES[0] or f.name.endswith(OPTIONS_NAMES[1])]
+    weights = [f for f in files if f.name == WEIGHTS_NAMES[0] or f.name.endswith(WEIGHTS_NAMES[1])]
+    if not options or not weights:
+        return None
+    if len(options) > 1 or len(weights) > 1:
+        raise ModelLoadError(
+            f"{directory} holds several original ELMo files: options {[f.name for f in options]}, "
+            f"weights {[f.name for f in weights]}. Name the pair: elmo:OPTIONS_JSON,WEIGHTS_HDF5."
+        )
+    return options[0], weights[0]
+
+
+def inspect_allennlp_elmo(options_path: str | Path, weights_path: str | Path) -> dict[str, Any]:
+    """Shape and size of an original ELMo without building it: options + the hdf5's metadata.
+
+    Keys: family "elmo", layers (L + 1, incl. layer 0), dim (2 × projection_dim), params (from the
+    biLM datasets' shapes), size_bytes (both files). ModelLoadError as ``load_allennlp_elmo``,
+    except for damage inside the weight data, which only loading reads.
+    """
+    from models.elmo.hdf5_io import check_layout, open_weights, read_original_options
+
+    options_path, weights_path = Path(options_path), Path(weights_path)
+    options = read_original_options(options_path)
+    with open_weights(weights_path) as fin:
+        shapes = check_layout(fin, weights_path, options)
+    return {"family": "elmo", "layers": options["lstm"]["n_layers"] + 1, "dim": 2 * options["lstm"]["projection_dim"],
+            "params": sum(int(np.prod(shape)) for shape in shapes.values()),
+            "size_bytes": options_path.stat().st_size + weights_path.stat().st_size}

@@ -11,8 +11,9 @@ Mirrors AllenNLP's loaders (``_ElmoCharacterEncoder._load_*`` and ``ElmoLstm.loa
                                                 /W_P_0 (C, D) projection
     d = 0 forward, 1 backward.
 
-Every problem (missing file or dataset, wrong shape, truncated file) raises
-``models.base.ModelLoadError`` naming the file and the dataset path.
+Every problem (missing file or dataset, wrong shape, datasets the options do not describe,
+truncated file) raises ``models.base.ModelLoadError`` naming the file and the dataset path;
+``check_layout`` checks the whole layout from the file's metadata before any weight is read.
 """
 from __future__ import annotations
 
@@ -20,63 +21,113 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import h5py
 import numpy as np
 import torch
 
 from models.base import ModelLoadError
-from models.elmo.bilm import ElmoBiLm
+from models.elmo.bilm import ElmoBiLm, normalize_options
 from models.elmo.checkpoint import load_bilm, read_options
 from models.elmo.lstm import LstmCellWithProjection
 
 # ----------------------------------------------------------------------------- reading
 
 
-class _Reader:
-    """h5py file wrapper whose lookups fail with ModelLoadError naming the dataset."""
-
-    def __init__(self, fin: h5py.File, path: Path) -> None:
-        self.fin = fin
-        self.path = path
-
-    def __call__(self, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
-        try:
-            obj = self.fin[name]
-        except KeyError:
-            raise ModelLoadError(f"ELMo weight file {self.path} has no dataset '{name}'.") from None
-        except (OSError, RuntimeError) as exc:
-            raise ModelLoadError(f"ELMo weight file {self.path}: cannot read '{name}' (truncated?): {exc}") from exc
-        if not isinstance(obj, h5py.Dataset):
-            raise ModelLoadError(f"ELMo weight file {self.path}: '{name}' is a group, expected a dataset.")
-        if shape is not None and tuple(obj.shape) != tuple(shape):
-            raise ModelLoadError(
-                f"ELMo weight file {self.path}: dataset '{name}' has shape {tuple(obj.shape)}, "
-                f"the options need {tuple(shape)}."
-            )
-        try:
-            return np.asarray(obj[...], dtype=np.float32)
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise ModelLoadError(f"ELMo weight file {self.path}: cannot read '{name}' (truncated?): {exc}") from exc
-
-
 def lstm_dataset_prefix(direction: int, layer: int) -> str:
     return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+# The biLM's datasets start with these; anything else in a file (e.g. a softmax) is not ours to read.
+BILM_PREFIXES = ("char_embed", "CNN", "RNN_")
+
+
+def expected_shapes(options: dict[str, Any], char_rows: int = 261) -> dict[str, tuple[int, ...]]:
+    """Every dataset a ``weights.hdf5`` for ``options`` (normalized) holds: name → shape, in load order."""
+    cnn, lstm = options["char_cnn"], options["lstm"]
+    char_dim, d, c = cnn["embedding"]["dim"], lstm["projection_dim"], lstm["dim"]
+    n = sum(num for _, num in cnn["filters"])
+    shapes: dict[str, tuple[int, ...]] = {"char_embed": (char_rows, char_dim)}
+    for i, (width, num) in enumerate(cnn["filters"]):
+        shapes[f"CNN/W_cnn_{i}"], shapes[f"CNN/b_cnn_{i}"] = (1, width, char_dim, num), (num,)
+    for k in range(cnn["n_highway"]):
+        for kind in ("transform", "carry"):
+            shapes[f"CNN_high_{k}/W_{kind}"], shapes[f"CNN_high_{k}/b_{kind}"] = (n, n), (n,)
+    shapes["CNN_proj/W_proj"], shapes["CNN_proj/b_proj"] = (n, d), (d,)
+    for layer in range(lstm["n_layers"]):
+        for direction in (0, 1):
+            prefix = lstm_dataset_prefix(direction, layer)
+            shapes[f"{prefix}/W_0"] = (d + d, 4 * c)  # [layer input; previous h] → 4 gates
+            shapes[f"{prefix}/B"] = (4 * c,)
+            shapes[f"{prefix}/W_P_0"] = (c, d)
+    return shapes
+
+
+def open_weights(weights_path: str | Path) -> h5py.File:
+    """The weight file opened read-only; ModelLoadError naming it when missing or not HDF5."""
+    weights_path = Path(weights_path)
+    if not weights_path.is_file():
+        raise ModelLoadError(f"ELMo weight file not found: {weights_path}")
+    try:
+        return h5py.File(weights_path, "r")
+    except OSError as exc:
+        raise ModelLoadError(f"ELMo weight file {weights_path} is not a readable HDF5 file (truncated?): {exc}") from exc
+
+
+def dataset_shapes(fin: h5py.File, path: Path) -> dict[str, tuple[int, ...]]:
+    """Every dataset's name → shape, from the file's metadata only (no weights read)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def visit(name: str, obj: Any) -> None:
+        if isinstance(obj, h5py.Dataset):
+            shapes[name] = tuple(obj.shape)
+
+    try:
+        fin.visititems(visit)
+    except (OSError, RuntimeError, KeyError) as exc:
+        raise ModelLoadError(f"ELMo weight file {path}: cannot list its datasets (truncated?): {exc}") from exc
+    return shapes
+
+
+def check_layout(fin: h5py.File, path: Path, options: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """The file's biLM datasets must be exactly those ``options`` need, with their shapes.
+
+    Returns the expected name → shape; ModelLoadError naming the file and the first missing,
+    mis-shaped or unexpected dataset. An unexpected one (more filters, highway or LSTM layers than
+    the options say) would otherwise load silently as a smaller, wrong model.
+    """
+    have = dataset_shapes(fin, path)
+    rows = have.get("char_embed", (261,))[0]
+    if rows not in (261, 262):  # 261 rows (ids 0..260) in the released files; 262 also exists
+        raise ModelLoadError(f"ELMo weight file {path}: 'char_embed' has {rows} rows, expected 261 or 262.")
+    want = expected_shapes(options, rows)
+    for name, shape in want.items():
+        if name not in have:
+            raise ModelLoadError(f"ELMo weight file {path} has no dataset '{name}'.")
+        if have[name] != shape:
+            raise ModelLoadError(f"ELMo weight file {path}: dataset '{name}' has shape {have[name]}, "
+                                 f"the options need {shape}.")
+    extra = sorted(n for n in have if n not in want and n.startswith(BILM_PREFIXES))
+    if extra:
+        raise ModelLoadError(f"ELMo weight file {path} has datasets the options do not describe: "
+                             f"{', '.join(extra[:5])}{' …' if len(extra) > 5 else ''} (options of another model?)")
+    return want
 
 
 @torch.no_grad()
 def load_hdf5_weights(bilm: ElmoBiLm, weights_path: str | Path) -> ElmoBiLm:
     """Copy an original ``weights.hdf5`` into ``bilm`` (built from the matching options)."""
     weights_path = Path(weights_path)
-    if not weights_path.is_file():
-        raise ModelLoadError(f"ELMo weight file not found: {weights_path}")
-    try:
-        fin = h5py.File(weights_path, "r")
-    except OSError as exc:
-        raise ModelLoadError(f"ELMo weight file {weights_path} is not a readable HDF5 file (truncated?): {exc}") from exc
-    with fin:
-        read = _Reader(fin, weights_path)
+    with open_weights(weights_path) as fin:
+        check_layout(fin, weights_path, bilm.options)
+
+        def read(name: str) -> np.ndarray:
+            try:
+                return np.asarray(fin[name][...], dtype=np.float32)
+            except (OSError, RuntimeError, ValueError, KeyError) as exc:
+                raise ModelLoadError(f"ELMo weight file {weights_path}: cannot read '{name}' (truncated?): {exc}") from exc
+
         _load_char_cnn(bilm, read)
         for layer in range(bilm.lstm.num_layers):
             for direction, stack in enumerate((bilm.lstm.forward_layers, bilm.lstm.backward_layers)):
@@ -84,39 +135,27 @@ def load_hdf5_weights(bilm: ElmoBiLm, weights_path: str | Path) -> ElmoBiLm:
     return bilm
 
 
-def _load_char_cnn(bilm: ElmoBiLm, read: _Reader) -> None:
+def _load_char_cnn(bilm: ElmoBiLm, read: Callable[[str], np.ndarray]) -> None:
     cnn = bilm.char_cnn
-    # char_embed: 261 rows (ids 0..260) in the released files; a 262-row table also exists.
-    try:
-        rows = read.fin["char_embed"].shape[0]
-    except KeyError:
-        raise ModelLoadError(f"ELMo weight file {read.path} has no dataset 'char_embed'.") from None
-    if rows not in (261, 262):
-        raise ModelLoadError(f"ELMo weight file {read.path}: 'char_embed' has {rows} rows, expected 261 or 262.")
-    char_embed = read("char_embed", (rows, cnn.char_dim))
     weight = torch.zeros_like(cnn.char_embedding.weight)
-    weight[1:] = torch.from_numpy(char_embed[:261])  # shift by one: row 0 is the mask
+    weight[1:] = torch.from_numpy(read("char_embed")[:261])  # shift by one: row 0 is the mask
     cnn.char_embedding.weight.copy_(weight)
 
-    for i, ((width, num), conv) in enumerate(zip(cnn.filters, cnn.convolutions)):
-        w = read(f"CNN/W_cnn_{i}", (1, width, cnn.char_dim, num))
-        b = read(f"CNN/b_cnn_{i}", (num,))
-        conv.weight.copy_(torch.from_numpy(np.transpose(w.squeeze(axis=0), axes=(2, 1, 0))))
-        conv.bias.copy_(torch.from_numpy(b))
+    for i, conv in enumerate(cnn.convolutions):
+        conv.weight.copy_(torch.from_numpy(np.transpose(read(f"CNN/W_cnn_{i}").squeeze(axis=0), axes=(2, 1, 0))))
+        conv.bias.copy_(torch.from_numpy(read(f"CNN/b_cnn_{i}")))
 
-    n = cnn.n_filters
     for k, layer in enumerate(cnn.highways.layers):
-        w_transform = read(f"CNN_high_{k}/W_transform", (n, n)).T
+        w_transform = read(f"CNN_high_{k}/W_transform").T
         # AllenNLP's gate g multiplies x; TF's carry gate multiplies f(x): g = 1 − carry ⇒ negate.
-        w_carry = -read(f"CNN_high_{k}/W_carry", (n, n)).T
-        b_transform = read(f"CNN_high_{k}/b_transform", (n,))
-        b_carry = -read(f"CNN_high_{k}/b_carry", (n,))
+        w_carry = -read(f"CNN_high_{k}/W_carry").T
+        b_transform = read(f"CNN_high_{k}/b_transform")
+        b_carry = -read(f"CNN_high_{k}/b_carry")
         layer.weight.copy_(torch.from_numpy(np.concatenate([w_transform, w_carry], axis=0)))
         layer.bias.copy_(torch.from_numpy(np.concatenate([b_transform, b_carry], axis=0)))
 
-    d = cnn.output_dim
-    cnn.projection.weight.copy_(torch.from_numpy(read("CNN_proj/W_proj", (n, d)).T))
-    cnn.projection.bias.copy_(torch.from_numpy(read("CNN_proj/b_proj", (d,))))
+    cnn.projection.weight.copy_(torch.from_numpy(read("CNN_proj/W_proj").T))
+    cnn.projection.bias.copy_(torch.from_numpy(read("CNN_proj/b_proj")))
 
 
 def _swap_gates_1_2(x: np.ndarray, c: int) -> np.ndarray:
@@ -127,25 +166,37 @@ def _swap_gates_1_2(x: np.ndarray, c: int) -> np.ndarray:
     return y
 
 
-def _load_lstm_cell(cell: LstmCellWithProjection, read: _Reader, prefix: str) -> None:
-    c, d, n_in = cell.cell_size, cell.hidden_size, cell.input_size
-    tf_weights = read(f"{prefix}/W_0", (n_in + d, 4 * c)).T  # (4C, input + D)
+def _load_lstm_cell(cell: LstmCellWithProjection, read: Callable[[str], np.ndarray], prefix: str) -> None:
+    c, n_in = cell.cell_size, cell.input_size
+    tf_weights = read(f"{prefix}/W_0").T  # (4C, input + D)
     torch_weights = _swap_gates_1_2(tf_weights, c)
     cell.input_linearity.weight.copy_(torch.from_numpy(np.ascontiguousarray(torch_weights[:, :n_in])))
     cell.state_linearity.weight.copy_(torch.from_numpy(np.ascontiguousarray(torch_weights[:, n_in:])))
-    tf_bias = read(f"{prefix}/B", (4 * c,)).copy()
+    tf_bias = read(f"{prefix}/B").copy()
     tf_bias[2 * c : 3 * c] += 1.0  # TF's LSTMCell adds forget_bias=1.0 at runtime
     cell.state_linearity.bias.copy_(torch.from_numpy(_swap_gates_1_2(tf_bias, c)))
-    cell.state_projection.weight.copy_(torch.from_numpy(np.ascontiguousarray(read(f"{prefix}/W_P_0", (c, d)).T)))
+    cell.state_projection.weight.copy_(torch.from_numpy(np.ascontiguousarray(read(f"{prefix}/W_P_0").T)))
 
 
-def load_bilm_from_hdf5(options_path: str | Path, weights_path: str | Path) -> ElmoBiLm:
-    """Build an ElmoBiLm from an original ``options.json`` + ``weights.hdf5`` pair."""
+def read_original_options(options_path: str | Path) -> dict[str, Any]:
+    """An original ``options.json``, validated and normalized; ModelLoadError naming the file."""
     options = read_options(options_path)
     try:
-        bilm = ElmoBiLm(options)
+        return normalize_options(options)
     except ValueError as exc:
-        raise ModelLoadError(f"{options_path}: {exc}") from exc
+        raise ModelLoadError(f"ELMo options file {options_path}: {exc}") from exc
+
+
+def load_bilm_from_hdf5(options_path: str | Path, weights_path: str | Path, stateful: bool = False) -> ElmoBiLm:
+    """Build an ElmoBiLm from an original ``options.json`` + ``weights.hdf5`` pair."""
+    options = read_original_options(options_path)
+    weights_path = Path(weights_path)
+    with open_weights(weights_path) as fin:
+        check_layout(fin, weights_path, options)  # before building: a wrong pair fails in milliseconds
+    try:
+        bilm = ElmoBiLm(options, stateful=stateful)
+    except ValueError as exc:
+        raise ModelLoadError(f"ELMo options file {options_path}: {exc}") from exc
     return load_hdf5_weights(bilm, weights_path).eval()
 
 

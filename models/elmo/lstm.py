@@ -2,8 +2,15 @@
 
     token vectors (B, T, D) ──ElmoLstm──▶ (n_layers, B, T, 2D) = [h_fwd; h_bwd] per layer
 
-The two directions never mix inside the stack; every sequence starts from zero states and its
-padding sits after it, so a sentence's vectors do not depend on what it is batched with.
+The two directions never mix inside the stack. By default every sequence starts from zero states
+and its padding sits after it, so a sentence's vectors do not depend on what it is batched with.
+
+``stateful=True`` is how bilm-tf (``BidirectionalLanguageModel``) and AllenNLP (``_ElmoBiLm``) ran
+the original: the final (h, c) of batch row b, for both directions and every layer, is the initial
+state of row b in the next batch. "Final" is each row's own last real step (bilm-tf's
+``dynamic_rnn(sequence_length=…)``): for the forward direction after ``</S>``, for the backward
+direction (which reads the row reversed within its length) after ``<S>``; padding never touches
+a state. Rows beyond a smaller next batch keep their states (bilm-tf's ``max_batch_size`` buffer).
 """
 from __future__ import annotations
 
@@ -12,6 +19,9 @@ from typing import Any
 
 import torch
 from torch import nn
+
+# (h, c) of one LSTMP direction: h (B, hidden_size), c (B, cell_size).
+LstmState = tuple[torch.Tensor, torch.Tensor]
 
 
 def _reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -76,19 +86,32 @@ class LstmCellWithProjection(nn.Module):
             and not (self.training and self.recurrent_dropout_probability > 0)
         )
 
-    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """inputs: (B, T, input_size), lengths: (B,) → outputs (B, T, hidden_size), zero at padding."""
+    def forward(
+        self,
+        inputs: torch.Tensor,
+        lengths: torch.Tensor,
+        initial_state: LstmState | None = None,
+        return_state: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, LstmState]:
+        """inputs: (B, T, input_size), lengths: (B,) → outputs (B, T, hidden_size), zero at padding.
+
+        initial_state: (h (B, hidden_size), c (B, cell_size)), zeros when None. With
+        ``return_state`` also returns each row's final (h, c) at its own last real step (a row of
+        length 0 keeps its initial state); that needs the time loop, not the fused kernel.
+        """
         b, t, _ = inputs.shape
         x = inputs if self.go_forward else _reverse_padded(inputs, lengths)
         # Padding sits after each sequence, so a left-to-right pass never lets it leak into real steps.
-        if self.uses_fused_kernel:
-            out = self._fused(x)
+        if self.uses_fused_kernel and initial_state is None and not return_state:
+            out, final = self._fused(x), None
         else:
-            out = self._loop(x)
+            # Per-row final states cost two masked selects a step: only when they are wanted.
+            out, final = self._run(x, lengths if return_state else None, initial_state)
         if not self.go_forward:
             out = _reverse_padded(out, lengths)
         mask = torch.arange(t, device=inputs.device).unsqueeze(0) < lengths.unsqueeze(1)
-        return out * mask.unsqueeze(-1).to(out.dtype)
+        out = out * mask.unsqueeze(-1).to(out.dtype)
+        return (out, final) if return_state else out
 
     def _fused(self, x: torch.Tensor) -> torch.Tensor:
         b = x.shape[0]
@@ -107,10 +130,23 @@ class LstmCellWithProjection(nn.Module):
         return out
 
     def _loop(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (B, T, input_size), every row full length, zero initial state → (B, T, hidden_size)."""
+        return self._run(x)[0]
+
+    def _run(
+        self, x: torch.Tensor, lengths: torch.Tensor | None = None, initial_state: LstmState | None = None
+    ) -> tuple[torch.Tensor, LstmState]:
+        """The explicit time loop. x: (B, T, input_size), padding after each row's ``lengths``.
+
+        Returns outputs (B, T, hidden_size) and the final (h (B, D), c (B, C)); a row's state stops
+        changing after its last real step (lengths None = all rows full length).
+        """
         b, t, _ = x.shape
         c = self.cell_size
-        memory = x.new_zeros(b, c)
-        state = x.new_zeros(b, self.hidden_size)
+        if initial_state is None:
+            state, memory = x.new_zeros(b, self.hidden_size), x.new_zeros(b, c)
+        else:
+            state, memory = initial_state
         dropout_mask = None
         if self.training and self.recurrent_dropout_probability > 0:
             keep = 1.0 - self.recurrent_dropout_probability
@@ -123,16 +159,21 @@ class LstmCellWithProjection(nn.Module):
             forget_gate = torch.sigmoid(gates[:, 1 * c : 2 * c])
             memory_init = torch.tanh(gates[:, 2 * c : 3 * c])
             output_gate = torch.sigmoid(gates[:, 3 * c : 4 * c])
-            memory = input_gate * memory_init + forget_gate * memory
+            new_memory = input_gate * memory_init + forget_gate * memory
             if self.memory_cell_clip_value is not None:
-                memory = torch.clamp(memory, -self.memory_cell_clip_value, self.memory_cell_clip_value)
-            state = self.state_projection(output_gate * torch.tanh(memory))
+                new_memory = torch.clamp(new_memory, -self.memory_cell_clip_value, self.memory_cell_clip_value)
+            new_state = self.state_projection(output_gate * torch.tanh(new_memory))
             if self.state_projection_clip_value is not None:
-                state = torch.clamp(state, -self.state_projection_clip_value, self.state_projection_clip_value)
+                new_state = torch.clamp(new_state, -self.state_projection_clip_value, self.state_projection_clip_value)
             if dropout_mask is not None:
-                state = state * dropout_mask
-            outputs.append(state)
-        return torch.stack(outputs, dim=1)
+                new_state = new_state * dropout_mask
+            if lengths is None:
+                memory, state = new_memory, new_state
+            else:  # rows past their length keep their last real state (dynamic_rnn's sequence_length)
+                active = (lengths > step).unsqueeze(1)
+                memory, state = torch.where(active, new_memory, memory), torch.where(active, new_state, state)
+            outputs.append(new_state)
+        return torch.stack(outputs, dim=1), (state, memory)
 
 
 class ElmoLstm(nn.Module):
@@ -140,9 +181,10 @@ class ElmoLstm(nn.Module):
 
     The directions never mix inside the stack (the forward LM must not see the future). For layers
     after the first, the layer input is added to its output (residual / skip connection).
+    ``stateful``: carry each row's final states into the next batch (module doc); ``reset_states()``.
     """
 
-    def __init__(self, options: dict[str, Any], dropout: float = 0.0) -> None:
+    def __init__(self, options: dict[str, Any], dropout: float = 0.0, stateful: bool = False) -> None:
         super().__init__()
         lstm = options["lstm"]
         self.num_layers = lstm["n_layers"]
@@ -161,18 +203,61 @@ class ElmoLstm(nn.Module):
             [LstmCellWithProjection(d, d, c, go_forward=False, **kwargs) for _ in range(self.num_layers)]
         )
         self.dropout = nn.Dropout(dropout)  # on each layer's input, as bilm-tf's DropoutWrapper
+        self.stateful = stateful
+        # The carried states: h (n_layers, 2, rows, D), c (n_layers, 2, rows, C), direction 0 = forward.
+        # Buffers so that .to(device, dtype) moves them; not persistent: they are not weights.
+        self.register_buffer("carried_h", None, persistent=False)
+        self.register_buffer("carried_c", None, persistent=False)
+
+    def reset_states(self) -> None:
+        """Forget the carried states: the next batch starts from zero states, as a fresh model."""
+        self.carried_h = None
+        self.carried_c = None
+
+    def initial_states(self, batch_size: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """h (n_layers, 2, B, D), c (n_layers, 2, B, C): the carried rows 0..B−1, zeros for rows never run."""
+        h = like.new_zeros(self.num_layers, 2, batch_size, self.hidden_size)
+        c = like.new_zeros(self.num_layers, 2, batch_size, self.cell_size)
+        if self.carried_h is not None and self.carried_c is not None:
+            n = min(batch_size, self.carried_h.shape[2])
+            h[:, :, :n] = self.carried_h[:, :, :n]
+            c[:, :, :n] = self.carried_c[:, :, :n]
+        return h, c
+
+    def _carry(self, h: torch.Tensor, c: torch.Tensor) -> None:
+        """Keep a batch's final h (n_layers, 2, B, D), c (…, C) in rows 0..B−1; later rows keep theirs."""
+        h, c = h.detach(), c.detach()
+        b = h.shape[2]
+        if self.carried_h is not None and self.carried_c is not None and self.carried_h.shape[2] > b:
+            h = torch.cat([h, self.carried_h[:, :, b:].to(h.dtype)], dim=2)
+            c = torch.cat([c, self.carried_c[:, :, b:].to(c.dtype)], dim=2)
+        self.carried_h, self.carried_c = h, c
 
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """inputs: (B, T, D), mask: (B, T) bool → (n_layers, B, T, 2D) = [fwd; bwd] per layer."""
+        """inputs: (B, T, D), mask: (B, T) bool → (n_layers, B, T, 2D) = [fwd; bwd] per layer.
+
+        Stateless: zero initial states. Stateful: row b starts from the states row b ended with in
+        the previous batch, and this batch's final states are kept for the next one.
+        """
+        b = inputs.shape[0]
         lengths = mask.long().sum(dim=1)
-        fwd, bwd = inputs, inputs
+        h0, c0 = self.initial_states(b, inputs) if self.stateful else (None, None)
+        finals: list[LstmState] = []  # (layer, direction) order
+        streams = [inputs, inputs]  # forward, backward
         outputs = []
-        for index, (f_layer, b_layer) in enumerate(zip(self.forward_layers, self.backward_layers)):
-            f_cache, b_cache = fwd, bwd
-            fwd = f_layer(self.dropout(fwd), lengths)
-            bwd = b_layer(self.dropout(bwd), lengths)
-            if index != 0 and self.use_skip_connections:
-                fwd = fwd + f_cache
-                bwd = bwd + b_cache
-            outputs.append(torch.cat([fwd, bwd], dim=-1))
+        for index in range(self.num_layers):
+            for direction, stack in enumerate((self.forward_layers, self.backward_layers)):
+                x = streams[direction]
+                if h0 is not None and c0 is not None:
+                    start = (h0[index, direction], c0[index, direction])
+                    out, final = stack[index](self.dropout(x), lengths, start, return_state=True)
+                    finals.append(final)
+                else:
+                    out = stack[index](self.dropout(x), lengths)
+                streams[direction] = out + x if index != 0 and self.use_skip_connections else out
+            outputs.append(torch.cat(streams, dim=-1))
+        if finals:
+            shape = (self.num_layers, 2, b)
+            self._carry(torch.stack([h for h, _ in finals]).view(*shape, self.hidden_size),
+                        torch.stack([c for _, c in finals]).view(*shape, self.cell_size))
         return torch.stack(outputs)

@@ -13,9 +13,10 @@ Configuration uses the original AllenNLP / bilm-tf ``options.json`` format::
      "char_cnn": {"activation": "relu", "filters": [[1, 32], [2, 32], …], "n_highway": 2,
                   "embedding": {"dim": 16}, "n_characters": 262, "max_characters_per_token": 50}}
 
-Deliberate difference from AllenNLP: the LSTM starts every batch from zero states (AllenNLP's ELMo
+Default difference from AllenNLP: the LSTM starts every batch from zero states (AllenNLP's ELMo
 is *stateful* across batches, so its vectors depend on what was embedded before). Zero states make
-extraction deterministic and batched == one-at-a-time.
+extraction deterministic and batched == one-at-a-time. ``ElmoBiLm(options, stateful=True)`` runs
+the original's way (``models.elmo.lstm`` says exactly how); it reproduces bilm-tf's own test outputs.
 """
 from __future__ import annotations
 

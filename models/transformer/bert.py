@@ -1,9 +1,12 @@
-"""BERT-family encoders (any local checkpoint) and the default one, all-MiniLM-L6-v2 from its pip package."""
+"""Encoders (BERT, RoBERTa, DeBERTa, ELECTRA, ALBERT, DistilBERT, XLM-R, ModernBERT; the encoder of T5 and BART)
+from any local checkpoint, and the default one, all-MiniLM-L6-v2 from its pip package."""
 from __future__ import annotations
+
+import inspect
+from functools import cached_property
 
 import numpy as np
 import torch
-from transformers import AutoModel
 
 from models.base import ModelLoadError
 from models.transformer.embedder import TransformerEmbedder
@@ -11,28 +14,24 @@ from models.transformer.pieces import best_window_centered
 
 
 class BertEmbedder(TransformerEmbedder):
-    """Any local BERT-style encoder checkpoint (config.json + weights + fast tokenizer).
+    """Any local encoder checkpoint (config.json + weights + tokenizer); family "bert".
 
-    Layers: 0 = embedding output (token + position + segment embeddings, LayerNorm), then one per
-    transformer layer. ``pooling`` = "mean" (default) or "first" subword piece per word.
+    Layers: 0 = embedding output (token + position (+ segment) embeddings, normalised), then one per
+    transformer layer. Each window is wrapped in the special tokens the tokenizer itself adds
+    ([CLS] … [SEP], <s> … </s>, … </s>). ``pooling`` = "mean" (default), "first" or "last" piece per word.
     """
 
     family = "bert"
 
-    def _load_model(self) -> torch.nn.Module:
-        return self._from_pretrained(AutoModel)
-
-    def _num_specials(self) -> int:
-        return int(self.tokenizer.cls_token_id is not None) + int(self.tokenizer.sep_token_id is not None)
-
-    def _wrap(self, pieces: list[int]) -> tuple[list[int], int]:
-        cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-        head = [cls] if cls is not None else []
-        return head + pieces + ([sep] if sep is not None else []), len(head)
+    @cached_property
+    def _takes_token_types(self) -> bool:
+        return "token_type_ids" in inspect.signature(self.model.forward).parameters
 
     def _forward_kwargs(self, ids: torch.Tensor, mask: torch.Tensor) -> dict:
-        # Segment A for every piece: layer 0 = token + position + segment-0 embeddings.
-        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+        kwargs = {"input_ids": ids, "attention_mask": mask}
+        if self._takes_token_types:   # segment A for every piece: layer 0 = token + position + segment-0
+            kwargs["token_type_ids"] = torch.zeros_like(ids)
+        return kwargs
 
     def _best_window(self, starts: np.ndarray, n: int) -> np.ndarray:
         # Context on the poorer side: min(pieces to the left, pieces to the right) within the window.

@@ -1,18 +1,23 @@
-"""A local transformers checkpoint folder: validated before loading, its fast tokenizer, its fingerprint.
+"""A local transformers checkpoint folder: validated before loading, its config, its tokenizer, its fingerprint.
 
 Validation fails early with :class:`~models.base.ModelLoadError` naming the file and the reason
-(missing folder or config.json, a config that is not a JSON object or has no ``model_type``, no
-weights, a truncated or corrupt safetensors file) instead of letting transformers raise deep inside.
+(missing folder or config.json, a config that is not a JSON object, has no ``model_type`` or needs
+custom code, no weights, a truncated or corrupt weight file or shard: ``models.transformer.refusals``)
+instead of letting transformers raise deep inside.
+
+The tokenizer is the fast (``tokenizers``) one wherever transformers has or can build it; a
+tokenizer that exists only in Python (no tokenizer.json, not convertible, e.g. ByT5's) is returned
+too, and the embedder falls back to tokenizing each word on its own (``models.transformer.tokens``).
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
-from transformers import AutoTokenizer, PreTrainedTokenizerFast
+from transformers import AutoConfig, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
 
-from models.assets import check_safetensors, read_json_object
+from corpora.digests import content_fingerprint
 from models.base import ModelLoadError
+from models.transformer.refusals import check_config, check_weight_files
 
 
 def check_checkpoint_dir(path: Path) -> None:
@@ -21,40 +26,35 @@ def check_checkpoint_dir(path: Path) -> None:
         raise ModelLoadError(f"Model directory {path} does not exist.")
     if not path.is_dir():
         raise ModelLoadError(f"{path} is not a directory (expected a checkpoint folder with config.json).")
-    config = path / "config.json"
-    if not config.is_file():
-        raise ModelLoadError(f"{config}: missing (not a transformers checkpoint directory).")
-    cfg = read_json_object(config, "config")
-    if "model_type" not in cfg:
-        raise ModelLoadError(f"{config}: no 'model_type' key; not a transformers config.")
-    weights = sorted(path.glob("*.safetensors"))
-    if not weights and not (path / "pytorch_model.bin").is_file():
-        raise ModelLoadError(f"{path}: no weights file (model.safetensors or pytorch_model.bin).")
-    for file in weights:
-        check_safetensors(file)
+    check_config(path)
+    check_weight_files(path)
 
 
-def load_tokenizer(path: Path) -> PreTrainedTokenizerFast:
+def load_config(path: Path) -> PretrainedConfig:
+    """The checkpoint's transformers config (never with custom code: ``check_config`` ran first)."""
     try:
-        tok = AutoTokenizer.from_pretrained(str(path), use_fast=True, local_files_only=True)
+        return AutoConfig.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    except Exception as exc:  # a config transformers rejects (bad values for its class)
+        raise ModelLoadError(f"{path / 'config.json'}: transformers cannot read it ({type(exc).__name__}: {exc}).") from exc
+
+
+def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
+    """The fast tokenizer where there is one; else the Python one (``is_fast`` False: per-word fallback)."""
+    try:
+        return AutoTokenizer.from_pretrained(str(path), use_fast=True, local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # transformers raises OSError/ValueError/JSON errors depending on the file
         files = ", ".join(sorted(p.name for p in path.glob("*token*"))) or "none"
         raise ModelLoadError(f"{path}: cannot load the tokenizer (tokenizer files: {files}): {exc}") from exc
-    if not getattr(tok, "is_fast", False):
-        raise ModelLoadError(f"{path}: needs a fast tokenizer (tokenizer.json) for word alignment.")
-    return tok
+
+
+# Files that decide what a checkpoint computes, besides its weights (tokenizer files of every family).
+CONTENT_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                 "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "tokenizer.model", "sentencepiece.bpe.model")
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
 
 
 def fingerprint_files(path: Path) -> str:
-    """Hash of config + tokenizer contents and the weights' sizes (cheap, changes when weights change)."""
-    h = hashlib.sha1()
-    for name in ("config.json", "tokenizer.json"):
-        f = path / name
-        if f.is_file():
-            h.update(f.read_bytes())
-    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-        st = f.stat()
-        h.update(f"{f.name}:{st.st_size}".encode())
-        with open(f, "rb") as fh:  # header bytes: tensor names, shapes and offsets
-            h.update(fh.read(65536))
-    return h.hexdigest()[:16]
+    """Content fingerprint of a checkpoint folder: config, tokenizer and every weight file's bytes."""
+    files = [path / n for n in CONTENT_FILES if (path / n).is_file()]
+    files += [f for pattern in WEIGHT_PATTERNS for f in path.glob(pattern) if f.is_file()]
+    return content_fingerprint(files, root=path)

@@ -1,10 +1,23 @@
 """The machinery every transformer embedder shares: load, window, batch, run, pool (see ``models.transformer``).
 
-Subclasses (``bert.py``, ``gpt.py``) say how to load the model, which special tokens wrap a
-window, and which window a piece of a long sentence takes its vector from.
+Subclasses (``bert.py``, ``gpt.py``) say whether the model is a decoder, which extra inputs its
+forward takes and which window a piece of a long sentence takes its vector from. Special tokens
+and word alignment come from the tokenizer (``tokens.py``), weights through ``loading.py`` (which
+refuses missing or extra tensors), memory checks from ``memory.py``.
+
+Options beyond the pipeline's: ``dtype`` None keeps the built-in rule (fp32 on CPU unless
+``cpu_bf16``, fp16 on CUDA unless ``half_on_cuda=False``; weights loaded in fp32, then cast); a string
+("auto", "fp32", "fp16", "bf16") loads straight in that dtype after checking the weights fit in free
+memory. ``layers`` keeps only those hidden states (``info.layer_ids``). ``device="auto"`` spreads the
+model over every GPU with accelerate (``device_map="auto"``); inputs go to the first device.
+
+Out of GPU memory during ``embed`` (``torch.OutOfMemoryError``): the token budget is halved, one
+warning line logged, the remaining rows re-packed and the run goes on, with the same vectors; a
+single row that does not fit raises ``torch.OutOfMemoryError`` with an estimate of what it needs.
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Sequence
 
@@ -13,73 +26,88 @@ import torch
 
 from models.base import (Embedder, ModelInfo, ModelLoadError, PieceAttention, SentenceEmbedding, check_unicode,
                          default_device)
-from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_tokenizer
-from models.transformer.pieces import Row, make_rows, pack_batches, piece_weights, word_attention, word_pieces
+from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_config, load_tokenizer
+from models.transformer.loading import context_size, load_model, select_layers
+from models.transformer.memory import check_fits, device_kind, estimate_memory, oom_message, resolve_dtype
+from models.transformer.pieces import (Row, make_rows, pack_batches, per_word_pieces, piece_weights, word_attention,
+                                       word_pieces)
+from models.transformer.tokens import alignment_problems, prepare_word_alignment, special_layout
 
-POOLINGS = ("mean", "first")
+POOLINGS = ("mean", "first", "last")
+log = logging.getLogger(__name__)
 
 
 class TransformerEmbedder(Embedder):
-    """Shared machinery; subclasses set ``family``, special-token layout and window choice."""
+    """Shared machinery; subclasses set ``family``, ``decoder`` and the window choice."""
 
     has_attention = True
     family = ""
+    decoder = False
 
     def __init__(self, path: str | Path, name: str, pooling: str = "mean", device: str | torch.device | None = None,
                  max_tokens: int | None = None, stride: int | None = None, max_length: int | None = None,
-                 half_on_cuda: bool = True, cpu_bf16: bool = False,
-                 description: str = "", card: dict | None = None) -> None:
+                 half_on_cuda: bool = True, cpu_bf16: bool = False, description: str = "", card: dict | None = None,
+                 *, dtype: str | None = None, layers: Sequence[int] | None = None, window: int | None = None,
+                 source: str | None = None, revision: str | None = None) -> None:
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if max_tokens is not None and max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if window is not None and max_length is not None:
+            raise ValueError("give window (content pieces) or max_length (pieces with special tokens), not both")
         self.path = Path(path)
         check_checkpoint_dir(self.path)
+        self.config = load_config(self.path)
         self.tokenizer = load_tokenizer(self.path)
-        self.model = self._load_model()
-        self.model.eval()
-        self.pooling = pooling
-        self._max_tokens_arg = max_tokens
-        self.half_on_cuda = half_on_cuda
-        self.cpu_bf16 = cpu_bf16
-        self.device = torch.device("cpu")
-        self.dtype = torch.float32
-        self.to(device or default_device())
-        cfg = self.model.config
-        self.max_positions = int(getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions"))
+        self.pooling, self.revision = pooling, revision
+        self._max_tokens_arg, self.half_on_cuda, self.cpu_bf16 = max_tokens, half_on_cuda, cpu_bf16
+        self._dispatched = device_kind(device) == "auto"
+        self._dtype_option = "auto" if self._dispatched and dtype is None else dtype
+        self._head, self._tail = special_layout(self.tokenizer, self.decoder)
+        self._prefix = prepare_word_alignment(self.tokenizer)
+        self.model = self._load_model(device)
+        self.max_positions = context_size(self.config, self.model, self.tokenizer.model_max_length)
+        limit = self.max_positions - self._num_specials()
         if max_length is not None and not self._num_specials() < max_length <= self.max_positions:
             raise ValueError(f"max_length must be in ({self._num_specials()}, {self.max_positions}], got {max_length}")
+        if window is not None and not 0 < window <= limit:
+            raise ValueError(f"window must be in [1, {limit}] pieces for {name}, got {window}")
         # Content pieces per forward pass; max_length (pieces incl. specials) may shrink it, e.g. for tests.
-        self.window = (max_length or self.max_positions) - self._num_specials()
+        self.window = window or (max_length or self.max_positions) - self._num_specials()
         self.tokenizer.model_max_length = 10**9  # we window long inputs ourselves; silence the length warning
         if stride is None:
             stride = max(1, self.window // 2)
         if not 0 < stride <= self.window:
             raise ValueError(f"stride must be in [1, {self.window}], got {stride}")
         self.stride = stride
-        n_layers = int(cfg.num_hidden_layers) + 1
-        self._fp = fingerprint_files(self.path)
-        self.info = ModelInfo(name=name, family=self.family, num_layers=n_layers, dim=int(cfg.hidden_size),
-                              source=str(self.path), description=description, card=card or {})
         self._unk_id = self._unknown_id()
+        total = self._probe()
+        self.layer_ids = select_layers(layers, total, name)
+        self._fp = fingerprint_files(self.path)
+        card = dict(card or {})
+        for flag in self._alignment_flags():
+            log.warning("%s: %s", self.path, flag)
+            card.setdefault("word_alignment", flag)
+            description = f"{description} [{flag}]".strip()
+        self.info = ModelInfo(name=name, family=self.family, num_layers=len(self.layer_ids or range(total)),
+                              dim=int(self.config.hidden_size), source=source or str(self.path),
+                              description=description, card=card, layer_ids=self.layer_ids)
 
     # -- subclass hooks
-    def _load_model(self) -> torch.nn.Module:
-        raise NotImplementedError
-
-    def _num_specials(self) -> int:
-        raise NotImplementedError
-
-    def _wrap(self, pieces: list[int]) -> tuple[list[int], int]:
-        """Add special tokens: returns (ids, offset of the first content piece)."""
-        raise NotImplementedError
-
     def _best_window(self, starts: np.ndarray, n: int) -> np.ndarray:
         """For each of n pieces, the index of the window (by start) it takes its vector from."""
         raise NotImplementedError
 
     def _forward_kwargs(self, ids: torch.Tensor, mask: torch.Tensor) -> dict:
         return {"input_ids": ids, "attention_mask": mask}
+
+    # -- special tokens (from the tokenizer: tokens.special_layout)
+    def _num_specials(self) -> int:
+        return len(self._head) + len(self._tail)
+
+    def _wrap(self, pieces: list[int]) -> tuple[list[int], int]:
+        """Add special tokens: returns (ids, offset of the first content piece)."""
+        return self._head + list(pieces) + self._tail, len(self._head)
 
     def _unknown_id(self) -> int:
         tok = self.tokenizer
@@ -88,20 +116,61 @@ class TransformerEmbedder(Embedder):
                 return int(cand)
         return 0
 
-    # -- loading helpers
-    def _from_pretrained(self, auto_cls) -> torch.nn.Module:
-        try:
-            # Eager attention: the only implementation that returns attention probabilities.
-            return auto_cls.from_pretrained(str(self.path), local_files_only=True, attn_implementation="eager",
-                                            dtype=torch.float32)
-        except Exception as exc:
-            raise ModelLoadError(f"{self.path}: cannot load the weights ({type(exc).__name__}: {exc}).") from exc
+    def _alignment_flags(self) -> list[str]:
+        if not getattr(self.tokenizer, "is_fast", False):
+            return ["per-word tokenization: a Python-only tokenizer has no word_ids(), so each word is tokenized "
+                    "on its own, out of context"]
+        problems = alignment_problems(self.tokenizer, self._prefix)
+        return [f"pre-split words tokenize unlike running text: {'; '.join(problems[:3])}"] if problems else []
+
+    # -- loading
+    def _load_model(self, device: str | torch.device | None) -> torch.nn.Module:
+        if self._dtype_option is None:   # built-in rule: fp32 weights on the CPU, then .to() casts and moves
+            self.model = load_model(self.path, self.config, torch.float32)
+            self.to(device or default_device())
+            return self.model
+        dtype = resolve_dtype(self._dtype_option, device)
+        check_fits(self.path, estimate_memory(self.config, self._dtype_option, device), device, dtype)
+        kind = device_kind(device)
+        target = torch.device(device) if kind != "auto" and device is not None else default_device()
+        device_map = "auto" if kind == "auto" else ({"": str(target)} if target.type == "cuda" else None)
+        self.model = load_model(self.path, self.config, dtype, device_map)
+        if self._dispatched:   # accelerate placed the layers; inputs go where the first parameters are
+            self.device, self.dtype = next(self.model.parameters()).device, dtype
+            self.max_tokens = self._max_tokens_arg or (8192 if self.device.type == "cuda" else 2048)
+        else:
+            self.to(target)
+        return self.model
+
+    def _probe(self) -> int:
+        """One tiny forward pass: hidden states as the config says, finite, attention or not. Returns L+1."""
+        ids, _ = self._wrap([self._unk_id] * 2)
+        with torch.inference_mode():
+            out = self.model(**self._forward_kwargs(*self._inputs([ids])), output_hidden_states=True,
+                             output_attentions=True, return_dict=True)
+        hidden, expected = out.hidden_states, int(self.config.num_hidden_layers) + 1
+        if hidden is None or len(hidden) != expected:
+            raise ModelLoadError(f"{self.path}: the model returns {len(hidden or ())} hidden states; config.json "
+                                 f"declares {expected - 1} layers (+ the embedding output).")
+        dims = sorted({int(h.shape[-1]) for h in hidden})
+        if dims != [int(self.config.hidden_size)]:
+            raise ModelLoadError(f"{self.path}: hidden states of sizes {dims}, config hidden_size "
+                                 f"{self.config.hidden_size}: layers of different widths are not supported.")
+        if not all(bool(torch.isfinite(h).all()) for h in hidden):
+            raise ModelLoadError(f"{self.path}: the weights give NaN/inf in {self.dtype} (overflow?); try dtype='fp32'.")
+        atts = out.attentions
+        self.has_attention = bool(atts) and len(atts) == expected - 1 and all(a is not None for a in atts)
+        return expected
 
     def to(self, device: str | torch.device) -> "TransformerEmbedder":
+        if self._dispatched:
+            raise ValueError(f"{self.path} is spread over several devices (device='auto'); it cannot be moved.")
         self.device = torch.device(device)
-        # fp16 on CUDA. On CPU fp32 by default (fp16 matmuls are slow there); bf16 only when asked
+        if self._dtype_option is not None:
+            self.dtype = resolve_dtype(self._dtype_option, self.device)
+        # Built-in rule: fp16 on CUDA. On CPU fp32 by default (fp16 matmuls are slow there); bf16 only when asked
         # for: on CPUs with AMX/AVX512-BF16 MiniLM runs ~2x faster (docs/benchmarks.md), cosine to fp32 > 0.999.
-        if self.device.type == "cuda":
+        elif self.device.type == "cuda":
             self.dtype = torch.float16 if self.half_on_cuda else torch.float32
         else:
             self.dtype = torch.bfloat16 if self.cpu_bf16 else torch.float32
@@ -112,12 +181,17 @@ class TransformerEmbedder(Embedder):
         return self
 
     def _fingerprint_extra(self) -> str:
-        return f"{self._fp}|pool={self.pooling}|{self.dtype}|win={self.window}/{self.stride}"
+        extra = f"{self._fp}|pool={self.pooling}|{self.dtype}|win={self.window}/{self.stride}"
+        if self.layer_ids is not None:
+            extra += f"|layers={','.join(map(str, self.layer_ids))}"
+        return extra + (f"|rev={self.revision}" if self.revision else "")
 
     # -- tokenization and windows (models.transformer.pieces)
     def _pieces(self, sentences: list[list[str]]) -> list[tuple[list[int], np.ndarray]]:
         """Per sentence: content piece ids and the word index of each piece (every word ≥ 1 piece)."""
-        return word_pieces(self.tokenizer, sentences, self._unk_id)
+        if not getattr(self.tokenizer, "is_fast", False):
+            return per_word_pieces(self.tokenizer, sentences, self._unk_id)
+        return word_pieces(self.tokenizer, sentences, self._unk_id, self._prefix)
 
     def _rows(self, sentences: list[list[str]], whole_only: bool = False) -> tuple[list[Row], list[np.ndarray]]:
         """Forward-pass rows (windows) of all sentences, and each sentence's piece->word index."""
@@ -127,13 +201,13 @@ class TransformerEmbedder(Embedder):
 
     def _batches(self, rows: list[Row], with_attention: bool) -> list[list[int]]:
         """Row indices grouped into padding-aware batches, longest first (fail early on memory)."""
-        cfg = self.model.config
+        cfg = self.config
         attn_cost = int(cfg.num_hidden_layers) * int(getattr(cfg, "num_attention_heads", getattr(cfg, "n_head", 1)))
         return pack_batches(rows, self.max_tokens, attn_cost if with_attention else 0)
 
     # -- forward
-    def _run(self, ids: list[list[int]], with_attention: bool):
-        """Pad right and run: returns (L+1 hidden states (B, T, D), attentions (L, B, H, T, T) or None)."""
+    def _inputs(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-padded ids and attention mask on the input device."""
         T = max(len(x) for x in ids)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         arr = np.full((len(ids), T), pad, dtype=np.int64)
@@ -145,42 +219,78 @@ class TransformerEmbedder(Embedder):
         if self.device.type == "cuda":
             t_ids = t_ids.pin_memory().to(self.device, non_blocking=True)
             t_mask = t_mask.pin_memory().to(self.device, non_blocking=True)
-        out = self.model(**self._forward_kwargs(t_ids, t_mask), output_hidden_states=True,
+        return t_ids, t_mask
+
+    def _run(self, ids: list[list[int]], with_attention: bool):
+        """Pad right and run: returns (L+1 hidden states (B, T, D), attentions (L, B, H, T, T) or None)."""
+        out = self.model(**self._forward_kwargs(*self._inputs(ids)), output_hidden_states=True,
                          output_attentions=with_attention, return_dict=True)
-        return out.hidden_states, (torch.stack(out.attentions) if with_attention else None)
+        if not with_attention:
+            return out.hidden_states, None
+        return out.hidden_states, torch.stack([a.to(self.device) for a in out.attentions])
+
+    def _word_parts(self, brows: list[Row], piece_weight: list[np.ndarray], n_words: np.ndarray,
+                    with_attention: bool) -> tuple[list[torch.Tensor], dict[int, np.ndarray]]:
+        """One batch: per kept layer the pooling-weighted vectors of the pieces that supply words (CPU), word attention."""
+        hidden, att = self._run([r.ids for r in brows], with_attention)
+        T = hidden[0].shape[1]
+        # Every selected piece: its flat (row, position) in the batch and its pooling weight.
+        src = torch.from_numpy(np.concatenate([b * T + r.piece_pos[r.sel] for b, r in enumerate(brows)]))
+        weight = np.concatenate([piece_weight[r.sentence][r.start + np.flatnonzero(r.sel)] for r in brows])
+        weight_t = torch.from_numpy(weight.astype(np.float32))[:, None]
+        layers = hidden if self.layer_ids is None else [hidden[i] for i in self.layer_ids]
+        parts = [(h.reshape(-1, self.dim).index_select(0, src.to(h.device)).float() * weight_t.to(h.device)).cpu()
+                 for h in layers]   # per layer: no (L+1, B, T, D) stack copy
+        return parts, (word_attention(brows, att, n_words) if att is not None else {})
+
+    def _repack_after_oom(self, exc: BaseException, rows: list[Row], todo: list[list[int]],
+                          with_attention: bool) -> list[list[int]]:
+        """Halve the token budget and re-pack the rows not yet run; a lone row that does not fit is an error."""
+        failed = todo[0]
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        longest = max(len(rows[i].ids) for i in failed)
+        if len(failed) == 1:
+            raise torch.OutOfMemoryError(oom_message(self.name, self.config, longest, self.window, self.dtype,
+                                                     self.device, with_attention)) from exc
+        self.max_tokens = max(1, self.max_tokens // 2)
+        remaining = [i for batch in todo for i in batch]
+        log.warning("%s: out of memory on a batch of %d rows x %d pieces; token budget halved to %d, re-packing "
+                    "the %d remaining rows.", self.name, len(failed), longest, self.max_tokens, len(remaining))
+        return [[remaining[j] for j in b] for b in self._batches([rows[i] for i in remaining], with_attention)]
 
     def _embed_batch(self, sentences: list[list[str]], with_attention: bool) -> list[SentenceEmbedding]:
         rows, piece_words = self._rows(sentences, whole_only=with_attention)
         n_words = np.array([len(s) for s in sentences])
         offsets = np.concatenate([[0], np.cumsum(n_words)])
-        L, D = self.num_layers, self.dim
-        # (L+1, total_words, D): a sentence's vectors are one slice, each layer's rows contiguous.
-        acc = torch.zeros(L, int(offsets[-1]), D, dtype=torch.float32)
-        # Pooling weight of each piece: 1/n (mean) or 1 for the word's first piece (first).
+        # (layers, total_words, D): a sentence's vectors are one slice, each layer's rows contiguous.
+        acc = torch.zeros(self.num_layers, int(offsets[-1]), self.dim, dtype=torch.float32)
+        # Pooling weight of each piece: 1/n (mean) or 1 for the word's first / last piece.
         piece_weight = [piece_weights(w_of, n, self.pooling) for w_of, n in zip(piece_words, n_words)]
         atts: dict[int, np.ndarray] = {}
+        todo = self._batches(rows, with_attention)
         with torch.inference_mode():
-            for batch in self._batches(rows, with_attention):
-                brows = [rows[i] for i in batch]
-                hidden, att = self._run([r.ids for r in brows], with_attention)
-                T = hidden[0].shape[1]
-                # Every selected piece: its flat (row, position) in the batch, its word's global slot, its weight.
-                src = np.concatenate([b * T + r.piece_pos[r.sel] for b, r in enumerate(brows)])
+            while todo:
+                brows = [rows[i] for i in todo[0]]
+                try:
+                    parts, batch_atts = self._word_parts(brows, piece_weight, n_words, with_attention)
+                except torch.OutOfMemoryError as exc:   # nothing of this batch was added yet: re-run it smaller
+                    todo = self._repack_after_oom(exc, rows, todo, with_attention)
+                    continue
+                todo.pop(0)
+                # Each selected piece goes to its word's global slot (windowed words draw from two windows).
                 dst = torch.from_numpy(np.concatenate([offsets[r.sentence] + r.words[r.sel] for r in brows]))
-                weight = np.concatenate([piece_weight[r.sentence][r.start + np.flatnonzero(r.sel)] for r in brows])
-                src_t = torch.from_numpy(src).to(self.device)
-                weight_t = torch.from_numpy(weight.astype(np.float32)).to(self.device)[:, None]
-                for layer, h in enumerate(hidden):   # per layer: no (L+1, B, T, D) stack copy
-                    pieces = h.reshape(-1, D).index_select(0, src_t).float() * weight_t
-                    acc[layer].index_add_(0, dst, pieces.cpu())
-                if att is not None:
-                    atts.update(word_attention(brows, att, n_words))
+                for layer, part in enumerate(parts):
+                    acc[layer].index_add_(0, dst, part)
+                atts.update(batch_atts)
         vectors = acc.numpy()
         return [SentenceEmbedding(words=list(words), vectors=vectors[:, offsets[s]:offsets[s + 1]],
                                   oov=np.zeros(len(words), bool), attentions=atts.get(s))
                 for s, words in enumerate(sentences)]
 
     def piece_attention(self, words: Sequence[str]) -> PieceAttention:
+        if not self.has_attention:
+            raise ValueError(f"{self.name} has no attention.")
         words = [str(w) for w in words]
         if not words:
             raise ValueError("piece_attention needs at least one word.")
@@ -194,3 +304,4 @@ class TransformerEmbedder(Embedder):
             word_ids[int(p)] = int(w)
         pieces = self.tokenizer.convert_ids_to_tokens(r.ids)
         return PieceAttention(pieces=list(pieces), word_ids=word_ids, attentions=att[:, 0].float().cpu().numpy())
+

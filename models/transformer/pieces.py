@@ -31,12 +31,16 @@ class Row:
     sel: np.ndarray
 
 
-def word_pieces(tokenizer, sentences: list[list[str]], unk_id: int) -> list[tuple[list[int], np.ndarray]]:
+def word_pieces(tokenizer, sentences: list[list[str]], unk_id: int,
+                prefix: str = "") -> list[tuple[list[int], np.ndarray]]:
     """Per sentence: content piece ids and the word index of each piece (every word ≥ 1 piece).
 
     One fast-tokenizer call over all sentences; a word the tokenizer drops entirely (e.g. a
-    zero-width space) gets ``unk_id``, inserted before the first piece of the next word.
+    zero-width space) gets ``unk_id``, inserted before the first piece of the next word. ``prefix``
+    goes before every word (a space for byte-level tokenizers behind a regex split: ``tokens.py``).
     """
+    if prefix:
+        sentences = [[prefix + w for w in s] for s in sentences]
     enc = tokenizer(sentences, is_split_into_words=True, add_special_tokens=False,
                     return_attention_mask=False, return_token_type_ids=False)
     out = []
@@ -58,6 +62,26 @@ def word_pieces(tokenizer, sentences: list[list[str]], unk_id: int) -> list[tupl
             ids = np.insert(ids_arr, at, unk_id).tolist()
             word_of = np.insert(word_of, at, missing)
         out.append((ids, word_of))
+    return out
+
+
+def per_word_pieces(tokenizer, sentences: list[list[str]], unk_id: int) -> list[tuple[list[int], np.ndarray]]:
+    """Like :func:`word_pieces` for a tokenizer without ``word_ids()`` (Python-only): each word tokenized alone.
+
+    A word's pieces are then those of the word out of context (no word-boundary marker from a
+    preceding space), which the embedder flags. Each distinct word is tokenized once.
+    """
+    known: dict[str, list[int]] = {}
+    out = []
+    for words in sentences:
+        ids: list[int] = []
+        word_of: list[int] = []
+        for i, w in enumerate(words):
+            if w not in known:
+                known[w] = list(tokenizer(w, add_special_tokens=False)["input_ids"]) or [unk_id]
+            ids += known[w]
+            word_of += [i] * len(known[w])
+        out.append((ids, np.asarray(word_of, dtype=np.int64)))
     return out
 
 
@@ -134,12 +158,15 @@ def pack_batches(rows: Sequence[Row], max_tokens: int, attn_cost: int = 0,
 
 
 def piece_weights(word_of: np.ndarray, n_words: int, pooling: str) -> np.ndarray:
-    """(num_pieces,) pooling weight: 1/count for "mean", 1 on a word's first piece for "first"."""
+    """(num_pieces,) pooling weight: 1/count for "mean", 1 on a word's first ("first") or last ("last") piece."""
     if pooling == "mean":
         return 1.0 / np.bincount(word_of, minlength=n_words)[word_of]
-    first = np.ones(len(word_of), bool)
-    first[1:] = word_of[1:] != word_of[:-1]
-    return first.astype(np.float64)
+    pick = np.ones(len(word_of), bool)
+    if pooling == "first":
+        pick[1:] = word_of[1:] != word_of[:-1]
+    else:
+        pick[:-1] = word_of[:-1] != word_of[1:]
+    return pick.astype(np.float64)
 
 
 def word_attention(brows: Sequence[Row], att: torch.Tensor, n_words: np.ndarray) -> dict[int, np.ndarray]:

@@ -84,7 +84,7 @@ def run_wsd(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunConte
     ``ctx.limit``: first N sentences of SemCor and of each evaluation set; ``semcor_limit`` overrides
     it for SemCor only. ``keys``: also write each spec's predictions as a key file there.
     """
-    specs = as_layer_specs(layers, embedder.num_layers)
+    specs = as_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids)
     check_positive(semcor_limit, "--semcor-limit")
     t0 = time.perf_counter()
     sem_limit = semcor_limit if semcor_limit is not None else ctx.limit

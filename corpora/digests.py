@@ -1,0 +1,103 @@
+"""Content digests of files, computed once: SHA-256 of the bytes, remembered by (path, size, mtime).
+
+Model weights (hundreds of MB to GB) and data files are keyed by what they contain, not where they
+are: a retrained checkpoint at the same path gets a new digest, a moved or copied one keeps it. Hashing
+a big file takes seconds, so each digest is remembered in ``cache_dir()/file-digests.json`` under the
+file's resolved path, size and modification time; a file whose size or mtime changed is hashed again.
+
+The memo is only a speed-up: a corrupt or unreadable memo is ignored (and rewritten), a read-only
+cache directory means hashing every time. Writes are atomic (temp file + rename) under a file lock,
+so two processes never leave a half-written memo.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+from filelock import FileLock, Timeout
+
+from corpora.paths import cache_dir
+
+MEMO_FILE = "file-digests.json"
+_CHUNK = 8 * 2**20
+
+
+def _hash_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _memo_path() -> Path | None:
+    try:
+        return cache_dir() / MEMO_FILE
+    except OSError:   # cache directory cannot be created (read-only filesystem)
+        return None
+
+
+def _read_memo(memo: Path) -> dict[str, list]:
+    try:
+        data = json.loads(memo.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_memo(memo: Path, updates: dict[str, list]) -> None:
+    try:
+        with FileLock(str(memo) + ".lock", timeout=10):
+            data = _read_memo(memo)
+            data.update(updates)
+            fd, tmp = tempfile.mkstemp(dir=memo.parent, prefix=".file-digests-", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, memo)
+    except (OSError, Timeout):
+        pass   # a read-only or busy cache: the digests are recomputed next time
+
+
+def file_digests(paths: Iterable[str | Path]) -> dict[Path, str]:
+    """SHA-256 hex digest of each file's bytes (hashed once per size + mtime, see module doc)."""
+    files = [Path(p) for p in paths]
+    memo = _memo_path()
+    known = _read_memo(memo) if memo is not None else {}
+    out: dict[Path, str] = {}
+    updates: dict[str, list] = {}
+    for f in files:
+        st = f.stat()   # FileNotFoundError for a missing file: the caller names what it expected
+        key = str(f.resolve())
+        entry = known.get(key)
+        if isinstance(entry, list) and len(entry) == 3 and entry[:2] == [st.st_size, st.st_mtime_ns]:
+            out[f] = str(entry[2])
+            continue
+        out[f] = _hash_file(f)
+        updates[key] = [st.st_size, st.st_mtime_ns, out[f]]
+    if updates and memo is not None:
+        _write_memo(memo, updates)
+    return out
+
+
+def file_digest(path: str | Path) -> str:
+    return file_digests([path])[Path(path)]
+
+
+def content_fingerprint(files: Iterable[str | Path], extra: str = "", root: str | Path | None = None) -> str:
+    """One short digest of several files' contents and names, plus ``extra`` (options, revision).
+
+    Names are taken relative to ``root`` (default: each file's own name), never as absolute paths,
+    so the same checkpoint in another folder or on another machine has the same fingerprint.
+    """
+    files = sorted({Path(f) for f in files})
+    digests = file_digests(files)
+    h = hashlib.sha256()
+    for f in files:
+        name = f.relative_to(root).as_posix() if root is not None else f.name
+        h.update(f"{name}\0{digests[f]}\n".encode("utf-8", "surrogatepass"))
+    h.update(extra.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:16]

@@ -1,0 +1,57 @@
+"""Register and unregister user models, validated first: shared by ``python -m models add/remove`` and the app.
+
+Validation resolves the reference and reads its config and file headers (``models.listing``) — a
+folder that is not a model, a truncated weight file, a checkpoint that needs custom code, an option
+that does not apply: each is refused before anything is written, with the reason. Loading the
+weights happens on first use, where missing tensors are refused (``models.transformer``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from models.base import ModelLoadError, UnknownModelError
+from models.listing import BROKEN, ModelRow, describe
+from models.options import ModelOptions
+from models.references import spec_for_reference
+from models.registry import REGISTRY
+from models.user_registry import UserModel, add_user_model, check_name, read_user_models, registry_file, remove_user_model
+
+
+def check_model(name: str, ref: str, options: Mapping[str, Any] | ModelOptions | None = None) -> ModelRow:
+    """The facts ``models list`` would show for ``name`` → ``ref``; ModelLoadError when it cannot be used."""
+    check_name(name)
+    if name in REGISTRY:
+        raise ModelLoadError(f"{name!r} is a built-in model; choose another name.")
+    if not isinstance(options, ModelOptions):
+        options = ModelOptions.from_mapping(dict(options or {}), f"model {name!r}")
+    try:
+        spec = spec_for_reference(ref, name, options)
+    except UnknownModelError as exc:
+        raise ModelLoadError(str(exc)) from None
+    row = describe(spec)
+    if row.state == BROKEN:
+        raise ModelLoadError(f"{name}: {row.status}")
+    return row
+
+
+def add_model(name: str, ref: str, options: Mapping[str, Any] | None = None, file: Path | None = None,
+              replace: bool = False) -> tuple[UserModel, ModelRow]:
+    """Validate, then register (a relative path is stored as an absolute one)."""
+    opts = ModelOptions.from_mapping(dict(options or {}), f"model {name!r}")
+    row = check_model(name, ref, opts)
+    if not ref.startswith(("hf:", "elmo:")) and Path(ref).expanduser().exists():
+        ref = str(Path(ref).expanduser().resolve())
+    elif ref.startswith("elmo:"):
+        ref = "elmo:" + ",".join(str(Path(p).expanduser().resolve()) for p in ref[5:].split(","))
+    return add_user_model(name, ref, opts, file, replace=replace), row
+
+
+def remove_model(name: str, file: Path | None = None) -> None:
+    if name in REGISTRY:
+        raise ModelLoadError(f"{name!r} is a built-in model; only models you registered can be removed.")
+    remove_user_model(name, file)
+
+
+def registered(file: Path | None = None) -> dict[str, UserModel]:
+    return read_user_models(file or registry_file())

@@ -1,0 +1,107 @@
+"""Build the base model of a checkpoint and load its weights, refusing whatever would run with random weights;
+the positions one forward pass may use, and the hidden states to keep.
+
+The class is transformers' own base model for the config (``MODEL_MAPPING``: ``BertModel``,
+``LlamaModel``, ``T5Model`` …), never a task head: hidden states are all the embedders read, so an
+LM head (``lm_head.*``, hundreds of MB for a large vocabulary) or a pooler is not even built
+(``add_pooling_layer=False`` where the class takes it). The checkpoint's head tensors are then
+"unexpected" and ignored. Of an encoder-decoder (T5, BART) only the encoder is kept.
+
+Eager attention: the one implementation that returns attention probabilities. ``from_pretrained``
+runs with ``output_loading_info=True`` and ``ignore_mismatched_sizes=True`` so that every missing,
+extra or mis-shaped tensor is named by ``refusals.check_loading_info`` rather than reported in a
+generic error; transformers' own loading report is silenced for the call, since ours replaces it.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import torch
+from transformers import PretrainedConfig
+from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+from models.base import ModelLoadError
+from models.transformer.refusals import check_loading_info
+
+
+def model_class(config: PretrainedConfig) -> type:
+    """transformers' base model class for ``config`` (e.g. BertModel for a BertConfig)."""
+    try:
+        return MODEL_MAPPING[type(config)]
+    except KeyError:
+        raise ModelLoadError(f"transformers has no base model class for model_type {config.model_type!r}.") from None
+
+
+def init_kwargs(cls: type) -> dict:
+    """Constructor options that skip modules the embedders never run (the pooler)."""
+    return {"add_pooling_layer": False} if "add_pooling_layer" in inspect.signature(cls.__init__).parameters else {}
+
+
+def _not_load_report(record: logging.LogRecord) -> bool:
+    return "LOAD REPORT" not in str(record.msg)
+
+
+@contextmanager
+def _without_load_report(name: str = "transformers.modeling_utils") -> Iterator[None]:
+    # A filter, not a level: transformers runs extra checks when that logger's level is raised.
+    log = logging.getLogger(name)
+    log.addFilter(_not_load_report)
+    try:
+        yield
+    finally:
+        log.removeFilter(_not_load_report)
+
+
+def load_model(path: Path, config: PretrainedConfig, dtype: torch.dtype,
+               device_map: str | dict | None = None) -> torch.nn.Module:
+    """The model whose hidden states the embedder reads: the base model, or the encoder of an encoder-decoder.
+
+    Raises:
+        ModelLoadError: transformers cannot load the files, or ``check_loading_info`` refuses them.
+    """
+    cls = model_class(config)
+    kwargs = dict(config=config, local_files_only=True, trust_remote_code=False, attn_implementation="eager",
+                  dtype=dtype, output_loading_info=True, ignore_mismatched_sizes=True, **init_kwargs(cls))
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    try:
+        with _without_load_report():
+            model, info = cls.from_pretrained(str(path), **kwargs)
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        raise ModelLoadError(f"{path}: cannot load the weights ({type(exc).__name__}: {exc}).") from exc
+    kept = model.get_encoder() if getattr(config, "is_encoder_decoder", False) else model
+    check_loading_info(path, model, kept, info)
+    return kept.eval()
+
+
+def context_size(config: PretrainedConfig, model: torch.nn.Module, tokenizer_max: int) -> int:
+    """Positions one forward pass may use: the config's, capped by the tokenizer's ``model_max_length``."""
+    tok_max = int(min(tokenizer_max, 10**9))   # transformers' "no limit" is 1e30
+    n = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    n = min(int(n), tok_max) if n else (tok_max if tok_max < 10**6 else 512)   # relative positions (T5): 512
+    emb = getattr(model, "embeddings", None)
+    pad = getattr(emb, "padding_idx", None)
+    if isinstance(pad, int) and hasattr(emb, "position_embeddings"):   # RoBERTa: positions start after padding
+        n = min(n, emb.position_embeddings.num_embeddings - pad - 1)
+    return n
+
+
+def select_layers(layers: Sequence[int] | None, total: int, name: str) -> tuple[int, ...] | None:
+    """The model's own indices of the hidden states to keep (negative counts from the end); None = all."""
+    if layers is None:
+        return None
+    ids = []
+    for i in layers:
+        if isinstance(i, bool) or not hasattr(i, "__index__") or not -total <= int(i) < total:
+            raise ValueError(f"layers: {i!r} is not a layer of {name}, which has layers 0..{total - 1} "
+                             f"(0 = embedding output).")
+        ids.append(int(i) % total)
+    if not ids or len(set(ids)) != len(ids):
+        raise ValueError(f"layers must name at least one layer, each once; got {list(layers)}")
+    return tuple(ids)

@@ -1,0 +1,105 @@
+"""Tokenizer facts the embedders need, read from the tokenizer itself: special tokens and word alignment.
+
+**Special tokens.** One word is encoded with and without ``add_special_tokens``; what the tokenizer
+adds before and after the content is the layout of every window: [CLS] … [SEP] (BERT, ELECTRA,
+DeBERTa, ModernBERT), <s> … </s> (RoBERTa, XLM-R, BART), … </s> (T5). Nothing is hard-coded per
+family. Decoders keep only a leading token: the tokenizer's own BOS where it adds one (Llama,
+Gemma, OPT), else the BOS (or EOS) token prepended as GPT-2 is run (a first word then has something to
+attend to); never a trailing EOS.
+
+**Pre-split words.** Words are tokenized with ``is_split_into_words=True`` and aligned with the
+fast tokenizer's ``word_ids()``. Each word must be tokenized as it is in running text:
+
+- WordPiece (``##`` continuations) and SentencePiece / Metaspace (``▁`` word starts) do so as they are;
+- byte-level BPE marks a word start with a space (``Ġ``). A top-level ``ByteLevel`` pre-tokenizer
+  (GPT-2, RoBERTa, GPT-NeoX, BART) gets ``add_prefix_space=True``. Where ``ByteLevel`` follows a
+  regex ``Split`` (Llama-3, Qwen2), add_prefix_space would put a space before every split of a word
+  ("didn't" → "Ġdidn", "Ġ't"), so it is turned off there and each word is given a leading space instead.
+
+:func:`alignment_problems` then checks the result on a probe sentence: every word but the first
+must get the same pieces pre-split as in the joined text. A tokenizer that exists only in Python has
+no ``word_ids()``: each word is tokenized on its own (``pieces.per_word_pieces``), flagged by the embedder.
+"""
+from __future__ import annotations
+
+from tokenizers import pre_tokenizers
+
+from models.base import ModelLoadError
+
+PROBE = ("Hello", "world", "didn't", "unbelievably", "crowded", "rooms", ".")
+
+
+def special_layout(tokenizer, decoder: bool) -> tuple[list[int], list[int]]:
+    """(ids before the content, ids after it) for every window, derived from the tokenizer (module doc)."""
+    bare = tokenizer("hello", add_special_tokens=False)["input_ids"]
+    full = tokenizer("hello", add_special_tokens=True)["input_ids"]
+    at = next((i for i in range(len(full) - len(bare) + 1) if full[i:i + len(bare)] == bare), None)
+    if not bare or at is None:
+        raise ModelLoadError(f"{getattr(tokenizer, 'name_or_path', 'tokenizer')}: cannot find the content among the "
+                             f"special tokens ({full} with, {bare} without them); cannot place special tokens.")
+    head, tail = list(full[:at]), list(full[at + len(bare):])
+    if not decoder:
+        return head, tail
+    if head:
+        return head, []
+    start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    return ([int(start)] if start is not None else []), []
+
+
+def _parts(pre) -> list:
+    """The members of a ``pre_tokenizers.Sequence`` (it can be indexed but has no len())."""
+    parts = []
+    while True:
+        try:
+            parts.append(pre[len(parts)])
+        except IndexError:
+            return parts
+
+
+def prepare_word_alignment(tokenizer) -> str:
+    """Set up a fast tokenizer for pre-split words (module doc); returns the prefix to put before each word."""
+    if not getattr(tokenizer, "is_fast", False):
+        return ""
+    backend = tokenizer.backend_tokenizer
+    pre = backend.pre_tokenizer
+    if isinstance(pre, pre_tokenizers.ByteLevel):
+        pre.add_prefix_space = True          # mutates the backend's own pre-tokenizer
+        tokenizer.add_prefix_space = True
+        return ""
+    if not isinstance(pre, pre_tokenizers.Sequence):
+        return ""
+    nested = [part for part in _parts(pre) if isinstance(part, pre_tokenizers.ByteLevel)]
+    for part in nested:
+        part.add_prefix_space = False       # the leading space given to each word marks its start once
+    return " " if nested else ""
+
+
+def _pieces_by_word(tokenizer, words: list[str], prefix: str) -> list[list[int]]:
+    enc = tokenizer([prefix + w for w in words], is_split_into_words=True, add_special_tokens=False)
+    out: list[list[int]] = [[] for _ in words]
+    for piece, w in zip(enc["input_ids"], enc.word_ids()):
+        if w is not None:
+            out[w].append(piece)
+    return out
+
+
+def _running_text_pieces(tokenizer, words: list[str]) -> list[list[int]]:
+    """The words' pieces in the joined text: a piece belongs to the first word ending after its start."""
+    text = " ".join(words)
+    ends, pos = [], 0
+    for w in words:
+        pos = text.index(w, pos) + len(w)
+        ends.append(pos)
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    out: list[list[int]] = [[] for _ in words]
+    for piece, (start, _) in zip(enc["input_ids"], enc["offset_mapping"]):
+        out[next((i for i, e in enumerate(ends) if e > start), len(words) - 1)].append(piece)
+    return out
+
+
+def alignment_problems(tokenizer, prefix: str, words: tuple[str, ...] = PROBE) -> list[str]:
+    """Words (after the first) whose pre-split pieces differ from their pieces in running text; [] = aligned."""
+    words = list(words)
+    split, running = _pieces_by_word(tokenizer, words, prefix), _running_text_pieces(tokenizer, words)
+    return [f"{w!r}: {tokenizer.convert_ids_to_tokens(a)} pre-split vs {tokenizer.convert_ids_to_tokens(b)} in text"
+            for w, a, b in zip(words[1:], split[1:], running[1:]) if a != b]

@@ -1,0 +1,152 @@
+"""Models the user registered by name: a TOML file beside their work.
+
+The file is ``$EMBPROBE_MODELS`` when set, else ``embprobe.toml`` in the working directory::
+
+    # my models
+    [models.bert-base]
+    ref = "/data/models/bert-base-uncased"     # any reference: a folder, hf:ORG/NAME[@REV], elmo:…, a vectors file
+    pooling = "first"
+    layers = [0, 6, 12]
+
+    [models.roberta]
+    ref = "hf:FacebookAI/roberta-base"
+    dtype = "bf16"
+
+Options are those of :class:`models.options.ModelOptions`. A relative path in ``ref`` is relative to the
+TOML file, so a project folder can be moved with its models. ``python -m models add/remove`` and the
+app's Models page edit the file with ``tomlkit``, which keeps the user's comments and layout; every
+write is atomic (temporary file + rename, under a file lock), so a crash never leaves half a file.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomlkit
+from filelock import FileLock
+from tomlkit.exceptions import TOMLKitError
+
+from models.base import ModelLoadError
+from models.options import ModelOptions
+
+ENV_VAR = "EMBPROBE_MODELS"
+DEFAULT_FILE = "embprobe.toml"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")   # also a safe file-name part (result files)
+LOCAL_PREFIXES = ("elmo:",)
+
+
+@dataclass(frozen=True)
+class UserModel:
+    name: str
+    ref: str                 # as resolved: relative paths made absolute against the file's folder
+    options: ModelOptions
+    file: Path               # the TOML file it is registered in
+
+
+def registry_file() -> Path:
+    return Path(os.environ.get(ENV_VAR) or Path.cwd() / DEFAULT_FILE).expanduser()
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name or ""):
+        raise ModelLoadError(f"Model name {name!r}: use 1-64 letters, digits and . _ + - (starting with a letter "
+                             "or digit); it names result files and URLs.")
+    return name
+
+
+def _read_document(file: Path) -> tomlkit.TOMLDocument:
+    if not file.exists():
+        return tomlkit.document()
+    try:
+        return tomlkit.parse(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ModelLoadError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
+    except TOMLKitError as exc:
+        raise ModelLoadError(f"{file}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ModelLoadError(f"{file}: cannot read the model registry: {exc}") from None
+
+
+def _absolute_ref(ref: str, base: Path) -> str:
+    """A relative local path (or elmo:A,B paths) made absolute against ``base``; other refs unchanged."""
+    if ref.startswith("hf:"):
+        return ref
+    if ref.startswith("elmo:"):
+        parts = ref[len("elmo:"):].split(",")
+        return "elmo:" + ",".join(str((base / Path(p).expanduser()).resolve()) if p else p for p in parts)
+    candidate = Path(ref).expanduser()
+    if candidate.is_absolute() or not (base / candidate).exists():
+        return ref   # absolute already, or a registered name (never a relative path that does not exist)
+    return str((base / candidate).resolve())
+
+
+def read_user_models(file: Path | None = None) -> dict[str, UserModel]:
+    """Every model of the registry file (none when there is no file); a malformed file or entry is an error."""
+    file = file or registry_file()
+    doc = _read_document(file)
+    table = doc.get("models", {})
+    if not isinstance(table, dict):
+        raise ModelLoadError(f"{file}: 'models' must be a table of [models.NAME] entries.")
+    out: dict[str, UserModel] = {}
+    for name, entry in table.items():
+        where = f"{file} [models.{name}]"
+        check_name(name)
+        if not isinstance(entry, dict) or not isinstance(entry.get("ref"), str) or not entry["ref"].strip():
+            raise ModelLoadError(f"{where}: needs ref = \"<folder, hf:ORG/NAME, elmo:OPTIONS,WEIGHTS or vectors file>\".")
+        options = ModelOptions.from_mapping({k: _plain(v) for k, v in entry.items() if k != "ref"}, where)
+        out[name] = UserModel(name, _absolute_ref(entry["ref"].strip(), file.parent), options, file)
+    return out
+
+
+def _plain(value):
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def _write_document(file: Path, doc: tomlkit.TOMLDocument) -> None:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(tomlkit.dumps(doc))
+        os.replace(tmp, file)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def add_user_model(name: str, ref: str, options: ModelOptions | None = None, file: Path | None = None,
+                   replace: bool = False) -> UserModel:
+    """Register ``name`` → ``ref`` with ``options`` (the caller validates the model first)."""
+    file = file or registry_file()
+    check_name(name)
+    options = options or ModelOptions()
+    with FileLock(str(file) + ".lock", timeout=30):
+        doc = _read_document(file)
+        if "models" not in doc:
+            doc["models"] = tomlkit.table(is_super_table=True)
+        models = doc["models"]
+        if name in models and not replace:
+            raise ModelLoadError(f"{file}: a model named {name!r} is already registered "
+                                 f"(remove it first: python -m models remove {name}).")
+        entry = tomlkit.table()
+        entry["ref"] = ref
+        for key, value in options.to_mapping().items():
+            entry[key] = value
+        models[name] = entry
+        _write_document(file, doc)
+    return read_user_models(file)[name]
+
+
+def remove_user_model(name: str, file: Path | None = None) -> None:
+    file = file or registry_file()
+    with FileLock(str(file) + ".lock", timeout=30):
+        doc = _read_document(file)
+        models = doc.get("models", {})
+        if name not in models:
+            registered = ", ".join(sorted(models)) or "none"
+            raise ModelLoadError(f"{file}: no model named {name!r} is registered (registered: {registered}).")
+        del models[name]
+        _write_document(file, doc)

@@ -1,0 +1,62 @@
+"""Were the committed results produced by the models that ship? (``python -m probes reproduce --verify``)
+
+Every result file records the content fingerprint of the model that produced it
+(``Embedder.fingerprint``: a hash of the weights, config, tokenizer and options — no path, so the same
+on every clone). A result is *in use* when at least one of its rows is the newest for its key, i.e.
+shows up in the tables. For each result in use whose model is registered, the fingerprint must equal
+the fingerprint of the model as it is on disk now; otherwise the row describes other weights (a
+retrained asset, an older vectors file) and is reported as stale. Baseline rows (first sense,
+majority tag) come from the data, not from a model, and have no fingerprint.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from probes.results import KEY, ProbeResult, read_results, results_frame
+
+
+@dataclass(frozen=True)
+class Check:
+    file: str
+    model: str
+    probe: str
+    recorded: str | None
+    current: str | None
+    rows_in_use: int
+
+    @property
+    def ok(self) -> bool:
+        return self.recorded == self.current
+
+
+def results_in_use(results: list[ProbeResult]) -> list[tuple[ProbeResult, int]]:
+    """Each result (oldest first) with the number of its rows that are the newest for their key."""
+    frame = results_frame(results)
+    if frame.empty:
+        return []
+    owner = [i for i, r in enumerate(results) for _ in r.rows]
+    frame["owner"] = owner
+    winners = frame.drop_duplicates(KEY, keep="last")["owner"].value_counts()
+    return [(results[i], int(n)) for i, n in sorted(winners.items())]
+
+
+def verify_results(runs_dir: str | Path, fingerprint_of: Callable[[str], str | None]) -> list[Check]:
+    """A Check per result in use under ``runs_dir`` that names a model (``fingerprint_of(model)``:
+    the current fingerprint, or None for a name that is not a model, e.g. a baseline)."""
+    checks = []
+    for result, n in results_in_use(read_results(runs_dir)):
+        if result.fingerprint is None:
+            continue   # a data baseline
+        current = fingerprint_of(result.model)
+        checks.append(Check(f"{result.model}__{result.probe} of {result.timestamp}", result.model, result.probe,
+                            result.fingerprint, current, n))
+    return checks
+
+
+def report(checks: list[Check]) -> pd.DataFrame:
+    return pd.DataFrame([{"model": c.model, "probe": c.probe, "result": c.file, "rows in use": c.rows_in_use,
+                          "recorded": c.recorded, "current": c.current, "ok": c.ok} for c in checks])

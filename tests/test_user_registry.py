@@ -1,0 +1,155 @@
+"""Registering models by name (embprobe.toml), model references, options and the hub's offline message.
+
+A real static model (300 words of the shipped word2vec-sg vectors, written in tmp_path) stands in for
+"the user's model": registered, listed, loaded, used and removed; every refusal is a clear message.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.base import ModelLoadError, UnknownModelError
+from models.options import ModelOptions, parse_layers
+from models.references import parse_reference, split_references
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def small_static(tmp_path_factory) -> Path:
+    """A static model folder in this project's format (vectors.bin + model_card.json), 300 real words."""
+    from models.static import load_static_asset, save_static_dir
+    from models.static_embedder import StaticEmbedder
+
+    full = load_static_asset("word2vec-sg")
+    words = full.words[:300]
+    emb = StaticEmbedder("w2v-300", words, full.vectors[:300].cpu().numpy(), source="test")
+    return save_static_dir(emb, tmp_path_factory.mktemp("models") / "w2v-300",
+                           {"name": "w2v-300", "layers": 1, "dim": emb.dim, "params": 300 * emb.dim})
+
+
+@pytest.fixture()
+def registry(tmp_path, monkeypatch) -> Path:
+    file = tmp_path / "embprobe.toml"
+    monkeypatch.setenv("EMBPROBE_MODELS", str(file))
+    return file
+
+
+def run_cli(module: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+def test_options_are_checked_once_with_the_source_named():
+    opts = ModelOptions.from_mapping({"pooling": "first", "layers": "0-2,6", "dtype": "bf16"}, "cli")
+    assert opts.layers == (0, 1, 2, 6) and opts.to_mapping()["layers"] == [0, 1, 2, 6]
+    assert parse_layers("3,1") == (3, 1)
+    with pytest.raises(ModelLoadError, match=r"f\.toml \[models\.x\]: unknown option\(s\) poolng"):
+        ModelOptions.from_mapping({"poolng": "mean"}, "f.toml [models.x]")
+    with pytest.raises(ModelLoadError, match="pooling = 'max': must be one of first, mean, last"):
+        ModelOptions.from_mapping({"pooling": "max"}, "cli")
+    with pytest.raises(ModelLoadError, match="stride 600 is larger than window 512"):
+        ModelOptions.from_mapping({"window": 512, "stride": 600}, "cli")
+    with pytest.raises(ModelLoadError, match="repeats a layer"):
+        ModelOptions.from_mapping({"layers": [1, 1]}, "cli")
+    with pytest.raises(ModelLoadError, match="do not apply to a vectors model"):
+        ModelOptions(pooling="first").check_applies("vectors", "model 'v'")
+
+
+def test_reference_forms(small_static, tmp_path):
+    assert parse_reference(str(small_static)).kind == "static-dir"
+    assert split_references("minilm, elmo:a.json,b.hdf5 ,hf:x/y@v2") == ["minilm", "elmo:a.json,b.hdf5", "hf:x/y@v2"]
+    with pytest.raises(UnknownModelError, match="no such file or folder"):
+        parse_reference(str(tmp_path / "missing"))
+    with pytest.raises(ModelLoadError, match="not a hub id"):
+        parse_reference("hf:org/name@")
+    with pytest.raises(ModelLoadError, match="not a model folder"):
+        parse_reference(str(tmp_path))
+    (tmp_path / "options.json").write_text("{}")
+    with pytest.raises(ModelLoadError, match="needs both files"):
+        parse_reference(str(tmp_path / "options.json"))
+
+
+def test_register_list_use_remove_round_trip(small_static, registry):
+    from models import registry as reg
+    from models.__main__ import main
+    from models.listing import model_rows
+
+    registry.write_text("# my models, kept across edits\n", encoding="utf-8")
+    assert main(["add", "mine", str(small_static)]) == 0
+    text = registry.read_text(encoding="utf-8")
+    assert text.startswith("# my models, kept across edits") and 'ref = "' in text
+    rows = {r.name: r for r in model_rows()}
+    assert rows["mine"].state == "ok" and (rows["mine"].layers, rows["mine"].dim) == (1, 100)
+    assert rows["mine"].params == 30_000 and rows["mine"].size_bytes > 100_000
+    assert "minilm" in rows   # the zoo is still listed beside it
+    emb = reg.load_embedder("mine")
+    assert emb.name == "mine"
+    vec = emb.embed([["the", "of", "zzzunknownzzz"]])[0].vectors
+    from models.static import load_static_asset
+
+    ref = load_static_asset("word2vec-sg")
+    assert np.array_equal(vec[0, 0], ref.word_vector("the")) and not vec[0, 2].any()
+    # The same content elsewhere has the same fingerprint (feature-cache key): no path in it.
+    assert emb.fingerprint() == reg.get_spec(str(small_static)).resolve_loader()(
+        **reg.get_spec(str(small_static)).kwargs).fingerprint()
+    with pytest.raises(ModelLoadError, match="already registered"):
+        from models.manage import add_model
+
+        add_model("mine", str(small_static))
+    assert main(["remove", "mine"]) == 0
+    assert registry.read_text(encoding="utf-8").startswith("# my models, kept across edits")
+    reg.unload_embedder("mine")
+    with pytest.raises(UnknownModelError, match="Unknown model 'mine'"):
+        reg.get_spec("mine")
+
+
+def test_registry_refusals_leave_the_file_unchanged(small_static, registry, capsys):
+    from models.__main__ import main
+
+    assert main(["add", "minilm", str(small_static)]) == 2
+    assert "built-in model" in capsys.readouterr().err
+    assert main(["add", "bad/name", str(small_static)]) == 2
+    assert "use 1-64 letters" in capsys.readouterr().err
+    assert main(["add", "v", str(small_static), "--pooling", "first"]) == 2
+    assert "do not apply to a vectors model" in capsys.readouterr().err
+    assert main(["remove", "never-added"]) == 2
+    assert "no model named 'never-added'" in capsys.readouterr().err
+    assert not registry.exists()
+
+
+def test_relative_paths_are_relative_to_the_registry_file(small_static, registry):
+    from models.registry import get_spec
+
+    registry.write_text(f'[models.rel]\nref = "{os.path.relpath(small_static, registry.parent)}"\n', encoding="utf-8")
+    spec = get_spec("rel")
+    assert Path(spec.kwargs["ref"]) == small_static.resolve()
+
+
+def test_a_broken_registry_file_is_reported_and_the_zoo_still_works(registry):
+    registry.write_text("[models.x\nref = 1\n", encoding="utf-8")
+    out = run_cli("models", "list", env={"EMBPROBE_MODELS": str(registry)})
+    assert out.returncode == 0, out.stderr
+    assert "minilm" in out.stdout and "not valid TOML" in out.stdout
+    registry.write_text('[models.x]\npooling = "first"\n', encoding="utf-8")
+    out = run_cli("models", "list", env={"EMBPROBE_MODELS": str(registry)})
+    assert "needs ref" in out.stdout
+
+
+def test_hub_id_offline_is_one_clear_message(tmp_path):
+    # No network: an endpoint nothing listens on (refused at once, with or without internet), and
+    # HF_HUB_OFFLINE=1; an empty hub cache either way.
+    for offline in ("0", "1"):
+        out = run_cli("probes", "pos", "--model", "hf:FacebookAI/roberta-base", "--limit", "5",
+                      env={"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_ENDPOINT": "http://127.0.0.1:9",
+                           "HF_HUB_OFFLINE": offline})
+        assert out.returncode == 2
+        err = out.stderr.strip()
+        assert err.startswith("error: hf:FacebookAI/roberta-base: the Hugging Face Hub cannot be reached")
+        assert "hf download FacebookAI/roberta-base" in err and "Traceback" not in err
+        assert ("HF_HUB_OFFLINE=1 is set" in err) == (offline == "1")
