@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -108,6 +109,13 @@ def _wordnet_reader(folder: str):
         raise DataMissingError("nltk_data/corpora/wordnet", f"NLTK could not load it: {exc}.") from exc
 
 
+# NLTK's WordNet reader is not thread-safe: it reads synsets lazily through one shared file handle per
+# part of speech (seek, then readline), so two threads interleave and read each other's lines
+# (WordNetError, AttributeError; seen with three browser sessions at once, docs/benchmarks.md). Every
+# access to the reader below holds this lock; lookups are microseconds once loaded, so it costs nothing.
+_READER_LOCK = threading.RLock()
+
+
 def _sense(lemma) -> Sense:
     syn = lemma.synset()
     return Sense(key=lemma.key(), synset=syn.name(), gloss=syn.definition(), lexname=syn.lexname(), pos=syn.pos())
@@ -133,7 +141,8 @@ def senses(lemma: str, pos: str) -> list[Sense]:
     letter = wn_pos(pos)
     if letter is None or not lemma.strip():
         return []
-    return list(_senses(lemma, letter, wordnet()))
+    with _READER_LOCK:
+        return list(_senses(lemma, letter, wordnet()))
 
 
 def sense_inventory(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, ...]]:
@@ -158,12 +167,14 @@ def first_sense_key(lemma: str, pos: str) -> str | None:
 
 def key_to_synset(key: str):
     """The NLTK ``Synset`` of a WordNet 3.0 sense key; UnknownSenseKeyError if it does not exist."""
-    return _lemma_from_key(key).synset()
+    with _READER_LOCK:
+        return _lemma_from_key(key).synset()
 
 
 def sense_from_key(key: str) -> Sense:
     """The :class:`Sense` of a sense key; UnknownSenseKeyError if it does not exist."""
-    return _sense(_lemma_from_key(key))
+    with _READER_LOCK:
+        return _sense(_lemma_from_key(key))
 
 
 def _lemma_from_key(key: str):
