@@ -18,6 +18,7 @@ loaders live with their families (``models.transformer.auto``, ``models.elmo.emb
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -126,9 +127,10 @@ def family_of(ref: Reference) -> str:
         return "elmo"
     if ref.path is None:
         return "hf"
-    from models.transformer.auto import inspect_checkpoint
+    from models.transformer.auto import FAMILY, architecture_role   # the role is read from config.json only
+    from models.transformer.refusals import read_config
 
-    return str(inspect_checkpoint(ref.path)["family"])
+    return FAMILY[architecture_role(read_config(ref.path))]
 
 
 def spec_for_reference(text: str, name: str | None = None, options: ModelOptions | None = None,
@@ -196,6 +198,21 @@ def inspect_reference(text: str) -> dict[str, Any]:
     ref = parse_reference(text)
     if ref.kind == "hub" and ref.path is None:
         return {"downloaded": False}
+    return dict(_facts(ref, _signature(ref))) | {"downloaded": True}
+
+
+def _signature(ref: Reference) -> tuple:
+    """(file, size, mtime_ns) of every file the reference reads: a changed file means new facts."""
+    assert ref.path is not None
+    files = [f for f in ref.path.iterdir() if f.is_file()] if ref.path.is_dir() else [ref.path]
+    files += [ref.weights] if ref.weights is not None else []
+    return tuple(sorted((str(f), st.st_size, st.st_mtime_ns) for f in files for st in [f.stat()]))
+
+
+@lru_cache(maxsize=64)
+def _facts(ref: Reference, signature: tuple) -> dict[str, Any]:
+    """The inspection itself, once per reference and file state: the app asks on every rerun, and a
+    checkpoint's memory estimate (a meta-device model) or a GloVe text's line count takes seconds."""
     if ref.kind in ("hf", "hub"):
         from models.transformer.auto import inspect_checkpoint
 
@@ -215,4 +232,4 @@ def inspect_reference(text: str) -> dict[str, Any]:
         card = read_model_card(ref.path) or {}
         facts = {"layers": card.get("layers"), "dim": card.get("dim"), "params": card.get("params"),
                  "size_bytes": sum(f.stat().st_size for f in Path(ref.path).iterdir() if f.is_file())}
-    return {k: facts.get(k) for k in ("layers", "dim", "params", "size_bytes")} | {"downloaded": True}
+    return {k: facts.get(k) for k in ("layers", "dim", "params", "size_bytes")}
