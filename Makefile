@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: app test browser setup
+.PHONY: app test browser setup cluster screenshots
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,14 @@ $(STAMP): requirements.txt
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Optional extra (ray, fsspec) for `python -m probes sweep|extract --ray`; the tests install it, the app does not.
+CLUSTER_STAMP := $(VENV)/.installed-cluster
+$(CLUSTER_STAMP): $(STAMP) requirements-cluster.txt
+	$(VENV)/bin/pip install -q -r requirements-cluster.txt
+	touch $(CLUSTER_STAMP)
+
+cluster: $(CLUSTER_STAMP)
 
 # Listens on localhost only; `make app ADDRESS=0.0.0.0` serves the app on every network interface.
 ADDRESS ?= localhost
@@ -26,5 +34,10 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
-test: $(STAMP) browser
+test: $(STAMP) $(CLUSTER_STAMP) browser
 	$(PY) -m pytest -q
+
+# Refresh the README screenshots: the browser tests, told to save them in docs/screenshots/
+# (a plain test run saves them in a temporary directory and leaves the tree as it was).
+screenshots: $(STAMP) browser
+	EMBPROBE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q -m browser tests/test_browser.py

@@ -12,7 +12,8 @@ import streamlit as st
 
 # `streamlit run app.py` (from any directory) puts this file's folder, the repository root, on
 # sys.path, so the project's packages import without a path computation here.
-from app_pages.common import start_warmup
+from app_pages.common import FIGURE_FORMAT_KEY, start_warmup
+from viz.export import FORMATS
 from models.allocator import reuse_freed_memory
 
 st.set_page_config(page_title="Embedding Probe Lab", page_icon="🔬", layout="wide")
@@ -27,6 +28,7 @@ PAGES = {
     "Probe": [
         st.Page("app_pages/probes.py", title="Probes", icon=":material/monitoring:"),
         st.Page("app_pages/reproduce.py", title="Reproduce the paper", icon=":material/table_chart:"),
+        st.Page("app_pages/layer_profile.py", title="Layer profile", icon=":material/stacked_line_chart:"),
     ],
 }
 
@@ -38,4 +40,9 @@ with st.sidebar:
         "**Embedding Probe Lab** — static and contextual word embeddings, layer by layer. "
         "Reproduces Peters et al. (2018), *Deep contextualized word representations*, §5."
     )
+    # Every chart's modebar has a "Download plot" button (viz/export.py); plotly gives it one format.
+    st.radio("Chart downloads", FORMATS, key=FIGURE_FORMAT_KEY, horizontal=True, format_func=str.upper,
+             help="The format of the camera button above each chart: SVG (vector, for papers) or PNG. "
+                  "The data behind a chart is the CSV button under it. The address bar holds a link "
+                  "to the current view.")
 page.run()

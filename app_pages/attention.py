@@ -1,16 +1,25 @@
-"""Attention page: layers × heads grid, one head token-to-token, averages; words or subword pieces."""
+"""Attention page: every head at a glance (click one to open it), its token-to-token map beside
+bertviz's line view, the selected token's query·key products, two models or two layers side by side.
+
+Speed: the head explorer is one ``st.fragment``, so a click on the grid, a layer/head slider or the
+query token reruns only it (not the sentence parsing, the model call or the averages), and the grid
+is one heatmap trace (``viz.attention.grid_figure``), not one subplot per head. Attention is cached
+per (model, fingerprint, sentence) by ``app_pages.common``. Choices live in the URL (``state.bind``).
+"""
 from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages import state
 from app_pages.common import (
-    EXAMPLE_SENTENCE, embed_sentences, family_of, model_select, page, page_header, piece_attention, safe,
-    show_warnings,
+    EXAMPLE_SENTENCE, chart, download, embed_sentences, family_of, model_names, page, page_header,
+    piece_attention, safe, show_warnings,
 )
-from viz.attention import head_entropy, mean_over_heads, strongest_links
-from viz.figures import attention_grid, attention_heatmap
+from viz.attention import grid_figure, head_entropy, line_view, mean_over_heads, query_key_figure, strongest_links
+from viz.export import attention_csv, attention_json, file_stem
+from viz.figures import attention_heatmap
 from viz.text import parse_sentences
 
 INTRO = """
@@ -22,6 +31,8 @@ A GPT-style model only attends to the left (a triangle); a BERT-style model sees
 """
 
 MAX_WORDS = 40   # a 6 × 12 grid of 40 × 40 maps stays fast to draw
+UNITS = ["words", "subword pieces"]
+COMPARE = ["one model", "two models", "two layers"]
 
 
 def get_attention(model: str, words: list[str], unit: str) -> tuple[np.ndarray, list[str], str]:
@@ -35,17 +46,137 @@ def get_attention(model: str, words: list[str], unit: str) -> tuple[np.ndarray, 
     return pa["attentions"], list(pa["pieces"]), "Piece view: the model's own subword pieces, special tokens included."
 
 
+def _open_clicked_head() -> None:
+    """on_select of the grid: the clicked tile's (layer, head) become the sliders' values."""
+    points = (st.session_state.get("attn_grid") or {}).get("selection", {}).get("points", [])
+    if points and "customdata" in points[0]:
+        data = points[0]["customdata"]
+        layer, head = (data["0"], data["1"]) if isinstance(data, dict) else data[:2]
+        st.session_state["attn_layer"], st.session_state["attn_head"] = int(layer), int(head)
+
+
+def head_panel(att: np.ndarray, tokens: list[str], model: str, layer: int, head: int, query: int,
+               key: str) -> None:
+    """One head: its heatmap beside the line view (the query's links in red)."""
+    a = att[layer - 1, head - 1]
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        chart(attention_heatmap(a, tokens, title=f"{model}: layer {layer}, head {head}"),
+              file_stem("attention", model, f"L{layer}", f"H{head}"), key=f"{key}_map",
+              data=lambda: attention_csv(a, tokens, layers=[layer], heads=[head]))
+    with c2:
+        chart(line_view(a, tokens, query=query, title="Line view (queries → keys)"),
+              file_stem("attention-lines", model, f"L{layer}", f"H{head}"), key=f"{key}_lines", data=False)
+
+
+@st.fragment
+def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b: str | None) -> None:
+    """The grid, the selected head (map + line view), its query·key products, the side-by-side panel."""
+    att, tokens, _ = get_attention(model, words, unit)
+    L, H, n, _ = att.shape
+    grid_col, ctrl_col = st.columns([3, 2])
+    with ctrl_col:   # filled first: the grid outlines the head these controls hold
+        layer = st.slider("Layer", 1, L, key=state.bind("attn_layer", min(L, 2), lo=1, hi=L, param="layer"))
+        head = st.slider("Head", 1, H, key=state.bind("attn_head", 1, lo=1, hi=H, param="head"))
+        query = st.selectbox("Query token", list(range(n)), format_func=lambda i: f"{i + 1}: {tokens[i]}",
+                             key=state.bind("attn_query", 0, list(range(n)), param="query"),
+                             help="Its links are red in the line view; its query·key products are below.")
+        st.caption("Strongest links of this head (self-attention left out):")
+        st.dataframe(strongest_links(att[layer - 1, head - 1], tokens, k=8), hide_index=True, width="stretch")
+    with grid_col:
+        st.caption("Every head of every layer (rows = layers, columns = heads). **Click a tile to open that "
+                   "head**; the open head is outlined in red.")
+        chart(grid_figure(att, (layer, head)), file_stem("attention-grid", model), key="attn_grid",
+              on_select=_open_clicked_head, selection_mode="points", image_size=False,
+              data=lambda: attention_csv(att, tokens), data_label="All heads (CSV)")
+        download("All heads (JSON)", lambda: attention_json(att, tokens, model=model, unit=unit),
+                 f"{file_stem('attention', model)}.json", key="attn_all_json", mime="application/json")
+    head_panel(att, tokens, model, layer, head, query, "attn_head_plot")
+    chart(query_key_figure(att[layer - 1, head - 1], tokens, query,
+                           title=f"Query “{tokens[query]}”: q·k/√d with every key, and the weight it becomes"),
+          file_stem("attention-qk", model, f"L{layer}", f"H{head}", f"q{query + 1}"), key="attn_qk")
+    st.caption("The bars are the scaled dot products of the query's vector with each key's vector (the neuron "
+               "view's core), centred on the row's mean: recovered exactly from the softmax, which ignores "
+               "a row's constant (log weight − mean log weight). A gap of 1 is a factor e ≈ 2.7 in weight."
+               + (" In the word view, pieces are merged first, so these are per word, not per piece."
+                  if unit == "words" else ""))
+    if compare != COMPARE[0]:
+        side_by_side(att, tokens, model, layer, head, query, words, unit, compare, model_b)
+
+
+def side_by_side(att: np.ndarray, tokens: list[str], model: str, layer: int, head: int, query: int,
+                 words: list[str], unit: str, compare: str, model_b: str | None) -> None:
+    st.subheader("Side by side")
+    if compare == COMPARE[1] and model_b is None:
+        st.info("Pick the second model above.")
+        return
+    other = model_b if compare == COMPARE[1] else model
+    att_b, tokens_b, _ = get_attention(other, words, unit) if other != model else (att, tokens, "")
+    Lb, Hb = att_b.shape[:2]
+    a, b = st.columns(2)
+    with a:
+        st.markdown(f"**{model}**, layer {layer}, head {head}")
+        chart(line_view(att[layer - 1, head - 1], tokens, query=query), file_stem("attention-lines", model, layer, head),
+              key="attn_side_a", data=False)
+    with b:
+        c1, c2 = st.columns(2)
+        default_b = min(Lb, layer + 1) if other == model else min(Lb, layer)
+        lb = c1.slider(f"Layer ({other})", 1, Lb, key=state.bind("attn_b_layer", default_b, lo=1, hi=Lb, param="b_layer"))
+        hb = c2.slider(f"Head ({other})", 1, Hb, key=state.bind("attn_b_head", min(head, Hb), lo=1, hi=Hb, param="b_head"))
+        qb = query if query < len(tokens_b) else 0
+        chart(line_view(att_b[lb - 1, hb - 1], tokens_b, query=qb), file_stem("attention-lines", other, lb, hb),
+              key="attn_side_b", data=False)
+    if tokens_b != tokens:
+        st.caption("The two models split the sentence differently (piece view); the word view lines them up.")
+
+
+def averages(att: np.ndarray, tokens: list[str], model: str) -> None:
+    L, H, n, _ = att.shape
+    a1, a2 = st.columns(2)
+    avg_layer = a1.slider("Layer for the head average", 1, L, L, key="attn_avg_layer")
+    with a1:
+        chart(attention_heatmap(mean_over_heads(att, avg_layer - 1), tokens,
+                                title=f"Layer {avg_layer}, mean over {H} heads"),
+              file_stem("attention-mean", model, f"L{avg_layer}"), key="attn_avg_layer_plot")
+    with a2:
+        chart(attention_heatmap(mean_over_heads(att), tokens, title=f"Mean over all {L} layers and {H} heads"),
+              file_stem("attention-mean", model, "all"), key="attn_avg_all_plot")
+    ent = head_entropy(att)
+    fig = go.Figure(go.Heatmap(
+        z=ent, x=[f"H{h + 1}" for h in range(H)], y=[f"L{l + 1}" for l in range(L)],
+        colorscale="Viridis", colorbar=dict(title="bits", thickness=12),
+        hovertemplate="%{y} %{x}: %{z:.2f} bits<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(template="plotly_white", height=60 + 34 * L, margin=dict(l=10, r=10, t=40, b=10),
+                      title=dict(text=f"Mean attention entropy per head (uniform = {np.log2(max(n, 2)):.1f} bits): "
+                                      "low = focused heads", x=0))
+    chart(fig, file_stem("attention-entropy", model), key="attn_entropy_plot")
+
+
 @page
 def main() -> None:
     page_header("Attention", INTRO)
-    c1, c2 = st.columns([3, 1])
-    text = c1.text_input("Sentence", EXAMPLE_SENTENCE, key="attn_text",
-                         help=f"Up to {MAX_WORDS} words; longer text is cut with a warning.")
-    with c2:
-        model = model_select("Model", ("bert", "gpt"), key="attn_model", default="minilm")
-    unit = st.segmented_control("Units", ["words", "subword pieces"], default="words", key="attn_unit") or "words"
-    if model is None:
+    names = model_names(("bert", "gpt"))
+    if not names:
+        st.info("No bert or gpt model is available yet. See the Models page for how to train one.")
         return
+    c1, c2, c3 = st.columns([3, 1, 1])
+    text = c1.text_input("Sentence", key=state.bind("attn_text", EXAMPLE_SENTENCE, param="text"),
+                         help=f"Up to {MAX_WORDS} words; longer text is cut with a warning.")
+    model = c2.selectbox("Model", names, key=state.bind("attn_model", "minilm" if "minilm" in names else names[0],
+                                                        names, param="model"))
+    unit = c3.segmented_control("Units", UNITS, key=state.bind("attn_unit", "words", UNITS, param="unit")) or "words"
+    s1, s2 = st.columns([3, 2])
+    compare = s1.segmented_control("Side by side", COMPARE, key=state.bind("attn_compare", COMPARE[0], COMPARE,
+                                                                           param="compare"),
+                                   help="Two models on the same sentence, or two layers of this model.") or COMPARE[0]
+    model_b = None
+    if compare == COMPARE[0]:
+        for param in ("b_layer", "b_head", "model_b"):
+            state.forget(param)
+    if compare == COMPARE[1]:
+        others = [m for m in names if m != model] or names
+        model_b = s2.selectbox("Second model", others, key=state.bind("attn_model_b", others[0], others, param="model_b"))
     with safe("compute attention"):
         parsed = parse_sentences(text, one_per_line=False, max_words_per_sentence=MAX_WORDS,
                                  max_sentences=1, max_total_words=MAX_WORDS)
@@ -56,40 +187,11 @@ def main() -> None:
         st.caption(f"{model} ({family_of(model)}): {L} layers × {H} heads over {n} tokens. {note}")
         with st.expander("Tokens the model saw", expanded=False):
             st.code(" | ".join(tokens), language=None, wrap_lines=True)
-
-        grid_tab, head_tab, avg_tab = st.tabs(["All heads", "One head", "Averages"])
-        with grid_tab:
-            st.caption("One small map per head: rows = layers (bottom = deeper), columns = heads. "
-                       "Hover for the tokens and weights; pick a head in the next tab to zoom in.")
-            st.plotly_chart(attention_grid(att, tokens), width="stretch", key="attn_grid",
-                            config={"displayModeBar": False})
-        with head_tab:
-            h1, h2 = st.columns(2)
-            layer = h1.slider("Layer", 1, L, min(L, 2), key="attn_layer")
-            head = h2.slider("Head", 1, H, 1, key="attn_head")
-            fig = attention_heatmap(att[layer - 1, head - 1], tokens, title=f"Layer {layer}, head {head}")
-            st.plotly_chart(fig, width="stretch", key="attn_head_plot")
-            st.caption("Strongest links of this head (self-attention left out):")
-            st.dataframe(strongest_links(att[layer - 1, head - 1], tokens, k=8), hide_index=True, width="stretch")
+        heads_tab, avg_tab = st.tabs(["Heads", "Averages"])
+        with heads_tab:
+            head_explorer(model, words, unit, compare, model_b)
         with avg_tab:
-            a1, a2 = st.columns(2)
-            avg_layer = a1.slider("Layer for the head average", 1, L, L, key="attn_avg_layer")
-            a1.plotly_chart(attention_heatmap(mean_over_heads(att, avg_layer - 1), tokens,
-                                              title=f"Layer {avg_layer}, mean over {H} heads"),
-                            width="stretch", key="attn_avg_layer_plot")
-            a2.plotly_chart(attention_heatmap(mean_over_heads(att), tokens,
-                                              title=f"Mean over all {L} layers and {H} heads"),
-                            width="stretch", key="attn_avg_all_plot")
-            ent = head_entropy(att)
-            fig = go.Figure(go.Heatmap(
-                z=ent, x=[f"H{h + 1}" for h in range(H)], y=[f"L{l + 1}" for l in range(L)],
-                colorscale="Viridis", colorbar=dict(title="bits", thickness=12),
-                hovertemplate="%{y} %{x}: %{z:.2f} bits<extra></extra>"))
-            fig.update_yaxes(autorange="reversed")
-            fig.update_layout(template="plotly_white", height=60 + 34 * L, margin=dict(l=10, r=10, t=40, b=10),
-                              title=dict(text=f"Mean attention entropy per head (uniform = {np.log2(max(n, 2)):.1f} bits): "
-                                              "low = focused heads", x=0))
-            st.plotly_chart(fig, width="stretch", key="attn_entropy_plot")
+            averages(att, tokens, model)
 
 
 main()

@@ -6,6 +6,8 @@
   traceback goes to the server log, never to the page) and lets the rest of the page run.
 - :func:`show_warnings`, :func:`md` — input-cap warnings; user text escaped wherever it is echoed.
 - :func:`start_warmup` — reads WordNet and SemCor in the background when the server starts.
+- :func:`chart` — every chart: ``st.plotly_chart`` with the modebar's SVG/PNG download
+  (``viz.export.chart_config``, the format chosen in the sidebar) and a CSV of its data beside it.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from corpora.wordnet import wordnet  # noqa: E402
 from models.base import Embedder, ModelLoadError, UnknownModelError  # noqa: E402
 from models.registry import available_models, get_spec, load_embedder, loaded_models, unload_embedder  # noqa: E402
 from viz.polysemy import build_lemma_index, occurrence_vectors  # noqa: E402
+from viz.export import FORMATS, chart_config, figure_csv, file_stem  # noqa: E402
 from viz.projection import project  # noqa: E402
 from viz.text import InputError, escape_markdown  # noqa: E402
 from viz.zoo import weights_location  # noqa: E402
@@ -169,6 +172,42 @@ def show_warnings(warnings: list[str]) -> None:
 def md(text: str) -> str:
     """Escape user text for use inside st.markdown/st.info strings."""
     return escape_markdown(text)
+
+
+# ---------------------------------------------------------------------------- charts and exports
+
+FIGURE_FORMAT_KEY = "fig_format"   # the sidebar's "Chart downloads" choice (app.py)
+
+
+def figure_format() -> str:
+    """The image format of the charts' download button in this session: "svg" (default) or "png"."""
+    fmt = st.session_state.get(FIGURE_FORMAT_KEY)
+    return fmt if fmt in FORMATS else FORMATS[0]
+
+
+def download(label: str, data, file_name: str, *, key: str, mime: str = "text/csv") -> None:
+    """A small download button that does not rerun the page; ``data`` may be a callable (made on click)."""
+    st.download_button(label, data, file_name=file_name, mime=mime, key=key, on_click="ignore",
+                       type="tertiary", icon=":material/download:")
+
+
+def chart(fig, name: str, *, key: str, data=None, data_label: str = "Data (CSV)", image_size: bool = True,
+          container=None, **plotly_kwargs):
+    """Draw ``fig`` with the app's modebar (download as SVG/PNG named ``name``) and a CSV of its data.
+
+    ``data``: bytes or a callable returning bytes (default: the figure's own points,
+    ``viz.export.figure_csv``, made only when clicked); ``False`` for no data button.
+    ``image_size=False`` downloads the image at its on-screen size (tall grids). Returns what
+    ``st.plotly_chart`` returns (the selection event when ``on_select`` is given).
+    """
+    where = container or st
+    config = chart_config(name, figure_format(), **({} if image_size else {"width": None, "height": None}))
+    event = where.plotly_chart(fig, width="stretch", key=key, config=config, **plotly_kwargs)
+    if data is not False:
+        with container if container is not None else contextlib.nullcontext():
+            download(data_label, data if data is not None else (lambda: figure_csv(fig)),
+                     f"{file_stem(name)}.csv", key=f"{key}__data")
+    return event
 
 
 # ---------------------------------------------------------------------------- cached extraction

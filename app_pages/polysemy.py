@@ -1,18 +1,35 @@
-"""Polysemy explorer: a word's occurrences as contextual vectors, coloured by WordNet sense."""
+"""Polysemy explorer: a word's occurrences as contextual vectors, coloured by WordNet sense.
+
+Speed: the controls at the top (word, model, source) rerun the page; everything below them is one
+``st.fragment``, so a layer slider, the occurrence picker or the neighbour count reruns only the
+plots. Vectors are cached per (model, occurrences), projections per (vectors, method) for all
+layers at once (PCA) or per layer (t-SNE/UMAP). Every choice lives in the URL (``app_pages.state``).
+
+Widget keys (stable; the browser benchmark uses them): poly_source, poly_model, poly_dims, poly_word,
+poly_method, poly_pos, poly_cap, poly_text, poly_upload, poly_compare, poly_model_b, poly_colour,
+poly_layer, poly_layer_b, poly_pick, poly_k, poly_corpus (toggle), poly_corpus_k.
+"""
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
+from app_pages import state
 from app_pages.common import (
-    family_of, md, model_select, wait_warmup, occurrence_vectors_progress, page, page_header, projected, safe,
-    semcor_corpus, show_warnings,
+    chart, download, family_of, md, model_names, occurrence_vectors_progress, page, page_header, safe,
+    semcor_corpus, show_warnings, wait_warmup,
 )
-from viz.figures import layer_curves, scatter_points
+from app_pages.corpus_ui import corpus_panel, sense_label
+from viz.export import file_stem, frame_csv, frame_json
+from viz.lexical_sample import MAX_UPLOAD_MB, LexicalSampleSource
+from viz.occurrence_figures import layer_measures_figure, occurrence_scatter
+from viz.points import COLOUR_COLUMNS, collapse, colour_groups, occurrence_metadata
 from viz.polysemy import (
-    POS_CHOICES, SUGGESTED_WORDS, distinct_vectors, layer_agreement, neighbour_table, semcor_occurrences,
+    POS_CHOICES, SUGGESTED_WORDS, layer_measures, neighbour_table, semcor_occurrences, separability_problem,
     typed_occurrences,
 )
-from viz.projection import METHODS
+from viz.projection import METHODS, project, project_layers
 from viz.senses import sense_info, wordnet_sense_count
 from viz.text import parse_sentences, shorten, validate_word
 
@@ -22,7 +39,8 @@ One spelling, several meanings: *bank* (river side / money), *play* (a drama / t
 vector, so all its senses collapse into one point. A **contextual** model (ELMo, BERT, GPT) gives
 each occurrence its own vector; if it captures meaning, occurrences of the same WordNet sense
 cluster together — more so in some layers than others (Peters et al. 2018, §5.3).
-Points are SemCor 3.0 sentences hand-tagged with WordNet senses, or sentences you type.
+Points are SemCor 3.0 sentences hand-tagged with WordNet senses, sentences you type, or a lexical-sample
+file you upload. The address bar always holds a link to this view.
 """
 
 TYPED_DEFAULT = """I deposited my salary at the bank on Monday. | money
@@ -31,14 +49,9 @@ She works as a teller in a small savings bank. | money
 We had a picnic on the bank of the river. | river
 The boat drifted towards the muddy bank. | river
 Fishermen lined the river bank at dawn. | river"""
-
-
-def sense_name(group: str | None) -> str:
-    if group is None:
-        return "(no label)"
-    if "%" not in group:       # a user label
-        return group
-    return sense_info(group).short
+SOURCES = ("SemCor", "my sentences", "upload")
+COMPARE = ("one panel", "two models", "two layers")
+DIMS = ("2-D", "3-D")
 
 
 def hover_text(occ) -> str:
@@ -51,36 +64,67 @@ def hover_text(occ) -> str:
     return "\n".join(lines)
 
 
-def controls() -> dict:
+def controls() -> dict | None:
+    names = model_names()
+    if not names:
+        st.info("No model is available yet. See the Models page for how to train or add one.")
+        return None
     c1, c2, c3 = st.columns([2, 2, 1])
-    source = c1.segmented_control("Occurrences from", ["SemCor", "my sentences"], default="SemCor",
-                                  key="poly_source") or "SemCor"
-    with c2:
-        model = model_select("Model", None, key="poly_model", default="minilm")
-    dims = c3.segmented_control("Plot", ["2-D", "3-D"], default="2-D", key="poly_dims") or "2-D"
-    c4, c5, c6 = st.columns([2, 1, 1])
-    word = c4.text_input("Word (lemma)", "bank", key="poly_word", max_chars=60,
+    source = c1.segmented_control("Occurrences from", SOURCES, key=state.bind("poly_source", "SemCor", SOURCES,
+                                                                             param="source")) or "SemCor"
+    model = c2.selectbox("Model", names, key=state.bind("poly_model", "minilm" if "minilm" in names else names[0],
+                                                        names, param="model"))
+    dims = c3.segmented_control("Plot", DIMS, key=state.bind("poly_dims", "2-D", DIMS, param="dims")) or "2-D"
+    c4, c5, c6, c7 = st.columns([2, 1, 1, 1])
+    word = c4.text_input("Word (lemma)", key=state.bind("poly_word", "bank", param="word"), max_chars=60,
                          help="Try: " + ", ".join(SUGGESTED_WORDS))
-    method = c5.selectbox("Projection", METHODS, key="poly_method",
+    method = c5.selectbox("Projection", METHODS, key=state.bind("poly_method", "PCA", METHODS, param="method"),
                           help="PCA is linear and fast; t-SNE and UMAP keep local neighbourhoods (UMAP compiles "
                                "on first use, ~20 s).")
-    if source == "SemCor":
-        pos = c6.selectbox("Part of speech", POS_CHOICES, index=1, key="poly_pos")
-        cap = st.slider("Occurrences (sample size)", 20, 300, 120, step=10, key="poly_cap",
-                        help="A seeded random sample of SemCor's tagged occurrences; bigger = slower.")
-        text = None
+    colour = c6.selectbox("Colour by", COLOUR_COLUMNS, key=state.bind("poly_colour", "sense", COLOUR_COLUMNS,
+                                                                       param="colour"))
+    compare = c7.selectbox("Compare", COMPARE, key=state.bind("poly_compare", "one panel", COMPARE,
+                                                                param="compare"),
+                           help="Two models (or two layers of one) side by side, same word and occurrences.")
+    model_b = None
+    if compare == "two models":
+        others = [m for m in names if m != model] or names
+        model_b = st.selectbox("Second model", others, key=state.bind(
+            "poly_model_b", "glove-6b-50d" if "glove-6b-50d" in others else others[0], others, param="model_b"))
     else:
-        pos, cap = "any", 0
-        text = st.text_area("Sentences containing the word, one per line; optional “| label” to colour by",
-                            TYPED_DEFAULT, height=160, key="poly_text")
-    return dict(source=source, model=model, dims=3 if dims == "3-D" else 2, word=word, method=method,
-                pos=pos, cap=cap, text=text)
+        state.forget("model_b")
+    c = dict(source=source, model=model, model_b=model_b, compare=compare, dims=3 if dims == "3-D" else 2,
+             word=word, method=method, colour=colour, pos="any", cap=0, text=None, upload=None)
+    for p in ("pos", "cap", "text"):
+        state.forget(p)
+    if source == "SemCor":
+        c1, c2 = st.columns([1, 3])
+        c["pos"] = c1.selectbox("Part of speech", POS_CHOICES, key=state.bind("poly_pos", "noun", POS_CHOICES,
+                                                                             param="pos"))
+        c["cap"] = c2.slider("Occurrences (sample size)", 20, 300, key=state.bind("poly_cap", 120, lo=20, hi=300,
+                                                                                  param="cap"), step=10,
+                             help="A seeded random sample of SemCor's tagged occurrences; bigger = slower.")
+    elif source == "my sentences":
+        c["text"] = st.text_area("Sentences containing the word, one per line; optional “| label” to colour by",
+                                 key=state.bind("poly_text", TYPED_DEFAULT, param="text"), height=160)
+    else:
+        up = st.file_uploader(f"Lexical-sample TSV (sentence⇥target index⇥label[⇥lemma]; ≤ {MAX_UPLOAD_MB} MB)",
+                              type=["tsv", "txt"], key="poly_upload",
+                              help="One occurrence per line: the sentence (words separated by spaces), the "
+                                   "0-based index of the target word, its label (a WordNet sense key or your own).")
+        c["upload"] = (up.name, up.getvalue()) if up is not None else None
+    return c
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def lexical_source(data: bytes, name: str) -> LexicalSampleSource:
+    return LexicalSampleSource.from_upload(data, name)
 
 
 def get_occurrences(c: dict):
     word = validate_word(c["word"])
-    wait_warmup()   # WordNet glosses and SemCor
     if c["source"] == "SemCor":
+        wait_warmup()   # WordNet glosses and SemCor
         with st.spinner("Reading SemCor (once per server)…"):
             sentences, index = semcor_corpus()
         occs, total = semcor_occurrences(sentences, index, word, c["pos"], cap=c["cap"])
@@ -95,6 +139,21 @@ def get_occurrences(c: dict):
                    + (f"; a random sample of {len(occs)} is shown" if total > len(occs) else "")
                    + f". WordNet lists {n_wn} senses; {len({o.keys[0] for o in occs})} appear here.")
         return occs
+    if c["source"] == "upload":
+        if c["upload"] is None:
+            st.info("Upload a lexical-sample file: one occurrence per line, “sentence⇥target index⇥label”. "
+                    "Points are coloured by its labels.")
+            return None
+        src = lexical_source(c["upload"][1], c["upload"][0])
+        occs, total = src.occurrences(word, cap=300)
+        if not occs:
+            targets = ", ".join(f"{w} ({n})" for w, n in src.words()[:12])
+            st.info(f"“{md(word)}” is not a target in {md(src.name)}. Its targets: {md(targets)}.")
+            return None
+        st.caption(f"{total} occurrences of “{md(word)}” in {md(src.name)}"
+                   + (f"; a random sample of {len(occs)} is shown" if total > len(occs) else "")
+                   + f"; {len({o.label for o in occs})} labels.")
+        return occs
     parsed = parse_sentences(c["text"], max_sentences=60, max_words_per_sentence=60, max_total_words=1500,
                              allow_labels=True)
     show_warnings(parsed.warnings)
@@ -107,70 +166,181 @@ def get_occurrences(c: dict):
     return occs
 
 
-def draw(c: dict, occs, X) -> None:
-    model = c["model"]
-    L = X.shape[0]
-    layer = st.slider("Layer", 0, L - 1, min(L - 1, max(0, L // 2)), key="poly_layer",
-                      help="0 = context-independent layer; drag to watch the senses separate.") if L > 1 else 0
-    Xl = X[layer]
-    distinct = distinct_vectors(Xl)
-    if family_of(model) == "static" or distinct == 1:
-        forms = sorted({o.target.lower() for o in occs})
-        st.info(f"**{model} is a static model**: every occurrence of a word form gets the same vector, "
-                f"whatever the sentence. The {len(occs)} occurrences collapse to {distinct} point(s) "
-                f"(one per form: {md(', '.join(forms[:8]))}), so the senses cannot be told apart. "
-                "Pick a contextual model (minilm, elmo-small, gpt-small) to see them separate.")
-    groups = [o.group for o in occs]
-    names = [sense_name(g) for g in groups]
-    coords, note = projected(Xl, c["method"], c["dims"])
+@st.cache_data(show_spinner=False, max_entries=32)
+def projections(X: np.ndarray, method: str, dims: int, layer: int | None) -> tuple[np.ndarray, list, list[str]]:
+    """(coords (layers, n, dims), inverses, notes): PCA of every layer at once (layer None), or one layer
+    (t-SNE/UMAP are slow: only the layer shown). Identical vectors are laid out once (collapsed)."""
+    layers = range(X.shape[0]) if layer is None else [layer]
+    inverses = [collapse(X[j])[1] for j in layers]
+    if layer is None:
+        coords, notes = project_layers(X, method, dims, distinct=inverses)
+        return coords, inverses, notes
+    rep = np.unique(inverses[0], return_index=True)[1]
+    rep_coords, note = project(X[layer][rep], method, dims)
+    return rep_coords[inverses[0]][None], inverses, [note]
+
+
+def layer_coords(X: np.ndarray, method: str, dims: int, layer: int):
+    if method == "PCA":
+        coords, inverses, notes = projections(X, method, dims, None)
+        return coords[layer], inverses[layer], notes[layer]
+    coords, inverses, notes = projections(X, method, dims, layer)
+    return coords[0], inverses[0], notes[0]
+
+
+def layer_slider(key: str, L: int, default: int, label: str = "Layer") -> int:
+    if L <= 1:
+        return 0
+    return st.slider(label, 0, L - 1, key=state.bind(key, default, lo=0, hi=L - 1, param=key.replace("poly_", "")),
+                     help="0 = context-independent layer; drag to watch the senses separate.")
+
+
+def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta: pd.DataFrame, key: str) -> None:
+    """One plot (widget key ``key``): the occurrences of ``model`` at ``layer``."""
+    coords, inverse, note = layer_coords(X, c["method"], c["dims"], layer)
+    distinct = int(inverse.max()) + 1 if len(inverse) else 0
     if note:
         st.caption(note)
+    groups = colour_groups(meta, c["colour"])
+    title = f"“{c['word']}” · {model} · layer {layer} · {c['method']} ({len(occs)} occurrences)"
+    fig = occurrence_scatter(coords, groups, [hover_text(o) for o in occs], inverse=inverse,
+                             highlight=pick, title=title, legend_title=c["colour"],
+                             height=520 if c["compare"] == "one panel" else 560,
+                             legend_below=c["compare"] != "one panel")
+    name = file_stem("polysemy", c["word"], model, f"layer{layer}", c["method"])
+    data = meta.assign(**{f"x{d + 1}": coords[:, d] for d in range(coords.shape[1])}, point=inverse)
+    chart(fig, name, key=key, data=lambda: frame_csv(data), data_label="Coordinates (CSV)")
+    download("Coordinates (JSON)", lambda: frame_json(data), f"{name}.json", key=f"{key}__json",
+             mime="application/json")
+    if family_of(model) == "static" or distinct == 1:
+        forms = sorted({o.target.lower() for o in occs})
+        st.info(f"**{md(model)} is a static model**: every occurrence of a word form gets the same vector, "
+                f"whatever the sentence. The {len(occs)} occurrences collapse to {distinct} point(s) "
+                f"(one per form: {md(', '.join(forms[:8]))}), drawn once each with their count, so the senses "
+                "cannot be told apart. Pick a contextual model (minilm, elmo-small, gpt-small) to see them separate.")
 
-    # The occurrence picker sits below the plot; its value from the last run is ringed in the plot.
-    picked = st.session_state.get("poly_pick", 0)
-    fig = scatter_points(coords, names, [hover_text(o) for o in occs],
-                         highlight=picked if isinstance(picked, int) and 0 <= picked < len(occs) else None,
-                         title=f"“{c['word']}” · {model} · layer {layer} · {c['method']} ({len(occs)} occurrences)")
-    st.plotly_chart(fig, width="stretch", key="poly_plot")
+
+def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
+    groups = [o.group for o in occs]
+    problem = separability_problem(groups)
+    st.subheader("Which layer separates the senses?")
+    st.caption("For every occurrence, is its nearest other occurrence (cosine, full dimension) of the same "
+               "sense? The fraction per layer, against chance (a random other occurrence). Beside it, how "
+               "contextual each layer is for this word (Ethayarajh 2019): **self-similarity** (mean cosine "
+               "between its occurrences; 1 = the same vector everywhere) and **explainable variance** (the "
+               "share of the first principal direction).")
+    if problem:
+        st.info(problem)
+    long, fig = _layer_figure(occurrence_signature(c, occs) + tuple(Xs), Xs, occs, problem is None)
+    if fig is None:
+        st.caption("Nothing to compare across layers (a one-layer model, or a single sentence).")
+        return
+    chart(fig, file_stem("polysemy-layers", c["word"], *Xs), key="poly_layers_plot", data=lambda: frame_csv(long))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _layer_figure(key: tuple, _Xs: dict, _occs, with_agreement: bool):
+    """(long frame, figure) of the per-layer measures, once per (occurrences, models): a slider step
+    or a new pick only redraws it. ``key`` names the occurrences and models (the vectors are not hashed)."""
+    frames = []
+    for model, X in _Xs.items():
+        if X.shape[0] < 2:
+            continue
+        part = layer_measures(X, _occs, with_agreement=with_agreement)
+        if not part.empty:
+            frames.append(part.assign(measure=(f"{model}: " if len(_Xs) > 1 else "") + part["measure"]))
+    if not frames:
+        return None, None
+    long = pd.concat(frames, ignore_index=True)
+    return long, layer_measures_figure(long)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _metadata(key: tuple, _occs) -> pd.DataFrame:
+    """Sense, POS, genre, length per occurrence, once per set of occurrences (``key``)."""
+    return occurrence_metadata(_occs, sense_label)
+
+
+@st.fragment
+def view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
+    """Everything below the controls; its widgets rerun only this fragment."""
+    with safe("draw the occurrences"):   # inside the fragment: its own reruns get friendly errors too
+        _view(c, occs, Xs)
+
+
+def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
+    models = list(Xs)
+    meta = _metadata(occurrence_signature(c, occs), occs)
+    pick = st.session_state.get("poly_pick", 0)
+    pick = pick if isinstance(pick, int) and 0 <= pick < len(occs) else 0
+    L = Xs[models[0]].shape[0]
+    if c["compare"] == "two layers":
+        panels = [(models[0], "poly_layer", L - 1 if L <= 3 else max(0, L // 2)), (models[0], "poly_layer_b", L - 1)]
+    else:
+        panels = [(m, key, (lambda n: min(n - 1, max(0, n // 2)))(Xs[m].shape[0]))
+                  for m, key in zip(models, ("poly_layer", "poly_layer_b"))]
+    if c["compare"] == "one panel":
+        state.forget("layer_b")
+    cols = st.columns(len(panels)) if len(panels) > 1 else [st.container()]
+    layers = []
+    for col, (model, key, default) in zip(cols, panels):
+        with col:
+            label = "Layer" if key == "poly_layer" else ("Layer (right)" if c["compare"] == "two layers" else
+                                                        f"Layer of {model}")
+            layer = layer_slider(key, Xs[model].shape[0], default, label)
+            layers.append(layer)
+            panel(c, occs, Xs[model], model, layer, pick, meta, "poly_plot" if key == "poly_layer" else "poly_plot_b")
 
     st.subheader("Nearest occurrences")
     left, right = st.columns([2, 3])
     with left:
-        pick = st.selectbox("Occurrence", list(range(len(occs))), key="poly_pick",
-                            format_func=lambda i: f"#{i + 1} {shorten(occs[i].context(5), 70)}")
-        k = st.slider("Neighbours", 3, 20, 8, key="poly_k")
-        st.caption(f"Sense: {md(sense_name(groups[pick]))}")
+        pick = st.selectbox("Occurrence", list(range(len(occs))), key=state.bind(
+            "poly_pick", 0, lo=0, hi=len(occs) - 1, param="pick"),
+            format_func=lambda i: f"#{i + 1} {shorten(occs[i].context(5), 70)}")
+        k = st.slider("Neighbours", 3, 20, key=state.bind("poly_k", 8, lo=3, hi=20, param="k"))
+        st.caption(f"Sense: {md(sense_label(occs[pick].group))}")
         st.code(occs[pick].context(12), language=None, wrap_lines=True)
     with right:
-        st.caption(f"Cosine similarity in the full {X.shape[2]}-dimensional space of layer {layer}; "
-                   "✓ = same sense as the selected occurrence.")
-        st.dataframe(neighbour_table(Xl, occs, pick, k, sense_name), hide_index=True, width="stretch",
-                     column_config={"context": st.column_config.TextColumn(width="large")})
+        model, layer = panels[0][0], layers[0]
+        st.caption(f"Cosine similarity in the full {Xs[model].shape[2]}-dimensional space of {md(model)} layer "
+                   f"{layer}; ✓ = same sense as the selected occurrence.")
+        st.dataframe(neighbour_table(Xs[model][layer], occs, pick, k, sense_label), hide_index=True,
+                     width="stretch", column_config={"context": st.column_config.TextColumn(width="large")})
 
-    labelled = [g for g in groups if g is not None]
-    if len(set(labelled)) >= 2 and L > 1:
-        st.subheader("Which layer separates the senses?")
-        st.caption("For every occurrence, is its nearest other occurrence (cosine, full dimension) of the same "
-                   "sense? The fraction per layer, against chance (a random other occurrence). This is the "
-                   "1-nearest-neighbour idea behind the paper's WSD probe, on this word only.")
-        df = layer_agreement(X, groups)
-        long = df.melt(id_vars="layer", var_name="measure", value_name="fraction")
-        st.plotly_chart(layer_curves(long, y="fraction", color="measure", y_title="fraction of occurrences",
-                                     height=320), width="stretch", key="poly_layers_plot")
+    if st.toggle("Search all of SemCor for this occurrence's nearest neighbours (corpus search)",
+                 key=state.bind("poly_corpus", False, param="corpus"),
+                 help="Its nearest occurrences among all 225k sense-tagged SemCor tokens, at this layer, "
+                      "with their senses (exBERT)."):
+        with safe("search the corpus"):
+            corpus_panel(model, layer, Xs[model][layer, pick], key="poly_corpus", ref=occs[pick].ref,
+                         query_key=occs[pick].keys[0] if occs[pick].keys else None,
+                         what=f"#{pick + 1} {occs[pick].target}")
+    layer_chart(c, occs, Xs)
+
+
+def occurrence_signature(c: dict, occs) -> tuple:
+    """Names this set of occurrences exactly (every sentence, span, sense and label)."""
+    return (c["source"], c["word"], len(occs), hash(tuple(occs)))
 
 
 @page
 def main() -> None:
     page_header("Polysemy explorer", INTRO)
     c = controls()
-    if c["model"] is None:
+    if c is None:
         return
     with safe("collect the occurrences"):
         occs = get_occurrences(c)
         if occs is None:
             return
-        X = occurrence_vectors_progress(c["model"], occs)
-        draw(c, occs, X)
+        # A new set of occurrences starts the picker at the first one (its old label would be stale).
+        sig = occurrence_signature(c, occs)
+        if st.session_state.get("_poly_occ_sig") not in (None, sig):
+            st.session_state["poly_pick"] = 0
+        st.session_state["_poly_occ_sig"] = sig
+        models = [c["model"]] + ([c["model_b"]] if c["model_b"] else [])
+        Xs = {m: occurrence_vectors_progress(m, occs) for m in models}
+        view(c, occs, Xs)
 
 
 main()

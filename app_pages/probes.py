@@ -6,16 +6,17 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages.common import get_embedder, log, model_select, page, page_header, safe, wait_warmup
+from app_pages import state
+from app_pages.common import chart, download, get_embedder, log, model_select, page, page_header, safe, wait_warmup
 from probes.registry import ProbeSpec, RunContext, all_probes, get_probe
-from probes.results import ProbeResult, results_frame
-from viz.figures import grouped_bars, layer_curves
+from probes.results import ProbeResult, read_results, results_frame
+from viz.export import file_stem, frame_csv, run_record_json
+from viz.figures import grouped_bars, layer_probe_figure, small_sample_note
 from viz.results import (
-    baselines, breakdown_frame, datasets_of, dirs_with_results, label_dir, layer_curves_frame, load_dir, metrics_of,
-    wide_table,
+    baseline_frame, breakdown_frame, datasets_of, dirs_with_results, label_dir, layer_curves_frame, load_dir,
+    metrics_of, wide_table,
 )
 
 INTRO = """
@@ -46,18 +47,7 @@ def styled(table: pd.DataFrame) -> pd.DataFrame:
     return table.map(lambda v: "—" if pd.isna(v) else f"{v:.2f}" if isinstance(v, float) else str(v))
 
 
-def layer_figure(curves: pd.DataFrame, base: dict[str, float], y_title: str, title: str) -> go.Figure:
-    fig = layer_curves(curves, y="value", color="model", y_title=y_title, title=title)
-    values = list(curves["value"]) + list(base.values())
-    pad = max(1.0, 0.08 * (max(values) - min(values)))
-    fig.update_yaxes(range=[min(values) - pad, max(values) + pad])   # baselines stay inside the plot
-    for label, value in base.items():
-        fig.add_hline(y=value, line_dash="dash", line_color="#555", opacity=0.7,
-                      annotation_text=f"{label}: {value:.1f}", annotation_position="bottom right")
-    return fig
-
-
-def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str) -> None:
+def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> None:
     """One probe's results: a layer-by-layer chart with its baselines as their own series, the
     model × layer table, and the per-category breakdown where the probe has one."""
     datasets = datasets_of(df, spec)
@@ -72,18 +62,37 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str) -> None:
         return
     metric = c2.selectbox("Metric", metrics, key=f"{key}_{spec.name}_metric") if len(metrics) > 1 else metrics[0]
     curves = layer_curves_frame(df, spec.name, dataset, metric, exclude=set(spec.baseline_models))
+    base = baseline_frame(df, spec, dataset, metric)
+    name = spec.title.split(" —")[0]
     if not curves.empty:
-        st.plotly_chart(layer_figure(curves, baselines(df, spec, dataset, metric), f"{metric} (%)",
-                                     f"{spec.title.split(' —')[0]}: {metric} on {dataset}, by layer"),
-                        width="stretch", key=f"{key}_{spec.name}_plot")
-    st.dataframe(styled(wide_table(df, spec.name, dataset, metric, spec.chart.layer_order)), width="stretch")
+        fig = layer_probe_figure(curves, base, y_title=f"{metric} (%)", title=f"{name}: {metric} on {dataset}, by layer")
+        chart(fig, file_stem(key, spec.name, dataset, metric), key=f"{key}_{spec.name}_plot",
+              data=frame_csv(pd.concat([curves, base.rename(columns={"label": "baseline"})], ignore_index=True)))
+        if records is not None:
+            download("Run records (JSON: model fingerprint, seed, layers, data, command)", records,
+                     f"{file_stem(key, spec.name)}-runs.json", key=f"{key}_{spec.name}_records", mime="application/json")
+        if note := small_sample_note(curves):
+            has_ci = bool(curves[["lo", "hi"]].notna().all(axis=None))
+            st.caption(f"⚠️ {note.capitalize()} test instances. " + (
+                "The error bars are bootstrap 95% intervals: layers whose intervals overlap (or that sit on "
+                "the baseline) are not told apart by this slice." if has_ci else
+                "These results carry no intervals: treat differences of a few points as noise."))
+    table = wide_table(df[~df["model"].isin(list(spec.baseline_models))], spec.name, dataset, metric,
+                       spec.chart.layer_order)
+    if not table.empty:
+        st.dataframe(styled(table), width="stretch")
+    if not base.empty:
+        st.caption("Baselines (no embeddings; drawn as dashed lines): " + "; ".join(
+            f"{r.label} {r.value:.2f}" + (f" [{r.lo:.1f}, {r.hi:.1f}]" if pd.notna(r.lo) and pd.notna(r.hi) else "")
+            for r in base.itertuples()))
     if spec.chart.breakdown:
         breakdown = breakdown_frame(df, spec, metric, dataset)
         if not breakdown.empty:
             st.markdown(f"**By {spec.chart.breakdown_label}** ({spec.chart.breakdown.rstrip(':')}, each model at "
                         f"its best layer on {dataset})")
-            st.plotly_chart(grouped_bars(breakdown, x="category", y="value", color="model", y_title=f"{metric} (%)",
-                                         height=360), width="stretch", key=f"{key}_{spec.name}_breakdown")
+            chart(grouped_bars(breakdown, x="category", y="value", color="model", y_title=f"{metric} (%)", height=360),
+                  file_stem(key, spec.name, "by", spec.chart.breakdown_label), key=f"{key}_{spec.name}_breakdown",
+                  data=frame_csv(breakdown))
 
 
 def saved_tab() -> None:
@@ -104,7 +113,8 @@ def saved_tab() -> None:
     specs = all_probes()
     for spec, tab in zip(specs, st.tabs([spec.title.split(" —")[0] for spec in specs])):
         with tab:
-            probe_section(spec, df, "saved")
+            probe_section(spec, df, "saved", records=lambda d=directory, p=spec.name: run_record_json(
+                [r for r in read_results(Path(d)) if r.probe == p]))
     with st.expander("Commands that produced these results"):
         cmds = sorted({c for c in df["command"].dropna().unique() if c})
         st.code("\n".join(cmds) or "(not recorded)", language="bash")
@@ -127,13 +137,14 @@ def quick_tab() -> None:
                "use them to compare layers, not as the paper's numbers. Extracted vectors are cached on disk, "
                "so a second run is much faster.")
     c1, c2, c3 = st.columns([2, 2, 1])
-    titles = {spec.name: spec.title for spec in all_probes()}
-    probe = c1.selectbox("Probe", list(titles), format_func=titles.get, key="probe_kind")
+    titles = {spec.name: spec.title for spec in all_probes() if not spec.needs_files}   # tag/span: "Your data"
+    probe = c1.selectbox("Probe", list(titles), format_func=titles.get,
+                         key=state.bind("probe_kind", next(iter(titles)), list(titles), param="probe"))
     with c2:
         model = model_select("Model", None, key="probe_model", default="minilm")
-    limit = c3.number_input("Sentences (--limit)", min_value=1, max_value=5000, value=DEFAULT_LIMIT, step=10,
-                            key="probe_limit", help="Per dataset. 20 ≈ seconds; 500 ≈ minutes; the full "
-                                                    "datasets are for the command line.")
+    limit = c3.number_input("Sentences (--limit)", min_value=1, max_value=5000, step=10,
+                            key=state.bind("probe_limit", DEFAULT_LIMIT, lo=1, hi=5000, param="limit"),
+                            help="Per dataset. 20 ≈ seconds; 500 ≈ minutes; the full datasets are for the command line.")
     if model is None:
         return
     runs, lock = _quick_runs()
@@ -158,19 +169,25 @@ def quick_tab() -> None:
         return
     results, wall_s = done
     st.success(f"{titles[probe].split(' —')[0]} on {model}, first {limit} sentences per dataset: done in {wall_s} s.")
-    probe_section(get_probe(probe), results_frame(results), "quick")
+    command = f"python -m probes {probe} --model {model} --limit {int(limit)}"
+    probe_section(get_probe(probe), results_frame(results), "quick", records=run_record_json(results, command=command))
 
 
 @page
 def main() -> None:
     page_header("Probes", INTRO)
-    saved, quick = st.tabs(["Saved results (layer-probe comparison)", "Run a quick probe"])
+    saved, quick, yours = st.tabs(["Saved results (layer-probe comparison)", "Run a quick probe", "Your data"])
     with saved:
         with safe("show the saved results"):
             saved_tab()
     with quick:
         with safe("run the probe"):
             quick_tab()
+    with yours:
+        with safe("probe your data"):
+            from app_pages.probe_upload import upload_tab   # the upload section (its own module)
+
+            upload_tab(probe_section)
 
 
 main()

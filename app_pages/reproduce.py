@@ -6,10 +6,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import page, page_header, safe
+from app_pages.common import chart, page, page_header, safe
 from probes.tables import markdown_table, titles
-from viz.figures import grouped_bars
-from viz.reproduce import comparison_frame, load_tables, read_run_notes, tables_markdown
+from viz.export import frame_csv
+from viz.reproduce import comparison_figure, comparison_frame, load_tables, read_run_notes, tables_markdown
 from viz.results import dirs_with_results, label_dir
 
 INTRO = """
@@ -62,14 +62,14 @@ def main() -> None:
         comp = comparison_frame(tables)
         if not comp.empty:
             st.subheader("Paper vs. ours at a glance")
-            st.caption("WSD: F1 on ALL (paper: biLM layers 1 and 2; ours: every model's best layer). "
-                       "POS: accuracy (paper: PTB; ours: CoNLL-2000 test). Baselines use no embeddings.")
+            st.caption("WSD: F1 on the paper's evaluation set, ALL without SemEval-07 (SE2, SE3, SE13, SE15), "
+                       "for both (paper: biLM and CoVe layers 1 and 2; ours: each model's best layer). "
+                       "POS: accuracy, on different test sets (paper: PTB; ours: CoNLL-2000, also WSJ text), "
+                       "so only the pattern compares. WordNet 1st sense and the majority tag use no embeddings.")
             cols = st.columns(2)
-            for col, (task, part) in zip(cols, comp.groupby("task", sort=False)):
-                fig = grouped_bars(part, x="system", y="score", color="source", y_title=task, title=task, height=380)
-                fig.update_layout(xaxis_tickangle=-25, xaxis_title=None)
-                fig.update_yaxes(range=[max(0, part["score"].min() - 10), 100])
-                col.plotly_chart(fig, width="stretch", key=f"repro_compare_{task}")
+            for col, (task, part), name in zip(cols, comp.groupby("task", sort=False), ("wsd", "pos")):
+                chart(comparison_figure(part, task), f"paper-vs-ours-{name}", key=f"repro_compare_{name}",
+                      data=frame_csv(part), container=col)
         st.download_button("Download all tables (Markdown)", tables_markdown(tables).encode(),
                            file_name="embedding-probe-lab-tables.md", mime="text/markdown", key="dl_all_md",
                            type="primary", icon=":material/download:")

@@ -2,8 +2,8 @@
 
     python bench/bench_browser_sessions.py [--repeats 3] [--sessions 3] [--torch-threads 0] [--json out.json]
 
-Each repeat starts two fresh ``streamlit run app.py`` servers (the ``server`` fixture's flags from
-tests/test_browser.py, ``EMBPROBE_MODELS`` on an empty temp file, ``HF_HUB_OFFLINE=1``), so no
+Each repeat starts two fresh ``streamlit run app.py`` servers (``tests.browser_support.streamlit_command``,
+as the browser tests, ``EMBPROBE_MODELS`` on an empty temp file, ``HF_HUB_OFFLINE=1``), so no
 scenario is served from the other's ``st.cache_data``. Alone: one session opens the Polysemy page
 (MiniLM, default word "bank"), types an untimed warm-up word, then every measured word in turn.
 Together: ``--sessions`` sessions open the page at the same moment ("loading model minilm" must
@@ -30,22 +30,19 @@ import argparse
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("EMBPROBE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
+sys.path.insert(0, str(REPO))
+from tests.browser_support import CHROMIUM, launch_chromium, server_env, start_streamlit, stop  # noqa: E402
+
 # Nouns with ≥ 120 tagged SemCor occurrences (the page's sample size), so every word is the same work;
 # one untimed warm-up word per session first (first-use costs after the visit's "bank").
 WORDS = (("interest", "line", "point"), ("place", "time", "way"), ("form", "work", "area"))
@@ -83,43 +80,15 @@ def between(a: dict, b: dict) -> dict:
 
 
 def start_server(tmp: Path, torch_threads: int) -> tuple[subprocess.Popen, str, Path]:
-    """``streamlit run app.py`` on a free localhost port: (process, base URL, its log file)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url, log = f"http://127.0.0.1:{port}", tmp / f"server-{port}.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
-           "EMBPROBE_MODELS": str(tmp / "embprobe.toml")}   # never the user's registry
+    """``streamlit run app.py`` (tests/browser_support.py's command) on a free localhost port:
+    (process, base URL, its log file)."""
+    log = tmp / f"server-{time.time_ns()}.log"
+    env = server_env(EMBPROBE_MODELS=str(tmp / "embprobe.toml"))   # never the user's registry
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env.pop(var, None)
         env.update({var: str(torch_threads)} if torch_threads else {})
-    cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
-           "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-           "--global.developmentMode", "false"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                if resp.status == 200 and resp.read().strip() == b"ok":
-                    return proc, url, log
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            stop(proc)
-            raise RuntimeError(f"streamlit did not start:\n{log.read_text()[-3000:]}")
-        time.sleep(0.5)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    proc, url = start_streamlit(log, env=env, timeout_s=120)
+    return proc, url, log
 
 
 def _problem(page, others: set[str]) -> str | None:
@@ -139,7 +108,7 @@ def session(url: str, words: tuple[str, ...], others: set[str], barrier: threadi
 
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = launch_chromium(p)
             page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
 
             def settle(word: str, label: str) -> bool:

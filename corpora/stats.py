@@ -42,6 +42,7 @@ def dataset_table(lm: bool = True) -> pd.DataFrame:
     n_tok, n_all = sum(len(s.words) for s in tb), sum(len(s.words) for s in tb_all)
     rows.append(dict(dataset="Treebank sample", split="all", sentences=len(tb), tokens=n_tok, annotations=n_tok,
                      dropped=n_all - n_tok, notes="PTB POS; -NONE- trace tokens dropped"))
+    rows += ud_ewt_rows()
     if lm:
         corpus = load_lm_corpus()
         cs = corpus_stats(corpus)
@@ -51,6 +52,25 @@ def dataset_table(lm: bool = True) -> pd.DataFrame:
         rows.append(dict(dataset="LM corpus", split="heldout", sentences=cs["heldout_sentences"],
                          tokens=cs["heldout_tokens"], notes="1% of tokens, whole blocks of sentences"))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def ud_ewt_rows() -> list[dict]:
+    """UD English EWT, streamed once per split (no rows when the treebank is not in the data directory)."""
+    from corpora.conllu import iter_conllu
+    from corpora.paths import DataMissingError, data_path
+
+    rows = []
+    for split in ("train", "dev", "test"):
+        try:
+            path = data_path(f"ud_english_ewt/en_ewt-ud-{split}.conllu")
+        except DataMissingError:
+            return []
+        sents = words = 0
+        for s in iter_conllu(path, "UPOS"):
+            sents, words = sents + 1, words + len(s.words)
+        rows.append(dict(dataset="UD English EWT", split=split, files=1, sentences=sents, tokens=words,
+                         annotations=words, notes="CoNLL-U: UPOS, XPOS, FEATS, DEPREL (python -m probes tag)"))
+    return rows
 
 
 def format_table(df: pd.DataFrame) -> str:

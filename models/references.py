@@ -32,7 +32,8 @@ ELMO_PREFIX = "elmo:"
 OPTION_GROUP = {"hf": "hf", "hub": "hf", "elmo": "elmo", "elmo-dir": "elmo", "vectors": "vectors",
                 "static-dir": "vectors"}
 FORMS = ("a registered name, a Hugging Face checkpoint folder, hf:ORG/NAME[@REVISION], "
-         "elmo:OPTIONS_JSON,WEIGHTS_HDF5 (or its folder), or a vectors file (.txt/.vec/.bin/.kv)")
+         "elmo:OPTIONS_JSON,WEIGHTS_HDF5 (or its folder), a vectors file (.txt/.vec/.bin/.kv), "
+         "or random:NAME[@SEED] (NAME's architecture with random weights)")
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,10 @@ def get_spec(name: str) -> ModelSpec:
     """
     if name in REGISTRY:
         return REGISTRY[name]
+    if name.startswith("random:"):   # random:NAME[@SEED]: the architecture, untrained (models.random_init)
+        from models.random_init import spec_for_random
+
+        return spec_for_random(name)
     specs, _ = user_specs()
     for spec in specs:
         if spec.name == name:

@@ -11,6 +11,11 @@ is too slow on ~212k × 1024 inputs on two cores):
 
     probe = LinearProbe(seed=0).fit(X_train, tags_train)
     probe.score(X_test, tags_test)      # accuracy in [0, 1]
+    probe.predict_log_proba(X_test)     # (n, K) natural-log probabilities (MDL codelengths)
+
+Other probe families (``probes.estimators``: MLP, rank-limited) override ``_build`` only, so every
+family shares the standardisation, the held-out split, the seeding and this loop. ``classes`` fixes
+the label set up front (the MDL probe trains on blocks that may miss a label but must code all K).
 """
 from __future__ import annotations
 
@@ -89,11 +94,12 @@ class LinearProbe:
         patience: epochs without held-out improvement before stopping.
         seed: seeds the held-out split, the initialisation and the shuffles (deterministic).
         device: torch device (default: CUDA when present).
+        classes: the label set (default: the labels seen by ``fit``).
     """
 
     def __init__(self, epochs: int = 10, batch_size: int = 2048, lr: float = 2e-2, weight_decay: float = 1e-6,
                  val_fraction: float = 0.1, patience: int = 2, seed: int = 0,
-                 device: str | torch.device | None = None) -> None:
+                 device: str | torch.device | None = None, classes: Sequence | None = None) -> None:
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -102,11 +108,28 @@ class LinearProbe:
         self.patience = patience
         self.seed = seed
         self.device = torch.device(device) if device is not None else default_device()
+        self.classes = None if classes is None else np.unique(np.asarray(classes))
         self.classes_: np.ndarray | None = None
-        self.model_: nn.Linear | None = None
+        self.model_: nn.Module | None = None
         self.mean_: torch.Tensor | None = None
         self.std_: torch.Tensor | None = None
         self.history_: list[dict] = []
+
+    def _build(self, dim: int, num_classes: int) -> nn.Module:
+        """The network from standardised inputs to logits (the family's one difference)."""
+        return nn.Linear(dim, num_classes)
+
+    def _encode(self, y: np.ndarray) -> np.ndarray:
+        """Label indices into ``classes_`` (set here: the fixed ``classes`` or the labels seen)."""
+        if self.classes is None:
+            self.classes_, y_idx = np.unique(y, return_inverse=True)
+            return y_idx
+        self.classes_ = self.classes
+        y_idx = np.searchsorted(self.classes_, y).clip(0, len(self.classes_) - 1)
+        unknown = self.classes_[y_idx] != y
+        if unknown.any():
+            raise ValueError(f"Label {y[unknown][0]!r} is not among the {len(self.classes_)} given classes.")
+        return y_idx
 
     def _tensor(self, X: np.ndarray) -> torch.Tensor:
         X = torch.as_tensor(np.asarray(X, dtype=np.float32), device=self.device)
@@ -119,7 +142,7 @@ class LinearProbe:
             raise ValueError("Cannot fit a probe on zero tokens.")
         if len(X) != len(y):
             raise ValueError(f"{len(X)} vectors for {len(y)} labels.")
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        y_idx = self._encode(y)
         gen = torch.Generator().manual_seed(self.seed)
         torch.manual_seed(self.seed)
         X_np = np.asarray(X, dtype=np.float32)
@@ -130,7 +153,7 @@ class LinearProbe:
         perm = torch.randperm(len(Xt), generator=gen).to(self.device)
         n_val = int(len(Xt) * self.val_fraction) if len(Xt) >= 50 else 0
         val_idx, tr_idx = perm[:n_val], perm[n_val:]
-        self.model_ = nn.Linear(Xt.shape[1], len(self.classes_)).to(self.device)
+        self.model_ = self._build(Xt.shape[1], len(self.classes_)).to(self.device)
         opt = torch.optim.Adam(self.model_.parameters(), lr=self.lr, weight_decay=self.weight_decay)
 
         def batch_loss(rows: torch.Tensor) -> torch.Tensor:
@@ -138,6 +161,7 @@ class LinearProbe:
 
         @torch.inference_mode()
         def val_accuracy() -> float:
+            self.model_.eval()   # no dropout when measuring (the loop sets train() each epoch)
             return float((self.model_(Xt[val_idx]).argmax(1) == yt[val_idx]).float().mean())
 
         self.history_ = train_with_early_stopping(
@@ -146,15 +170,23 @@ class LinearProbe:
         return self
 
     @torch.inference_mode()
-    def predict(self, X: np.ndarray) -> np.ndarray:
+    def _logits(self, X: np.ndarray, fn: Callable[[torch.Tensor], torch.Tensor]) -> list[np.ndarray]:
+        """``fn`` of the logits of ``X``, in chunks of 65,536 rows."""
         if self.model_ is None:
             raise RuntimeError("Call fit() before predict().")
         self.model_.eval()
-        out = []
-        for start in range(0, len(X), 65536):
-            out.append(self.model_(self._tensor(X[start:start + 65536])).argmax(1).cpu().numpy())
+        return [fn(self.model_(self._tensor(X[start:start + 65536]))).cpu().numpy()
+                for start in range(0, len(X), 65536)]
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        out = self._logits(X, lambda z: z.argmax(1))
         idx = np.concatenate(out) if out else np.zeros(0, np.int64)
         return self.classes_[idx]
+
+    def predict_log_proba(self, X: np.ndarray) -> np.ndarray:
+        """(n, len(classes_)) natural-log class probabilities."""
+        out = self._logits(X, lambda z: torch.log_softmax(z.float(), dim=1))
+        return np.concatenate(out) if out else np.zeros((0, len(self.classes_)), np.float32)
 
     def score(self, X: np.ndarray, y: Sequence) -> float:
         """Accuracy in [0, 1]."""

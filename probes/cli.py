@@ -16,6 +16,7 @@ data, unusable cache or output path) ends with one ``error:`` line on stderr and
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import shlex
@@ -24,14 +25,25 @@ import time
 from pathlib import Path
 
 from corpora.paths import DataMissingError, cache_dir
+from corpora.format_errors import DataFormatError
 from corpora.wsd_eval import WsdFormatError
 from probes.errors import ProbeInputError
 from probes.layers import parse_layer_specs
-from probes.registry import Option, ProbeSpec, RunContext, all_probes, get_probe, probe_names
+from probes.registry import Option, ProbeSpec, RunContext, all_probes, builtin_probe_names, get_probe
 from probes.results import ProbeResult, save_result
 
 EXIT_USAGE = 2
-PRINTED_METRICS = ("F1", "accuracy", "chunk_F1")
+PRINTED_METRICS = ("F1", "accuracy", "chunk_F1", "control_accuracy", "selectivity", "codelength_kbits", "compression",
+                   "control_codelength_kbits", "control_compression")
+
+#: Commands that are not probes (they live in their own modules): name -> "module:add_command",
+#: where ``add_command(sub)`` adds its parser to the subparsers and sets ``func``. Imported only
+#: when the parser is built with the probe commands.
+COMMANDS: dict[str, str] = {
+    "sweep": "cluster.cli:add_sweep",
+    "extract": "cluster.cli:add_extract",
+    "contextuality": "probes.contextuality_cli:add_command",
+}
 
 
 def command_line(argv: list[str]) -> str:
@@ -41,7 +53,8 @@ def command_line(argv: list[str]) -> str:
 def print_rows(res: ProbeResult) -> None:
     for r in res.rows:
         if r["metric"] in PRINTED_METRICS:
-            print(f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} {r['value']:6.2f}")
+            spread = f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else ""
+            print(f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} {r['value']:6.2f}{spread}")
 
 
 def writable_dir(path: str | Path, flag: str) -> Path:
@@ -82,7 +95,7 @@ def setup(args: argparse.Namespace) -> RunContext:
     reuse_freed_memory()
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
-    return RunContext(limit=args.limit, device=args.device, seed=args.seed)
+    return RunContext(limit=args.limit, device=args.device, seed=args.seed, seeds=getattr(args, "seeds", 1))
 
 
 def load(name: str, device: str | None):
@@ -114,7 +127,9 @@ def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
     for base in spec.baselines(ctx, **options):
         print_rows(base)
         save_result(base.stamped(command), out)
-    res = spec.run(emb, layers, ctx, **options)
+    from probes.seeds import run_with_seeds   # heavy: numpy + the intervals
+
+    res = run_with_seeds(spec, emb, layers, ctx, **options)
     print_rows(res)
     for line in (spec.summary(res) if spec.summary else []):
         print(line)
@@ -194,6 +209,8 @@ def add_common(p: argparse.ArgumentParser, model: bool = True) -> None:
     p.add_argument("--limit", type=int, default=None, help="use only the first N sentences of each dataset")
     p.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, default=1,
+                   help="probes that train: run seeds SEED..SEED+N-1 and report the mean ± std (default 1)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--results", default=None, help="directory for result JSON (default <cache>/results)")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -223,7 +240,8 @@ def build_parser(with_probes: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="run every probe on several models and write paper-style tables")
     p.add_argument("--models", default="", help="comma-separated models (names or references, as --model)")
     p.add_argument("--out", required=True, help="output directory (tables.md, *.csv, runs/*.json)")
-    p.add_argument("--probes", default=",".join(probe_names()), help="comma-separated probes")
+    p.add_argument("--probes", default=",".join(builtin_probe_names()),
+                   help="comma-separated probes (default: those with built-in data)")
     p.add_argument("--tables-only", action="store_true", help="only rewrite the tables from OUT/runs/*.json")
     p.add_argument("--verify", action="store_true",
                    help="only check that every result in OUT/runs used by the tables was produced by the model "
@@ -234,9 +252,11 @@ def build_parser(with_probes: bool = True) -> argparse.ArgumentParser:
         for opt in spec.options:
             if opt.name not in seen:
                 seen[opt.name] = opt
-                p.add_argument(opt.flag, dest=opt.name, type=opt.type, default=opt.default,
-                               help=f"{spec.name}: {opt.help}")
+                opt.add_to(p, help=f"{spec.name}: {opt.help}")
     p.set_defaults(func=cmd_reproduce)
+    for target in COMMANDS.values():
+        module, attr = target.split(":")
+        getattr(importlib.import_module(module), attr)(sub)
     return parser
 
 
@@ -246,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     try:
         return args.func(args)
-    except (ProbeInputError, DataMissingError, WsdFormatError) as exc:
+    except (ProbeInputError, DataMissingError, WsdFormatError, DataFormatError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:   # a bad model or cache is reported the same way; anything else is a bug

@@ -20,7 +20,9 @@ from models.registry import load_embedder
 from probes import paper
 from probes.conll import DATASET, conll_slice, feature_key
 from probes.errors import ProbeInputError, check_positive
+from probes.bio import sentence_counts
 from probes.features import get_features
+from probes.intervals import accuracy_interval, grouped_interval, keep_instances
 from probes.mix_model import MixProbe, TokenData, chunk_f1, standardise_layers
 from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
 from probes.results import ProbeResult
@@ -36,11 +38,19 @@ def _labels(sents, task: str) -> np.ndarray:
     return np.array([t for s in sents for t in (s.pos if task == "pos" else s.chunks)])
 
 
-def _score(task: str, gold: np.ndarray, pred: np.ndarray, offsets: np.ndarray) -> tuple[str, float]:
+def _score(task: str, gold: np.ndarray, pred: np.ndarray, offsets: np.ndarray, *, seed: int = 0,
+           extra: dict | None = None, dataset: str = "", layer: str = "") -> tuple[str, float, tuple[float, float]]:
+    """Metric, value and its bootstrap 95% interval: POS accuracy (per-token outcomes kept in ``extra``
+    for paired tests) or conlleval chunk F1 (interval over sentences)."""
     if task == "pos":
-        return "accuracy", 100.0 * float((gold == pred).mean())
+        correct = gold == pred
+        if extra is not None:
+            keep_instances(extra, dataset, layer, correct)
+        return "accuracy", 100.0 * float(correct.mean()), accuracy_interval(correct, seed=seed)
     split = lambda a: [list(a[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]  # noqa: E731
-    return "chunk_F1", chunk_f1(split(gold), split(pred))
+    counts = sentence_counts(split(gold), split(pred))
+    f1 = lambda s: 200.0 * s[:, 0] / np.maximum(s[:, 1] + s[:, 2], 1)  # noqa: E731
+    return "chunk_F1", chunk_f1(split(gold), split(pred)), grouped_interval(counts, f1, seed=seed)
 
 
 def _parse_rows(text: str | Sequence[str]) -> tuple[str, ...]:
@@ -94,7 +104,7 @@ def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequenc
                                             [f_te.layer(j) for j in range(L)])
         ctx_layers = {"all": (all_tr, all_te), "last": (all_tr[-1:], all_te[-1:])}
     t_feat = time.perf_counter() - t0
-    out_rows, mixes, k = [], {}, 0
+    out_rows, mixes, kept, k = [], {}, {}, 0
     for task in tasks:
         y_tr, y_te = _labels(train, task), _labels(test, task)
         for row in rows:
@@ -102,9 +112,11 @@ def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequenc
             d_tr = TokenData(c_tr, static_tr, tr_offsets, y_tr)
             d_te = TokenData(c_te, static_te, g_te.offsets, y_te)
             probe = MixProbe(lam=ROW_LAMBDA.get(row, 0.0), epochs=epochs, seed=ctx.seed, device=ctx.device).fit(d_tr)
-            metric, value = _score(task, y_te, probe.predict(d_te), g_te.offsets)
-            out_rows.append({"dataset": f"conll2000-test:{task}", "layer": row, "metric": metric,
-                             "value": round(value, 2), "n": len(y_te)})
+            dataset = f"conll2000-test:{task}"
+            metric, value, (lo, hi) = _score(task, y_te, probe.predict(d_te), g_te.offsets, seed=ctx.seed,
+                                             extra=kept, dataset=dataset, layer=row)
+            out_rows.append({"dataset": dataset, "layer": row, "metric": metric, "value": round(value, 2),
+                             "n": len(y_te), "lo": lo, "hi": hi})
             mixes.setdefault(task, {})[row] = probe.mix_weights()
             k += 1
             if ctx.progress is not None:
@@ -115,7 +127,7 @@ def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequenc
         params={"rows": list(rows), "tasks": list(tasks), "limit": limit, "train_limit": train_limit,
                 "seed": ctx.seed, "epochs": epochs},
         extra={"mix": mixes, "feature_s": round(t_feat, 1), "total_s": round(time.perf_counter() - t0, 1),
-               "train_tokens": n_rows, "test_tokens": int(g_te.num_words)})
+               "train_tokens": n_rows, "test_tokens": int(g_te.num_words), **kept})
 
 
 def mix_baselines(ctx: RunContext, tasks: Sequence[str] = TASKS, epochs: int = 10, train_limit: int | None = None,

@@ -4,103 +4,66 @@ Peters et al. (2018, Table 6) train a linear classifier on each biLM layer's fro
 report PTB tagging accuracy. Here: CoNLL-2000 train (WSJ 15–18) for training, CoNLL-2000 test
 (WSJ 20) for accuracy, gold PTB tags, ``probes.classifier.LinearProbe`` (early stopping on a
 held-out tenth of the training tokens). The baseline is each word's majority tag.
+
+This is the generic token-labelling probe (``probes.token_task``, also behind ``python -m probes tag``)
+on the built-in CoNLL-2000 files: a column file of the same sentences gives the same numbers
+(tests/test_tag_probe.py), and the numbers of the code before it (tests/test_same_numbers.py).
 """
 from __future__ import annotations
-
-import time
-from collections import Counter, defaultdict
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from probes.classifier import LinearProbe
+from corpora.types import TaggedSentence
 from probes.conll import DATASET, conll_slice, feature_key
-from probes.features import get_features
-from probes.layers import LayerSpec, as_layer_specs, needed_layers
+from probes.layers import LayerSpec, as_layer_specs
+from probes.majority import MajorityLabelBaseline
 from probes.registry import ChartSpec, ProbeSpec, RunContext
 from probes.results import ProbeResult
+from probes.token_rigor import RIGOR_METRICS, RIGOR_OPTIONS, RigorOptions
+from probes.token_task import TokenSplit, baseline_rows, run_layers
 
 TEST_SET = "conll2000-test"
 MAJORITY = "majority-tag"
 
+#: The majority-label baseline under the name this probe has always used.
+MajorityTagBaseline = MajorityLabelBaseline
 
-class MajorityTagBaseline:
-    """Each word's most frequent training tag; unseen words get the overall most frequent tag.
 
-    Ties are broken by the tag's overall frequency, then alphabetically (deterministic).
-    """
+def pos_split(name: str, key: str, sentences: list[TaggedSentence]) -> TokenSplit:
+    return TokenSplit(name, key, [list(s.words) for s in sentences], np.array([t for s in sentences for t in s.pos]))
 
-    def fit(self, words: Sequence[str], tags: Sequence[str]) -> "MajorityTagBaseline":
-        if len(words) == 0:
-            raise ValueError("Cannot fit on zero tokens.")
-        overall = Counter(tags)
-        per_word: dict[str, Counter] = defaultdict(Counter)
-        for w, t in zip(words, tags):
-            per_word[w][t] += 1
-        rank = {t: (-c, t) for t, c in overall.items()}
-        self.default_ = min(overall, key=lambda t: rank[t])
-        self.table_ = {w: min(c, key=lambda t: (-c[t], rank[t])) for w, c in per_word.items()}
-        return self
 
-    def predict(self, words: Sequence[str]) -> np.ndarray:
-        return np.array([self.table_.get(w, self.default_) for w in words])
-
-    def score(self, words: Sequence[str], tags: Sequence[str]) -> float:
-        tags = np.asarray(tags)
-        if len(tags) == 0:
-            raise ValueError("Cannot score on zero tokens.")
-        return float((self.predict(words) == tags).mean())
+def conll_splits(limit: int | None) -> tuple[TokenSplit, TokenSplit]:
+    """CoNLL-2000 train and test (first ``limit`` sentences) as the token probe reads them."""
+    return (pos_split("conll2000-train", feature_key("train", limit), conll_slice("train", limit)),
+            pos_split(TEST_SET, feature_key("test", limit), conll_slice("test", limit)))
 
 
 def run_pos_baseline(limit: int | None = None) -> ProbeResult:
     """Majority tag per word (unknown words: the most frequent tag), CoNLL-2000 train -> test."""
-    train, test = conll_slice("train", limit), conll_slice("test", limit)
-    base = MajorityTagBaseline().fit([w for s in train for w in s.words], [t for s in train for t in s.pos])
-    words, tags = [w for s in test for w in s.words], [t for s in test for t in s.pos]
-    acc = base.score(words, tags)
-    return ProbeResult(MAJORITY, "pos", [{"dataset": TEST_SET, "layer": "baseline", "metric": "accuracy",
-                                          "value": round(100 * acc, 2), "n": len(tags)}],
-                       dataset=DATASET, params={"limit": limit})
+    train, test = conll_splits(limit)
+    rows, extra = baseline_rows(train, [test])
+    return ProbeResult(MAJORITY, "pos", rows, dataset=DATASET, params={"limit": limit}, extra=extra)
 
 
 def pos_baselines(ctx: RunContext, **_options) -> list[ProbeResult]:
     return [run_pos_baseline(ctx.limit)]
 
 
-def run_pos(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext()) -> ProbeResult:
-    """Linear POS probe on every requested layer spec (indices, "mean", "mix:w…")."""
+def run_pos(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(),
+            **rigor_options) -> ProbeResult:
+    """Linear POS probe on every requested layer spec (indices, "mean", "mix:w…"): the generic token
+    probe (``probes.token_task``) on CoNLL-2000. ``rigor_options``: probe family, ``control``, ``mdl``
+    (``probes.token_rigor``)."""
     specs = as_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids)
-    t0 = time.perf_counter()
-    train, test = conll_slice("train", ctx.limit), conll_slice("test", ctx.limit)
-    needed = needed_layers(specs, embedder.num_layers)
-    progress = ctx.progress
-    ftr = get_features(embedder, feature_key("train", ctx.limit), [list(s.words) for s in train], needed,
-                       progress=ctx.sub_progress(0.0, 0.6), show_progress=ctx.show_progress, root=ctx.feature_root)
-    fte = get_features(embedder, feature_key("test", ctx.limit), [list(s.words) for s in test], needed,
-                       progress=ctx.sub_progress(0.6, 0.75), show_progress=ctx.show_progress, root=ctx.feature_root)
-    t_feat = time.perf_counter() - t0
-    y_tr = np.array([t for s in train for t in s.pos])
-    y_te = np.array([t for s in test for t in s.pos])
-    rows, history = [], {}
-    for k, spec in enumerate(specs):
-        if spec.is_single:
-            Xtr, Xte = ftr.layer(spec.index), fte.layer(spec.index)
-        else:
-            Xtr = spec.combine({j: np.asarray(ftr.layer(j), np.float32) for j in needed}, embedder.num_layers)
-            Xte = spec.combine({j: np.asarray(fte.layer(j), np.float32) for j in needed}, embedder.num_layers)
-        probe = LinearProbe(seed=ctx.seed, device=ctx.device).fit(Xtr, y_tr)
-        acc = probe.score(Xte, y_te)
-        rows.append({"dataset": TEST_SET, "layer": spec.label, "metric": "accuracy",
-                     "value": round(100 * acc, 2), "n": len(y_te)})
-        history[spec.label] = probe.history_
-        if progress is not None:
-            progress(0.75 + 0.25 * (k + 1) / len(specs), f"POS probe layer {spec.label}: {100 * acc:.1f}%")
+    rigor = RigorOptions.from_options(rigor_options)
+    train, test = conll_splits(ctx.limit)
+    rows, extra = run_layers(embedder, specs, ctx, train, [test], what="POS probe", rigor=rigor)
     return ProbeResult(
         embedder.name, "pos", rows, dataset=DATASET, fingerprint=embedder.fingerprint(),
-        params={"layers": [s.label for s in specs], "limit": ctx.limit, "seed": ctx.seed},
-        extra={"train_tokens": len(y_tr), "test_tokens": len(y_te), "feature_s": round(t_feat, 1),
-               "total_s": round(time.perf_counter() - t0, 1), "history": history})
+        params={"layers": [s.label for s in specs], "limit": ctx.limit, "seed": ctx.seed, **rigor.params()},
+        extra=extra)
 
 
 def pos_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
@@ -119,6 +82,7 @@ PROBE = ProbeSpec(
     baselines=pos_baselines,
     tables=pos_tables,
     table_titles={"pos": "POS tagging: linear probe per layer, accuracy on CoNLL-2000 test (WSJ 20)"},
-    chart=ChartSpec(metrics=("accuracy",), datasets=(TEST_SET,)),
+    chart=ChartSpec(metrics=("accuracy", *RIGOR_METRICS[1:]), datasets=(TEST_SET, "conll2000-train")),
+    options=RIGOR_OPTIONS,
     baseline_models={MAJORITY: "majority tag per word"},
 )

@@ -45,6 +45,13 @@ class Option:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
+    def add_to(self, parser: argparse.ArgumentParser, help: str | None = None) -> None:
+        """Its command-line flag (``type=bool``: a switch, ``--control``)."""
+        if self.type is bool:
+            parser.add_argument(self.flag, dest=self.name, action="store_true", help=help or self.help)
+        else:
+            parser.add_argument(self.flag, dest=self.name, type=self.type, default=self.default, help=help or self.help)
+
     def value(self, raw: Any) -> Any:
         """The runner's value of ``raw``; ProbeInputError (checked before any extraction) when it is unusable."""
         if raw is None:
@@ -60,6 +67,7 @@ class RunContext:
 
     limit:        first N sentences of each dataset (None: all).
     feature_root: feature-cache root (None: the project cache).
+    seeds:        how many seeds a probe that trains runs (``probes.seeds``: seed, seed+1, …; mean ± std).
     """
 
     limit: int | None = None
@@ -68,9 +76,11 @@ class RunContext:
     progress: ProgressFn | None = None
     show_progress: bool = True
     feature_root: Path | None = None
+    seeds: int = 1
 
     def __post_init__(self) -> None:
         check_positive(self.limit, "--limit")
+        check_positive(self.seeds, "--seeds")
 
     def sub_progress(self, lo: float, hi: float) -> ProgressFn | None:
         """``progress`` for one part of the run, mapping its 0..1 onto ``lo``..``hi`` of the whole."""
@@ -115,6 +125,8 @@ class ProbeSpec:
     baseline_models: model name of each baseline result -> its label (drawn as its own series).
     min_layers:      fewest layers a model needs (the λ ablation mixes at least two).
     uses_layers:     whether ``--layers`` applies (the λ ablation chooses its layers itself).
+    needs_files:     the probe has no built-in data and runs only on the user's files (tag, span): it is
+                     left out of ``reproduce``'s default probes and the app's built-in quick run.
     summary:         result -> extra lines the command line prints (e.g. learned mix weights).
     """
 
@@ -130,11 +142,12 @@ class ProbeSpec:
     baseline_models: dict[str, str] = field(default_factory=dict)
     min_layers: int = 1
     uses_layers: bool = True
+    needs_files: bool = False
     summary: Callable[[ProbeResult], list[str]] | None = None
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         for opt in self.options:
-            parser.add_argument(opt.flag, dest=opt.name, type=opt.type, default=opt.default, help=opt.help)
+            opt.add_to(parser)
 
     def options_from(self, values: dict[str, Any]) -> dict[str, Any]:
         """Runner keywords from parsed CLI arguments or app inputs (missing ones take their defaults)."""
@@ -151,11 +164,18 @@ PROBES: dict[str, str] = {
     "wsd": "probes.wsd.probe:PROBE",
     "pos": "probes.pos:PROBE",
     "mix": "probes.mix:PROBE",
+    "tag": "probes.tag:PROBE",
+    "span": "probes.span:PROBE",
 }
 
 
 def probe_names() -> list[str]:
     return list(PROBES)
+
+
+def builtin_probe_names() -> list[str]:
+    """The probes that run on the lab's own data (``reproduce``'s default), in registry order."""
+    return [spec.name for spec in all_probes() if not spec.needs_files]
 
 
 def get_probe(name: str) -> ProbeSpec:

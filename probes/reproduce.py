@@ -13,6 +13,7 @@ from models.base import Embedder
 from probes.layers import parse_layer_specs
 from probes.registry import ProbeSpec, RunContext
 from probes.results import ProbeResult, save_result
+from probes.seeds import run_with_seeds
 from probes.tables import write_tables
 
 
@@ -45,7 +46,7 @@ def reproduce(embedders: dict[str, Embedder], specs: Sequence[ProbeSpec], ctx: R
             t = time.perf_counter()
             say(f"== {name}: {spec.name}")
             layers = parse_layer_specs("all", emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
-            save(spec.run(emb, layers, ctx, **options[spec.name]))
+            save(run_with_seeds(spec, emb, layers, ctx, **options[spec.name]))
             timings[f"{name} {spec.name}"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
     write_tables(results_dir, out, None, timings=timings, command=command)

@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-COLUMNS = ["model", "probe", "dataset", "layer", "metric", "value", "n", "timestamp", "command"]
+COLUMNS = ["model", "probe", "dataset", "layer", "metric", "value", "n", "lo", "hi", "std", "timestamp", "command"]
 KEY = ["model", "probe", "dataset", "layer", "metric"]
 ROW_FIELDS = ("dataset", "layer", "metric", "value")
 
@@ -41,8 +41,10 @@ def now_iso() -> str:
 class ProbeResult:
     """One probe run on one model (or one no-embedding baseline).
 
-    rows:    measurements, each {"dataset", "layer", "metric", "value"[, "n"]}; ``dataset`` there is
-             the evaluation split ("ALL", "senseval2", "conll2000-test:pos"…), ``layer`` a layer spec label.
+    rows:    measurements, each {"dataset", "layer", "metric", "value"[, "n", "lo", "hi", "std"]} (lo/hi:
+             the bootstrap 95% interval, ``probes.intervals``; std: the spread over ``--seeds``,
+             ``probes.seeds``); ``dataset`` there is the evaluation split ("ALL", "senseval2",
+             "conll2000-test:pos"…), ``layer`` a layer spec label.
     dataset: the probe's data as a whole ("semcor→ALL", "conll2000"), "" in older files.
     params:  the request (layers, limits, seed…); ``extra``: timings, coverage, learned weights…
     """
@@ -88,7 +90,8 @@ def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
     """The one flattening of results into a table with ``COLUMNS``."""
     records = [{"model": r.model, "probe": r.probe, "dataset": str(row["dataset"]), "layer": str(row["layer"]),
                 "metric": row["metric"], "value": row["value"], "n": row.get("n"),
-                "timestamp": r.timestamp, "command": r.command}
+                "lo": row.get("lo"), "hi": row.get("hi"), "std": row.get("std"), "timestamp": r.timestamp,
+                "command": r.command}
                for r in results for row in r.rows]
     return pd.DataFrame.from_records(records, columns=COLUMNS)
 

@@ -12,17 +12,20 @@ import pandas as pd
 from probes import paper
 from probes.registry import all_probes
 from probes.results import extras_of, latest_rows, read_results
+from probes.rigor_tables import TITLES as RIGOR_TITLES, rigor_tables
 
 PAPER_TITLES = {"paper_wsd": "Paper, Table 5: all-words fine-grained WSD F1",
                 "paper_pos": "Paper, Table 6: PTB POS tagging accuracy"}
 
 
 def titles() -> dict[str, str]:
-    """Table key -> title, in the order ``tables.md`` shows them (probes in registry order, then the paper's)."""
+    """Table key -> title, in the order ``tables.md`` shows them (probes in registry order, the claim
+    tests and selectivity/MDL, then the papers')."""
     out: dict[str, str] = {}
     for spec in all_probes():
         out.update(spec.table_titles)
-    return {**out, **PAPER_TITLES}
+    return {**out, **{k: RIGOR_TITLES[k] for k in ("claims", "best_layer", "selectivity_mdl")}, **PAPER_TITLES,
+            "published_rigor": RIGOR_TITLES["published_rigor"]}
 
 
 def paper_tables() -> dict[str, pd.DataFrame]:
@@ -49,7 +52,7 @@ def build_tables(results_dir: Path, models: list[str] | None = None) -> dict[str
     tables: dict[str, pd.DataFrame] = {}
     for spec in specs:
         tables.update(spec.tables(df, extras))
-    return {**tables, **paper_tables()}
+    return {**tables, **rigor_tables(results, df, models), **paper_tables()}
 
 
 def markdown_table(df: pd.DataFrame) -> str:

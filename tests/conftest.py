@@ -24,3 +24,64 @@ os.environ["EMBPROBE_MODELS"] = os.path.join(tempfile.mkdtemp(prefix="embprobe-t
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     return data_dir()
+
+
+# ------------------------------------------------------------------------------------ real browser
+# One `streamlit run app.py` server and one Chromium per test session, shared by every browser test
+# file (tests/browser_support.py has the command line and the page helpers).
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """A `streamlit run app.py` subprocess on a free localhost port; yields its base URL."""
+    from tests.browser_support import start_streamlit, stop
+
+    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
+    try:
+        proc, url = start_streamlit(log_path, timeout_s=90)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield url
+    finally:
+        stop(proc)
+        # The app logs tracebacks to the server log on purpose; printed when a test failed.
+        print("\n--- streamlit server log (tail) ---\n" + (log_path.read_text()[-4000:] if log_path.exists() else ""))
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_support import chromium_problem, launch_chromium
+
+    if problem := chromium_problem():
+        pytest.fail(problem)   # CI installs Chromium: a missing one is a failure, not a skip
+    with sync_playwright() as p:
+        b = launch_chromium(p)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture()
+def page(browser, server):
+    """A fresh browser context (1440 × 1000) and page; alert() dialogs are recorded in page.dialogs."""
+    from tests.browser_support import VIEWPORT
+
+    ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(120_000)
+    dialogs: list[str] = []
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    pg.dialogs = dialogs   # an alert() from rendered user HTML would land here
+    yield pg
+    ctx.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory) -> Path:
+    """Where browser tests save screenshots: $EMBPROBE_SCREENSHOTS (`make screenshots`) or a temp dir."""
+    from tests.browser_support import screenshots_dir
+
+    return screenshots_dir(tmp_path_factory.mktemp("screenshots"))

@@ -7,6 +7,7 @@ to load) gives a friendly message — never an exception — and that the rest o
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,9 @@ EMOJI_RTL = "The bank 🏦 said مرحبا بالعالم and שלום 👍🏽"
 def open_page(name: str) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
     if name != "models":
+        # A browser clears the query string on a page switch; AppTest keeps it (the Models page's
+        # ?model=… would otherwise choose the next page's model).
+        at.query_params.clear()
         at.switch_page(f"app_pages/{name}.py").run()
     assert_ok(at)
     return at
@@ -33,6 +37,11 @@ def assert_ok(at: AppTest) -> None:
     """No exception element and no error box on the page."""
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def figures(at: AppTest) -> list[dict]:
+    """The plotly figures on the page, as the browser receives them."""
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def texts(elements) -> str:
@@ -65,6 +74,28 @@ def test_models_page_lists_loads_and_unloads() -> None:
     at.button(key="models_unload").click().run()
     assert_ok(at)
     assert "glove-6b-50d" not in loaded_models()
+
+
+def test_models_page_starts_here_and_shows_facts_and_cards_without_loading() -> None:
+    """Bug 5: a start-here for a newcomer; GloVe's and MiniLM's shape without loading them; a card
+    for MiniLM (a pip model) before and after loading, not a promise of one."""
+    _unload("minilm")
+    _unload("glove-6b-50d")
+    at = open_page("models")
+    assert "Nothing needs to be loaded first" in texts(at.markdown)
+    table = at.dataframe[0].value.set_index("model")
+    assert (table.loc["glove-6b-50d", "layers"], table.loc["glove-6b-50d", "dim"]) == ("1", "50")
+    assert (table.loc["minilm", "layers"], table.loc["minilm", "dim"]) == ("7", "384")
+    assert table.loc["glove-6b-50d", "params"] == "20.0 M"          # from the vectors' header
+    at.selectbox(key="models_pick").set_value("minilm").run()
+    card = json.loads(at.json[0].proto.body)
+    assert (card["layers"], card["dim"], card["params"]) == (7, 384, "22.7 M") and "loaded" not in card
+    at.button(key="models_load").click().run()
+    assert_ok(at)
+    card = json.loads(at.json[0].proto.body)
+    assert card["loaded"]["layers"] == 7 and len(card["loaded"]["fingerprint"]) >= 8
+    assert "once it is loaded" not in texts(at.info) + texts(at.caption)
+    _unload("minilm")
 
 
 def test_a_model_that_fails_to_load_gives_a_message_and_the_page_keeps_working() -> None:
@@ -121,15 +152,24 @@ def test_models_page_adds_a_local_checkpoint_that_every_page_offers(tmp_path, mo
 
 # ----------------------------------------------------------------------------- Embedding space
 
+def open_space_tab(tab: str) -> AppTest:
+    """The Embedding space with ``tab`` open (only the open tab runs)."""
+    at = open_page("embedding_space")
+    at.session_state["space_tab"] = tab
+    at.run()
+    assert_ok(at)
+    return at
+
+
 def test_embedding_space_neighbours_analogy_and_map() -> None:
     at = open_page("embedding_space")
     neighbours = at.dataframe[0].value
     assert "banks" in list(neighbours["word"])          # GloVe's nearest words to "bank"
-    assert "queen" in texts(at.markdown)                  # man : king :: woman : queen
-    assert at.get("plotly_chart"), "the word-list map is drawn"
     at.text_input(key="space_nn_word").set_value("river").run()
     assert_ok(at)
     assert "river" not in list(at.dataframe[0].value["word"])   # the query word itself is excluded
+    assert "queen" in texts(open_space_tab("Analogies").markdown)   # man : king :: woman : queen
+    assert open_space_tab("Map a word list").get("plotly_chart"), "the word-list map is drawn"
 
 
 @pytest.mark.parametrize("bad", ["", "   ", XSS, "two words", "xqzzyvv"])
@@ -143,7 +183,7 @@ def test_embedding_space_bad_words_are_friendly(bad: str) -> None:
 
 
 def test_embedding_space_contextual_neighbours_and_bad_text() -> None:
-    at = open_page("embedding_space")
+    at = open_space_tab("Contextual neighbours")
     table = at.dataframe[-1].value                        # the contextual-neighbours table
     assert {"cosine", "token", "context"} <= set(table.columns)
     for text, expect in [("", "type at least one sentence"), (PASTE, "cut"), (EMOJI_RTL, None), (XSS, None)]:
@@ -151,6 +191,7 @@ def test_embedding_space_contextual_neighbours_and_bad_text() -> None:
         assert_ok(at)
         if expect:
             assert expect in texts(at.warning)
+    at = open_space_tab("Map a word list")
     at.text_area(key="space_map_words").set_value("   ").run()
     assert_ok(at)
     assert "Type some words" in texts(at.warning)
@@ -234,6 +275,9 @@ def test_polysemy_word_without_occurrences_and_typed_sentences() -> None:
 
 def test_probes_page_quick_runs_with_progress() -> None:
     at = open_page("probes")
+    # Probes without built-in data (tag, span) are run from the "Your data" tab, not here.
+    kinds = at.selectbox(key="probe_kind").options        # the probes' titles
+    assert len(kinds) == 3 and not any(k.startswith(("Tag", "Span")) for k in kinds), kinds
     at.selectbox(key="probe_kind").set_value("pos").run()
     at.selectbox(key="probe_model").set_value("glove-6b-50d").run()
     at.number_input(key="probe_limit").set_value(5).run()
@@ -248,6 +292,22 @@ def test_probes_page_quick_runs_with_progress() -> None:
     assert_ok(at)
     assert "WSD on glove-6b-50d, first 3 sentences" in texts(at.success)
     assert "By part of speech" in texts(at.markdown)
+    # Bug 3: the baseline is its own dashed series (not a layer of the model), the y axis does not
+    # zoom into noise, and the tiny slice says that it is small, with its intervals.
+    quick = [f for f in figures(at) if "small slice" in f["layout"].get("title", {}).get("text", "")]
+    assert quick, "the quick run's chart says that its slice is small"
+    fig = quick[-1]
+    base = [t for t in fig["data"] if t.get("name") == "WordNet 1st sense (baseline)"]
+    assert base and base[0]["line"]["dash"] == "dash"
+    assert {t.get("name") for t in fig["data"] if t.get("mode") == "lines+markers"} == {"glove-6b-50d"}
+    model = next(t for t in fig["data"] if t.get("name") == "glove-6b-50d")
+    assert model["error_y"]["type"] == "data"                          # 95% intervals drawn
+    low, high = fig["layout"]["yaxis"]["range"]
+    assert high - low >= 20
+    table = at.dataframe[-1].value                                     # the quick run's model × layer table
+    assert "wordnet-1st-sense" not in table.index and "first-sense" not in table.columns
+    assert "WordNet 1st sense" in texts(at.caption)                     # listed as a baseline instead
+    assert any(b.proto.label.startswith("Run record") for b in at.get("download_button"))
     # A static model in the λ ablation is a clear message, not a crash.
     at.selectbox(key="probe_kind").set_value("mix").run()
     at.button(key="probe_run").click().run()
@@ -270,10 +330,12 @@ def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None
     mine = next(o for o in options if str(tmp_path) in o)
     at.selectbox(key="probe_results_dir").set_value(mine).run()
     assert_ok(at)
-    pos_table = next(d.value for d in at.dataframe if "baseline" in d.value.columns)
-    assert set(pos_table.index) == {"glove-6b-50d", "majority-tag"}
+    pos_table = next(d.value for d in at.dataframe if "glove-6b-50d" in d.value.index)
+    assert set(pos_table.index) == {"glove-6b-50d"}       # the baseline is not a row of models' layers ...
     assert 0 < float(pos_table.loc["glove-6b-50d", "0"]) <= 100
-    assert pos_table.loc["majority-tag", "0"] == "—"      # no such layer: a dash, not "None"
+    assert "majority tag per word" in texts(at.caption)    # ... but its own series, named under the chart
+    pos_fig = next(f for f in figures(at) if any(t.get("name") == "majority tag per word (baseline)" for t in f["data"]))
+    assert {t.get("name") for t in pos_fig["data"] if t.get("mode") == "lines+markers"} == {"glove-6b-50d"}
 
 
 def test_reproduce_page_tables_and_downloads() -> None:

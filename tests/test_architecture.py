@@ -2,6 +2,7 @@
 
     corpora  <-  models  <-  probes  <-  viz  <-  app_pages / app.py
     (data)      (embedders) (probes)   (pure app logic)  (Streamlit)
+                                    <-  cluster  (sweeps and sharded extraction, optional Ray)
 """
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import pytest
 from corpora.paths import REPO_ROOT
 
 #: package -> top-level packages it must never import (at module level or inside a function).
+#: cluster/ (sweeps, sharded extraction, Ray) sits above probes, beside viz: nothing below or in the app imports it.
 FORBIDDEN = {
-    "corpora": {"models", "probes", "viz", "app_pages", "streamlit"},
-    "models": {"probes", "viz", "app_pages", "streamlit"},
-    "probes": {"viz", "app_pages", "streamlit"},
-    "viz": {"app_pages", "streamlit"},
+    "corpora": {"models", "probes", "viz", "cluster", "app_pages", "streamlit"},
+    "models": {"probes", "viz", "cluster", "app_pages", "streamlit"},
+    "probes": {"viz", "cluster", "app_pages", "streamlit"},
+    "viz": {"cluster", "app_pages", "streamlit"},
+    "cluster": {"viz", "app_pages", "streamlit"},
 }
 MAX_LINES = 330   # "about 300": one concern per module
 

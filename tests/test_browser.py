@@ -1,7 +1,9 @@
 """The app in a real browser: `streamlit run app.py` driven by headless Chromium via Playwright.
 
 Opens every page, performs its main interaction, checks that no exception box or traceback
-appears, and saves screenshots to docs/screenshots/ (used in the README).
+appears, and saves screenshots: to a temporary directory in a test run, to docs/screenshots/
+(used in the README) with `make screenshots`. The server, browser and page fixtures are in
+tests/conftest.py, the helpers in tests/browser_support.py.
 
 Needs Debian's Chromium at /usr/bin/chromium (`make browser` / `.ci/run` install it). If it is
 missing these tests FAIL with a clear message rather than skip, because CI installs it.
@@ -9,164 +11,14 @@ missing these tests FAIL with a clear message rather than skip, because CI insta
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser_support import REPO, SCREENSHOTS_ENV, assert_clean, choose, open_page, set_text, shot, wait_idle
+
 pytestmark = pytest.mark.browser
-
-REPO = Path(__file__).resolve().parent.parent
-SHOTS = Path(os.environ.get("EMBPROBE_SCREENSHOTS", REPO / "docs" / "screenshots"))
-CHROMIUM = os.environ.get("EMBPROBE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
-VIEWPORT = {"width": 1440, "height": 1000}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A `streamlit run app.py` subprocess on a free localhost port; yields its base URL."""
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"),
-           "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-           "--global.developmentMode", "false"]
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200 and resp.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                pytest.fail(f"streamlit did not become healthy in 90 s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        server_log = log_path.read_text() if log_path.exists() else ""
-        # The app logs tracebacks to the server log on purpose; print it when a test failed.
-        print("\n--- streamlit server log (tail) ---\n" + server_log[-4000:])
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        pytest.fail(
-            f"Chromium not found at {CHROMIUM}. The browser tests need Debian's Chromium: "
-            "run `make browser` (apt-get install -y chromium) or set EMBPROBE_CHROMIUM to its path."
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture()
-def page(browser, server):
-    ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
-    pg = ctx.new_page()
-    pg.set_default_timeout(120_000)
-    dialogs: list[str] = []
-    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    pg.dialogs = dialogs   # an alert() from rendered user HTML would land here
-    yield pg
-    ctx.close()
-
-
-# ------------------------------------------------------------------------------------ helpers
-
-def wait_idle(pg, timeout_s: float = 120) -> None:
-    """Wait until the script run triggered by the last action has finished."""
-    app = pg.locator('[data-testid="stApp"]')
-    app.wait_for()
-    # A rerun starts a moment after the interaction; give it that moment, then wait for the end.
-    try:
-        pg.wait_for_selector('[data-testid="stApp"]:not([data-test-script-state="notRunning"])', timeout=1500)
-    except Exception:  # noqa: BLE001 — it may already have finished
-        pass
-    pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_s * 1000)
-    # Widgets, tables and charts load their JavaScript lazily and show a skeleton until then.
-    pg.wait_for_function("() => document.querySelectorAll('[data-testid=\"stSkeleton\"]').length === 0",
-                         timeout=timeout_s * 1000)
-    pg.wait_for_timeout(500)   # let plotly finish drawing
-
-
-def open_page(pg, server: str, path: str) -> None:
-    pg.goto(f"{server}/{path}")
-    wait_idle(pg)
-
-
-def assert_clean(pg) -> None:
-    """No exception box, no traceback, no error alert on the page; no alert() dialog fired."""
-    assert pg.locator('[data-testid="stException"]').count() == 0, "an exception box is shown"
-    body = pg.locator("body").inner_text()
-    assert "Traceback" not in body, "a traceback is shown"
-    errors = pg.locator('[data-testid="stAlertContentError"]')
-    assert errors.count() == 0, f"an error is shown: {errors.first.inner_text()}"
-    assert not pg.dialogs, f"a JavaScript dialog fired: {pg.dialogs}"
-
-
-def shot(pg, name: str, max_height: int = 2400) -> Path:
-    """Screenshot of the whole page: the main area scrolls inside the app, so the viewport is
-    grown to the content's height first (capped), then restored."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    height = pg.evaluate("() => document.querySelector('[data-testid=\"stMainBlockContainer\"]').scrollHeight")
-    pg.set_viewport_size({"width": VIEWPORT["width"], "height": int(min(max(height + 40, VIEWPORT["height"]), max_height))})
-    pg.wait_for_timeout(800)   # plotly redraws on resize
-    pg.screenshot(path=str(path))
-    pg.set_viewport_size(VIEWPORT)
-    assert path.stat().st_size > 10_000
-    return path
-
-
-def choose(pg, label: str, option: str) -> None:
-    """Pick ``option`` in the selectbox labelled ``label``."""
-    box = pg.get_by_role("combobox", name=label, exact=True)
-    box.click()
-    pg.get_by_role("option", name=option, exact=True).click()
-    wait_idle(pg)
-
-
-def set_text(pg, label: str, value: str) -> None:
-    box = pg.get_by_label(label, exact=True)
-    box.fill(value)
-    box.press("Enter" if box.evaluate("e => e.tagName") == "INPUT" else "Control+Enter")
-    wait_idle(pg)
-
 
 # ------------------------------------------------------------------------------------ pages
 # expect(...) waits (up to WAIT_MS) for the app's rerun to show the result, so a slow machine
@@ -174,7 +26,15 @@ def set_text(pg, label: str, value: str) -> None:
 WAIT_MS = 120_000
 
 
-def test_models_page(page, server):
+def test_a_test_run_never_writes_into_the_repository(screenshots):
+    """Screenshots go to a temp dir unless `make screenshots` asks for docs/screenshots/."""
+    if os.environ.get(SCREENSHOTS_ENV):
+        assert screenshots == Path(os.environ[SCREENSHOTS_ENV])
+    else:
+        assert REPO not in screenshots.resolve().parents
+
+
+def test_models_page(page, server, screenshots):
     open_page(page, server, "")
     expect(page.get_by_role("heading", name="Models", exact=True)).to_be_visible()
     expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
@@ -185,7 +45,7 @@ def test_models_page(page, server):
     wait_idle(page)
     assert_clean(page)
     expect(page.get_by_role("button", name="Load", exact=True)).to_be_disabled()
-    shot(page, "models")
+    shot(page, screenshots, "models")
 
 
 def test_models_page_adds_a_local_model_that_the_polysemy_page_offers(page, server, tmp_path):
@@ -212,7 +72,7 @@ def test_models_page_adds_a_local_model_that_the_polysemy_page_offers(page, serv
     expect(page.get_by_role("combobox", name="Registered model")).to_have_count(0)   # none left
 
 
-def test_polysemy_page(page, server):
+def test_polysemy_page(page, server, screenshots):
     open_page(page, server, "polysemy")
     set_text(page, "Word (lemma)", "bank")
     expect(page.get_by_text("tagged occurrences of “bank” in SemCor")).to_be_visible(timeout=WAIT_MS)
@@ -221,10 +81,10 @@ def test_polysemy_page(page, server):
     expect(page.get_by_text("Which layer separates the senses?")).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
     assert_clean(page)
-    shot(page, "polysemy")
+    shot(page, screenshots, "polysemy")
 
 
-def test_embedding_space_page(page, server):
+def test_embedding_space_page(page, server, screenshots):
     open_page(page, server, "embedding_space")
     set_text(page, "Word", "river")
     expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible(timeout=WAIT_MS)
@@ -233,19 +93,72 @@ def test_embedding_space_page(page, server):
     expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
     assert_clean(page)
-    shot(page, "embedding_space")
+    shot(page, screenshots, "embedding_space")
 
 
-def test_attention_page(page, server):
+def test_attention_page(page, server, screenshots):
     open_page(page, server, "attention")
     set_text(page, "Sentence", "The animal didn't cross the street because it was too tired.")
     expect(page.get_by_text("over 12 tokens")).to_be_visible(timeout=WAIT_MS)
-    # 6 layers × 12 heads = 72 heatmaps in the grid (plotly draws each as an image).
-    heatmaps = page.locator('[data-testid="stPlotlyChart"]').first.locator(".hm image")
-    expect(heatmaps).to_have_count(72, timeout=WAIT_MS)
+    # All 6 × 12 heads in one image (one heatmap trace), one transparent click target per head.
+    grid = page.locator('[data-testid="stPlotlyChart"]').first
+    expect(grid.locator(".hm image")).to_have_count(1, timeout=WAIT_MS)
+    expect(grid.locator(".scatterlayer .point")).to_have_count(72)
     wait_idle(page)
     assert_clean(page)
-    shot(page, "attention")
+    shot(page, screenshots, "attention")
+
+
+def test_attention_clicked_grid_cell_opens_its_head_and_the_link_restores_it(page, server, browser):
+    open_page(page, server, "attention")
+    expect(page.get_by_text("minilm: layer 2, head 1")).to_be_visible(timeout=WAIT_MS)
+    grid = page.locator('[data-testid="stPlotlyChart"]').first
+    grid.locator(".scatterlayer .point").nth(3 * 12 + 6).click(force=True)   # layer 4, head 7
+    expect(page.get_by_text("minilm: layer 4, head 7")).to_be_visible(timeout=WAIT_MS)
+    wait_idle(page)
+    assert_clean(page)
+    assert "layer=4" in page.url and "head=7" in page.url
+    # The link opens the same view in a fresh browser context (no shared session state).
+    choose(page, "Query token", "3: raised")
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
+    try:
+        fresh = ctx.new_page()
+        fresh.set_default_timeout(WAIT_MS)
+        fresh.goto(page.url)
+        wait_idle(fresh)
+        expect(fresh.get_by_text("minilm: layer 4, head 7")).to_be_visible(timeout=WAIT_MS)
+        expect(fresh.get_by_text("Query “raised”", exact=False)).to_be_visible()
+    finally:
+        ctx.close()
+
+
+def test_attention_two_models_side_by_side(page, server):
+    open_page(page, server, "attention?compare=two+models&model_b=gpt-small")
+    expect(page.get_by_role("heading", name="Side by side")).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_text("Layer (gpt-small)")).to_be_visible(timeout=WAIT_MS)
+    wait_idle(page)
+    assert_clean(page)
+    # Both panels draw the shared sentence's words (word view: the same tokens in both).
+    for panel in (page.locator(".st-key-attn_side_a"), page.locator(".st-key-attn_side_b")):
+        expect(panel.locator(".textpoint").filter(has_text="river")).to_have_count(2)
+
+
+def test_an_svg_download_is_a_valid_svg(page, server, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    open_page(page, server, "attention")
+    expect(page.get_by_text("minilm: layer 2, head 1")).to_be_visible(timeout=WAIT_MS)
+    chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)   # the open head's map
+    chart.hover()
+    with page.expect_download(timeout=WAIT_MS) as info:
+        chart.locator('.modebar-btn[data-title*="Download plot"]').click()
+    download = info.value
+    assert download.suggested_filename == "attention-minilm-L2-H1.svg"
+    path = tmp_path / download.suggested_filename
+    download.save_as(path)
+    root = ET.parse(path).getroot()
+    assert root.tag.endswith("svg") and float(root.get("width")) == 1200
+    assert "layer 2, head 1" in path.read_text()
 
 
 def test_attention_user_html_is_text(page, server):
@@ -267,12 +180,12 @@ def test_attention_user_html_is_text(page, server):
     assert_clean(page)
 
 
-def test_probes_page(page, server):
+def test_probes_page(page, server, screenshots):
     open_page(page, server, "probes")
     assert_clean(page)
     if page.get_by_role("combobox", name="Results from", exact=True).count():
         expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible(timeout=WAIT_MS)
-        shot(page, "probes_saved")   # the layer-probe comparison of the committed results
+        shot(page, screenshots, "probes_saved")   # the layer-probe comparison of the committed results
     # Main interaction: a quick POS probe on MiniLM's layers, with a progress bar.
     page.get_by_role("tab", name="Run a quick probe").click()
     choose(page, "Probe", "POS — linear probe (CoNLL-2000)")
@@ -282,12 +195,12 @@ def test_probes_page(page, server):
     expect(page.get_by_text("POS: accuracy on conll2000-test, by layer").last).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
     assert_clean(page)
-    shot(page, "probes")
+    shot(page, screenshots, "probes")
 
 
-def test_reproduce_page(page, server):
+def test_reproduce_page(page, server, screenshots):
     open_page(page, server, "reproduce")
     expect(page.get_by_text("Paper, Table 5").first).to_be_visible(timeout=WAIT_MS)
     expect(page.locator('[data-testid="stDownloadButton"]').first).to_be_visible()
     assert_clean(page)
-    shot(page, "reproduce")
+    shot(page, screenshots, "reproduce")

@@ -70,7 +70,7 @@ def test_unknown_id_in_key_file_names_file_and_line(copy_of):
     lines = key.read_text(encoding="utf-8").splitlines()
     lines.insert(10, "semeval2007.d999.s999.t999 art%1:09:00::")
     key.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(W.WsdFormatError, match=r"gold\.key\.txt, line 11: unknown instance id 'semeval2007\.d999"):
+    with pytest.raises(W.WsdFormatError, match=r"gold\.key\.txt:11: unknown instance id 'semeval2007\.d999"):
         W.parse_wsd_files("semeval2007", xml, key)
 
 
@@ -82,10 +82,10 @@ def test_instance_without_gold_and_bad_key_lines(copy_of):
     with pytest.raises(W.WsdFormatError, match=f"instance '{re.escape(missing)}' has no gold key"):
         W.parse_wsd_files("semeval2007", xml, key)
     key.write_text("\n".join(lines + [lines[3]]) + "\n", encoding="utf-8")
-    with pytest.raises(W.WsdFormatError, match=f"line {len(lines) + 1}: .* listed twice"):
+    with pytest.raises(W.WsdFormatError, match=f":{len(lines) + 1}: .* listed twice"):
         W.parse_wsd_files("semeval2007", xml, key)
     key.write_text("\n".join(lines[:5] + [lines[5].split()[0]] + lines[6:]) + "\n", encoding="utf-8")
-    with pytest.raises(W.WsdFormatError, match="line 6: .* has no sense key"):
+    with pytest.raises(W.WsdFormatError, match=":6: .* has no sense key"):
         W.parse_wsd_files("semeval2007", xml, key)
 
 

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from probes.cli import build_parser, main
-from probes.registry import PROBES, all_probes, get_probe
+from probes.registry import PROBES, all_probes, builtin_probe_names, get_probe
 from probes.results import load_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,7 +56,8 @@ def toy(tmp_path, monkeypatch):
 
 
 def test_registry_lists_the_paper_probes_in_order():
-    assert [spec.name for spec in all_probes()] == ["wsd", "pos", "mix"]
+    assert [spec.name for spec in all_probes()] == ["wsd", "pos", "mix", "tag", "span"]
+    assert builtin_probe_names() == ["wsd", "pos", "mix"]      # tag and span run only on the user's files
     with pytest.raises(ValueError, match="Unknown probe 'ner'"):
         get_probe("ner")
 

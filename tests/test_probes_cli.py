@@ -73,7 +73,9 @@ def test_results_round_trip(tmp_path):
     assert ProbeResult.from_json(json.loads(path.read_text())) == newer      # JSON round trip
     (tmp_path / "broken.json").write_text("{")
     df = load_results(tmp_path)
-    assert list(df.columns) == ["model", "probe", "dataset", "layer", "metric", "value", "n", "timestamp", "command"]
+    assert list(df.columns) == ["model", "probe", "dataset", "layer", "metric", "value", "n", "lo", "hi",
+                                "std", "timestamp", "command"]
+    assert df.lo.isna().all()                                  # files without intervals read back
     assert sorted(df.layer) == ["0", "mean"]
     assert df[df.layer == "0"].value.iloc[0] == 60.0           # the newer file wins
     assert load_extras(tmp_path, "pos")[-1]["mix"] == {"pos": {}}

@@ -62,8 +62,11 @@ def test_probe_rows_identical_to_the_pre_refactor_code(golden, feature_root):
 @pytest.mark.parametrize("golden", [g for g in _golden() if g["model"] in ("wordnet-1st-sense", "majority-tag")],
                          ids=lambda g: g["model"])
 def test_baselines_identical_to_the_pre_refactor_code(golden):
-    (res,) = get_probe(golden["probe"]).baselines(RunContext(limit=_flag(golden["command"], "--limit")))
-    assert res.model == golden["model"] and _rows(res.rows) == _rows(golden["rows"])
+    # A probe may have several baselines (wsd: WordNet's first sense and the most frequent sense in
+    # SemCor); the golden one must come out unchanged.
+    results = get_probe(golden["probe"]).baselines(RunContext(limit=_flag(golden["command"], "--limit")))
+    (res,) = [r for r in results if r.model == golden["model"]]
+    assert _rows(res.rows) == _rows(golden["rows"])
 
 
 def test_committed_tables_render_unchanged():
@@ -71,4 +74,5 @@ def test_committed_tables_render_unchanged():
     committed = (REPO / "docs" / "results" / "tables.md").read_text()
     tables = build_tables(REPO / "docs" / "results" / "runs")
     for key, title in titles().items():
-        assert f"## {title}\n\n{markdown_table(tables[key])}\n" in committed, key
+        if key in tables:   # some tables exist only when their runs do (selectivity/MDL, best layer)
+            assert f"## {title}\n\n{markdown_table(tables[key])}\n" in committed, key

@@ -1,11 +1,31 @@
-"""Summaries of attention maps for the Attention page.
+"""Attention maps for the Attention page: summaries and the figures of the head explorer.
 
 att arrays are (layers, heads, n, n) with rows (queries) summing to 1.
+
+- :func:`grid_figure` — all heads in one clickable image (one heatmap trace of the
+  :func:`mosaic`, one transparent marker per head to click), the selected head outlined;
+- :func:`line_view` — bertviz's head view: token-to-token lines weighted by attention;
+- :func:`query_key_figure` — the selected token's q·k/√d with every key (recovered exactly, up to
+  the row's constant, from the softmax) beside the weight each becomes.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.colors import get_colorscale
+
+from viz.text import escape_html, shorten
+
+# The explorer's figures are rebuilt on every click: built without plotly's property validation
+# (``_validate=False``: ~2 ms instead of ~100 ms a figure), so every value is given in its full
+# form (titles as dict(text=…)); tests/test_attention_views.py checks what they draw.
+FAST = {"_validate": False}
+TEMPLATE = pio.templates["plotly_white"]
+BLUES = get_colorscale("Blues")   # plotly.js's own "Blues" runs the other way: the full scale, as validated
 
 
 def check_attention(att: np.ndarray) -> np.ndarray:
@@ -53,3 +73,141 @@ def strongest_links(att2d: np.ndarray, tokens: list[str], k: int = 10, skip_self
         rows.append({"query": tokens[i], "key": tokens[j], "weight": round(float(a[i, j]), 4),
                      "query position": i + 1, "key position": j + 1})
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------- figures
+
+def mosaic(att: np.ndarray, gap: int = 1) -> np.ndarray:
+    """Every head's (n, n) map tiled into one (L·(n+gap)−gap, H·(n+gap)−gap) image, NaN between tiles.
+
+    One heatmap trace draws all L × H heads at once (a grid of L × H subplots is L × H traces, seconds
+    to draw); tile (l, h) starts at row l·(n+gap), column h·(n+gap).
+    """
+    att = check_attention(att)
+    L, H, n, _ = att.shape
+    step = n + gap
+    z = np.full((L * step - gap, H * step - gap), np.nan, np.float32)
+    for l in range(L):
+        for h in range(H):
+            z[l * step:l * step + n, h * step:h * step + n] = att[l, h]
+    return z
+
+
+def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, height: int | None = None) -> go.Figure:
+    """All heads as one clickable image: rows = layers (top = layer 1), columns = heads.
+
+    A transparent square marker sits on each tile (customdata = [layer, head], 1-based), so a click
+    selects that head (``st.plotly_chart(on_select=…, selection_mode="points")``); the selected head
+    (1-based) is outlined.
+    """
+    att = check_attention(att)
+    L, H, n, _ = att.shape
+    step, gap = n + 1, 1
+    z = mosaic(att, gap)
+    height = height or int(min(640, max(220, 48 * L + 50)))
+    cell_px = max(12, (height - 50) / L * 0.92)
+    fig = go.Figure(go.Heatmap(z=z, colorscale=BLUES, zmin=0, zmax=float(np.nanmax(z)) if z.size else 1,
+                               showscale=False, hoverinfo="skip", **FAST), **FAST)
+    ls, hs = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    centre = (n - 1) / 2
+    fig.add_trace(go.Scatter(
+        x=(hs.ravel() * step + centre), y=(ls.ravel() * step + centre), mode="markers", showlegend=False,
+        marker=dict(symbol="square", size=cell_px, color="rgba(0,0,0,0)"),
+        selected=dict(marker=dict(opacity=1)), unselected=dict(marker=dict(opacity=1)),
+        customdata=np.stack([ls.ravel() + 1, hs.ravel() + 1], -1),
+        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}: click to open<extra></extra>", **FAST))
+    if selected is not None:
+        l, h = selected[0] - 1, selected[1] - 1
+        fig.add_shape(type="rect", x0=h * step - 0.9, x1=h * step + n - 0.1, y0=l * step - 0.9, y1=l * step + n - 0.1,
+                      line=dict(color="#d62728", width=3))
+    fig.update_xaxes(tickvals=[h * step + centre for h in range(H)], ticktext=[f"H{h + 1}" for h in range(H)],
+                     showgrid=False, zeroline=False, range=[-1, H * step - gap], fixedrange=True)
+    fig.update_yaxes(tickvals=[l * step + centre for l in range(L)], ticktext=[f"L{l + 1}" for l in range(L)],
+                     showgrid=False, zeroline=False, range=[L * step - gap, -1], fixedrange=True)
+    fig.update_layout(template=TEMPLATE, height=height, margin=dict(l=10, r=10, t=28, b=10),
+                      dragmode=False, hovermode="closest", clickmode="event+select")
+    return fig
+
+
+def line_view(att2d: np.ndarray, tokens: Sequence[str], *, query: int | None = None, threshold: float = 0.02,
+              title: str | None = None, height: int | None = None) -> go.Figure:
+    """bertviz's head view: the tokens twice (queries left, keys right), a line from each query to
+    each key it attends to, its opacity and width the weight; the lines of ``query`` (0-based) in red.
+
+    Lines under ``threshold`` are left out; weights are binned into 8 opacity levels (one trace each),
+    so a 40-token sentence is ≤ 9 traces, however many links.
+    """
+    a = np.asarray(att2d, np.float32)
+    n = len(tokens)
+    if a.shape != (n, n):
+        raise ValueError(f"Attention shape {a.shape} does not match {n} tokens")
+    labels = [escape_html(shorten(str(t), 20)) for t in tokens]
+    fig = go.Figure(**FAST)
+    top = float(a.max()) if n else 1.0
+    edges = np.linspace(threshold, max(top, threshold + 1e-6), 9)
+    for b in range(8):
+        sel = (a >= edges[b]) & ((a < edges[b + 1]) if b < 7 else (a <= edges[b + 1]))
+        if query is not None:
+            sel[query] = False
+        qs, ks = np.nonzero(sel)
+        if not len(qs):
+            continue
+        xs = np.column_stack([np.zeros(len(qs)), np.ones(len(qs)), np.full(len(qs), np.nan)]).ravel()
+        ys = np.column_stack([-qs, -ks, np.full(len(qs), np.nan)]).ravel()
+        level = (b + 1) / 8
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                 line=dict(color=f"rgba(31,119,180,{0.15 + 0.75 * level:.2f})", width=1 + 4 * level),
+                                 **FAST))
+    if query is not None and 0 <= query < n:
+        for k in np.nonzero(a[query] >= threshold)[0]:
+            w = float(a[query, k])
+            fig.add_trace(go.Scatter(x=[0, 1], y=[-query, -k], mode="lines", showlegend=False,
+                                     line=dict(color=f"rgba(214,39,40,{0.25 + 0.75 * w / max(top, 1e-6):.2f})",
+                                               width=1 + 6 * w / max(top, 1e-6)),
+                                     hovertemplate=f"{labels[query]} → {labels[k]}: {w:.3f}<extra></extra>", **FAST))
+    ys = -np.arange(n)
+    for x, position in ((0, "middle left"), (1, "middle right")):
+        colours = ["#d62728" if (query == i and x == 0) else "#222" for i in range(n)]
+        fig.add_trace(go.Scatter(x=[x] * n, y=ys, mode="text", text=labels, showlegend=False, hoverinfo="skip",
+                                 textposition=position, textfont=dict(size=12, color=colours), **FAST))
+    fig.update_xaxes(visible=False, range=[-0.9, 1.9])
+    fig.update_yaxes(visible=False, range=[-n + 0.4, 0.6])
+    fig.update_layout(template=TEMPLATE, height=height or min(900, max(300, 22 * n + 70)),
+                      margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      title=dict(text=escape_html(title) if title else None, x=0))
+    return fig
+
+
+def query_key_scores(att2d: np.ndarray, query: int) -> np.ndarray:
+    """The query's scaled dot products q·k/√d with every key, up to the row's constant, recovered from
+    the softmax: log aᵢⱼ − mean over the keys it may see of log aᵢⱼ (softmax ignores a row's constant,
+    so these are exact differences). Keys it cannot see (a causal model's future: weight 0) are NaN."""
+    row = np.asarray(att2d, np.float64)[query]
+    seen = row > 0
+    scores = np.full(row.shape, np.nan)
+    scores[seen] = np.log(row[seen])
+    scores[seen] -= scores[seen].mean()
+    return scores
+
+
+def query_key_figure(att2d: np.ndarray, tokens: Sequence[str], query: int, *, title: str | None = None) -> go.Figure:
+    """The selected token's q·k/√d with every key (bars, centred) and the softmax weight it becomes (dots)."""
+    scores = query_key_scores(att2d, query)
+    labels = [escape_html(shorten(str(t), 20)) for t in tokens]
+    weights = np.asarray(att2d, np.float64)[query]
+    fig = go.Figure(**FAST)
+    fig.add_trace(go.Bar(x=list(range(len(tokens))), y=scores, name="q·k/√d (centred)",
+                         marker=dict(color=["#d62728" if i == query else "#7f7f7f" for i in range(len(tokens))]),
+                         customdata=labels, hovertemplate="key %{customdata}: %{y:.2f}<extra></extra>", **FAST))
+    fig.add_trace(go.Scatter(x=list(range(len(tokens))), y=weights, name="attention weight", mode="markers", yaxis="y2",
+                             marker=dict(size=9, color="#1f77b4"), customdata=labels,
+                             hovertemplate="key %{customdata}: weight %{y:.3f}<extra></extra>", **FAST))
+    fig.update_layout(
+        template=TEMPLATE, height=360, margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        title=dict(text=escape_html(title) if title else None, x=0),
+        xaxis=dict(tickvals=list(range(len(tokens))), ticktext=labels, tickangle=-50),
+        yaxis=dict(title=dict(text="q·k/√d − row mean"), zeroline=True),
+        yaxis2=dict(title=dict(text="weight"), range=[0, 1.05], dtick=0.25, overlaying="y", side="right",
+                    showgrid=False),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    return fig

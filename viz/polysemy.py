@@ -33,6 +33,7 @@ class Occurrence:
     keys: tuple[str, ...] = ()  # WordNet sense keys (SemCor), () for typed sentences
     label: str | None = None    # user label for typed sentences
     source: str = ""            # "brown1/br-a01 s12" or "typed line 3"
+    ref: tuple[int, int] | None = None   # SemCor (sentence index, token index): its corpus-search row
 
     @property
     def target(self) -> str:
@@ -104,7 +105,7 @@ def semcor_occurrences(
         sent = sentences[si]
         words, start, end = _expand(sent, ti)
         occs.append(Occurrence(words, start, end, keys=tuple(sent.tokens[ti].sense_keys),
-                               source=f"{sent.doc} s{sent.snum}"))
+                               source=f"{sent.doc} s{sent.snum}", ref=(si, ti)))
     return occs, total
 
 
@@ -174,6 +175,45 @@ def layer_agreement(X: np.ndarray, groups: Sequence[str | None]) -> pd.DataFrame
     rows = [{"layer": layer, "1-NN same sense": nn_label_agreement(X[layer], labels), "chance": chance}
             for layer in range(X.shape[0])]
     return pd.DataFrame(rows)
+
+
+def separability_problem(groups: Sequence[str | None]) -> str | None:
+    """Why a per-layer "same sense as the nearest neighbour" curve would say nothing, or None.
+
+    With fewer than two labels nothing is compared; when no label has two occurrences no occurrence can
+    have a same-sense neighbour, so the curve is 0 at every layer whatever the model does.
+    """
+    counts: dict[str, int] = {}
+    for g in groups:
+        if g is not None:
+            counts[g] = counts.get(g, 0) + 1
+    if len(counts) < 2:
+        return "Only one sense (or label) among these occurrences: there is nothing to separate."
+    if max(counts.values()) < 2:
+        return (f"Each of the {len(counts)} senses (or labels) has a single occurrence, so no occurrence can have "
+                "a same-sense neighbour and the curve would be 0 at every layer whatever the model does. "
+                "Give at least two sentences per label (or pick a word with more occurrences).")
+    return None
+
+
+def layer_measures(X: np.ndarray, occs: Sequence[Occurrence], *, with_agreement: bool = True) -> pd.DataFrame:
+    """Per layer, long (layer, measure, value): 1-NN same sense and chance (``layer_agreement``), and how
+    contextual the layer is for this word (Ethayarajh 2019, ``probes.contextuality.word_profile``):
+    self-similarity and explainable variance, over one occurrence per distinct sentence."""
+    from probes.contextuality import word_profile
+
+    parts = []
+    if with_agreement:
+        parts.append(layer_agreement(X, [o.group for o in occs]).melt(id_vars="layer", var_name="measure",
+                                                                      value_name="value"))
+    one_per_sentence = sorted({o.words: i for i, o in enumerate(occs)}.values())
+    if len(one_per_sentence) >= 2:
+        prof = word_profile(X[:, one_per_sentence])
+        layers = np.arange(X.shape[0])
+        parts.append(pd.DataFrame({"layer": layers, "measure": "self-similarity", "value": prof["self_similarity"]}))
+        parts.append(pd.DataFrame({"layer": layers, "measure": "explainable variance",
+                                   "value": prof["explainable_variance"]}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["layer", "measure", "value"])
 
 
 def neighbour_table(X_layer: np.ndarray, occs: Sequence[Occurrence], i: int, k: int,

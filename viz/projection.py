@@ -67,6 +67,35 @@ def project(X: np.ndarray, method: str = "PCA", dims: int = 2, seed: int = 0) ->
     return _pad(np.asarray(coords, np.float32), n, dims), note
 
 
+def project_layers(X: np.ndarray, method: str = "PCA", dims: int = 2, seed: int = 0,
+                   distinct: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+    """Projections of every layer of ``X`` (layers, n, dim) at once: (coords (layers, n, dims), notes).
+
+    ``distinct[layer]``: indices of the rows to lay out (the others copy the coordinates of an equal
+    row: see ``viz.points.collapse``), given as ``inverse`` arrays mapping each row to its distinct row.
+    Pages cache the result per (model, word, method, dims), so a layer slider step only draws.
+    """
+    X = np.asarray(X, np.float32)
+    if X.ndim != 3:
+        raise ValueError(f"Expected (layers, points, dim) vectors, got shape {X.shape}.")
+    L, n = X.shape[:2]
+    out = np.zeros((L, n, dims), np.float32)
+    notes: list[str] = []
+    for layer in range(L):
+        if distinct is None:
+            coords, note = project(X[layer], method, dims, seed)
+        else:
+            inverse = np.asarray(distinct[layer])
+            first = np.full(int(inverse.max(initial=-1)) + 1, -1, np.int64)
+            for i in range(n - 1, -1, -1):
+                first[inverse[i]] = i
+            rep_coords, note = project(X[layer][first], method, dims, seed)
+            coords = rep_coords[inverse]
+        out[layer] = coords
+        notes.append(note)
+    return out, notes
+
+
 def normalize_rows(X: np.ndarray) -> np.ndarray:
     X = np.asarray(X, np.float32)
     norms = np.linalg.norm(X, axis=1, keepdims=True)

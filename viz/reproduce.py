@@ -9,8 +9,10 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import plotly.graph_objects as go
 
 from probes import paper
+from probes.wsd.scoring import EVAL_LABELS, PAPER_ALL
 from probes.tables import build_tables, markdown_table, paper_tables, titles
 
 PAPER_WSD = {"WordNet 1st sense": "WordNet 1st Sense Baseline", "biLM layer 1": "biLM, First layer",
@@ -39,36 +41,74 @@ def _best_rows(df: pd.DataFrame, value_col: str) -> list[tuple[str, str, float]]
     return out
 
 
+#: The paper's WSD numbers (Table 5) are on ALL without SemEval-07 (SE2, SE3, SE13, SE15): ours on the same.
+WSD_COLUMN = EVAL_LABELS[PAPER_ALL]
+POS_COLUMN = "accuracy (CoNLL-2000 test)"
+WSD_TASK = "WSD F1 on ALL without SE07 (SE2 + SE3 + SE13 + SE15)"
+POS_TASK = "POS accuracy (paper: PTB test; ours: CoNLL-2000 test)"
+COMPARISON_COLUMNS = ["task", "system", "source", "test set", "score"]
+
+
 def comparison_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Long table task, system, source ("paper" / "ours"), score for the at-a-glance chart."""
+    """Long table task, system, source ("paper" / "ours"), test set, score for the at-a-glance chart.
+
+    Like with like: the WSD rows of both sources are F1 on ALL without SE07, the evaluation set of
+    the paper's Table 5 (our "ALL" includes SE07 and is not comparable). POS cannot be: the paper
+    used the PTB, we use CoNLL-2000 (WSJ text too), so each row says its test set.
+    """
     rows = []
     for label, key in PAPER_WSD.items():
-        rows.append({"task": "WSD F1 (ALL)", "system": label, "source": "paper", "score": paper.WSD_TABLE5[key]})
+        rows.append({"task": WSD_TASK, "system": label, "source": "paper", "test set": WSD_COLUMN,
+                     "score": paper.WSD_TABLE5[key]})
     for label, key in PAPER_POS.items():
-        rows.append({"task": "POS accuracy", "system": label, "source": "paper", "score": paper.POS_TABLE6[key]})
+        rows.append({"task": POS_TASK, "system": label, "source": "paper", "test set": "PTB (WSJ 22-24)",
+                     "score": paper.POS_TABLE6[key]})
     ours = 0
     wsd = tables.get("wsd")
-    if wsd is not None and "ALL" in wsd.columns:
+    if wsd is not None and WSD_COLUMN in wsd.columns:
         fs = wsd[wsd["model"] == "wordnet-1st-sense"]
-        if len(fs):
-            rows.append({"task": "WSD F1 (ALL)", "system": "WordNet 1st sense", "source": "ours",
-                         "score": float(fs["ALL"].iloc[0])})
+        fs_value = pd.to_numeric(fs[WSD_COLUMN], errors="coerce").dropna()
+        if len(fs_value):
+            rows.append({"task": WSD_TASK, "system": "WordNet 1st sense", "source": "ours", "test set": WSD_COLUMN,
+                         "score": float(fs_value.iloc[0])})
             ours += 1
-        for model, layer, value in _best_rows(wsd[wsd["model"] != "wordnet-1st-sense"], "ALL"):
-            rows.append({"task": "WSD F1 (ALL)", "system": f"{model} layer {layer}", "source": "ours", "score": value})
+        for model, layer, value in _best_rows(wsd[wsd["model"] != "wordnet-1st-sense"], WSD_COLUMN):
+            rows.append({"task": WSD_TASK, "system": f"{model} layer {layer}", "source": "ours",
+                         "test set": WSD_COLUMN, "score": value})
             ours += 1
     pos = tables.get("pos")
-    col = "accuracy (CoNLL-2000 test)"
-    if pos is not None and col in pos.columns:
+    if pos is not None and POS_COLUMN in pos.columns:
         base = pos[pos["model"] == "majority-tag"]
         if len(base):
-            rows.append({"task": "POS accuracy", "system": "majority tag", "source": "ours",
-                         "score": float(base[col].iloc[0])})
-        for model, layer, value in _best_rows(pos[pos["model"] != "majority-tag"], col):
-            rows.append({"task": "POS accuracy", "system": f"{model} layer {layer}", "source": "ours", "score": value})
+            rows.append({"task": POS_TASK, "system": "majority tag", "source": "ours", "test set": "CoNLL-2000",
+                         "score": float(base[POS_COLUMN].iloc[0])})
+        for model, layer, value in _best_rows(pos[pos["model"] != "majority-tag"], POS_COLUMN):
+            rows.append({"task": POS_TASK, "system": f"{model} layer {layer}", "source": "ours",
+                         "test set": "CoNLL-2000", "score": value})
             ours += 1
-    return pd.DataFrame(rows, columns=["task", "system", "source", "score"]) if ours else pd.DataFrame(
-        columns=["task", "system", "source", "score"])
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS) if ours else pd.DataFrame(columns=COMPARISON_COLUMNS)
+
+
+def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
+    """Horizontal bars (every system's name readable, none rotated), paper and ours in two colours,
+    each bar labelled with its score; the axis starts at 0, so bar lengths compare honestly."""
+    part = part.reset_index(drop=True)
+    fig = go.Figure()
+    for source, colour in (("paper", "#636efa"), ("ours", "#ef553b")):
+        sel = part[part["source"] == source]
+        if sel.empty:
+            continue
+        fig.add_trace(go.Bar(
+            x=sel["score"], y=sel["system"], orientation="h", name=f"{source} ({sel['test set'].iloc[0]})",
+            marker_color=colour, text=[f"{v:.1f}" for v in sel["score"]], textposition="outside", cliponaxis=False,
+            hovertemplate="%{y}: %{x:.2f}<extra>" + source + "</extra>"))
+    fig.update_yaxes(categoryorder="array", categoryarray=list(part["system"])[::-1], automargin=True,
+                     tickfont=dict(size=12))
+    fig.update_xaxes(range=[0, 105], title="score (%)", dtick=20)
+    fig.update_layout(template="plotly_white", height=90 + 26 * len(part), bargap=0.25, barmode="overlay",
+                      title=dict(text=title, x=0, font=dict(size=14)), margin=dict(l=10, r=30, t=50, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left", title=None))
+    return fig
 
 
 def tables_markdown(tables: dict[str, pd.DataFrame]) -> str:

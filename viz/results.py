@@ -63,19 +63,31 @@ def metrics_of(df: pd.DataFrame, spec: ProbeSpec, dataset: str) -> list[str]:
 
 def layer_curves_frame(df: pd.DataFrame, probe: str, dataset: str, metric: str,
                        exclude: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
-    """model, layer (int), value for the numbered layers of one probe/dataset/metric, sorted."""
+    """model, layer (int), value, n, lo, hi for the numbered layers of one probe/dataset/metric, sorted.
+
+    ``lo``/``hi`` are the rows' bootstrap 95% interval (NaN where a result has none)."""
     sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)
              & ~df["model"].isin(list(exclude))]
     sel = sel[sel["layer"].astype(str).str.fullmatch(r"\d+")]
-    out = sel.assign(layer=sel["layer"].astype(int))[["model", "layer", "value"]]
+    sel = sel.assign(**{c: sel[c] if c in sel else float("nan") for c in ("n", "lo", "hi")})
+    out = sel.assign(layer=sel["layer"].astype(int))[["model", "layer", "value", "n", "lo", "hi"]]
+    out = out.astype({"value": float, "lo": float, "hi": float})
     return out.sort_values(["model", "layer"]).reset_index(drop=True)
 
 
 def baselines(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> dict[str, float]:
     """Label -> value of the probe's baseline results (WordNet first sense, majority tag…)."""
+    base = baseline_frame(df, spec, dataset, metric)
+    return {str(label): float(v) for label, v in zip(base["label"], base["value"])}
+
+
+def baseline_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> pd.DataFrame:
+    """label, model, value, n, lo, hi of the probe's baseline results: each its own series."""
     sel = df[(df["probe"] == spec.name) & (df["dataset"] == dataset) & (df["metric"] == metric)
              & df["model"].isin(list(spec.baseline_models))]
-    return {spec.baseline_models[m]: float(v) for m, v in zip(sel["model"], sel["value"])}
+    sel = sel.assign(**{c: sel[c] if c in sel else float("nan") for c in ("n", "lo", "hi")})
+    out = sel.assign(label=sel["model"].map(spec.baseline_models))[["label", "model", "value", "n", "lo", "hi"]]
+    return out.astype({"value": float, "lo": float, "hi": float}).reset_index(drop=True)
 
 
 def best_layer(df: pd.DataFrame, model: str, probe: str, dataset: str, metric: str) -> str | None:

@@ -67,11 +67,19 @@ class TokenTable:
     rows: pd.DataFrame             # sentence, position, token, context
 
 
-def token_table(outs: list[dict], layer: int) -> TokenTable:
+def is_word(token: str) -> bool:
+    """A token with a letter or digit (punctuation is neither a query nor a neighbour)."""
+    return any(ch.isalnum() for ch in token)
+
+
+def token_table(outs: list[dict], layer: int, words_only: bool = True) -> TokenTable:
+    """Every token of the sentences at ``layer`` (with ``words_only``, punctuation left out)."""
     vecs, rows = [], []
     for si, o in enumerate(outs):
         words = o["words"]
         for wi, w in enumerate(words):
+            if words_only and not is_word(w):
+                continue
             vecs.append(o["vectors"][layer, wi])
             left = " ".join(words[max(0, wi - 4):wi])
             right = " ".join(words[wi + 1: wi + 5])

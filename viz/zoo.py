@@ -5,6 +5,10 @@ weight-file headers), so listing never loads a model; a loaded model adds what o
 """
 from __future__ import annotations
 
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
 import pandas as pd
 import torch
 
@@ -34,6 +38,48 @@ def model_card(spec: ModelSpec) -> dict:
     return (read_model_card(directory) or {}) if directory is not None and directory.is_dir() else {}
 
 
+def npy_params(row: ModelRow) -> int | None:
+    """A static model's parameter count from its ``.npy`` vector matrices' headers (no data read)."""
+    if row.location is None or not Path(row.location).is_dir():
+        return None
+    total = 0
+    for f in sorted(Path(row.location).glob("*.npy")):
+        try:
+            total += int(np.prod(np.load(f, mmap_mode="r").shape))
+        except (OSError, ValueError):
+            return None
+    return total or None
+
+
+def full_card(spec: ModelSpec, row: ModelRow, card: dict, emb: Embedder | None = None) -> dict:
+    """What the Models page shows for one model, loaded or not: its facts from the registry and the
+    files (shape, parameters, size, where it comes from, how it is trained), the card on disk, and
+    once loaded what only the loaded model knows (device, content fingerprint, its own card)."""
+    assert spec.source is not None
+    facts: dict = {"name": spec.name, "family": FAMILY_LABELS.get(spec.family, spec.family),
+                   "description": spec.description,
+                   "layers": row.layers, "dim": row.dim,
+                   "params": human_count(row.params or card.get("params") or npy_params(row))
+                   if (row.params or card.get("params") or npy_params(row)) else None,
+                   "size on disk": human_size(row.size_bytes) if row.size_bytes is not None else None,
+                   "source": row.source, "status": STATUS_LABELS.get(row.state, row.status)}
+    if spec.source.kind == "pip":
+        try:
+            facts["package"] = f"{spec.source.location} {metadata.version(spec.source.location)}"
+        except metadata.PackageNotFoundError:
+            facts["package"] = f"{spec.source.location} (not installed)"
+    if spec.files:
+        facts["files"] = list(spec.files)
+    if spec.train_command:
+        facts["trained with"] = spec.train_command
+    if card:
+        facts["model card"] = card
+    if emb is not None:
+        facts["loaded"] = {"device": str(emb.device), "layers": emb.num_layers, "dim": emb.dim,
+                           "fingerprint": emb.fingerprint(), **({"card": emb.info.card} if emb.info.card else {})}
+    return {k: v for k, v in facts.items() if v not in (None, "", [])}
+
+
 def count_parameters(emb: Embedder) -> int | None:
     """Parameters of a loaded model's torch modules (for models whose card does not say)."""
     modules = [m for m in vars(emb).values() if isinstance(m, torch.nn.Module)]
@@ -54,7 +100,7 @@ def model_rows(loaded: dict[str, Embedder] | None = None) -> pd.DataFrame:
             card = {**card, **emb.info.card}
         layers = emb.num_layers if emb is not None else info.layers
         dim = emb.dim if emb is not None else info.dim
-        params = info.params or card.get("params")
+        params = info.params or card.get("params") or npy_params(info)
         if params is None and emb is not None:
             params = count_parameters(emb)
         rows.append({

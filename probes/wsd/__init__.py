@@ -4,7 +4,12 @@
 - ``estimator``: ``NearestSenseWSD``, sense centroids and nearest-sense prediction (fit/predict/score).
 - ``layout``:    multiword tokens -> the pieces fed to the model, and pooling back.
 - ``data``:      the SemCor and ALL slices the probe reads.
-- ``probe``:     ``run_wsd`` end to end, the first-sense baseline, the tables, the registry entry.
+- ``sources``:   any training / evaluation set as a ``WsdSplit`` (built-in, framework XML + keys, TSV).
+- ``inventory``: WordNet or training-label sense inventory; first-sense and most-frequent baselines.
+- ``runner``:    the one per-layer loop (held-out or k-fold) shared by built-in data and files.
+- ``rows``:      F1/P/R rows with 95% intervals and kept per-instance outcomes.
+- ``tables``:    the built-in table, F1 per POS, one table per user dataset.
+- ``probe``:     ``run_wsd`` end to end, the baselines, the registry entry.
 """
 from probes.wsd.estimator import NearestSenseWSD, SenseAssignments, first_sense_predictions
 from probes.wsd.layout import PieceLayout, build_layout, eval_word_pieces

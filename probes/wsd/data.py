@@ -10,7 +10,7 @@ import numpy as np
 
 from corpora.cache import cached
 from corpora.semcor import load_semcor, semcor_fingerprint
-from corpora.types import SemcorSentence, WsdSentence
+from corpora.types import SemcorSentence, WsdInstance, WsdSentence
 from corpora.wsd_eval import load_wsd_dataset
 from probes.errors import ProbeInputError
 from probes.wsd.estimator import SenseAssignments
@@ -59,4 +59,21 @@ def eval_slice(limit: int | None) -> list[WsdSentence]:
         if s.instances and per_set.get(name, 0) < limit:
             per_set[name] = per_set.get(name, 0) + 1
             out.append(s)
+    return out
+
+
+def semcor_as_wsd(limit: int | None) -> list[WsdSentence]:
+    """SemCor's sentences with sense-tagged tokens (of the first ``limit``) as framework sentences:
+    a multiword token's pieces joined by spaces (the framework's "prime minister"), every tagged token
+    an instance with all its keys. Written out with ``corpora.wsd_eval.write_wsd_files`` and given
+    as ``--train``, it trains exactly the built-in probe's sense centroids."""
+    sentences, selected = semcor_slice(limit)
+    out = []
+    for i, (s, sel) in enumerate(zip(sentences, selected)):
+        sid = f"semcor.s{i:06d}"
+        instances = tuple(WsdInstance(id=f"{sid}.t{t:03d}", index=t, lemma=s.tokens[t].lemma or s.tokens[t].text,
+                                      pos=s.tokens[t].pos or "X", gold_keys=s.tokens[t].sense_keys) for t in sel)
+        out.append(WsdSentence(id=sid, words=tuple(" ".join(tok.pieces) for tok in s.tokens),
+                               lemmas=tuple(tok.lemma or tok.text for tok in s.tokens),
+                               pos=tuple(tok.pos or "X" for tok in s.tokens), instances=instances))
     return out

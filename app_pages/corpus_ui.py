@@ -1,0 +1,74 @@
+"""Corpus search UI shared by the Polysemy explorer and the Embedding space (not a page).
+
+exBERT-style: a query vector (a picked occurrence, a typed token) against every sense-tagged SemCor
+occurrence at one layer, read from the feature cache the WSD probe fills. The logic is
+:mod:`viz.corpus_search`; this module caches it per server and draws the hits, their sense and POS
+histogram and the downloads.
+"""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from app_pages.common import _cached_embedder, chart, download, get_embedder, md, semcor_corpus
+from viz.corpus_search import corpus_index, corpus_vectors, hits_frame, is_cached, nearest, same_sense_share
+from viz.export import file_stem, frame_json
+from viz.occurrence_figures import hit_histograms
+from viz.senses import sense_info
+
+
+def sense_label(key: str | None) -> str:
+    if key is None:
+        return "(no label)"
+    return sense_info(key).short if "%" in key else key
+
+
+@st.cache_resource(show_spinner=False)
+def cached_index():
+    """SemCor's sense-tagged tokens in the WSD probe's row order (once per server)."""
+    sentences, _ = semcor_corpus()
+    return corpus_index(sentences)
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _matrix(name: str, fingerprint: str, layer: int) -> np.ndarray:
+    # ~225k × dim float32 unit rows (350 MB for MiniLM): two (model, layer) pairs are kept per server.
+    return corpus_vectors(_cached_embedder(name), layer)
+
+
+def corpus_panel(model: str, layer: int, query: np.ndarray, *, key: str, ref: tuple[int, int] | None = None,
+                 query_key: str | None = None, what: str = "") -> None:
+    """Nearest SemCor occurrences of ``query`` (a vector at ``layer`` of ``model``); ``ref`` excludes the
+    query's own SemCor token, ``query_key`` (its WordNet sense) marks hits of the same sense."""
+    emb = get_embedder(model)
+    if not is_cached(emb, layer):
+        st.info(f"The corpus index of **{md(model)}** is not built yet: it embeds all 37k SemCor sentences once "
+                "(the same features the WSD probe uses; a few minutes on this CPU), then every search is "
+                "instant. Or run `python -m probes wsd --model " + md(model) + "`.")
+        if not st.button(f"Build the SemCor index for {model}", key=f"{key}_build"):
+            return
+        bar = st.progress(0.0, text="Embedding SemCor…")
+        corpus_vectors(emb, layer, progress=lambda f, msg: bar.progress(min(1.0, max(0.0, f)), text=msg))
+        bar.empty()
+    with st.spinner("Reading SemCor's vectors at this layer (once per model and layer)…"):
+        index = cached_index()
+        Xn = _matrix(model, emb.fingerprint(), int(layer))
+    if len(index) != Xn.shape[0]:
+        raise ValueError(f"The corpus index has {len(index)} rows but the cached vectors {Xn.shape[0]}; "
+                         "rebuild the feature cache.")
+    k = st.slider("Corpus neighbours", 5, 50, 20, step=5, key=f"{key}_k")
+    exclude = index.row_of(*ref) if ref is not None else None
+    hits = nearest(Xn, query, k, exclude=exclude)
+    sentences, _ = semcor_corpus()
+    df = hits_frame(hits, index, sentences, sense_label, query_key=query_key)
+    share = same_sense_share(hits, index, query_key) if query_key else None
+    st.caption(f"The {len(hits)} nearest of {len(index):,} sense-tagged SemCor occurrences (cosine, full "
+               f"{Xn.shape[1]} dimensions, {md(model)} layer {layer}){' to ' + md(what) if what else ''}"
+               + (f"; **{share:.0%}** have the query's sense ({md(sense_label(query_key))})." if share is not None
+                  else "."))
+    name = file_stem("corpus", model, f"layer{layer}", what)
+    chart(hit_histograms(df), name + "-histogram", key=f"{key}_hist",
+          data=lambda: df.to_csv(index=False).encode("utf-8"), data_label="Hits (CSV)")
+    st.dataframe(df, hide_index=True, width="stretch",
+                 column_config={"context": st.column_config.TextColumn(width="large")})
+    download("Hits (JSON)", lambda: frame_json(df), f"{name}.json", key=f"{key}_json", mime="application/json")

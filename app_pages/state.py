@@ -1,0 +1,145 @@
+"""A page's choices in the URL (``st.query_params``), so that a link restores the view.
+
+Usage — bind a widget's key before the widget is created, and create the widget *without* its own
+default (``value=`` / ``index=``): the bound value in ``st.session_state`` is its value::
+
+    from app_pages import state
+
+    names = model_names()
+    model = st.selectbox("Model", names, key=state.bind("poly_model", "minilm", names, param="model"))
+    layer = st.slider("Layer", 0, 6, key=state.bind("poly_layer", 6, lo=0, hi=6, param="layer"))
+    word = st.text_input("Word", key=state.bind("poly_word", "bank", param="word"))
+
+``bind(key, default, options=None, *, param=None, lo=None, hi=None, check=None) -> key``:
+
+- on a session's first run of the page (``key`` not yet in ``st.session_state``) the widget's value
+  is read from the URL parameter ``param`` (default: ``key``); a value that cannot be read as the
+  default's type, is not among ``options``, is outside ``lo``..``hi`` or fails ``check`` falls back to
+  ``default`` — a bad link never breaks the page;
+- on every run the current value is written back to the URL, so the address bar always holds a link
+  to what is on screen (defaults included: a link says everything it restores);
+- a value in ``st.session_state`` that is no longer valid (the options changed: a model was removed)
+  is reset to ``default`` rather than handed to the widget.
+
+Values are encoded as text: ``str`` as is, ``bool`` as ``1``/``0``, ``int``/``float`` with ``repr``,
+options by ``str(option)`` (so integer or tuple options round-trip), lists as repeated parameters
+(``?layer=1&layer=3``, ``st.query_params.get_all``). ``default=None`` binds an optional value
+(e.g. a segmented control with nothing selected): absent from the URL.
+
+Streamlit clears the query string when the user switches pages, so parameters never leak from one
+page to another; each page writes its own.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import streamlit as st
+
+__all__ = ["bind", "decode", "encode", "forget"]
+
+
+def encode(value: Any) -> str:
+    """The URL text of one scalar value."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def decode(raw: str, like: Any) -> Any:
+    """``raw`` read as the type of ``like``; ValueError when it cannot be."""
+    if isinstance(like, bool):
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"not a yes/no value: {raw!r}")
+    if isinstance(like, int):
+        return int(raw)
+    if isinstance(like, float):
+        value = float(raw)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError("not a finite number")
+        return value
+    return raw
+
+
+def _valid(value: Any, default: Any, options: Sequence | None, lo: Any, hi: Any,
+           check: Callable[[Any], bool] | None) -> bool:
+    items = value if isinstance(default, (list, tuple)) else [value]
+    if isinstance(default, (list, tuple)) and not isinstance(value, (list, tuple)):
+        return False
+    for item in items:
+        if options is not None and item not in options:
+            return False
+        try:
+            if (lo is not None and item < lo) or (hi is not None and item > hi):
+                return False
+        except TypeError:
+            return False
+    try:
+        return check is None or bool(check(value))
+    except Exception:  # noqa: BLE001 — a check that cannot judge the value rejects it
+        return False
+
+
+def _from_url(raw: list[str], default: Any, options: Sequence | None) -> Any:
+    """The value the URL's texts stand for; ValueError when they stand for none."""
+    if options is not None:
+        by_text = {encode(o): o for o in options}
+        items = [by_text[r] if r in by_text else _missing(r) for r in raw]
+    else:
+        like = default[0] if isinstance(default, (list, tuple)) and default else (
+            "" if isinstance(default, (list, tuple)) or default is None else default)
+        items = [decode(r, like) for r in raw]
+    if isinstance(default, (list, tuple)):
+        return type(default)(items)
+    if len(items) != 1:
+        raise ValueError("one value expected")
+    return items[0]
+
+
+def _missing(raw: str) -> Any:
+    raise ValueError(f"not an option: {raw!r}")
+
+
+def bind(key: str, default: Any, options: Iterable | None = None, *, param: str | None = None,
+         lo: Any = None, hi: Any = None, check: Callable[[Any], bool] | None = None) -> str:
+    """Seed ``st.session_state[key]`` from the URL (first run) or keep it (later runs), then write
+    it back to the URL. Returns ``key``, to pass as the widget's ``key=``."""
+    param = param or key
+    opts = list(options) if options is not None else None
+    if key not in st.session_state:
+        raw = st.query_params.get_all(param)
+        value = default
+        if raw:
+            try:
+                candidate = _from_url(raw, default, opts)
+                if _valid(candidate, default, opts, lo, hi, check):
+                    value = candidate
+            except (ValueError, TypeError, OverflowError):
+                pass
+        st.session_state[key] = value
+    elif not (st.session_state[key] is None and default is None) and not _valid(
+            st.session_state[key], default, opts, lo, hi, check):
+        st.session_state[key] = default
+    _write(param, st.session_state[key])
+    return key
+
+
+def _write(param: str, value: Any) -> None:
+    if value is None:
+        if param in st.query_params:
+            del st.query_params[param]
+        return
+    texts = [encode(v) for v in value] if isinstance(value, (list, tuple)) else encode(value)
+    current = st.query_params.get_all(param)
+    if current != (texts if isinstance(texts, list) else [texts]):
+        st.query_params[param] = texts
+
+
+def forget(param: str) -> None:
+    """Drop a parameter from the URL (a control that is not shown in the current view)."""
+    if param in st.query_params:
+        del st.query_params[param]

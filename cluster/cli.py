@@ -1,0 +1,146 @@
+"""The ``sweep`` and ``extract`` commands of ``python -m probes`` (added through ``probes.cli.COMMANDS``).
+
+    python -m probes sweep --models A,B --probes wsd,pos [--seeds 0,1] [--ray local|ADDRESS] [--results DIR]
+    python -m probes extract --model M --dataset semcor-tagged --shards 8 [--workers 4] [--ray local|ADDRESS]
+
+Without ``--ray`` both run in this process (a sweep one task after another; an extraction with one
+worker). Bad input ends with one ``error:`` line (``probes.cli.main``), before any work.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from corpora.paths import cache_dir
+from probes.errors import ProbeInputError
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ProbeInputError(f"{flag} {text!r}: give comma-separated integers, e.g. 0,1,2.") from None
+    if not values:
+        raise ProbeInputError(f"{flag} is empty.")
+    return values
+
+
+def _session(args: argparse.Namespace):
+    if not args.ray:
+        return None
+    from cluster.ray_session import connect
+
+    return connect(args.ray, dashboard=args.dashboard)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from cluster.executors import InProcess, OnRay
+    from cluster.plan import plan_sweep
+    from cluster.resources import estimate
+    from cluster.sweep import run_sweep
+    from cluster.tasks import FAULT_ENV, TaskEnv
+    from models.references import split_references
+    from probes.cli import command_line, print_rows, writable_dir
+    from probes.registry import get_probe
+
+    models = split_references(args.models)
+    if not models:
+        raise ProbeInputError("--models is empty.")
+    specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
+    if not specs:
+        raise ProbeInputError("--probes is empty.")
+    seeds = _ints(args.seeds, "--seeds")
+    if args.limit is not None and args.limit < 1:
+        raise ProbeInputError(f"--limit {args.limit}: give a positive number of sentences.")
+    if args.threads is not None and args.threads < 1:
+        raise ProbeInputError(f"--threads {args.threads}: give a positive number of CPU threads.")
+    if args.retries < 0:
+        raise ProbeInputError(f"--retries {args.retries}: give 0 or more.")
+    options = {spec.name: spec.options_from(vars(args)) for spec in specs}
+    out = writable_dir(args.results or cache_dir() / "results", "--results")
+    for model in models:   # fail early on an unknown or broken model: its files, not its weights
+        estimate(model, gpu=False)
+    try:
+        tasks = plan_sweep(models, [s.name for s in specs], seeds, args.limit, options)
+    except ValueError as exc:
+        raise ProbeInputError(str(exc)) from None
+    ray = _session(args)
+    env = TaskEnv(feature_root=None, remote=args.cache_url, device=args.device,
+                  threads=args.threads or (1 if ray else None),
+                  fault=os.environ.get(FAULT_ENV) if ray else None)
+    executor = OnRay(ray, retries=args.retries, fixed_size=args.ray == "local") if ray else InProcess()
+    report = run_sweep(tasks, executor, env, out, command_line(args.argv), resume=not args.no_resume,
+                       report=print_rows)
+    run = report.run
+    print(f"sweep: {run.done} run, {report.skipped} already done, {run.retried} retried, "
+          f"{len(run.failures)} failed ({report.seconds:.0f} s); results in {out}")
+    for f in run.failures:
+        print(f"  failed: {f.task.label}: {f.error}")
+    return 0 if report.ok else 1
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from cluster.datasets import dataset_request
+    from cluster.extract import extract_sharded
+    from models.registry import get_spec
+
+    if args.shards < 1:
+        raise ProbeInputError(f"--shards {args.shards}: give a positive number of shards.")
+    get_spec(args.model)   # an unknown model is one error line, before any data is read
+    sentences, keep, key = dataset_request(args.dataset, args.limit)
+    ray = _session(args)
+    gpus = 1 if ray is not None and ray.cluster_resources().get("GPU") else 0   # one GPU per actor where there are any
+    feats, stats = extract_sharded(args.model, key, sentences, keep, num_shards=args.shards, ray=ray,
+                                   workers=args.workers, store=args.store, device=args.device,
+                                   threads=args.threads, gpus_per_worker=gpus, keep_shards=args.keep_shards)
+    print(f"{key}: {stats['words']:,} words in {stats['shards']} shard(s) by {stats['workers']} worker(s) "
+          f"({stats['model_loads']} model load(s), {stats['seconds']:.1f} s) -> {feats.directory}")
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="run on Ray: 'local' (this machine) or a cluster address (ray://HOST:10001, auto)")
+    p.add_argument("--dashboard", action="store_true", help="with --ray local: start Ray's dashboard")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N sentences of each dataset")
+    p.add_argument("--device", default=None, help="torch device of every task (default: cuda when present)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads per task (default on Ray: 1)")
+
+
+def add_sweep(sub) -> None:
+    from probes.registry import Option, all_probes, builtin_probe_names
+
+    p = sub.add_parser("sweep", help="run probes × models × seeds, in-process or on Ray (resumable)")
+    p.add_argument("--models", required=True, help="comma-separated models (names or references)")
+    p.add_argument("--probes", default=",".join(builtin_probe_names()),
+                   help="comma-separated probes (default: those with built-in data)")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    p.add_argument("--results", default=None, help="results directory (default <cache>/results)")
+    p.add_argument("--cache-url", default=None,
+                   help="shared feature-cache tier (fsspec URL: s3://…, gs://…, file://…): pulled before, pushed after each task")
+    p.add_argument("--retries", type=int, default=2, help="re-runs of a task whose worker died (default 2)")
+    p.add_argument("--no-resume", action="store_true", help="run every task, even those already in --results")
+    _common(p)
+    seen: dict[str, Option] = {}
+    for spec in all_probes():   # every probe's options, each once (as reproduce)
+        for opt in spec.options:
+            if opt.name not in seen:
+                seen[opt.name] = opt
+                p.add_argument(opt.flag, dest=opt.name, type=opt.type, default=opt.default, help=f"{spec.name}: {opt.help}")
+    p.set_defaults(func=cmd_sweep)
+
+
+def add_extract(sub) -> None:
+    from cluster.datasets import DATASETS
+
+    p = sub.add_parser("extract", help="extract a dataset's features in shards (Ray actors) into the feature cache")
+    p.add_argument("--model", required=True, help="a model name or reference")
+    p.add_argument("--dataset", required=True, help=f"one of: {', '.join(DATASETS)}")
+    p.add_argument("--shards", type=int, default=4, help="number of shards (default 4)")
+    p.add_argument("--workers", type=int, default=2, help="Ray actors, one model load each (default 2)")
+    p.add_argument("--store", default=None, help="where shards go (path or fsspec URL; default the cache); "
+                                                 "a remote store also receives the committed entry")
+    p.add_argument("--keep-shards", action="store_true", help="keep the shard files after the commit")
+    _common(p)
+    p.set_defaults(func=cmd_extract)

@@ -1,0 +1,68 @@
+"""Connecting to Ray: ``local`` starts a single-machine instance, anything else is a cluster address.
+
+    ray = connect("local")                  # ray.init(num_cpus=<this machine>, no dashboard unless asked)
+    ray = connect("ray://head:10001")       # or "auto" on a node of a running cluster (``ray up``)
+
+Ray is optional (``requirements-cluster.txt``): without it, ``--ray`` is one clear error and the
+in-process runner still works. Workers of a local instance inherit this process's environment
+(``EMBPROBE_CACHE``, ``EMBPROBE_DATA``, ``PYTHONPATH`` with the repository); a remote cluster
+gets the repository as the job's working directory (``runtime_env``), the cache and data through
+the paths or URLs the cluster's nodes share (docs/scaling.md).
+"""
+from __future__ import annotations
+
+import os
+import socket
+
+from corpora.paths import REPO_ROOT
+from probes.errors import ProbeInputError
+
+INSTALL_HINT = "pip install -r requirements-cluster.txt"
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ProbeInputError(f"--ray needs the ray package, an optional extra: {INSTALL_HINT}") from None
+    return ray
+
+
+def connect(address: str, num_cpus: int | None = None, dashboard: bool = False):
+    """The ``ray`` module, initialised for ``address`` (reused when this process is already connected)."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray
+    if address == "local":
+        if dashboard:
+            try:
+                import aiohttp  # noqa: F401 - the dashboard's server; not in the minimal ray package
+            except ImportError:
+                raise ProbeInputError("--dashboard needs Ray's dashboard extra: pip install 'ray[default]==2.60.0'") from None
+        paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")   # a private instance on this machine
+        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=dashboard, log_to_driver=False,
+                 configure_logging=False)
+        return ray
+    _check_reachable(address)
+    try:
+        ray.init(address=address, log_to_driver=False,
+                 runtime_env={"working_dir": str(REPO_ROOT),
+                              "excludes": ["cache/", ".venv/", ".git/", "results/", "x/"]})
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise ProbeInputError(f"--ray {address}: cannot connect ({exc}).") from None
+    return ray
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A HOST:PORT (or ray://HOST:PORT) that does not answer is one error now, not minutes of Ray's retries."""
+    target = address.split("://", 1)[-1]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        return   # "auto" and other forms: Ray resolves them itself
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ProbeInputError(f"--ray {address}: nothing answers there ({exc.strerror or exc}); is the cluster up "
+                              "(`ray up cluster/ray-cluster.yaml`, docs/scaling.md)?") from None

@@ -1,0 +1,57 @@
+"""A probe sweep: models × probes × seeds, resumable, in-process or on Ray; results as usual.
+
+    python -m probes sweep --models minilm,gpt2-small --probes wsd,pos --seeds 0,1 --ray local
+
+Results are the usual ``ProbeResult`` files in ``--results`` (``reproduce --tables-only`` and the app
+read them as any others), saved by this process as tasks finish, each stamped with its task
+(``extra["sweep"]``), so running the same command again skips every finished task (``--no-resume``
+runs them all again). Every request is checked before any work: probes, models (their files, not
+their weights), options, the results folder, Ray's availability.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from cluster.executors import RunReport
+from cluster.plan import SweepTask, finished
+from cluster.tasks import TaskEnv
+from probes.results import ProbeResult, save_result
+
+
+@dataclass
+class SweepReport:
+    planned: int
+    skipped: int          # already in the results folder
+    run: RunReport
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.run.failures
+
+
+def run_sweep(tasks: list[SweepTask], executor, env: TaskEnv, results_dir: Path, command: str = "",
+              resume: bool = True, say: Callable[[str], None] = print,
+              report: Callable[[ProbeResult], None] = lambda res: None) -> SweepReport:
+    """Run the tasks not yet in ``results_dir`` (all with ``resume=False``) and save their results there."""
+    t0 = time.perf_counter()
+    done = finished(results_dir) if resume else {}
+    todo = [t for t in tasks if t.task_id not in done]
+    say(f"sweep: {len(tasks)} tasks, {len(tasks) - len(todo)} already in {results_dir}, "
+        f"{len(todo)} to run ({executor.name})")
+    count = [0]
+
+    def on_done(task: SweepTask, payload: dict) -> None:
+        count[0] += 1
+        for data in payload["results"]:
+            res = ProbeResult.from_json(data)
+            report(res)
+            save_result(res, results_dir)
+        note = f"skipped: {payload['skipped']}" if payload.get("skipped") else f"{payload['seconds']:.1f} s"
+        say(f"[{count[0]}/{len(todo)}] {task.label}: done ({note}, {payload.get('host', '?')})")
+
+    run = executor.run(todo, env, command, on_done, say)
+    return SweepReport(len(tasks), len(tasks) - len(todo), run, time.perf_counter() - t0)

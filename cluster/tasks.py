@@ -1,0 +1,155 @@
+"""The body of one sweep task, the same in the sweep's own process and in a Ray worker.
+
+    payload = run_task(task, env, attempt=0, budget_scale=1.0, command="python -m probes sweep …")
+    payload["results"]   # ProbeResult JSON, each with extra["sweep"] = {task, part, parts, attempt, …}
+
+Design notes:
+
+- **Same as a probe command.** Seeds, the probe's options, ``--layers all`` and the feature cache are
+  those of ``python -m probes <probe>``, so a sweep's numbers are the single runs' numbers.
+- **Model loads.** ``models.registry.load_embedder`` keeps loaded models per process; Ray reuses worker
+  processes, so consecutive tasks of one model on a worker load it once.
+- **Batch budget.** A retried task (its worker died: out of memory, node lost) runs with
+  ``budget_scale`` < 1: the transformer's token budget per forward pass (``max_tokens``) scaled down
+  for this task and restored after it. The scale is recorded in the result.
+- **Shared cache tier.** With ``env.remote`` (an fsspec URL, ``cluster.storage``) the model's entries
+  there are pulled before the run and the ones it wrote pushed after it.
+- **Fault hook (tests only).** ``env.fault`` (from ``$EMBPROBE_SWEEP_FAULT``, passed only to Ray
+  workers) kills the worker with ``os._exit`` after the first ``embed`` call of the first attempt of
+  every task whose label contains it: a task dying mid-extraction, as an OOM kill or preemption would.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from cluster.plan import SweepTask
+
+FAULT_ENV = "EMBPROBE_SWEEP_FAULT"
+FAULT_EXIT = 77
+
+
+@dataclass(frozen=True)
+class TaskEnv:
+    """What every task of a sweep shares.
+
+    feature_root: local feature-cache root (None: the project cache, ``$EMBPROBE_CACHE``).
+    remote:       fsspec URL of the shared cache tier (None: the local cache is the shared one).
+    device:       torch device (None: cuda when present, else cpu).
+    threads:      torch CPU threads per task (None: torch's default).
+    fault:        test-only fault hook (module notes).
+    """
+
+    feature_root: str | None = None
+    remote: str | None = None
+    device: str | None = None
+    threads: int | None = None
+    fault: str | None = None
+
+
+@contextmanager
+def scaled_budget(emb, scale: float) -> Iterator[int | None]:
+    """The embedder's token budget times ``scale`` for the duration (None: it has no budget)."""
+    before = getattr(emb, "max_tokens", None)
+    if before is None or scale >= 1:
+        yield before
+        return
+    emb.max_tokens = max(1, int(before * scale))
+    try:
+        yield emb.max_tokens
+    finally:
+        emb.max_tokens = before
+
+
+@contextmanager
+def fault_hook(emb, armed: bool) -> Iterator[None]:
+    if not armed:
+        yield
+        return
+    real = emb.embed
+
+    def dying(*args, **kwargs):
+        real(*args, **kwargs)
+        os._exit(FAULT_EXIT)
+
+    emb.embed = dying
+    try:
+        yield
+    finally:
+        del emb.embed
+
+
+def _sync(emb, env: TaskEnv, root: Path | None, direction: str) -> None:
+    if env.remote is None:
+        return
+    from cluster.storage import Store, local_entries, pull_entry, push_entry, remote_keys
+
+    store, fp = Store(env.remote), emb.fingerprint()
+    if direction == "pull":
+        for key in remote_keys(store, fp):
+            pull_entry(store, fp, key, root)
+    else:
+        for entry in local_entries(fp, root):
+            push_entry(store, entry)
+
+
+def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: float = 1.0, command: str = "") -> dict:
+    """Run one task; returns {"results": [ProbeResult JSON], "skipped": reason | None, "seconds", "host", "pid"}."""
+    import numpy as np   # heavy imports here: the plan and the driver need none of them
+    import torch
+
+    from models.allocator import reuse_freed_memory
+    from models.registry import load_embedder
+    from probes.layers import parse_layer_specs
+    from probes.registry import RunContext, get_probe
+
+    t0 = time.perf_counter()
+    if env.threads:
+        torch.set_num_threads(env.threads)
+    reuse_freed_memory()
+    torch.manual_seed(task.seed)
+    np.random.seed(task.seed)
+    spec = get_probe(task.probe)
+    options = spec.options_from(task.options_dict())
+    root = Path(env.feature_root) if env.feature_root else None
+    ctx = RunContext(limit=task.limit, device=env.device, seed=task.seed, show_progress=False, feature_root=root)
+    budget = None
+    if task.model is None:
+        results = spec.baselines(ctx, **options)
+    else:
+        emb = load_embedder(task.model)
+        if env.device is not None:
+            emb.to(env.device)
+        if emb.num_layers < spec.min_layers:
+            return {"results": [], "skipped": f"{task.model} has fewer than {spec.min_layers} layers",
+                    "seconds": time.perf_counter() - t0, "host": socket.gethostname(), "pid": os.getpid(),
+                    "node": _ray_node()}
+        layers = parse_layer_specs("all", emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
+        armed = bool(env.fault) and attempt == 0 and env.fault in task.label
+        _sync(emb, env, root, "pull")
+        with scaled_budget(emb, budget_scale) as budget, fault_hook(emb, armed):
+            results = [spec.run(emb, layers, ctx, **options)]
+        _sync(emb, env, root, "push")
+    out = []
+    for k, res in enumerate(results):
+        res.extra = {**res.extra, "sweep": {"task": task.task_id, "part": k, "parts": len(results),
+                                            "attempt": attempt, "budget_scale": budget_scale,
+                                            "max_tokens": budget, "host": socket.gethostname(),
+                                            "node": _ray_node()}}
+        out.append(res.stamped(command).to_json())
+    return {"results": out, "skipped": None, "seconds": time.perf_counter() - t0, "host": socket.gethostname(),
+            "pid": os.getpid(), "node": _ray_node()}
+
+
+def _ray_node() -> str | None:
+    """The Ray node this runs on (None outside Ray): the sweep sends the model's other tasks there."""
+    try:
+        import ray
+    except ImportError:
+        return None
+    return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None

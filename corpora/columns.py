@@ -1,0 +1,73 @@
+"""CoNLL-style column files (CoNLL-2000 chunks, CoNLL-2003 NER, …) as a stream of labelled sentences.
+
+One token per line, its fields separated by tabs (when the line has a tab) or else by spaces; a
+blank line ends a sentence; ``-DOCSTART-`` lines (CoNLL-2003's document breaks) are skipped. The
+word and the label are fields chosen by index, from 0; a negative index counts from the end
+(``-1``: the last field, where CoNLL-2003 keeps its NER tags). Every token line of a file has the
+same number of fields as the first.
+
+    # CoNLL-2000:  Confidence NN B-NP
+    for sent in iter_columns("train.txt", label_column=1):     # POS
+        ...
+    for sent in iter_columns("train.txt", label_column=2):     # BIO chunks
+        ...
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from corpora.format_errors import DataFormatError
+from corpora.labelled import LabelledSentence, numbered_lines
+
+DOCSTART = "-DOCSTART-"
+
+
+def split_fields(line: str) -> list[str]:
+    """A line's fields: tab-separated when the line has a tab, else whitespace-separated."""
+    return line.split("\t") if "\t" in line else line.split()
+
+
+def iter_columns(path: str | Path, label_column: int = -1, word_column: int = 0) -> Iterator[LabelledSentence]:
+    """The sentences of a column file with the chosen word and label fields, read as a stream.
+
+    DataFormatError (file and line) for a field index the file does not have, a line whose number
+    of fields differs from the first token line's, an empty field, and a file without tokens.
+    """
+    words: list[str] = []
+    labels: list[str] = []
+    width = first = start = sentences = 0
+    for number, line in numbered_lines(path):
+        if not line.strip():
+            if words:
+                yield LabelledSentence(tuple(words), tuple(labels), start)
+                sentences += 1
+                words, labels = [], []
+            continue
+        cols = split_fields(line)
+        if cols[0] == DOCSTART:
+            continue
+        if not width:
+            width, first = len(cols), number
+            for name, idx in (("label", label_column), ("word", word_column)):
+                if not -width <= idx < width:
+                    raise DataFormatError(path, number, f"no {name} column {idx}: the lines have {width} "
+                                                        f"field(s), columns 0..{width - 1} (or -1 for the last).")
+            if (label_column - word_column) % width == 0:
+                raise DataFormatError(path, None, f"the label column ({label_column}) is the word column "
+                                                  f"({word_column}).")
+        elif len(cols) != width:
+            raise DataFormatError(path, number, f"{len(cols)} field(s), but the first token line (line {first}) "
+                                                f"has {width}: every token line needs the same columns.")
+        word, label = cols[word_column].strip(), cols[label_column].strip()
+        if not word or not label:
+            raise DataFormatError(path, number, "empty " + ("word" if not word else "label") + " field.")
+        if not words:
+            start = number
+        words.append(word)
+        labels.append(label)
+    if words:
+        yield LabelledSentence(tuple(words), tuple(labels), start)
+        sentences += 1
+    if sentences == 0:
+        raise DataFormatError(path, None, "no sentences: no token lines in the file.")

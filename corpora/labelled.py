@@ -1,0 +1,70 @@
+"""Records of a user's labelled data files, and the text stream every reader of them shares.
+
+Readers of token-labelling files (``corpora.conllu``, ``corpora.columns``) yield
+:class:`LabelledSentence`; the edge-probing reader (``corpora.edge_probing``) yields
+:class:`SpanSentence`. Each record keeps the line on which it starts, so a later check (a label
+never seen, a span out of range) can still say where.
+
+:func:`numbered_lines` is the one way a reader gets at a file: line by line (bounded memory for any
+file size), decoded as UTF-8 line by line so that a bad byte is reported with its line number, with
+the trailing newline removed. An empty file is a :class:`DataFormatError` of its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from corpora.format_errors import DataFormatError
+
+
+@dataclass(frozen=True)
+class LabelledSentence:
+    """One sentence of a token-labelling file: its words and one label per word."""
+
+    words: tuple[str, ...]
+    labels: tuple[str, ...]
+    line: int = 0                      # line of the sentence's first token
+
+
+@dataclass(frozen=True)
+class SpanTarget:
+    """One edge-probing target: span1 (and span2) as [start, end) word offsets, and its label."""
+
+    span1: tuple[int, int]
+    label: str
+    span2: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class SpanSentence:
+    """One line of an edge-probing file: the words of ``text`` and its targets."""
+
+    words: tuple[str, ...]
+    targets: tuple[SpanTarget, ...]
+    line: int = 0
+
+
+def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number from 1, text without the newline) for every line of ``path``, streamed.
+
+    DataFormatError for a missing or unreadable file, an empty file, or bytes that are not UTF-8
+    (naming the line and the byte offset in it). A UTF-8 byte-order mark is dropped.
+    """
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise DataFormatError(path, None, f"cannot read the file ({exc.strerror}).") from None
+    with fh:
+        number = 0
+        for number, raw in enumerate(fh, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataFormatError(path, number, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                                                    f"{exc.start + 1}); save the file as UTF-8.") from None
+            if number == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield number, text.rstrip("\r\n")
+        if number == 0:
+            raise DataFormatError(path, None, "the file is empty.")

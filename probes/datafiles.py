@@ -1,0 +1,104 @@
+"""A user's dataset as the probes see it: train / optional dev / test files, a name and a content hash.
+
+Two datasets must never mix — not in a results table, not in the feature cache — even when they
+share a file name. So a dataset is labelled ``NAME@HASH``: NAME from ``--name`` (default: what the
+train and test file names share, e.g. ``en_ewt-ud`` for ``en_ewt-ud-train.conllu`` and
+``en_ewt-ud-test.conllu``), HASH the first 8 hex digits of a SHA-256 over the files' contents
+(``corpora.digests``) and the settings that decide what the words are (format, word column). The
+label column is not part of the hash: it is named separately in every row, and UPOS, XPOS and
+DEPREL of one treebank share their extracted vectors.
+
+    files = DataFiles.checked("tag", "train.conllu", "test.conllu", dev=None, settings="conllu")
+    files.label                              # "train@1a2b3c4d" … or "en_ewt-ud@1a2b3c4d"
+    files.row_dataset("test", "UPOS")        # "en_ewt-ud@1a2b3c4d:test:UPOS"
+    files.feature_key("train", limit=200)    # "en_ewt-ud-train-<file hash>-limit200"
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import islice
+from pathlib import Path
+from typing import Callable, Iterator, TypeVar
+
+from corpora.digests import file_digest
+from probes.errors import ProbeInputError
+
+T = TypeVar("T")
+ROLES = ("train", "dev", "test")
+
+
+def _common_name(a: Path, b: Path) -> str:
+    """What two file names share, cut at a separator ("en_ewt-ud-train", "en_ewt-ud-test" -> "en_ewt-ud")."""
+    prefix = os.path.commonprefix([a.stem, b.stem])
+    if prefix != a.stem or prefix != b.stem:
+        prefix = re.sub(r"[^-_. ]*$", "", prefix)
+    return prefix.rstrip("-_. ") or b.stem
+
+
+@dataclass(frozen=True)
+class DataFiles:
+    """train / dev / test paths of one dataset, its name and the settings that shape its words."""
+
+    train: Path
+    test: Path
+    dev: Path | None = None
+    name: str = ""
+    settings: str = ""
+
+    @classmethod
+    def checked(cls, probe: str, train: str | Path | None, test: str | Path | None, dev: str | Path | None = None,
+                name: str | None = None, settings: str = "") -> "DataFiles":
+        """The files of a ``probe`` run; ProbeInputError when --train/--test is missing or a file is absent."""
+        if not train or not test:
+            raise ProbeInputError(f"The {probe} probe reads your files: give --train FILE and --test FILE "
+                                  "(and optionally --dev FILE); see docs/datasets.md.")
+        paths = {}
+        for role, p in (("train", train), ("test", test), ("dev", dev)):
+            if p is None or p == "":
+                continue
+            path = Path(p).expanduser()
+            if not path.is_file():
+                raise ProbeInputError(f"--{role} {p}: no such file.")
+            paths[role] = path
+        clean = re.sub(r"[^0-9A-Za-z._-]+", "_", name.strip()) if name else ""
+        return cls(paths["train"], paths["test"], paths.get("dev"),
+                   clean or _common_name(paths["train"], paths["test"]), settings)
+
+    def paths(self) -> dict[str, Path]:
+        """Role -> file, in the order train, dev, test (dev only when given)."""
+        return {r: p for r, p in (("train", self.train), ("dev", self.dev), ("test", self.test)) if p is not None}
+
+    @cached_property
+    def digest(self) -> str:
+        h = hashlib.sha256(self.settings.encode())
+        for role, path in self.paths().items():
+            h.update(f"\0{role}:{file_digest(path)}".encode())
+        return h.hexdigest()[:8]
+
+    @property
+    def label(self) -> str:
+        """The dataset as a whole (``ProbeResult.dataset``): ``NAME@HASH``."""
+        return f"{self.name}@{self.digest}"
+
+    def row_dataset(self, role: str, what: str) -> str:
+        """The ``dataset`` of result rows scored on ``role`` for label column / task ``what``."""
+        return f"{self.label}:{role}:{what}"
+
+    def feature_key(self, role: str, limit: int | None) -> str:
+        """Feature-cache key of one file's slice: its content and the word settings, not the label column."""
+        h = hashlib.sha256(f"{file_digest(self.paths()[role])}\0{self.settings}".encode()).hexdigest()[:12]
+        return f"{self.name}-{role}-{h}" + ("" if limit is None else f"-limit{limit}")
+
+
+def first(records: Iterator[T], limit: int | None) -> list[T]:
+    """The first ``limit`` records of a stream (all when None); reading stops there."""
+    return list(records if limit is None else islice(records, limit))
+
+
+def read_roles(files: DataFiles, reader: Callable[[Path], Iterator[T]], limit: int | None) -> dict[str, list[T]]:
+    """Each role's first ``limit`` records, every file read (and checked) before any work starts."""
+    return {role: first(reader(path), limit) for role, path in files.paths().items()}

@@ -1,0 +1,94 @@
+"""The rigor tables of ``tables.md`` and the Reproduce page: claim tests, selectivity and MDL, published numbers.
+
+- ``claims``: each of the paper's orderings tested per model (``probes.claims``);
+- ``selectivity_mdl``: per model and layer of a token-labelling probe (``pos``, ``tag``) the task
+  accuracy, control accuracy and selectivity (Hewitt & Liang 2019) and the online codelength and
+  compression of the task and its control task (Voita & Titov 2020), where a run measured them
+  (``--control``, ``--mdl``); an interval is shown as "[lo, hi]" beside its value;
+- ``best_layer``: per model, its best layer against the runner-up and against layer 0 (paired
+  tests, ``probes.comparisons``) on the paper's two per-layer tasks — is the best layer really best?
+- ``published_rigor``: what those two papers report, with the source and how our setting differs.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from probes import paper
+from probes.claims import claims_table, verdict
+from probes.comparisons import compare, numbered_layers, outcome_table, side_label
+from probes.results import ProbeResult
+
+RIGOR_METRICS = ("accuracy", "control_accuracy", "selectivity", "codelength_kbits", "compression",
+                 "control_codelength_kbits", "control_compression")
+TOKEN_PROBES = ("pos", "tag")
+BEST_LAYER_DATASETS = {"wsd": "ALL-noSE07", "pos": "conll2000-test"}
+TITLES = {
+    "best_layer": "Is the best layer best? Each model's best layer against the runner-up and layer 0 (paired tests)",
+    "claims": "The paper's claims tested per model (paired test on the same test instances; supported = p < 0.05)",
+    "selectivity_mdl": "Control task selectivity (Hewitt & Liang 2019) and MDL online codelength (Voita & Titov 2020)",
+    "published_rigor": "Published control-task and MDL findings beside ours (sources, and how the settings differ)",
+}
+
+
+def _cell(row: pd.Series) -> str:
+    lo, hi = row.get("lo"), row.get("hi")
+    has = lo is not None and hi is not None and lo == lo and hi == hi
+    return f"{row['value']:.2f} [{lo:.2f}, {hi:.2f}]" if has else f"{row['value']:.2f}"
+
+
+def selectivity_mdl_table(df: pd.DataFrame) -> pd.DataFrame | None:
+    """One row per (model, probe, layer) that measured control or MDL metrics; None when no run did."""
+    sel = df[df.probe.isin(TOKEN_PROBES) & df.metric.isin(RIGOR_METRICS)]
+    measured = sel[sel.metric != "accuracy"]
+    if measured.empty:
+        return None
+    keys = measured[["model", "probe", "layer"]].drop_duplicates()
+    sel = sel.merge(keys, on=["model", "probe", "layer"])
+    # MDL rows are on the training split, the others on the test split: one cell per metric.
+    sel = sel.assign(cell=sel.apply(_cell, axis=1))
+    wide = sel.pivot_table(index=["model", "probe", "layer"], columns="metric", values="cell", aggfunc="last")
+    wide = wide.reindex(columns=[m for m in RIGOR_METRICS if m in wide.columns]).reset_index()
+    wide = wide.assign(_num=pd.to_numeric(wide.layer, errors="coerce")).sort_values(["model", "probe", "_num", "layer"])
+    return wide.drop(columns="_num").fillna("n/a").reset_index(drop=True)
+
+
+def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | None = None) -> pd.DataFrame | None:
+    """Per probe and model: best numbered layer vs the runner-up and vs the first (None: no outcomes kept)."""
+    rows = []
+    for probe, dataset in BEST_LAYER_DATASETS.items():
+        outcomes = outcome_table(results, probe, dataset)
+        for model in sorted({m for m, _ in outcomes if models is None or m in models}):
+            layers = numbered_layers(outcomes, model)
+            if len(layers) < 2:
+                continue
+            ranked = sorted(layers, key=lambda l: (-outcomes[(model, l)].mean(), int(l)))
+            pairs = [((model, ranked[0]), (model, ranked[1]))]
+            if layers[0] not in ranked[:2]:
+                pairs.append(((model, ranked[0]), (model, layers[0])))
+            for t in compare(outcomes, pairs).itertuples():
+                rows.append({"probe": probe, "test set": dataset, "best": t.a, "against": t.b,
+                             "difference (points)": t.diff, "95% interval": f"[{t.lo:.2f}, {t.hi:.2f}]",
+                             "p": "< 0.0001" if t.p < 1e-4 else f"{t.p:.4f}",
+                             "significant (p < 0.05)": "yes" if verdict(t.diff, t.p) == "supported" else "no"})
+    return pd.DataFrame(rows) if rows else None
+
+
+def published_rigor_table() -> pd.DataFrame:
+    return pd.DataFrame([{"source": s, "setting": setting, "what": what, "value": paper.fmt(v, 2), "vs ours": diff}
+                         for s, setting, what, v, diff in paper.RIGOR_PUBLISHED])
+
+
+def rigor_tables(results: Sequence[ProbeResult], df: pd.DataFrame,
+                 models: Sequence[str] | None = None) -> dict[str, pd.DataFrame]:
+    """The rigor tables (best-layer and selectivity/MDL only when some run kept or measured them)."""
+    tables = {"claims": claims_table(results, models)}
+    best = best_layer_table(results, models)
+    if best is not None:
+        tables["best_layer"] = best
+    sel = selectivity_mdl_table(df)
+    if sel is not None:
+        tables["selectivity_mdl"] = sel
+    tables["published_rigor"] = published_rigor_table()
+    return tables

@@ -1,0 +1,107 @@
+"""The sense inventory of a WSD run: which labels an instance may take, and the no-embedding answers.
+
+Two kinds, chosen from the data (``Inventory.build``):
+
+- **WordNet 3.0** (every training and gold label is a WordNet sense key, and the instances carry a
+  lemma and POS — the framework's XML, the built-in data): the candidates of an instance are its
+  lemma+POS's WordNet senses in WordNet order; backoff (no candidate seen in training) is WordNet's
+  first sense. The most-frequent-sense baseline takes the candidate seen most often in training
+  (ties: WordNet order), else the first sense — with SemCor as training, "MFS in SemCor".
+- **Labels** (anything else, e.g. a lexical sample with your own sense names): the candidates of an
+  instance are the labels seen in training with its target (lemma, or lemma+POS), most frequent
+  first; backoff for a target never seen in training is the most frequent training label overall,
+  which is also the most-frequent-label baseline's answer there.
+
+Counts come only from the training instances given (in k-fold evaluation, the other folds).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from corpora import wordnet
+
+WORDNET, LABELS = "wordnet", "labels"
+
+Target = tuple[str, str]   # (lemma, pos); pos is "" for lexical-sample data
+
+
+def is_sense_key(label: str, known: frozenset[str] | set[str]) -> bool:
+    return "%" in label and label in known
+
+
+@dataclass
+class Inventory:
+    """Candidates and backoffs for the test targets, from the training labels.
+
+    counts:    label -> how many training instances carry it (a multi-key instance counts each).
+    by_target: (labels mode) target -> Counter of its training labels.
+    wordnet:   (WordNet mode) target -> its sense keys in WordNet order.
+    """
+
+    kind: str
+    counts: Counter
+    by_target: dict[Target, Counter] = field(default_factory=dict)
+    wordnet: dict[Target, tuple[str, ...]] = field(default_factory=dict)
+    order: dict[str, int] = field(default_factory=dict)   # label -> first occurrence in training
+
+    @classmethod
+    def build(cls, kind: str, train_targets: Sequence[Target] | None, train_golds: Sequence[Sequence[str]],
+              test_targets: Iterable[Target]) -> "Inventory":
+        counts: Counter = Counter()
+        order: dict[str, int] = {}
+        for golds in train_golds:
+            for k in golds:
+                counts[k] += 1
+                order.setdefault(k, len(order))
+        if kind == WORDNET:
+            # WordNet lookups once per lemma+POS, from the on-disk inventory.
+            return cls(kind, counts, wordnet=wordnet.sense_inventory(test_targets), order=order)
+        if train_targets is None:
+            raise ValueError("A labels inventory needs the training targets.")
+        by_target: dict[Target, Counter] = {}
+        for t, golds in zip(train_targets, train_golds):
+            by_target.setdefault(t, Counter()).update(golds)
+        return cls(kind, counts, by_target=by_target, order=order)
+
+    def _ranked(self, counter: Counter) -> tuple[str, ...]:
+        return tuple(sorted(counter, key=lambda k: (-counter[k], self.order[k])))
+
+    def senses(self, lemma: str, pos: str) -> Sequence[str]:
+        """Candidate labels of a target, in tie-breaking order."""
+        if self.kind == WORDNET:
+            return self.wordnet[(lemma, pos)]
+        found = self.by_target.get((lemma, pos))
+        return self._ranked(found) if found else ()
+
+    def backoff(self, lemma: str, pos: str) -> str | None:
+        """The answer when no candidate was seen in training."""
+        if self.kind == WORDNET:
+            return next(iter(self.wordnet[(lemma, pos)]), None)
+        return self.most_frequent_overall()
+
+    def most_frequent_overall(self) -> str | None:
+        return self._ranked(self.counts)[0] if self.counts else None
+
+    def most_frequent(self, lemma: str, pos: str) -> str | None:
+        """The most-frequent-sense (label) baseline's answer for one target."""
+        cands = self.senses(lemma, pos)
+        if self.kind == WORDNET:
+            seen = [k for k in cands if self.counts[k]]
+            return max(seen, key=lambda k: self.counts[k]) if seen else next(iter(cands), None)
+        return cands[0] if cands else self.most_frequent_overall()
+
+    def first_sense(self, lemma: str, pos: str) -> str | None:
+        """WordNet's first sense (WordNet mode only)."""
+        return next(iter(self.wordnet[(lemma, pos)]), None)
+
+
+def choose_kind(labels: Iterable[str], has_pos: bool) -> str:
+    """WordNet when every label is a WordNet 3.0 sense key and instances carry lemma + POS; else labels."""
+    from corpora.semcor import wordnet_sense_keys   # WordNet's index.sense, read once
+
+    if not has_pos:
+        return LABELS
+    known = wordnet_sense_keys()
+    return WORDNET if all(is_sense_key(k, known) for k in labels) else LABELS

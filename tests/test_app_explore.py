@@ -1,0 +1,230 @@
+"""The Polysemy explorer and the Embedding space under AppTest: the bugs of issue 16 (1, 4, 6) and the
+features that need no browser (side by side, colour by metadata, uploads, corpus search).
+
+Each bug test failed on the code before its fix (checked by running this file against ``git archive HEAD``).
+The corpus-search tests read MiniLM's SemCor features from the feature cache (``$EMBPROBE_CACHE``); a
+cold cache extracts them once (minutes).
+"""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from corpora.semcor import load_semcor
+from viz.polysemy import build_lemma_index, semcor_occurrences
+
+MONEY_BANK = "bank%1:14:00::"   # a financial institution
+REPO = Path(__file__).resolve().parent.parent
+TIMEOUT = 600   # first runs load models, read WordNet/SemCor and (cold cache) embed SemCor on a busy 2-core CPU
+
+
+def open_page(name: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
+    at.query_params.clear()   # a browser clears the query string on a page switch; AppTest keeps it
+    at.switch_page(f"app_pages/{name}.py").run()
+    assert_ok(at)
+    return at
+
+
+def assert_ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def build(at: AppTest, key: str) -> None:
+    """Click "Build the SemCor index" when the feature cache is cold (embeds SemCor once)."""
+    buttons = [b for b in at.button if b.key == key]
+    if buttons:
+        buttons[0].click().run()
+        assert_ok(at)
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements).replace("\\", "")
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def scatter(at: AppTest, i: int = 0) -> dict:
+    return [f for f in figures(at) if any(t.get("type") in ("scatter", "scatter3d") and t.get("name") != "selected"
+                                          and "customdata" in t for t in f["data"])][i]
+
+
+def values(v) -> list:
+    """A plotly JSON array: a list, or a typed array {"dtype", "bdata" (base64)}."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return list(v)
+
+
+def drawn_points(fig: dict) -> int:
+    return sum(len(values(t["x"])) for t in fig["data"] if t.get("name") != "selected")
+
+
+# ----------------------------------------------------------------------------- Polysemy explorer: bugs
+
+def test_bug1_static_model_occurrences_are_one_point_each_with_a_count() -> None:
+    at = open_page("polysemy")
+    at.selectbox(key="poly_model").set_value("glove-6b-50d").run()
+    assert_ok(at)
+    info = texts(at.info)
+    assert "static model" in info and "collapse to 2 point(s)" in info, info
+    fig = scatter(at)
+    assert drawn_points(fig) == 2, "one marker per distinct vector (bank, banks)"
+    counts = [int(t[1:]) for tr in fig["data"] if tr.get("name") != "selected" for t in tr.get("text") or [] if t]
+    assert sum(counts) >= 30, counts   # ×N labels account for the occurrences
+    # Two really different vectors: the layout spans them, not float noise.
+    xs = [x for tr in fig["data"] for x in values(tr["x"])]
+    assert max(xs) - min(xs) > 1e-3
+
+
+def test_bug4_the_selected_ring_is_visible_in_2d() -> None:
+    at = open_page("polysemy")
+    at.selectbox(key="poly_pick").set_value(9).run()
+    assert_ok(at)
+    ring = [t for t in scatter(at)["data"] if t.get("name") == "selected"]
+    assert len(ring) == 1
+    colour = ring[0]["marker"].get("color")
+    assert colour and "rgba(0,0,0,0)" not in str(colour).replace(" ", ""), colour
+    assert ring[0].get("showlegend") is True
+
+
+def test_bug4_the_picker_follows_a_new_source() -> None:
+    at = open_page("polysemy")
+    at.selectbox(key="poly_pick").set_value(4).run()
+    # Switching the source resets the picker to the new occurrences (no stale SemCor label).
+    at.segmented_control(key="poly_source").set_value("my sentences").run()
+    assert_ok(at)
+    picker = at.selectbox(key="poly_pick")
+    assert picker.value == 0 and picker.index == 0
+    assert "deposited my salary at the [bank]" in picker.options[picker.index]
+
+
+def test_bug4_one_sentence_per_label_says_why_instead_of_a_zero_curve() -> None:
+    at = open_page("polysemy")
+    at.segmented_control(key="poly_source").set_value("my sentences").run()
+    at.text_area(key="poly_text").set_value("The bank raised rates. | money\nWe sat on the river bank. | river\n"
+                                            "The bank of snow melted. | snow").run()
+    assert_ok(at)
+    assert "single occurrence" in texts(at.info)
+    layer_fig = [f for f in figures(at) if any("1-NN" in str(t.get("name")) or "self-similarity" in str(t.get("name"))
+                                               for t in f["data"])]
+    for f in layer_fig:
+        assert not any("1-NN" in str(t.get("name")) for t in f["data"]), "no all-zero 1-NN curve"
+
+
+# ----------------------------------------------------------------------------- Polysemy explorer: features
+
+def test_side_by_side_two_models_and_two_layers_share_the_occurrences() -> None:
+    at = open_page("polysemy")
+    at.selectbox(key="poly_compare").set_value("two models").run()
+    at.selectbox(key="poly_model_b").set_value("glove-6b-50d").run()
+    assert_ok(at)
+    a, b = scatter(at, 0), scatter(at, 1)
+    assert "minilm" in a["layout"]["title"]["text"] and "glove-6b-50d" in b["layout"]["title"]["text"]
+    assert drawn_points(a) > drawn_points(b) == 2
+    at.selectbox(key="poly_compare").set_value("two layers").run()
+    at.slider(key="poly_layer").set_value(0).run()
+    at.slider(key="poly_layer_b").set_value(6).run()
+    assert_ok(at)
+    titles = [scatter(at, i)["layout"]["title"]["text"] for i in (0, 1)]
+    assert "layer 0" in titles[0] and "layer 6" in titles[1]
+
+
+def test_colour_by_metadata_and_contextuality_beside_the_1nn_curve() -> None:
+    at = open_page("polysemy")
+    at.selectbox(key="poly_colour").set_value("genre").run()
+    assert_ok(at)
+    names = {t["name"] for t in scatter(at)["data"]} - {"selected"}
+    assert "press: reportage" in " ".join(names), names
+    measures = {t["name"] for f in figures(at) for t in f["data"]}
+    assert {"1-NN same sense", "chance", "self-similarity", "explainable variance"} <= measures
+
+
+def test_upload_source_asks_for_a_lexical_sample_file() -> None:
+    """(AppTest cannot upload; tests/test_browser_explore.py uploads a file and checks its labels.)"""
+    at = open_page("polysemy")
+    at.segmented_control(key="poly_source").set_value("upload").run()
+    assert_ok(at)
+    assert "Upload a lexical-sample file" in texts(at.info)
+
+
+def test_corpus_search_for_bank_finds_mostly_the_same_sense() -> None:
+    at = open_page("polysemy")
+    at.slider(key="poly_layer").set_value(6).run()
+    # The page's occurrences of "bank" (noun, seeded sample of 120): pick the first money bank.
+    sentences, _ = load_semcor()
+    occs, _ = semcor_occurrences(sentences, build_lemma_index(sentences), "bank", "noun", cap=120)
+    pick = next(i for i, o in enumerate(occs) if o.keys[0] == MONEY_BANK)
+    at.selectbox(key="poly_pick").set_value(pick).run()
+    at.toggle(key="poly_corpus").set_value(True).run()
+    assert_ok(at)
+    build(at, "poly_corpus_build")
+    hits = at.dataframe[-1].value
+    assert {"cosine", "lemma", "sense", "POS", "same sense"} <= set(hits.columns)
+    assert len(hits) == 20 and hits["cosine"].is_monotonic_decreasing
+    assert (hits["same sense"] == "✓").mean() > 0.5, hits[["lemma", "sense"]]
+    assert "have the query's sense" in texts(at.caption)
+
+
+# ----------------------------------------------------------------------------- Embedding space
+
+def open_tab(tab: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
+    at.query_params.clear()
+    at.switch_page("app_pages/embedding_space.py")
+    at.session_state["space_tab"] = tab
+    at.run()
+    assert_ok(at)
+    return at
+
+
+def test_bug6_contextual_neighbours_come_from_all_of_semcor_and_skip_punctuation() -> None:
+    at = open_tab("Contextual neighbours")   # MiniLM, top layer (6)
+    picker = at.selectbox(key="space_ctx_token")
+    money = next(i for i, o in enumerate(picker.options) if o.startswith("s2 ·") and "[bank]" in o)
+    picker.set_value(money).run()            # "She deposited the cheque at the [bank] ."
+    build(at, "space_corpus_build")
+    tables = [d.value for d in at.dataframe]
+    typed = tables[-1]                                                # neighbours among the typed tokens
+    assert {"cosine", "token", "context"} <= set(typed.columns)
+    assert all(any(ch.isalnum() for ch in t) for t in typed["token"]), list(typed["token"])
+    hits = next(t for t in tables if "sense" in t.columns)          # corpus neighbours with WordNet senses
+    senses = hits["sense"].value_counts()
+    assert "financial" in senses.index[0], senses                      # the money sense comes first ...
+    banks = hits[hits["lemma"] == "bank"]["sense"]
+    assert len(banks) >= 5 and banks.str.contains("financial").mean() > 0.5, banks    # ... before the river bank
+    picker = at.selectbox(key="space_ctx_token")
+    assert all(any(ch.isalnum() for ch in opt.split("[", 1)[1].split("]", 1)[0]) for opt in picker.options)
+
+
+def test_projector_colours_searches_and_isolates() -> None:
+    at = open_tab("Projector")
+    fig = scatter(at)
+    n = drawn_points(fig)
+    assert n >= 30
+    at.selectbox(key="space_pj_colour").set_value("POS").run()
+    at.text_input(key="space_pj_search").set_value("river").run()
+    assert_ok(at)
+    assert "points match “river”" in texts(at.caption)
+    matches = int(texts(at.caption).split(" points match")[0].split()[-3])
+    at.toggle(key="space_pj_isolate").set_value(True).run()
+    assert_ok(at)
+    assert 0 < drawn_points(scatter(at)) == matches < n
+    at.text_input(key="space_pj_search").set_value("re:(unclosed").run()
+    assert_ok(at)
+    assert "not a valid regular expression" in texts(at.warning)
+    at.selectbox(key="space_pj_layer").set_value("all layers").run()
+    at.selectbox(key="space_pj_colour").set_value("layer").run()
+    at.text_input(key="space_pj_search").set_value("").run()
+    assert_ok(at)
+    fig = scatter(at)
+    assert f"all layers: PCA of {7 * n} points" in fig["layout"]["title"]["text"]
+    # Layer 0 is context-independent: occurrences of one form share a vector and are drawn once.
+    assert 6 * n < drawn_points(fig) < 7 * n

@@ -1,0 +1,124 @@
+"""The Probes page's "Your data" tab under AppTest: upload real UD EWT slices, preview, run, saved results;
+an over-limit upload is refused naming the limit; a malformed file is one message with its line."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_app import assert_ok, open_page, texts
+
+def ewt_bytes(data_root: Path, split: str, n: int) -> bytes:
+    """The first ``n`` sentences of a UD EWT file, verbatim."""
+    out, blanks = [], 0
+    with open(data_root / "ud_english_ewt" / f"en_ewt-ud-{split}.conllu", encoding="utf-8") as fh:
+        for line in fh:
+            out.append(line)
+            blanks += not line.strip()
+            if blanks == n:
+                break
+    return "".join(out).encode()
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def upload(at, task: str, role: str, name: str, data: bytes):
+    at.file_uploader(key=f"up_{task}_{role}").upload(name, data)
+
+
+def test_upload_preview_run_and_saved_results(data_root, cache):
+    at = open_page("probes")
+    assert "Upload a training file and a test file" in texts(at.info)
+    upload(at, "tag", "train", "ewt-train.conllu", ewt_bytes(data_root, "train", 40))
+    upload(at, "tag", "test", "ewt-test.conllu", ewt_bytes(data_root, "test", 20))
+    at.run()
+    assert_ok(at)
+    md = texts(at.markdown)
+    assert "label column **UPOS**" in md and "ewt@" in md
+    counts = next(d.value for d in at.dataframe if "scored words" in d.value.columns)
+    assert list(counts["file"]) == ["train", "test"] and list(counts["sentences"]) == [40, 20]
+    assert (cache / "uploads").is_dir()
+    at.selectbox(key="up_model").set_value("glove-6b-50d")
+    at.button(key="up_run").click().run()
+    assert_ok(at)
+    assert "done; saved to cache/results" in texts(at.success)
+    saved = sorted((cache / "results").glob("*.json"))
+    assert [p.name.split("__")[:2] for p in saved] == [["glove-6b-50d", "tag"], ["majority-label", "tag"]]
+    row = json.loads(saved[0].read_text())["rows"][0]
+    assert row["dataset"].endswith(":test:UPOS") and row["n"] == counts["scored words"].iloc[1]
+    # The run is drawn layer by layer, its baseline as its own series.
+    assert at.get("plotly_chart")
+
+
+def test_an_upload_over_the_limit_is_refused_naming_the_limit(data_root, cache, monkeypatch):
+    import app_pages.probe_upload as upload_page
+
+    monkeypatch.setattr(upload_page, "MAX_MB", 0.01)
+    at = open_page("probes")
+    assert "**0.01 MB**" in texts(at.caption)
+    upload(at, "tag", "train", "big.conllu", ewt_bytes(data_root, "train", 40))
+    at.run()
+    assert not at.exception
+    (err,) = at.error
+    assert "big.conllu is" in texts([err]) and "limited to 0.01 MB per file" in texts([err])
+    assert not (cache / "uploads").exists()
+
+
+def test_a_malformed_upload_is_one_message_with_the_line(data_root, cache):
+    at = open_page("probes")
+    good = ewt_bytes(data_root, "test", 5)
+    bad = good.replace(b"\tPROPN\t", b"\t", 1)
+    upload(at, "tag", "train", "good.conllu", good)
+    upload(at, "tag", "test", "bad.conllu", bad)
+    at.run()
+    assert not at.exception
+    (err,) = at.error
+    line = next(i for i, t in enumerate(bad.decode().splitlines(), 1) if t.count("\t") == 8)
+    assert f"bad.conllu:{line}: expected 10 tab-separated fields" in texts([err])
+    assert "Traceback" not in err.value and not [b for b in at.button if b.key == "up_run"]
+
+
+def test_span_files_are_previewed(data_root, cache, tmp_path):
+    from tests.test_span_probe import ewt_records, write
+
+    at = open_page("probes")
+    at.radio(key="up_task").set_value("span").run()
+    pairs = write(tmp_path / "arcs.jsonl", ewt_records(data_root, "dev", 12), True)
+    upload(at, "span", "train", "arcs-train.jsonl", pairs.read_bytes())
+    upload(at, "span", "test", "arcs-test.jsonl", pairs.read_bytes())
+    at.run()
+    assert_ok(at)
+    assert "span pairs" in texts(at.markdown)
+    counts = next(d.value for d in at.dataframe if "targets" in d.value.columns)
+    assert list(counts["sentences"]) == [12, 12] and counts["targets"].iloc[0] > 100
+    assert any("span text" in d.value.columns for d in at.dataframe)
+
+
+def test_sense_files_preview_and_run_by_k_fold(cache):
+    """A lexical-sample TSV from real SemCor (own labels): preview, then the WSD probe by 5-fold CV."""
+    from tests.test_data_lexical_sample import semcor_lexical_lines
+
+    lines = semcor_lexical_lines(200)
+    at = open_page("probes")
+    at.radio(key="up_task").set_value("wsd").run()
+    assert "Upload a training file (a test file is optional)" in texts(at.info)
+    upload(at, "wsd", "train", "semcor-sample.tsv", ("\n".join(lines) + "\n").encode())
+    at.run()
+    assert_ok(at)
+    assert "scored by 5-fold cross-validation" in texts(at.markdown)
+    counts = next(d.value for d in at.dataframe if "occurrences" in d.value.columns)
+    assert list(counts["file"]) == ["train"] and counts["occurrences"].iloc[0] == len(lines)
+    at.selectbox(key="up_model").set_value("glove-6b-50d")
+    at.button(key="up_run").click().run()
+    assert_ok(at)
+    assert "done; saved to cache/results" in texts(at.success)
+    saved = [json.loads(p.read_text()) for p in sorted((cache / "results").glob("*.json"))]
+    model = next(r for r in saved if r["model"] == "glove-6b-50d")
+    assert model["probe"] == "wsd" and model["dataset"].endswith("/5-fold")
+    assert {r["n"] for r in model["rows"]} == {len(lines)}
+    assert any(r["model"] == "most-frequent-label" for r in saved)      # the baseline, its own result

@@ -1,0 +1,149 @@
+"""Paired comparisons, claim tests and --seeds on real probe runs (CoNLL-2000 slices)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from probes.claims import CLAIMS, claims_table, verdict
+from probes.cli import main
+from probes.comparisons import compare, layer_comparisons, model_comparisons, outcome_table
+from probes.errors import ProbeInputError
+from probes.intervals import keep_instances
+from probes.registry import ChartSpec, ProbeSpec, RunContext, get_probe
+from probes.results import ProbeResult, load_results
+from probes.seeds import merge_seeds, run_with_seeds
+from tests.probe_helpers import RandomEmbedder
+
+
+@pytest.fixture(scope="module")
+def pos_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("features")
+    ctx = RunContext(limit=60, device="cpu", show_progress=False, feature_root=root)
+    typed = RandomEmbedder(num_layers=3, dim=24, seed=7, version="typed", noise=0.5)
+    spec = get_probe("pos")
+    return ctx, typed, spec, spec.run(typed, "0,1,2", ctx)
+
+
+def test_a_model_against_itself_gives_p_1(pos_runs):
+    ctx, typed, spec, res = pos_runs
+    again = spec.run(typed, "0,1,2", ctx)                # same seed: the same outcomes
+    outcomes = outcome_table([res], "pos", "conll2000-test")
+    twin = {("twin", layer): out for (_, layer), out in outcome_table([again], "pos", "conll2000-test").items()}
+    t = compare({**outcomes, **twin}, [(("random-test", "2"), ("twin", "2")), (("random-test", "1"), ("random-test", "1"))])
+    assert list(t.p) == [1.0, 1.0] and list(t["diff"]) == [0.0, 0.0]
+
+
+def test_layer_differences_are_the_row_differences(pos_runs):
+    _, _, _, res = pos_runs
+    value = {r["layer"]: r["value"] for r in res.rows if r["metric"] == "accuracy"}
+    t = layer_comparisons(outcome_table([res], "pos", "conll2000-test"), "random-test", against="first")
+    assert list(t.a) == ["random-test L1", "random-test L2"] and set(t.b) == {"random-test L0"}
+    for row, layer in zip(t.itertuples(), ("1", "2")):
+        assert row.diff == pytest.approx(value[layer] - value["0"], abs=0.011)
+        assert row.lo <= row.diff <= row.hi and 0 < row.p <= 1
+    with pytest.raises(ProbeInputError, match="previous or first"):
+        layer_comparisons({}, "m", against="best")
+
+
+def test_comparisons_refuse_different_instances_and_missing_outcomes(pos_runs):
+    _, _, _, res = pos_runs
+    outcomes = outcome_table([res], "pos", "conll2000-test")
+    outcomes[("short", "0")] = outcomes[("random-test", "0")][:-5]
+    with pytest.raises(ProbeInputError, match="different data"):
+        compare(outcomes, [(("random-test", "0"), ("short", "0"))])
+    with pytest.raises(ProbeInputError, match="re-run"):
+        compare(outcomes, [(("random-test", "0"), ("nobody", "0"))])
+    # model_comparisons pairs only models measured on the same instances.
+    assert model_comparisons(outcomes, ["random-test", "short"]).empty
+
+
+def _result(model: str, probe: str, dataset: str, correct_by_layer: dict[str, np.ndarray], keep: bool = True):
+    extra: dict = {}
+    rows = []
+    for layer, correct in correct_by_layer.items():
+        rows.append({"dataset": dataset, "layer": layer, "metric": "accuracy", "value": round(100 * correct.mean(), 2),
+                     "n": len(correct)})
+        if keep:
+            keep_instances(extra, dataset, layer, correct)
+    return ProbeResult(model, probe, rows, extra=extra)
+
+
+def test_claim_verdicts_follow_the_paired_test():
+    rng = np.random.default_rng(0)
+    base = rng.random(4000) < 0.8
+    better = base | (rng.random(4000) < 0.3)                  # fixes many errors, breaks none
+    same = base.copy()
+    same[:2] = ~same[:2]                                      # two flips: no evidence either way
+    results = [
+        _result("a", "pos", "conll2000-test", {"0": base, "1": better, "2": base}),     # first > top: supported
+        _result("b", "pos", "conll2000-test", {"0": base, "1": base, "2": better}),     # contradicted
+        _result("c", "pos", "conll2000-test", {"0": base, "1": base, "2": same}),       # not significant
+        _result("d", "pos", "conll2000-test", {"0": base, "1": base, "2": base}, keep=False),
+        _result("static", "pos", "conll2000-test", {"0": base}),                        # one layer: no row
+    ]
+    t = claims_table(results)
+    got = dict(zip(t.model, t.verdict))
+    assert got["a"] == "supported" and got["b"] == "contradicted" and got["c"] == "not significant"
+    assert got["d"].startswith("n/a: no per-instance outcomes") and "static" not in got
+    assert set(t.claim) == {CLAIMS[1].text}
+    assert verdict(-1.0, 0.5) == "not significant" and verdict(2.0, 0.01) == "supported"
+
+
+def test_seed_0_alone_is_the_plain_run_and_seeds_average(pos_runs):
+    ctx, typed, spec, res = pos_runs
+    one = run_with_seeds(spec, typed, "0,1,2", ctx)
+    assert one.rows == res.rows                                       # --seeds 1: today's numbers, same rows
+    three = run_with_seeds(spec, typed, "0,1,2", dataclasses.replace(ctx, seeds=3))
+    per_seed = three.extra["seeds"]["values"]
+    assert three.params["seeds"] == [0, 1, 2]
+    for r0, r in zip(res.rows, three.rows):
+        values = per_seed[f"{r['dataset']}|{r['layer']}|{r['metric']}"]
+        assert values[0] == r0["value"] and len(values) == 3
+        assert r["value"] == pytest.approx(np.mean(values), abs=0.006)
+        assert r["std"] == pytest.approx(np.std(values, ddof=1), abs=0.006) and r["seeds"] == 3
+        assert r["lo"] <= r["value"] <= r["hi"]
+    assert len(set(map(tuple, per_seed.values()))) > 1 or any(np.std(v) > 0 for v in per_seed.values())
+
+
+def test_a_probe_without_a_seed_runs_once():
+    calls = []
+
+    def run(embedder, layers, ctx, **_):
+        calls.append(ctx.seed)
+        return ProbeResult("m", "toy", [{"dataset": "d", "layer": "0", "metric": "F1", "value": 50.0}], params={})
+
+    toy = ProbeSpec("toy", "toy", "toy", run, lambda ctx, **o: [], lambda df, e: {}, {}, ChartSpec(metrics=("F1",)))
+    res = run_with_seeds(toy, None, None, RunContext(seeds=4))
+    assert calls == [0] and "std" not in res.rows[0]
+    with pytest.raises(ProbeInputError, match="--seeds"):
+        RunContext(seeds=0)
+    merged = merge_seeds([res, dataclasses.replace(res, rows=[{**res.rows[0], "value": 52.0}])])
+    assert merged.rows[0]["value"] == 51.0 and merged.rows[0]["std"] == pytest.approx(1.41, abs=0.01)
+
+
+def test_cli_seeds(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
+    assert main(["pos", "--model", "glove-6b-50d", "--limit", "30", "--seeds", "0", "--results", str(tmp_path)]) == 2
+    assert "--seeds 0 selects nothing" in capsys.readouterr().err
+    assert main(["pos", "--model", "glove-6b-50d", "--limit", "30", "--seeds", "2", "--threads", "1",
+                 "--results", str(tmp_path / "r")]) == 0
+    assert "(2 seeds)" in capsys.readouterr().out
+    df = load_results(tmp_path / "r")
+    row = df[df.model == "glove-6b-50d"].iloc[0]
+    assert row["std"] >= 0 and row["lo"] <= row["value"] <= row["hi"]
+
+
+def test_best_layer_table_tests_the_best_against_runner_up_and_layer_0():
+    from probes.rigor_tables import best_layer_table
+
+    rng = np.random.default_rng(1)
+    base = rng.random(3000) < 0.7
+    best = base | (rng.random(3000) < 0.2)
+    near = best.copy()
+    near[np.flatnonzero(near)[:3]] = False                    # runner-up: three fewer right
+    t = best_layer_table([_result("m", "pos", "conll2000-test", {"0": base, "1": near, "2": best})])
+    assert list(zip(t.best, t.against)) == [("m L2", "m L1"), ("m L2", "m L0")]
+    assert list(t["significant (p < 0.05)"]) == ["no", "yes"]
+    assert best_layer_table([_result("m", "pos", "conll2000-test", {"0": base}, keep=False)]) is None

@@ -1,0 +1,99 @@
+"""The token probes' rigor options (probes/token_rigor.py): checked once, rows of a layer, and the
+pos probe with --control / --mdl / --probe on a real CoNLL-2000 slice."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from probes.conll import conll_slice
+from probes.errors import ProbeInputError
+from probes.token_rigor import RIGOR_OPTIONS, RigorOptions, layer_rows, row_offsets
+
+
+def test_defaults_are_todays_probe_and_bad_options_fail_early():
+    assert RigorOptions.from_options({}).is_default and RigorOptions.from_options({}).params() == {}
+    opts = RigorOptions.from_options({"probe": "mlp", "hidden": "64,32", "dropout": 0.1, "control": True})
+    assert opts.family.hidden == (64, 32) and opts.params()["probe_family"] == "mlp-64x32 (dropout 0.1)"
+    for bad, flag in (({"probe": "svm"}, "--probe"), ({"probe": "rank"}, "--rank"), ({"hidden": "x"}, "--hidden"),
+                      ({"dropout": 1.5}, "--dropout")):
+        with pytest.raises(ProbeInputError, match=flag):
+            RigorOptions.from_options(bad)
+    assert {o.name for o in RIGOR_OPTIONS} >= {"control", "mdl", "probe", "hidden", "rank", "dropout", "weight_decay"}
+
+
+def test_row_offsets_of_selected_rows():
+    offsets = np.array([0, 3, 5, 9])
+    assert list(row_offsets(offsets, None)) == [0, 3, 5, 9]
+    assert list(row_offsets(offsets, np.array([0, 2, 5, 6, 8]))) == [0, 2, 2, 5]
+
+
+def test_layer_rows_on_word_identity_vectors():
+    train, test = conll_slice("train", 200), conll_slice("test", 100)
+    words = np.array([w for s in train for w in s.words])
+    tags = np.array([t for s in train for t in s.pos])
+    twords = np.array([w for s in test for w in s.words])
+    vocab = {w: i for i, w in enumerate(np.unique(np.concatenate([words, twords])))}
+    emb = np.random.default_rng(0).standard_normal((len(vocab), 64)).astype(np.float32)
+    X, Xt = emb[[vocab[w] for w in words]], emb[[vocab[w] for w in twords]]
+    offsets = np.concatenate([[0], np.cumsum([len(s.words) for s in train])])
+    task = np.random.default_rng(1).random(len(twords)) < 0.8
+    seen = []
+    rows, details = layer_rows(RigorOptions(control=True, mdl=True), "3", X, tags, words, offsets, "train-split",
+                               Xt, twords, task, [("dev", slice(0, 50)), ("test", slice(50, len(twords)))],
+                               seed=0, device="cpu", progress=lambda f, m: seen.append(f))
+    got = {(r["dataset"], r["metric"]): r for r in rows}
+    assert set(got) == {("dev", "control_accuracy"), ("dev", "selectivity"), ("test", "control_accuracy"),
+                        ("test", "selectivity"), ("train-split", "codelength_kbits"), ("train-split", "compression"),
+                        ("train-split", "control_codelength_kbits"), ("train-split", "control_compression")}
+    sel = got[("test", "selectivity")]
+    assert sel["value"] == pytest.approx(round(100 * task[50:].mean(), 2) - got[("test", "control_accuracy")]["value"],
+                                         abs=0.011)
+    assert sel["lo"] <= sel["value"] <= sel["hi"] and got[("test", "selectivity")]["n"] == len(twords) - 50
+    # Word identity is all these vectors hold: the control task (a function of the type) is coded
+    # about as well as the real one, both far below the uniform code.
+    assert got[("train-split", "compression")]["value"] > 1.2 and got[("train-split", "control_compression")]["value"] > 1.2
+    blocks = details["mdl"]["task"]
+    assert sum(b["tokens"] for b in blocks) == len(tags) and len(blocks) == 8     # 200 sentences: 8 non-empty blocks
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+
+
+@pytest.fixture(scope="module")
+def feature_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("features")
+
+
+def test_pos_probe_with_control_and_mdl_keeps_its_accuracy_rows(feature_root):
+    from probes.registry import RunContext, get_probe
+    from tests.probe_helpers import RandomEmbedder
+
+    spec = get_probe("pos")
+    typed = RandomEmbedder(num_layers=2, dim=32, seed=3, version="typed", noise=0.3)
+    ctx = RunContext(limit=120, device="cpu", show_progress=False, feature_root=feature_root)
+    plain = spec.run(typed, "1", ctx, **spec.options_from({}))
+    seen = []
+    full = spec.run(typed, "1", RunContext(limit=120, device="cpu", show_progress=False, feature_root=feature_root,
+                                           progress=lambda f, m: seen.append(f)),
+                    **spec.options_from({"control": True, "mdl": True}))
+    by = {(r["dataset"], r["metric"]): r for r in full.rows}
+    assert [r for r in full.rows if r["metric"] == "accuracy"] == plain.rows           # same numbers as before
+    assert {m for d, m in by if d == "conll2000-test"} == {"accuracy", "control_accuracy", "selectivity"}
+    assert {m for d, m in by if d == "conll2000-train"} == {"codelength_kbits", "compression",
+                                                           "control_codelength_kbits", "control_compression"}
+    assert by[("conll2000-test", "selectivity")]["value"] == pytest.approx(
+        by[("conll2000-test", "accuracy")]["value"] - by[("conll2000-test", "control_accuracy")]["value"], abs=0.011)
+    assert full.params["control"] and full.params["mdl"] and "control" not in plain.params
+    assert "1" in full.extra["rigor"] and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+    for metric in ("selectivity", "codelength_kbits", "compression"):
+        assert metric in spec.chart.metrics
+
+
+def test_cli_probe_family_options(tmp_path, capsys, monkeypatch):
+    from probes.cli import main
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
+    base = ["pos", "--model", "glove-6b-50d", "--limit", "60", "--threads", "1", "--results", str(tmp_path / "r")]
+    assert main(base + ["--probe", "rank"]) == 2
+    assert "--rank" in capsys.readouterr().err
+    assert main(base + ["--probe", "mlp", "--hidden", "16", "--control"]) == 0
+    out = capsys.readouterr().out
+    assert "selectivity" in out and "control_accuracy" in out

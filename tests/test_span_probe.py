@@ -1,0 +1,100 @@
+"""The ``span`` probe on edge-probing files made from a real UD EWT slice: single spans (UPOS of each word)
+and span pairs (dependency arcs labelled with DEPREL), both poolings, baselines and bad input."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from corpora.format_errors import DataFormatError
+from probes.errors import ProbeInputError
+from probes.registry import RunContext
+from probes.span import pool, run_span, span_baselines
+from tests.probe_helpers import RandomEmbedder
+
+
+def ewt_records(data_root: Path, split: str, n: int) -> list[dict]:
+    """The first ``n`` sentences of a UD EWT file as edge-probing records: every word a span labelled with
+    its UPOS, every dependency arc a (dependent, head) pair labelled with its DEPREL."""
+    out, rows = [], []
+    with open(data_root / "ud_english_ewt" / f"en_ewt-ud-{split}.conllu", encoding="utf-8") as fh:
+        for line in fh:
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) == 10 and cols[0].isdigit():
+                rows.append(cols)
+            elif not line.strip() and rows:
+                out.append({"text": " ".join(r[1] for r in rows),
+                            "words": rows})
+                rows = []
+                if len(out) == n:
+                    break
+    return out
+
+
+def write(path: Path, records: list[dict], pairs: bool) -> Path:
+    lines = []
+    for rec in records:
+        rows = rec["words"]
+        if pairs:
+            targets = [{"span1": [i, i + 1], "span2": [int(r[6]) - 1, int(r[6])], "label": r[7]}
+                       for i, r in enumerate(rows) if r[6] != "0"]
+        else:
+            targets = [{"span1": [i, i + 1], "label": r[3]} for i, r in enumerate(rows)]
+        lines.append(json.dumps({"text": rec["text"], "targets": targets}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_pooling_is_the_mean_or_the_endpoints():
+    X = np.arange(24, dtype=np.float16).reshape(6, 4)
+    spans = np.array([[0, 3], [4, 5]])
+    np.testing.assert_allclose(pool(X, spans, "mean"), [X[0:3].astype(np.float32).mean(0), X[4]])
+    np.testing.assert_array_equal(pool(X, spans, "endpoints"), [np.r_[X[0], X[2]], np.r_[X[4], X[4]]])
+
+
+@pytest.mark.parametrize("pairs, pooling", [(False, "mean"), (True, "endpoints")])
+def test_span_probe_on_ewt_spans_and_arcs(data_root, tmp_path, pairs, pooling):
+    train = write(tmp_path / "train.jsonl", ewt_records(data_root, "train", 80), pairs)
+    test = write(tmp_path / "test.jsonl", ewt_records(data_root, "test", 40), pairs)
+    typed = RandomEmbedder(num_layers=2, dim=32, seed=2, version="typed")
+    ctx = RunContext(device="cpu", show_progress=False, feature_root=tmp_path / "f")
+    res = run_span(typed, "0,1", ctx, train=str(train), test=str(test), pooling=pooling)
+    targets = [t for line in test.read_text().splitlines() for t in json.loads(line)["targets"]]
+    assert [(r["layer"], r["n"], r["metric"]) for r in res.rows] == [("0", len(targets), "accuracy"),
+                                                                       ("1", len(targets), "accuracy")]
+    assert res.rows[0]["dataset"] == f"{res.dataset}:test:span" and res.extra["pairs"] is pairs
+    (base,) = span_baselines(ctx, train=str(train), test=str(test))
+    share = 100 * Counter(t["label"] for t in targets).most_common(1)[0][1] / len(targets)
+    # Word-identity vectors carry the word's UPOS (and the arc's two words its DEPREL) far better than the
+    # most frequent label does; so does the span-text baseline, but a pair's text is rarely seen twice.
+    assert res.rows[0]["value"] > share + 10 and base.rows[0]["value"] > share
+    assert (res.rows[0]["value"] > base.rows[0]["value"]) if pairs else (base.rows[0]["value"] > share + 10)
+    assert all(r["lo"] <= r["value"] <= r["hi"] for r in res.rows + base.rows)
+
+
+def test_span_bad_input(data_root, tmp_path):
+    single = write(tmp_path / "single.jsonl", ewt_records(data_root, "dev", 5), False)
+    pairs = write(tmp_path / "pairs.jsonl", ewt_records(data_root, "dev", 5), True)
+    with pytest.raises(ProbeInputError, match="mix single spans and span pairs"):
+        span_baselines(RunContext(), train=str(single), test=str(pairs))
+    with pytest.raises(ProbeInputError, match="--pooling 'max'"):
+        span_baselines(RunContext(), train=str(single), test=str(single), pooling="max")
+    broken = tmp_path / "broken.jsonl"
+    lines = single.read_text().splitlines()
+    rec = json.loads(lines[2])
+    rec["targets"][0]["span1"] = [0, len(rec["text"].split()) + 1]
+    broken.write_text("\n".join(lines[:2] + [json.dumps(rec)] + lines[3:]))
+    with pytest.raises(DataFormatError, match=r"broken\.jsonl:3: span1 \[0, \d+\) is out of range"):
+        span_baselines(RunContext(), train=str(single), test=str(broken))
+
+
+def test_span_is_a_command_with_its_options():
+    from probes.cli import build_parser
+
+    args = build_parser().parse_args(["span", "--model", "minilm", "--train", "a.jsonl", "--test", "b.jsonl",
+                                      "--pooling", "endpoints", "--name", "arcs"])
+    assert (args.train, args.test, args.dev, args.pooling, args.name) == ("a.jsonl", "b.jsonl", None, "endpoints",
+                                                                          "arcs")

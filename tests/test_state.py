@@ -1,0 +1,66 @@
+"""app_pages/state.py: a page's choices live in the URL; a link restores them; a bad link falls back."""
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+
+def _page() -> None:
+    import streamlit as st
+
+    from app_pages import state
+
+    names = ["minilm", "glove-6b-50d", "elmo-small"]
+    st.selectbox("Model", names, key=state.bind("m", "minilm", names, param="model"))
+    st.slider("Layer", 0, 6, key=state.bind("layer", 6, lo=0, hi=6))
+    st.text_input("Word", key=state.bind("word", "bank"))
+    st.checkbox("3-D", key=state.bind("three_d", False, param="3d"))
+    st.multiselect("Layers", list(range(7)), key=state.bind("layers", [1, 2], list(range(7))))
+    st.segmented_control("Unit", ["words", "pieces"], key=state.bind("unit", None, ["words", "pieces"]))
+
+
+def _app(**params: str | list[str]) -> AppTest:
+    at = AppTest.from_function(_page, default_timeout=60)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def test_a_link_restores_every_choice() -> None:
+    at = _app(model="elmo-small", layer="2", word="plant", **{"3d": "1"}, layers=["0", "5"], unit="pieces")
+    assert not at.exception
+    assert at.selectbox(key="m").value == "elmo-small"
+    assert at.slider(key="layer").value == 2
+    assert at.text_input(key="word").value == "plant"
+    assert at.checkbox(key="three_d").value is True
+    assert at.multiselect(key="layers").value == [0, 5]
+    assert at.segmented_control(key="unit").value == "pieces"
+
+
+def test_a_bad_link_falls_back_to_the_defaults() -> None:
+    at = _app(model="<script>", layer="99", **{"3d": "maybe"}, layers=["1", "x"], unit="bits")
+    assert not at.exception
+    assert at.selectbox(key="m").value == "minilm"
+    assert at.slider(key="layer").value == 6                       # out of range
+    assert at.checkbox(key="three_d").value is False
+    assert at.multiselect(key="layers").value == [1, 2]            # one bad item rejects the list
+    assert at.segmented_control(key="unit").value is None
+    assert at.query_params["model"] == "minilm" and at.query_params["layer"] == "6"
+
+
+def test_changes_are_written_back_to_the_url() -> None:
+    at = _app()
+    assert at.query_params["model"] == "minilm" and at.query_params["word"] == "bank"
+    assert "unit" not in at.query_params                            # nothing chosen: not in the link
+    at.selectbox(key="m").set_value("glove-6b-50d").run()
+    at.slider(key="layer").set_value(3).run()
+    at.text_input(key="word").set_value("play & <b>").run()
+    at.multiselect(key="layers").set_value([4, 0]).run()
+    at.segmented_control(key="unit").set_value("words").run()
+    assert not at.exception
+    qp = at.query_params
+    assert (qp["model"], qp["layer"], qp["word"], qp["layers"], qp["unit"]) == (
+        "glove-6b-50d", "3", "play & <b>", ["4", "0"], "words")
+    # The written link restores the same view in a fresh session.
+    again = _app(**{k: v for k, v in qp.items()})
+    assert again.selectbox(key="m").value == "glove-6b-50d" and again.slider(key="layer").value == 3
+    assert again.text_input(key="word").value == "play & <b>" and again.multiselect(key="layers").value == [4, 0]

@@ -1,0 +1,156 @@
+"""The ``tag`` probe on files: CoNLL-2000 as a column file gives the built-in POS numbers; UD EWT slices;
+BIO span F1 equals seqeval's; datasets never mix; bad input is one clear error."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from seqeval.metrics import f1_score
+
+from corpora.conllu import iter_conllu
+from corpora.format_errors import DataFormatError
+from models.registry import load_embedder
+from probes.bio import span_f1_row
+from probes.conll import conll_slice
+from probes.errors import ProbeInputError
+from probes.registry import RunContext, get_probe
+from probes.tag import run_tag, tag_baselines
+from tests.probe_helpers import RandomEmbedder
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = REPO / "tests" / "golden"
+
+
+def conll_column_file(path: Path, split: str, limit: int) -> Path:
+    """CoNLL-2000 sentences written back in their own column format: word POS chunk."""
+    path.write_text("".join("".join(f"{w} {p} {c}\n" for w, p, c in zip(s.words, s.pos, s.chunks)) + "\n"
+                            for s in conll_slice(split, limit)))
+    return path
+
+
+def ewt_slice(data_root: Path, tmp_path: Path, split: str, n: int) -> Path:
+    """The first ``n`` sentences of a UD EWT file, copied verbatim (comments, multiword tokens)."""
+    src = data_root / "ud_english_ewt" / f"en_ewt-ud-{split}.conllu"
+    out, blanks = [], 0
+    with open(src, encoding="utf-8") as fh:
+        for line in fh:
+            out.append(line)
+            blanks += not line.strip()
+            if blanks == n:
+                break
+    path = tmp_path / f"ewt-{split}.conllu"
+    path.write_text("".join(out), encoding="utf-8")
+    return path
+
+
+def _rows(rows) -> set[tuple]:
+    return {(r["dataset"], str(r["layer"]), r["metric"], r["value"], r.get("n")) for r in rows}
+
+
+def test_conll2000_as_a_column_file_gives_the_builtin_pos_numbers(tmp_path):
+    """The issue's check: the generic path on CoNLL-2000 written out = the built-in POS probe, per layer
+    (the pre-refactor golden file of `pos --limit 80`, minilm, 2 threads)."""
+    torch.set_num_threads(2)
+    train = conll_column_file(tmp_path / "train.txt", "train", 80)
+    test = conll_column_file(tmp_path / "test.txt", "test", 80)
+    golden = json.loads(next(GOLDEN.glob("minilm__pos__*.json")).read_text())
+    ctx = RunContext(device="cpu", show_progress=False, feature_root=tmp_path / "features")
+    res = run_tag(load_embedder("minilm"), None, ctx, train=str(train), test=str(test), column="1")
+    ours = {(r["layer"], r["value"], r["n"]) for r in res.rows}
+    assert ours == {(r["layer"], r["value"], r["n"]) for r in golden["rows"]}
+    assert res.rows[0]["dataset"] == f"{res.dataset}:test:col1" and res.dataset.startswith("test@")   # "train", "test": no common name
+    assert res.extra["labels"]["NN"] > 100 and all(r["lo"] <= r["value"] <= r["hi"] for r in res.rows)
+    (base,) = tag_baselines(ctx, train=str(train), test=str(test), column="1")
+    majority = json.loads(next(GOLDEN.glob("majority-tag__pos__*.json")).read_text())
+    assert [r["value"] for r in base.rows] == [r["value"] for r in majority["rows"]] == [68.12]
+
+
+def test_bio_chunks_are_scored_as_spans_like_seqeval(tmp_path):
+    train = conll_column_file(tmp_path / "train.txt", "train", 60)
+    test = conll_column_file(tmp_path / "test.txt", "test", 60)
+    typed = RandomEmbedder(num_layers=2, dim=32, seed=3, version="typed")
+    ctx = RunContext(device="cpu", show_progress=False, feature_root=tmp_path)
+    res = run_tag(typed, "1", ctx, train=str(train), test=str(test), column="-1", scheme="bio")
+    acc, f1 = res.rows
+    assert (acc["metric"], f1["metric"]) == ("accuracy", "F1") and f1["dataset"].endswith(":test:col-1")
+    assert 0 < f1["value"] < acc["value"] < 100 and f1["lo"] < f1["value"] < f1["hi"]
+    # The span F1 itself, on real gold chunks and corrupted predictions, equals seqeval's (conlleval) F1.
+    gold = [list(s.chunks) for s in conll_slice("test", 60)]
+    rng = np.random.default_rng(0)
+    pred = [[("O" if rng.random() < 0.2 else t) for t in s] for s in gold]
+    assert span_f1_row("x", "0", gold, pred)["value"] == round(100 * f1_score(gold, pred), 2)
+    with pytest.raises(DataFormatError, match=r"train\.txt:1: label 'NN' in this sentence is not a BIO tag"):
+        run_tag(typed, "1", ctx, train=str(train), test=str(test), column="1", scheme="bio")
+
+
+def test_ud_ewt_slice_upos_and_a_feats_key(data_root, tmp_path):
+    train, test = ewt_slice(data_root, tmp_path, "train", 60), ewt_slice(data_root, tmp_path, "test", 40)
+    typed = RandomEmbedder(num_layers=2, dim=48, seed=1, version="typed")
+    ctx = RunContext(device="cpu", show_progress=False, feature_root=tmp_path / "f")
+    upos = run_tag(typed, "0,mean", ctx, train=str(train), test=str(test), column="UPOS", name="ewt")
+    n_test = sum(len(s.words) for s in iter_conllu(test, "UPOS"))
+    assert [(r["layer"], r["n"]) for r in upos.rows] == [("0", n_test), ("mean", n_test)]
+    assert upos.dataset.startswith("ewt@") and upos.rows[0]["dataset"].endswith(":test:UPOS")
+    (base,) = tag_baselines(ctx, train=str(train), test=str(test), column="UPOS", name="ewt")
+    assert 50 < base.rows[0]["value"] < 95
+    number = run_tag(typed, "0", ctx, train=str(train), test=str(test), column="feats:Number", skip_label="_",
+                     name="ewt")
+    with_number = sum(t != "_" for s in iter_conllu(test, "feats:Number") for t in s.labels)
+    assert number.rows[0]["n"] == with_number < n_test and {"Sing", "Plur"} <= set(number.extra["labels"])
+    assert "_" not in number.extra["labels"]
+    assert number.rows[0]["dataset"].endswith(":test:feats:Number (not _)")
+
+
+def test_two_datasets_with_the_same_file_names_never_mix(data_root, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    ta, tb = ewt_slice(data_root, a, "train", 20), ewt_slice(data_root, b, "train", 21)
+    ctx = RunContext(limit=None)
+    (ra,), (rb,) = tag_baselines(ctx, train=str(ta), test=str(ta)), tag_baselines(ctx, train=str(tb), test=str(tb))
+    assert ra.dataset.split("@")[0] == rb.dataset.split("@")[0] == "ewt-train"
+    assert ra.dataset != rb.dataset and ra.rows[0]["dataset"] != rb.rows[0]["dataset"]
+
+
+def test_bad_requests_are_one_clear_error(data_root, tmp_path):
+    ewt = ewt_slice(data_root, tmp_path, "dev", 5)
+    ctx = RunContext(limit=5)
+    with pytest.raises(ProbeInputError, match="give --train FILE and --test FILE"):
+        tag_baselines(ctx, test=str(ewt))
+    with pytest.raises(ProbeInputError, match="no such file"):
+        tag_baselines(ctx, train=str(tmp_path / "nope.conllu"), test=str(ewt))
+    with pytest.raises(DataFormatError, match="no label column 'HEADS'"):
+        tag_baselines(ctx, train=str(ewt), test=str(ewt), column="HEADS")
+    with pytest.raises(ProbeInputError, match="field index"):
+        tag_baselines(ctx, train=str(ewt), test=str(ewt), format="columns", column="UPOS")
+    with pytest.raises(ProbeInputError, match="--scheme 'iob'"):
+        get_probe("tag").options_from({"scheme": "iob"})
+
+
+def test_cli_runs_the_tag_probe_and_a_bad_file_writes_nothing(data_root, tmp_path):
+    train, test = ewt_slice(data_root, tmp_path, "train", 30), ewt_slice(data_root, tmp_path, "test", 20)
+    bad = tmp_path / "bad.conllu"
+    bad.write_text(test.read_text().replace("\tPROPN\t", "\t", 1))
+    base = [sys.executable, "-m", "probes", "tag", "--model", "glove-6b-50d", "--train", str(train)]
+    out = subprocess.run(base + ["--test", str(bad), "--results", str(tmp_path / "bad-res")], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith(f"error: {bad}:") and "expected 10 tab-separated fields" in out.stderr
+    assert not list((tmp_path / "bad-res").glob("*.json"))
+    res_dir = tmp_path / "res"
+    out = subprocess.run(base + ["--test", str(test), "--column", "XPOS", "--results", str(res_dir)], cwd=REPO,
+                         capture_output=True, text=True, timeout=600,
+                         env={**__import__("os").environ, "EMBPROBE_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr[-2000:]
+    files = sorted(res_dir.glob("*.json"))
+    assert [f.name.split("__")[:2] for f in files] == [["glove-6b-50d", "tag"], ["majority-label", "tag"]]
+    model = json.loads(files[0].read_text())
+    assert model["rows"][0]["dataset"] == f"{model['dataset']}:test:XPOS" and "--column XPOS" in model["command"]
+    assert model["params"]["test"] == str(test) and model["extra"]["task"] == "XPOS"
+    first = list(islice(iter_conllu(test, "XPOS"), 20))
+    assert model["rows"][0]["n"] == sum(len(s.words) for s in first)

@@ -1,0 +1,166 @@
+"""The pure logic behind the Polysemy explorer and the Embedding space (no streamlit): collapsed points,
+metadata colours, search, the projector's uploads, figures, projections of all layers, corpus search."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from viz.corpus_search import corpus_index, hits_frame, nearest, same_sense_share
+from viz.occurrence_figures import MIXED, occurrence_scatter
+from viz.points import collapse, colour_groups, genre_of, occurrence_metadata, search_mask
+from viz.polysemy import Occurrence, separability_problem
+from viz.projection import project, project_layers
+from viz.projector import parse_metadata, parse_vectors, stack_layers
+from viz.space import token_table
+from viz.text import InputError
+
+
+def test_collapse_finds_identical_vectors_up_to_float_noise() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=50), rng.normal(size=50)
+    X = np.stack([a, b, a + 1e-7, a, b - 2e-8])
+    rep, inverse = collapse(X)
+    assert list(rep) == [0, 1] and list(inverse) == [0, 1, 0, 0, 1]
+    rep, inverse = collapse(rng.normal(size=(6, 8)))
+    assert list(inverse) == list(range(6))
+
+
+def test_static_occurrences_are_one_marker_each_with_counts_on_a_sane_scale() -> None:
+    X = np.stack([np.ones(5)] * 4 + [np.arange(5.0)] * 2)
+    rep, inverse = collapse(X)
+    coords, _ = project(X[rep], "PCA", 2)
+    fig = occurrence_scatter(coords[inverse], ["money", "money", "river", "river", "money", "money"],
+                             ["h"] * 6, inverse=inverse, highlight=2)
+    points = [tr for tr in fig.data if tr.name != "selected"]
+    assert sum(len(tr.x) for tr in points) == 2                    # two distinct vectors, two markers
+    assert sorted(t for tr in points for t in tr.text) == ["×2", "×4"]
+    assert {tr.name.split(" (")[0] for tr in points} == {MIXED, "money"}   # 4 mixed, 2 of one sense
+    # One distinct vector: a fixed frame, not an axis scaled to float noise.
+    same = np.zeros((5, 2))
+    fig = occurrence_scatter(same, ["a"] * 5, ["h"] * 5, inverse=np.zeros(5, int))
+    assert list(fig.layout.xaxis.range) == [-1, 1]
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_the_selected_ring_is_opaque_with_a_legend_swatch(dims: int) -> None:
+    coords = np.random.default_rng(1).normal(size=(8, dims))
+    fig = occurrence_scatter(coords, list("aabbaabb"), ["h"] * 8, highlight=3)
+    ring = [tr for tr in fig.data if tr.name == "selected"]
+    assert len(ring) == 1 and ring[0].showlegend
+    assert ring[0].marker.color == "black" and ring[0].marker.symbol == "circle-open"
+    assert list(ring[0].x) == [coords[3, 0]]
+
+
+def test_search_emphasises_and_isolates_matches() -> None:
+    meta = pd.DataFrame({"sense": ["river", "money", "river side", "money"], "context": ["a", "b", "c", "RIVER"]})
+    assert list(search_mask(meta, "river")) == [True, False, True, True]
+    assert list(search_mask(meta, "re:^money$", columns=["sense"])) == [False, True, False, True]
+    assert not search_mask(meta, "  ").any()
+    with pytest.raises(InputError, match="regular expression"):
+        search_mask(meta, "re:(")
+    with pytest.raises(InputError, match="characters"):
+        search_mask(meta, "x" * 500)
+    coords = np.arange(8.0).reshape(4, 2)
+    fig = occurrence_scatter(coords, list(meta["sense"]), ["h"] * 4, matched=search_mask(meta, "money"), isolate=True)
+    assert sum(len(tr.x) for tr in fig.data) == 2
+
+
+def test_colour_groups_bin_numbers_and_pool_rare_values() -> None:
+    meta = pd.DataFrame({"sentence length": list(range(5, 65)), "genre": [f"g{i % 20}" for i in range(60)]})
+    bins = colour_groups(meta, "sentence length")
+    assert 2 <= len(set(bins)) <= 6 and bins[0].startswith("sentence length 5")
+    genres = colour_groups(meta, "genre", max_groups=5)
+    assert len(set(genres)) == 5 and any(g.startswith("other (") for g in genres)
+    with pytest.raises(InputError):
+        colour_groups(meta, "nope")
+
+
+def test_occurrence_metadata_and_genres() -> None:
+    occ = Occurrence(("the", "bank", "rose"), 1, 2, keys=("bank%1:14:00::",), source="brown1/br-a01 s3")
+    meta = occurrence_metadata([occ], lambda g: f"<{g}>")
+    assert meta.iloc[0].to_dict() | {"context": ""} == {"sense": "<bank%1:14:00::>", "POS": "noun",
+                                                         "genre": "press: reportage", "sentence length": 3,
+                                                         "source": "brown1/br-a01 s3", "context": ""}
+    assert genre_of("typed line 2") == "" and genre_of("brown2/br-r07 s1") == "humor"
+
+
+def test_separability_problem_explains_a_curve_that_could_only_be_zero() -> None:
+    assert "single occurrence" in separability_problem(["a", "b", "c"])
+    assert "Only one sense" in separability_problem(["a", "a", None])
+    assert separability_problem(["a", "a", "b"]) is None
+
+
+def test_projections_of_all_layers_at_once_match_one_by_one() -> None:
+    X = np.random.default_rng(2).normal(size=(3, 12, 16)).astype(np.float32)
+    coords, notes = project_layers(X, "PCA", 2)
+    assert coords.shape == (3, 12, 2) and notes == ["", "", ""]
+    for j in range(3):
+        np.testing.assert_allclose(coords[j], project(X[j], "PCA", 2)[0], atol=1e-5)
+    X[0, 5:] = X[0, 0]                                  # a layer where 7 rows share one vector
+    inverses = [collapse(X[j])[1] for j in range(3)]
+    coords, _ = project_layers(X, "PCA", 2, distinct=inverses)
+    assert np.allclose(coords[0, 5:], coords[0, 0])
+
+
+def test_projector_uploads_parse_or_name_the_bad_line() -> None:
+    X = parse_vectors(b"0.1\t0.2\t0.3\n1 2 3\n\n4,5,6\n")
+    assert X.shape == (3, 3) and X.dtype == np.float32
+    with pytest.raises(InputError, match="line 2 has 2 numbers"):
+        parse_vectors("1\t2\t3\n1\t2\n")
+    with pytest.raises(InputError, match="line 1: “abc” is not a number"):
+        parse_vectors("abc\t1\n")
+    with pytest.raises(InputError, match="NaN"):
+        parse_vectors("nan\t1\n1\t2\n")
+    with pytest.raises(InputError, match="not UTF-8"):
+        parse_vectors(b"\xff\xfe1\t2\n")
+    meta = parse_metadata("word\tfreq\nbank\t10\nriver\t3\nmoney\t7\n", 3)
+    assert list(meta.columns) == ["word", "freq"] and meta["freq"].dtype.kind in "if"
+    assert list(parse_metadata("bank\nriver\n", 2)["label"]) == ["bank", "river"]
+    with pytest.raises(InputError, match="2 rows .* 3 vectors"):
+        parse_metadata("a\nb\n", 3)
+    pts, stacked = stack_layers(np.zeros((2, 3, 4)), pd.DataFrame({"w": ["a", "b", "c"]}))
+    assert pts.shape == (6, 4) and list(stacked["layer"]) == [0, 0, 0, 1, 1, 1]
+
+
+def test_typed_tokens_leave_punctuation_out() -> None:
+    outs = [{"words": ["The", "bank", ",", "rose", "."], "vectors": np.random.default_rng(3).normal(size=(2, 5, 4))}]
+    table = token_table(outs, 1)
+    assert list(table.rows["token"]) == ["The", "bank", "rose"]
+    np.testing.assert_allclose(table.vectors[2], outs[0]["vectors"][1, 3])
+
+
+def test_nearest_is_exact_cosine_ranking_without_the_query_itself() -> None:
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 10)).astype(np.float32)
+    Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
+    hits = nearest(Xn, X[7] * 3.0, k=5, exclude=7)
+    sims = Xn @ Xn[7]
+    sims[7] = -np.inf
+    assert [r for r, _ in hits] == list(np.argsort(-sims)[:5])
+    assert all(a >= b for (_, a), (_, b) in zip(hits, hits[1:]))
+    with pytest.raises(ValueError, match="zero"):
+        nearest(Xn, np.zeros(10), k=3)
+    with pytest.raises(ValueError, match="dimensions"):
+        nearest(Xn, np.ones(4), k=3)
+
+
+def test_corpus_index_rows_follow_the_wsd_probes_semcor_view() -> None:
+    """Row r of the corpus matrix is token r of the WSD probe's SemCor layout: same count, same senses."""
+    from corpora.semcor import load_semcor
+    from probes.wsd.data import semcor_view
+
+    sentences, _ = load_semcor()
+    index = corpus_index(sentences)
+    layout, _keep, keys, _n = semcor_view(None)
+    assert len(index) == len(layout.starts) == keys.num_tokens
+    first_key = {}
+    for t, s in zip(keys.token, keys.sense):
+        first_key.setdefault(int(t), keys.keys[int(s)])
+    sample = np.random.default_rng(5).choice(len(index), 2000, replace=False)
+    assert all(index.key[r] == first_key[int(r)] for r in sample)
+    si, ti = int(index.sentence[123]), int(index.token[123])
+    assert index.row_of(si, ti) == 123 and index.row_of(si, -1) is None
+    frame = hits_frame([(123, 0.9)], index, sentences, lambda k: k, query_key=index.key[123])
+    assert frame.iloc[0]["same sense"] == "✓" and f"[{sentences[si].tokens[ti].text}]" in frame.iloc[0]["context"]
+    assert same_sense_share([(123, 0.9), (124, 0.8)], index, index.key[123]) in (0.5, 1.0)

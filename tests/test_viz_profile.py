@@ -1,0 +1,59 @@
+"""viz/profile.py: the Layer profile view's choices and figures, on the committed results."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from corpora.paths import REPO_ROOT
+from probes.profiles import centres_of_gravity, expected_layers, layer_profile
+from probes.results import load_extras, load_results
+from viz.profile import (choice_label, cka_heatmap, contextuality_metrics, profile_choices, profile_figure,
+                         summary_frame)
+
+RUNS = REPO_ROOT / "docs" / "results" / "runs"
+
+
+def test_choices_are_layered_measures_without_precision_and_recall():
+    df = load_results(RUNS)
+    choices = profile_choices(df)
+    assert ("pos", "conll2000-test", "accuracy") in choices and ("wsd", "ALL", "F1") in choices
+    assert not any(metric in ("P", "R") for _, _, metric in choices)
+    assert not any(probe == "mix" for probe, _, _ in choices)        # mix rows are λ rows, not layers
+    assert choice_label(choices[0]).count(" · ") == 2
+    assert profile_choices(df.iloc[0:0]) == []
+
+
+def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():
+    df = pd.DataFrame({"model": ["minilm"] * 3 + ["random:minilm@0"] * 3, "probe": "pos", "dataset": "d",
+                       "metric": "accuracy", "layer": ["0", "1", "2"] * 2, "value": [90, 92, 91, 60, 55, 50],
+                       "n": 1000, "lo": [89, 91, 90, np.nan, np.nan, np.nan], "hi": [91, 93, 92, np.nan, np.nan, np.nan]})
+    prof = layer_profile(df, "pos", "d", "accuracy")
+    fig = profile_figure(prof, title="t <b>", y_title="accuracy")
+    trained, random = fig.data
+    assert list(trained.x) == [0, 0.5, 1] and list(trained.y) == [90, 92, 91]
+    assert trained.line.dash == "solid" and random.line.dash == "dash"
+    assert list(trained.error_y.array) == [1, 1, 1] and random.error_y.array is None
+    assert "layer 1 of 2" in trained.hovertext[1]
+    assert fig.layout.title.text == "t &lt;b&gt;"
+
+
+def test_cka_heatmap_checks_its_labels():
+    fig = cka_heatmap(np.eye(2), ["0", "1"], ["0", "1"], title="x")
+    assert fig.data[0].zmin == 0 and fig.data[0].zmax == 1
+    with pytest.raises(ValueError, match="labels"):
+        cka_heatmap(np.eye(2), ["0"], ["0", "1"], title="x")
+
+
+def test_summary_joins_centre_of_gravity_and_expected_layers():
+    df = load_results(RUNS)
+    prof = layer_profile(df, "pos", "conll2000-test", "accuracy", ["minilm", "elmo-small"])
+    table = summary_frame(centres_of_gravity(prof), expected_layers(load_extras(RUNS, "mix")))
+    assert set(table["model"]) == {"minilm", "elmo-small"}
+    assert {"centre of gravity (depth)", "expected layer (pos)", "expected layer (chunk)"} <= set(table.columns)
+
+
+def test_contextuality_metrics_adjusted_first():
+    df = pd.DataFrame({"probe": "contextuality", "metric": ["self_similarity", "anisotropy", "self_similarity_adj"]})
+    assert contextuality_metrics(df) == ["self_similarity_adj", "self_similarity", "anisotropy"]
+    assert contextuality_metrics(df.iloc[0:0]) == []

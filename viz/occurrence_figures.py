@@ -1,0 +1,147 @@
+"""Figures of the Polysemy explorer and Embedding space: occurrences, per-layer measures, corpus hits.
+
+Pure (arrays and lists in, ``go.Figure`` out), light (one trace per legend group, no per-point
+styling arrays the browser must re-layout) and truthful:
+
+- **Collapsed points** (:func:`occurrence_scatter`): occurrences that share one vector (a static
+  model) are drawn as ONE marker with its count ("×37"), coloured by their sense only when they share
+  it ("several senses" otherwise); a single distinct point sits at the centre of a fixed ±1 frame
+  instead of an axis auto-scaled to float noise.
+- **The selected occurrence** is a black open ring drawn on top, with a visible legend swatch.
+- **Search / isolate**: matched points are drawn larger with a dark outline; ``isolate`` hides the rest.
+
+User text (labels, hover) is escaped here: plotly renders a subset of HTML.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from viz.figures import PALETTE, _layout, layer_curves
+from viz.text import escape_html, shorten
+
+MIXED = "several senses"
+RING = "black"
+
+
+def _hover_html(text: str) -> str:
+    return "<br>".join(escape_html(line) for line in str(text).split("\n"))
+
+
+def occurrence_scatter(
+    coords: np.ndarray, groups: Sequence[str], hover: Sequence[str], *,
+    inverse: np.ndarray | None = None, highlight: int | None = None, matched: np.ndarray | None = None,
+    isolate: bool = False, title: str | None = None, legend_title: str = "sense", height: int = 520,
+    legend_below: bool = False,
+) -> go.Figure:
+    """Scatter of occurrences (coords (n, 2|3)), one trace per group.
+
+    inverse: (n,) distinct-point id of every occurrence (``viz.points.collapse``); occurrences with
+    the same id are drawn as one marker with their count. highlight: the selected occurrence (ringed).
+    matched: (n,) bool of search hits (emphasised; with ``isolate`` only they are drawn).
+    """
+    coords = np.asarray(coords, np.float64)
+    n = coords.shape[0]
+    dims = coords.shape[1] if coords.ndim == 2 and n else 2
+    if len(groups) != n or len(hover) != n:
+        raise ValueError("coords, groups and hover must have the same length")
+    inverse = np.arange(n) if inverse is None else np.asarray(inverse)
+    matched = np.zeros(n, bool) if matched is None else np.asarray(matched, bool)
+    shown = matched if isolate and matched.any() else np.ones(n, bool)
+
+    # One marker per distinct point among the shown occurrences.
+    points: dict[int, list[int]] = {}
+    for i in np.flatnonzero(shown):
+        points.setdefault(int(inverse[i]), []).append(int(i))
+    order = list(dict.fromkeys(groups))
+    by_group: dict[str, list[tuple[int, list[int]]]] = {}
+    for pid, members in points.items():
+        senses = Counter(groups[i] for i in members)
+        group = next(iter(senses)) if len(senses) == 1 else MIXED
+        by_group.setdefault(group, []).append((pid, members))
+    collapsed = any(len(m) > 1 for m in points.values())
+
+    fig = go.Figure()
+    trace_cls = go.Scatter3d if dims == 3 else go.Scatter
+    for gi, group in enumerate(order + ([MIXED] if MIXED in by_group and MIXED not in order else [])):
+        items = by_group.get(group)
+        if not items:
+            continue
+        reps = [m[0] for _, m in items]
+        counts = [len(m) for _, m in items]
+        hov = []
+        for _, m in items:
+            if len(m) == 1:
+                hov.append(_hover_html(hover[m[0]]))
+            else:
+                mix = Counter(groups[i] for i in m).most_common(6)
+                lines = [f"{len(m)} occurrences share this vector:"] + [f"{c} × {shorten(g, 60)}" for g, c in mix]
+                hov.append(_hover_html("\n".join(lines)))
+        hit = [bool(matched[r]) for r in reps]
+        size = [(10 if dims == 2 else 5) * (np.sqrt(c) if collapsed else 1.0) * (1.5 if h else 1.0)
+                for c, h in zip(counts, hit)]
+        colour = "#888888" if group == MIXED else PALETTE[gi % len(PALETTE)]
+        if dims == 2:
+            line = dict(width=[2.5 if h else 1 for h in hit], color=["#222222" if h else "white" for h in hit])
+        else:   # scatter3d takes one line width per trace: matches stand out by size only
+            line = dict(width=0.5, color="white")
+        marker = dict(size=[min(s, 48) for s in size], color=colour, opacity=0.85, line=line)
+        xyz = dict(x=coords[reps, 0], y=coords[reps, 1]) | ({"z": coords[reps, 2]} if dims == 3 else {})
+        label = escape_html(shorten(group, 60)) + (f" ({sum(counts)})" if collapsed else "")
+        fig.add_trace(trace_cls(
+            **xyz, name=label, mode="markers+text" if collapsed else "markers",
+            text=[f"×{c}" if c > 1 else "" for c in counts] if collapsed else None, textposition="top center",
+            hovertext=hov, hoverinfo="text", customdata=reps, marker=marker))
+    if highlight is not None and 0 <= highlight < n and shown[highlight]:
+        h = int(highlight)
+        rep = points[int(inverse[h])][0]
+        xyz = dict(x=[coords[rep, 0]], y=[coords[rep, 1]]) | ({"z": [coords[rep, 2]]} if dims == 3 else {})
+        fig.add_trace(trace_cls(**xyz, name="selected", mode="markers", hoverinfo="skip", showlegend=True,
+                                marker=dict(size=22 if dims == 2 else 12, symbol="circle-open", color=RING,
+                                            line=dict(width=3, color=RING))))
+    _layout(fig, title, height)
+    if dims == 2:
+        fig.update_xaxes(showticklabels=False, zeroline=False, title=None)
+        fig.update_yaxes(showticklabels=False, zeroline=False, title=None)
+        if len(points) <= 1:   # one spot: a fixed frame, never an axis scaled to float noise
+            fig.update_xaxes(range=[-1, 1])
+            fig.update_yaxes(range=[-1, 1])
+    else:
+        axis = dict(showticklabels=False, title="")
+        fig.update_layout(scene=dict(xaxis=axis, yaxis=axis, zaxis=axis))
+    where = (dict(orientation="h", x=0, y=-0.02, xanchor="left", yanchor="top") if legend_below else
+             dict(orientation="v", x=1.01, y=1, xanchor="left", yanchor="top"))   # below: narrow side-by-side panels
+    fig.update_layout(legend=dict(title=dict(text=escape_html(legend_title)), font=dict(size=12),
+                                  bgcolor="rgba(255,255,255,0.8)", **where))
+    return fig
+
+
+def layer_measures_figure(df: pd.DataFrame, *, title: str | None = None, height: int = 340) -> go.Figure:
+    """Per-layer lines (long frame: layer, measure, value), every measure on one 0–1 axis."""
+    fig = layer_curves(df, y="value", color="measure", y_title="value (0–1)", title=title, height=height)
+    fig.update_yaxes(range=[-0.02, 1.02])
+    return fig
+
+
+def hit_histograms(df: pd.DataFrame, columns: Sequence[str] = ("sense", "POS"), top: int = 8,
+                   height: int = 300) -> go.Figure:
+    """Horizontal bars: how many corpus hits have each value of ``columns`` (top values, rest pooled)."""
+    from plotly.subplots import make_subplots
+
+    cols = [c for c in columns if c in df.columns]
+    fig = make_subplots(rows=1, cols=max(1, len(cols)), subplot_titles=[escape_html(c) for c in cols],
+                        horizontal_spacing=0.25)
+    for ci, col in enumerate(cols):
+        counts = df[col].astype(str).value_counts()
+        if len(counts) > top:
+            counts = pd.concat([counts.iloc[: top - 1], pd.Series({"(other)": int(counts.iloc[top - 1:].sum())})])
+        counts = counts.iloc[::-1]
+        fig.add_trace(go.Bar(x=counts.values, y=[escape_html(shorten(v, 45)) for v in counts.index], orientation="h",
+                             marker_color=PALETTE[ci], name=escape_html(col), showlegend=False,
+                             hovertemplate="%{y}: %{x} hits<extra></extra>"), row=1, col=ci + 1)
+        fig.update_xaxes(title="hits", rangemode="tozero", row=1, col=ci + 1)
+    return _layout(fig, None, height)

@@ -1,0 +1,120 @@
+"""Points of a projection and what they are coloured by: metadata, collapsed duplicates, search.
+
+The Polysemy explorer and the Embedding space draw occurrences (one vector each) with metadata. Three
+concerns live here, none of them streamlit:
+
+- **Collapsing identical vectors.** A static model gives every occurrence of a word form the same
+  vector; projecting 37 copies of two vectors lets float noise (1e-7) decide the layout and the axes
+  auto-scale to it, so noise looks like distance. :func:`collapse` finds the distinct vectors (rounded),
+  the page projects only those and draws one point per distinct vector, with its count.
+- **Metadata** (:func:`occurrence_metadata`): sense, part of speech, Brown genre, sentence length and
+  source per occurrence, as a DataFrame; :func:`colour_groups` turns any column into legend groups
+  (numbers binned, so "sentence length" is a handful of colours, not 60).
+- **Search and isolate** (:func:`search_mask`): which points a query selects, by substring over the
+  chosen columns (case-insensitive; ``re:`` for a regular expression, checked before use).
+
+    rep, inverse = collapse(X_layer)            # X_layer[rep] are the distinct vectors; inverse: point -> rep
+    meta = occurrence_metadata(occs, sense_name)
+    groups = colour_groups(meta, "sentence length")
+    mask = search_mask(meta, "river", columns=("context", "sense"))
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from viz.text import InputError
+
+#: Brown corpus genres (SemCor documents are named br-<letter><number>).
+BROWN_GENRES = {
+    "a": "press: reportage", "b": "press: editorial", "c": "press: reviews", "d": "religion",
+    "e": "skill and hobbies", "f": "popular lore", "g": "belles-lettres", "h": "miscellaneous",
+    "j": "learned", "k": "general fiction", "l": "mystery", "m": "science fiction", "n": "adventure",
+    "p": "romance", "r": "humor",
+}
+COLOUR_COLUMNS = ("sense", "POS", "genre", "sentence length", "source")
+MAX_SEARCH_CHARS = 200
+
+
+def genre_of(source: str) -> str:
+    """Brown genre of a SemCor source ("brown1/br-a01 s12" -> "press: reportage"); "" when not SemCor."""
+    m = re.search(r"br-([a-z])\d", source or "")
+    return BROWN_GENRES.get(m.group(1), "?") if m else ""
+
+
+def collapse(X: np.ndarray, decimals: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of ``X`` (n, dim), compared after rounding to ``decimals`` (relative to the largest |x|).
+
+    Returns (rep (m,) index of each distinct row's first occurrence, in order; inverse (n,) point -> 0..m-1).
+    """
+    X = np.asarray(X, np.float64)
+    if X.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    scale = float(np.abs(X).max()) or 1.0
+    rounded = np.round(X / scale, decimals)
+    _, first, inverse = np.unique(rounded, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")            # distinct rows in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order].astype(np.int64), rank[np.asarray(inverse).ravel()].astype(np.int64)
+
+
+def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str]) -> pd.DataFrame:
+    """One row per occurrence: sense (or label), POS, genre, sentence length, source, context."""
+    from viz.polysemy import key_pos   # the POS of a sense key
+
+    rows = []
+    for o in occs:
+        key = o.keys[0] if getattr(o, "keys", ()) else None
+        rows.append({"sense": sense_name(o.group), "POS": key_pos(key) if key else "?",
+                     "genre": genre_of(o.source) or "(not SemCor)", "sentence length": len(o.words),
+                     "source": o.source, "context": o.context(8)})
+    return pd.DataFrame(rows, columns=["sense", "POS", "genre", "sentence length", "source", "context"])
+
+
+def colour_groups(meta: pd.DataFrame, column: str, max_groups: int = 12) -> list[str]:
+    """Legend group of every row by ``column``: numbers binned into ≤ 6 ranges, rare text values pooled."""
+    if column not in meta.columns:
+        raise InputError(f"Cannot colour by “{column}”: choose one of {', '.join(map(str, meta.columns))}.")
+    values = meta[column]
+    if pd.api.types.is_numeric_dtype(values) and values.nunique() > 6:
+        edges = np.unique(np.quantile(values.astype(float), np.linspace(0, 1, 7)))
+        bins = pd.cut(values.astype(float), edges, include_lowest=True, duplicates="drop")
+        return [f"{column} {int(np.ceil(b.left))}–{int(b.right)}" for b in bins]
+    text = values.astype(str)
+    counts = text.value_counts()
+    if len(counts) > max_groups:
+        keep = set(counts.index[: max_groups - 1])
+        return [t if t in keep else f"other ({len(counts) - len(keep)} values)" for t in text]
+    return list(text)
+
+
+def search_mask(meta: pd.DataFrame, query: str | None, columns: Sequence[str] | None = None) -> np.ndarray:
+    """Boolean mask of the rows matching ``query`` in any of ``columns`` (default: all).
+
+    Plain text matches as a case-insensitive substring; ``re:PATTERN`` as a regular expression.
+    An empty query selects nothing. A bad pattern or an over-long query is an InputError.
+    """
+    n = len(meta)
+    if query is None or not query.strip():
+        return np.zeros(n, bool)
+    query = query.strip()
+    if len(query) > MAX_SEARCH_CHARS:
+        raise InputError(f"The search is {len(query)} characters long; keep it under {MAX_SEARCH_CHARS}.")
+    cols = [c for c in (columns or meta.columns) if c in meta.columns]
+    if query.startswith("re:"):
+        try:
+            pattern = re.compile(query[3:], re.IGNORECASE)
+        except re.error as exc:
+            raise InputError(f"“{query[3:]}” is not a valid regular expression ({exc}).") from None
+        match = lambda s: bool(pattern.search(s))   # noqa: E731
+    else:
+        needle = query.lower()
+        match = lambda s: needle in s.lower()   # noqa: E731
+    mask = np.zeros(n, bool)
+    for c in cols:
+        mask |= np.fromiter((match(str(v)) for v in meta[c]), bool, count=n)
+    return mask

@@ -1,0 +1,105 @@
+"""The Layer profile view's pure logic: which measures can be profiled, and its figures.
+
+    choices = profile_choices(df)                                # [(probe, dataset, metric), …] with layer rows
+    prof = layer_profile(df, *choices[0], models)                # probes.profiles: depth = layer / last layer
+    fig = profile_figure(prof, title=…, y_title="accuracy")      # one line per model against relative depth
+    fig = cka_heatmap(M, ["0", "1", "2"], ["0", …, "6"], title=…)
+
+Charts tell the truth: every model is its own series against *relative* depth (0 = layer 0, 1 = the top
+layer), the hover names the real layer, a model measured at one layer only is a single dot, and bootstrap
+intervals (``lo``/``hi``) are drawn where the results have them. Random-weight models (``random:NAME@SEED``)
+are drawn dashed, as the baselines they are.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from probes.contextuality import METRICS as CONTEXTUALITY_METRICS
+from viz.figures import PALETTE, _layout
+from viz.text import escape_html
+
+CONTEXTUALITY = "contextuality"
+#: metrics shown as profiles (a probe's first metric is its headline one)
+SKIPPED_METRICS = {"P", "R"}
+
+
+def profile_choices(df: pd.DataFrame, probe_filter: str | None = None) -> list[tuple[str, str, str]]:
+    """(probe, dataset, metric) combinations with numbered-layer rows from at least one model with 2+ layers.
+
+    ``probe_filter``: only this probe; otherwise contextuality is left out (it has its own section).
+    """
+    if df.empty:
+        return []
+    sel = df[df["layer"].astype(str).str.fullmatch(r"\d+") & ~df["metric"].isin(SKIPPED_METRICS)]
+    sel = sel[sel["probe"] == probe_filter] if probe_filter else sel[sel["probe"] != CONTEXTUALITY]
+    layered = sel.groupby(["probe", "dataset", "metric", "model"])["layer"].nunique()
+    keys = layered[layered > 1].reset_index()[["probe", "dataset", "metric"]].drop_duplicates()
+    return [tuple(k) for k in keys.itertuples(index=False)]
+
+
+def choice_label(choice: tuple[str, str, str]) -> str:
+    probe, dataset, metric = choice
+    return f"{probe} · {dataset} · {metric}"
+
+
+def contextuality_metrics(df: pd.DataFrame) -> list[str]:
+    """Contextuality metrics present, adjusted ones first (the ones Ethayarajh reads)."""
+    present = set(df.loc[df["probe"] == CONTEXTUALITY, "metric"]) if not df.empty else set()
+    order = [m for m in CONTEXTUALITY_METRICS if m.endswith("_adj")] + [m for m in CONTEXTUALITY_METRICS
+                                                                         if not m.endswith("_adj")]
+    return [m for m in order if m in present]
+
+
+def is_random(model: str) -> bool:
+    return str(model).startswith("random:")
+
+
+def profile_figure(profile: pd.DataFrame, *, title: str, y_title: str, height: int = 440) -> go.Figure:
+    """Value against relative depth, one line per model (``probes.profiles.layer_profile`` columns)."""
+    fig = go.Figure()
+    for k, (model, part) in enumerate(profile.groupby("model", sort=False)):
+        part = part.sort_values("depth")
+        color = PALETTE[k % len(PALETTE)]
+        has_ci = part["lo"].notna().all() and part["hi"].notna().all() and len(part)
+        error = dict(type="data", symmetric=False, array=(part["hi"] - part["value"]).to_numpy(),
+                     arrayminus=(part["value"] - part["lo"]).to_numpy(), thickness=1.2) if has_ci else None
+        hover = [f"{escape_html(model)}<br>layer {l} of {L} (depth {d:.2f})<br>{y_title}: {v:.3f}"
+                 for l, L, d, v in zip(part["layer"], part["layers"], part["depth"], part["value"])]
+        fig.add_trace(go.Scatter(
+            x=part["depth"], y=part["value"], mode="lines+markers", name=escape_html(model),
+            line=dict(color=color, width=2.5, dash="dash" if is_random(model) else "solid"),
+            marker=dict(size=9), error_y=error, hovertext=hover, hoverinfo="text"))
+    fig.update_xaxes(title="relative depth (layer / top layer)", range=[-0.05, 1.05], dtick=0.25)
+    fig.update_yaxes(title=escape_html(y_title))
+    return _layout(fig, title, height)
+
+
+def cka_heatmap(matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str,
+                row_title: str = "layer", col_title: str = "layer", height: int = 420) -> go.Figure:
+    """A CKA matrix (values in [0, 1]) as a heatmap with each cell's value written in it."""
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.shape != (len(rows), len(cols)):
+        raise ValueError(f"CKA matrix of shape {matrix.shape} for {len(rows)} × {len(cols)} labels.")
+    fig = go.Figure(go.Heatmap(
+        z=matrix, x=[escape_html(c) for c in cols], y=[escape_html(r) for r in rows], zmin=0, zmax=1,
+        colorscale="Viridis", colorbar=dict(title="CKA"), text=np.round(matrix, 2), texttemplate="%{text}",
+        hovertemplate=f"{escape_html(row_title)} %{{y}} × {escape_html(col_title)} %{{x}}: CKA %{{z:.3f}}<extra></extra>"))
+    fig.update_xaxes(title=escape_html(col_title), type="category")
+    fig.update_yaxes(title=escape_html(row_title), type="category", autorange="reversed")
+    return _layout(fig, title, height)
+
+
+def summary_frame(cog: pd.DataFrame, expected: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per model: centre of gravity (layers, depth) and, where the mix probe ran, the expected layer
+    per task (columns ``expected layer (TASK)``)."""
+    out = cog.rename(columns={"layers": "top layer", "centre_of_gravity": "centre of gravity",
+                              "depth": "centre of gravity (depth)"})
+    if expected is not None and not expected.empty:
+        wide = expected.pivot_table(index="model", columns="task", values="expected_layer", aggfunc="last")
+        wide.columns = [f"expected layer ({t})" for t in wide.columns]
+        out = out.merge(wide.reset_index(), on="model", how="left")
+    return out
