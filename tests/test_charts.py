@@ -67,3 +67,12 @@ def test_layer_probe_figure_baselines_axes_and_small_slices() -> None:
     assert honest_range([95.0, 99.0])[1] == 100 and honest_range([1.0, 2.0])[0] == 0
     big = curves.assign(n=5000, lo=float("nan"), hi=float("nan"))
     assert "small slice" not in (layer_probe_figure(big, None, title="t", y_title="y").layout.title.text or "")
+
+
+def test_reproduce_draws_every_wsd_baseline_as_a_baseline_not_as_our_system(tables) -> None:
+    """The most frequent sense in SemCor is a baseline like the first sense, never "semcor-mfs layer MFS"."""
+    wsd = tables["wsd"]
+    mfs = wsd[wsd["model"] == "wordnet-1st-sense"].assign(model="semcor-mfs", layer="MFS")
+    comp = comparison_frame({**tables, "wsd": pd.concat([wsd, mfs], ignore_index=True)})
+    systems = set(comp.loc[comp["source"] == "ours", "system"])
+    assert "MFS in SemCor" in systems and not any(s.startswith("semcor-mfs") for s in systems)

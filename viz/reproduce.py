@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from probes import paper
 from probes.wsd.scoring import EVAL_LABELS, PAPER_ALL
+from probes.wsd.tables import BASELINE_MODELS as WSD_BASELINES   # baselines: rows of their own
 from probes.tables import build_tables, markdown_table, paper_tables, titles
 
 PAPER_WSD = {"WordNet 1st sense": "WordNet 1st Sense Baseline", "biLM layer 1": "biLM, First layer",
@@ -66,13 +67,13 @@ def comparison_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     ours = 0
     wsd = tables.get("wsd")
     if wsd is not None and WSD_COLUMN in wsd.columns:
-        fs = wsd[wsd["model"] == "wordnet-1st-sense"]
-        fs_value = pd.to_numeric(fs[WSD_COLUMN], errors="coerce").dropna()
-        if len(fs_value):
-            rows.append({"task": WSD_TASK, "system": "WordNet 1st sense", "source": "ours", "test set": WSD_COLUMN,
-                         "score": float(fs_value.iloc[0])})
-            ours += 1
-        for model, layer, value in _best_rows(wsd[wsd["model"] != "wordnet-1st-sense"], WSD_COLUMN):
+        for baseline, label in WSD_BASELINES.items():   # baselines are rows of their own, never "our systems"
+            value = pd.to_numeric(wsd[wsd["model"] == baseline][WSD_COLUMN], errors="coerce").dropna()
+            if len(value):
+                rows.append({"task": WSD_TASK, "system": label, "source": "ours", "test set": WSD_COLUMN,
+                             "score": float(value.iloc[0])})
+                ours += 1
+        for model, layer, value in _best_rows(wsd[~wsd["model"].isin(list(WSD_BASELINES))], WSD_COLUMN):
             rows.append({"task": WSD_TASK, "system": f"{model} layer {layer}", "source": "ours",
                          "test set": WSD_COLUMN, "score": value})
             ours += 1
