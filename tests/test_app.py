@@ -22,8 +22,8 @@ PASTE = " ".join(["word"] * 10_000)
 EMOJI_RTL = "The bank 🏦 said مرحبا بالعالم and שלום 👍🏽"
 
 
-def open_page(name: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
+def open_page(name: str, timeout: float = TIMEOUT) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=timeout).run()
     if name != "models":
         # A browser clears the query string on a page switch; AppTest keeps it (the Models page's
         # ?model=… would otherwise choose the next page's model).

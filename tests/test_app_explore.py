@@ -15,6 +15,8 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from corpora.semcor import load_semcor
+from tests.test_app import assert_ok
+from tests.test_app import open_page as open_app_page
 from viz.polysemy import build_lemma_index, semcor_occurrences
 
 MONEY_BANK = "bank%1:14:00::"   # a financial institution
@@ -23,16 +25,7 @@ TIMEOUT = 600   # first runs load models, read WordNet/SemCor and (cold cache) e
 
 
 def open_page(name: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
-    at.query_params.clear()   # a browser clears the query string on a page switch; AppTest keeps it
-    at.switch_page(f"app_pages/{name}.py").run()
-    assert_ok(at)
-    return at
-
-
-def assert_ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return open_app_page(name, timeout=TIMEOUT)
 
 
 def build(at: AppTest, key: str) -> None:

@@ -13,20 +13,14 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser_support import assert_clean, open_page, shot, wait_idle
+from tests.test_app_upload import ewt_bytes
 
 pytestmark = pytest.mark.browser
 WAIT_MS = 180_000
 
 
 def ewt_slice(data_root: Path, split: str, n: int, out: Path) -> Path:
-    lines, blanks = [], 0
-    with open(data_root / "ud_english_ewt" / f"en_ewt-ud-{split}.conllu", encoding="utf-8") as fh:
-        for line in fh:
-            lines.append(line)
-            blanks += not line.strip()
-            if blanks == n:
-                break
-    out.write_text("".join(lines), encoding="utf-8")
+    out.write_bytes(ewt_bytes(data_root, split, n))
     return out
 
 
