@@ -11,7 +11,9 @@ import numpy as np
 import streamlit as st
 
 from app_pages.common import _cached_embedder, chart, download, get_embedder, md, semcor_corpus
-from viz.corpus_search import corpus_index, corpus_vectors, hits_frame, is_cached, nearest, same_sense_share
+from viz.corpus_search import (
+    corpus_index, corpus_vectors, hits_frame, is_cached, nearest, rows_vectors, same_sense_share, semcor_features,
+)
 from viz.export import file_stem, frame_json
 from viz.occurrence_figures import hit_histograms
 from viz.senses import sense_info
@@ -34,6 +36,27 @@ def cached_index():
 def _matrix(name: str, fingerprint: str, layer: int) -> np.ndarray:
     # ~225k × dim float32 unit rows (350 MB for MiniLM): two (model, layer) pairs are kept per server.
     return corpus_vectors(_cached_embedder(name), layer)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _semcor_features(name: str, fingerprint: str):
+    return semcor_features(_cached_embedder(name))
+
+
+def cached_occurrence_vectors(model: str, occs) -> np.ndarray | None:
+    """(layers, len(occs), dim) vectors of SemCor occurrences read from the WSD probe's feature cache, or
+    None (an occurrence not from SemCor, or the cache lacks a layer of ``model``): a new word then costs
+    a few row reads instead of embedding its sentences."""
+    if not occs or any(o.ref is None for o in occs):
+        return None
+    emb = get_embedder(model)
+    if not all(is_cached(emb, j) for j in range(emb.num_layers)):
+        return None
+    found = _semcor_features(model, emb.fingerprint())
+    rows = [cached_index().row_of(*o.ref) for o in occs]
+    if found is None or any(r is None for r in rows):
+        return None
+    return rows_vectors(*found, rows)
 
 
 def corpus_panel(model: str, layer: int, query: np.ndarray, *, key: str, ref: tuple[int, int] | None = None,

@@ -20,7 +20,7 @@ from app_pages.common import (
     chart, download, family_of, md, model_names, occurrence_vectors_progress, page, page_header, safe,
     semcor_corpus, show_warnings, wait_warmup,
 )
-from app_pages.corpus_ui import corpus_panel, sense_label
+from app_pages.corpus_ui import cached_occurrence_vectors, corpus_panel, sense_label
 from viz.export import file_stem, frame_csv, frame_json
 from viz.lexical_sample import MAX_UPLOAD_MB, LexicalSampleSource
 from viz.occurrence_figures import layer_measures_figure, occurrence_scatter
@@ -318,6 +318,12 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     layer_chart(c, occs, Xs)
 
 
+def occurrence_vectors(model: str, occs) -> np.ndarray:
+    """From the SemCor feature cache when it has them (``corpus_ui.cached_occurrence_vectors``), else embedded."""
+    X = cached_occurrence_vectors(model, occs)
+    return occurrence_vectors_progress(model, occs) if X is None else X
+
+
 def occurrence_signature(c: dict, occs) -> tuple:
     """Names this set of occurrences exactly (every sentence, span, sense and label)."""
     return (c["source"], c["word"], len(occs), hash(tuple(occs)))
@@ -339,7 +345,7 @@ def main() -> None:
             st.session_state["poly_pick"] = 0
         st.session_state["_poly_occ_sig"] = sig
         models = [c["model"]] + ([c["model_b"]] if c["model_b"] else [])
-        Xs = {m: occurrence_vectors_progress(m, occs) for m in models}
+        Xs = {m: occurrence_vectors(m, occs) for m in models}
         view(c, occs, Xs)
 
 

@@ -13,11 +13,9 @@ from app_pages.common import chart, download, get_embedder, log, model_select, p
 from probes.registry import ProbeSpec, RunContext, all_probes, get_probe
 from probes.results import ProbeResult, read_results, results_frame
 from viz.export import file_stem, frame_csv, run_record_json
-from viz.figures import grouped_bars, layer_probe_figure, small_sample_note
-from viz.results import (
-    baseline_frame, breakdown_frame, datasets_of, dirs_with_results, label_dir, layer_curves_frame, load_dir,
-    metrics_of, wide_table,
-)
+from viz.probe_figures import small_sample_note
+from viz.probe_views import RIGOR_PANELS, frame_signature, probe_view, rigor_view
+from viz.results import datasets_of, dirs_with_results, label_dir, load_dir, metrics_of
 
 INTRO = """
 **Probing** asks what a frozen representation already knows, with a deliberately weak model on
@@ -42,14 +40,11 @@ def _quick_runs() -> tuple[dict, threading.Lock]:
     return {}, threading.Lock()
 
 
-def styled(table: pd.DataFrame) -> pd.DataFrame:
-    """Two decimals, and a dash where a model has no such layer (st.dataframe shows nulls as "None")."""
-    return table.map(lambda v: "—" if pd.isna(v) else f"{v:.2f}" if isinstance(v, float) else str(v))
-
-
+@st.fragment
 def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> None:
     """One probe's results: a layer-by-layer chart with its baselines as their own series, the
-    model × layer table, and the per-category breakdown where the probe has one."""
+    model × layer table, and the per-category breakdown where the probe has one. A fragment: its
+    evaluation-set and metric pickers rerun only this probe's section, not the page."""
     datasets = datasets_of(df, spec)
     if not datasets:
         st.info(f"No {spec.name.upper()} results yet.")
@@ -61,12 +56,14 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
         st.info("No results of this probe's metrics on this set.")
         return
     metric = c2.selectbox("Metric", metrics, key=f"{key}_{spec.name}_metric") if len(metrics) > 1 else metrics[0]
-    curves = layer_curves_frame(df, spec.name, dataset, metric, exclude=set(spec.baseline_models))
-    base = baseline_frame(df, spec, dataset, metric)
-    name = spec.title.split(" —")[0]
-    if not curves.empty:
-        fig = layer_probe_figure(curves, base, y_title=f"{metric} (%)", title=f"{name}: {metric} on {dataset}, by layer")
-        chart(fig, file_stem(key, spec.name, dataset, metric), key=f"{key}_{spec.name}_plot",
+    signature = frame_signature(df)
+    view = section_view(signature, spec.name, dataset, metric, df)
+    curves, base, name = view["curves"], view["base"], spec.title.split(" —")[0]
+    if view["rows_figure"] is not None:   # named rows (the λ ablation): bars per row, by model
+        chart(view["rows_figure"], file_stem(key, spec.name, dataset, metric), key=f"{key}_{spec.name}_rows",
+              data=frame_csv(pd.concat([view["rows"], base.rename(columns={"label": "baseline"})], ignore_index=True)))
+    if view["layer_figure"] is not None:
+        chart(view["layer_figure"], file_stem(key, spec.name, dataset, metric), key=f"{key}_{spec.name}_plot",
               data=frame_csv(pd.concat([curves, base.rename(columns={"label": "baseline"})], ignore_index=True)))
         if records is not None:
             download("Run records (JSON: model fingerprint, seed, layers, data, command)", records,
@@ -77,22 +74,51 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
                 "The error bars are bootstrap 95% intervals: layers whose intervals overlap (or that sit on "
                 "the baseline) are not told apart by this slice." if has_ci else
                 "These results carry no intervals: treat differences of a few points as noise."))
-    table = wide_table(df[~df["model"].isin(list(spec.baseline_models))], spec.name, dataset, metric,
-                       spec.chart.layer_order)
-    if not table.empty:
-        st.dataframe(styled(table), width="stretch")
+    if not view["table"].empty:
+        st.dataframe(view["table"], width="stretch")
     if not base.empty:
         st.caption("Baselines (no embeddings; drawn as dashed lines): " + "; ".join(
             f"{r.label} {r.value:.2f}" + (f" [{r.lo:.1f}, {r.hi:.1f}]" if pd.notna(r.lo) and pd.notna(r.hi) else "")
             for r in base.itertuples()))
-    if spec.chart.breakdown:
-        breakdown = breakdown_frame(df, spec, metric, dataset)
-        if not breakdown.empty:
-            st.markdown(f"**By {spec.chart.breakdown_label}** ({spec.chart.breakdown.rstrip(':')}, each model at "
-                        f"its best layer on {dataset})")
-            chart(grouped_bars(breakdown, x="category", y="value", color="model", y_title=f"{metric} (%)", height=360),
-                  file_stem(key, spec.name, "by", spec.chart.breakdown_label), key=f"{key}_{spec.name}_breakdown",
-                  data=frame_csv(breakdown))
+    rigor_section(spec, df, key, signature)
+    if view["breakdown_figure"] is not None:
+        st.markdown(f"**By {spec.chart.breakdown_label}** ({spec.chart.breakdown.rstrip(':')}, each model at "
+                    f"its best layer on {dataset})")
+        chart(view["breakdown_figure"], file_stem(key, spec.name, "by", spec.chart.breakdown_label),
+              key=f"{key}_{spec.name}_breakdown", data=frame_csv(view["breakdown"]))
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def section_view(signature: int, probe: str, dataset: str, metric: str, _df: pd.DataFrame) -> dict:
+    """``viz.probe_views.probe_view``, built once per (results snapshot, probe, set, metric) per server."""
+    return probe_view(_df, get_probe(probe), dataset, metric)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def cached_rigor_view(signature: int, probe: str, _df: pd.DataFrame) -> dict | None:
+    return rigor_view(_df, probe)
+
+
+def rigor_section(spec: ProbeSpec, df: pd.DataFrame, key: str, signature: int) -> None:
+    """Control task and MDL of a token probe, where a run measured them (``--control``, ``--mdl``):
+    task vs control accuracy and codelength per layer, and the selectivity/MDL table."""
+    view = cached_rigor_view(signature, spec.name, df)
+    if view is None:
+        return
+    st.markdown("**Control task and MDL** (Hewitt & Liang 2019; Voita & Titov 2020)")
+    st.caption("A control task gives every word type a fixed random label: a probe can only learn it by "
+               "memorising words. **Selectivity** = task accuracy − control accuracy: high when the layer, not "
+               "the probe, carries the task. **Online codelength** (MDL): the bits needed to transmit the "
+               "training labels when the probe is trained on ever larger blocks of them; shorter = the "
+               "labels are easier to extract; the control task's codelength is the memorisation reference.")
+    for col, panel, (task_metric, _c, _t, what, flag) in zip(st.columns(2), view["panels"], RIGOR_PANELS):
+        if panel is None:
+            col.caption(f"No {what} of a control task measured yet (run with {flag}).")
+            continue
+        fig, data = panel
+        chart(fig, file_stem(key, spec.name, "control", task_metric), key=f"{key}_{spec.name}_rigor_{task_metric}",
+              container=col, data=frame_csv(data))
+    st.dataframe(view["table"], hide_index=True, width="stretch")
 
 
 def saved_tab() -> None:

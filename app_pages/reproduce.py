@@ -6,11 +6,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from app_pages import state
 from app_pages.common import chart, page, page_header, safe
-from probes.tables import markdown_table, titles
+from probes.tables import TABLE_NOTES, markdown_table, titles
 from viz.export import frame_csv
 from viz.reproduce import comparison_figure, comparison_frame, load_tables, read_run_notes, tables_markdown
-from viz.results import dirs_with_results, label_dir
+from viz.results import dirs_with_results, label_dir, load_dir
 
 INTRO = """
 Peters et al. (2018), *Deep contextualized word representations* (NAACL), §5 asks **what the
@@ -34,6 +35,12 @@ def cached_tables(directory: str) -> dict:
     return load_tables(Path(directory))
 
 
+@st.cache_data(ttl=30, show_spinner=False)
+def cached_rows(directory: str) -> pd.DataFrame:
+    """The result rows (with their intervals) behind the tables."""
+    return load_dir(Path(directory))
+
+
 def download_row(key: str, title: str, df) -> None:
     c1, c2, _ = st.columns([1, 1, 4])
     c1.download_button("CSV", df.to_csv(index=False).encode(), file_name=f"{key}.csv", mime="text/csv",
@@ -51,21 +58,24 @@ def main() -> None:
                 "the paper's own numbers are shown below in the meantime.")
     directory = None
     if dirs:
-        directory = st.selectbox("Results from", [str(d) for d in dirs], format_func=lambda d: label_dir(Path(d)),
-                                 key="repro_dir")
+        options = [str(d) for d in dirs]
+        directory = st.selectbox("Results from", options, format_func=lambda d: label_dir(Path(d)),
+                                 key=state.bind("repro_dir", options[0], options, param="results"))
     with safe("build the tables"):
         tables = cached_tables(directory) if directory else load_tables(None)
         notes = read_run_notes(Path(directory)) if directory else ""
         if notes:
             with st.expander("How these results were produced (command, machine, date)"):
                 st.markdown(notes)
-        comp = comparison_frame(tables)
+        comp = comparison_frame(tables, cached_rows(directory) if directory else None)
         if not comp.empty:
             st.subheader("Paper vs. ours at a glance")
             st.caption("WSD: F1 on the paper's evaluation set, ALL without SemEval-07 (SE2, SE3, SE13, SE15), "
                        "for both (paper: biLM and CoVe layers 1 and 2; ours: each model's best layer). "
                        "POS: accuracy, on different test sets (paper: PTB; ours: CoNLL-2000, also WSJ text), "
-                       "so only the pattern compares. WordNet 1st sense and the majority tag use no embeddings.")
+                       "so only the pattern compares. WordNet 1st sense and the majority tag use no embeddings. "
+                       "Error bars on our rows: bootstrap 95% intervals over the test instances (the paper "
+                       "gives none).")
             cols = st.columns(2)
             for col, (task, part), name in zip(cols, comp.groupby("task", sort=False), ("wsd", "pos")):
                 chart(comparison_figure(part, task), f"paper-vs-ours-{name}", key=f"repro_compare_{name}",
@@ -80,6 +90,8 @@ def main() -> None:
             shown = tables[key].map(lambda v: "—" if v is None or (isinstance(v, float) and pd.isna(v))
                                     else f"{v:.2f}" if isinstance(v, float) else str(v))
             st.dataframe(shown, hide_index=True, width="stretch")
+            if key in TABLE_NOTES:
+                st.caption(TABLE_NOTES[key])
             download_row(key, title, tables[key])
 
 

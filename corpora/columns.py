@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from corpora.format_errors import DataFormatError
-from corpora.labelled import LabelledSentence, numbered_lines
+from corpora.labelled import LabelledSentence, labelled_sentences
 
 DOCSTART = "-DOCSTART-"
 
@@ -34,19 +34,13 @@ def iter_columns(path: str | Path, label_column: int = -1, word_column: int = 0)
     DataFormatError (file and line) for a field index the file does not have, a line whose number
     of fields differs from the first token line's, an empty field, and a file without tokens.
     """
-    words: list[str] = []
-    labels: list[str] = []
-    width = first = start = sentences = 0
-    for number, line in numbered_lines(path):
-        if not line.strip():
-            if words:
-                yield LabelledSentence(tuple(words), tuple(labels), start)
-                sentences += 1
-                words, labels = [], []
-            continue
+    width = first = 0   # fields of the first token line, and its number
+
+    def read_token(number: int, line: str, _in_sentence: int) -> tuple[str, str] | None:
+        nonlocal width, first
         cols = split_fields(line)
         if cols[0] == DOCSTART:
-            continue
+            return None
         if not width:
             width, first = len(cols), number
             for name, idx in (("label", label_column), ("word", word_column)):
@@ -62,12 +56,6 @@ def iter_columns(path: str | Path, label_column: int = -1, word_column: int = 0)
         word, label = cols[word_column].strip(), cols[label_column].strip()
         if not word or not label:
             raise DataFormatError(path, number, "empty " + ("word" if not word else "label") + " field.")
-        if not words:
-            start = number
-        words.append(word)
-        labels.append(label)
-    if words:
-        yield LabelledSentence(tuple(words), tuple(labels), start)
-        sentences += 1
-    if sentences == 0:
-        raise DataFormatError(path, None, "no sentences: no token lines in the file.")
+        return word, label
+
+    yield from labelled_sentences(path, read_token, "no sentences: no token lines in the file.")

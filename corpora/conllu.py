@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from corpora.format_errors import DataFormatError
-from corpora.labelled import LabelledSentence, numbered_lines
+from corpora.labelled import LabelledSentence, labelled_sentences
 
 FIELDS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 COLUMNS = ("UPOS", "XPOS", "DEPREL", "LEMMA")
@@ -63,22 +63,13 @@ def iter_conllu(path: str | Path, column: str = "UPOS") -> Iterator[LabelledSent
     and a label column that no word of the file has.
     """
     index, key = parse_column(path, column)
-    words: list[str] = []
-    labels: list[str] = []
-    start = 0
-    sentences = 0
     seen_keys: set[str] = set()
     any_label = False
-    number = 0
-    for number, line in numbered_lines(path):
-        if not line.strip():
-            if words:
-                yield LabelledSentence(tuple(words), tuple(labels), start)
-                sentences += 1
-                words, labels = [], []
-            continue
+
+    def read_token(number: int, line: str, in_sentence: int) -> tuple[str, str] | None:
+        nonlocal any_label
         if line.startswith("#"):
-            continue
+            return None
         cols = line.split("\t")
         if len(cols) != 10:
             raise DataFormatError(path, number, f"expected 10 tab-separated fields ({' '.join(FIELDS)}), "
@@ -88,29 +79,23 @@ def iter_conllu(path: str | Path, column: str = "UPOS") -> Iterator[LabelledSent
             lo, sep, hi = wid.partition("-" if "-" in wid else ".")
             if not (lo.isdigit() and hi.isdigit()):
                 raise DataFormatError(path, number, f"bad word ID {wid!r}.")
-            continue
+            return None
         if not wid.isdigit():
             raise DataFormatError(path, number, f"bad word ID {wid!r}: expected 1, 2, 3 …, a range 1-2 or 1.1.")
-        if int(wid) != len(words) + 1:
-            raise DataFormatError(path, number, f"word ID {wid} follows word {len(words)}: IDs run 1, 2, 3 … "
+        if int(wid) != in_sentence + 1:
+            raise DataFormatError(path, number, f"word ID {wid} follows word {in_sentence}: IDs run 1, 2, 3 … "
                                                 "within a sentence, and a blank line ends each sentence.")
         if not cols[1]:
             raise DataFormatError(path, number, "empty FORM field.")
-        if not words:
-            start = number
         if key is None:
             label = cols[index]
         else:
             label, keys = _keyed(path, number, cols[index], key)
-            seen_keys |= keys
+            seen_keys.update(keys)
         any_label = any_label or label != NO_VALUE
-        words.append(cols[1])
-        labels.append(label)
-    if words:
-        yield LabelledSentence(tuple(words), tuple(labels), start)
-        sentences += 1
-    if sentences == 0:
-        raise DataFormatError(path, None, "no sentences: no word lines (ID FORM … MISC) in the file.")
+        return cols[1], label
+
+    yield from labelled_sentences(path, read_token, "no sentences: no word lines (ID FORM … MISC) in the file.")
     if not any_label:
         found = f" (keys present: {', '.join(sorted(seen_keys)[:12])})" if key is not None and seen_keys else ""
         raise DataFormatError(path, None, f"no word has a value in label column {column!r}{found}.")

@@ -5,6 +5,9 @@ Readers of token-labelling files (``corpora.conllu``, ``corpora.columns``) yield
 :class:`SpanSentence`. Each record keeps the line on which it starts, so a later check (a label
 never seen, a span out of range) can still say where.
 
+:func:`labelled_sentences` is the sentence loop both token readers share (a blank line ends a
+sentence); each reader gives it only how one line becomes a (word, label).
+
 :func:`numbered_lines` is the one way a reader gets at a file: line by line (bounded memory for any
 file size), decoded as UTF-8 line by line so that a bad byte is reported with its line number, with
 the trailing newline removed. An empty file is a :class:`DataFormatError` of its own.
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from corpora.format_errors import DataFormatError
 
@@ -68,3 +71,35 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             yield number, text.rstrip("\r\n")
         if number == 0:
             raise DataFormatError(path, None, "the file is empty.")
+
+
+#: ``read_token(line number, line, words so far in the sentence)`` -> (word, label), or None for a line
+#: that is no token (a comment, a document break); it raises DataFormatError for a bad line.
+ReadToken = Callable[[int, str, int], "tuple[str, str] | None"]
+
+
+def labelled_sentences(path: str | Path, read_token: ReadToken, nothing: str) -> Iterator[LabelledSentence]:
+    """The blank-line-separated sentences of ``path`` as a stream, each token line read by ``read_token``;
+    DataFormatError ``nothing`` when the file has no token at all."""
+    words: list[str] = []
+    labels: list[str] = []
+    start = sentences = 0
+    for number, line in numbered_lines(path):
+        if not line.strip():
+            if words:
+                yield LabelledSentence(tuple(words), tuple(labels), start)
+                sentences += 1
+                words, labels = [], []
+            continue
+        token = read_token(number, line, len(words))
+        if token is None:
+            continue
+        if not words:
+            start = number
+        words.append(token[0])
+        labels.append(token[1])
+    if words:
+        yield LabelledSentence(tuple(words), tuple(labels), start)
+        sentences += 1
+    if sentences == 0:
+        raise DataFormatError(path, None, nothing)

@@ -153,27 +153,52 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     models = split_references(args.models)
     if not models:
         raise ProbeInputError("--models is empty.")
+    if args.rigor:   # the token probes' control task and MDL
+        args.control = args.mdl = True
     specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
     options = {spec.name: spec.options_from(vars(args)) for spec in specs}
     writable_dir(out / "runs", "--out")
     embedders = {m: load(m, args.device) for m in models}   # fail early on an unknown or broken model
-    timings = reproduce(embedders, specs, ctx, options, out, command=command_line(args.argv), report=print_rows)
+    if args.rigor:
+        embedders |= {m: load(m, args.device) for m in random_twins(embedders)}
+    command = command_line(args.argv)
+    timings = reproduce(embedders, specs, ctx, options, out, command=command, report=print_rows)
     print(f"tables written to {out}/ (total {timings['total']:.0f} s)")
+    if args.rigor:
+        from probes.contextuality_cli import reproduce_contextuality
+
+        from models.random_init import PREFIX
+
+        trained = [e for m, e in embedders.items() if not m.startswith(PREFIX)]
+        print(f"contextuality tables written to {reproduce_contextuality(trained, ctx, out / 'contextuality', command)}")
     return 0
+
+
+def random_twins(embedders: dict) -> list[str]:
+    """``random:NAME@0`` for every contextual model of ``embedders`` (a static model has no layers to re-draw)."""
+    from models.random_init import PREFIX
+
+    return [f"{PREFIX}{m}@0" for m, e in embedders.items()
+            if e.num_layers > 1 and not m.startswith(PREFIX) and f"{PREFIX}{m}@0" not in embedders]
 
 
 def cmd_verify(runs: Path) -> int:
     """Exit 1 when a result in use was produced by other weights than the model on disk now."""
     from models.base import UnknownModelError
+    from models.random_init import PREFIX as RANDOM, parse_random
     from models.registry import REGISTRY, load_embedder
     from probes.verify import report, verify_results
 
     if not runs.is_dir():
         raise ProbeInputError(f"--verify: no results folder {runs}.")
 
+    def shipped(model: str) -> bool:
+        """A model of the zoo, or the zoo's architecture with random weights (``random:NAME@SEED``)."""
+        return (parse_random(model)[0] if model.startswith(RANDOM) else model) in REGISTRY
+
     def fingerprint_of(model: str) -> str | None:
         try:
-            return load_embedder(model).fingerprint() if model in REGISTRY else None
+            return load_embedder(model).fingerprint() if shipped(model) else None
         except UnknownModelError:
             return None
 
@@ -246,6 +271,9 @@ def build_parser(with_probes: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true",
                    help="only check that every result in OUT/runs used by the tables was produced by the model "
                         "as it is on disk now (content fingerprint); exit 1 on a stale result")
+    p.add_argument("--rigor", action="store_true",
+                   help="also the rigor checks: token probes with --control --mdl, each contextual model's "
+                        "random-weight twin (random:NAME@0) as rows, and contextuality per layer in OUT/contextuality")
     add_common(p, model=False)
     seen: dict[str, Option] = {}
     for spec in specs:   # every probe's options, each once (the same name means the same option)

@@ -83,6 +83,21 @@ def cmd_contextuality(args: argparse.Namespace) -> int:
     return 0
 
 
+def reproduce_contextuality(embedders, ctx, out: Path, command: str = "") -> Path:
+    """``reproduce --rigor``: every model's contextuality with the defaults (SemCor's first
+    ``DEFAULT_LIMIT`` sentences, or ``ctx.limit`` when smaller) into ``out/runs``; ``out/tables.md``."""
+    from dataclasses import replace
+
+    ctx = replace(ctx, limit=min(ctx.limit or DEFAULT_LIMIT, DEFAULT_LIMIT))
+    runs = out / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    for emb in embedders:
+        res = run_contextuality(emb, ctx)
+        print(summary(res.rows, emb.name))
+        save_result(res.stamped(command), runs)
+    return write_contextuality_tables(runs, out, command)
+
+
 def _default_results() -> Path:
     from corpora.paths import cache_dir
 

@@ -68,6 +68,11 @@ class ProbeFamily:
             [f"wd {self.weight_decay:g}"] * (self.weight_decay != DEFAULT_WEIGHT_DECAY)
         return base + (f" ({', '.join(extra)})" if extra else "")
 
+    @property
+    def slug(self) -> str:
+        """The label without spaces, for a probe name ("mlp-256", "linear-dropout0.2-wd0.1")."""
+        return self.label.replace(" (", "-").replace(", ", "-").replace(" ", "").rstrip(")")
+
 
 def parse_hidden(text: str | Sequence[int]) -> tuple[int, ...]:
     """"512" or "512,256" -> (512,) / (512, 256); ProbeInputError on anything else."""

@@ -31,6 +31,15 @@ def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
     return h.hexdigest()
 
 
+def data_hash(*parts: Sequence[Sequence[str]]) -> str:
+    """16 hex digits of SHA-256 over several sequences of string sequences (sentences, labels, ids): a
+    run's data hash (``extra["data_hash"]``, shown in its run record), the same for the same content."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(sentences_hash(part).encode("ascii"))
+    return h.hexdigest()[:16]
+
+
 def _safe_key(dataset_key: str) -> str:
     if not dataset_key or any(c in dataset_key for c in "/\\\0") or dataset_key in {".", ".."}:
         raise ValueError(f"Bad dataset key {dataset_key!r}: use a plain name like 'semcor' or 'conll2000-test'.")

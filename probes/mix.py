@@ -21,6 +21,7 @@ from probes import paper
 from probes.conll import DATASET, conll_slice, feature_key
 from probes.errors import ProbeInputError, check_positive
 from probes.bio import sentence_counts
+from probes.feature_store import data_hash
 from probes.features import get_features
 from probes.intervals import accuracy_interval, grouped_interval, keep_instances
 from probes.mix_model import MixProbe, TokenData, chunk_f1, standardise_layers
@@ -127,7 +128,10 @@ def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequenc
         params={"rows": list(rows), "tasks": list(tasks), "limit": limit, "train_limit": train_limit,
                 "seed": ctx.seed, "epochs": epochs},
         extra={"mix": mixes, "feature_s": round(t_feat, 1), "total_s": round(time.perf_counter() - t0, 1),
-               "train_tokens": n_rows, "test_tokens": int(g_te.num_words), **kept})
+               "train_tokens": n_rows, "test_tokens": int(g_te.num_words),
+               "data_hash": data_hash(*(part for sents in (train, test) for part in (
+                   [list(s.words) for s in sents], [list(s.pos) for s in sents], [list(s.chunks) for s in sents]))),
+               **kept})
 
 
 def mix_baselines(ctx: RunContext, tasks: Sequence[str] = TASKS, epochs: int = 10, train_limit: int | None = None,

@@ -61,7 +61,7 @@ def run_pos(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunConte
     train, test = conll_splits(ctx.limit)
     rows, extra = run_layers(embedder, specs, ctx, train, [test], what="POS probe", rigor=rigor)
     return ProbeResult(
-        embedder.name, "pos", rows, dataset=DATASET, fingerprint=embedder.fingerprint(),
+        embedder.name, rigor.probe_name("pos"), rows, dataset=DATASET, fingerprint=embedder.fingerprint(),
         params={"layers": [s.label for s in specs], "limit": ctx.limit, "seed": ctx.seed, **rigor.params()},
         extra=extra)
 

@@ -7,7 +7,8 @@
   (``--control``, ``--mdl``); an interval is shown as "[lo, hi]" beside its value;
 - ``best_layer``: per model, its best layer against the runner-up and against layer 0 (paired
   tests, ``probes.comparisons``) on the paper's two per-layer tasks — is the best layer really best?
-- ``published_rigor``: what those two papers report, with the source and how our setting differs.
+- ``published_rigor``: what those two papers report for the original ELMo's layers, each followed by
+  elmo-small's same layer as we measured it (``paper.RIGOR_DIFFERENCES`` says how the settings differ).
 """
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ TITLES = {
     "best_layer": "Is the best layer best? Each model's best layer against the runner-up and layer 0 (paired tests)",
     "claims": "The paper's claims tested per model (paired test on the same test instances; supported = p < 0.05)",
     "selectivity_mdl": "Control task selectivity (Hewitt & Liang 2019) and MDL online codelength (Voita & Titov 2020)",
-    "published_rigor": "Published control-task and MDL findings beside ours (sources, and how the settings differ)",
+    "published_rigor": "Published control-task and MDL numbers for ELMo's layers, each followed by our counterpart",
 }
+NOTES = {"published_rigor": paper.RIGOR_DIFFERENCES}   # printed under the table
 
 
 def _cell(row: pd.Series) -> str:
@@ -40,7 +42,8 @@ def _cell(row: pd.Series) -> str:
 
 def selectivity_mdl_table(df: pd.DataFrame) -> pd.DataFrame | None:
     """One row per (model, probe, layer) that measured control or MDL metrics; None when no run did."""
-    sel = df[df.probe.isin(TOKEN_PROBES) & df.metric.isin(RIGOR_METRICS)]
+    # "pos" and its other probe families ("pos+mlp-256", probes.token_rigor.RigorOptions.probe_name)
+    sel = df[df.probe.str.split("+").str[0].isin(TOKEN_PROBES) & df.metric.isin(RIGOR_METRICS)]
     measured = sel[sel.metric != "accuracy"]
     if measured.empty:
         return None
@@ -75,9 +78,30 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
     return pd.DataFrame(rows) if rows else None
 
 
-def published_rigor_table() -> pd.DataFrame:
-    return pd.DataFrame([{"source": s, "setting": setting, "what": what, "value": paper.fmt(v, 2), "vs ours": diff}
-                         for s, setting, what, v, diff in paper.RIGOR_PUBLISHED])
+PUBLISHED_COLUMNS = (("accuracy", "accuracy"), ("control_accuracy", "control acc."), ("selectivity", "selectivity"),
+                     ("codelength_kbits", "codelength (kbits)"), ("control_codelength_kbits", "control codelength"),
+                     ("compression", "compression"), ("control_compression", "control compression"))
+
+
+def published_rigor_table(df: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The papers' ELMo layers (``paper.RIGOR_PUBLISHED``), each group followed by our counterpart (elmo-small's
+    same layer; Proj0's: our ELMo with random weights) with the linear probe (``pos`` runs with ``--control
+    --mdl``; "n/a" where no run measured it)."""
+    ours = pd.DataFrame(columns=["model", "probe", "layer", "metric", "value"]) if df is None else df[df.probe == "pos"]
+    rows = []
+    groups = list(dict.fromkeys((p.our_model, p.our_layer) for p in paper.RIGOR_PUBLISHED))
+    for model, layer in sorted(groups, key=lambda g: (g[0] != paper.RANDOM_ELMO, int(g[1] or -1))):
+        for p in (p for p in paper.RIGOR_PUBLISHED if (p.our_model, p.our_layer) == (model, layer)):
+            rows.append({"source": p.source, "representation": p.representation, "probe": p.probe,
+                         **{label: paper.fmt(getattr(p, attr), 2) for attr, label in PUBLISHED_COLUMNS}})
+        if layer is None:
+            continue
+        mine = ours[(ours.model == model) & (ours.layer == layer)].drop_duplicates("metric", keep="last")
+        mine = mine.set_index("metric")["value"]
+        rows.append({"source": "this lab (CoNLL-2000 test; MDL: its training split)",
+                     "representation": f"ours: {model} layer {layer}", "probe": "linear",
+                     **{label: paper.fmt(mine.get(attr), 2) for attr, label in PUBLISHED_COLUMNS}})
+    return pd.DataFrame(rows)
 
 
 def rigor_tables(results: Sequence[ProbeResult], df: pd.DataFrame,
@@ -90,5 +114,5 @@ def rigor_tables(results: Sequence[ProbeResult], df: pd.DataFrame,
     sel = selectivity_mdl_table(df)
     if sel is not None:
         tables["selectivity_mdl"] = sel
-    tables["published_rigor"] = published_rigor_table()
+    tables["published_rigor"] = published_rigor_table(df)
     return tables

@@ -12,8 +12,9 @@ import pandas as pd
 from probes import paper
 from probes.registry import all_probes
 from probes.results import extras_of, latest_rows, read_results
-from probes.rigor_tables import TITLES as RIGOR_TITLES, rigor_tables
+from probes.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
 
+TABLE_NOTES = RIGOR_NOTES   # table key -> a note printed under it (tables.md, the Reproduce page)
 PAPER_TITLES = {"paper_wsd": "Paper, Table 5: all-words fine-grained WSD F1",
                 "paper_pos": "Paper, Table 6: PTB POS tagging accuracy"}
 
@@ -82,6 +83,8 @@ def write_tables(results_dir: Path, out: Path, models: list[str] | None = None, 
         t = tables[key]
         t.to_csv(out / f"{key}.csv", index=False)
         lines += [f"## {title}", "", markdown_table(t), ""]
+        if key in TABLE_NOTES:
+            lines += [TABLE_NOTES[key], ""]
     if timings:
         lines += ["## Wall time (s)", ""] + [f"- {k}: {v:.0f}" for k, v in timings.items()] + [""]
     path = out / "tables.md"

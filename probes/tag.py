@@ -129,7 +129,7 @@ def run_tag(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunConte
     files, what, train, evals = load_splits(ctx.limit, **options)
     rows, extra = run_layers(embedder, specs, ctx, train, evals, scheme=options.get("scheme") or "tag",
                              what=f"tag probe ({what})", rigor=rigor)
-    return ProbeResult(embedder.name, "tag", rows, dataset=files.label, fingerprint=embedder.fingerprint(),
+    return ProbeResult(embedder.name, rigor.probe_name("tag"), rows, dataset=files.label, fingerprint=embedder.fingerprint(),
                        params={**_params(files, ctx, options), "layers": [s.label for s in specs], **rigor.params()},
                        extra={**extra, **label_counts(train, evals), "task": what})
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import time
+
 import numpy as np
 
 from probes.classifier import LinearProbe
@@ -71,6 +73,11 @@ class RigorOptions:
             return {}
         return {"probe_family": self.family.label, "control": self.control, "mdl": self.mdl}
 
+    def probe_name(self, base: str) -> str:
+        """The results' probe name: ``base`` for the default family, else ``base+FAMILY`` ("pos+mlp-256"),
+        so a run with another probe family never replaces the linear probe's rows in the tables."""
+        return base if self.family == ProbeFamily() else f"{base}+{self.family.slug}"
+
     def new_probe(self, *, seed: int, device: str | None, **kwargs) -> LinearProbe:
         return make_probe(self.family, seed=seed, device=device, **kwargs)
 
@@ -97,12 +104,15 @@ def layer_rows(opts: RigorOptions, layer: str, Xtr: np.ndarray, ytr: np.ndarray,
     details: dict = {}
     new = lambda **kw: opts.new_probe(seed=seed, device=device, **kw)  # noqa: E731
     if opts.control:
+        t0 = time.perf_counter()
         ctrl = control_correct(new, Xtr, words_tr, ytr, Xte, words_te, seed=seed)
         for name, part in evals:
             rows += selectivity_rows(name, layer, task_correct[part], ctrl[part], seed=seed)
+        details["control_s"] = round(time.perf_counter() - t0, 1)
         if progress is not None:
             progress(0.3 if opts.mdl else 1.0, f"control task layer {layer}: {100 * ctrl.mean():.1f}%")
     if opts.mdl:
+        t0 = time.perf_counter()
         offsets = np.arange(len(ytr) + 1) if offsets_tr is None else offsets_tr
         classes = np.unique(ytr)
         sub = (lambda lo, hi: None if progress is None else (lambda f, m: progress(lo + (hi - lo) * f, m)))
@@ -116,4 +126,5 @@ def layer_rows(opts: RigorOptions, layer: str, Xtr: np.ndarray, ytr: np.ndarray,
                                       desc=f"MDL control layer {layer}")
         rows += task.rows(train_name, layer) + ctrl_code.rows(train_name, layer, prefix="control_")
         details["mdl"] = {"task": task.blocks, "control": ctrl_code.blocks, "num_classes": task.num_classes}
+        details["mdl_s"] = round(time.perf_counter() - t0, 1)
     return rows, details

@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from probes.bio import span_f1_row
+from probes.feature_store import data_hash
 from probes.features import Features, get_features
 from probes.intervals import accuracy_row, keep_instances
 from probes.layers import LayerSpec, needed_layers
@@ -59,6 +60,11 @@ class TokenSplit:
     def words(self) -> list[str]:
         flat = [w for s in self.sentences for w in s]
         return flat if self.rows is None else [flat[i] for i in self.rows]
+
+    def hash_parts(self) -> tuple[Sequence[Sequence[str]], ...]:
+        """What the probe learns and is scored on: the sentences, the labels and the scored rows."""
+        rows = [] if self.rows is None else [[str(i) for i in self.rows]]
+        return self.sentences, [[str(label) for label in self.labels]], rows
 
     def by_sentence(self, flat: np.ndarray) -> list[np.ndarray]:
         """Per-sentence pieces of a flat array over every word (``rows`` None only)."""
@@ -135,12 +141,15 @@ def run_layers(embedder, specs: Sequence[LayerSpec], ctx: RunContext, train: Tok
     rows: list[dict] = []
     extra: dict = {}
     history = {}
+    fit_s: dict[str, float] = {}  # per spec: the probe's own fit + predict (the rigor rows time themselves)
     for k, spec in enumerate(specs):
         Xtr = layer_matrix(ftr, spec, L, train.rows)
         Xte = np.concatenate([layer_matrix(f, spec, L, s.rows) for f, s in zip(fevs, evals)]) if len(evals) > 1 \
             else layer_matrix(fevs[0], spec, L, evals[0].rows)
+        t_fit = time.perf_counter()
         fit = fit_and_score(Xtr, train.labels, Xte, y_te, words_tr, words_te, seed=ctx.seed, device=ctx.device,
                             rigor=rigor)
+        fit_s[spec.label] = round(time.perf_counter() - t_fit, 1)
         for i, s in enumerate(evals):
             part = slice(bounds[i], bounds[i + 1])
             rows += split_rows(s, spec.label, fit.correct[part], fit.predictions[part], scheme, extra)
@@ -157,9 +166,15 @@ def run_layers(embedder, specs: Sequence[LayerSpec], ctx: RunContext, train: Tok
             ctx.progress(0.75 + 0.25 * (k + 1) / len(specs),
                          f"{what} layer {spec.label}: {100 * fit.correct[bounds[-2]:].mean():.1f}%")
     extra.update({"train_tokens": len(train.labels), "test_tokens": len(evals[-1].labels),
-                  "feature_s": round(t_feat, 1),
+                  "data_hash": splits_hash(train, *evals),
+                  "feature_s": round(t_feat, 1), "fit_s": fit_s,
                   "total_s": round(time.perf_counter() - t0, 1), "history": history})
     return rows, extra
+
+
+def splits_hash(*splits: TokenSplit) -> str:
+    """The data hash of a run on these splits (``probes.feature_store.data_hash``)."""
+    return data_hash(*(part for s in splits for part in s.hash_parts()))
 
 
 def baseline_rows(train: TokenSplit, evals: Sequence[TokenSplit], scheme: str = "tag") -> tuple[list[dict], dict]:
@@ -170,4 +185,5 @@ def baseline_rows(train: TokenSplit, evals: Sequence[TokenSplit], scheme: str = 
     for s in evals:
         pred = base.predict(s.words)
         rows += split_rows(s, "baseline", pred == s.labels, pred, scheme, extra)
+    extra["data_hash"] = splits_hash(train, *evals)
     return rows, extra

@@ -150,11 +150,25 @@ def shot(pg, directory: Path, name: str, max_height: int = 2400) -> Path:
     return path
 
 
-def choose(pg, label: str, option: str, nth: int = 0) -> None:
-    """Pick ``option`` in the (``nth``) selectbox labelled ``label``."""
+def choose(pg, label: str, option: str, nth: int = 0, attempts: int = 3) -> None:
+    """Pick ``option`` in the (``nth``) selectbox labelled ``label``: typed first (the list is virtualised:
+    an option past the first few is not in the page until scrolled to), and opened again if a rerun that
+    was still under way closed the list."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    wait_idle(pg)
     box = pg.get_by_role("combobox", name=label, exact=True).nth(nth)
-    box.click()
-    pg.get_by_role("option", name=option, exact=True).click()
+    for attempt in range(attempts):
+        box.click()
+        pg.keyboard.type(option)
+        try:
+            pg.get_by_role("option", name=option, exact=True).click(timeout=20_000)
+            break
+        except PlaywrightTimeoutError:
+            if attempt == attempts - 1:
+                raise
+            pg.keyboard.press("Escape")
+            wait_idle(pg)
     wait_idle(pg)
 
 

@@ -338,6 +338,31 @@ def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None
     assert {t.get("name") for t in pos_fig["data"] if t.get("mode") == "lines+markers"} == {"glove-6b-50d"}
 
 
+def test_probes_page_shows_control_task_and_mdl(tmp_path, monkeypatch) -> None:
+    """A POS run with --control --mdl (real, small) gets its task-vs-control charts and table."""
+    from probes.pos import run_pos
+    from probes.registry import RunContext
+    from probes.results import save_result
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
+    glove = load_embedder("glove-6b-50d")
+    save_result(run_pos(glove, ctx=RunContext(limit=30, show_progress=False), control=True, mdl=True),
+                tmp_path / "results")
+    at = open_page("probes")
+    mine = next(o for o in at.selectbox(key="probe_results_dir").options if str(tmp_path) in o)
+    at.selectbox(key="probe_results_dir").set_value(mine).run()
+    assert_ok(at)
+    assert "Control task and MDL" in texts(at.markdown)
+    by_title = {f["layout"]["title"]["text"]: f for f in figures(at)}
+    acc = next(f for t, f in by_title.items() if t.startswith("accuracy: task vs control task"))
+    mdl = next(f for t, f in by_title.items() if t.startswith("online codelength: task vs control"))
+    assert {t["line"]["dash"] for t in acc["data"]} == {"solid", "dash"}
+    table = next(d.value for d in at.dataframe if "selectivity" in d.value.columns)
+    assert list(table.model) == ["glove-6b-50d"] and "codelength_kbits" in table.columns
+    control_kbits = float(table.control_codelength_kbits.item().split()[0])
+    assert mdl["layout"]["yaxis"]["range"][0] == 0 and mdl["layout"]["yaxis"]["range"][1] >= control_kbits
+
+
 def test_reproduce_page_tables_and_downloads() -> None:
     at = open_page("reproduce")
     assert at.title[0].value == "Reproduce the paper"

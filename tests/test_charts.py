@@ -49,7 +49,7 @@ def test_reproduce_chart_labels_are_readable_and_bars_start_at_zero(tables) -> N
 def test_layer_probe_figure_baselines_axes_and_small_slices() -> None:
     """Bug 3 (pure half; the AppTest quick run checks the page): a tiny slice where every layer
     equals the baseline is drawn flat on a ≥ 20-point axis, the baseline its own dashed series."""
-    from viz.figures import honest_range, layer_probe_figure
+    from viz.probe_figures import honest_range, layer_probe_figure
 
     curves = pd.DataFrame({"model": "elmo-small", "layer": [0, 1, 2], "value": [66.7, 66.7, 67.5],
                            "n": 37, "lo": [50.0, 50.0, 51.4], "hi": [81.1, 81.1, 81.9]})
@@ -76,3 +76,50 @@ def test_reproduce_draws_every_wsd_baseline_as_a_baseline_not_as_our_system(tabl
     comp = comparison_frame({**tables, "wsd": pd.concat([wsd, mfs], ignore_index=True)})
     systems = set(comp.loc[comp["source"] == "ours", "system"])
     assert "MFS in SemCor" in systems and not any(s.startswith("semcor-mfs") for s in systems)
+
+
+def test_unbounded_metrics_are_not_clipped_to_a_percent_axis() -> None:
+    """A codelength of hundreds of kbits is drawn on a kbit axis from 0 that holds it (the percent axis
+    clipped it to 100); selectivity may be negative; the control task is its own dashed series."""
+    from viz.probe_figures import layer_probe_figure, metric_axis, task_vs_control_figure
+
+    task = pd.DataFrame({"model": "m", "layer": [0, 1], "value": [107.8, 75.1], "n": 5000})
+    control = task.assign(value=[413.1, 415.3])
+    fig = layer_probe_figure(task, None, metric="codelength_kbits", title="t")
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] >= 107.8
+    assert "kbits" in fig.layout.yaxis.title.text
+    both = task_vs_control_figure(task, control, metric="codelength_kbits", title="t")
+    assert both.layout.yaxis.range[1] >= 415.3 and both.layout.yaxis.range[0] == 0
+    assert [t.line.dash for t in both.data] == ["solid", "dash"]
+    assert both.data[0].line.color == both.data[1].line.color
+    title, (lo, hi) = metric_axis("selectivity", [-3.0, 2.0])
+    assert lo <= -3.0 and hi >= 2.0 and "task − control" in title
+    assert metric_axis("accuracy", [95.0, 99.0])[1][1] == 100
+
+
+def test_every_probe_chart_draws_its_intervals(tables) -> None:
+    """The λ ablation's rows, the per-POS bars and the paper-vs-ours chart carry our 95% intervals as
+    error bars (the layer chart's are checked above); bars start at 0."""
+    from probes.registry import get_probe
+    from probes.results import load_results
+    from viz.probe_figures import grouped_bars, named_rows_figure
+    from viz.reproduce import comparison_figure, comparison_frame
+    from viz.results import baseline_frame, breakdown_frame, named_rows_frame
+
+    df = load_results(RESULTS)
+    mix = get_probe("mix")
+    rows = named_rows_frame(df, mix, "conll2000-test:pos", "accuracy")
+    assert list(rows[rows.model == "elmo-small"].layer) == list(mix.chart.layer_order[1:])
+    fig = named_rows_figure(rows, baseline_frame(df, mix, "conll2000-test:pos", "accuracy"),
+                            order=mix.chart.layer_order, title="t")
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert bars and all(t.error_y.array is not None for t in bars) and list(fig.layout.yaxis.range) == [0, 100]
+    assert any(t.name == "GloVe 6B 50d input only (baseline)" and t.line.dash == "dash" for t in fig.data)
+    by_pos = breakdown_frame(df, get_probe("wsd"), "F1", "ALL")
+    assert by_pos[["lo", "hi"]].notna().all(axis=None)
+    assert all(t.error_y.array is not None for t in grouped_bars(by_pos, x="category", y="value", color="model").data)
+    comp = comparison_frame(tables, df)
+    ours = comp[comp.source == "ours"]
+    assert ours[["lo", "hi"]].notna().all(axis=None) and (ours.lo <= ours.score).all() and (ours.score <= ours.hi).all()
+    paper, mine = comparison_figure(comp[comp.task == comp.task.iloc[0]], "t").data
+    assert paper.error_x.array is None and mine.error_x.array is not None

@@ -78,3 +78,17 @@ def test_run_record_has_what_reproduces_a_run() -> None:
     assert rec["layers"] == ["0"] and rec["data"] == {"dataset": "conll2000", "limit": 5, "hash": "d1g3st"}
     assert rec["command"].startswith("python -m probes pos") and rec["rows"][0]["lo"] == 75.0
     assert export.run_record(result, command="x")["command"] == "x"
+
+
+def test_run_records_of_built_in_datasets_carry_a_data_hash() -> None:
+    """The built-in POS and WSD runs record a hash of what they were trained and scored on: the same
+    slice gives the same hash, another slice another."""
+    from probes.pos import run_pos_baseline
+    from probes.wsd.probe import run_first_sense
+
+    pos10 = export.run_record(run_pos_baseline(limit=10))["data"]
+    assert pos10["hash"] and len(pos10["hash"]) == 16 and pos10["limit"] == 10
+    assert export.run_record(run_pos_baseline(limit=10))["data"]["hash"] == pos10["hash"]
+    assert export.run_record(run_pos_baseline(limit=12))["data"]["hash"] != pos10["hash"]
+    wsd = export.run_record(run_first_sense(limit=5))["data"]
+    assert wsd["dataset"] == "semcor→ALL" and len(wsd["hash"]) == 16 and wsd["hash"] != pos10["hash"]

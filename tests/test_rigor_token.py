@@ -97,3 +97,39 @@ def test_cli_probe_family_options(tmp_path, capsys, monkeypatch):
     assert main(base + ["--probe", "mlp", "--hidden", "16", "--control"]) == 0
     out = capsys.readouterr().out
     assert "selectivity" in out and "control_accuracy" in out
+    # Another probe family is its own probe: its rows never replace the linear probe's in the POS table.
+    from probes.pos import pos_tables
+    from probes.results import load_results
+    from probes.rigor_tables import selectivity_mdl_table
+
+    assert main(base) == 0
+    df = load_results(tmp_path / "r")
+    assert set(df[df.model == "glove-6b-50d"].probe) == {"pos", "pos+mlp-16"}
+    linear = df[(df.probe == "pos") & (df.model == "glove-6b-50d") & (df.metric == "accuracy")].value.item()
+    mlp = df[(df.probe == "pos+mlp-16") & (df.metric == "accuracy")].value.item()
+    assert linear != mlp
+    table = pos_tables(df, [])["pos"]
+    assert table[table.model == "glove-6b-50d"].iloc[:, -1].tolist() == [linear]
+    assert set(selectivity_mdl_table(df).probe) == {"pos+mlp-16"}
+
+
+def test_reproduce_rigor_writes_every_rigor_table(tmp_path, monkeypatch):
+    """`reproduce --rigor`: control task and MDL rows, the random-weight twin of each contextual model
+    (none for a static one), and the contextuality tables, from one command."""
+    from probes.cli import main
+    from probes.results import load_results
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    assert main(["reproduce", "--models", "glove-6b-50d,gpt-small", "--probes", "pos", "--rigor", "--limit", "30",
+                 "--threads", "1", "--out", str(out)]) == 0
+    df = load_results(out / "runs")
+    assert set(df.model) == {"glove-6b-50d", "gpt-small", "random:gpt-small@0", "majority-tag"}
+    measured = set(df[df.metric == "selectivity"].model)
+    assert measured == {"glove-6b-50d", "gpt-small", "random:gpt-small@0"}
+    assert {"codelength_kbits", "control_codelength_kbits"} <= set(df[df.model == "gpt-small"].metric)
+    tables = (out / "tables.md").read_text()
+    assert "Control task selectivity" in tables and "random:gpt-small@0" in tables
+    ctx = load_results(out / "contextuality" / "runs")
+    assert set(ctx.model) == {"glove-6b-50d", "gpt-small"}          # the trained models, not the twins
+    assert (out / "contextuality" / "tables.md").is_file()

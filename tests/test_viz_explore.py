@@ -164,3 +164,32 @@ def test_corpus_index_rows_follow_the_wsd_probes_semcor_view() -> None:
     frame = hits_frame([(123, 0.9)], index, sentences, lambda k: k, query_key=index.key[123])
     assert frame.iloc[0]["same sense"] == "✓" and f"[{sentences[si].tokens[ti].text}]" in frame.iloc[0]["context"]
     assert same_sense_share([(123, 0.9), (124, 0.8)], index, index.key[123]) in (0.5, 1.0)
+
+
+def test_semcor_occurrences_read_from_the_feature_cache_equal_their_embedding(tmp_path, monkeypatch) -> None:
+    """The Polysemy explorer's fast path: SemCor occurrences' vectors read from the WSD probe's feature
+    cache are the vectors that embedding their sentences gives (up to the cache's float16), and no cache
+    means no fast path (nothing is extracted behind the user's back)."""
+    from corpora.semcor import load_semcor
+    from models.registry import load_embedder
+    from probes.features import get_features
+    from probes.wsd.data import semcor_view
+    from viz.corpus_search import DATASET_KEY, rows_vectors, semcor_features
+    from viz.polysemy import build_lemma_index, occurrence_vectors, semcor_occurrences
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
+    glove = load_embedder("glove-6b-50d")
+    assert semcor_features(glove) is None
+    layout, keep, _keys, _n = semcor_view(None)
+    get_features(glove, DATASET_KEY, layout.sentences, None, keep=keep, show_progress=False)
+    found = semcor_features(glove)
+    assert found is not None
+    sentences, _ = load_semcor()
+    index = corpus_index(sentences)
+    occs = [o for word in ("bank", "new_york", "take") for o in
+            semcor_occurrences(sentences, build_lemma_index(sentences), word, cap=15)[0]]
+    assert any(o.end - o.start > 1 for o in occs)            # a multiword token: the mean of its pieces
+    cached = rows_vectors(*found, [index.row_of(*o.ref) for o in occs])
+    embedded = occurrence_vectors(lambda sents: [o.vectors for o in glove.embed(sents)], occs)
+    assert cached.shape == embedded.shape == (1, len(occs), 50)
+    assert np.allclose(cached, embedded, rtol=2e-3, atol=2e-3)

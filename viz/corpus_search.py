@@ -90,6 +90,27 @@ def corpus_vectors(embedder, layer: int, *, progress: ProgressFn | None = None, 
     return _unit(layout.token_vectors(feats.layer(int(layer))))
 
 
+def semcor_features(embedder, root=None):
+    """(layout, Features) of the WSD probe's SemCor cache when it holds *every* layer of ``embedder``,
+    else None — nothing is extracted here (the Polysemy explorer then embeds its sentences itself)."""
+    from probes.features import get_features
+    from probes.wsd.data import semcor_view
+
+    if not all(is_cached(embedder, j, root) for j in range(embedder.num_layers)):
+        return None
+    layout, keep, _keys, _n = semcor_view(None)
+    return layout, get_features(embedder, DATASET_KEY, layout.sentences, None, keep=keep, show_progress=False,
+                                root=root)
+
+
+def rows_vectors(layout, features, rows: Sequence[int]) -> np.ndarray:
+    """(layers, len(rows), dim) float32: corpus rows ``rows`` at every layer, each the mean of its
+    pieces — what ``viz.polysemy.occurrence_vectors`` computes for a SemCor occurrence, read from the
+    cache (float16-rounded, as the WSD probe reads it) instead of embedding its sentence."""
+    sub = layout.subset(rows)
+    return np.stack([sub.token_vectors(features.layer(j)) for j in range(features.num_layers)]).astype(np.float32)
+
+
 def nearest(Xn: np.ndarray, query: np.ndarray, k: int = 20, exclude: int | None = None) -> list[tuple[int, float]]:
     """The ``k`` rows of unit matrix ``Xn`` most cosine-similar to ``query``, nearest first (``exclude`` left out)."""
     q = np.asarray(query, np.float32).ravel()

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from probes.contextuality import METRICS as CONTEXTUALITY_METRICS
 from viz.figures import PALETTE, _layout
+from viz.probe_figures import interval_error
 from viz.text import escape_html
 
 CONTEXTUALITY = "contextuality"
@@ -64,9 +65,7 @@ def profile_figure(profile: pd.DataFrame, *, title: str, y_title: str, height: i
     for k, (model, part) in enumerate(profile.groupby("model", sort=False)):
         part = part.sort_values("depth")
         color = PALETTE[k % len(PALETTE)]
-        has_ci = part["lo"].notna().all() and part["hi"].notna().all() and len(part)
-        error = dict(type="data", symmetric=False, array=(part["hi"] - part["value"]).to_numpy(),
-                     arrayminus=(part["value"] - part["lo"]).to_numpy(), thickness=1.2) if has_ci else None
+        error = interval_error(part)
         hover = [f"{escape_html(model)}<br>layer {l} of {L} (depth {d:.2f})<br>{y_title}: {v:.3f}"
                  for l, L, d, v in zip(part["layer"], part["layers"], part["depth"], part["value"])]
         fig.add_trace(go.Scatter(

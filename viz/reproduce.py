@@ -15,6 +15,7 @@ from probes import paper
 from probes.wsd.scoring import EVAL_LABELS, PAPER_ALL
 from probes.wsd.tables import BASELINE_MODELS as WSD_BASELINES   # baselines: rows of their own
 from probes.tables import build_tables, markdown_table, paper_tables, titles
+from viz.probe_figures import interval_error
 
 PAPER_WSD = {"WordNet 1st sense": "WordNet 1st Sense Baseline", "biLM layer 1": "biLM, First layer",
              "biLM layer 2": "biLM, Second layer", "CoVe layer 1": "CoVe, First Layer",
@@ -47,15 +48,37 @@ WSD_COLUMN = EVAL_LABELS[PAPER_ALL]
 POS_COLUMN = "accuracy (CoNLL-2000 test)"
 WSD_TASK = "WSD F1 on ALL without SE07 (SE2 + SE3 + SE13 + SE15)"
 POS_TASK = "POS accuracy (paper: PTB test; ours: CoNLL-2000 test)"
-COMPARISON_COLUMNS = ["task", "system", "source", "test set", "score"]
+COMPARISON_COLUMNS = ["task", "system", "source", "test set", "score", "lo", "hi"]
+#: Where each task's "ours" rows live in the results: (probe, dataset, metric).
+RESULT_ROWS = {WSD_TASK: ("wsd", PAPER_ALL, "F1"), POS_TASK: ("pos", "conll2000-test", "accuracy")}
 
 
-def comparison_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Long table task, system, source ("paper" / "ours"), test set, score for the at-a-glance chart.
+def _interval(results: pd.DataFrame | None, task: str, model: str, layer: str | None) -> tuple[float, float]:
+    """The 95% interval of one of our rows (NaN, NaN when the results have none; a baseline: its one row)."""
+    if results is None or results.empty or not {"lo", "hi"} <= set(results):
+        return float("nan"), float("nan")
+    probe, dataset, metric = RESULT_ROWS[task]
+    sel = results[(results["model"] == model) & (results["probe"] == probe) & (results["dataset"] == dataset)
+                  & (results["metric"] == metric)]
+    if layer is not None:
+        sel = sel[sel["layer"].astype(str) == layer]
+    if sel.empty:
+        return float("nan"), float("nan")
+    return float(sel["lo"].iloc[-1]), float(sel["hi"].iloc[-1])
+
+
+def _lohi(results: pd.DataFrame | None, task: str, model: str, layer: str | None) -> dict[str, float]:
+    lo, hi = _interval(results, task, model, layer)
+    return {"lo": lo, "hi": hi}
+
+
+def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Long table task, system, source ("paper" / "ours"), test set, score, lo, hi for the at-a-glance chart.
 
     Like with like: the WSD rows of both sources are F1 on ALL without SE07, the evaluation set of
     the paper's Table 5 (our "ALL" includes SE07 and is not comparable). POS cannot be: the paper
-    used the PTB, we use CoNLL-2000 (WSJ text too), so each row says its test set.
+    used the PTB, we use CoNLL-2000 (WSJ text too), so each row says its test set. ``results`` (the
+    result rows, ``probes.results.load_results``): our rows' bootstrap 95% intervals (the paper gives none).
     """
     rows = []
     for label, key in PAPER_WSD.items():
@@ -71,21 +94,21 @@ def comparison_frame(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
             value = pd.to_numeric(wsd[wsd["model"] == baseline][WSD_COLUMN], errors="coerce").dropna()
             if len(value):
                 rows.append({"task": WSD_TASK, "system": label, "source": "ours", "test set": WSD_COLUMN,
-                             "score": float(value.iloc[0])})
+                             "score": float(value.iloc[0]), **_lohi(results, WSD_TASK, baseline, None)})
                 ours += 1
         for model, layer, value in _best_rows(wsd[~wsd["model"].isin(list(WSD_BASELINES))], WSD_COLUMN):
             rows.append({"task": WSD_TASK, "system": f"{model} layer {layer}", "source": "ours",
-                         "test set": WSD_COLUMN, "score": value})
+                         "test set": WSD_COLUMN, "score": value, **_lohi(results, WSD_TASK, model, layer)})
             ours += 1
     pos = tables.get("pos")
     if pos is not None and POS_COLUMN in pos.columns:
         base = pos[pos["model"] == "majority-tag"]
         if len(base):
             rows.append({"task": POS_TASK, "system": "majority tag", "source": "ours", "test set": "CoNLL-2000",
-                         "score": float(base[POS_COLUMN].iloc[0])})
+                         "score": float(base[POS_COLUMN].iloc[0]), **_lohi(results, POS_TASK, "majority-tag", None)})
         for model, layer, value in _best_rows(pos[pos["model"] != "majority-tag"], POS_COLUMN):
             rows.append({"task": POS_TASK, "system": f"{model} layer {layer}", "source": "ours",
-                         "test set": "CoNLL-2000", "score": value})
+                         "test set": "CoNLL-2000", "score": value, **_lohi(results, POS_TASK, model, layer)})
             ours += 1
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS) if ours else pd.DataFrame(columns=COMPARISON_COLUMNS)
 
@@ -102,6 +125,7 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
         fig.add_trace(go.Bar(
             x=sel["score"], y=sel["system"], orientation="h", name=f"{source} ({sel['test set'].iloc[0]})",
             marker_color=colour, text=[f"{v:.1f}" for v in sel["score"]], textposition="outside", cliponaxis=False,
+            error_x=interval_error(sel, "score", width=3, color="#333"),
             hovertemplate="%{y}: %{x:.2f}<extra>" + source + "</extra>"))
     fig.update_yaxes(categoryorder="array", categoryarray=list(part["system"])[::-1], automargin=True,
                      tickfont=dict(size=12))

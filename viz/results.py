@@ -75,6 +75,18 @@ def layer_curves_frame(df: pd.DataFrame, probe: str, dataset: str, metric: str,
     return out.sort_values(["model", "layer"]).reset_index(drop=True)
 
 
+def named_rows_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> pd.DataFrame:
+    """model, layer, value, n, lo, hi of the probe's named (non-numeric) layer rows in the spec's order,
+    e.g. the λ ablation's "last", "all λ=1", "all λ=0.001"; baseline models left out."""
+    order = list(spec.chart.layer_order)
+    sel = df[(df["probe"] == spec.name) & (df["dataset"] == dataset) & (df["metric"] == metric)
+             & ~df["model"].isin(list(spec.baseline_models)) & df["layer"].astype(str).isin(order)]
+    sel = sel.assign(**{c: sel[c] if c in sel else float("nan") for c in ("n", "lo", "hi")})
+    out = sel[["model", "layer", "value", "n", "lo", "hi"]].astype({"value": float, "lo": float, "hi": float})
+    return out.assign(_o=out["layer"].map(order.index)).sort_values(["model", "_o"]).drop(columns="_o") \
+        .reset_index(drop=True)
+
+
 def baselines(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> dict[str, float]:
     """Label -> value of the probe's baseline results (WordNet first sense, majority tag…)."""
     base = baseline_frame(df, spec, dataset, metric)
@@ -98,10 +110,16 @@ def best_layer(df: pd.DataFrame, model: str, probe: str, dataset: str, metric: s
     return str(int(curves.loc[curves["value"].idxmax(), "layer"]))
 
 
-def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str) -> pd.DataFrame:
-    """Per-category scores (e.g. WSD F1 on ALL by POS): model label, category, value, n.
+def _num(value) -> float:
+    """A row's optional number (None or missing -> NaN)."""
+    return float("nan") if value is None else float(value)
 
-    Each model at its best numbered layer on ``dataset``; each baseline model as it is.
+
+def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str) -> pd.DataFrame:
+    """Per-category scores (e.g. WSD F1 on ALL by POS): model label, category, value, n, lo, hi.
+
+    Each model at its best numbered layer on ``dataset``; each baseline model as it is. ``lo``/``hi``:
+    the rows' 95% interval (NaN where a result has none).
     """
     prefix = spec.chart.breakdown or ""
     rows = []
@@ -113,9 +131,11 @@ def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str
             layer = best_layer(df, model, spec.name, dataset, metric)
             sel = sel_all[(sel_all["model"] == model) & (sel_all["layer"] == layer)]
             label = f"{model} (layer {layer})"
-        for ds, v, n in zip(sel["dataset"], sel["value"], sel["n"]):
-            rows.append({"model": label, "category": ds[len(prefix):], "value": float(v), "n": n})
-    return pd.DataFrame(rows, columns=["model", "category", "value", "n"])
+        sel = sel.assign(**{c: sel[c] if c in sel else float("nan") for c in ("lo", "hi")})
+        for ds, v, n, lo, hi in zip(sel["dataset"], sel["value"], sel["n"], sel["lo"], sel["hi"]):
+            rows.append({"model": label, "category": ds[len(prefix):], "value": float(v), "n": n,
+                         "lo": _num(lo), "hi": _num(hi)})
+    return pd.DataFrame(rows, columns=["model", "category", "value", "n", "lo", "hi"])
 
 
 def wide_table(df: pd.DataFrame, probe: str, dataset: str, metric: str,

@@ -45,6 +45,16 @@ class PieceLayout:
         sums = torch.zeros(len(self.starts), X.shape[1]).index_add_(0, token_of_row, X)
         return (sums / torch.from_numpy(self.counts)[:, None]).numpy()
 
+    def subset(self, tokens: Sequence[int]) -> "PieceLayout":
+        """The layout of only ``tokens`` (indices into this layout's tokens, in the order given): its
+        ``token_vectors`` reads just their piece rows (a few rows of a memory-mapped layer)."""
+        tokens = np.asarray(tokens, np.int64)
+        counts = self.counts[tokens]
+        rows = [self.rows[s:s + int(c)] for s, c in zip(self.starts[tokens], counts)]
+        starts = np.concatenate([[0], np.cumsum(counts.astype(np.int64))[:-1]]).astype(np.int64)
+        return replace(self, rows=np.concatenate(rows) if rows else np.zeros(0, np.int64), starts=starts,
+                       counts=counts)
+
     def restrict(self) -> tuple[np.ndarray, "PieceLayout"]:
         """(keep, layout): the piece rows this layout reads, for ``get_features(..., keep=keep)``, and
         the same layout re-indexed onto features stored with that ``keep``."""

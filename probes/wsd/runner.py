@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from probes.feature_store import data_hash
 from probes.features import get_features
 from probes.layers import LayerSpec, needed_layers
 from probes.registry import RunContext
@@ -38,6 +39,11 @@ class Plan:
     @property
     def evaluated(self) -> WsdSplit:
         return self.test if self.test is not None else self.train
+
+    def data_hash(self) -> str:
+        """The run's data hash: the pieces fed to the model, the instance ids and gold labels of both splits."""
+        splits = [self.train] + ([self.test] if self.test is not None else [])
+        return data_hash(*(part for s in splits for part in (s.layout.sentences, [s.ids], s.golds)))
 
     def fold_ids(self) -> np.ndarray:
         """Fold of every training instance: a seeded permutation cut into ``folds`` near-equal parts."""
@@ -129,4 +135,4 @@ def layer_predictions(embedder, specs: list[LayerSpec], ctx: RunContext, plan: P
         Xe = None if acc[label][1] is None else acc[label][1].numpy()
         preds, _ = _fit_predict(plan, inventories, acc[label][0].numpy(), Xe, fold, ctx.device)
         on_predictions(label, preds)
-    return {"feature_s": feature_s, **extra}
+    return {"feature_s": feature_s, "data_hash": plan.data_hash(), **extra}

@@ -1,0 +1,203 @@
+"""Charts of probe results: scores per layer with their 95% intervals, baselines as their own series,
+named rows (the λ ablation), per-category bars, task vs control task — on axes that tell the truth.
+
+Every chart here follows the same rules (issues 15 and 16): an interval is an error bar
+(:func:`interval_error`); a baseline is a dashed series of its own, never a layer of a model; a
+percentage axis spans at least :data:`MIN_SPAN` points within [0, 100] (:func:`honest_range`), other
+metrics get their unit and start at 0 (:func:`metric_axis`); a slice of fewer than :data:`SMALL_N`
+test instances says so in the title. Pure: figures from DataFrames, no streamlit.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from viz.figures import PALETTE, _layout
+from viz.text import escape_html
+
+
+def interval_error(part: pd.DataFrame, value: str = "value", **style) -> dict | None:
+    """Plotly error bars (``error_y`` / ``error_x``) for the rows' 95% intervals (``lo``/``hi``);
+    None when any row lacks one (no bar rather than a zero-width one)."""
+    if not {"lo", "hi"} <= set(part) or part.empty or not bool(part[["lo", "hi"]].notna().all(axis=None)):
+        return None
+    return dict(type="data", array=(part["hi"] - part[value]).clip(lower=0),
+                arrayminus=(part[value] - part["lo"]).clip(lower=0), **({"thickness": 1.2, "width": 4} | style))
+
+
+def grouped_bars(df: pd.DataFrame, *, x: str, y: str, color: str, title: str | None = None,
+                 y_title: str | None = None, height: int = 400, category_orders: dict | None = None) -> go.Figure:
+    """Grouped bars from 0; with ``lo``/``hi`` columns (95% intervals) each bar that has one gets its
+    error bar (a result without intervals: none drawn, rather than a zero-width one)."""
+    has_ci = {"lo", "hi"} <= set(df) and bool(df[["lo", "hi"]].notna().all(axis=1).any())
+    if has_ci:
+        df = df.assign(_plus=(df["hi"] - df[y]).clip(lower=0), _minus=(df[y] - df["lo"]).clip(lower=0))
+    fig = px.bar(df, x=x, y=y, color=color, barmode="group", color_discrete_sequence=PALETTE,
+                 error_y="_plus" if has_ci else None, error_y_minus="_minus" if has_ci else None,
+                 category_orders=category_orders)
+    fig.update_yaxes(title=y_title or y, rangemode="tozero")
+    return _layout(fig, title + (" (error bars: 95% intervals)" if has_ci and title else "") if title else None,
+                   height)
+
+
+#: Fewer test instances than this make a "small slice": its 95% interval is drawn and the title says so.
+SMALL_N = 1000
+MIN_SPAN = 20.0   # percentage points: a y axis never zooms closer, so noise does not look like a trend
+
+
+def honest_range(values: Sequence[float], *, min_span: float = MIN_SPAN, bounds: tuple[float, float] = (0, 100)
+                 ) -> list[float]:
+    """A y range holding every value (and interval bound) that spans at least ``min_span`` points,
+    within ``bounds``: a 1-point difference never fills the whole height."""
+    vals = [float(v) for v in values if v is not None and np.isfinite(v)]
+    if not vals:
+        return list(bounds)
+    lo, hi = min(vals), max(vals)
+    pad = max(1.0, 0.08 * (hi - lo))
+    lo, hi = lo - pad, hi + pad
+    if hi - lo < min_span:
+        mid = (lo + hi) / 2
+        lo, hi = mid - min_span / 2, mid + min_span / 2
+    if lo < bounds[0]:
+        lo, hi = bounds[0], max(hi, bounds[0] + min_span)
+    if hi > bounds[1]:
+        lo, hi = min(lo, bounds[1] - min_span), bounds[1]
+    return [max(bounds[0], lo), min(bounds[1], hi)]
+
+
+#: Per metric: (axis title, bounds, minimum span). Percentages live in [0, 100]; selectivity is a
+#: difference of two percentages; codelengths and compression ratios have no upper bound, so their
+#: axis starts at 0 (a bar of nothing is nothing) and spans at least a fifth of the largest value.
+PERCENT = ("%", (0.0, 100.0), MIN_SPAN)
+METRIC_AXES: dict[str, tuple[str, tuple[float, float], float]] = {
+    "selectivity": ("points: task − control accuracy", (-100.0, 100.0), MIN_SPAN),
+    "codelength_kbits": ("kbits", (0.0, float("inf")), 0.0),
+    "control_codelength_kbits": ("kbits", (0.0, float("inf")), 0.0),
+    "compression": ("× the uniform code", (0.0, float("inf")), 0.0),
+    "control_compression": ("× the uniform code", (0.0, float("inf")), 0.0),
+}
+
+
+def metric_axis(metric: str, values: Sequence[float]) -> tuple[str, list[float]]:
+    """The y-axis title and range for ``metric`` holding ``values`` (``honest_range`` with the metric's
+    unit and bounds; unbounded metrics start at 0)."""
+    unit, bounds, min_span = METRIC_AXES.get(metric, PERCENT)
+    if bounds[1] == float("inf"):
+        finite = [float(v) for v in values if v is not None and np.isfinite(v)]
+        top = max(finite, default=1.0)
+        return f"{metric} ({unit})", [0.0, top * 1.08 if top > 0 else 1.0]
+    return f"{metric} ({unit})", honest_range(values, min_span=min_span, bounds=bounds)
+
+
+def small_sample_note(curves: pd.DataFrame, small_n: int = SMALL_N) -> str | None:
+    """"small slice: n = …" when the smallest evaluation behind the curves has fewer than ``small_n``."""
+    n = pd.to_numeric(curves.get("n"), errors="coerce").dropna() if "n" in curves else pd.Series(dtype=float)
+    if n.empty or n.min() >= small_n:
+        return None
+    low, high = int(n.min()), int(n.max())
+    return f"small slice: n = {low if low == high else f'{low}–{high}'}"
+
+
+def layer_probe_figure(curves: pd.DataFrame, base: pd.DataFrame | None = None, *, title: str,
+                       y_title: str | None = None, metric: str = "accuracy", height: int = 440,
+                       small_n: int = SMALL_N) -> go.Figure:
+    """Per-layer scores of each model, with their 95% intervals (``lo``/``hi``) as error bars, and
+    each baseline as its own dashed series (a line across every layer, in the legend).
+
+    curves: model, layer, value[, n, lo, hi]; base: label, value[, lo, hi] (``viz.results``).
+    The y axis has the metric's unit and bounds (:func:`metric_axis`; a percentage spans at least
+    :data:`MIN_SPAN` points); a slice with fewer than ``small_n`` test instances says so in the title.
+    """
+    fig = go.Figure()
+    layers = sorted(set(int(x) for x in curves["layer"])) or [0]
+    x0, x1 = layers[0] - 0.25, layers[-1] + 0.25
+    bounds: list[float] = []
+    for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
+        part = part.sort_values("layer")
+        error = interval_error(part)
+        has_ci = error is not None
+        fig.add_trace(go.Scatter(
+            x=part["layer"], y=part["value"], name=escape_html(str(model)), mode="lines+markers",
+            marker=dict(size=9, color=PALETTE[i % len(PALETTE)]), line=dict(width=2.5, color=PALETTE[i % len(PALETTE)]),
+            error_y=error, customdata=part[["n"]] if "n" in part else None,
+            hovertemplate=f"{escape_html(str(model))} layer %{{x}}: %{{y:.2f}}"
+                          + (" (n = %{customdata[0]})" if "n" in part else "") + "<extra></extra>"))
+        bounds += list(part["value"]) + (list(part["lo"]) + list(part["hi"]) if has_ci else [])
+    for _, row in (base if base is not None else pd.DataFrame()).iterrows():
+        label = escape_html(f"{row['label']} (baseline)")
+        fig.add_trace(go.Scatter(x=[x0, x1], y=[row["value"]] * 2, name=label, mode="lines",
+                                 line=dict(dash="dash", width=2, color="#555"), legendgroup="baselines",
+                                 hovertemplate=f"{label}: {row['value']:.2f}<extra></extra>"))
+        bounds.append(row["value"])
+        if pd.notna(row.get("lo")) and pd.notna(row.get("hi")):
+            fig.add_trace(go.Scatter(x=[x0, x1, x1, x0], y=[row["lo"], row["lo"], row["hi"], row["hi"]],
+                                     fill="toself", fillcolor="rgba(85,85,85,0.12)", line=dict(width=0),
+                                     mode="lines", hoverinfo="skip", showlegend=False, legendgroup="baselines"))
+            bounds += [row["lo"], row["hi"]]
+    note = small_sample_note(curves, small_n)
+    has_ci = {"lo", "hi"} <= set(curves) and bool(curves[["lo", "hi"]].notna().all(axis=None))
+    full_title = f"{title} — {note}, {'95% intervals' if has_ci else 'no intervals recorded'}" if note else title
+    _layout(fig, full_title, height)
+    fig.update_xaxes(dtick=1, title="layer", range=[x0 - 0.1, x1 + 0.1])
+    axis_title, y_range = metric_axis(metric, bounds)
+    fig.update_yaxes(title=y_title or axis_title, range=y_range)
+    return fig
+
+
+def named_rows_figure(rows: pd.DataFrame, base: pd.DataFrame | None = None, *, order: Sequence[str], title: str,
+                      metric: str = "accuracy", height: int = 420) -> go.Figure:
+    """Bars per named row (e.g. the λ ablation's "last", "all λ=1", "all λ=0.001"), grouped by model, from
+    0, with their 95% intervals as error bars; each baseline a dashed line of its own (legend entry).
+
+    rows: model, layer, value[, lo, hi] (``viz.results.named_rows_frame``); base: label, value[, lo, hi]."""
+    fig = go.Figure()
+    for i, (model, part) in enumerate(rows.groupby("model", sort=False)):
+        fig.add_trace(go.Bar(
+            x=part["layer"], y=part["value"], name=escape_html(str(model)), marker_color=PALETTE[i % len(PALETTE)],
+            error_y=interval_error(part),
+            text=[f"{v:.2f}" for v in part["value"]], textposition="outside", cliponaxis=False,
+            hovertemplate=f"{escape_html(str(model))} %{{x}}: %{{y:.2f}}<extra></extra>"))
+    for _, row in (base if base is not None else pd.DataFrame()).iterrows():
+        label = escape_html(f"{row['label']} (baseline)")
+        fig.add_trace(go.Scatter(x=list(order), y=[row["value"]] * len(order), name=label, mode="lines",
+                                 line=dict(dash="dash", width=2, color="#555"),
+                                 hovertemplate=f"{label}: {row['value']:.2f}<extra></extra>"))
+    _layout(fig, title, height)
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(categoryorder="array", categoryarray=list(order), title=None)
+    unit = METRIC_AXES.get(metric, PERCENT)[0]
+    fig.update_yaxes(title=f"{metric} ({unit})", **({"range": [0, 100]} if unit == "%" else {"rangemode": "tozero"}))
+    return fig
+
+
+def task_vs_control_figure(task: pd.DataFrame, control: pd.DataFrame, *, metric: str, title: str,
+                           height: int = 380) -> go.Figure:
+    """Per model, the task's per-layer score (solid) and its control task's (dashed, same colour):
+    the gap is Hewitt & Liang's selectivity (accuracy) or the control task's extra codelength (MDL).
+
+    task, control: model, layer, value[, lo, hi] (``viz.results.layer_curves_frame``)."""
+    fig = go.Figure()
+    values: list[float] = []
+    for i, model in enumerate(dict.fromkeys(list(task["model"]) + list(control["model"]))):
+        colour = PALETTE[i % len(PALETTE)]
+        for frame, what, dash in ((task, "task", "solid"), (control, "control task", "dash")):
+            part = frame[frame["model"] == model].sort_values("layer")
+            if part.empty:
+                continue
+            error = interval_error(part)
+            has_ci = error is not None
+            label = escape_html(f"{model} — {what}")
+            fig.add_trace(go.Scatter(
+                x=part["layer"], y=part["value"], name=label, mode="lines+markers", legendgroup=escape_html(str(model)),
+                line=dict(color=colour, dash=dash, width=2.5), marker=dict(size=8, color=colour), error_y=error,
+                hovertemplate=f"{label} layer %{{x}}: %{{y:.2f}}<extra></extra>"))
+            values += list(part["value"]) + (list(part["lo"]) + list(part["hi"]) if has_ci else [])
+    _layout(fig, title, height)
+    axis_title, y_range = metric_axis(metric, values)
+    fig.update_xaxes(dtick=1, title="layer")
+    fig.update_yaxes(title=axis_title, range=y_range)
+    return fig

@@ -1,0 +1,80 @@
+"""What the Probes page shows for one probe: frames and figures built from a results table, no streamlit.
+
+``probe_view`` is one (probe, evaluation set, metric): the per-layer curves and their baselines, the
+figure (per layer, or per named row for the λ ablation), the model × layer table and the per-category
+breakdown; ``rigor_view`` is a token probe's control task and MDL (task vs control accuracy and
+codelength per layer, the selectivity/MDL table). The page caches both per results snapshot
+(``frame_signature``), so a picker that comes back to a view only redraws it.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from probes.registry import ProbeSpec
+from probes.rigor_tables import selectivity_mdl_table
+from viz.probe_figures import grouped_bars, layer_probe_figure, named_rows_figure, task_vs_control_figure
+from viz.results import baseline_frame, breakdown_frame, layer_curves_frame, named_rows_frame, wide_table
+
+#: The two control-task panels: (task metric, control metric, on the training split?, what, the flag that measures it).
+RIGOR_PANELS = (("accuracy", "control_accuracy", False, "accuracy", "--control"),
+                ("codelength_kbits", "control_codelength_kbits", True, "online codelength", "--mdl"))
+
+
+def frame_signature(df: pd.DataFrame) -> int:
+    """A content hash of a results frame (17 ms for 1,300 rows): the key of its cached views."""
+    return int(pd.util.hash_pandas_object(df.astype(str), index=False).sum())
+
+
+def styled(table: pd.DataFrame) -> pd.DataFrame:
+    """Two decimals, and a dash where a model has no such layer (st.dataframe shows nulls as "None")."""
+    return table.map(lambda v: "—" if pd.isna(v) else f"{v:.2f}" if isinstance(v, float) else str(v))
+
+
+def probe_view(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> dict:
+    """curves, base, rows (named rows), rows_figure, layer_figure, table, breakdown, breakdown_figure
+    (a figure is None where there is nothing to draw)."""
+    name = spec.title.split(" —")[0]
+    curves = layer_curves_frame(df, spec.name, dataset, metric, exclude=set(spec.baseline_models))
+    base = baseline_frame(df, spec, dataset, metric)
+    rows = named_rows_frame(df, spec, dataset, metric) if curves.empty and spec.chart.layer_order else pd.DataFrame()
+    view = {"curves": curves, "base": base, "rows": rows,
+            "rows_figure": named_rows_figure(rows, base, order=spec.chart.layer_order, metric=metric,
+                                             title=f"{name}: {metric} on {dataset}") if not rows.empty else None,
+            "layer_figure": layer_probe_figure(curves, base, metric=metric,
+                                               title=f"{name}: {metric} on {dataset}, by layer")
+            if not curves.empty else None,
+            "table": styled(wide_table(df[~df["model"].isin(list(spec.baseline_models))], spec.name, dataset,
+                                       metric, spec.chart.layer_order)),
+            "breakdown": None, "breakdown_figure": None}
+    if spec.chart.breakdown:
+        breakdown = breakdown_frame(df, spec, metric, dataset)
+        if not breakdown.empty:
+            view["breakdown"] = breakdown
+            view["breakdown_figure"] = grouped_bars(breakdown, x="category", y="value", color="model",
+                                                    y_title=f"{metric} (%)", height=360,
+                                                    title=f"{name}: {metric} by {spec.chart.breakdown_label}")
+    return view
+
+
+def rigor_view(df: pd.DataFrame, probe: str) -> dict | None:
+    """The selectivity/MDL table and, per ``RIGOR_PANELS`` entry, (figure, its data) or None when no run
+    measured it; None when no run of ``probe`` measured either."""
+    table = selectivity_mdl_table(df[df["probe"] == probe])
+    if table is None:
+        return None
+    panels = []
+    for task_metric, control_metric, on_train, what, _flag in RIGOR_PANELS:
+        rows = df[(df["probe"] == probe) & df["metric"].isin([task_metric, control_metric])]
+        rows = rows[rows["dataset"].str.endswith("-train") == on_train]   # MDL codes the training split
+        measured = rows.loc[rows["metric"] == control_metric, "model"].unique()
+        if not len(measured):
+            panels.append(None)
+            continue
+        dataset = rows.loc[rows["metric"] == control_metric, "dataset"].iloc[-1]
+        curves = {m: layer_curves_frame(df[df["model"].isin(measured)], probe, dataset, m)
+                  for m in (task_metric, control_metric)}
+        fig = task_vs_control_figure(curves[task_metric], curves[control_metric], metric=task_metric,
+                                     title=f"{what}: task vs control task on {dataset}")
+        panels.append((fig, pd.concat([curves[task_metric].assign(task="task"),
+                                       curves[control_metric].assign(task="control")])))
+    return {"table": table, "panels": panels}
