@@ -95,6 +95,7 @@ def open_options(page, label: str, option: str) -> None:
     box.click()
     page.keyboard.type(option)
     page.get_by_role("option", name=option, exact=True).wait_for()
+    page.wait_for_timeout(250)   # the filtered list re-renders after typing: let it settle before the click
 
 
 def pick(page, option: str) -> None:

@@ -363,6 +363,27 @@ def test_probes_page_shows_control_task_and_mdl(tmp_path, monkeypatch) -> None:
     assert mdl["layout"]["yaxis"]["range"][0] == 0 and mdl["layout"]["yaxis"]["range"][1] >= control_kbits
 
 
+def test_reproduce_page_restores_its_results_folder_from_the_url(tmp_path, monkeypatch) -> None:
+    """Shareable state: ?results=DIR chooses the results folder; the choice is written back to the URL."""
+    from probes.pos import run_pos_baseline
+    from probes.results import save_result
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
+    save_result(run_pos_baseline(limit=10), tmp_path / "results")
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
+    at.query_params.clear()
+    mine = next(o for o in at.switch_page("app_pages/reproduce.py").run().selectbox(key="repro_dir").options
+                if str(tmp_path) in o)
+    assert at.selectbox(key="repro_dir").value != mine                  # not the default folder
+    fresh = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
+    fresh.query_params.clear()
+    fresh.query_params["results"] = mine
+    fresh.switch_page("app_pages/reproduce.py").run()
+    assert_ok(fresh)
+    assert fresh.selectbox(key="repro_dir").value == mine
+    assert fresh.query_params["results"] == [mine] or fresh.query_params["results"] == mine
+
+
 def test_reproduce_page_tables_and_downloads() -> None:
     at = open_page("reproduce")
     assert at.title[0].value == "Reproduce the paper"
