@@ -41,10 +41,11 @@ def _quick_runs() -> tuple[dict, threading.Lock]:
 
 
 @st.fragment
-def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> None:
+def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, signature: int | None = None) -> None:
     """One probe's results: a layer-by-layer chart with its baselines as their own series, the
     model × layer table, and the per-category breakdown where the probe has one. A fragment: its
-    evaluation-set and metric pickers rerun only this probe's section, not the page."""
+    evaluation-set and metric pickers rerun only this probe's section, not the page. ``signature``:
+    ``frame_signature(df)`` when the caller has it (one hash for all the probes of a page)."""
     datasets = datasets_of(df, spec)
     if not datasets:
         st.info(f"No {spec.name.upper()} results yet.")
@@ -56,7 +57,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
         st.info("No results of this probe's metrics on this set.")
         return
     metric = c2.selectbox("Metric", metrics, key=f"{key}_{spec.name}_metric") if len(metrics) > 1 else metrics[0]
-    signature = frame_signature(df)
+    signature = frame_signature(df) if signature is None else signature
     view = section_view(signature, spec.name, dataset, metric, df)
     curves, base, name = view["curves"], view["base"], spec.title.split(" —")[0]
     if view["rows_figure"] is not None:   # named rows (the λ ablation): bars per row, by model
@@ -137,10 +138,11 @@ def saved_tab() -> None:
         return
     st.caption(f"{df['model'].nunique()} models · newest {str(df['timestamp'].max())[:16].replace('T', ' ')} UTC")
     specs = all_probes()
+    signature = frame_signature(df)
     for spec, tab in zip(specs, st.tabs([spec.title.split(" —")[0] for spec in specs])):
         with tab:
             probe_section(spec, df, "saved", records=lambda d=directory, p=spec.name: run_record_json(
-                [r for r in read_results(Path(d)) if r.probe == p]))
+                [r for r in read_results(Path(d)) if r.probe == p]), signature=signature)
     with st.expander("Commands that produced these results"):
         cmds = sorted({c for c in df["command"].dropna().unique() if c})
         st.code("\n".join(cmds) or "(not recorded)", language="bash")

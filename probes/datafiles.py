@@ -26,9 +26,19 @@ from typing import Callable, Iterator, TypeVar
 
 from corpora.digests import file_digest
 from probes.errors import ProbeInputError
+from probes.registry import Option
 
 T = TypeVar("T")
 ROLES = ("train", "dev", "test")
+
+
+def file_options(formats: str) -> tuple[Option, ...]:
+    """The options every probe on the user's files shares: ``--train``, ``--dev``, ``--test`` (files in
+    ``formats``) and ``--name``."""
+    return (Option("train", help=f"training file ({formats})"),
+            Option("dev", help="development file, scored like --test (optional)"),
+            Option("test", help="test file"),
+            Option("name", help="the dataset's name in results and tables (default: from the file names)"))
 
 
 def _common_name(a: Path, b: Path) -> str:

@@ -20,9 +20,8 @@ from probes import paper
 from probes.claims import claims_table, verdict
 from probes.comparisons import compare, numbered_layers, outcome_table, side_label
 from probes.results import ProbeResult
+from probes.token_rigor import RIGOR_METRICS, base_probe
 
-RIGOR_METRICS = ("accuracy", "control_accuracy", "selectivity", "codelength_kbits", "compression",
-                 "control_codelength_kbits", "control_compression")
 TOKEN_PROBES = ("pos", "tag")
 BEST_LAYER_DATASETS = {"wsd": "ALL-noSE07", "pos": "conll2000-test"}
 TITLES = {
@@ -43,7 +42,7 @@ def _cell(row: pd.Series) -> str:
 def selectivity_mdl_table(df: pd.DataFrame) -> pd.DataFrame | None:
     """One row per (model, probe, layer) that measured control or MDL metrics; None when no run did."""
     # "pos" and its other probe families ("pos+mlp-256", probes.token_rigor.RigorOptions.probe_name)
-    sel = df[df.probe.str.split("+").str[0].isin(TOKEN_PROBES) & df.metric.isin(RIGOR_METRICS)]
+    sel = df[df.probe.map(base_probe).isin(TOKEN_PROBES) & df.metric.isin(RIGOR_METRICS)]
     measured = sel[sel.metric != "accuracy"]
     if measured.empty:
         return None

@@ -21,7 +21,7 @@ import numpy as np
 
 from corpora.edge_probing import iter_edge_probing
 from corpora.labelled import SpanSentence
-from probes.datafiles import DataFiles, read_roles
+from probes.datafiles import DataFiles, file_options, read_roles
 from probes.dataset_tables import dataset_tables
 from probes.errors import ProbeInputError
 from probes.features import Features, get_features
@@ -157,13 +157,9 @@ PROBE = ProbeSpec(
     tables=lambda df, extras: dataset_tables(df, "span"),
     table_titles={},
     chart=ChartSpec(metrics=("accuracy",)),
-    options=(
-        Option("train", help="training file (edge-probing JSON lines)"),
-        Option("dev", help="development file, scored like --test (optional)"),
-        Option("test", help="test file"),
+    options=file_options("edge-probing JSON lines") + (
         Option("pooling", default="mean", help="span vector: mean of its words, or endpoints (first ‖ last)",
                parse=_pooling),
-        Option("name", help="the dataset's name in results and tables (default: from the file names)"),
     ),
     baseline_models={MAJORITY: "majority label per span text"},
     needs_files=True,

@@ -29,7 +29,7 @@ from corpora.conllu import iter_conllu, parse_column
 from corpora.format_errors import DataFormatError
 from corpora.labelled import LabelledSentence
 from probes.bio import bad_bio_label
-from probes.datafiles import DataFiles, read_roles
+from probes.datafiles import DataFiles, file_options, read_roles
 from probes.dataset_tables import dataset_tables
 from probes.errors import ProbeInputError
 from probes.layers import LayerSpec, as_layer_specs
@@ -142,10 +142,7 @@ def tag_baselines(ctx: RunContext, **options) -> list[ProbeResult]:
                         extra={**extra, "task": what})]
 
 
-OPTIONS = (
-    Option("train", help="training file (CoNLL-U or a column file)"),
-    Option("dev", help="development file, scored like --test (optional)"),
-    Option("test", help="test file"),
+OPTIONS = file_options("CoNLL-U or a column file") + (
     Option("format", help="conllu or columns (default: conllu for *.conllu, else columns)",
            parse=_choice("format", FORMATS)),
     Option("column", help="label column: UPOS, XPOS, DEPREL, LEMMA, feats:KEY, misc:KEY (CoNLL-U, default UPOS) "
@@ -154,7 +151,6 @@ OPTIONS = (
     Option("scheme", default="tag", help="tag (token accuracy) or bio (also conlleval span F1)",
            parse=_choice("scheme", SCHEMES)),
     Option("skip_label", help="leave words with this label out of training and scoring (e.g. _ for feats:KEY)"),
-    Option("name", help="the dataset's name in results and tables (default: from the file names)"),
 )
 
 PROBE = ProbeSpec(

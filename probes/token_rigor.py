@@ -46,6 +46,12 @@ RIGOR_OPTIONS = (
                                "(Voita & Titov 2020)"),
 )
 RIGOR_NAMES = tuple(o.name for o in RIGOR_OPTIONS)
+FAMILY_SEPARATOR = "+"   # "pos+mlp-256": the probe run with another family (``RigorOptions.probe_name``)
+
+
+def base_probe(probe: str) -> str:
+    """The probe a result's probe name runs ("pos+mlp-256" -> "pos")."""
+    return probe.split(FAMILY_SEPARATOR, 1)[0]
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,7 @@ class RigorOptions:
     def probe_name(self, base: str) -> str:
         """The results' probe name: ``base`` for the default family, else ``base+FAMILY`` ("pos+mlp-256"),
         so a run with another probe family never replaces the linear probe's rows in the tables."""
-        return base if self.family == ProbeFamily() else f"{base}+{self.family.slug}"
+        return base if self.family == ProbeFamily() else f"{base}{FAMILY_SEPARATOR}{self.family.slug}"
 
     def new_probe(self, *, seed: int, device: str | None, **kwargs) -> LinearProbe:
         return make_probe(self.family, seed=seed, device=device, **kwargs)

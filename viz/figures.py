@@ -11,25 +11,26 @@ import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.colors import get_colorscale
 from plotly.subplots import make_subplots
 
+from viz.attention import BLUES, FAST, TEMPLATE   # the explorer's fast figures: one template, one scale
 from viz.text import escape_html, shorten
 
 PALETTE = px.colors.qualitative.Bold + px.colors.qualitative.Pastel + px.colors.qualitative.Safe
 ATTN_SCALE = "Blues"
-_BLUES = get_colorscale(ATTN_SCALE)          # the full scale, as plotly's validation would expand it
-_TEMPLATE = pio.templates["plotly_white"]
 _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 
 
+def base_layout(title: str | None = None, height: int | None = None) -> dict:
+    """The app's figure layout (template, font, title, margins), in full form: fit for a figure built
+    without validation as well as for ``update_layout``."""
+    return dict(template=TEMPLATE, font=_FONT, title=dict(text=escape_html(title) if title else None, x=0.0),
+                margin=dict(l=10, r=10, t=50 if title else 20, b=10), height=height,
+                legend=dict(itemsizing="constant"))
+
+
 def _layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
-    fig.update_layout(
-        template="plotly_white", font=_FONT, title=dict(text=escape_html(title) if title else None, x=0.0),
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10), height=height,
-        legend=dict(itemsizing="constant"),
-    )
+    fig.update_layout(**base_layout(title, height))
     return fig
 
 
@@ -156,16 +157,13 @@ def attention_heatmap(att: np.ndarray, tokens: Sequence[str], *, title: str | No
     if att.shape != (n, n):
         raise ValueError(f"Attention shape {att.shape} does not match {n} tokens")
     labels = unique_labels(tokens, 25)
-    heat = go.Heatmap(z=att, x=labels, y=labels, colorscale=_BLUES, zmin=0, zmax=float(att.max()) if n else 1,
+    heat = go.Heatmap(z=att, x=labels, y=labels, colorscale=BLUES, zmin=0, zmax=float(att.max()) if n else 1,
                       hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>",
-                      colorbar=dict(title=dict(text="weight"), thickness=12), _validate=False)
-    layout = dict(
-        template=_TEMPLATE, font=_FONT, height=height or min(900, max(380, 24 * n + 160)),
-        title=dict(text=escape_html(title) if title else None, x=0.0),
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10), legend=dict(itemsizing="constant"),
+                      colorbar=dict(title=dict(text="weight"), thickness=12), **FAST)
+    layout = base_layout(title, height or min(900, max(380, 24 * n + 160))) | dict(
         yaxis=dict(autorange="reversed", title=dict(text="query (attending)"), tickfont=dict(size=11)),
         xaxis=dict(title=dict(text="key (attended to)"), tickangle=-50, tickfont=dict(size=11), side="bottom"))
-    return go.Figure(data=[heat], layout=layout, _validate=False)
+    return go.Figure(data=[heat], layout=layout, **FAST)
 
 
 def layer_curves(df: pd.DataFrame, *, x: str = "layer", y: str = "score", color: str = "model",

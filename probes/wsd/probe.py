@@ -117,7 +117,7 @@ def wsd_baselines(ctx: RunContext, keys: str | Path | None = None, **options) ->
         label = "first-sense" if model == FIRST_SENSE else "MFS"
         if keys is not None:
             write_key_file(Path(keys) / f"{model}.key.txt", plan.evaluated.ids, preds)
-        extra: dict = {"data_hash": plan.data_hash()}
+        extra: dict = {"data_hash": plan.data_hash}
         out.append(ProbeResult(model, "wsd", _rows(plan, preds, label, ctx.seed, extra), dataset=name,
                                params={"limit": ctx.limit, **{k: v for k, v in options.items() if v is not None}},
                                extra=extra))
@@ -132,7 +132,7 @@ def run_first_sense(limit: int | None = None, keys: str | Path | None = None, se
     preds = first_sense_predictions(ev.lemmas, ev.poses)
     if keys is not None:
         write_key_file(Path(keys) / "wordnet-first-sense.key.txt", ev.ids, preds)
-    extra: dict = {"data_hash": plan.data_hash()}
+    extra: dict = {"data_hash": plan.data_hash}
     return ProbeResult(FIRST_SENSE, "wsd", _rows(plan, preds, "first-sense", seed, extra), dataset=DATASET,
                        params={"limit": limit}, extra=extra)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Sequence
 
 import numpy as np
@@ -40,8 +41,10 @@ class Plan:
     def evaluated(self) -> WsdSplit:
         return self.test if self.test is not None else self.train
 
+    @cached_property
     def data_hash(self) -> str:
-        """The run's data hash: the pieces fed to the model, the instance ids and gold labels of both splits."""
+        """The run's data hash: the pieces fed to the model, the instance ids and gold labels of both splits
+        (hashed once per plan: the probe and its baselines share it)."""
         splits = [self.train] + ([self.test] if self.test is not None else [])
         return data_hash(*(part for s in splits for part in (s.layout.sentences, [s.ids], s.golds)))
 
@@ -135,4 +138,4 @@ def layer_predictions(embedder, specs: list[LayerSpec], ctx: RunContext, plan: P
         Xe = None if acc[label][1] is None else acc[label][1].numpy()
         preds, _ = _fit_predict(plan, inventories, acc[label][0].numpy(), Xe, fold, ctx.device)
         on_predictions(label, preds)
-    return {"feature_s": feature_s, "data_hash": plan.data_hash(), **extra}
+    return {"feature_s": feature_s, "data_hash": plan.data_hash, **extra}
