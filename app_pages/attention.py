@@ -3,8 +3,10 @@ bertviz's line view, the selected token's query·key products, two models or two
 
 Speed: the head explorer is one ``st.fragment``, so a click on the grid, a layer/head slider or the
 query token reruns only it (not the sentence parsing, the model call or the averages), and the grid
-is one heatmap trace (``viz.attention.grid_figure``), not one subplot per head. Attention is cached
-per (model, fingerprint, sentence) by ``app_pages.common``. Choices live in the URL (``state.bind``).
+is one heatmap trace (``viz.attention.grid_figure``), not one subplot per head. Only the open tab
+(heads or averages) runs and draws, and the tokens box fills when opened: a new visitor's browser
+draws two charts fewer. Attention is cached per (model, fingerprint, sentence) by
+``app_pages.common``. Choices live in the URL (``state.bind``).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ A GPT-style model only attends to the left (a triangle); a BERT-style model sees
 MAX_WORDS = 40   # a 6 × 12 grid of 40 × 40 maps stays fast to draw
 UNITS = ["words", "subword pieces"]
 COMPARE = ["one model", "two models", "two layers"]
+TABS = ["Heads", "Averages"]   # only the open tab runs and draws (a new visitor's first paint)
 
 
 def get_attention(model: str, words: list[str], unit: str) -> tuple[np.ndarray, list[str], str]:
@@ -185,13 +188,16 @@ def main() -> None:
         att, tokens, note = get_attention(model, words, unit)
         L, H, n, _ = att.shape
         st.caption(f"{model} ({family_of(model)}): {L} layers × {H} heads over {n} tokens. {note}")
-        with st.expander("Tokens the model saw", expanded=False):
-            st.code(" | ".join(tokens), language=None, wrap_lines=True)
-        heads_tab, avg_tab = st.tabs(["Heads", "Averages"])
-        with heads_tab:
-            head_explorer(model, words, unit, compare, model_b)
-        with avg_tab:
-            averages(att, tokens, model)
+        tokens_box = st.expander("Tokens the model saw", key="attn_tokens_open", on_change="rerun")
+        if tokens_box.open:   # lazy: a closed box costs a new visitor nothing (st.code loads a highlighter)
+            tokens_box.code(" | ".join(tokens), language=None, wrap_lines=True)
+        heads_tab, avg_tab = st.tabs(TABS, key=state.bind("attn_tab", TABS[0], TABS, param="tab"), on_change="rerun")
+        if heads_tab.open:
+            with heads_tab:
+                head_explorer(model, words, unit, compare, model_b)
+        if avg_tab.open:
+            with avg_tab:
+                averages(att, tokens, model)
 
 
 main()

@@ -9,7 +9,9 @@ filled), untimed: the issue's targets are for a warm server.
 
 - **first paint**: a new browser context (a new visitor: no session, no browser cache) opens the
   app's address (and each page's): timed to its *first content* (the page's title drawn, from the
-  navigation's start) and to the *settled* page (below), every widget and chart drawn.
+  navigation's start) and to the *settled* page (below), every widget and chart drawn. Beside
+  them, the **floor**: ``bench/floor_app.py`` on its own server (a page with a title, and one with a
+  small plotly chart) timed the same way — what Streamlit's frontend costs before the app does anything.
 - **warm interactions**, per page: a slider step, a picker, a clicked head, a neighbours query,
   a new word on the Polysemy explorer. Each is timed from the action (a key press; a click on a
   tile; for a picker, the click on the option — opening the list and typing to bring a virtualised
@@ -221,23 +223,32 @@ SCENARIOS = {
 
 # ---------------------------------------------------------------------------- runs
 
-def first_paints(browser, url: str, repeats: int) -> dict[str, list[float]]:
+# The floor (bench/floor_app.py on its own server): Streamlit's own first paint, without the app.
+FLOORS = {"floor: empty Streamlit page": ("", "One title and one paragraph"),
+          "floor: one plotly chart": ("?chart=1", "Floor chart")}
+
+
+def first_paints(browser, url: str, repeats: int, floor_url: str | None = None) -> dict[str, list[float]]:
     """Per page, a new visitor (fresh context: no session, no browser cache): the time to its first
-    content (the page title drawn, from the navigation's start) and to the settled page."""
+    content (the page title drawn, from the navigation's start) and to the settled page; with
+    ``floor_url``, the same for the floor pages (:data:`FLOORS`)."""
     out: dict[str, list[float]] = {}
-    for name, (path, needle, _) in SCENARIOS.items():
+    pages = {name: (f"{url}/{path}", needle) for name, (path, needle, _) in SCENARIOS.items()}
+    if floor_url:
+        pages |= {name: (f"{floor_url}/{query}", needle) for name, (query, needle) in FLOORS.items()}
+    for name, (address, needle) in pages.items():
         content, settled = [], []
-        for _ in range(repeats if name == "models" else max(1, repeats // 2)):
+        for _ in range(repeats if name == "models" or name in FLOORS else max(1, repeats // 2)):
             ctx = browser.new_context(viewport=VIEWPORT)
             ctx.add_init_script(FIRST_CONTENT_JS)
             page = ctx.new_page()
             t0 = time.perf_counter()
-            page.goto(f"{url}/{path}")
+            page.goto(address)
             settle(page, needle, f"first paint {name}")
             settled.append(time.perf_counter() - t0)
             content.append(page.evaluate("() => window.__embprobeTitle") / 1000)
             ctx.close()
-        suffix = "" if name == "models" else f": {name}"
+        suffix = "" if name == "models" else f": {name}"   # the landing page is "the" first paint
         out[f"first content{suffix}"] = content
         out[f"first paint, settled{suffix}"] = settled
     return out
@@ -308,7 +319,10 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
         proc, url = start_streamlit(Path(tmp) / "server.log", env=server_env(EMBPROBE_MODELS=str(Path(tmp) / "m.toml")))
+        floor_proc = floor_url = None
         try:
+            if not args.no_first_paint:
+                floor_proc, floor_url = start_streamlit(Path(tmp) / "floor.log", app=REPO / "bench" / "floor_app.py")
             with sync_playwright() as pw:
                 browser = launch_chromium(pw)
                 warm = browser.new_context(viewport=VIEWPORT).new_page()   # untimed: load models, read data
@@ -316,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
                     warm.goto(f"{url}/{path}")
                     settle(warm, needle, f"warm-up {name}", timeout_ms=600_000)
                 warm.context.close()
-                times = {} if args.no_first_paint else first_paints(browser, url, args.repeats)
+                times = {} if args.no_first_paint else first_paints(browser, url, args.repeats, floor_url)
                 times |= interactions(browser, url, args.repeats, only)
                 browser.close()
         except BaseException:
@@ -324,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         finally:
             stop(proc)
+            if floor_proc is not None:
+                stop(floor_proc)
     info |= {"load_end": load(), "utc_end": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
     print(f"nproc {info['nproc']}, load {info['load_start']} → {info['load_end']}, "
           f"{info['utc_start']} – {info['utc_end']} UTC, viewport 1440×900, {args.repeats} repeats\n")

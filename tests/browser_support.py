@@ -39,9 +39,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def streamlit_command(port: int, python: str = sys.executable) -> list[str]:
+def streamlit_command(port: int, python: str = sys.executable, app: Path = REPO / "app.py") -> list[str]:
     """``streamlit run app.py`` on ``127.0.0.1:port``: headless, no file watcher, no usage stats."""
-    return [python, "-m", "streamlit", "run", str(REPO / "app.py"),
+    return [python, "-m", "streamlit", "run", str(app),
             "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
             "--global.developmentMode", "false"]
@@ -51,15 +51,16 @@ def server_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", **extra}
 
 
-def start_streamlit(log_path: Path, *, env: dict[str, str] | None = None,
-                    timeout_s: float = 120) -> tuple[subprocess.Popen, str]:
-    """Start the app on a free port, its output to ``log_path``; (process, base URL) once healthy.
+def start_streamlit(log_path: Path, *, env: dict[str, str] | None = None, timeout_s: float = 120,
+                    app: Path = REPO / "app.py") -> tuple[subprocess.Popen, str]:
+    """Start the app (or another script, ``app``) on a free port, its output to ``log_path``;
+    (process, base URL) once healthy.
 
     Raises RuntimeError (with the log's tail) when it exits or is not healthy in ``timeout_s``.
     """
     port = free_port()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(streamlit_command(port), cwd=REPO, env=env or server_env(), stdout=log,
+        proc = subprocess.Popen(streamlit_command(port, app=app), cwd=REPO, env=env or server_env(), stdout=log,
                                 stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + timeout_s

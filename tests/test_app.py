@@ -201,7 +201,7 @@ def test_embedding_space_contextual_neighbours_and_bad_text() -> None:
 
 def test_attention_page_grid_head_and_pieces() -> None:
     at = open_page("attention")
-    assert len(at.get("plotly_chart")) >= 4               # grid, head, two averages (+ entropy)
+    assert len(at.get("plotly_chart")) == 4               # grid, head map, line view, q·k; the averages tab waits
     caption = texts(at.caption)
     assert "6 layers × 12 heads" in caption
     at.slider(key="attn_layer").set_value(3).run()
@@ -211,13 +211,22 @@ def test_attention_page_grid_head_and_pieces() -> None:
     assert (links["weight"] > 0).all() and (links["weight"] <= 1).all()
     at.segmented_control(key="attn_unit").set_value("subword pieces").run()
     assert_ok(at)
+    assert not at.code                           # the tokens box is closed: its content waits
+    at.session_state["attn_tokens_open"] = True  # a click on it
+    at.run()
     assert "[CLS]" in texts(at.code)
+    at.session_state["attn_tab"] = "Averages"   # a click on the tab
+    at.run()
+    assert_ok(at)
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert len(titles) == 3 and "Mean attention entropy" in titles[-1], titles
 
 
 @pytest.mark.parametrize("text,hint", [("", "type at least one sentence"), (PASTE, "cut to their first 40"),
                                        ("!!! ??? ...", None), (XSS, None), (EMOJI_RTL, None)])
 def test_attention_bad_inputs_are_friendly(text: str, hint: str | None) -> None:
     at = open_page("attention")
+    at.session_state["attn_tokens_open"] = True
     at.text_input(key="attn_text").set_value(text).run()
     assert_ok(at)
     if hint:

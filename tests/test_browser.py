@@ -165,6 +165,7 @@ def test_attention_user_html_is_text(page, server):
     """HTML typed by the user is shown as text and never executed; a 10,000-word paste is cut."""
     open_page(page, server, "attention")
     set_text(page, "Sentence", "<script>alert(1)</script> <b>bold</b> **stars** مرحبا 👍🏽")
+    page.get_by_text("Tokens the model saw").click()   # the box fills when opened
     tokens = page.locator('[data-testid="stExpander"] [data-testid="stCode"]').first
     # The tokens are shown as literal characters in a code block ...
     expect(tokens).to_contain_text("script", timeout=WAIT_MS)
