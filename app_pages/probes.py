@@ -1,4 +1,9 @@
-"""Probes page: saved layer-by-layer results compared across models, and quick probe runs."""
+"""Probes page: saved layer-by-layer results compared across models, and quick probe runs.
+
+Only the open tab runs and draws (``st.tabs(..., on_change="rerun")``), the saved results' probes
+included: each probe's section draws two or three charts and a table, and a new visitor's browser
+would otherwise draw every probe's. The open tabs live in the URL (``?tab=…&saved=…``).
+"""
 from __future__ import annotations
 
 import threading
@@ -27,6 +32,7 @@ mix of all layers with an L2 penalty λ on the mix weights.
 """
 
 DEFAULT_LIMIT = 20
+TABS = ["Saved results (layer-probe comparison)", "Run a quick probe", "Your data"]
 
 
 @st.cache_data(ttl=30, show_spinner=False)
@@ -41,11 +47,10 @@ def _quick_runs() -> tuple[dict, threading.Lock]:
 
 
 @st.fragment
-def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, signature: int | None = None) -> None:
+def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> None:
     """One probe's results: a layer-by-layer chart with its baselines as their own series, the
     model × layer table, and the per-category breakdown where the probe has one. A fragment: its
-    evaluation-set and metric pickers rerun only this probe's section, not the page. ``signature``:
-    ``frame_signature(df)`` when the caller has it (one hash for all the probes of a page)."""
+    evaluation-set and metric pickers rerun only this probe's section, not the page."""
     datasets = datasets_of(df, spec)
     if not datasets:
         st.info(f"No {spec.name.upper()} results yet.")
@@ -57,7 +62,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, sig
         st.info("No results of this probe's metrics on this set.")
         return
     metric = c2.selectbox("Metric", metrics, key=f"{key}_{spec.name}_metric") if len(metrics) > 1 else metrics[0]
-    signature = frame_signature(df) if signature is None else signature
+    signature = frame_signature(df)
     view = section_view(signature, spec.name, dataset, metric, df)
     curves, base, name = view["curves"], view["base"], spec.title.split(" —")[0]
     if view["rows_figure"] is not None:   # named rows (the λ ablation): bars per row, by model
@@ -138,14 +143,17 @@ def saved_tab() -> None:
         return
     st.caption(f"{df['model'].nunique()} models · newest {str(df['timestamp'].max())[:16].replace('T', ' ')} UTC")
     specs = all_probes()
-    signature = frame_signature(df)
-    for spec, tab in zip(specs, st.tabs([spec.title.split(" —")[0] for spec in specs])):
-        with tab:
-            probe_section(spec, df, "saved", records=lambda d=directory, p=spec.name: run_record_json(
-                [r for r in read_results(Path(d)) if r.probe == p]), signature=signature)
-    with st.expander("Commands that produced these results"):
+    names = [spec.title.split(" —")[0] for spec in specs]
+    tabs = st.tabs(names, key=state.bind("probes_saved", names[0], names, param="saved"), on_change="rerun")
+    for spec, tab in zip(specs, tabs):
+        if tab.open:
+            with tab:
+                probe_section(spec, df, "saved", records=lambda d=directory, p=spec.name: run_record_json(
+                    [r for r in read_results(Path(d)) if r.probe == p]))
+    commands = st.expander("Commands that produced these results", key="probes_commands_open", on_change="rerun")
+    if commands.open:
         cmds = sorted({c for c in df["command"].dropna().unique() if c})
-        st.code("\n".join(cmds) or "(not recorded)", language="bash")
+        commands.code("\n".join(cmds) or "(not recorded)", language="bash")
 
 
 def run_probe(probe: str, model: str, limit: int, progress) -> list[ProbeResult]:
@@ -204,15 +212,15 @@ def quick_tab() -> None:
 @page
 def main() -> None:
     page_header("Probes", INTRO)
-    saved, quick, yours = st.tabs(["Saved results (layer-probe comparison)", "Run a quick probe", "Your data"])
-    with saved:
-        with safe("show the saved results"):
+    saved, quick, yours = st.tabs(TABS, key=state.bind("probes_tab", TABS[0], TABS, param="tab"), on_change="rerun")
+    if saved.open:
+        with saved, safe("show the saved results"):
             saved_tab()
-    with quick:
-        with safe("run the probe"):
+    if quick.open:
+        with quick, safe("run the probe"):
             quick_tab()
-    with yours:
-        with safe("probe your data"):
+    if yours.open:
+        with yours, safe("probe your data"):
             from app_pages.probe_upload import upload_tab   # the upload section (its own module)
 
             upload_tab(probe_section)

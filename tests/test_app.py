@@ -22,12 +22,15 @@ PASTE = " ".join(["word"] * 10_000)
 EMOJI_RTL = "The bank 🏦 said مرحبا بالعالم and שלום 👍🏽"
 
 
-def open_page(name: str, timeout: float = TIMEOUT) -> AppTest:
+def open_page(name: str, timeout: float = TIMEOUT, **params: str) -> AppTest:
+    """Page ``name`` of a new session, its URL parameters ``params`` (``tab="Your data"``: a link to a tab)."""
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=timeout).run()
     if name != "models":
         # A browser clears the query string on a page switch; AppTest keeps it (the Models page's
         # ?model=… would otherwise choose the next page's model).
         at.query_params.clear()
+        for key, value in params.items():
+            at.query_params[key] = value
         at.switch_page(f"app_pages/{name}.py").run()
     assert_ok(at)
     return at
@@ -283,7 +286,7 @@ def test_polysemy_word_without_occurrences_and_typed_sentences() -> None:
 # ----------------------------------------------------------------------------- Probes and Reproduce
 
 def test_probes_page_quick_runs_with_progress() -> None:
-    at = open_page("probes")
+    at = open_page("probes", tab="Run a quick probe")
     # Probes without built-in data (tag, span) are run from the "Your data" tab, not here.
     kinds = at.selectbox(key="probe_kind").options        # the probes' titles
     assert len(kinds) == 3 and not any(k.startswith(("Tag", "Span")) for k in kinds), kinds
@@ -324,6 +327,17 @@ def test_probes_page_quick_runs_with_progress() -> None:
     assert "single layer" in texts(at.error)
 
 
+def test_probes_page_draws_only_the_open_probe_and_links_to_it() -> None:
+    """The saved results (docs/results): the open probe's tab alone runs and draws; the URL names it."""
+    at = open_page("probes")
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert titles and all(t.startswith("WSD") for t in titles), titles
+    assert at.query_params["saved"] in ("WSD", ["WSD"])
+    linked = open_page("probes", saved="POS")
+    titles = [f["layout"]["title"]["text"] for f in figures(linked)]
+    assert titles[0].startswith("POS: accuracy") and not any(t.startswith("WSD") for t in titles), titles
+
+
 def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None:
     """Results saved by the command-line probes (here a real small POS run) are charted per layer."""
     from probes.pos import run_pos, run_pos_baseline
@@ -334,7 +348,7 @@ def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None
     glove = load_embedder("glove-6b-50d")
     save_result(run_pos(glove, ctx=RunContext(limit=15, show_progress=False)), tmp_path / "results")
     save_result(run_pos_baseline(limit=15), tmp_path / "results")
-    at = open_page("probes")
+    at = open_page("probes", saved="POS")
     options = at.selectbox(key="probe_results_dir").options
     mine = next(o for o in options if str(tmp_path) in o)
     at.selectbox(key="probe_results_dir").set_value(mine).run()
@@ -357,7 +371,7 @@ def test_probes_page_shows_control_task_and_mdl(tmp_path, monkeypatch) -> None:
     glove = load_embedder("glove-6b-50d")
     save_result(run_pos(glove, ctx=RunContext(limit=30, show_progress=False), control=True, mdl=True),
                 tmp_path / "results")
-    at = open_page("probes")
+    at = open_page("probes", saved="POS")
     mine = next(o for o in at.selectbox(key="probe_results_dir").options if str(tmp_path) in o)
     at.selectbox(key="probe_results_dir").set_value(mine).run()
     assert_ok(at)

@@ -32,7 +32,7 @@ def upload(at, task: str, role: str, name: str, data: bytes):
 
 
 def test_upload_preview_run_and_saved_results(data_root, cache):
-    at = open_page("probes")
+    at = open_page("probes", tab="Your data")
     assert "Upload a training file and a test file" in texts(at.info)
     upload(at, "tag", "train", "ewt-train.conllu", ewt_bytes(data_root, "train", 40))
     upload(at, "tag", "test", "ewt-test.conllu", ewt_bytes(data_root, "test", 20))
@@ -59,7 +59,7 @@ def test_an_upload_over_the_limit_is_refused_naming_the_limit(data_root, cache, 
     import app_pages.probe_upload as upload_page
 
     monkeypatch.setattr(upload_page, "MAX_MB", 0.01)
-    at = open_page("probes")
+    at = open_page("probes", tab="Your data")
     assert "**0.01 MB**" in texts(at.caption)
     upload(at, "tag", "train", "big.conllu", ewt_bytes(data_root, "train", 40))
     at.run()
@@ -70,7 +70,7 @@ def test_an_upload_over_the_limit_is_refused_naming_the_limit(data_root, cache, 
 
 
 def test_a_malformed_upload_is_one_message_with_the_line(data_root, cache):
-    at = open_page("probes")
+    at = open_page("probes", tab="Your data")
     good = ewt_bytes(data_root, "test", 5)
     bad = good.replace(b"\tPROPN\t", b"\t", 1)
     upload(at, "tag", "train", "good.conllu", good)
@@ -86,7 +86,7 @@ def test_a_malformed_upload_is_one_message_with_the_line(data_root, cache):
 def test_span_files_are_previewed(data_root, cache, tmp_path):
     from tests.test_span_probe import ewt_records, write
 
-    at = open_page("probes")
+    at = open_page("probes", tab="Your data")
     at.radio(key="up_task").set_value("span").run()
     pairs = write(tmp_path / "arcs.jsonl", ewt_records(data_root, "dev", 12), True)
     upload(at, "span", "train", "arcs-train.jsonl", pairs.read_bytes())
@@ -104,7 +104,7 @@ def test_sense_files_preview_and_run_by_k_fold(cache):
     from tests.test_data_lexical_sample import semcor_lexical_lines
 
     lines = semcor_lexical_lines(200)
-    at = open_page("probes")
+    at = open_page("probes", tab="Your data")
     at.radio(key="up_task").set_value("wsd").run()
     assert "Upload a training file (a test file is optional)" in texts(at.info)
     upload(at, "wsd", "train", "semcor-sample.tsv", ("\n".join(lines) + "\n").encode())

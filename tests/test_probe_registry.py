@@ -74,6 +74,7 @@ def test_a_new_probe_is_a_command(toy, capsys):
 
 def test_a_new_probe_is_on_the_probes_page(toy):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300).run()
+    at.query_params["tab"] = "Run a quick probe"
     at.switch_page("app_pages/probes.py").run()
     assert "Toy — mean vector norm" in at.selectbox(key="probe_kind").options   # shown by title
     at.selectbox(key="probe_kind").set_value("toy").run()
