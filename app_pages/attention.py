@@ -5,7 +5,7 @@ Speed: the head explorer is one ``st.fragment``, so a click on the grid, a layer
 query token reruns only it (not the sentence parsing, the model call or the averages), and the grid
 is one heatmap trace (``viz.attention.grid_figure``), not one subplot per head. Only the open tab
 (heads or averages) runs and draws, and the tokens box fills when opened: a new visitor's browser
-draws two charts fewer. Attention is cached per (model, fingerprint, sentence) by
+draws three charts fewer. Attention is cached per (model, fingerprint, sentence) by
 ``app_pages.common``. Choices live in the URL (``state.bind``).
 """
 from __future__ import annotations

@@ -295,8 +295,9 @@ def report(times: dict[str, list[float]]) -> str:
     lines = ["| step | n | p50 (s) | p95 (s) | max (s) | target |", "|---|---:|---:|---:|---:|---|"]
     for step, xs in times.items():
         target = TARGETS.get(step.split(": ")[-1], TARGETS["first paint"] if step.startswith("first ") else 1.0)
-        ok = "✓" if pct(xs, 95) <= target else "✗"
-        lines.append(f"| {step} | {len(xs)} | {pct(xs, 50):.2f} | {pct(xs, 95):.2f} | {max(xs):.2f} | ≤ {target:g} s {ok} |")
+        verdict = "(the floor, for reference)" if ": floor: " in step else \
+            f"≤ {target:g} s {'✓' if pct(xs, 95) <= target else '✗'}"
+        lines.append(f"| {step} | {len(xs)} | {pct(xs, 50):.2f} | {pct(xs, 95):.2f} | {max(xs):.2f} | {verdict} |")
     return "\n".join(lines)
 
 
