@@ -194,5 +194,5 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
             bar.empty()
     done = st.session_state.get("up_done")
     if done is not None and done[0] == run_key:
-        st.success(f"{spec.title.split(' —')[0]} on {model}, {label}: done; saved to cache/results.")
+        st.success(f"{spec.short_title} on {model}, {label}: done; saved to cache/results.")
         show_results(spec, results_frame(done[1]), "upload")

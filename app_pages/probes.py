@@ -18,7 +18,7 @@ from app_pages.common import chart, download, get_embedder, log, model_select, p
 from probes.registry import ProbeSpec, RunContext, all_probes, get_probe
 from probes.results import ProbeResult, read_results, results_frame
 from viz.export import file_stem, frame_csv, run_record_json
-from viz.probe_figures import small_sample_note
+from viz.probe_figures import has_intervals, small_sample_note
 from viz.probe_views import RIGOR_PANELS, frame_signature, probe_view, rigor_view
 from viz.results import datasets_of, dirs_with_results, label_dir, load_dir, metrics_of
 
@@ -64,7 +64,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
     metric = c2.selectbox("Metric", metrics, key=f"{key}_{spec.name}_metric") if len(metrics) > 1 else metrics[0]
     signature = frame_signature(df)
     view = section_view(signature, spec.name, dataset, metric, df)
-    curves, base, name = view["curves"], view["base"], spec.title.split(" —")[0]
+    curves, base = view["curves"], view["base"]
     if view["rows_figure"] is not None:   # named rows (the λ ablation): bars per row, by model
         chart(view["rows_figure"], file_stem(key, spec.name, dataset, metric), key=f"{key}_{spec.name}_rows",
               data=frame_csv(pd.concat([view["rows"], base.rename(columns={"label": "baseline"})], ignore_index=True)))
@@ -75,10 +75,9 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
             download("Run records (JSON: model fingerprint, seed, layers, data, command)", records,
                      f"{file_stem(key, spec.name)}-runs.json", key=f"{key}_{spec.name}_records", mime="application/json")
         if note := small_sample_note(curves):
-            has_ci = bool(curves[["lo", "hi"]].notna().all(axis=None))
             st.caption(f"⚠️ {note.capitalize()} test instances. " + (
                 "The error bars are bootstrap 95% intervals: layers whose intervals overlap (or that sit on "
-                "the baseline) are not told apart by this slice." if has_ci else
+                "the baseline) are not told apart by this slice." if has_intervals(curves) else
                 "These results carry no intervals: treat differences of a few points as noise."))
     if not view["table"].empty:
         st.dataframe(view["table"], width="stretch")
@@ -143,7 +142,7 @@ def saved_tab() -> None:
         return
     st.caption(f"{df['model'].nunique()} models · newest {str(df['timestamp'].max())[:16].replace('T', ' ')} UTC")
     specs = all_probes()
-    names = [spec.title.split(" —")[0] for spec in specs]
+    names = [spec.short_title for spec in specs]
     tabs = st.tabs(names, key=state.bind("probes_saved", names[0], names, param="saved"), on_change="rerun")
     for spec, tab in zip(specs, tabs):
         if tab.open:
@@ -204,7 +203,7 @@ def quick_tab() -> None:
         st.info("Choose a probe, a model and a size, then press **Run probe**.")
         return
     results, wall_s = done
-    st.success(f"{titles[probe].split(' —')[0]} on {model}, first {limit} sentences per dataset: done in {wall_s} s.")
+    st.success(f"{get_probe(probe).short_title} on {model}, first {limit} sentences per dataset: done in {wall_s} s.")
     command = f"python -m probes {probe} --model {model} --limit {int(limit)}"
     probe_section(get_probe(probe), results_frame(results), "quick", records=run_record_json(results, command=command))
 

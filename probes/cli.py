@@ -165,9 +165,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     timings = reproduce(embedders, specs, ctx, options, out, command=command, report=print_rows)
     print(f"tables written to {out}/ (total {timings['total']:.0f} s)")
     if args.rigor:
-        from probes.contextuality_cli import reproduce_contextuality
-
         from models.random_init import PREFIX
+        from probes.contextuality_cli import reproduce_contextuality
 
         trained = [e for m, e in embedders.items() if not m.startswith(PREFIX)]
         print(f"contextuality tables written to {reproduce_contextuality(trained, ctx, out / 'contextuality', command)}")

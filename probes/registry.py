@@ -145,6 +145,11 @@ class ProbeSpec:
     needs_files: bool = False
     summary: Callable[[ProbeResult], list[str]] | None = None
 
+    @property
+    def short_title(self) -> str:
+        """The title's name ("POS — linear probe (CoNLL-2000)" -> "POS"): tab labels, chart titles, messages."""
+        return self.title.split(" —")[0]
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         for opt in self.options:
             opt.add_to(parser)

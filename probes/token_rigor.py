@@ -18,10 +18,9 @@ The defaults (linear, no control, no MDL) leave the probe exactly as it was: sam
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Sequence
-
-import time
 
 import numpy as np
 

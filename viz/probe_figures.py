@@ -20,13 +20,31 @@ from viz.figures import PALETTE, _layout
 from viz.text import escape_html
 
 
+def has_intervals(part: pd.DataFrame) -> bool:
+    """Every row has its 95% interval (``lo`` and ``hi``)."""
+    return {"lo", "hi"} <= set(part) and not part.empty and bool(part[["lo", "hi"]].notna().all(axis=None))
+
+
 def interval_error(part: pd.DataFrame, value: str = "value", **style) -> dict | None:
     """Plotly error bars (``error_y`` / ``error_x``) for the rows' 95% intervals (``lo``/``hi``);
     None when any row lacks one (no bar rather than a zero-width one)."""
-    if not {"lo", "hi"} <= set(part) or part.empty or not bool(part[["lo", "hi"]].notna().all(axis=None)):
+    if not has_intervals(part):
         return None
     return dict(type="data", array=(part["hi"] - part[value]).clip(lower=0),
                 arrayminus=(part[value] - part["lo"]).clip(lower=0), **({"thickness": 1.2, "width": 4} | style))
+
+
+def _extent(part: pd.DataFrame) -> list[float]:
+    """The values an axis must hold for these rows: each value, and its interval where every row has one."""
+    return list(part["value"]) + (list(part["lo"]) + list(part["hi"]) if has_intervals(part) else [])
+
+
+def _baseline_line(row, x: Sequence, **kwargs) -> go.Scatter:
+    """A baseline (``row``: label, value) as a dashed series of its own across ``x``, in the legend."""
+    label = escape_html(f"{row['label']} (baseline)")
+    return go.Scatter(x=list(x), y=[row["value"]] * len(x), name=label, mode="lines",
+                      line=dict(dash="dash", width=2, color="#555"),
+                      hovertemplate=f"{label}: {row['value']:.2f}<extra></extra>", **kwargs)
 
 
 def grouped_bars(df: pd.DataFrame, *, x: str, y: str, color: str, title: str | None = None,
@@ -118,20 +136,15 @@ def layer_probe_figure(curves: pd.DataFrame, base: pd.DataFrame | None = None, *
     bounds: list[float] = []
     for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
         part = part.sort_values("layer")
-        error = interval_error(part)
-        has_ci = error is not None
         fig.add_trace(go.Scatter(
             x=part["layer"], y=part["value"], name=escape_html(str(model)), mode="lines+markers",
             marker=dict(size=9, color=PALETTE[i % len(PALETTE)]), line=dict(width=2.5, color=PALETTE[i % len(PALETTE)]),
-            error_y=error, customdata=part[["n"]] if "n" in part else None,
+            error_y=interval_error(part), customdata=part[["n"]] if "n" in part else None,
             hovertemplate=f"{escape_html(str(model))} layer %{{x}}: %{{y:.2f}}"
                           + (" (n = %{customdata[0]})" if "n" in part else "") + "<extra></extra>"))
-        bounds += list(part["value"]) + (list(part["lo"]) + list(part["hi"]) if has_ci else [])
+        bounds += _extent(part)
     for _, row in (base if base is not None else pd.DataFrame()).iterrows():
-        label = escape_html(f"{row['label']} (baseline)")
-        fig.add_trace(go.Scatter(x=[x0, x1], y=[row["value"]] * 2, name=label, mode="lines",
-                                 line=dict(dash="dash", width=2, color="#555"), legendgroup="baselines",
-                                 hovertemplate=f"{label}: {row['value']:.2f}<extra></extra>"))
+        fig.add_trace(_baseline_line(row, [x0, x1], legendgroup="baselines"))
         bounds.append(row["value"])
         if pd.notna(row.get("lo")) and pd.notna(row.get("hi")):
             fig.add_trace(go.Scatter(x=[x0, x1, x1, x0], y=[row["lo"], row["lo"], row["hi"], row["hi"]],
@@ -139,8 +152,8 @@ def layer_probe_figure(curves: pd.DataFrame, base: pd.DataFrame | None = None, *
                                      mode="lines", hoverinfo="skip", showlegend=False, legendgroup="baselines"))
             bounds += [row["lo"], row["hi"]]
     note = small_sample_note(curves, small_n)
-    has_ci = {"lo", "hi"} <= set(curves) and bool(curves[["lo", "hi"]].notna().all(axis=None))
-    full_title = f"{title} — {note}, {'95% intervals' if has_ci else 'no intervals recorded'}" if note else title
+    intervals = "95% intervals" if has_intervals(curves) else "no intervals recorded"
+    full_title = f"{title} — {note}, {intervals}" if note else title
     _layout(fig, full_title, height)
     fig.update_xaxes(dtick=1, title="layer", range=[x0 - 0.1, x1 + 0.1])
     axis_title, y_range = metric_axis(metric, bounds)
@@ -162,10 +175,7 @@ def named_rows_figure(rows: pd.DataFrame, base: pd.DataFrame | None = None, *, o
             text=[f"{v:.2f}" for v in part["value"]], textposition="outside", cliponaxis=False,
             hovertemplate=f"{escape_html(str(model))} %{{x}}: %{{y:.2f}}<extra></extra>"))
     for _, row in (base if base is not None else pd.DataFrame()).iterrows():
-        label = escape_html(f"{row['label']} (baseline)")
-        fig.add_trace(go.Scatter(x=list(order), y=[row["value"]] * len(order), name=label, mode="lines",
-                                 line=dict(dash="dash", width=2, color="#555"),
-                                 hovertemplate=f"{label}: {row['value']:.2f}<extra></extra>"))
+        fig.add_trace(_baseline_line(row, order))
     _layout(fig, title, height)
     fig.update_layout(barmode="group")
     fig.update_xaxes(categoryorder="array", categoryarray=list(order), title=None)
@@ -188,14 +198,12 @@ def task_vs_control_figure(task: pd.DataFrame, control: pd.DataFrame, *, metric:
             part = frame[frame["model"] == model].sort_values("layer")
             if part.empty:
                 continue
-            error = interval_error(part)
-            has_ci = error is not None
             label = escape_html(f"{model} — {what}")
             fig.add_trace(go.Scatter(
                 x=part["layer"], y=part["value"], name=label, mode="lines+markers", legendgroup=escape_html(str(model)),
-                line=dict(color=colour, dash=dash, width=2.5), marker=dict(size=8, color=colour), error_y=error,
-                hovertemplate=f"{label} layer %{{x}}: %{{y:.2f}}<extra></extra>"))
-            values += list(part["value"]) + (list(part["lo"]) + list(part["hi"]) if has_ci else [])
+                line=dict(color=colour, dash=dash, width=2.5), marker=dict(size=8, color=colour),
+                error_y=interval_error(part), hovertemplate=f"{label} layer %{{x}}: %{{y:.2f}}<extra></extra>"))
+            values += _extent(part)
     _layout(fig, title, height)
     axis_title, y_range = metric_axis(metric, values)
     fig.update_xaxes(dtick=1, title="layer")

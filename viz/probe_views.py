@@ -33,7 +33,7 @@ def styled(table: pd.DataFrame) -> pd.DataFrame:
 def probe_view(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> dict:
     """curves, base, rows (named rows), rows_figure, layer_figure, table, breakdown, breakdown_figure
     (a figure is None where there is nothing to draw)."""
-    name = spec.title.split(" —")[0]
+    name = spec.short_title
     curves = layer_curves_frame(df, spec.name, dataset, metric, exclude=set(spec.baseline_models))
     base = baseline_frame(df, spec, dataset, metric)
     rows = named_rows_frame(df, spec, dataset, metric) if curves.empty and spec.chart.layer_order else pd.DataFrame()
@@ -66,11 +66,11 @@ def rigor_view(df: pd.DataFrame, probe: str) -> dict | None:
     for task_metric, control_metric, on_train, what, _flag in RIGOR_PANELS:
         rows = df[(df["probe"] == probe) & df["metric"].isin([task_metric, control_metric])]
         rows = rows[rows["dataset"].str.endswith("-train") == on_train]   # MDL codes the training split
-        measured = rows.loc[rows["metric"] == control_metric, "model"].unique()
-        if not len(measured):
+        control = rows[rows["metric"] == control_metric]
+        if control.empty:
             panels.append(None)
             continue
-        dataset = rows.loc[rows["metric"] == control_metric, "dataset"].iloc[-1]
+        measured, dataset = control["model"].unique(), control["dataset"].iloc[-1]
         curves = {m: layer_curves_frame(df[df["model"].isin(measured)], probe, dataset, m)
                   for m in (task_metric, control_metric)}
         fig = task_vs_control_figure(curves[task_metric], curves[control_metric], metric=task_metric,

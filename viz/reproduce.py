@@ -53,23 +53,17 @@ COMPARISON_COLUMNS = ["task", "system", "source", "test set", "score", "lo", "hi
 RESULT_ROWS = {WSD_TASK: ("wsd", PAPER_ALL, "F1"), POS_TASK: ("pos", "conll2000-test", "accuracy")}
 
 
-def _interval(results: pd.DataFrame | None, task: str, model: str, layer: str | None) -> tuple[float, float]:
-    """The 95% interval of one of our rows (NaN, NaN when the results have none; a baseline: its one row)."""
+def _lohi(results: pd.DataFrame | None, task: str, model: str, layer: str | None) -> dict[str, float]:
+    """lo, hi: the 95% interval of one of our rows (NaN where the results have none; a baseline: its one row)."""
+    none = {"lo": float("nan"), "hi": float("nan")}
     if results is None or results.empty or not {"lo", "hi"} <= set(results):
-        return float("nan"), float("nan")
+        return none
     probe, dataset, metric = RESULT_ROWS[task]
     sel = results[(results["model"] == model) & (results["probe"] == probe) & (results["dataset"] == dataset)
                   & (results["metric"] == metric)]
     if layer is not None:
         sel = sel[sel["layer"].astype(str) == layer]
-    if sel.empty:
-        return float("nan"), float("nan")
-    return float(sel["lo"].iloc[-1]), float(sel["hi"].iloc[-1])
-
-
-def _lohi(results: pd.DataFrame | None, task: str, model: str, layer: str | None) -> dict[str, float]:
-    lo, hi = _interval(results, task, model, layer)
-    return {"lo": lo, "hi": hi}
+    return none if sel.empty else {"lo": float(sel["lo"].iloc[-1]), "hi": float(sel["hi"].iloc[-1])}
 
 
 def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | None = None) -> pd.DataFrame:

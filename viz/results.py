@@ -48,6 +48,14 @@ def load_dir(d: Path) -> pd.DataFrame:
     return df.assign(source=label_dir(d)) if not df.empty else pd.DataFrame(columns=[*COLUMNS, "source"])
 
 
+OPTIONAL = ("n", "lo", "hi")   # result columns an older or a baseline result may lack
+
+
+def with_optional(sel: pd.DataFrame, columns: tuple[str, ...] = OPTIONAL) -> pd.DataFrame:
+    """``sel`` with every one of ``columns`` (NaN where the results have none)."""
+    return sel.assign(**{c: sel[c] if c in sel else float("nan") for c in columns})
+
+
 def datasets_of(df: pd.DataFrame, spec: ProbeSpec) -> list[str]:
     """The probe's evaluation splits present in ``df``: the spec's order first, breakdown rows left out."""
     present = list(dict.fromkeys(df.loc[df["probe"] == spec.name, "dataset"]))
@@ -69,7 +77,7 @@ def layer_curves_frame(df: pd.DataFrame, probe: str, dataset: str, metric: str,
     sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)
              & ~df["model"].isin(list(exclude))]
     sel = sel[sel["layer"].astype(str).str.fullmatch(r"\d+")]
-    sel = sel.assign(**{c: sel[c] if c in sel else float("nan") for c in ("n", "lo", "hi")})
+    sel = with_optional(sel)
     out = sel.assign(layer=sel["layer"].astype(int))[["model", "layer", "value", "n", "lo", "hi"]]
     out = out.astype({"value": float, "lo": float, "hi": float})
     return out.sort_values(["model", "layer"]).reset_index(drop=True)
@@ -81,7 +89,7 @@ def named_rows_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: st
     order = list(spec.chart.layer_order)
     sel = df[(df["probe"] == spec.name) & (df["dataset"] == dataset) & (df["metric"] == metric)
              & ~df["model"].isin(list(spec.baseline_models)) & df["layer"].astype(str).isin(order)]
-    sel = sel.assign(**{c: sel[c] if c in sel else float("nan") for c in ("n", "lo", "hi")})
+    sel = with_optional(sel)
     out = sel[["model", "layer", "value", "n", "lo", "hi"]].astype({"value": float, "lo": float, "hi": float})
     return out.assign(_o=out["layer"].map(order.index)).sort_values(["model", "_o"]).drop(columns="_o") \
         .reset_index(drop=True)
@@ -97,7 +105,7 @@ def baseline_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str)
     """label, model, value, n, lo, hi of the probe's baseline results: each its own series."""
     sel = df[(df["probe"] == spec.name) & (df["dataset"] == dataset) & (df["metric"] == metric)
              & df["model"].isin(list(spec.baseline_models))]
-    sel = sel.assign(**{c: sel[c] if c in sel else float("nan") for c in ("n", "lo", "hi")})
+    sel = with_optional(sel)
     out = sel.assign(label=sel["model"].map(spec.baseline_models))[["label", "model", "value", "n", "lo", "hi"]]
     return out.astype({"value": float, "lo": float, "hi": float}).reset_index(drop=True)
 
@@ -131,7 +139,7 @@ def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str
             layer = best_layer(df, model, spec.name, dataset, metric)
             sel = sel_all[(sel_all["model"] == model) & (sel_all["layer"] == layer)]
             label = f"{model} (layer {layer})"
-        sel = sel.assign(**{c: sel[c] if c in sel else float("nan") for c in ("lo", "hi")})
+        sel = with_optional(sel, ("lo", "hi"))
         for ds, v, n, lo, hi in zip(sel["dataset"], sel["value"], sel["n"], sel["lo"], sel["hi"]):
             rows.append({"model": label, "category": ds[len(prefix):], "value": float(v), "n": n,
                          "lo": _num(lo), "hi": _num(hi)})
