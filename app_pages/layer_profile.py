@@ -7,10 +7,10 @@ import streamlit as st
 
 from app_pages.common import family_of, get_embedder, model_names, page, page_header, safe, wait_warmup
 from corpora.paths import REPO_ROOT
-from probes.cka import layer_cka
-from probes.contextuality_cli import TITLES as CONTEXTUALITY_TITLES
-from probes.contextuality_run import semcor_sentences
-from probes.profiles import centres_of_gravity, expected_layers, layer_profile
+from probes.estimators.cka import layer_cka
+from probes.tasks.contextuality_cli import TITLES as CONTEXTUALITY_TITLES
+from probes.tasks.contextuality import semcor_sentences
+from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
 from probes.results import load_extras
 from viz.profile import (CONTEXTUALITY, choice_label, cka_heatmap, contextuality_metrics, profile_choices,
                          profile_figure, summary_frame)

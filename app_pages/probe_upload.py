@@ -26,9 +26,9 @@ import streamlit as st
 from app_pages.common import get_embedder, log, model_select, safe, wait_warmup
 from corpora.lexical_sample import read_lexical_sample
 from corpora.paths import cache_dir
-from probes import span as span_probe
-from probes import tag as tag_probe
-from probes.preview import sense_preview, span_preview, token_preview
+from probes.tasks import span as span_probe
+from probes.tasks import tag as tag_probe
+from probes.tasks.preview import sense_preview, span_preview, token_preview
 from probes.registry import ProbeSpec, RunContext, get_probe
 from probes.results import ProbeResult, results_frame, save_result
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import chart, page, page_header, safe
-from probes.tables import TABLE_NOTES, markdown_table, titles
+from probes.reporting.tables import TABLE_NOTES, markdown_table, titles
 from viz.export import frame_csv
 from viz.reproduce import comparison_figure, comparison_frame, load_tables, read_run_notes, tables_markdown
 from viz.results import dirs_with_results, label_dir, load_dir

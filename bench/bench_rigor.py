@@ -6,10 +6,10 @@ On CoNLL-2000 (all of it by default) with the model's cached features (extracted
 
 1. the plain linear POS probe per layer (``token_task.fit_and_score``), then what the intervals add:
    ``accuracy_row`` + ``keep_instances`` per layer and a paired test of every layer against the one
-   before (``probes.comparisons``) — as a share of the probe's time (the issue's bound: ≤ 10 %);
-2. the control task per layer (``probes.control``: a second probe on control labels, plus the
+   before (``probes.stats.comparisons``) — as a share of the probe's time (the issue's bound: ≤ 10 %);
+2. the control task per layer (``probes.estimators.control``: a second probe on control labels, plus the
    selectivity rows);
-3. MDL per layer (``probes.mdl``: the online code of the task and of its control task, 10 probes each).
+3. MDL per layer (``probes.estimators.mdl``: the online code of the task and of its control task, 10 probes each).
 
 Prints a Markdown section (the machine, the command, the date) and writes it to ``--out``. Not a test.
 """
@@ -42,13 +42,13 @@ def cpu_name() -> str:
 
 def bench_rigor(model: str = "minilm", limit: int | None = None, device: str = "cpu") -> dict:
     from models.registry import load_embedder
-    from probes.comparisons import compare
-    from probes.intervals import accuracy_row, keep_instances
+    from probes.stats.comparisons import compare
+    from probes.stats.intervals import accuracy_row, keep_instances
     from probes.layers import as_layer_specs
-    from probes.pos import conll_splits
+    from probes.tasks.pos import conll_splits
     from probes.registry import RunContext
-    from probes.token_rigor import RigorOptions, layer_rows
-    from probes.token_task import extract, fit_and_score, layer_matrix
+    from probes.tasks.rigor_options import RigorOptions, layer_rows
+    from probes.tasks.token_labels import extract, fit_and_score, layer_matrix
 
     emb = load_embedder(model)
     ctx = RunContext(limit=limit, device=device, show_progress=True)
@@ -121,7 +121,7 @@ def section(res: dict, command: str, threads: int) -> str:
     outcomes = res.get("outcomes", {})
     layers = [r["layer"] for r in res["per_layer"]]
     if len(layers) >= 3:
-        from probes.comparisons import compare
+        from probes.stats.comparisons import compare
 
         ranked = sorted(layers, key=lambda l: -outcomes[(res["model"], l)].mean())
         pairs = [((res["model"], layers[1]), (res["model"], layers[-1])),

@@ -19,14 +19,14 @@ Request = tuple[list[list[str]], "np.ndarray | None", str]
 
 def _conll(split: str) -> Callable[[int | None], Request]:
     def build(limit: int | None) -> Request:
-        from probes.conll import conll_slice, feature_key
+        from probes.tasks.conll import conll_slice, feature_key
 
         return [list(s.words) for s in conll_slice(split, limit)], None, feature_key(split, limit)
     return build
 
 
 def _semcor(limit: int | None) -> Request:
-    from probes.wsd.data import semcor_view
+    from probes.tasks.wsd.data import semcor_view
 
     layout, keep, _keys, _n = semcor_view(limit)
     return layout.sentences, keep, "semcor-tagged" + ("" if limit is None else f"-limit{limit}")

@@ -21,7 +21,7 @@ from cluster.storage import Store, push_entry
 from cluster.tasks import FAULT_ENV
 from corpora.paths import cache_dir
 from probes.errors import ProbeInputError
-from probes.features import Features
+from features.extract import Features
 
 
 def extract_sharded(model: str, key: str, sentences: Sequence[Sequence[str]], keep: np.ndarray | None = None, *,

@@ -5,7 +5,7 @@ shards, then committed as one ordinary feature-cache entry.
 
 Design notes:
 
-- **Same batches as a local run.** ``probes.features`` sorts the sentences longest first and embeds
+- **Same batches as a local run.** ``features.extract`` sorts the sentences longest first and embeds
   them ``chunk_size`` at a time; a shard is a run of whole chunks of that same order
   (``plan_shards``), and a worker embeds chunk by chunk. Every ``embed`` call therefore sees exactly
   the sentences it sees in a local extraction, and the vectors are the same to the bit.
@@ -41,9 +41,9 @@ import numpy as np
 from cluster.storage import Store
 from cluster.tasks import FAULT_EXIT
 from models.base import SentenceEmbedding
-from probes.feature_checks import FeatureCacheError, file_checksum
-from probes.feature_store import sentences_hash
-from probes.features import Features, get_features
+from features.checks import FeatureCacheError, file_checksum
+from features.store import sentences_hash
+from features.extract import Features, get_features
 
 #: sentences per ``embed`` call in ``get_features`` (its default): shards are made of whole chunks.
 CHUNK_SIZE: int = inspect.signature(get_features).parameters["chunk_size"].default

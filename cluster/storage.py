@@ -15,9 +15,9 @@ Design notes:
   object stores, so the final name appears whole); an entry is published layer files first and
   ``meta.json`` last, so a reader that sees ``meta.json`` sees a complete entry.
 - **Checksums.** A pulled layer must have the size and checksum ``meta.json`` records
-  (``probes.feature_checks.file_checksum``, the cache's own digest) before it is moved into the local
+  (``features.checks.file_checksum``, the cache's own digest) before it is moved into the local
   cache under the entry's lock; a mismatch is an error naming the remote file, nothing is installed.
-  Pushing re-checks the local entry first (``probes.feature_store.check_layer``): a broken entry is
+  Pushing re-checks the local entry first (``features.store.check_layer``): a broken entry is
   never published.
 """
 from __future__ import annotations
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import fsspec
 
-from probes.feature_checks import FeatureCacheError, entry_lock, file_checksum, temp_path
-from probes.feature_store import atomic_write_text, check_layer, feature_dir, read_meta
+from features.checks import FeatureCacheError, entry_lock, file_checksum, temp_path
+from features.store import atomic_write_text, check_layer, feature_dir, read_meta
 
 
 class Store:

@@ -7,10 +7,11 @@ line (exit 2) and the app as one message.
 """
 from __future__ import annotations
 
+from corpora.errors import LabError
 from pathlib import Path
 
 
-class DataFormatError(ValueError):
+class DataFormatError(LabError, ValueError):
     """A data file that cannot be read as its format: ``path:line: message`` (line None: the whole file)."""
 
     def __init__(self, path: str | Path, line: int | None, message: str) -> None:

@@ -9,7 +9,7 @@
 ``sentence`` is split on whitespace (the words the model sees); ``target word index`` is 0-based into
 those words; ``label`` is any label without whitespace (a WordNet sense key or your own sense name);
 the optional ``lemma`` groups targets that share a sense inventory (default: the target word lower-cased;
-Senseval's ``bank.n`` also gives the POS — the WSD probe reads it, ``probes.wsd.sources.split_lemma``).
+Senseval's ``bank.n`` also gives the POS — the WSD probe reads it, ``probes.tasks.wsd.sources.split_lemma``).
 Blank lines and lines starting with ``#`` are skipped; a first line whose first field is ``sentence``
 is a header.
 

@@ -5,6 +5,7 @@ Nothing under the data directory is ever copied into the repository.
 """
 from __future__ import annotations
 
+from corpora.errors import LabError
 import os
 from pathlib import Path
 
@@ -26,7 +27,7 @@ DATA_SOURCES: dict[str, str] = {
 }
 
 
-class DataMissingError(RuntimeError):
+class DataMissingError(LabError, RuntimeError):
     """A dataset is missing or unreadable. The message names the item and how to obtain it."""
 
     def __init__(self, item: str, detail: str = "") -> None:

@@ -7,6 +7,7 @@ adjectives always include satellites (``s``). Other word classes (DET, IN, ...) 
 """
 from __future__ import annotations
 
+from corpora.errors import LabError
 import hashlib
 import json
 import os
@@ -31,7 +32,7 @@ _PTB_NON_CONTENT = {"CC", "CD", "DT", "EX", "FW", "IN", "LS", "MD", "PDT", "POS"
 _PTB_OLD = {"NP": "n", "NPS": "n", "PP": None, "PP$": None, "PR": None}
 
 
-class UnknownSenseKeyError(KeyError):
+class UnknownSenseKeyError(LabError, KeyError):
     """A sense key that is not in WordNet 3.0."""
 
     def __str__(self) -> str:  # KeyError would repr() the message

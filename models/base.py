@@ -9,6 +9,7 @@ context-independent layer), plus word-level attention where the model has it.
 """
 from __future__ import annotations
 
+from corpora.errors import LabError
 import hashlib
 import json
 from abc import ABC, abstractmethod
@@ -19,11 +20,11 @@ import numpy as np
 import torch
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(LabError, RuntimeError):
     """A checkpoint is missing, truncated or malformed; the message says which file and why."""
 
 
-class UnknownModelError(KeyError):
+class UnknownModelError(LabError, KeyError):
     """No model of that name is registered."""
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable

@@ -26,6 +26,7 @@ Files: ``models.static`` loads and saves these models (``assets/<name>/``, GloVe
 """
 from __future__ import annotations
 
+from corpora.errors import LabError
 import hashlib
 from dataclasses import dataclass
 from typing import Sequence
@@ -36,7 +37,7 @@ import torch
 from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device
 
 
-class OutOfVocabularyError(KeyError):
+class OutOfVocabularyError(LabError, KeyError):
     """A word has no vector in this model (and the model cannot build one from subwords)."""
 
     def __str__(self) -> str:

@@ -1,11 +1,23 @@
 """Probing benchmarks over the embedders of ``models`` and the data of ``corpora``. Never imports streamlit.
 
-- ``registry``:   ``PROBES``, probe name -> ``ProbeSpec`` (runner, baselines, tables, options, chart).
+    from probes import run_probe
+    run_probe("pos", "minilm", limit=200).to_frame()
+
+- ``run``:        ``run_probe``, the one run path (CLI, reproduce, sweep, the app).
+- ``registry``:   ``PROBES``, probe name -> ``ProbeSpec`` (runner, baselines, tables, options, inputs, chart).
 - ``layers``:     ``LayerSpec``, the layer or layer combination a probe reads, validated up front.
 - ``results``:    ``ProbeResult``, what every probe returns, and the result files.
-- ``features``:   the per-layer feature cache every probe reads through.
-- ``classifier``: the one early-stopping trainer and ``LinearProbe``.
-- ``wsd/``, ``pos``, ``mix`` (+ ``mix_model``): the paper's three probes; ``conll``: their tagging data.
-- ``tables``, ``reproduce``, ``paper``: paper-style tables, the reproduction run, the published numbers.
-- ``cli``: the command line (``python -m probes``).
+- ``tasks/``:     one module (or package) per probe and its data: wsd/, pos, mix, tag, span, contextuality, cka.
+- ``estimators/``: fit/predict/score pieces the tasks share: the classifier trainer, probe families,
+                  control tasks, MDL, majority baselines, BIO scoring, the λ-ablation tagger, measures.
+- ``stats/``:     intervals, seeds, paired comparisons, claims, layer profiles.
+- ``reporting/``: paper-style tables, the published numbers, result diffs, verification.
+- ``cli``:        the command line (``python -m probes``).
 """
+
+
+def run_probe(*args, **kwargs):
+    """``probes.run.run_probe`` (imported on first call: ``import probes`` stays light)."""
+    from probes.run import run_probe as run  # lazy: the run path imports torch and the model zoo
+
+    return run(*args, **kwargs)

@@ -24,9 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-from corpora.paths import DataMissingError, cache_dir
-from corpora.format_errors import DataFormatError
-from corpora.wsd_eval import WsdFormatError
+from corpora.errors import LabError
+from corpora.paths import cache_dir
 from probes.errors import ProbeInputError
 from probes.layers import parse_layer_specs
 from probes.registry import Option, ProbeSpec, RunContext, all_probes, builtin_probe_names, get_probe
@@ -42,7 +41,7 @@ PRINTED_METRICS = ("F1", "accuracy", "chunk_F1", "control_accuracy", "selectivit
 COMMANDS: dict[str, str] = {
     "sweep": "cluster.cli:add_sweep",
     "extract": "cluster.cli:add_extract",
-    "contextuality": "probes.contextuality_cli:add_command",
+    "contextuality": "probes.tasks.contextuality_cli:add_command",
 }
 
 
@@ -127,7 +126,7 @@ def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
     for base in spec.baselines(ctx, **options):
         print_rows(base)
         save_result(base.stamped(command), out)
-    from probes.seeds import run_with_seeds   # heavy: numpy + the intervals
+    from probes.stats.seeds import run_with_seeds   # heavy: numpy + the intervals
 
     res = run_with_seeds(spec, emb, layers, ctx, **options)
     print_rows(res)
@@ -139,7 +138,7 @@ def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from probes.reproduce import reproduce   # heavy: loads models
-    from probes.tables import write_tables
+    from probes.reporting.tables import write_tables
 
     if args.verify:
         return cmd_verify(Path(args.out) / "runs")
@@ -166,7 +165,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     print(f"tables written to {out}/ (total {timings['total']:.0f} s)")
     if args.rigor:
         from models.random_init import PREFIX
-        from probes.contextuality_cli import reproduce_contextuality
+        from probes.tasks.contextuality_cli import reproduce_contextuality
 
         trained = [e for m, e in embedders.items() if not m.startswith(PREFIX)]
         print(f"contextuality tables written to {reproduce_contextuality(trained, ctx, out / 'contextuality', command)}")
@@ -186,7 +185,7 @@ def cmd_verify(runs: Path) -> int:
     from models.base import UnknownModelError
     from models.random_init import PREFIX as RANDOM, parse_random
     from models.registry import REGISTRY, load_embedder
-    from probes.verify import report, verify_results
+    from probes.reporting.verify import report, verify_results
 
     if not runs.is_dir():
         raise ProbeInputError(f"--verify: no results folder {runs}.")
@@ -213,7 +212,7 @@ def cmd_verify(runs: Path) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from probes.compare import compare_results   # heavy: pandas
+    from probes.reporting.result_diff import compare_results   # heavy: pandas
 
     models = [m.strip() for m in args.models.split(",") if m.strip()] or None
     bad, compared = compare_results(Path(args.reference), Path(args.candidate), models, args.tolerance)
@@ -293,14 +292,6 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     try:
         return args.func(args)
-    except (ProbeInputError, DataMissingError, WsdFormatError, DataFormatError) as exc:
+    except LabError as exc:   # every request, file, model or cache the lab cannot serve; anything else is a bug
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as exc:   # a bad model or cache is reported the same way; anything else is a bug
-        from models.base import ModelLoadError, UnknownModelError   # heavy: only on the error path
-        from probes.features import FeatureCacheError
-
-        if isinstance(exc, (UnknownModelError, ModelLoadError, FeatureCacheError)):
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        raise

@@ -67,7 +67,7 @@ class RunContext:
 
     limit:        first N sentences of each dataset (None: all).
     feature_root: feature-cache root (None: the project cache).
-    seeds:        how many seeds a probe that trains runs (``probes.seeds``: seed, seed+1, …; mean ± std).
+    seeds:        how many seeds a probe that trains runs (``probes.stats.seeds``: seed, seed+1, …; mean ± std).
     """
 
     limit: int | None = None
@@ -166,11 +166,11 @@ class ProbeSpec:
 
 #: Probe name -> "module:attribute" of its ProbeSpec, in the order tables and pages show them.
 PROBES: dict[str, str] = {
-    "wsd": "probes.wsd.probe:PROBE",
-    "pos": "probes.pos:PROBE",
-    "mix": "probes.mix:PROBE",
-    "tag": "probes.tag:PROBE",
-    "span": "probes.span:PROBE",
+    "wsd": "probes.tasks.wsd.probe:PROBE",
+    "pos": "probes.tasks.pos:PROBE",
+    "mix": "probes.tasks.mix:PROBE",
+    "tag": "probes.tasks.tag:PROBE",
+    "span": "probes.tasks.span:PROBE",
 }
 
 

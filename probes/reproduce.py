@@ -1,5 +1,5 @@
 """Reproduce the paper's section 5 on several models: every probe's baselines once, then every
-(model, probe), results saved under ``OUT/runs``, tables written to ``OUT`` (``probes.tables``).
+(model, probe), results saved under ``OUT/runs``, tables written to ``OUT`` (``probes.reporting.tables``).
 
     python -m probes reproduce --models glove-6b-50d,minilm --out docs/results/
 """
@@ -13,8 +13,8 @@ from models.base import Embedder
 from probes.layers import parse_layer_specs
 from probes.registry import ProbeSpec, RunContext
 from probes.results import ProbeResult, save_result
-from probes.seeds import run_with_seeds
-from probes.tables import write_tables
+from probes.stats.seeds import run_with_seeds
+from probes.reporting.tables import write_tables
 
 
 def reproduce(embedders: dict[str, Embedder], specs: Sequence[ProbeSpec], ctx: RunContext,

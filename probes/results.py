@@ -42,8 +42,8 @@ class ProbeResult:
     """One probe run on one model (or one no-embedding baseline).
 
     rows:    measurements, each {"dataset", "layer", "metric", "value"[, "n", "lo", "hi", "std"]} (lo/hi:
-             the bootstrap 95% interval, ``probes.intervals``; std: the spread over ``--seeds``,
-             ``probes.seeds``); ``dataset`` there is the evaluation split ("ALL", "senseval2",
+             the bootstrap 95% interval, ``probes.stats.intervals``; std: the spread over ``--seeds``,
+             ``probes.stats.seeds``); ``dataset`` there is the evaluation split ("ALL", "senseval2",
              "conll2000-test:pos"…), ``layer`` a layer spec label.
     dataset: the probe's data as a whole ("semcor→ALL", "conll2000"), "" in older files.
     params:  the request (layers, limits, seed…); ``extra``: timings, coverage, learned weights…

@@ -340,7 +340,7 @@ def test_probes_page_draws_only_the_open_probe_and_links_to_it() -> None:
 
 def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None:
     """Results saved by the command-line probes (here a real small POS run) are charted per layer."""
-    from probes.pos import run_pos, run_pos_baseline
+    from probes.tasks.pos import run_pos, run_pos_baseline
     from probes.registry import RunContext
     from probes.results import save_result
 
@@ -363,7 +363,7 @@ def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None
 
 def test_probes_page_shows_control_task_and_mdl(tmp_path, monkeypatch) -> None:
     """A POS run with --control --mdl (real, small) gets its task-vs-control charts and table."""
-    from probes.pos import run_pos
+    from probes.tasks.pos import run_pos
     from probes.registry import RunContext
     from probes.results import save_result
 
@@ -388,7 +388,7 @@ def test_probes_page_shows_control_task_and_mdl(tmp_path, monkeypatch) -> None:
 
 def test_reproduce_page_restores_its_results_folder_from_the_url(tmp_path, monkeypatch) -> None:
     """Shareable state: ?results=DIR chooses the results folder; the choice is written back to the URL."""
-    from probes.pos import run_pos_baseline
+    from probes.tasks.pos import run_pos_baseline
     from probes.results import save_result
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))

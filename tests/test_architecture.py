@@ -16,8 +16,9 @@ from corpora.paths import REPO_ROOT
 #: package -> top-level packages it must never import (at module level or inside a function).
 #: cluster/ (sweeps, sharded extraction, Ray) sits above probes, beside viz: nothing below or in the app imports it.
 FORBIDDEN = {
-    "corpora": {"models", "probes", "viz", "cluster", "app_pages", "streamlit"},
-    "models": {"probes", "viz", "cluster", "app_pages", "streamlit"},
+    "corpora": {"models", "features", "probes", "viz", "cluster", "app_pages", "streamlit"},
+    "models": {"features", "probes", "viz", "cluster", "app_pages", "streamlit"},
+    "features": {"probes", "viz", "cluster", "app_pages", "streamlit"},
     "probes": {"viz", "cluster", "app_pages", "streamlit"},
     "viz": {"cluster", "app_pages", "streamlit"},
     "cluster": {"viz", "app_pages", "streamlit"},

@@ -1,4 +1,4 @@
-"""Linear CKA (probes/cka.py) and layer profiles (probes/profiles.py): defining properties, real models and
+"""Linear CKA (probes/estimators/cka.py) and layer profiles (probes/stats/profiles.py): defining properties, real models and
 the committed results."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from scipy.stats import ortho_group
 
 from corpora.paths import REPO_ROOT
 from models.registry import load_embedder
-from probes.cka import cka_matrix, layer_cka, linear_cka
-from probes.profiles import (centre_of_gravity, centres_of_gravity, expected_layer, expected_layers, layer_profile,
+from probes.estimators.cka import cka_matrix, layer_cka, linear_cka
+from probes.stats.profiles import (centre_of_gravity, centres_of_gravity, expected_layer, expected_layers, layer_profile,
                              relative_depth)
 from probes.results import load_extras, load_results
 

@@ -20,7 +20,7 @@ from cluster.sweep import run_sweep  # noqa: E402
 from cluster.tasks import FAULT_ENV, TaskEnv  # noqa: E402
 from models.registry import load_embedder  # noqa: E402
 from models.tiny import make_tiny_checkpoint  # noqa: E402
-from probes.features import get_features  # noqa: E402
+from features.extract import get_features  # noqa: E402
 
 OPTIONS = {"wsd": {"semcor_limit": 100}}
 QUIET = {"say": lambda message: None}

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from cluster.storage import Store, entry_rel, local_entries, pull_entry, push_entry, remote_keys
-from probes.feature_checks import FeatureCacheError
-from probes.features import get_features
+from features.checks import FeatureCacheError
+from features.extract import get_features
 from tests.probe_helpers import RandomEmbedder
 
 SENTS = [["The", "bank", "closed", "."], ["A", "river", "bank"], ["Money", "in", "the", "bank", "."]] * 40

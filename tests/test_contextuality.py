@@ -9,9 +9,9 @@ import pytest
 
 from models.registry import load_embedder
 from probes.cli import main
-from probes.contextuality import (explainable_variance, intra_sentence_similarity, layer_measures, select_words,
+from probes.estimators.contextuality import (explainable_variance, intra_sentence_similarity, layer_measures, select_words,
                                   self_similarity, word_profile)
-from probes.contextuality_run import run_contextuality, semcor_sentences
+from probes.tasks.contextuality import run_contextuality, semcor_sentences
 from probes.registry import RunContext
 from probes.results import load_results
 

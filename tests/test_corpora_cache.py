@@ -43,7 +43,7 @@ class Slotted:
     b: np.ndarray
 
 
-# Look-alikes of probes.wsd's _semcor_view value: (PieceLayout, np.ndarray, SenseAssignments, int).
+# Look-alikes of probes.tasks.wsd's _semcor_view value: (PieceLayout, np.ndarray, SenseAssignments, int).
 @dataclass
 class PieceLayout:
     sentences: list[list[str]]

@@ -8,7 +8,7 @@ import pytest
 from corpora.format_errors import DataFormatError
 from corpora.lexical_sample import iter_lexical_sample, read_lexical_sample
 from corpora.wsd_eval import WsdFormatError, default_key_file, read_wsd_files, write_wsd_files
-from probes.wsd.data import eval_slice, semcor_slice
+from probes.tasks.wsd.data import eval_slice, semcor_slice
 from viz.lexical_sample import LexicalSampleSource, UploadTooLarge
 from viz.polysemy import layer_agreement, occurrence_vectors
 

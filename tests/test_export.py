@@ -83,8 +83,8 @@ def test_run_record_has_what_reproduces_a_run() -> None:
 def test_run_records_of_built_in_datasets_carry_a_data_hash() -> None:
     """The built-in POS and WSD runs record a hash of what they were trained and scored on: the same
     slice gives the same hash, another slice another."""
-    from probes.pos import run_pos_baseline
-    from probes.wsd.probe import run_first_sense
+    from probes.tasks.pos import run_pos_baseline
+    from probes.tasks.wsd.probe import run_first_sense
 
     pos10 = export.run_record(run_pos_baseline(limit=10))["data"]
     assert pos10["hash"] and len(pos10["hash"]) == 16 and pos10["limit"] == 10

@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probes import feature_checks
-from probes.features import FeatureCacheError, NonFiniteFeaturesError, get_features
+from features import checks as feature_checks
+from features.extract import FeatureCacheError, NonFiniteFeaturesError, get_features
 from probes.results import ProbeResult, load_results, read_results, save_result
 from tests.probe_helpers import RandomEmbedder
 
 REPO = Path(__file__).resolve().parent.parent
 SENTS = [["The", "bank", "closed", "."], ["He", "sat", "on", "the", "river", "bank"], [], ["Play", "!"]]
-LOGGER = "probes.features"
+LOGGER = "features.extract"
 
 
 def _expected(emb, sents, layer, dtype="float16"):
@@ -225,7 +225,7 @@ BLOCKING = textwrap.dedent("""
     import logging, sys, time
     from pathlib import Path
     import numpy as np
-    from probes.features import get_features
+    from features.extract import get_features
     from tests.probe_helpers import RandomEmbedder
 
     logging.basicConfig(level=logging.WARNING)
@@ -386,7 +386,7 @@ def test_unwritable_cache_with_nothing_cached_computes_in_memory(tmp_path, caplo
 def test_full_disk_when_reserving_space_computes_in_memory(tmp_path, caplog, monkeypatch):
     import errno
 
-    from probes import features
+    from features import extract as features
 
     def full(path):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))

@@ -1,11 +1,11 @@
-"""Bootstrap intervals and paired tests (probes/intervals.py): the properties the rigor issue names,
+"""Bootstrap intervals and paired tests (probes/stats/intervals.py): the properties the rigor issue names,
 checked against a plain instance-resampling bootstrap and scipy."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from probes import intervals
+from probes.stats import intervals
 from probes.results import ProbeResult, results_frame
 
 

@@ -21,8 +21,8 @@ TOY_MODULE = '''
 """A toy probe: the mean Euclidean norm of the word vectors of each layer spec, on CoNLL-2000 test."""
 import numpy as np
 
-from probes.conll import DATASET, conll_slice, feature_key
-from probes.features import get_features
+from probes.tasks.conll import DATASET, conll_slice, feature_key
+from features.extract import get_features
 from probes.layers import as_layer_specs, needed_layers
 from probes.registry import ChartSpec, ProbeSpec
 from probes.results import ProbeResult

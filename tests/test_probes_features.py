@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from probes.features import get_features
+from features.extract import get_features
 from tests.probe_helpers import RandomEmbedder
 
 SENTS = [["The", "bank", "closed", "."], ["He", "sat", "on", "the", "river", "bank"], [], ["Play", "!"]]
@@ -52,7 +52,7 @@ def test_truncated_file_is_rebuilt(tmp_path, caplog):
     del f
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 40])
-    with caplog.at_level(logging.WARNING, logger="probes.features"):
+    with caplog.at_level(logging.WARNING, logger="features.extract"):
         g = get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
     assert emb.calls == 2
     assert "truncated" in caplog.text
@@ -63,7 +63,7 @@ def test_corrupt_header_and_meta_are_rebuilt(tmp_path, caplog):
     emb = RandomEmbedder()
     f = get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
     (f.directory / "layer_0.npy").write_bytes(b"garbage" * 100)
-    with caplog.at_level(logging.WARNING, logger="probes.features"):
+    with caplog.at_level(logging.WARNING, logger="features.extract"):
         get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
     assert emb.calls == 2 and "layer 0 invalid" in caplog.text
     (f.directory / "meta.json").write_text("{not json")
@@ -83,13 +83,13 @@ def test_other_model_version_or_other_sentences_is_stale(tmp_path, caplog):
     dst = tmp_path / "features" / new.fingerprint() / "toy"
     dst.parent.mkdir(parents=True)
     src.rename(dst)
-    with caplog.at_level(logging.WARNING, logger="probes.features"):
+    with caplog.at_level(logging.WARNING, logger="features.extract"):
         g = get_features(new, "toy", SENTS, root=tmp_path, show_progress=False, dtype="float16")
     assert "another model version" in caplog.text and new.calls == 1
     np.testing.assert_array_equal(np.asarray(g.layer(0)), _expected(new, SENTS, 0).astype(np.float16))
     caplog.clear()
     other = [s + ["extra"] for s in SENTS]
-    with caplog.at_level(logging.WARNING, logger="probes.features"):
+    with caplog.at_level(logging.WARNING, logger="features.extract"):
         h = get_features(new, "toy", other, root=tmp_path, show_progress=False)
     assert "other sentences" in caplog.text and new.calls == 2
     assert h.num_words == 16
@@ -102,7 +102,7 @@ def test_entries_of_the_previous_format_are_rebuilt_once(tmp_path, caplog):
     for entry in meta["layers"].values():   # version 1 had no checksums
         del entry["checksum"]
     (f.directory / "meta.json").write_text(json.dumps({**meta, "version": 1}))
-    with caplog.at_level(logging.WARNING, logger="probes.features"):
+    with caplog.at_level(logging.WARNING, logger="features.extract"):
         get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
         get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
     assert emb.calls == 2 and caplog.text.count("format version 1 != 2") == 1
@@ -137,7 +137,7 @@ def test_keep_stores_only_the_selected_rows_and_a_new_selection_rebuilds(tmp_pat
         f.sentence(2, 0)
     get_features(emb, "toy", SENTS, keep=keep, root=tmp_path, show_progress=False, dtype="float32")
     assert emb.calls == 1   # same selection: from the cache
-    with caplog.at_level(logging.WARNING, logger="probes.features"):
+    with caplog.at_level(logging.WARNING, logger="features.extract"):
         g = get_features(emb, "toy", SENTS, keep=keep[:2], root=tmp_path, show_progress=False, dtype="float32")
     assert emb.calls == 2 and "another selection" in caplog.text
     np.testing.assert_array_equal(np.asarray(g.layer(2)), full[keep[:2]])
@@ -147,7 +147,7 @@ def test_keep_stores_only_the_selected_rows_and_a_new_selection_rebuilds(tmp_pat
 
 
 def test_restricted_wsd_layout_reads_the_same_token_vectors():
-    from probes.wsd import build_layout
+    from probes.tasks.wsd import build_layout
 
     rng = np.random.default_rng(0)
     pieces = [[["New", "York"], ["is"], ["big"]], [["a"], ["b", "c", "d"]]]

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from probes.errors import ProbeInputError
-from probes.mix import ROWS, run_mix
-from probes.mix_model import MixProbe, TokenData, chunk_f1, window_index
+from probes.tasks.mix import ROWS, run_mix
+from probes.estimators.mix_tagger import MixProbe, TokenData, chunk_f1, window_index
 from probes.registry import RunContext
 from tests.probe_helpers import RandomEmbedder
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from probes.errors import ProbeInputError
-from probes.classifier import LinearProbe
-from probes.conll import conll_slice
-from probes.pos import MajorityTagBaseline, run_pos, run_pos_baseline
+from probes.estimators.classifier import LinearProbe
+from probes.tasks.conll import conll_slice
+from probes.tasks.pos import MajorityTagBaseline, run_pos, run_pos_baseline
 from probes.registry import RunContext
 from tests.probe_helpers import RandomEmbedder
 

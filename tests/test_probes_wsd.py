@@ -11,7 +11,7 @@ import pytest
 
 from probes.errors import ProbeInputError
 from probes.registry import RunContext
-from probes.wsd import (NearestSenseWSD, build_layout, eval_word_pieces, first_sense_predictions, run_first_sense,
+from probes.tasks.wsd import (NearestSenseWSD, build_layout, eval_word_pieces, first_sense_predictions, run_first_sense,
                         run_wsd, score, write_key_file)
 from tests.probe_helpers import RandomEmbedder
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from models.registry import load_embedder
 from probes.results import ProbeResult, read_results, save_result
-from probes.verify import results_in_use, verify_results
+from probes.reporting.verify import results_in_use, verify_results
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -6,14 +6,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from probes.claims import CLAIMS, claims_table, verdict
+from probes.stats.claims import CLAIMS, claims_table, verdict
 from probes.cli import main
-from probes.comparisons import compare, layer_comparisons, model_comparisons, outcome_table
+from probes.stats.comparisons import compare, layer_comparisons, model_comparisons, outcome_table
 from probes.errors import ProbeInputError
-from probes.intervals import keep_instances
+from probes.stats.intervals import keep_instances
 from probes.registry import ChartSpec, ProbeSpec, RunContext, get_probe
 from probes.results import ProbeResult, load_results
-from probes.seeds import merge_seeds, run_with_seeds
+from probes.stats.seeds import merge_seeds, run_with_seeds
 from tests.probe_helpers import RandomEmbedder
 
 
@@ -136,7 +136,7 @@ def test_cli_seeds(tmp_path, capsys, monkeypatch):
 
 
 def test_best_layer_table_tests_the_best_against_runner_up_and_layer_0():
-    from probes.rigor_tables import best_layer_table
+    from probes.reporting.rigor_tables import best_layer_table
 
     rng = np.random.default_rng(1)
     base = rng.random(3000) < 0.7

@@ -7,12 +7,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from probes.classifier import LinearProbe
-from probes.conll import conll_slice
-from probes.control import ControlTask, control_correct
+from probes.estimators.classifier import LinearProbe
+from probes.tasks.conll import conll_slice
+from probes.estimators.control import ControlTask, control_correct
 from probes.errors import ProbeInputError
-from probes.estimators import ProbeFamily, make_probe, parse_hidden
-from probes.mdl import SCHEDULE, block_ends, online_codelength, uniform_codelength
+from probes.estimators.families import ProbeFamily, make_probe, parse_hidden
+from probes.estimators.mdl import SCHEDULE, block_ends, online_codelength, uniform_codelength
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,13 @@
-"""The token probes' rigor options (probes/token_rigor.py): checked once, rows of a layer, and the
+"""The token probes' rigor options (probes/tasks/rigor_options.py): checked once, rows of a layer, and the
 pos probe with --control / --mdl / --probe on a real CoNLL-2000 slice."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from probes.conll import conll_slice
+from probes.tasks.conll import conll_slice
 from probes.errors import ProbeInputError
-from probes.token_rigor import RIGOR_OPTIONS, RigorOptions, layer_rows, row_offsets
+from probes.tasks.rigor_options import RIGOR_OPTIONS, RigorOptions, layer_rows, row_offsets
 
 
 def test_defaults_are_todays_probe_and_bad_options_fail_early():
@@ -98,9 +98,9 @@ def test_cli_probe_family_options(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "selectivity" in out and "control_accuracy" in out
     # Another probe family is its own probe: its rows never replace the linear probe's in the POS table.
-    from probes.pos import pos_tables
+    from probes.tasks.pos import pos_tables
     from probes.results import load_results
-    from probes.rigor_tables import selectivity_mdl_table
+    from probes.reporting.rigor_tables import selectivity_mdl_table
 
     assert main(base) == 0
     df = load_results(tmp_path / "r")

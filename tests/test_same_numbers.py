@@ -19,7 +19,7 @@ import torch
 
 from models.registry import load_embedder
 from probes.registry import RunContext, get_probe
-from probes.tables import build_tables, markdown_table, titles
+from probes.reporting.tables import build_tables, markdown_table, titles
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 REPO = GOLDEN.parent.parent

@@ -12,7 +12,7 @@ import pytest
 from corpora.format_errors import DataFormatError
 from probes.errors import ProbeInputError
 from probes.registry import RunContext
-from probes.span import pool, run_span, span_baselines
+from probes.tasks.span import pool, run_span, span_baselines
 from tests.probe_helpers import RandomEmbedder
 
 

@@ -20,7 +20,7 @@ from cluster.tasks import TaskEnv
 from models.registry import load_embedder
 from models.tiny import make_tiny_checkpoint
 from probes.cli import main
-from probes.features import get_features
+from features.extract import get_features
 
 
 @pytest.fixture(scope="module")

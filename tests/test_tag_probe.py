@@ -16,11 +16,11 @@ from seqeval.metrics import f1_score
 from corpora.conllu import iter_conllu
 from corpora.format_errors import DataFormatError
 from models.registry import load_embedder
-from probes.bio import span_f1_row
-from probes.conll import conll_slice
+from probes.estimators.bio import span_f1_row
+from probes.tasks.conll import conll_slice
 from probes.errors import ProbeInputError
 from probes.registry import RunContext, get_probe
-from probes.tag import run_tag, tag_baselines
+from probes.tasks.tag import run_tag, tag_baselines
 from tests.probe_helpers import RandomEmbedder
 
 REPO = Path(__file__).resolve().parent.parent

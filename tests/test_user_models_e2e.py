@@ -63,7 +63,7 @@ def test_six_families_run_wsd_pos_and_the_lambda_ablation_by_path(checkpoints, t
 
 def test_feature_cache_is_keyed_by_content_not_path(checkpoints, tmp_path):
     from models.references import load_reference
-    from probes.features import get_features
+    from features.extract import get_features
 
     sentences = [["The", "bank", "raised", "interest", "rates", "."], ["Unbelievably", ",", "it", "rained", "."]]
     first = load_reference(str(checkpoints["bert"]))

@@ -148,7 +148,7 @@ def test_nearest_is_exact_cosine_ranking_without_the_query_itself() -> None:
 def test_corpus_index_rows_follow_the_wsd_probes_semcor_view() -> None:
     """Row r of the corpus matrix is token r of the WSD probe's SemCor layout: same count, same senses."""
     from corpora.semcor import load_semcor
-    from probes.wsd.data import semcor_view
+    from probes.tasks.wsd.data import semcor_view
 
     sentences, _ = load_semcor()
     index = corpus_index(sentences)
@@ -172,8 +172,8 @@ def test_semcor_occurrences_read_from_the_feature_cache_equal_their_embedding(tm
     means no fast path (nothing is extracted behind the user's back)."""
     from corpora.semcor import load_semcor
     from models.registry import load_embedder
-    from probes.features import get_features
-    from probes.wsd.data import semcor_view
+    from features.extract import get_features
+    from probes.tasks.wsd.data import semcor_view
     from viz.corpus_search import DATASET_KEY, rows_vectors, semcor_features
     from viz.polysemy import build_lemma_index, occurrence_vectors, semcor_occurrences
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from corpora.paths import REPO_ROOT
-from probes.profiles import centres_of_gravity, expected_layers, layer_profile
+from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
 from probes.results import load_extras, load_results
 from viz.profile import (choice_label, cka_heatmap, contextuality_metrics, profile_choices, profile_figure,
                          summary_frame)

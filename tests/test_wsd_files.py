@@ -13,12 +13,12 @@ from corpora import wordnet
 from corpora.format_errors import DataFormatError
 from corpora.wsd_eval import write_wsd_files
 from probes.errors import ProbeInputError
-from probes.intervals import instances
+from probes.stats.intervals import instances
 from probes.registry import RunContext
-from probes.wsd.data import eval_slice, semcor_as_wsd, semcor_slice
-from probes.wsd.probe import run_wsd, wsd_baselines
-from probes.wsd.sources import file_split
-from probes.wsd.tables import wsd_tables
+from probes.tasks.wsd.data import eval_slice, semcor_as_wsd, semcor_slice
+from probes.tasks.wsd.probe import run_wsd, wsd_baselines
+from probes.tasks.wsd.sources import file_split
+from probes.tasks.wsd.tables import wsd_tables
 from probes.results import results_frame
 from tests.probe_helpers import RandomEmbedder
 from tests.test_data_lexical_sample import semcor_lexical_lines

@@ -1,7 +1,7 @@
 """Corpus search (exBERT's idea): the nearest contextual neighbours of one vector among ALL of SemCor's
 sense-tagged occurrences at one layer, with their WordNet senses.
 
-The vectors come from the feature cache the WSD probe fills (``probes.wsd.data.semcor_view`` and
+The vectors come from the feature cache the WSD probe fills (``probes.tasks.wsd.data.semcor_view`` and
 ``get_features(embedder, "semcor-tagged", ...)``): one row per sense-tagged SemCor token (225,415),
 the mean of its pieces, in corpus order. After ``python -m probes wsd --model M`` (or the app's
 "Build the index" button) a search reads one layer file and is one matrix-vector product.
@@ -72,7 +72,7 @@ def _unit(X: np.ndarray) -> np.ndarray:
 
 def is_cached(embedder, layer: int, root=None) -> bool:
     """Whether the feature cache already holds SemCor at ``layer`` for this model (no extraction needed)."""
-    from probes.feature_store import feature_dir, read_meta
+    from features.store import feature_dir, read_meta
 
     directory = feature_dir(embedder.fingerprint(), DATASET_KEY, root)
     meta = read_meta(directory) if directory.is_dir() else None
@@ -81,8 +81,8 @@ def is_cached(embedder, layer: int, root=None) -> bool:
 
 def corpus_vectors(embedder, layer: int, *, progress: ProgressFn | None = None, root=None) -> np.ndarray:
     """(N, dim) float32 unit vectors of every sense-tagged SemCor token at ``layer`` (cache, or extracted now)."""
-    from probes.features import get_features
-    from probes.wsd.data import semcor_view
+    from features.extract import get_features
+    from probes.tasks.wsd.data import semcor_view
 
     layout, keep, _keys, _n = semcor_view(None)
     feats = get_features(embedder, DATASET_KEY, layout.sentences, [int(layer)], keep=keep, progress=progress,
@@ -93,8 +93,8 @@ def corpus_vectors(embedder, layer: int, *, progress: ProgressFn | None = None, 
 def semcor_features(embedder, root=None):
     """(layout, Features) of the WSD probe's SemCor cache when it holds *every* layer of ``embedder``,
     else None — nothing is extracted here (the Polysemy explorer then embeds its sentences itself)."""
-    from probes.features import get_features
-    from probes.wsd.data import semcor_view
+    from features.extract import get_features
+    from probes.tasks.wsd.data import semcor_view
 
     if not all(is_cached(embedder, j, root) for j in range(embedder.num_layers)):
         return None

@@ -20,6 +20,7 @@ word lower-cased). Nothing here imports streamlit; the page caches ``from_upload
 """
 from __future__ import annotations
 
+from corpora.errors import RequestError
 import io
 import random
 from collections import Counter
@@ -32,7 +33,7 @@ from viz.polysemy import Occurrence
 MAX_UPLOAD_MB = 20
 
 
-class UploadTooLarge(ValueError):
+class UploadTooLarge(RequestError):
     """An upload over ``MAX_UPLOAD_MB``."""
 
 

@@ -198,9 +198,9 @@ def separability_problem(groups: Sequence[str | None]) -> str | None:
 
 def layer_measures(X: np.ndarray, occs: Sequence[Occurrence], *, with_agreement: bool = True) -> pd.DataFrame:
     """Per layer, long (layer, measure, value): 1-NN same sense and chance (``layer_agreement``), and how
-    contextual the layer is for this word (Ethayarajh 2019, ``probes.contextuality.word_profile``):
+    contextual the layer is for this word (Ethayarajh 2019, ``probes.estimators.contextuality.word_profile``):
     self-similarity and explainable variance, over one occurrence per distinct sentence."""
-    from probes.contextuality import word_profile
+    from probes.estimators.contextuality import word_profile
 
     parts = []
     if with_agreement:

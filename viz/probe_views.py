@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from probes.registry import ProbeSpec
-from probes.rigor_tables import selectivity_mdl_table
+from probes.reporting.rigor_tables import selectivity_mdl_table
 from viz.probe_figures import grouped_bars, layer_probe_figure, named_rows_figure, task_vs_control_figure
 from viz.results import baseline_frame, breakdown_frame, layer_curves_frame, named_rows_frame, wide_table
 

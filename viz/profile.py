@@ -1,7 +1,7 @@
 """The Layer profile view's pure logic: which measures can be profiled, and its figures.
 
     choices = profile_choices(df)                                # [(probe, dataset, metric), …] with layer rows
-    prof = layer_profile(df, *choices[0], models)                # probes.profiles: depth = layer / last layer
+    prof = layer_profile(df, *choices[0], models)                # probes.stats.profiles: depth = layer / last layer
     fig = profile_figure(prof, title=…, y_title="accuracy")      # one line per model against relative depth
     fig = cka_heatmap(M, ["0", "1", "2"], ["0", …, "6"], title=…)
 
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from probes.contextuality import METRICS as CONTEXTUALITY_METRICS
+from probes.estimators.contextuality import METRICS as CONTEXTUALITY_METRICS
 from viz.figures import PALETTE, _layout
 from viz.probe_figures import interval_error
 from viz.text import escape_html
@@ -60,7 +60,7 @@ def is_random(model: str) -> bool:
 
 
 def profile_figure(profile: pd.DataFrame, *, title: str, y_title: str, height: int = 440) -> go.Figure:
-    """Value against relative depth, one line per model (``probes.profiles.layer_profile`` columns)."""
+    """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns)."""
     fig = go.Figure()
     for k, (model, part) in enumerate(profile.groupby("model", sort=False)):
         part = part.sort_values("depth")

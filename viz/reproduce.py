@@ -1,6 +1,6 @@
 """The Reproduce page's data: paper-style tables, a paper-vs-ours summary, run notes.
 
-Tables come from :func:`probes.tables.build_tables` (the same code that writes
+Tables come from :func:`probes.reporting.tables.build_tables` (the same code that writes
 ``docs/results/tables.md``), so the app and the committed tables never disagree.
 """
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from probes import paper
-from probes.wsd.scoring import EVAL_LABELS, PAPER_ALL
-from probes.wsd.tables import BASELINE_MODELS as WSD_BASELINES   # baselines: rows of their own
-from probes.tables import build_tables, markdown_table, paper_tables, titles
+from probes.reporting import paper
+from probes.tasks.wsd.scoring import EVAL_LABELS, PAPER_ALL
+from probes.tasks.wsd.tables import BASELINE_MODELS as WSD_BASELINES   # baselines: rows of their own
+from probes.reporting.tables import build_tables, markdown_table, paper_tables, titles
 from viz.probe_figures import interval_error
 
 PAPER_WSD = {"WordNet 1st sense": "WordNet 1st Sense Baseline", "biLM layer 1": "biLM, First layer",

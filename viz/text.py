@@ -9,6 +9,7 @@ Markdown in the input is displayed, never rendered.
 """
 from __future__ import annotations
 
+from corpora.errors import RequestError
 import html
 import re
 import unicodedata
@@ -26,7 +27,7 @@ _INNER_JOINERS = set("'’-.")
 _CLUSTER_EXTENDERS = {"\u200d", "\ufe0e", "\ufe0f"}
 
 
-class InputError(ValueError):
+class InputError(RequestError):
     """The user's input cannot be used; the message is shown to the user as is."""
 
 

@@ -2,6 +2,7 @@
 (positive counts, an available device) and safe resumable checkpoints (``weights_only`` loading)."""
 from __future__ import annotations
 
+from corpora.errors import LabError
 import argparse
 import datetime as dt
 import math
@@ -79,7 +80,7 @@ def device_arg(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- resumable checkpoints
-class CheckpointError(RuntimeError):
+class CheckpointError(LabError, RuntimeError):
     """A training checkpoint that cannot be loaded safely; the message names the file and why."""
 
 

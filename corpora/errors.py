@@ -1,0 +1,29 @@
+"""The lab's one exception base: every error raised for a request, a file or a model the lab cannot serve.
+
+Each subclass names what is wrong in its message, so the command line prints any ``LabError`` as one
+``error:`` line (exit 2) and the app as one message; anything else reaching them is a bug and keeps
+its traceback. Subclasses also derive from the builtin they refine (``ValueError``, ``KeyError``,
+``RuntimeError``) so callers that catch those keep working.
+
+    corpora.errors.LabError
+    ├── RequestError (ValueError)        a request out of range: bad option, layer, empty slice
+    │   └── probes.errors.ProbeInputError
+    ├── corpora.paths.DataMissingError   a data file or folder that is not there
+    ├── corpora.format_errors.DataFormatError   FILE:LINE: a malformed data file
+    ├── models.base.ModelLoadError, UnknownModelError, …
+    └── features.checks.FeatureCacheError
+"""
+
+from __future__ import annotations
+
+
+class LabError(Exception):
+    """Base of every error the lab reports as one line (module notes)."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its message (repr); a LabError that is also a KeyError reads as plain text.
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class RequestError(LabError, ValueError):
+    """A request that cannot be served as asked: an option out of range, an unknown name, an empty slice."""

@@ -1,0 +1,315 @@
+"""Per-layer word vectors of a dataset, extracted once and memory-mapped from an on-disk cache.
+
+Shared by the probes and the app. One dataset embedded by one model is stored as
+
+    cache_dir()/features/<fingerprint>/<dataset_key>/layer_<j>.npy   (num_words_total, dim)
+    cache_dir()/features/<fingerprint>/<dataset_key>/meta.json
+
+``meta.json`` records the format version, the model fingerprint, a SHA-256 of the sentences, the
+shape, dtype, byte size and checksum of every layer file. A layer file that is missing, truncated,
+corrupted, holds NaN/inf, or whose meta disagrees (other weights, sentences, format) is rebuilt with
+a warning naming it: the cache never changes a result. One process at a time works on an entry
+(``<entry>/.lock``; a second waits, then reuses it); files are written to temporaries named after
+their writer (a killed writer's are removed later) and moved into place, ``meta.json`` last. NaN or
+inf from the embedder stops with ``NonFiniteFeaturesError``, nothing cached; a cache that cannot be
+written gives a warning and features in memory. docs/reliability.md lists each fault and its test.
+
+    feats = get_features(load_embedder("minilm"), "conll2000-test", sentences)
+    feats.layer(3)            # (num_words_total, 384) read-only memmap
+    feats.sentence(3, 17)     # (len(sentences[17]), 384)
+
+``keep`` stores only some words' rows (the model still sees whole sentences): the WSD probe keeps
+SemCor's sense-tagged tokens, about a quarter of its 838k words, so a warm run reads a quarter of
+the bytes (docs/benchmarks.md). Row r of such a layer is word ``keep[r]`` of the dataset.
+
+Vectors are stored as float16 by default (half the disk and page cache of float32); probe scores
+are unchanged to the precision we report (see docs/results/README.md for the measurement).
+Pass ``dtype="float32"`` to keep full precision.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from corpora.errors import RequestError
+from features.checks import (FeatureCacheError, NonFiniteFeaturesError, check_vectors, entry_lock,
+                                   file_checksum, remember_verified, remove_stale_temps, reserve, temp_path)
+from features.store import atomic_write_text, check_layer, feature_dir, meta_problem, read_meta, sentences_hash
+
+__all__ = ["FeatureCacheError", "Features", "NonFiniteFeaturesError", "get_features"]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 2   # 2: per-layer checksums (entries of version 1 are rebuilt once)
+ProgressFn = Callable[[float, str], None]
+
+
+class _CannotWrite(Exception):
+    """The cache entry cannot be written (read-only, no space): compute in memory instead."""
+
+
+@dataclass
+class Features:
+    """Word vectors of ``num_sentences`` sentences at several layers.
+
+    layers:  {layer j: (num_rows, dim) array (read-only memmap when loaded from disk)}
+    offsets: (num_sentences + 1,) int64; sentence i owns words offsets[i]:offsets[i+1]
+    keep:    None (every word has a row, num_rows = num_words) or the sorted global word indices
+             whose rows were stored (row r = word keep[r])
+    """
+
+    fingerprint: str
+    dataset_key: str
+    layers: dict[int, np.ndarray]
+    offsets: np.ndarray
+    num_layers: int              # layers the model has (not only those loaded)
+    dim: int
+    directory: Path | None = None
+    keep: np.ndarray | None = None
+
+    @property
+    def num_words(self) -> int:
+        return int(self.offsets[-1])
+
+    def layer(self, j: int) -> np.ndarray:
+        if j not in self.layers:
+            raise KeyError(f"Layer {j} was not loaded (loaded: {sorted(self.layers)}).")
+        return self.layers[j]
+
+    def sentence(self, j: int, i: int) -> np.ndarray:
+        if self.keep is not None:
+            raise ValueError(f"{self.dataset_key}: only selected words were stored (keep=...); no whole sentences.")
+        return self.layer(j)[self.offsets[i]:self.offsets[i + 1]]
+
+    def stacked(self, layers: Sequence[int] | None = None, dtype=np.float32) -> np.ndarray:
+        """(num_layers_selected, num_words_total, dim) in memory, as ``dtype``."""
+        layers = sorted(self.layers) if layers is None else list(layers)
+        return np.stack([np.asarray(self.layer(j), dtype=dtype) for j in layers])
+
+
+@dataclass
+class _Job:
+    """One request, validated: what to embed and how to store it."""
+
+    embedder: object
+    key: str
+    sentences: list[list[str]]
+    lengths: np.ndarray
+    offsets: np.ndarray
+    keep: np.ndarray | None
+    keep_hash: str | None
+    dtype: str
+    chunk_size: int
+    progress: ProgressFn | None
+    show_progress: bool
+    fp: str
+    s_hash: str
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.offsets[-1]) if self.keep is None else len(self.keep)
+
+
+def get_features(
+    embedder,
+    dataset_key: str,
+    sentences: Sequence[Sequence[str]],
+    layers: Sequence[int] | None = None,
+    *,
+    dtype: str = "float16",
+    chunk_size: int = 512,
+    progress: ProgressFn | None = None,
+    show_progress: bool = True,
+    root: Path | None = None,
+    keep: np.ndarray | None = None,
+) -> Features:
+    """Per-layer word vectors of ``sentences`` under ``embedder``, from the cache or extracted now.
+
+    Args:
+        embedder: a ``models.base.Embedder``.
+        dataset_key: a name for the sentences (e.g. "semcor", "ALL", "conll2000-train-limit100").
+            The cache also checks a hash of the sentences, so a different list under the same key is
+            detected as stale and rebuilt (use distinct keys for distinct slices to avoid churn).
+        sentences: lists of words, exactly as the embedder should see them.
+        layers: layer indices to return (default: all); out-of-range indices raise ValueError.
+        dtype: storage dtype, "float16" or "float32".
+        chunk_size: sentences per ``embedder.embed`` call (sentences are length-sorted first so each
+            chunk has similar lengths and the embedder pads little).
+        progress: optional callback(fraction_done, message), e.g. for a Streamlit progress bar.
+        keep: global word indices (into the concatenated sentences) whose rows to store, sorted and
+            unique; default all. Part of the cache key: another selection rebuilds the entry.
+
+    Returns Features with (num_words_total, dim) arrays memory-mapped read-only from the cache
+    (in memory, ``directory=None``, when the cache cannot be written).
+    Raises NonFiniteFeaturesError (a FeatureCacheError) when the embedder returns NaN or inf.
+    """
+    num_layers, dim = embedder.num_layers, embedder.dim
+    if getattr(embedder, "stateful", False):
+        # A stateful ELMo's vectors depend on what it ran before and in which batch: not features
+        # that can be cached, sorted into batches or compared across models.
+        raise RequestError(f"{embedder.name} is a stateful ELMo (LSTM state carried between batches, for "
+                         "reproducing bilm-tf's outputs); probes need each sentence's vectors to be its own: "
+                         "register it without --stateful.")
+    if layers is None:
+        layers = list(range(num_layers))
+    layers = [int(j) for j in layers]
+    bad = [j for j in layers if not 0 <= j < num_layers]
+    if bad:
+        raise ValueError(f"Layer(s) {bad} out of range: {embedder.name} has layers 0..{num_layers - 1}.")
+    if dtype not in ("float16", "float32"):
+        raise ValueError(f"dtype must be float16 or float32, not {dtype!r}.")
+    sentences = [list(map(str, s)) for s in sentences]
+    lengths = np.array([len(s) for s in sentences], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    total = int(offsets[-1])
+    if keep is not None:
+        keep = np.asarray(keep, dtype=np.int64)
+        if keep.ndim != 1 or (len(keep) and (keep[0] < 0 or keep[-1] >= total)) or (np.diff(keep) <= 0).any():
+            raise ValueError(f"keep must be sorted unique word indices in [0, {total}).")
+    keep_hash = None if keep is None else hashlib.sha256(keep.tobytes()).hexdigest()
+    job = _Job(embedder, dataset_key, sentences, lengths, offsets, keep, keep_hash, dtype, chunk_size, progress,
+               show_progress, embedder.fingerprint(), sentences_hash(sentences))
+    try:
+        directory = feature_dir(job.fp, dataset_key, root)
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _in_memory(job, layers, f"cannot create the feature cache directory: {exc}")
+
+    with entry_lock(directory) as locked:
+        if locked:
+            remove_stale_temps(directory)
+        # Read under the lock: another process may have just written the entry.
+        meta = read_meta(directory)
+        stale = meta_problem(directory, meta, FORMAT_VERSION, job.fp, job.s_hash, int(job.offsets[-1]),
+                             job.keep_hash, job.dtype, dim)
+        if stale:
+            log.warning("Feature cache %s is stale (%s); rebuilding.", directory, stale)
+            meta = None
+        missing = []
+        for j in layers:
+            why = check_layer(directory, meta, j)
+            if why is not None:
+                if meta is not None:  # an entry existed but is broken: say so
+                    log.warning("Feature cache %s layer %d invalid (%s); rebuilding.", directory, j, why)
+                missing.append(j)
+        unwritable = None
+        if missing:
+            try:
+                _extract_to_disk(job, directory)
+            except _CannotWrite as exc:
+                unwritable = str(exc)
+        elif progress is not None:
+            progress(1.0, f"{embedder.name}/{dataset_key}: features from cache")
+        if unwritable is None:
+            arrays = {j: np.load(directory / f"layer_{j}.npy", mmap_mode="r") for j in layers}
+    if unwritable is not None:   # computed without holding the lock
+        return _in_memory(job, layers, unwritable)
+    return Features(job.fp, dataset_key, arrays, offsets, num_layers, dim, directory, keep)
+
+
+def _in_memory(job: _Job, layers: list[int], why: str) -> Features:
+    """The requested layers computed now and kept in memory (the cache cannot be written)."""
+    emb = job.embedder
+    log.warning("Feature cache not writable (%s); computing %s features for %s in memory (not cached).",
+                why, emb.name, job.key)
+    arrays = {j: np.empty((job.num_rows, emb.dim), dtype=job.dtype) for j in layers}
+    _embed_into(job, arrays)
+    for arr in arrays.values():
+        arr.setflags(write=False)
+    return Features(job.fp, job.key, arrays, job.offsets, emb.num_layers, emb.dim, None, job.keep)
+
+
+def _extract_to_disk(job: _Job, directory: Path) -> dict:
+    """Embed every sentence once and write all layers (the model computes them all anyway)."""
+    emb = job.embedder
+    num_layers, dim = emb.num_layers, emb.dim
+    tmp_paths: dict[int, Path] = {}
+    mmaps: dict[int, np.ndarray] = {}
+    try:
+        try:
+            for j in range(num_layers):
+                tmp_paths[j] = temp_path(directory / f"layer_{j}.npy")
+                mmaps[j] = np.lib.format.open_memmap(tmp_paths[j], mode="w+", dtype=job.dtype,
+                                                     shape=(job.num_rows, dim))
+                reserve(tmp_paths[j])
+        except OSError as exc:
+            raise _CannotWrite(f"cannot write in {directory}: {exc}") from exc
+        _embed_into(job, mmaps)
+        try:
+            layer_meta = {}
+            for j in range(num_layers):
+                mmaps.pop(j).flush()
+                layer_meta[str(j)] = {"shape": [job.num_rows, dim], "dtype": job.dtype, "nbytes":
+                                      tmp_paths[j].stat().st_size, "checksum": file_checksum(tmp_paths[j])}
+            # An interrupted commit leaves no meta.json, so the entry reads as absent and is rebuilt.
+            (directory / "meta.json").unlink(missing_ok=True)
+            for j in range(num_layers):
+                final = directory / f"layer_{j}.npy"
+                os.replace(tmp_paths[j], final)
+                remember_verified(final, layer_meta[str(j)]["checksum"])
+        except OSError as exc:
+            raise FeatureCacheError(f"Writing the feature cache {directory} failed: {exc}") from exc
+    finally:
+        mmaps.clear()
+        for tmp in tmp_paths.values():
+            tmp.unlink(missing_ok=True)
+    meta = {"version": FORMAT_VERSION, "fingerprint": job.fp, "model": emb.name, "dataset_key": job.key,
+            "sentences_hash": job.s_hash, "num_sentences": len(job.sentences), "num_words": int(job.offsets[-1]),
+            "keep_hash": job.keep_hash, "num_rows": job.num_rows, "dim": dim, "dtype": job.dtype,
+            "layers": layer_meta}
+    try:
+        atomic_write_text(directory / "meta.json", json.dumps(meta, indent=1))
+    except OSError as exc:
+        raise FeatureCacheError(f"Writing {directory / 'meta.json'} failed: {exc}") from exc
+    return meta
+
+
+def _embed_into(job: _Job, arrays: dict[int, np.ndarray]) -> None:
+    """Fill ``arrays`` ({layer: (num_rows, dim)}) with the stored rows of every sentence, checking every
+    vector the embedder returns: right shape, finite in the storage dtype."""
+    emb, sentences, lengths, offsets, keep = job.embedder, job.sentences, job.lengths, job.offsets, job.keep
+    num_layers, dim = emb.num_layers, emb.dim
+    total = int(offsets[-1])
+    # Sentence i's stored rows: row_start[i]:row_start[i+1]; with keep, its words keep[...] - offsets[i].
+    row_start = offsets if keep is None else np.searchsorted(keep, offsets)
+    log.info("Extracting %s features for %s: %d sentences, %d words.", emb.name, job.key, len(sentences), total)
+    # Longest first: similar lengths share a chunk, and a too-long sentence fails early.
+    order = np.argsort(-lengths, kind="stable")
+    bar = tqdm(total=total, unit="word", desc=f"{emb.name}/{job.key}", disable=not job.show_progress,
+               mininterval=2.0)
+    done = 0
+    try:
+        for start in range(0, len(order), job.chunk_size):
+            idx = order[start:start + job.chunk_size]
+            outs = emb.embed([sentences[i] for i in idx])
+            for i, out in zip(idx, outs):
+                n = int(lengths[i])
+                if out.vectors.shape != (num_layers, n, dim):
+                    raise FeatureCacheError(
+                        f"{emb.name} returned vectors of shape {out.vectors.shape} for a sentence of "
+                        f"{n} words; expected {(num_layers, n, dim)}.")
+                vectors = np.asarray(out.vectors)
+                if n:
+                    check_vectors(vectors, job.dtype, emb.name, job.key, int(i), sentences[i])
+                lo, hi = int(row_start[i]), int(row_start[i + 1])
+                if keep is None:
+                    for j, arr in arrays.items():
+                        arr[lo:hi] = vectors[j]
+                elif hi > lo:
+                    words = keep[lo:hi] - offsets[i]
+                    for j, arr in arrays.items():
+                        arr[lo:hi] = vectors[j][words]
+                done += n
+            bar.update(sum(int(lengths[i]) for i in idx))
+            if job.progress is not None:
+                job.progress(done / max(total, 1), f"{emb.name}/{job.key}: {done:,}/{total:,} words")
+    finally:
+        bar.close()

@@ -1,0 +1,130 @@
+"""The feature cache's on-disk entries: where they live, their ``meta.json``, and whether a layer file is valid.
+
+    cache_dir()/features/<fingerprint>/<dataset_key>/layer_<j>.npy   (num_rows, dim)
+    cache_dir()/features/<fingerprint>/<dataset_key>/meta.json
+
+Every file is written to a temporary name and moved into place with ``os.replace``; a layer file
+that is missing, truncated, unreadable, disagrees with ``meta.json`` (shape, dtype, size, checksum)
+or holds NaN/inf is reported by ``check_layer`` so that ``features.extract`` rebuilds it. The
+checksum and the finiteness are checked once per file state and process (``features.checks``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from corpora.paths import cache_dir
+from features.checks import temp_path, verify_layer_file
+
+
+def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
+    """SHA-256 of the sentences (words joined by U+001F, sentences by U+001E)."""
+    h = hashlib.sha256()
+    for s in sentences:
+        h.update("\x1f".join(s).encode("utf-8", "surrogatepass"))
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+def data_hash(*parts: Sequence[Sequence[str]]) -> str:
+    """16 hex digits of SHA-256 over several sequences of string sequences (sentences, labels, ids): a
+    run's data hash (``extra["data_hash"]``, shown in its run record), the same for the same content."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(sentences_hash(part).encode("ascii"))
+    return h.hexdigest()[:16]
+
+
+def _safe_key(dataset_key: str) -> str:
+    if not dataset_key or any(c in dataset_key for c in "/\\\0") or dataset_key in {".", ".."}:
+        raise ValueError(f"Bad dataset key {dataset_key!r}: use a plain name like 'semcor' or 'conll2000-test'.")
+    return dataset_key
+
+
+def feature_dir(fingerprint: str, dataset_key: str, root: Path | None = None) -> Path:
+    return (root or cache_dir()) / "features" / fingerprint / _safe_key(dataset_key)
+
+
+def _expected_nbytes(path: Path) -> int | None:
+    """Byte size a complete .npy file at ``path`` must have, from its own header (None: unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                           (2, 0): np.lib.format.read_array_header_2_0}[version]
+            shape, _fortran, dtype = read_header(fh)
+            header_len = fh.tell()
+        return header_len + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    except Exception:  # noqa: BLE001 - any unreadable header means "rebuild"
+        return None
+
+
+def read_meta(directory: Path) -> dict | None:
+    """The entry's ``meta.json`` as a dict; None when it is missing, unreadable or not a JSON object."""
+    try:
+        meta = json.loads((directory / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def meta_problem(directory: Path, meta: dict | None, version: int, fingerprint: str, s_hash: str,
+                 num_words: int, keep_hash: str | None, dtype: str, dim: int) -> str | None:
+    """Why an entry's ``meta`` was written for another request (None: it matches, or there is no meta.json)."""
+    if meta is None:
+        return "meta.json is unreadable or not a JSON object" if (directory / "meta.json").exists() else None
+    if meta.get("version") != version:
+        return f"format version {meta.get('version')} != {version}"
+    if meta.get("fingerprint") != fingerprint:
+        return "written by another model version (fingerprint differs)"
+    if meta.get("sentences_hash") != s_hash or meta.get("num_words") != num_words:
+        return "written for other sentences (content hash differs)"
+    if meta.get("keep_hash") != keep_hash:
+        return "written for another selection of words (keep differs)"
+    if meta.get("dtype") != dtype or meta.get("dim") != dim:
+        return f"dtype/dim {meta.get('dtype')}/{meta.get('dim')} differ from {dtype}/{dim}"
+    return None
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    tmp = temp_path(path)
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def check_layer(directory: Path, meta: dict | None, j: int) -> str | None:
+    """Why layer ``j`` in ``directory`` cannot be used, or None when it is valid."""
+    if meta is None:
+        return "no readable meta.json"
+    layers = meta.get("layers")
+    entry = layers.get(str(j)) if isinstance(layers, dict) else None
+    if not isinstance(entry, dict):
+        return f"layer {j} not in meta.json"
+    path = directory / f"layer_{j}.npy"
+    if not path.is_file():
+        return f"{path.name} missing"
+    size = path.stat().st_size
+    if size != entry.get("nbytes"):
+        return f"{path.name} has {size} bytes, meta.json says {entry.get('nbytes')} (truncated or replaced)"
+    if _expected_nbytes(path) != size:
+        return f"{path.name} header does not match its size (corrupt)"
+    try:
+        arr = np.load(path, mmap_mode="r")
+    except Exception as exc:  # noqa: BLE001
+        return f"{path.name} unreadable ({exc})"
+    if list(arr.shape) != entry.get("shape") or str(arr.dtype) != entry.get("dtype"):
+        return f"{path.name} shape/dtype {arr.shape}/{arr.dtype} differ from meta.json"
+    del arr
+    return verify_layer_file(path, entry.get("checksum"))

@@ -1,0 +1,192 @@
+"""The scalar-mix λ ablation of Peters et al. (2018, Table 2) on CoNLL-2000 POS tagging and chunking.
+
+Rows, as in the paper: *baseline* (static GloVe 6B 50d input only), *last layer only* (GloVe +
+the model's top layer), *all layers λ=1* and *all layers λ=0.001* (GloVe + the learned mix).
+Like the paper, the contextual vectors are *added* to the baseline's input; the task model is
+``probes.estimators.mix_tagger.MixTagger``. The ±1 window gives even the static baseline a little context; it
+is the same for every row. The baseline row does not depend on the probed model, so it is this
+probe's baseline result (model ``glove-6b-50d``), run once per reproduction.
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from models.registry import load_embedder
+from probes.reporting import paper
+from probes.tasks.conll import DATASET, conll_slice, feature_key
+from probes.errors import ProbeInputError, check_positive
+from probes.estimators.bio import sentence_counts
+from features.store import data_hash
+from features.extract import get_features
+from probes.stats.intervals import accuracy_interval, grouped_interval, keep_instances
+from probes.estimators.mix_tagger import MixProbe, TokenData, chunk_f1, standardise_layers
+from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.results import ProbeResult
+
+ROWS = ("baseline", "last", "all λ=1", "all λ=0.001")
+MODEL_ROWS = ROWS[1:]     # the rows that read the probed model
+ROW_LAMBDA = {"all λ=1": 1.0, "all λ=0.001": 0.001}
+BASELINE_MODEL = "glove-6b-50d"
+TASKS = ("pos", "chunk")
+
+
+def _labels(sents, task: str) -> np.ndarray:
+    return np.array([t for s in sents for t in (s.pos if task == "pos" else s.chunks)])
+
+
+def _score(task: str, gold: np.ndarray, pred: np.ndarray, offsets: np.ndarray, *, seed: int = 0,
+           extra: dict | None = None, dataset: str = "", layer: str = "") -> tuple[str, float, tuple[float, float]]:
+    """Metric, value and its bootstrap 95% interval: POS accuracy (per-token outcomes kept in ``extra``
+    for paired tests) or conlleval chunk F1 (interval over sentences)."""
+    if task == "pos":
+        correct = gold == pred
+        if extra is not None:
+            keep_instances(extra, dataset, layer, correct)
+        return "accuracy", 100.0 * float(correct.mean()), accuracy_interval(correct, seed=seed)
+    split = lambda a: [list(a[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]  # noqa: E731
+    counts = sentence_counts(split(gold), split(pred))
+    f1 = lambda s: 200.0 * s[:, 0] / np.maximum(s[:, 1] + s[:, 2], 1)  # noqa: E731
+    return "chunk_F1", chunk_f1(split(gold), split(pred)), grouped_interval(counts, f1, seed=seed)
+
+
+def _parse_rows(text: str | Sequence[str]) -> tuple[str, ...]:
+    """"all" (the model's rows), or rows separated by ';'."""
+    if not isinstance(text, str):
+        return tuple(text)
+    return MODEL_ROWS if text == "all" else tuple(r.strip() for r in text.split(";") if r.strip())
+
+
+def _parse_tasks(text: str | Sequence[str]) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip()) if isinstance(text, str) else tuple(text)
+
+
+def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequence[str] = MODEL_ROWS,
+            tasks: Sequence[str] = TASKS, epochs: int = 10, train_limit: int | None = None) -> ProbeResult:
+    """The λ ablation rows ``rows`` for one model (the "baseline" row uses GloVe alone).
+
+    ``train_limit`` trains on the first N training sentences only, slicing the cached features of
+    the full split (no new extraction); the test split stays complete. ``layers`` is unused: the
+    rows choose their layers. ``extra["mix"][task][row]`` holds the learned s and γ.
+    """
+    bad = [r for r in rows if r not in ROWS]
+    if bad:
+        raise ProbeInputError(f"Unknown row(s) {bad}; choose from {', '.join(ROWS)}.")
+    bad = [t for t in tasks if t not in TASKS]
+    if bad:
+        raise ProbeInputError(f"Unknown task(s) {bad}; choose from {', '.join(TASKS)}.")
+    check_positive(train_limit, "--train-limit")
+    needs_ctx = [r for r in rows if r != "baseline"]
+    if needs_ctx and embedder.num_layers < 2:
+        raise ProbeInputError(f"{embedder.name} has a single layer: the λ ablation needs a contextual model "
+                              f"(rows {needs_ctx}).")
+    t0 = time.perf_counter()
+    limit, show = ctx.limit, ctx.show_progress
+    train, test = conll_slice("train", limit), conll_slice("test", limit)
+    w_tr, w_te = [list(s.words) for s in train], [list(s.words) for s in test]
+    glove = embedder if embedder.name == BASELINE_MODEL else load_embedder(BASELINE_MODEL)
+    g_tr = get_features(glove, feature_key("train", limit), w_tr, show_progress=show, root=ctx.feature_root)
+    g_te = get_features(glove, feature_key("test", limit), w_te, show_progress=show, root=ctx.feature_root)
+    n_tr = len(train) if train_limit is None else min(train_limit, len(train))
+    train, tr_offsets = train[:n_tr], g_tr.offsets[:n_tr + 1]
+    n_rows = int(tr_offsets[-1])
+    static_tr = torch.from_numpy(np.asarray(g_tr.layer(0)[:n_rows], np.float32))
+    static_te = torch.from_numpy(np.asarray(g_te.layer(0), np.float32))
+    ctx_layers = {}
+    if needs_ctx:
+        f_tr = get_features(embedder, feature_key("train", limit), w_tr, show_progress=show, root=ctx.feature_root)
+        f_te = get_features(embedder, feature_key("test", limit), w_te, show_progress=show, root=ctx.feature_root)
+        L = embedder.num_layers
+        all_tr, all_te = standardise_layers([f_tr.layer(j)[:n_rows] for j in range(L)],
+                                            [f_te.layer(j) for j in range(L)])
+        ctx_layers = {"all": (all_tr, all_te), "last": (all_tr[-1:], all_te[-1:])}
+    t_feat = time.perf_counter() - t0
+    out_rows, mixes, kept, k = [], {}, {}, 0
+    for task in tasks:
+        y_tr, y_te = _labels(train, task), _labels(test, task)
+        for row in rows:
+            c_tr, c_te = (None, None) if row == "baseline" else ctx_layers["last" if row == "last" else "all"]
+            d_tr = TokenData(c_tr, static_tr, tr_offsets, y_tr)
+            d_te = TokenData(c_te, static_te, g_te.offsets, y_te)
+            probe = MixProbe(lam=ROW_LAMBDA.get(row, 0.0), epochs=epochs, seed=ctx.seed, device=ctx.device).fit(d_tr)
+            dataset = f"conll2000-test:{task}"
+            metric, value, (lo, hi) = _score(task, y_te, probe.predict(d_te), g_te.offsets, seed=ctx.seed,
+                                             extra=kept, dataset=dataset, layer=row)
+            out_rows.append({"dataset": dataset, "layer": row, "metric": metric, "value": round(value, 2),
+                             "n": len(y_te), "lo": lo, "hi": hi})
+            mixes.setdefault(task, {})[row] = probe.mix_weights()
+            k += 1
+            if ctx.progress is not None:
+                ctx.progress(k / (len(tasks) * len(rows)), f"{task} / {row}: {value:.1f}")
+    model = embedder if needs_ctx else glove
+    return ProbeResult(
+        model.name, "mix", out_rows, dataset=DATASET, fingerprint=model.fingerprint(),
+        params={"rows": list(rows), "tasks": list(tasks), "limit": limit, "train_limit": train_limit,
+                "seed": ctx.seed, "epochs": epochs},
+        extra={"mix": mixes, "feature_s": round(t_feat, 1), "total_s": round(time.perf_counter() - t0, 1),
+               "train_tokens": n_rows, "test_tokens": int(g_te.num_words),
+               "data_hash": data_hash(*(part for sents in (train, test) for part in (
+                   [list(s.words) for s in sents], [list(s.pos) for s in sents], [list(s.chunks) for s in sents]))),
+               **kept})
+
+
+def mix_baselines(ctx: RunContext, tasks: Sequence[str] = TASKS, epochs: int = 10, train_limit: int | None = None,
+                  **_options) -> list[ProbeResult]:
+    """The "baseline" row: GloVe 6B 50d input only (it does not depend on the probed model)."""
+    return [run_mix(load_embedder(BASELINE_MODEL), ctx=ctx, rows=("baseline",), tasks=tasks, epochs=epochs,
+                    train_limit=train_limit)]
+
+
+def mix_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
+    """Our ablation rows per model and task, the learned s and γ at λ=0.001, and the paper's Table 2."""
+    mix = df[df.probe == "mix"]
+    if mix.empty:
+        return {}
+    rows = []
+    base = mix[mix.layer == "baseline"]
+    extras = [e for e in extras if e.get("probe") == "mix"]
+    for model in [m for m in mix.model.unique() if m != BASELINE_MODEL] or [BASELINE_MODEL]:
+        for task, metric in (("pos", "accuracy"), ("chunk", "chunk_F1")):
+            cell = {"model": model, "task": f"CoNLL-2000 {'POS acc.' if task == 'pos' else 'chunk F1'}"}
+            for col, layer in zip(paper.LAMBDA_COLUMNS, ROWS):
+                src = base if layer == "baseline" else mix[mix.model == model]
+                v = src[(src.layer == layer) & (src.dataset == f"conll2000-test:{task}")]
+                cell[col] = paper.fmt(float(v.value.iloc[-1]), 2) if len(v) else "n/a"
+            mixes = [e for e in extras if e["model"] == model and "mix" in e]
+            if mixes:
+                w = mixes[-1]["mix"].get(task, {}).get("all λ=0.001") or {}
+                cell["learned s (λ=0.001)"] = ", ".join(f"{x:.2f}" for x in w.get("s", [])) or "n/a"
+                cell["γ (λ=0.001)"] = f"{w['gamma']:.2f}" if "gamma" in w else "n/a"
+            rows.append(cell)
+    for task, vals in paper.LAMBDA_TABLE2.items():
+        rows.append({"model": "paper: ELMo (Table 2)", "task": task,
+                     **{c: paper.fmt(v) for c, v in zip(paper.LAMBDA_COLUMNS, vals)}})
+    return {"mix": pd.DataFrame(rows)}
+
+
+PROBE = ProbeSpec(
+    name="mix",
+    title="λ ablation — learned scalar mix (CoNLL-2000 POS + chunking)",
+    description="scalar-mix λ ablation: POS accuracy and chunk F1 (CoNLL-2000)",
+    run=run_mix,
+    baselines=mix_baselines,
+    tables=mix_tables,
+    table_titles={"mix": "Scalar-mix λ ablation on CoNLL-2000 (ours) and the paper's Table 2 (dev sets)"},
+    chart=ChartSpec(metrics=("accuracy", "chunk_F1"), datasets=("conll2000-test:pos", "conll2000-test:chunk"),
+                    layer_order=ROWS),
+    options=(Option("rows", str, "all", "'all' (last; all λ=1; all λ=0.001) or rows separated by ';' "
+                                        "(the baseline row runs as the probe's baseline)", _parse_rows),
+             Option("tasks", str, "pos,chunk", "comma-separated tasks: pos, chunk", _parse_tasks),
+             Option("epochs", int, 6, "maximum training epochs per row", positive=True),
+             Option("train_limit", int, None, "train on the first N CoNLL-2000 train sentences (cached full-split "
+                                              "features)", positive=True)),
+    baseline_models={BASELINE_MODEL: "GloVe 6B 50d input only"},
+    min_layers=2,
+    uses_layers=False,
+    summary=lambda res: [f"  {task:<6} {row:<12} s = {w['s']}  γ = {w['gamma']}"
+                         for task, per_row in res.extra["mix"].items() for row, w in per_row.items() if w],
+)

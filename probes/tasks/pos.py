@@ -1,0 +1,88 @@
+"""POS tagging with a linear (softmax) probe on frozen representations, layer by layer.
+
+Peters et al. (2018, Table 6) train a linear classifier on each biLM layer's frozen vectors and
+report PTB tagging accuracy. Here: CoNLL-2000 train (WSJ 15–18) for training, CoNLL-2000 test
+(WSJ 20) for accuracy, gold PTB tags, ``probes.estimators.classifier.LinearProbe`` (early stopping on a
+held-out tenth of the training tokens). The baseline is each word's majority tag.
+
+This is the generic token-labelling probe (``probes.tasks.token_labels``, also behind ``python -m probes tag``)
+on the built-in CoNLL-2000 files: a column file of the same sentences gives the same numbers
+(tests/test_tag_probe.py), and the numbers of the code before it (tests/test_same_numbers.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from corpora.types import TaggedSentence
+from probes.tasks.conll import DATASET, conll_slice, feature_key
+from probes.layers import LayerSpec, as_layer_specs
+from probes.estimators.majority import MajorityLabelBaseline
+from probes.registry import ChartSpec, ProbeSpec, RunContext
+from probes.results import ProbeResult
+from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_OPTIONS, RigorOptions
+from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
+
+TEST_SET = "conll2000-test"
+MAJORITY = "majority-tag"
+
+#: The majority-label baseline under the name this probe has always used.
+MajorityTagBaseline = MajorityLabelBaseline
+
+
+def pos_split(name: str, key: str, sentences: list[TaggedSentence]) -> TokenSplit:
+    return TokenSplit(name, key, [list(s.words) for s in sentences], np.array([t for s in sentences for t in s.pos]))
+
+
+def conll_splits(limit: int | None) -> tuple[TokenSplit, TokenSplit]:
+    """CoNLL-2000 train and test (first ``limit`` sentences) as the token probe reads them."""
+    return (pos_split("conll2000-train", feature_key("train", limit), conll_slice("train", limit)),
+            pos_split(TEST_SET, feature_key("test", limit), conll_slice("test", limit)))
+
+
+def run_pos_baseline(limit: int | None = None) -> ProbeResult:
+    """Majority tag per word (unknown words: the most frequent tag), CoNLL-2000 train -> test."""
+    train, test = conll_splits(limit)
+    rows, extra = baseline_rows(train, [test])
+    return ProbeResult(MAJORITY, "pos", rows, dataset=DATASET, params={"limit": limit}, extra=extra)
+
+
+def pos_baselines(ctx: RunContext, **_options) -> list[ProbeResult]:
+    return [run_pos_baseline(ctx.limit)]
+
+
+def run_pos(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(),
+            **rigor_options) -> ProbeResult:
+    """Linear POS probe on every requested layer spec (indices, "mean", "mix:w…"): the generic token
+    probe (``probes.tasks.token_labels``) on CoNLL-2000. ``rigor_options``: probe family, ``control``, ``mdl``
+    (``probes.tasks.rigor_options``)."""
+    specs = as_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids)
+    rigor = RigorOptions.from_options(rigor_options)
+    train, test = conll_splits(ctx.limit)
+    rows, extra = run_layers(embedder, specs, ctx, train, [test], what="POS probe", rigor=rigor)
+    return ProbeResult(
+        embedder.name, rigor.probe_name("pos"), rows, dataset=DATASET, fingerprint=embedder.fingerprint(),
+        params={"layers": [s.label for s in specs], "limit": ctx.limit, "seed": ctx.seed, **rigor.params()},
+        extra=extra)
+
+
+def pos_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
+    pos = df[(df.probe == "pos") & (df.metric == "accuracy")]
+    if pos.empty:
+        return {}
+    t = pos[["model", "layer", "value"]].rename(columns={"value": "accuracy (CoNLL-2000 test)"})
+    return {"pos": t.reset_index(drop=True)}
+
+
+PROBE = ProbeSpec(
+    name="pos",
+    title="POS — linear probe (CoNLL-2000)",
+    description="linear POS probe per layer (CoNLL-2000)",
+    run=run_pos,
+    baselines=pos_baselines,
+    tables=pos_tables,
+    table_titles={"pos": "POS tagging: linear probe per layer, accuracy on CoNLL-2000 test (WSJ 20)"},
+    chart=ChartSpec(metrics=("accuracy", *RIGOR_METRICS[1:]), datasets=(TEST_SET, "conll2000-train")),
+    options=RIGOR_OPTIONS,
+    baseline_models={MAJORITY: "majority tag per word"},
+)

@@ -1,0 +1,135 @@
+"""The rigor options of the token-labelling probes (``pos``, ``tag``): probe family, control task, MDL.
+
+    python -m probes pos --model minilm --control --mdl
+    python -m probes tag --model minilm --train … --test … --probe mlp --hidden 512,256 --dropout 0.2
+
+``RIGOR_OPTIONS`` are the command-line flags (and app options) a token probe adds to its own;
+``RigorOptions.from_options`` checks them once, before any extraction. Per layer spec the probe's
+loop (``probes.tasks.token_labels.run_layers``) fits ``new_probe`` instead of the plain linear probe and then
+calls ``layer_rows`` for the extra rows:
+
+- ``--control``: the control task (``probes.estimators.control``) with the same probe family; rows
+  ``control_accuracy`` and ``selectivity`` on every evaluation split;
+- ``--mdl``: the online codelength (``probes.estimators.mdl``) of the training labels and of the control
+  task's labels; rows ``codelength_kbits``, ``compression``, ``control_codelength_kbits``,
+  ``control_compression`` on the *training* split (that is what is coded).
+
+The defaults (linear, no control, no MDL) leave the probe exactly as it was: same rows, same numbers.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from probes.estimators.classifier import LinearProbe
+from probes.estimators.control import ControlTask, control_correct, selectivity_rows
+from probes.estimators.families import DEFAULT_WEIGHT_DECAY, KINDS, ProbeFamily, make_probe, parse_hidden
+from probes.estimators.mdl import online_codelength
+from probes.registry import Option, ProgressFn
+
+RIGOR_METRICS = ("accuracy", "control_accuracy", "selectivity", "codelength_kbits", "compression",
+                 "control_codelength_kbits", "control_compression")
+
+RIGOR_OPTIONS = (
+    Option("probe", str, "linear", f"probe family: {', '.join(KINDS)} (Hewitt & Liang 2019)"),
+    Option("hidden", str, "256", "MLP hidden widths, one or two (e.g. 512,256)"),
+    Option("rank", int, None, "rank of a rank-limited linear probe (--probe rank)", positive=True),
+    Option("dropout", float, 0.0, "dropout probability (input; after each hidden layer of an MLP)"),
+    Option("weight_decay", float, DEFAULT_WEIGHT_DECAY, "Adam L2 weight decay of the probe"),
+    Option("control", bool, False, "also train on the control task (word type -> fixed random label): "
+                                   "control accuracy and selectivity per layer"),
+    Option("mdl", bool, False, "also the online MDL codelength of the task and its control task per layer "
+                               "(Voita & Titov 2020)"),
+)
+RIGOR_NAMES = tuple(o.name for o in RIGOR_OPTIONS)
+FAMILY_SEPARATOR = "+"   # "pos+mlp-256": the probe run with another family (``RigorOptions.probe_name``)
+
+
+def base_probe(probe: str) -> str:
+    """The probe a result's probe name runs ("pos+mlp-256" -> "pos")."""
+    return probe.split(FAMILY_SEPARATOR, 1)[0]
+
+
+@dataclass(frozen=True)
+class RigorOptions:
+    family: ProbeFamily = ProbeFamily()
+    control: bool = False
+    mdl: bool = False
+
+    @classmethod
+    def from_options(cls, options: dict) -> "RigorOptions":
+        """From runner keywords (missing ones: defaults); ProbeInputError on a bad combination."""
+        family = ProbeFamily(kind=options.get("probe") or "linear", hidden=parse_hidden(options.get("hidden") or "256"),
+                             rank=options.get("rank"), dropout=float(options.get("dropout") or 0.0),
+                             weight_decay=float(DEFAULT_WEIGHT_DECAY if options.get("weight_decay") is None
+                                                else options["weight_decay"]))
+        return cls(family, bool(options.get("control")), bool(options.get("mdl")))
+
+    @property
+    def is_default(self) -> bool:
+        return self == RigorOptions()
+
+    def params(self) -> dict:
+        """What a result's params record (nothing for the defaults: old results stay comparable)."""
+        if self.is_default:
+            return {}
+        return {"probe_family": self.family.label, "control": self.control, "mdl": self.mdl}
+
+    def probe_name(self, base: str) -> str:
+        """The results' probe name: ``base`` for the default family, else ``base+FAMILY`` ("pos+mlp-256"),
+        so a run with another probe family never replaces the linear probe's rows in the tables."""
+        return base if self.family == ProbeFamily() else f"{base}{FAMILY_SEPARATOR}{self.family.slug}"
+
+    def new_probe(self, *, seed: int, device: str | None, **kwargs) -> LinearProbe:
+        return make_probe(self.family, seed=seed, device=device, **kwargs)
+
+
+def row_offsets(offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """Sentence boundaries in the flat array of the selected ``rows`` (all words when None)."""
+    if rows is None:
+        return np.asarray(offsets)
+    sent = np.searchsorted(offsets, rows, side="right") - 1
+    counts = np.bincount(sent, minlength=len(offsets) - 1)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def layer_rows(opts: RigorOptions, layer: str, Xtr: np.ndarray, ytr: np.ndarray, words_tr: Sequence[str],
+               offsets_tr: np.ndarray | None, train_name: str, Xte: np.ndarray, words_te: Sequence[str],
+               task_correct: np.ndarray, evals: Sequence[tuple[str, slice]], *, seed: int, device: str | None,
+               progress: ProgressFn | None = None, show_progress: bool = False) -> tuple[list[dict], dict]:
+    """Control and MDL rows of one layer spec, and per-layer details for ``extra``.
+
+    evals: (split name, its slice of the concatenated evaluation rows). ``offsets_tr``: sentence
+    boundaries of the training rows (MDL blocks are sentences; None: every row its own "sentence").
+    """
+    rows: list[dict] = []
+    details: dict = {}
+    new = lambda **kw: opts.new_probe(seed=seed, device=device, **kw)  # noqa: E731
+    if opts.control:
+        t0 = time.perf_counter()
+        ctrl = control_correct(new, Xtr, words_tr, ytr, Xte, words_te, seed=seed)
+        for name, part in evals:
+            rows += selectivity_rows(name, layer, task_correct[part], ctrl[part], seed=seed)
+        details["control_s"] = round(time.perf_counter() - t0, 1)
+        if progress is not None:
+            progress(0.3 if opts.mdl else 1.0, f"control task layer {layer}: {100 * ctrl.mean():.1f}%")
+    if opts.mdl:
+        t0 = time.perf_counter()
+        offsets = np.arange(len(ytr) + 1) if offsets_tr is None else offsets_tr
+        classes = np.unique(ytr)
+        sub = (lambda lo, hi: None if progress is None else (lambda f, m: progress(lo + (hi - lo) * f, m)))
+        start = 0.3 if opts.control else 0.0
+        task = online_codelength(new, Xtr, ytr, offsets, classes=classes, seed=seed,
+                                 progress=sub(start, start + (1 - start) / 2), show_progress=show_progress,
+                                 desc=f"MDL layer {layer}")
+        control_labels = ControlTask(seed).fit(ytr).labels(words_tr)
+        ctrl_code = online_codelength(new, Xtr, control_labels, offsets, classes=classes, seed=seed,
+                                      progress=sub(start + (1 - start) / 2, 1.0), show_progress=show_progress,
+                                      desc=f"MDL control layer {layer}")
+        rows += task.rows(train_name, layer) + ctrl_code.rows(train_name, layer, prefix="control_")
+        details["mdl"] = {"task": task.blocks, "control": ctrl_code.blocks, "num_classes": task.num_classes}
+        details["mdl_s"] = round(time.perf_counter() - t0, 1)
+    return rows, details

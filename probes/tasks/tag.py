@@ -1,0 +1,168 @@
+"""``tag``: a linear probe per layer for any token labelling in a user's files (POS, morphology, DEPREL, NER …).
+
+    python -m probes tag --model minilm --train en_ewt-ud-train.conllu --test en_ewt-ud-test.conllu \\
+        --column UPOS
+    python -m probes tag --model minilm --train train.txt --test test.txt --format columns --column 2 --scheme bio
+
+Files: CoNLL-U (``corpora.conllu``; ``--column`` UPOS, XPOS, DEPREL, LEMMA, feats:KEY, misc:KEY) or
+CoNLL-style column files (``corpora.columns``; ``--column`` a field index, ``--word-column`` the
+word's). The format follows the file name (``.conllu``) unless ``--format`` says. ``--dev`` is scored
+like the test file (pick a layer on dev, report test); early stopping uses a held-out tenth of
+train, as in the built-in POS probe. ``--skip-label _`` leaves words with that label out of
+training and scoring (e.g. ``feats:Number`` only on words that have a Number) — the model still
+reads whole sentences. ``--scheme bio`` adds conlleval span F1 to token accuracy.
+
+Per layer spec: accuracy (and span F1) on each evaluation file; the majority-label-per-word
+baseline as its own result; the label set and counts in ``extra``. The core is
+``probes.tasks.token_labels`` — the built-in POS probe is the same code on CoNLL-2000.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from corpora.columns import iter_columns
+from corpora.conllu import iter_conllu, parse_column
+from corpora.format_errors import DataFormatError
+from corpora.labelled import LabelledSentence
+from probes.estimators.bio import bad_bio_label
+from probes.tasks.datafiles import DataFiles, file_options, read_roles
+from probes.reporting.dataset_tables import dataset_tables
+from probes.errors import ProbeInputError
+from probes.layers import LayerSpec, as_layer_specs
+from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.results import ProbeResult
+from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_NAMES, RIGOR_OPTIONS, RigorOptions
+from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
+
+MAJORITY = "majority-label"
+FORMATS = ("conllu", "columns")
+SCHEMES = ("tag", "bio")
+
+
+def _choice(name: str, choices: tuple[str, ...]):
+    def parse(value):
+        if str(value) not in choices:
+            raise ProbeInputError(f"--{name} {value!r}: choose {' or '.join(choices)}.")
+        return str(value)
+    return parse
+
+
+def resolve(train=None, test=None, dev=None, format=None, column=None, word_column=0, scheme="tag",
+            skip_label=None, name=None, probe: str = "tag",
+            ) -> tuple[DataFiles, str, Callable[[Path], Iterator[LabelledSentence]]]:
+    """The dataset, the task's name in rows ("UPOS", "col2", "feats:Number (not _)") and the file reader."""
+    fmt = format or ("conllu" if Path(str(test or "")).suffix.lower() == ".conllu" else "columns")
+    word_column = int(word_column or 0)
+    files = DataFiles.checked(probe, train, test, dev, name, settings=f"{fmt}:{word_column if fmt == 'columns' else 1}")
+    if fmt == "conllu":
+        column = column or "UPOS"
+        _, key = parse_column(files.test, column)
+        what = column.upper() if key is None else f"{column.split(':')[0].lower()}:{key}"
+        reader = lambda p, col=what: iter_conllu(p, col)  # noqa: E731
+    else:
+        column = -1 if column is None else column
+        try:
+            column = int(column)
+        except ValueError:
+            raise ProbeInputError(f"--column {column!r}: a column file's label column is a field index "
+                                  "(0, 1, …; -1 for the last).") from None
+        what = f"col{column}"
+        reader = lambda p: iter_columns(p, column, word_column)  # noqa: E731
+    if skip_label is not None:
+        if scheme == "bio":
+            raise ProbeInputError("--skip-label does not combine with --scheme bio (spans need every word's label).")
+        what += f" (not {skip_label})"
+    return files, what, reader
+
+
+def _split(files: DataFiles, role: str, what: str, sents: list[LabelledSentence], limit, skip) -> TokenSplit:
+    labels = np.array([t for s in sents for t in s.labels])
+    rows = None if skip is None else np.flatnonzero(labels != skip)
+    if rows is not None:
+        if len(rows) == 0:
+            raise ProbeInputError(f"--{role} {files.paths()[role]}: every word has label {skip!r}; nothing to score.")
+        labels = labels[rows]
+    return TokenSplit(files.row_dataset(role, what), files.feature_key(role, limit), [list(s.words) for s in sents],
+                      labels, rows)
+
+
+def load_splits(limit: int | None, scheme: str = "tag", skip_label=None,
+                **options) -> tuple[DataFiles, str, TokenSplit, list[TokenSplit]]:
+    """Train and the evaluation splits (dev, test), every file read and checked first."""
+    if scheme not in SCHEMES:
+        raise ProbeInputError(f"--scheme {scheme!r}: choose tag or bio.")
+    files, what, reader = resolve(scheme=scheme, skip_label=skip_label, **options)
+    data = read_roles(files, reader, limit)
+    if scheme == "bio":
+        for role, sents in data.items():
+            for s in sents:
+                if (bad := bad_bio_label(s.labels)) is not None:
+                    raise DataFormatError(files.paths()[role], s.line, f"label {bad!r} in this sentence is not a "
+                                          "BIO tag (O, B-TYPE, I-TYPE; E-/S- for IOBES): --scheme bio needs one.")
+    splits = {role: _split(files, role, what, sents, limit, skip_label) for role, sents in data.items()}
+    return files, what, splits.pop("train"), list(splits.values())
+
+
+def label_counts(train: TokenSplit, evals: list[TokenSplit]) -> dict:
+    seen = set(train.labels.tolist())
+    test = Counter(evals[-1].labels.tolist())
+    return {"labels": dict(Counter(train.labels.tolist()).most_common()), "test_labels": dict(test.most_common()),
+            "unseen_test_labels": {k: v for k, v in test.items() if k not in seen}}
+
+
+def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
+    return {**{k: v for k, v in options.items() if k not in ("train", "dev", "test")},
+            **{role: str(p) for role, p in files.paths().items()}, "limit": ctx.limit, "seed": ctx.seed}
+
+
+def run_tag(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(),
+            **options) -> ProbeResult:
+    """The linear probe on every requested layer spec, trained on --train, scored on --dev and --test.
+    The rigor options (``probes.tasks.rigor_options``: probe family, control task, MDL) are checked first."""
+    rigor = RigorOptions.from_options(options)
+    options = {k: v for k, v in options.items() if k not in RIGOR_NAMES}
+    specs = as_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids)
+    files, what, train, evals = load_splits(ctx.limit, **options)
+    rows, extra = run_layers(embedder, specs, ctx, train, evals, scheme=options.get("scheme") or "tag",
+                             what=f"tag probe ({what})", rigor=rigor)
+    return ProbeResult(embedder.name, rigor.probe_name("tag"), rows, dataset=files.label, fingerprint=embedder.fingerprint(),
+                       params={**_params(files, ctx, options), "layers": [s.label for s in specs], **rigor.params()},
+                       extra={**extra, **label_counts(train, evals), "task": what})
+
+
+def tag_baselines(ctx: RunContext, **options) -> list[ProbeResult]:
+    options = {k: v for k, v in options.items() if k not in RIGOR_NAMES}
+    files, what, train, evals = load_splits(ctx.limit, **options)
+    rows, extra = baseline_rows(train, evals, options.get("scheme") or "tag")
+    return [ProbeResult(MAJORITY, "tag", rows, dataset=files.label, params=_params(files, ctx, options),
+                        extra={**extra, "task": what})]
+
+
+OPTIONS = file_options("CoNLL-U or a column file") + (
+    Option("format", help="conllu or columns (default: conllu for *.conllu, else columns)",
+           parse=_choice("format", FORMATS)),
+    Option("column", help="label column: UPOS, XPOS, DEPREL, LEMMA, feats:KEY, misc:KEY (CoNLL-U, default UPOS) "
+                          "or a field index (column files, default -1 = last)"),
+    Option("word_column", type=int, default=0, help="column files: the word's field index (default 0)"),
+    Option("scheme", default="tag", help="tag (token accuracy) or bio (also conlleval span F1)",
+           parse=_choice("scheme", SCHEMES)),
+    Option("skip_label", help="leave words with this label out of training and scoring (e.g. _ for feats:KEY)"),
+)
+
+PROBE = ProbeSpec(
+    name="tag",
+    title="Tag — token labels from your files",
+    description="linear probe per layer on your token-labelled files (CoNLL-U, column files)",
+    run=run_tag,
+    baselines=tag_baselines,
+    tables=lambda df, extras: dataset_tables(df, "tag"),
+    table_titles={},
+    chart=ChartSpec(metrics=("accuracy", "F1", *RIGOR_METRICS[1:])),
+    options=OPTIONS + RIGOR_OPTIONS,
+    baseline_models={MAJORITY: "majority label per word"},
+    needs_files=True,
+)

@@ -1,0 +1,189 @@
+"""The generic token-labelling probe: one linear probe per layer spec, trained on one split, scored on others.
+
+The built-in POS probe (CoNLL-2000) and the ``tag`` probe on a user's files are this code on
+different :class:`TokenSplit` s, so the two give the same number on the same data.
+
+    train = TokenSplit("en_ewt-train", key, sentences, labels)
+    rows, extra = run_layers(embedder, specs, ctx, train, [dev, test], scheme="tag")
+
+Per layer spec: the layer's word vectors (``features.extract``; a "mean"/"mix:" spec summed one layer
+at a time, in the order ``LayerSpec.combine`` sums them, so memory holds two layers, not all),
+the selected rows (``TokenSplit.rows``: words whose label is scored), then :func:`fit_and_score`,
+the one place where a probe is fitted and evaluated. Evaluation splits are scored together (their
+rows concatenated) and split again, so a dev file costs no second fit.
+
+Rows: "accuracy" per evaluation split (``probes.stats.intervals.accuracy_row``, per-token outcomes kept in
+``extra["instances"]``), and for ``scheme="bio"`` also "F1", the conlleval span F1 (``probes.estimators.bio``).
+With ``rigor`` (``probes.tasks.rigor_options``) the probe may be an MLP or rank-limited, and each layer also
+gets control-task selectivity and MDL codelength rows.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from probes.estimators.bio import span_f1_row
+from features.store import data_hash
+from features.extract import Features, get_features
+from probes.stats.intervals import accuracy_row, keep_instances
+from probes.layers import LayerSpec, needed_layers
+from probes.estimators.majority import MajorityLabelBaseline
+from probes.registry import RunContext
+from probes.tasks.rigor_options import RigorOptions, layer_rows, row_offsets
+
+
+@dataclass
+class TokenSplit:
+    """One split of a token-labelling dataset, as the probe sees it.
+
+    name:      the ``dataset`` of its result rows ("conll2000-test", "en_ewt@1a2b3c4d:test:UPOS").
+    key:       its feature-cache key (names the file's content and slice, never the label column).
+    sentences: the words, exactly as the embedder sees them.
+    labels:    one label per *scored* word, flat.
+    rows:      the scored words' indices into the flat word list (None: every word).
+    """
+
+    name: str
+    key: str
+    sentences: list[list[str]]
+    labels: np.ndarray
+    rows: np.ndarray | None = None
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum([len(s) for s in self.sentences])]).astype(np.int64)
+
+    @property
+    def words(self) -> list[str]:
+        flat = [w for s in self.sentences for w in s]
+        return flat if self.rows is None else [flat[i] for i in self.rows]
+
+    def hash_parts(self) -> tuple[Sequence[Sequence[str]], ...]:
+        """What the probe learns and is scored on: the sentences, the labels and the scored rows."""
+        rows = [] if self.rows is None else [[str(i) for i in self.rows]]
+        return self.sentences, [[str(label) for label in self.labels]], rows
+
+    def by_sentence(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Per-sentence pieces of a flat array over every word (``rows`` None only)."""
+        off = self.offsets
+        return [flat[off[i]:off[i + 1]] for i in range(len(self.sentences))]
+
+
+@dataclass
+class LayerFit:
+    """What one fit gives: predictions on the evaluation rows, which were right, the training history."""
+
+    predictions: np.ndarray
+    correct: np.ndarray
+    history: list[dict]
+
+
+def fit_and_score(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray,
+                  words_tr: Sequence[str], words_te: Sequence[str], *, seed: int = 0,
+                  device: str | None = None, rigor: RigorOptions | None = None) -> LayerFit:
+    """Fit the probe on one layer's training vectors and predict the evaluation vectors.
+
+    ``words_*`` are the tokens themselves (unused by the linear probe; a control task or a
+    word-identity probe needs them). ``rigor``: the probe family (default: the linear probe).
+    """
+    probe = (rigor or RigorOptions()).new_probe(seed=seed, device=device).fit(Xtr, ytr)
+    pred = probe.predict(Xte)
+    return LayerFit(pred, pred == np.asarray(yte), probe.history_)
+
+
+def layer_matrix(feats: Features, spec: LayerSpec, num_layers: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """The spec's vectors for the selected rows: the stored layer, or Σ_j w_j·layer_j in float32."""
+    if spec.is_single:
+        X = feats.layer(spec.index)
+    else:
+        w = spec.weights(num_layers)
+        X = None
+        for j in range(num_layers):
+            term = float(w[j]) * np.asarray(feats.layer(j), np.float32)
+            X = term if X is None else X + term
+    return X if rows is None else X[rows]
+
+
+def extract(embedder, split: TokenSplit, needed: list[int], ctx: RunContext, lo: float, hi: float) -> Features:
+    return get_features(embedder, split.key, split.sentences, needed, progress=ctx.sub_progress(lo, hi),
+                        show_progress=ctx.show_progress, root=ctx.feature_root)
+
+
+def split_rows(split: TokenSplit, layer: str, correct: np.ndarray, predictions: np.ndarray, scheme: str,
+               extra: dict) -> list[dict]:
+    """The result rows of one evaluation split at one layer (and its kept per-token outcomes)."""
+    rows = [accuracy_row(split.name, layer, correct)]
+    keep_instances(extra, split.name, layer, correct)
+    if scheme == "bio":
+        rows.append(span_f1_row(split.name, layer, split.by_sentence(split.labels), split.by_sentence(predictions)))
+    return rows
+
+
+def run_layers(embedder, specs: Sequence[LayerSpec], ctx: RunContext, train: TokenSplit,
+               evals: Sequence[TokenSplit], *, scheme: str = "tag", what: str = "tag probe",
+               rigor: RigorOptions | None = None) -> tuple[list[dict], dict]:
+    """Result rows (every spec × evaluation split) and ``extra`` (counts, timings, histories, outcomes).
+
+    ``rigor``: probe family, control task and MDL (``probes.tasks.rigor_options``; default: none of them)."""
+    t0 = time.perf_counter()
+    L = embedder.num_layers
+    needed = needed_layers(specs, L)
+    ftr = extract(embedder, train, needed, ctx, 0.0, 0.6)
+    fevs = [extract(embedder, s, needed, ctx, 0.6 + 0.15 * i / len(evals), 0.6 + 0.15 * (i + 1) / len(evals))
+            for i, s in enumerate(evals)]
+    t_feat = time.perf_counter() - t0
+    y_te = np.concatenate([s.labels for s in evals])
+    words_tr, words_te = train.words, [w for s in evals for w in s.words]
+    bounds = np.cumsum([0] + [len(s.labels) for s in evals])
+    rows: list[dict] = []
+    extra: dict = {}
+    history = {}
+    fit_s: dict[str, float] = {}  # per spec: the probe's own fit + predict (the rigor rows time themselves)
+    for k, spec in enumerate(specs):
+        Xtr = layer_matrix(ftr, spec, L, train.rows)
+        Xte = np.concatenate([layer_matrix(f, spec, L, s.rows) for f, s in zip(fevs, evals)]) if len(evals) > 1 \
+            else layer_matrix(fevs[0], spec, L, evals[0].rows)
+        t_fit = time.perf_counter()
+        fit = fit_and_score(Xtr, train.labels, Xte, y_te, words_tr, words_te, seed=ctx.seed, device=ctx.device,
+                            rigor=rigor)
+        fit_s[spec.label] = round(time.perf_counter() - t_fit, 1)
+        for i, s in enumerate(evals):
+            part = slice(bounds[i], bounds[i + 1])
+            rows += split_rows(s, spec.label, fit.correct[part], fit.predictions[part], scheme, extra)
+        history[spec.label] = fit.history
+        if rigor is not None and (rigor.control or rigor.mdl):
+            more, details = layer_rows(
+                rigor, spec.label, Xtr, train.labels, words_tr, row_offsets(train.offsets, train.rows), train.name,
+                Xte, words_te, fit.correct, [(s.name, slice(bounds[i], bounds[i + 1])) for i, s in enumerate(evals)],
+                seed=ctx.seed, device=ctx.device, show_progress=ctx.show_progress,
+                progress=ctx.sub_progress(0.75 + 0.25 * k / len(specs), 0.75 + 0.25 * (k + 1) / len(specs)))
+            rows += more
+            extra.setdefault("rigor", {})[spec.label] = details
+        if ctx.progress is not None:
+            ctx.progress(0.75 + 0.25 * (k + 1) / len(specs),
+                         f"{what} layer {spec.label}: {100 * fit.correct[bounds[-2]:].mean():.1f}%")
+    extra.update({"train_tokens": len(train.labels), "test_tokens": len(evals[-1].labels),
+                  "data_hash": splits_hash(train, *evals),
+                  "feature_s": round(t_feat, 1), "fit_s": fit_s,
+                  "total_s": round(time.perf_counter() - t0, 1), "history": history})
+    return rows, extra
+
+
+def splits_hash(*splits: TokenSplit) -> str:
+    """The data hash of a run on these splits (``features.store.data_hash``)."""
+    return data_hash(*(part for s in splits for part in s.hash_parts()))
+
+
+def baseline_rows(train: TokenSplit, evals: Sequence[TokenSplit], scheme: str = "tag") -> tuple[list[dict], dict]:
+    """The majority-label-per-word baseline's rows (layer "baseline") on every evaluation split."""
+    base = MajorityLabelBaseline().fit(train.words, list(train.labels))
+    rows: list[dict] = []
+    extra: dict = {}
+    for s in evals:
+        pred = base.predict(s.words)
+        rows += split_rows(s, "baseline", pred == s.labels, pred, scheme, extra)
+    extra["data_hash"] = splits_hash(train, *evals)
+    return rows, extra

@@ -1,0 +1,229 @@
+"""The WSD probe end to end: 1-NN sense centroids per layer, on the built-in data or on files.
+
+Built-in (no ``--train``/``--test``): SemCor's tagged tokens -> the five all-words sets and ALL. Rows:
+F1/P/R per set, ALL and ALL without SemEval-07 (the paper's column), and F1 per POS on ALL
+(``ALL:NOUN``…); baselines WordNet's first sense and the most frequent sense in SemCor. Features
+come from the feature cache with only the scored tokens' rows stored (SemCor: ~27% of its words;
+the model still sees whole sentences).
+
+On files (``--train FILE [--train-keys FILE] (--test FILE [--test-keys FILE] | --folds K)``, format
+``xml`` (the framework's) or ``tsv`` (lexical sample), guessed from the suffix): the same loop, the
+inventory chosen from the labels (``probes.tasks.wsd.inventory``), rows named by the dataset
+(``train@hash→test@hash`` or ``train@hash/5-fold``) so that two datasets never mix in a table or
+the feature cache. Without ``--train`` a ``--test`` file is evaluated from SemCor.
+Every row carries its 95% interval; per-instance outcomes are kept in ``extra["instances"]``.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from probes.errors import ProbeInputError, check_positive
+from probes.layers import LayerSpec, as_layer_specs
+from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.results import ProbeResult
+from probes.tasks.wsd import sources
+from probes.tasks.wsd.estimator import first_sense_predictions
+from probes.tasks.wsd.inventory import LABELS, WORDNET, choose_kind
+from probes.tasks.wsd.rows import evaluate
+from probes.tasks.wsd.runner import Plan, layer_predictions
+from probes.tasks.wsd.scoring import EVAL_SETS, PAPER_ALL, write_key_file
+from probes.tasks.wsd.tables import BASELINE_MODELS, FIRST_SENSE, SEMCOR_MFS, TRAIN_MFS, wsd_tables
+
+DATASET = "semcor→ALL"
+
+
+def make_plan(ctx: RunContext, semcor_limit: int | None = None, train: str | None = None,
+              train_keys: str | None = None, test: str | None = None, test_keys: str | None = None,
+              format: str | None = None, folds: int | None = None) -> tuple[Plan, str]:
+    """(what to train and evaluate on, the dataset's name); ProbeInputError for an unusable request."""
+    check_positive(ctx.limit, "--limit")
+    check_positive(semcor_limit, "--semcor-limit")
+    if train_keys and not train:
+        raise ProbeInputError("--train-keys needs --train FILE.")
+    if test_keys and not test:
+        raise ProbeInputError("--test-keys needs --test FILE.")
+    if format and not (train or test):
+        raise ProbeInputError("--format applies to --train / --test files.")
+    if train and semcor_limit is not None:
+        raise ProbeInputError("--semcor-limit applies to the built-in SemCor training data, not to --train.")
+    if folds is not None:
+        if not train or test:
+            raise ProbeInputError("--folds K cross-validates one dataset: give --train FILE and no --test.")
+        if folds < 2:
+            raise ProbeInputError(f"--folds {folds}: give at least 2 folds.")
+    elif train and not test:
+        raise ProbeInputError("--train FILE needs --test FILE (held-out evaluation) or --folds K (k-fold).")
+    if train is None:
+        tr = sources.builtin_train(semcor_limit if semcor_limit is not None else ctx.limit)
+    else:
+        tr = sources.file_split(train, train_keys, format, ctx.limit, "--train")
+    if test is None:
+        te = sources.builtin_test(ctx.limit) if train is None else None
+    else:
+        te = sources.file_split(test, test_keys, format, ctx.limit, "--test")
+    if train is None and test is None:
+        return Plan(tr, te, WORDNET, seed=ctx.seed), DATASET
+    evaluated = te if te is not None else tr
+    if folds is not None and folds > len(tr):
+        raise ProbeInputError(f"--folds {folds}: {tr.name} has only {len(tr)} instances.")
+    labels = list(tr.labels.keys) + list(evaluated.labels.keys)
+    kind = choose_kind(labels, tr.has_pos and evaluated.has_pos)
+    if train is None and kind != WORDNET:
+        raise ProbeInputError(f"{te.name}: its labels are not all WordNet 3.0 sense keys with a lemma and POS, "
+                              "so SemCor cannot train for it; give --train FILE with the same labels.")
+    name = f"{tr.name}/{folds}-fold" if te is None else f"{tr.name}→{te.name}"
+    evaluated.groups = {name: list(range(len(evaluated)))}
+    evaluated.by_pos = name if evaluated.has_pos else None
+    return Plan(tr, te, kind, folds=folds, seed=ctx.seed), name
+
+
+def _rows(plan: Plan, preds, label: str, seed: int, extra: dict | None) -> list[dict]:
+    ev = plan.evaluated
+    return evaluate(preds, ev.golds, ev.poses or [""] * len(ev), ev.groups, label, by_pos=ev.by_pos,
+                    seed=seed, extra=extra)
+
+
+def baseline_predictions(plan: Plan, which: str) -> list[str | None]:
+    """Predictions of a no-embedding baseline: WordNet's first sense, or the most frequent training label."""
+    ev = plan.evaluated
+    if which == FIRST_SENSE:
+        inv = plan.inventory()
+        return [inv.first_sense(l, p) for l, p in ev.targets]
+    if plan.test is not None:
+        inv = plan.inventory(range(len(plan.train)) if plan.kind == WORDNET else None)
+        return [inv.most_frequent(l, p) for l, p in ev.targets]
+    fold, preds = plan.fold_ids(), [None] * len(ev)
+    targets = ev.targets
+    for f in range(plan.folds):
+        inv = plan.inventory([i for i in range(len(fold)) if fold[i] != f])
+        for i in [i for i in range(len(fold)) if fold[i] == f]:
+            preds[i] = inv.most_frequent(*targets[i])
+    return preds
+
+
+def wsd_baselines(ctx: RunContext, keys: str | Path | None = None, **options) -> list[ProbeResult]:
+    """Built-in: WordNet's first sense and the MFS in SemCor. Files: the most frequent training label,
+    and WordNet's first sense when the labels are WordNet sense keys."""
+    plan, name = make_plan(ctx, **options)
+    builtin = options.get("train") is None
+    which = ([FIRST_SENSE] if plan.kind == WORDNET else []) + [SEMCOR_MFS if builtin else TRAIN_MFS]
+    out = []
+    for model in which:
+        if model == FIRST_SENSE and name == DATASET:
+            out.append(run_first_sense(ctx.limit, keys, seed=ctx.seed, plan=plan))
+            continue
+        preds = baseline_predictions(plan, model)
+        label = "first-sense" if model == FIRST_SENSE else "MFS"
+        if keys is not None:
+            write_key_file(Path(keys) / f"{model}.key.txt", plan.evaluated.ids, preds)
+        extra: dict = {"data_hash": plan.data_hash}
+        out.append(ProbeResult(model, "wsd", _rows(plan, preds, label, ctx.seed, extra), dataset=name,
+                               params={"limit": ctx.limit, **{k: v for k, v in options.items() if v is not None}},
+                               extra=extra))
+    return out
+
+
+def run_first_sense(limit: int | None = None, keys: str | Path | None = None, seed: int = 0,
+                    plan: Plan | None = None) -> ProbeResult:
+    """The WordNet first-sense baseline on the built-in evaluation sets (no embeddings)."""
+    plan = plan or make_plan(RunContext(limit=limit, seed=seed))[0]
+    ev = plan.evaluated
+    preds = first_sense_predictions(ev.lemmas, ev.poses)
+    if keys is not None:
+        write_key_file(Path(keys) / "wordnet-first-sense.key.txt", ev.ids, preds)
+    extra: dict = {"data_hash": plan.data_hash}
+    return ProbeResult(FIRST_SENSE, "wsd", _rows(plan, preds, "first-sense", seed, extra), dataset=DATASET,
+                       params={"limit": limit}, extra=extra)
+
+
+def evaluate_predictions(instances, preds: list[str | None], label: str, seed: int = 0) -> list[dict]:
+    """Rows of built-in-style evaluation (per set, ALL, ALL w/o SE07, POS on ALL) of framework instances."""
+    sets = [inst.id.split(".")[0] for inst in instances]
+    groups = {n: [i for i, s in enumerate(sets) if n == "ALL" or s == n or (n == PAPER_ALL and s != "semeval2007")]
+              for n in EVAL_SETS + (PAPER_ALL,)}
+    return evaluate(preds, [i.gold_keys for i in instances], [i.pos for i in instances], groups, label,
+                    by_pos="ALL", seed=seed)
+
+
+def run_wsd(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(),
+            semcor_limit: int | None = None, keys: str | Path | None = None, train: str | None = None,
+            train_keys: str | None = None, test: str | None = None, test_keys: str | None = None,
+            format: str | None = None, folds: int | None = None) -> ProbeResult:
+    """1-NN WSD for every requested layer spec (see the module docstring for the data).
+
+    ``ctx.limit``: first N sentences (lines) of every dataset; ``semcor_limit`` overrides it for SemCor.
+    ``keys``: also write each spec's predictions as a key file (the framework's format) there.
+    """
+    specs = as_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids)
+    t0 = time.perf_counter()
+    plan, name = make_plan(ctx, semcor_limit, train, train_keys, test, test_keys, format, folds)
+    singles = {s.label for s in specs if s.is_single}
+    rows: list[dict] = []
+    extra: dict = {}
+
+    def collect(label: str, preds) -> None:
+        rows.extend(_rows(plan, preds, label, ctx.seed, extra))
+        if keys is not None:
+            stem = f"layer{label}" if label in singles else label.replace(":", "_")
+            write_key_file(Path(keys) / f"{embedder.name}-{stem}.key.txt", plan.evaluated.ids, preds)
+
+    coverage = layer_predictions(embedder, specs, ctx, plan, collect)
+    tr = plan.train
+    info = {"train": tr.name, "train_sentences": tr.sentences, "train_instances": len(tr),
+            "eval_instances": len(plan.evaluated), "inventory": plan.kind}
+    if train is None:
+        info.update(semcor_sentences=tr.sentences, semcor_tokens=len(tr))
+    params = {"layers": [s.label for s in specs], "limit": ctx.limit, "semcor_limit": semcor_limit}
+    params.update({k: v for k, v in (("train", train), ("train_keys", train_keys), ("test", test),
+                                      ("test_keys", test_keys), ("format", format), ("folds", folds)) if v})
+    if folds:
+        params["seed"] = ctx.seed
+    return ProbeResult(embedder.name, "wsd", rows, dataset=name, fingerprint=embedder.fingerprint(), params=params,
+                       extra={**info, "total_s": round(time.perf_counter() - t0, 1),
+                              **coverage, **extra})
+
+
+def wsd_summary(res: ProbeResult) -> list[str]:
+    """What the command line prints after the rows: the data and the inventory that was used."""
+    ex = res.extra
+    if "train" not in ex:
+        return []
+    inventory = {WORDNET: "WordNet 3.0 (labels are WordNet sense keys; first-sense backoff)",
+                 LABELS: "labels seen in training per lemma (most-frequent-label backoff)"}.get(ex.get("inventory"), "?")
+    return [f"  data {res.dataset}: {ex['train_instances']} training and {ex['eval_instances']} evaluated instances; "
+            f"sense inventory: {inventory}"]
+
+
+def _format(value: str) -> str:
+    if value not in sources.FORMATS:
+        raise ProbeInputError(f"--format {value!r}: choose from {', '.join(sources.FORMATS)}.")
+    return value
+
+
+PROBE = ProbeSpec(
+    name="wsd",
+    title="WSD — 1-NN word senses (SemCor → Senseval/SemEval, or your data)",
+    description="1-nearest-neighbour word sense disambiguation per layer (SemCor -> SE2..SE15, ALL; "
+                "or --train/--test files: framework XML + keys, lexical-sample TSV)",
+    run=run_wsd,
+    baselines=wsd_baselines,
+    tables=wsd_tables,
+    table_titles={"wsd": "WSD: 1-NN on SemCor sense centroids, F1 (Raganato et al. framework)",
+                  "wsd_by_pos": "WSD on ALL by part of speech, F1"},
+    chart=ChartSpec(metrics=("F1",), datasets=("ALL",) + EVAL_SETS[:-1] + (PAPER_ALL,), breakdown="ALL:",
+                    breakdown_label="part of speech"),
+    options=(Option("semcor_limit", int, None, "train on the first N SemCor sentences only", positive=True),
+             Option("keys", str, None, "also write predictions as key files (Scorer.java input) in this directory"),
+             Option("train", str, None, "training data: a framework XML file or a lexical-sample TSV "
+                                        "(default: SemCor)"),
+             Option("train_keys", str, None, "gold keys of --train XML (default NAME.gold.key.txt beside it)"),
+             Option("test", str, None, "evaluation data, same formats (default: ALL)"),
+             Option("test_keys", str, None, "gold keys of --test XML (default NAME.gold.key.txt beside it)"),
+             Option("format", str, None, "xml or tsv (default: from the file suffix, .xml or anything else)",
+                    parse=_format),
+             Option("folds", int, None, "k-fold cross-validation on --train (seeded by --seed) instead of --test",
+                    positive=True)),
+    baseline_models=BASELINE_MODELS,
+    summary=wsd_summary,
+)

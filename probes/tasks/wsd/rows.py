@@ -1,0 +1,71 @@
+"""Result rows of the WSD probe: F1/P/R per evaluation split with 95% intervals, F1 per POS.
+
+An instance is correct (answered with one of its gold labels), wrong, or unanswered (no candidate
+and no backoff). F1 = 2c / (a + n), P = c / a, R = c / n (Raganato et al. 2017). When every
+instance is answered the three equal the accuracy and the interval is the accuracy's
+(``probes.stats.intervals.accuracy_interval``); otherwise it is the bootstrap over the three outcome
+categories (``categorical_interval``), with the same seed for F1, P and R. Each split's
+per-instance outcomes are kept in ``extra`` (``keep_instances``) for paired tests; the POS
+breakdown rows are subsets of ALL and are not kept separately.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from probes.stats.intervals import accuracy_interval, categorical_interval, keep_instances
+from probes.tasks.wsd.scoring import UPOS, score
+
+_STATISTICS = {   # resampled (correct, wrong, unanswered) counts (R, 3) -> percent
+    "F1": lambda c: 200.0 * c[:, 0] / np.maximum(2 * c[:, 0] + 2 * c[:, 1] + c[:, 2], 1),
+    "P": lambda c: 100.0 * c[:, 0] / np.maximum(c[:, 0] + c[:, 1], 1),
+    "R": lambda c: 100.0 * c[:, 0] / np.maximum(c.sum(1), 1),
+}
+
+
+def outcomes(preds: Sequence[str | None], golds: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """(correct, answered) booleans per instance."""
+    answered = np.array([p is not None for p in preds], dtype=bool)
+    correct = np.array([p is not None and p in set(g) for p, g in zip(preds, golds)], dtype=bool)
+    return correct, answered
+
+
+def split_rows(dataset: str, layer: str, preds: Sequence[str | None], golds: Sequence[Sequence[str]], *,
+               metrics: Sequence[str] = ("F1", "P", "R"), seed: int = 0) -> list[dict]:
+    """Rows of one split: each metric's value (framework scoring, 2 decimals), n, lo, hi."""
+    sc = score(preds, golds)
+    correct, answered = outcomes(preds, golds)
+    counts = np.array([correct.sum(), (answered & ~correct).sum(), (~answered).sum()])
+    rows = []
+    for metric in metrics:
+        if counts[2] == 0:
+            lo, hi = accuracy_interval(correct, seed=seed)
+        else:
+            lo, hi = categorical_interval(counts, _STATISTICS[metric], seed=seed)
+        rows.append({"dataset": dataset, "layer": layer, "metric": metric, "value": round(sc[metric], 2),
+                     "n": sc["n"], "lo": lo, "hi": hi})
+    return rows
+
+
+def evaluate(preds: Sequence[str | None], golds: Sequence[Sequence[str]], poses: Sequence[str],
+             splits: Mapping[str, Sequence[int]], layer: str, *, by_pos: str | None, seed: int = 0,
+             extra: dict | None = None) -> list[dict]:
+    """Rows for one layer spec: F1/P/R of every split (name -> instance indices, in order), then F1 per
+    universal POS on the split ``by_pos`` (``"<split>:NOUN"`` …). Outcomes kept in ``extra``."""
+    rows = []
+    for name, idx in splits.items():
+        if not len(idx):
+            continue
+        p, g = [preds[i] for i in idx], [golds[i] for i in idx]
+        rows += split_rows(name, layer, p, g, seed=seed)
+        if extra is not None:
+            keep_instances(extra, name, layer, outcomes(p, g)[0])
+    if by_pos is not None:
+        base = splits[by_pos]
+        for tag in UPOS:
+            idx = [i for i in base if poses[i] == tag]
+            if idx:
+                rows += split_rows(f"{by_pos}:{tag}", layer, [preds[i] for i in idx], [golds[i] for i in idx],
+                                   metrics=("F1",), seed=seed)
+    return rows
