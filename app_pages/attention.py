@@ -16,9 +16,10 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import (
-    EXAMPLE_SENTENCE, chart, download, embed_sentences, family_of, model_names, page, page_header,
-    piece_attention, safe, show_warnings,
+    EXAMPLE_SENTENCE, chart, download, embed_sentences, model_names, page, page_header,
+    piece_attention, preferred, safe, show_warnings,
 )
+from models.registry import get_spec
 from viz.attention import grid_figure, head_entropy, line_view, mean_over_heads, query_key_figure, strongest_links
 from viz.export import attention_csv, attention_json, file_stem
 from viz.figures import attention_heatmap
@@ -159,14 +160,15 @@ def averages(att: np.ndarray, tokens: list[str], model: str) -> None:
 @page
 def main() -> None:
     page_header("Attention", INTRO)
-    names = model_names(("bert", "gpt"))
+    names = model_names(has_attention=True)
     if not names:
-        st.info("No bert or gpt model is available yet. See the Models page for how to train one.")
+        st.info("No model with attention (BERT- or GPT-family) is available yet. See the Models page for how "
+                "to train one.")
         return
     c1, c2, c3 = st.columns([3, 1, 1])
     text = c1.text_input("Sentence", key=state.bind("attn_text", EXAMPLE_SENTENCE, param="text"),
                          help=f"Up to {MAX_WORDS} words; longer text is cut with a warning.")
-    model = c2.selectbox("Model", names, key=state.bind("attn_model", "minilm" if "minilm" in names else names[0],
+    model = c2.selectbox("Model", names, key=state.bind("attn_model", preferred(names),
                                                         names, param="model"))
     unit = c3.segmented_control("Units", UNITS, key=state.bind("attn_unit", "words", UNITS, param="unit")) or "words"
     s1, s2 = st.columns([3, 2])
@@ -187,7 +189,7 @@ def main() -> None:
         words = parsed.sentences[0]
         att, tokens, note = get_attention(model, words, unit)
         L, H, n, _ = att.shape
-        st.caption(f"{model} ({family_of(model)}): {L} layers × {H} heads over {n} tokens. {note}")
+        st.caption(f"{model} ({get_spec(model).traits.label}): {L} layers × {H} heads over {n} tokens. {note}")
         tokens_box = st.expander("Tokens the model saw", key="attn_tokens_open", on_change="rerun")
         if tokens_box.open:   # lazy: a closed box costs a new visitor nothing (st.code loads a highlighter)
             tokens_box.code(" | ".join(tokens), language=None, wrap_lines=True)

@@ -31,16 +31,17 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import streamlit as st  # noqa: E402
 
+from corpora.errors import LabError  # noqa: E402
 from corpora.paths import DataMissingError  # noqa: E402
 from corpora.semcor import load_semcor  # noqa: E402
 from corpora.wordnet import wordnet  # noqa: E402
-from models.base import Embedder, ModelLoadError, UnknownModelError  # noqa: E402
-from models.registry import available_models, get_spec, load_embedder, loaded_models, unload_embedder  # noqa: E402
+from models import DEFAULT_MODEL  # noqa: E402
+from models.base import Embedder, ModelLoadError  # noqa: E402
+from models.listing import weights_location  # noqa: E402
+from models.registry import available_models, load_embedder, loaded_models, unload_embedder  # noqa: E402
 from viz.polysemy import build_lemma_index, occurrence_vectors  # noqa: E402
 from viz.export import FORMATS, chart_config, figure_csv, file_stem  # noqa: E402
-from viz.projection import project  # noqa: E402
 from viz.text import InputError, escape_markdown  # noqa: E402
-from viz.zoo import weights_location  # noqa: E402
 
 log = logging.getLogger("embprobe.app")
 if not log.handlers:
@@ -64,7 +65,7 @@ def friendly_message(exc: BaseException, action: str = "") -> str:
         return f"{prefix}a dataset is missing. {exc}"
     if isinstance(exc, ModelLoadError):
         return f"{prefix}the model could not be loaded. {exc}"
-    if isinstance(exc, UnknownModelError):
+    if isinstance(exc, LabError):   # every other error the lab reports names what is wrong in its message
         return f"{prefix}{exc}"
     if isinstance(exc, MemoryError):
         return f"{prefix}not enough memory. Try a shorter text or a smaller sample."
@@ -129,11 +130,13 @@ def unload(name: str) -> bool:
     return unload_embedder(name)
 
 
-def model_names(families: tuple[str, ...] | None = None, *, only_ready: bool = True) -> list[str]:
-    """Registered models of the given families whose weights are here (trained or installed)."""
+def model_names(*, only_ready: bool = True, **capabilities: bool) -> list[str]:
+    """Registered models whose weights are here (trained or installed) and whose spec has the given
+    capabilities (``models.spec.ModelSpec``: ``has_attention``, ``contextual``, ``reinitialisable``),
+    e.g. ``model_names(has_attention=True)``, ``model_names(contextual=False)``."""
     names = []
     for spec in available_models():
-        if families and spec.family not in families:
+        if any(getattr(spec, capability) != wanted for capability, wanted in capabilities.items()):
             continue
         if only_ready and weights_location(spec) is None:
             continue
@@ -141,20 +144,23 @@ def model_names(families: tuple[str, ...] | None = None, *, only_ready: bool = T
     return names
 
 
-def family_of(name: str) -> str:
-    return get_spec(name).family
+def preferred(names: list[str], default: str = DEFAULT_MODEL) -> str:
+    """The model a picker starts on: ``default`` (``models.DEFAULT_MODEL``) when it is offered, else the first."""
+    return default if default in names else names[0]
 
 
-def model_select(label: str, families: tuple[str, ...] | None = None, *, key: str,
+def model_select(label: str, capabilities: dict[str, bool] | None = None, *, key: str,
                  default: str | None = None, help: str | None = None) -> str | None:
-    """A selectbox of ready models; an info box (and None) when there is none."""
-    names = model_names(families)
+    """A selectbox of ready models (with ``capabilities``, see :func:`model_names`); an info box (and None)
+    when there is none."""
+    names = model_names(**(capabilities or {}))
     if not names:
-        kinds = ", ".join(families or ()) or "any"
-        st.info(f"No {kinds} model is available yet. See the Models page for how to train one.")
+        kinds = ", ".join(f"{'' if wanted else 'not '}{cap}" for cap, wanted in (capabilities or {}).items())
+        st.info(f"No {'model (' + kinds + ')' if kinds else 'model'} is available yet. "
+                "See the Models page for how to train one.")
         return None
-    index = names.index(default) if default in names else 0
-    return st.selectbox(label, names, index=index, key=key, help=help)
+    return st.selectbox(label, names, index=names.index(preferred(names, default or DEFAULT_MODEL)), key=key,
+                        help=help)
 
 
 # ---------------------------------------------------------------------------- display
@@ -310,9 +316,3 @@ def occurrence_vectors_progress(name: str, occs: list, chunk: int = 24):
         bar.progress(done / len(occs), text=f"Embedding occurrences with {name}: {done}/{len(occs)}")
     bar.empty()
     return np.concatenate(parts, axis=1)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def projected(X, method: str, dims: int, seed: int = 0):
-    """Cached 2-D/3-D projection (PCA / t-SNE / UMAP) of a (n, dim) matrix."""
-    return project(X, method, dims, seed)

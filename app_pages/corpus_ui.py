@@ -2,8 +2,8 @@
 
 exBERT-style: a query vector (a picked occurrence, a typed token) against every sense-tagged SemCor
 occurrence at one layer, read from the feature cache the WSD probe fills. The logic is
-:mod:`viz.corpus_search`; this module caches it per server and draws the hits, their sense and POS
-histogram and the downloads.
+:mod:`viz.corpus_search`; this module supplies it the vectors (``features`` on the WSD probe's SemCor
+split), caches it per server and draws the hits, their sense and POS histogram and the downloads.
 """
 from __future__ import annotations
 
@@ -11,8 +11,16 @@ import numpy as np
 import streamlit as st
 
 from app_pages.common import _cached_embedder, chart, download, get_embedder, md, semcor_corpus
+from features import get_features, has_layers
+from probes.tasks.wsd.sources import WsdSplit, builtin_train
 from viz.corpus_search import (
-    corpus_index, corpus_vectors, hits_frame, is_cached, nearest, rows_vectors, same_sense_share, semcor_features,
+    PieceRows,
+    corpus_index,
+    corpus_vectors,
+    hits_frame,
+    nearest,
+    rows_vectors,
+    same_sense_share,
 )
 from viz.export import file_stem, frame_json
 from viz.occurrence_figures import hit_histograms
@@ -32,15 +40,34 @@ def cached_index():
     return corpus_index(sentences)
 
 
+@st.cache_resource(show_spinner=False)
+def semcor_split() -> WsdSplit:
+    """The WSD probe's SemCor training split: piece layout, kept rows, feature-cache key (once per server)."""
+    return builtin_train(None)
+
+
+def _piece_rows(emb, layers=None, progress=None) -> PieceRows:
+    """``viz.corpus_search``'s callback: the split's rows at a layer, from the feature cache (extracted when
+    missing; ``layers``: those read now, default all)."""
+    split = semcor_split()
+    feats = get_features(emb, split.feature_key, split.layout.sentences, layers, keep=split.keep, progress=progress,
+                         show_progress=False)
+    return feats.layer
+
+
+def _is_cached(emb, layers) -> bool:
+    return has_layers(emb, semcor_split().feature_key, layers)
+
+
 @st.cache_resource(show_spinner=False, max_entries=2)
 def _matrix(name: str, fingerprint: str, layer: int) -> np.ndarray:
     # ~225k × dim float32 unit rows (350 MB for MiniLM): two (model, layer) pairs are kept per server.
-    return corpus_vectors(_cached_embedder(name), layer)
+    return corpus_vectors(semcor_split().layout, _piece_rows(_cached_embedder(name), [layer]), layer)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _semcor_features(name: str, fingerprint: str):
-    return semcor_features(_cached_embedder(name))
+def _cached_rows(name: str, fingerprint: str) -> PieceRows:
+    return _piece_rows(_cached_embedder(name))
 
 
 def cached_occurrence_vectors(model: str, occs) -> np.ndarray | None:
@@ -50,13 +77,12 @@ def cached_occurrence_vectors(model: str, occs) -> np.ndarray | None:
     if not occs or any(o.ref is None for o in occs):
         return None
     emb = get_embedder(model)
-    if not all(is_cached(emb, j) for j in range(emb.num_layers)):
+    if not _is_cached(emb, range(emb.num_layers)):
         return None
-    found = _semcor_features(model, emb.fingerprint())
     rows = [cached_index().row_of(*o.ref) for o in occs]
-    if found is None or any(r is None for r in rows):
+    if any(r is None for r in rows):
         return None
-    return rows_vectors(*found, rows)
+    return rows_vectors(semcor_split().layout, _cached_rows(model, emb.fingerprint()), emb.num_layers, rows)
 
 
 def corpus_panel(model: str, layer: int, query: np.ndarray, *, key: str, ref: tuple[int, int] | None = None,
@@ -64,14 +90,14 @@ def corpus_panel(model: str, layer: int, query: np.ndarray, *, key: str, ref: tu
     """Nearest SemCor occurrences of ``query`` (a vector at ``layer`` of ``model``); ``ref`` excludes the
     query's own SemCor token, ``query_key`` (its WordNet sense) marks hits of the same sense."""
     emb = get_embedder(model)
-    if not is_cached(emb, layer):
+    if not _is_cached(emb, [layer]):
         st.info(f"The corpus index of **{md(model)}** is not built yet: it embeds all 37k SemCor sentences once "
                 "(the same features the WSD probe uses; a few minutes on this CPU), then every search is "
                 "instant. Or run `python -m probes wsd --model " + md(model) + "`.")
         if not st.button(f"Build the SemCor index for {model}", key=f"{key}_build"):
             return
         bar = st.progress(0.0, text="Embedding SemCor…")
-        corpus_vectors(emb, layer, progress=lambda f, msg: bar.progress(min(1.0, max(0.0, f)), text=msg))
+        _piece_rows(emb, [layer], progress=lambda f, msg: bar.progress(min(1.0, max(0.0, f)), text=msg))
         bar.empty()
     with st.spinner("Reading SemCor's vectors at this layer (once per model and layer)…"):
         index = cached_index()

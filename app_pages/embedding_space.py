@@ -17,9 +17,10 @@ import streamlit as st
 from app_pages import state
 from app_pages.common import (
     EXAMPLE_SENTENCE, chart, download, embed_sentences, get_embedder, md, model_names,
-    occurrence_vectors_progress, page, page_header, safe, semcor_corpus, show_warnings, wait_warmup,
+    occurrence_vectors_progress, page, page_header, preferred, safe, semcor_corpus, show_warnings, wait_warmup,
 )
 from app_pages.corpus_ui import corpus_panel, sense_label
+from models import DEFAULT_STATIC_MODEL
 from viz.export import file_stem, frame_csv, frame_json
 from viz.figures import scatter_points
 from viz.lexical_sample import MAX_UPLOAD_MB, LexicalSampleSource
@@ -115,12 +116,12 @@ def contextual_tab() -> None:
                "Pick a token: its nearest occurrences among **all of SemCor** (225k sense-tagged tokens, with "
                "their WordNet senses), and among the tokens you typed.")
     c1, c2 = st.columns([1, 2])
-    names = model_names(("elmo", "bert", "gpt"))
+    names = model_names(contextual=True)
     if not names:
         st.info("No contextual model is available yet. See the Models page.")
         return
     model = c1.selectbox("Contextual model", names, key=state.bind(
-        "space_ctx_model", "minilm" if "minilm" in names else names[0], names, param="ctx_model"))
+        "space_ctx_model", preferred(names), names, param="ctx_model"))
     default_text = (EXAMPLE_SENTENCE + "\nShe deposited the cheque at the bank.\nThey fished from the bank of "
                     "the river.")
     text = c2.text_area("Sentences (one per line)", key=state.bind("space_ctx_text", default_text, param="text"),
@@ -174,8 +175,7 @@ def _projector_points():
         return X, parse_metadata(meta.getvalue() if meta is not None else None, len(X)), vec.name
     names = model_names()
     c1, c2, c3 = st.columns([2, 2, 1])
-    model = c1.selectbox("Model", names, key=state.bind("space_pj_model", "minilm" if "minilm" in names
-                                                        else names[0], names, param="pj_model"))
+    model = c1.selectbox("Model", names, key=state.bind("space_pj_model", preferred(names), names, param="pj_model"))
     if source == "SemCor word":
         word = validate_word(c2.text_input("Word (lemma)", key=state.bind("space_pj_word", "bank", param="pj_word"),
                                            max_chars=60))
@@ -249,7 +249,7 @@ def main() -> None:
     page_header("Embedding space", INTRO)
     tabs = st.tabs(TABS, key=state.bind("space_tab", TABS[0], TABS, param="tab"), on_change="rerun")
     if tabs[0].open or tabs[1].open or tabs[2].open:
-        statics = model_names(("static",))
+        statics = model_names(contextual=False)
         if not statics:
             with next(t for t in tabs if t.open):
                 st.info("No static model is available yet. See the Models page.")
@@ -258,8 +258,7 @@ def main() -> None:
             if tab.open:
                 with tab:
                     fn(st.selectbox("Static model", statics, key=state.bind(
-                        "space_model", "glove-6b-50d" if "glove-6b-50d" in statics else statics[0], statics,
-                        param="model")))
+                        "space_model", preferred(statics, DEFAULT_STATIC_MODEL), statics, param="model")))
     elif tabs[3].open:
         with tabs[3]:
             contextual_tab()

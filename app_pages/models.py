@@ -7,12 +7,11 @@ import torch
 from app_pages import state
 from app_pages.common import get_embedder, page, page_header, safe, unload
 from models.base import ModelLoadError, default_device
-from models.listing import NOT_INSTALLED, NOT_TRAINED, OK, describe
+from models.listing import NOT_INSTALLED, NOT_TRAINED, OK, describe, facts_frame, full_card, model_card, zoo_frame
 from models.manage import add_model, registered, remove_model
 from models.options import DTYPES, POOLINGS
 from models.registry import available_models, get_spec, load_embedder, loaded_models, user_specs
 from models.user_registry import registry_file
-from viz.zoo import facts_frame, full_card, model_card, model_rows
 
 INTRO = """
 Every model turns a sentence into **one vector per word at every layer**. Layer 0 is the
@@ -99,7 +98,7 @@ def main() -> None:
 
     loaded = {name: load_embedder(name) for name in names_loaded}
     st.dataframe(
-        model_rows(loaded), hide_index=True, width="stretch",
+        zoo_frame(loaded), hide_index=True, width="stretch",
         column_config={"description": st.column_config.TextColumn(width="large")},
     )
 

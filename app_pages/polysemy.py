@@ -17,10 +17,12 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import (
-    chart, download, family_of, md, model_names, occurrence_vectors_progress, page, page_header, safe,
+    chart, download, md, model_names, occurrence_vectors_progress, page, page_header, preferred, safe,
     semcor_corpus, show_warnings, wait_warmup,
 )
 from app_pages.corpus_ui import cached_occurrence_vectors, corpus_panel, sense_label
+from models import DEFAULT_STATIC_MODEL
+from models.registry import get_spec
 from viz.export import file_stem, frame_csv, frame_json
 from viz.lexical_sample import MAX_UPLOAD_MB, LexicalSampleSource
 from viz.occurrence_figures import layer_measures_figure, occurrence_scatter
@@ -72,7 +74,7 @@ def controls() -> dict | None:
     c1, c2, c3 = st.columns([2, 2, 1])
     source = c1.segmented_control("Occurrences from", SOURCES, key=state.bind("poly_source", "SemCor", SOURCES,
                                                                              param="source")) or "SemCor"
-    model = c2.selectbox("Model", names, key=state.bind("poly_model", "minilm" if "minilm" in names else names[0],
+    model = c2.selectbox("Model", names, key=state.bind("poly_model", preferred(names),
                                                         names, param="model"))
     dims = c3.segmented_control("Plot", DIMS, key=state.bind("poly_dims", "2-D", DIMS, param="dims")) or "2-D"
     c4, c5, c6, c7 = st.columns([2, 1, 1, 1])
@@ -90,7 +92,7 @@ def controls() -> dict | None:
     if compare == "two models":
         others = [m for m in names if m != model] or names
         model_b = st.selectbox("Second model", others, key=state.bind(
-            "poly_model_b", "glove-6b-50d" if "glove-6b-50d" in others else others[0], others, param="model_b"))
+            "poly_model_b", preferred(others, DEFAULT_STATIC_MODEL), others, param="model_b"))
     else:
         state.forget("model_b")
     c = dict(source=source, model=model, model_b=model_b, compare=compare, dims=3 if dims == "3-D" else 2,
@@ -212,7 +214,7 @@ def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta:
     chart(fig, name, key=key, data=lambda: frame_csv(data), data_label="Coordinates (CSV)")
     download("Coordinates (JSON)", lambda: frame_json(data), f"{name}.json", key=f"{key}__json",
              mime="application/json")
-    if family_of(model) == "static" or distinct == 1:
+    if not get_spec(model).contextual or distinct == 1:
         forms = sorted({o.target.lower() for o in occs})
         st.info(f"**{md(model)} is a static model**: every occurrence of a word form gets the same vector, "
                 f"whatever the sentence. The {len(occs)} occurrences collapse to {distinct} point(s) "

@@ -1,15 +1,20 @@
-"""The Probes page's "Your data" tab: upload token-labelled, span or word-sense files, preview them, run a probe.
+"""The Probes page's "Your data" tab: upload a probe's input files, preview them, run the probe.
 
-1. Upload train / optional dev / test files (word senses: a lexical-sample TSV to train on and an
-   optional one to test on, else k-fold cross-validation on the training file) (each at most ``MAX_MB``, stated on the page; a bigger
-   file is refused naming the limit — the command line streams files of any size).
+No probe is named here: every registered probe whose ``ProbeSpec`` declares ``inputs``
+(``probes.inputs``) is a task, with one uploader per declared file, one widget per option the app
+shows (``Option.in_app``; ``choices``: a selectbox, ``bool``: a checkbox, numbers: a number input,
+else text; each with its help), the spec's ``preview`` and the one run path ``probes.run.run_probe``.
+
+1. Upload the files (each at most ``MAX_MB``, stated on the page; a bigger file is refused naming the
+   limit — the command line streams files of any size). An optional file left out may imply options
+   (``InputFile.if_absent``: without a test file the WSD probe cross-validates on the training file).
 2. The files are stored by content under ``<cache>/uploads/<sha256>/`` (the same bytes are the same
    dataset: same ``NAME@HASH``, same cached vectors) and parsed exactly as the probe will read them:
    counts, labels and a sample are shown before anything runs; a malformed file is one message
    naming the file and line.
-3. "Run" runs the ``tag``, ``span`` or ``wsd`` probe and its baseline with a progress bar and saves the
-   results to ``<cache>/results``, where the "Saved results" tab compares them layer by layer with
-   every other run of that probe.
+3. "Run" runs the probe and its baselines with a progress bar and saves the results to
+   ``<cache>/results``, where the "Saved results" tab compares them layer by layer with every other
+   run of that probe.
 """
 from __future__ import annotations
 
@@ -17,31 +22,26 @@ import hashlib
 import os
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from app_pages.common import get_embedder, log, model_select, safe, wait_warmup
-from corpora.lexical_sample import read_lexical_sample
 from corpora.paths import cache_dir
-from probes.tasks import span as span_probe
-from probes.tasks import tag as tag_probe
-from probes.tasks.preview import sense_preview, span_preview, token_preview
-from probes.registry import ProbeSpec, RunContext, get_probe
-from probes.results import ProbeResult, results_frame, save_result
+from models import DEFAULT_STATIC_MODEL
+from probes.inputs import InputFile, Preview
+from probes.registry import Option, ProbeSpec, all_probes
+from probes.results import ProbeResult, results_frame
+from probes.run import run_probe
 
 #: The upload limit per file (MB): the server's ``server.maxUploadSize`` (.streamlit/config.toml), or a
 #: lower ``$EMBPROBE_UPLOAD_MB``. Streamlit refuses bigger files in the browser, naming it; the page states it.
 MAX_MB = min(float(os.environ.get("EMBPROBE_UPLOAD_MB") or "inf"), float(st.get_option("server.maxUploadSize")))
-TASKS = {"tag": "Token labels (CoNLL-U or a column file)", "span": "Spans (edge-probing JSON lines)",
-         "wsd": "Word senses (lexical-sample TSV)"}
-#: The files each task takes, and which of them it needs.
-ROLES = {"tag": ("train", "dev", "test"), "span": ("train", "dev", "test"), "wsd": ("train", "test")}
-REQUIRED = {"tag": ("train", "test"), "span": ("train", "test"), "wsd": ("train",)}
-FOLDS = 5
 DEFAULT_LIMIT = 300
+OPTION_COLUMNS = 4
 
 
 def save_upload(name: str, data: bytes) -> Path:
@@ -56,143 +56,133 @@ def save_upload(name: str, data: bytes) -> Path:
     return path
 
 
-def _options(task: str) -> dict:
-    """The probe's options from the widgets (files added later)."""
-    if task == "wsd":
-        st.caption("One occurrence per line: `sentence<TAB>target word index (from 0)<TAB>label[<TAB>lemma]`. "
-                   f"Without a test file the probe is scored by {FOLDS}-fold cross-validation on the training file. "
-                   "Framework XML + gold keys: use the command line (python -m probes wsd --train FILE.xml …).")
-        return {"format": "tsv"}
-    if task == "span":
-        return {"pooling": st.selectbox("Span vector", ["mean", "endpoints"], key="up_pooling",
-                                        help="mean of the span's words, or its first and last word concatenated")}
-    c1, c2, c3, c4 = st.columns(4)
-    fmt = c1.selectbox("Format", ["auto", "conllu", "columns"], key="up_format",
-                       help="auto: CoNLL-U for *.conllu files, else a whitespace/tab column file")
-    column = c2.text_input("Label column", "", key="up_column", placeholder="UPOS  or  1",
-                           help="CoNLL-U: UPOS, XPOS, DEPREL, LEMMA, feats:KEY, misc:KEY (default UPOS). "
-                                "Column file: the field index from 0, -1 = last (default -1).")
-    scheme = c3.selectbox("Scoring", ["tag", "bio"], key="up_scheme",
-                          help="tag: token accuracy; bio: also conlleval span F1 (NER, chunks)")
-    skip = c4.text_input("Skip label", "", key="up_skip", help="words with this label are neither trained on nor "
-                                                               "scored (e.g. _ with feats:Number)")
-    return {"format": None if fmt == "auto" else fmt, "column": column.strip() or None, "scheme": scheme,
-            "skip_label": skip.strip() or None}
+def upload_hint(inputs: tuple[InputFile, ...]) -> str:
+    """What to upload: "Upload a training file and a test file (a dev file is optional) to see what they hold." """
+    required = [f"a {f.noun}" for f in inputs if f.required]
+    optional = [f"a {f.noun}" for f in inputs if not f.required]
+    text = "Upload " + " and ".join(required)
+    if optional:
+        text += f" ({' and '.join(optional)} {'is' if len(optional) == 1 else 'are'} optional)"
+    return text + (" to see what they hold." if len(required) > 1 else " to see what it holds.")
 
 
-def _uploads(task: str) -> dict[str, Path] | None:
-    """Saved paths of the uploaded files; None (with a message) until train and test are there."""
-    roles = ROLES[task]
-    cols = st.columns(len(roles))
-    files = {role: col.file_uploader(f"{role.capitalize()} file" + ("" if role in REQUIRED[task] else " (optional)"),
-                                     key=f"up_{task}_{role}", max_upload_size=max(int(MAX_MB), 1))
-             for role, col in zip(roles, cols)}
-    for role, f in files.items():
+def option_widget(spec: ProbeSpec, opt: Option, container) -> Any:
+    """One option's widget; its value (None: left at the option's default)."""
+    key, label = f"up_{spec.name}_{opt.name}", opt.flag
+    if opt.choices is not None:
+        values = ([None] if opt.default is None else []) + list(opt.choices)
+        return container.selectbox(label, values, index=values.index(opt.default), key=key, help=opt.help,
+                                   format_func=lambda v: "(default)" if v is None else str(v))
+    if opt.type is bool:
+        return container.checkbox(label, bool(opt.default), key=key, help=opt.help)
+    if opt.type in (int, float):
+        return container.number_input(label, value=opt.default, step=1 if opt.type is int else None, key=key,
+                                      help=opt.help, format="%d" if opt.type is int else "%g")
+    text = container.text_input(label, "" if opt.default is None else str(opt.default), key=key, help=opt.help)
+    return text.strip() or None
+
+
+def option_values(spec: ProbeSpec) -> dict[str, Any]:
+    """The values of the spec's in-app options (its input files are the uploaders')."""
+    roles = {f.role for f in spec.inputs}
+    shown = [o for o in spec.options if o.in_app and o.name not in roles]
+    values = {}
+    for i in range(0, len(shown), OPTION_COLUMNS):
+        for opt, col in zip(shown[i:i + OPTION_COLUMNS], st.columns(OPTION_COLUMNS)):
+            values[opt.name] = option_widget(spec, opt, col)
+    return values
+
+
+def uploads(spec: ProbeSpec) -> dict[str, Path] | None:
+    """Saved paths of the uploaded files by role; None (with a message) until the required ones are there."""
+    files = {f.role: col.file_uploader(f"{f.role.capitalize()} file" + ("" if f.required else " (optional)"),
+                                       key=f"up_{spec.name}_{f.role}", max_upload_size=max(int(MAX_MB), 1),
+                                       help=" or ".join(f.formats) + (f": {f.help}" if f.help else ""))
+             for f, col in zip(spec.inputs, st.columns(len(spec.inputs)))}
+    for f in files.values():
         if f is not None and f.size > MAX_MB * 2**20:
+            needed = " ".join(f"--{i.role} FILE" for i in spec.inputs if i.required)
             st.error(f"{f.name} is {f.size / 2**20:.1f} MB: uploads are limited to {MAX_MB:g} MB per file. "
                      f"Use the command line for bigger files (it reads them as a stream): "
-                     f"python -m probes {task} --model M --train FILE --test FILE")
+                     f"python -m probes {spec.name} --model M {needed}")
             return None
-    if any(files[role] is None for role in REQUIRED[task]):
-        st.info("Upload a training file and a test file (a dev file is optional) to see what they hold."
-                if task != "wsd" else "Upload a training file (a test file is optional) to see what it holds.")
+    if any(files[f.role] is None for f in spec.inputs if f.required):
+        st.info(upload_hint(spec.inputs))
         return None
     return {role: save_upload(f.name, f.getvalue()) for role, f in files.items() if f is not None}
 
 
-def _preview(task: str, limit: int, options: dict) -> str:
-    """Parse the files as the probe will and show what they hold; returns the dataset label."""
-    if task == "tag":
-        files, what, train, evals = tag_probe.load_splits(limit, **options)
-        counts, labels, sample = token_preview(train, evals)
-        st.markdown(f"**{files.label}** — label column **{what}**, first {limit} sentences of each file")
-    elif task == "wsd":
-        train = read_lexical_sample(options["train"])[:limit]
-        evals = [read_lexical_sample(options["test"])[:limit]] if options.get("test") else []
-        counts, labels, sample = sense_preview(train, evals)
-        label = options.get("name") or Path(options["train"]).name
-        st.markdown(f"**{label}** — first {limit} lines of each file"
-                    + ("" if evals else f"; scored by {FOLDS}-fold cross-validation"))
-        files = None
-    else:
-        files, train, evals = span_probe.load_splits(limit, **options)
-        counts, labels, sample = span_preview(train, evals)
-        st.markdown(f"**{files.label}** — {'span pairs' if train.span2 is not None else 'single spans'}, "
-                    f"first {limit} lines of each file")
-    st.dataframe(counts, hide_index=True, width="stretch")
+def show_preview(preview: Preview) -> None:
+    st.markdown(preview.description)
+    st.dataframe(preview.counts, hide_index=True, width="stretch")
     c1, c2 = st.columns([1, 2])
-    c1.dataframe(labels, hide_index=True, height=260, width="stretch")
-    c2.dataframe(sample, hide_index=True, height=260, width="stretch")
-    return label if files is None else files.label
+    c1.dataframe(preview.labels, hide_index=True, height=260, width="stretch")
+    c2.dataframe(preview.sample, hide_index=True, height=260, width="stretch")
 
 
-def command_of(task: str, model: str, limit: int, options: dict) -> str:
-    args = ["python", "-m", "probes", task, "--model", model]
-    for name, value in options.items():
-        if value is not None:
-            args += ["--" + name.replace("_", "-"), str(value)]
-    return " ".join(shlex.quote(a) for a in args + ["--limit", str(limit)])
+def command_of(spec: ProbeSpec, model: str, limit: int, options: dict) -> str:
+    """The command line that runs the same (files by their stored path; options at their default left out)."""
+    args = ["python", "-m", "probes", spec.name, "--model", model]
+    for opt in spec.options:
+        value = options.get(opt.name)
+        if value is not None and value is not False and value != opt.default:
+            args += [opt.flag] if value is True else [opt.flag, str(value)]
+    return shlex.join(args + ["--limit", str(limit)])
 
 
 def run_upload(spec: ProbeSpec, model: str, limit: int, options: dict, progress) -> list[ProbeResult]:
-    """The probe and its baseline on the uploaded files, saved where the Saved results tab reads them."""
+    """The probe and its baselines on the uploaded files, saved where the Saved results tab reads them."""
     emb = get_embedder(model)
     wait_warmup()
-    spec.check_model(emb)
-    ctx = RunContext(limit=limit, progress=progress, show_progress=False)
-    parsed = spec.options_from(options)
-    command = command_of(spec.name, model, limit, options)
-    results = [spec.run(emb, None, ctx, **parsed).stamped(command),
-               *(b.stamped(command) for b in spec.baselines(ctx, **parsed))]
-    out = cache_dir() / "results"
-    for res in results:
-        save_result(res, out)
-    return results
+    return run_probe(spec.name, emb, limit=limit, options=options, results_dir=cache_dir() / "results",
+                     command=command_of(spec, model, limit, options), progress=progress,
+                     show_progress=False).results
 
 
 def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> None:
     """The tab; ``show_results(spec, results frame, key)`` draws a probe's layer-by-layer results."""
-    st.caption(f"Probe your own data: token labels (POS, morphology, dependency labels, NER/chunks as BIO) in "
-               f"CoNLL-U or a column file, or span labels in the edge-probing JSON-lines format. Files up to "
-               f"**{MAX_MB:g} MB** each; the formats are in docs/datasets.md. Runs are saved and appear in the "
-               f"Saved results tab (cache/results) beside the other runs of the probe.")
-    task = st.radio("Task", list(TASKS), format_func=TASKS.get, horizontal=True, key="up_task")
-    paths = _uploads(task)
-    options = _options(task)
+    st.caption(f"Probe your own data: pick a probe that reads files, upload them, see what they hold, run. Files "
+               f"up to **{MAX_MB:g} MB** each; the formats are in docs/datasets.md. Runs are saved and appear in "
+               f"the Saved results tab (cache/results) beside the other runs of the probe.")
+    specs = {spec.name: spec for spec in all_probes() if spec.inputs}
+    name = st.radio("Task", list(specs), horizontal=True, key="up_task", format_func=lambda n: (
+        f"{specs[n].short_title} ({' or '.join(specs[n].inputs[0].formats)})"))
+    spec = specs[name]
+    st.caption(spec.description)
+    paths = uploads(spec)
+    options = option_values(spec)
     if paths is None:
         return
     options.update({role: str(p) for role, p in paths.items()})
-    if task == "wsd" and "test" not in paths:
-        options["folds"] = FOLDS
-    c1, c2, c3 = st.columns([2, 1, 2])
+    for f in spec.inputs:
+        options.update({} if f.role in paths else f.if_absent)
+    c1, c2 = st.columns([2, 1])
     limit = int(c2.number_input("Sentences per file", min_value=1, max_value=50_000, value=DEFAULT_LIMIT,
                                 step=100, key="up_limit", help="The first N sentences (lines) of each file."))
-    if task != "wsd":   # the WSD probe names file data by the file and its content hash
-        options["name"] = c3.text_input("Dataset name", "", key="up_name",
-                                        help="In results and tables (default: from the file names)").strip() or None
-    label = None
-    with safe("read the uploaded files"):
-        label = _preview(task, limit, options)
-    if label is None:
-        return
+    if spec.preview is not None:
+        preview = None
+        with safe("read the uploaded files"):
+            preview = spec.preview(limit, spec.options_from(options))
+        if preview is None:
+            return
+        show_preview(preview)
     with c1:
-        model = model_select("Model", None, key="up_model", default="glove-6b-50d")
+        model = model_select("Model", None, key="up_model", default=DEFAULT_STATIC_MODEL)
     if model is None:
         return
-    spec = get_probe(task)
-    run_key = (task, model, limit, tuple(sorted((k, str(v)) for k, v in options.items())))
+    run_key = (name, model, limit, tuple(sorted((k, str(v)) for k, v in options.items())))
     if st.button("Run on my data", type="primary", key="up_run"):
-        with safe(f"run the {task} probe on {model}"):
-            bar = st.progress(0.0, text=f"Starting the {task} probe on {model}…")
+        with safe(f"run the {name} probe on {model}"):
+            bar = st.progress(0.0, text=f"Starting the {name} probe on {model}…")
 
             def progress(frac: float, msg: str = "") -> None:
-                bar.progress(float(min(max(frac, 0.0), 1.0)), text=msg or f"{task} probe on {model}")
+                bar.progress(float(min(max(frac, 0.0), 1.0)), text=msg or f"{name} probe on {model}")
 
             results = run_upload(spec, model, limit, options, progress)
-            log.info("upload %s probe on %s (%s, limit %s)", task, model, label, limit)
+            log.info("upload %s probe on %s (%s, limit %s)", name, model, results[0].dataset, limit)
             st.session_state["up_done"] = (run_key, results)
             bar.empty()
     done = st.session_state.get("up_done")
     if done is not None and done[0] == run_key:
-        st.success(f"{spec.short_title} on {model}, {label}: done; saved to cache/results.")
+        st.success(f"{spec.short_title} on {model}, {done[1][0].dataset}: done; saved to cache/results.")
         show_results(spec, results_frame(done[1]), "upload")

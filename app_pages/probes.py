@@ -15,8 +15,11 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import chart, download, get_embedder, log, model_select, page, page_header, safe, wait_warmup
-from probes.registry import ProbeSpec, RunContext, all_probes, get_probe
+from app_pages.probe_upload import upload_tab
+from models import DEFAULT_MODEL
+from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, read_results, results_frame
+from probes.run import run_probe
 from viz.export import file_stem, frame_csv, run_record_json
 from viz.probe_figures import has_intervals, small_sample_note
 from viz.probe_views import RIGOR_PANELS, frame_signature, probe_view, rigor_view
@@ -73,7 +76,8 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
               data=frame_csv(pd.concat([curves, base.rename(columns={"label": "baseline"})], ignore_index=True)))
         if records is not None:
             download("Run records (JSON: model fingerprint, seed, layers, data, command)", records,
-                     f"{file_stem(key, spec.name)}-runs.json", key=f"{key}_{spec.name}_records", mime="application/json")
+                     f"{file_stem(key, spec.name)}-runs.json", key=f"{key}_{spec.name}_records",
+                     mime="application/json")
         if note := small_sample_note(curves):
             st.caption(f"⚠️ {note.capitalize()} test instances. " + (
                 "The error bars are bootstrap 95% intervals: layers whose intervals overlap (or that sit on "
@@ -155,15 +159,11 @@ def saved_tab() -> None:
         commands.code("\n".join(cmds) or "(not recorded)", language="bash")
 
 
-def run_probe(probe: str, model: str, limit: int, progress) -> list[ProbeResult]:
-    """One probe and its baselines on a small slice (the first ``limit`` sentences of each dataset)."""
-    spec = get_probe(probe)
+def quick_run(probe: str, model: str, limit: int, progress) -> list[ProbeResult]:
+    """One probe and its baselines on a small slice (the first ``limit`` sentences of each dataset), not saved."""
     emb = get_embedder(model)
     wait_warmup()
-    spec.check_model(emb)
-    ctx = RunContext(limit=limit, progress=progress, show_progress=False)
-    options = spec.options_from({})
-    return [spec.run(emb, None, ctx, **options).stamped(), *(b.stamped() for b in spec.baselines(ctx, **options))]
+    return run_probe(probe, emb, limit=limit, progress=progress, show_progress=False).results
 
 
 def quick_tab() -> None:
@@ -176,10 +176,11 @@ def quick_tab() -> None:
     probe = c1.selectbox("Probe", list(titles), format_func=titles.get,
                          key=state.bind("probe_kind", next(iter(titles)), list(titles), param="probe"))
     with c2:
-        model = model_select("Model", None, key="probe_model", default="minilm")
+        model = model_select("Model", None, key="probe_model", default=DEFAULT_MODEL)
     limit = c3.number_input("Sentences (--limit)", min_value=1, max_value=5000, step=10,
                             key=state.bind("probe_limit", DEFAULT_LIMIT, lo=1, hi=5000, param="limit"),
-                            help="Per dataset. 20 ≈ seconds; 500 ≈ minutes; the full datasets are for the command line.")
+                            help="Per dataset. 20 ≈ seconds; 500 ≈ minutes; the full datasets are for the command "
+                                 "line.")
     if model is None:
         return
     runs, lock = _quick_runs()
@@ -192,7 +193,7 @@ def quick_tab() -> None:
                 bar.progress(float(min(max(frac, 0.0), 1.0)), text=msg or f"{probe.upper()} on {model}")
 
             t0 = time.perf_counter()
-            results = run_probe(probe, model, int(limit), progress)
+            results = quick_run(probe, model, int(limit), progress)
             wall_s = round(time.perf_counter() - t0, 1)
             log.info("quick %s probe on %s (limit %s) took %.1f s", probe, model, limit, wall_s)
             with lock:
@@ -220,8 +221,6 @@ def main() -> None:
             quick_tab()
     if yours.open:
         with yours, safe("probe your data"):
-            from app_pages.probe_upload import upload_tab   # the upload section (its own module)
-
             upload_tab(probe_section)
 
 

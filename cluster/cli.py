@@ -1,19 +1,29 @@
-"""The ``sweep`` and ``extract`` commands of ``python -m probes`` (added through ``probes.cli.COMMANDS``).
+"""The ``sweep`` and ``extract`` commands of ``python -m probes`` (added by the program, ``probes/__main__.py``).
 
     python -m probes sweep --models A,B --probes wsd,pos [--seeds 0,1] [--ray local|ADDRESS] [--results DIR]
     python -m probes extract --model M --dataset semcor-tagged --shards 8 [--workers 4] [--ray local|ADDRESS]
 
 Without ``--ray`` both run in this process (a sweep one task after another; an extraction with one
-worker). Bad input ends with one ``error:`` line (``probes.cli.main``), before any work.
+worker). Bad input ends with one ``error:`` line (``probes.cli.main``), before any work. A sweep's
+task runs the probe as ``python -m probes <probe>`` does (``cluster.tasks``: ``probes.run.run_probe``).
 """
 from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
+from cluster.datasets import DATASETS, dataset_request
+from cluster.executors import InProcess, OnRay
+from cluster.plan import plan_sweep
+from cluster.ray_session import connect
+from cluster.resources import estimate
+from cluster.sweep import run_sweep
+from cluster.tasks import FAULT_ENV, TaskEnv
 from corpora.paths import cache_dir
+from probes.cli import add_all_options, command_line, print_rows
 from probes.errors import ProbeInputError
+from probes.registry import all_probes, builtin_probe_names, get_probe
+from probes.run import writable_dir
 
 
 def _ints(text: str, flag: str) -> list[int]:
@@ -29,20 +39,11 @@ def _ints(text: str, flag: str) -> list[int]:
 def _session(args: argparse.Namespace):
     if not args.ray:
         return None
-    from cluster.ray_session import connect
-
     return connect(args.ray, dashboard=args.dashboard)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from cluster.executors import InProcess, OnRay
-    from cluster.plan import plan_sweep
-    from cluster.resources import estimate
-    from cluster.sweep import run_sweep
-    from cluster.tasks import FAULT_ENV, TaskEnv
-    from models.references import split_references
-    from probes.cli import command_line, print_rows, writable_dir
-    from probes.registry import get_probe
+    from models.references import split_references  # lazy: the models package imports torch
 
     models = split_references(args.models)
     if not models:
@@ -81,9 +82,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from cluster.datasets import dataset_request
-    from cluster.extract import extract_sharded
-    from models.registry import get_spec
+    from cluster.extract import extract_sharded  # lazy: torch (keeps the sweep's driver light)
+    from models.registry import get_spec  # lazy: the model zoo imports torch
 
     if args.shards < 1:
         raise ProbeInputError(f"--shards {args.shards}: give a positive number of shards.")
@@ -108,9 +108,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads per task (default on Ray: 1)")
 
 
-def add_sweep(sub) -> None:
-    from probes.registry import Option, all_probes, builtin_probe_names
-
+def add_sweep(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run probes × models × seeds, in-process or on Ray (resumable)")
     p.add_argument("--models", required=True, help="comma-separated models (names or references)")
     p.add_argument("--probes", default=",".join(builtin_probe_names()),
@@ -118,22 +116,16 @@ def add_sweep(sub) -> None:
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     p.add_argument("--results", default=None, help="results directory (default <cache>/results)")
     p.add_argument("--cache-url", default=None,
-                   help="shared feature-cache tier (fsspec URL: s3://…, gs://…, file://…): pulled before, pushed after each task")
+                   help="shared feature-cache tier (fsspec URL: s3://…, gs://…, file://…): pulled before, pushed "
+                        "after each task")
     p.add_argument("--retries", type=int, default=2, help="re-runs of a task whose worker died (default 2)")
     p.add_argument("--no-resume", action="store_true", help="run every task, even those already in --results")
     _common(p)
-    seen: dict[str, Option] = {}
-    for spec in all_probes():   # every probe's options, each once (as reproduce)
-        for opt in spec.options:
-            if opt.name not in seen:
-                seen[opt.name] = opt
-                p.add_argument(opt.flag, dest=opt.name, type=opt.type, default=opt.default, help=f"{spec.name}: {opt.help}")
+    add_all_options(p, all_probes())   # as reproduce
     p.set_defaults(func=cmd_sweep)
 
 
-def add_extract(sub) -> None:
-    from cluster.datasets import DATASETS
-
+def add_extract(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("extract", help="extract a dataset's features in shards (Ray actors) into the feature cache")
     p.add_argument("--model", required=True, help="a model name or reference")
     p.add_argument("--dataset", required=True, help=f"one of: {', '.join(DATASETS)}")

@@ -8,28 +8,27 @@ the λ ablation) and ``semcor-tagged`` (the WSD probe's training side, its sense
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from probes.errors import ProbeInputError
+from probes.tasks.conll import conll_slice, feature_key
 
 Request = tuple[list[list[str]], "np.ndarray | None", str]
 
 
 def _conll(split: str) -> Callable[[int | None], Request]:
     def build(limit: int | None) -> Request:
-        from probes.tasks.conll import conll_slice, feature_key
-
         return [list(s.words) for s in conll_slice(split, limit)], None, feature_key(split, limit)
     return build
 
 
 def _semcor(limit: int | None) -> Request:
-    from probes.tasks.wsd.data import semcor_view
+    from probes.tasks.wsd.sources import builtin_train  # lazy: torch (the WSD layout); python -m probes stays light
 
-    layout, keep, _keys, _n = semcor_view(limit)
-    return layout.sentences, keep, "semcor-tagged" + ("" if limit is None else f"-limit{limit}")
+    split = builtin_train(limit)
+    return split.layout.sentences, split.keep, split.feature_key
 
 
 DATASETS: dict[str, Callable[[int | None], Request]] = {

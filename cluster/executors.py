@@ -19,8 +19,8 @@ goes on with the other tasks.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from cluster.plan import SweepTask
 from cluster.resources import estimate
@@ -88,16 +88,14 @@ class OnRay:
                        for k, v in options.items()}
             options["memory"] = int(options["memory"])
         if task.model in self.node_of:   # where the model's first task ran: its features are cached there
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(self.node_of[task.model], soft=True)
+            options["scheduling_strategy"] = self.ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+                self.node_of[task.model], soft=True)
         return remote.options(max_retries=0, name=task.label, **options).remote(task, env, attempt, 0.5 ** attempt,
                                                                                command)
 
     def run(self, tasks: list[SweepTask], env: TaskEnv, command: str, on_done: OnDone, say: Say) -> RunReport:
-        from ray import exceptions as rex
-
         ray, report = self.ray, RunReport()
+        rex = ray.exceptions
         remote = ray.remote(run_task)
         died = (rex.WorkerCrashedError, rex.OutOfMemoryError, rex.NodeDiedError)
         waiting = list(tasks)
@@ -124,7 +122,8 @@ class OnRay:
             except rex.RayTaskError as exc:
                 cause = exc.cause if getattr(exc, "cause", None) is not None else exc
                 report.failures.append(Failure(task, f"{type(cause).__name__}: {cause}", attempt + 1))
-                say(f"   FAILED {task.label}: {type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}")
+                first_line = str(cause).splitlines()[0] if str(cause) else ""
+                say(f"   FAILED {task.label}: {type(cause).__name__}: {first_line}")
             else:
                 if task.model is not None and payload.get("node"):
                     self.node_of.setdefault(task.model, payload["node"])

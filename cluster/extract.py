@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -20,8 +20,8 @@ from cluster.shards import CHUNK_SIZE, ShardJob, ShardWorker, commit, plan_shard
 from cluster.storage import Store, push_entry
 from cluster.tasks import FAULT_ENV
 from corpora.paths import cache_dir
+from features import Features
 from probes.errors import ProbeInputError
-from features.extract import Features
 
 
 def extract_sharded(model: str, key: str, sentences: Sequence[Sequence[str]], keep: np.ndarray | None = None, *,
@@ -60,10 +60,8 @@ def extract_sharded(model: str, key: str, sentences: Sequence[Sequence[str]], ke
     if ray is None:
         records = [pool[0].extract(job, i, len(plan), chunks) for i, chunks in enumerate(plan)]
     else:
-        from ray.util import ActorPool
-
         job_ref = ray.put(job)
-        records = list(ActorPool(pool).map_unordered(
+        records = list(ray.util.ActorPool(pool).map_unordered(
             lambda a, item: a.extract.remote(job_ref, item[0], len(plan), item[1]), list(enumerate(plan))))
         for a in pool:   # free their CPUs / GPUs now, not when the handles are collected
             ray.kill(a)

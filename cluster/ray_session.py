@@ -11,6 +11,7 @@ the paths or URLs the cluster's nodes share (docs/scaling.md).
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 
@@ -22,7 +23,7 @@ INSTALL_HINT = "pip install -r requirements-cluster.txt"
 
 def import_ray():
     try:
-        import ray
+        import ray  # lazy: ray is optional (requirements-cluster.txt) and takes seconds to import
     except ImportError:
         raise ProbeInputError(f"--ray needs the ray package, an optional extra: {INSTALL_HINT}") from None
     return ray
@@ -34,11 +35,9 @@ def connect(address: str, num_cpus: int | None = None, dashboard: bool = False):
     if ray.is_initialized():
         return ray
     if address == "local":
-        if dashboard:
-            try:
-                import aiohttp  # noqa: F401 - the dashboard's server; not in the minimal ray package
-            except ImportError:
-                raise ProbeInputError("--dashboard needs Ray's dashboard extra: pip install 'ray[default]==2.60.0'") from None
+        # aiohttp: the dashboard's server, not in the minimal ray package
+        if dashboard and importlib.util.find_spec("aiohttp") is None:
+            raise ProbeInputError("--dashboard needs Ray's dashboard extra: pip install 'ray[default]==2.60.0'")
         paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")   # a private instance on this machine

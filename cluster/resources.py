@@ -36,10 +36,9 @@ def estimate(model: str | None, gpu: bool, cpus: float = 1, gpu_memory: int = 80
     """Resources of one task on ``model`` (None: a probe's baselines, no model)."""
     if model is None:
         return Resources(cpus=cpus, gpus=0, memory=BASE_BYTES)
-    from models.listing import describe   # imported here: the registry pulls in the model zoo
-    from models.registry import get_spec
+    from models import listing, registry  # lazy: torch (models.listing); python -m probes and a plan stay light
 
-    row = describe(get_spec(model), device="cuda" if gpu else "cpu")
+    row = listing.describe(registry.get_spec(model), device="cuda" if gpu else "cpu")
     layers, dim = row.layers or 13, row.dim or 1024
     weights = row.params * (2 if gpu else 4) if row.params else (row.size_bytes or 0)
     hidden = (GPU_TOKENS if gpu else CPU_TOKENS) * dim * layers * 4 * 2

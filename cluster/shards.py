@@ -32,18 +32,19 @@ import json
 import os
 import tempfile
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
+import torch
 
 from cluster.storage import Store
 from cluster.tasks import FAULT_EXIT
+from features import FeatureCacheError, Features, get_features, sentences_hash
+from features.checks import file_checksum
 from models.base import SentenceEmbedding
-from features.checks import FeatureCacheError, file_checksum
-from features.store import sentences_hash
-from features.extract import Features, get_features
+from models.registry import load_embedder
 
 #: sentences per ``embed`` call in ``get_features`` (its default): shards are made of whole chunks.
 CHUNK_SIZE: int = inspect.signature(get_features).parameters["chunk_size"].default
@@ -91,10 +92,6 @@ class ShardWorker:
 
     def __init__(self, model: str, device: str | None = None, threads: int | None = None,
                  max_tokens: int | None = None) -> None:
-        import torch
-
-        from models.registry import load_embedder
-
         if threads:
             torch.set_num_threads(threads)
         self.embedder = load_embedder(model)

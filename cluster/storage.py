@@ -14,11 +14,12 @@ Design notes:
   is uploaded to a temporary name and moved (``fs.mv``: a rename on file systems, copy-then-delete on
   object stores, so the final name appears whole); an entry is published layer files first and
   ``meta.json`` last, so a reader that sees ``meta.json`` sees a complete entry.
-- **Checksums.** A pulled layer must have the size and checksum ``meta.json`` records
-  (``features.checks.file_checksum``, the cache's own digest) before it is moved into the local
-  cache under the entry's lock; a mismatch is an error naming the remote file, nothing is installed.
-  Pushing re-checks the local entry first (``features.store.check_layer``): a broken entry is
-  never published.
+- **The cache says what an entry is.** Remote paths mirror the local cache (``features.entry_rel``);
+  a push uploads the layer files ``features.entry_files`` lists (each checked first: a broken entry
+  is never published), then ``meta.json``; a pull hands the store's files to
+  ``features.install_entry``, which verifies each layer's size and checksum against ``meta.json``
+  and installs them under the entry's lock (a mismatch is an error naming the remote file, nothing
+  is installed). The bytes are the same in every cache and store.
 """
 from __future__ import annotations
 
@@ -31,8 +32,19 @@ from pathlib import Path
 
 import fsspec
 
-from features.checks import FeatureCacheError, entry_lock, file_checksum, temp_path
-from features.store import atomic_write_text, check_layer, feature_dir, read_meta
+from features import (
+    META_FILE,
+    FeatureCacheError,
+    entry_files,
+    entry_rel,
+    install_entry,
+    local_entries,
+    meta_text,
+    read_meta,
+)
+
+# local_entries (the committed local entries of a model, from features) completes the push/pull interface.
+__all__ = ["Store", "local_entries", "pull_entry", "push_entry", "remote_keys"]
 
 
 class Store:
@@ -99,10 +111,6 @@ class Store:
         return data if isinstance(data, dict) else None
 
 
-def entry_rel(fingerprint: str, key: str) -> str:
-    return f"features/{fingerprint}/{key}"
-
-
 def push_entry(store: Store, directory: Path) -> bool:
     """Publish the local feature-cache entry ``directory``; False when the store already holds it.
 
@@ -110,24 +118,19 @@ def push_entry(store: Store, directory: Path) -> bool:
     """
     meta = read_meta(directory)
     if meta is None:
-        raise FeatureCacheError(f"{directory}: no readable meta.json; nothing to publish.")
+        raise FeatureCacheError(f"{directory}: no readable {META_FILE}; nothing to publish.")
     rel = entry_rel(meta["fingerprint"], meta["dataset_key"])
-    if store.read_json(f"{rel}/meta.json") == meta:
+    if store.read_json(f"{rel}/{META_FILE}") == meta:
         return False
-    layers = sorted(int(j) for j in meta.get("layers", {}))
-    for j in layers:
-        why = check_layer(directory, meta, j)
-        if why is not None:
-            raise FeatureCacheError(f"{directory}: layer {j} is not publishable ({why}).")
-    for j in layers:
-        store.put_file(directory / f"layer_{j}.npy", f"{rel}/layer_{j}.npy")
-    store.put_text(f"{rel}/meta.json", json.dumps(meta, indent=1))   # last: the entry is now visible
+    for name in entry_files(directory, meta):
+        store.put_file(directory / name, f"{rel}/{name}")
+    store.put_text(f"{rel}/{META_FILE}", meta_text(meta))   # last: the entry is now visible
     return True
 
 
 def remote_keys(store: Store, fingerprint: str) -> list[str]:
     """Dataset keys the store holds complete entries for (those with a meta.json)."""
-    return [k for k in store.listdir(f"features/{fingerprint}") if store.exists(f"{entry_rel(fingerprint, k)}/meta.json")]
+    return [k for k in store.listdir(entry_rel(fingerprint)) if store.exists(f"{entry_rel(fingerprint, k)}/{META_FILE}")]
 
 
 def pull_entry(store: Store, fingerprint: str, key: str, root: Path | None = None) -> bool:
@@ -137,37 +140,9 @@ def pull_entry(store: Store, fingerprint: str, key: str, root: Path | None = Non
     Raises FeatureCacheError when a remote layer's size or checksum differs from its meta.json.
     """
     rel = entry_rel(fingerprint, key)
-    meta = store.read_json(f"{rel}/meta.json")
+    meta = store.read_json(f"{rel}/{META_FILE}")
     if meta is None:
         return False
-    directory = feature_dir(fingerprint, key, root)
-    directory.mkdir(parents=True, exist_ok=True)
-    layers = sorted(int(j) for j in meta.get("layers", {}))
-    with entry_lock(directory):
-        local = read_meta(directory)
-        if local == meta and all(check_layer(directory, local, j) is None for j in layers):
-            return True
-        tmps: dict[int, Path] = {}
-        try:
-            for j in layers:
-                tmps[j] = temp_path(directory / f"layer_{j}.npy")
-                store.get_file(f"{rel}/layer_{j}.npy", tmps[j])
-                want = meta["layers"][str(j)]
-                if tmps[j].stat().st_size != want.get("nbytes") or file_checksum(tmps[j]) != want.get("checksum"):
-                    raise FeatureCacheError(f"{store.path(rel)}/layer_{j}.npy does not match its meta.json "
-                                            "(size or checksum): not installed; re-publish the entry.")
-            # The local meta.json goes first, so an interrupted install reads as absent and is rebuilt.
-            (directory / "meta.json").unlink(missing_ok=True)
-            for j in layers:
-                os.replace(tmps.pop(j), directory / f"layer_{j}.npy")
-            atomic_write_text(directory / "meta.json", json.dumps(meta, indent=1))
-        finally:
-            for tmp in tmps.values():
-                tmp.unlink(missing_ok=True)
+    install_entry(fingerprint, key, meta, lambda name, path: store.get_file(f"{rel}/{name}", path), root,
+                  source=store.path(rel))
     return True
-
-
-def local_entries(fingerprint: str, root: Path | None = None) -> list[Path]:
-    """The committed local entries of one model (directories with a meta.json)."""
-    base = feature_dir(fingerprint, "x", root).parent
-    return sorted(p for p in base.iterdir() if (p / "meta.json").is_file()) if base.is_dir() else []

@@ -5,8 +5,8 @@
 
 Design notes:
 
-- **Same as a probe command.** Seeds, the probe's options, ``--layers all`` and the feature cache are
-  those of ``python -m probes <probe>``, so a sweep's numbers are the single runs' numbers.
+- **Same as a probe command.** A task is ``probes.run.run_probe`` (its baselines, or the model's run
+  with ``--layers all``), as ``python -m probes <probe>``, so a sweep's numbers are the single runs' numbers.
 - **Model loads.** ``models.registry.load_embedder`` keeps loaded models per process; Ray reuses worker
   processes, so consecutive tasks of one model on a worker load it once.
 - **Batch budget.** A retried task (its worker died: out of memory, node lost) runs with
@@ -23,12 +23,16 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from cluster.plan import SweepTask
+from models.allocator import reuse_freed_memory
+from probes.errors import ProbeInputError
+from probes.registry import get_probe
+from probes.run import load_model, run_probe
 
 FAULT_ENV = "EMBPROBE_SWEEP_FAULT"
 FAULT_EXIT = 77
@@ -87,7 +91,7 @@ def fault_hook(emb, armed: bool) -> Iterator[None]:
 def _sync(emb, env: TaskEnv, root: Path | None, direction: str) -> None:
     if env.remote is None:
         return
-    from cluster.storage import Store, local_entries, pull_entry, push_entry, remote_keys
+    from cluster.storage import Store, local_entries, pull_entry, push_entry, remote_keys  # lazy: fsspec is optional
 
     store, fp = Store(env.remote), emb.fingerprint()
     if direction == "pull":
@@ -100,40 +104,31 @@ def _sync(emb, env: TaskEnv, root: Path | None, direction: str) -> None:
 
 def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: float = 1.0, command: str = "") -> dict:
     """Run one task; returns {"results": [ProbeResult JSON], "skipped": reason | None, "seconds", "host", "pid"}."""
-    import numpy as np   # heavy imports here: the plan and the driver need none of them
-    import torch
-
-    from models.allocator import reuse_freed_memory
-    from models.registry import load_embedder
-    from probes.layers import parse_layer_specs
-    from probes.registry import RunContext, get_probe
+    import torch  # lazy: torch (the plan and the driver need none of it)
 
     t0 = time.perf_counter()
     if env.threads:
         torch.set_num_threads(env.threads)
     reuse_freed_memory()
-    torch.manual_seed(task.seed)
-    np.random.seed(task.seed)
     spec = get_probe(task.probe)
-    options = spec.options_from(task.options_dict())
     root = Path(env.feature_root) if env.feature_root else None
-    ctx = RunContext(limit=task.limit, device=env.device, seed=task.seed, show_progress=False, feature_root=root)
+    request = dict(limit=task.limit, options=task.options_dict(), seed=task.seed, device=env.device,
+                   show_progress=False, feature_root=root, command=command)
     budget = None
     if task.model is None:
-        results = spec.baselines(ctx, **options)
+        results = run_probe(spec, None, **request).baselines
     else:
-        emb = load_embedder(task.model)
-        if env.device is not None:
-            emb.to(env.device)
-        if emb.num_layers < spec.min_layers:
+        emb = load_model(task.model, env.device)
+        try:
+            spec.check_model(emb)
+        except ProbeInputError:
             return {"results": [], "skipped": f"{task.model} has fewer than {spec.min_layers} layers",
                     "seconds": time.perf_counter() - t0, "host": socket.gethostname(), "pid": os.getpid(),
                     "node": _ray_node()}
-        layers = parse_layer_specs("all", emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
         armed = bool(env.fault) and attempt == 0 and env.fault in task.label
         _sync(emb, env, root, "pull")
         with scaled_budget(emb, budget_scale) as budget, fault_hook(emb, armed):
-            results = [spec.run(emb, layers, ctx, **options)]
+            results = [run_probe(spec, emb, baselines=False, **request).result]
         _sync(emb, env, root, "push")
     out = []
     for k, res in enumerate(results):
@@ -141,7 +136,7 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
                                             "attempt": attempt, "budget_scale": budget_scale,
                                             "max_tokens": budget, "host": socket.gethostname(),
                                             "node": _ray_node()}}
-        out.append(res.stamped(command).to_json())
+        out.append(res.to_json())
     return {"results": out, "skipped": None, "seconds": time.perf_counter() - t0, "host": socket.gethostname(),
             "pid": os.getpid(), "node": _ray_node()}
 
@@ -149,7 +144,7 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
 def _ray_node() -> str | None:
     """The Ray node this runs on (None outside Ray): the sweep sends the model's other tasks there."""
     try:
-        import ray
+        import ray  # lazy: ray is optional
     except ImportError:
         return None
     return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None

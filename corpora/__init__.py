@@ -10,7 +10,7 @@ NLTK and pandas.
 - WSJ POS/chunks: :func:`load_conll2000`, :func:`load_treebank`, :func:`to_universal`
 - LM corpus: :func:`load_lm_corpus`, :data:`DEFAULT_SOURCES` (sources tokenized in ``corpora.lm_sources``)
 - WordNet: :func:`senses`, :func:`first_sense_key`, :func:`key_to_synset`, :func:`sense_from_key`
-- Everything at once: :func:`dataset_table`; ``python -m probes stats`` prints these counts.
+- Everything at once: ``corpora.stats.dataset_table`` (pandas); ``python -m probes stats`` prints these counts.
 
 Where the data and cache live: ``corpora.paths`` (also ``REPO_ROOT``, the one place the repository
 root is computed). Parsed corpora are cached on disk by ``corpora.cache`` in a data-only format
@@ -21,21 +21,18 @@ Importing this package is cheap: pandas and NLTK load only when a reader runs.
 from corpora.lm_corpus import DEFAULT_SOURCES, corpus_stats, iter_words, load_lm_corpus
 from corpora.semcor import SEMCOR_PARTS, load_semcor, wordnet_sense_keys
 from corpora.types import (
-    LmCorpus, SemcorSentence, SemcorStats, SemcorToken, TaggedSentence, WsdDataset, WsdInstance, WsdSentence,
+    LmCorpus,
+    SemcorSentence,
+    SemcorStats,
+    SemcorToken,
+    TaggedSentence,
+    WsdDataset,
+    WsdInstance,
+    WsdSentence,
 )
-from corpora.wordnet import (
-    Sense, UnknownSenseKeyError, first_sense_key, key_to_synset, sense_from_key, senses, wn_pos,
-)
+from corpora.wordnet import Sense, UnknownSenseKeyError, first_sense_key, key_to_synset, sense_from_key, senses, wn_pos
 from corpora.wsd_eval import WSD_DATASETS, WsdFormatError, load_wsd_dataset
 from corpora.wsj import load_conll2000, load_treebank, to_universal, universal_tags
-
-
-def dataset_table(lm: bool = True):
-    """Counts of every dataset as a pandas DataFrame (see :mod:`corpora.stats`)."""
-    from corpora.stats import dataset_table as _table  # heavy: corpora.stats imports pandas
-
-    return _table(lm=lm)
-
 
 __all__ = [
     "DEFAULT_SOURCES", "corpus_stats", "iter_words", "load_lm_corpus",
@@ -45,5 +42,4 @@ __all__ = [
     "Sense", "UnknownSenseKeyError", "first_sense_key", "key_to_synset", "sense_from_key", "senses", "wn_pos",
     "WSD_DATASETS", "WsdFormatError", "load_wsd_dataset",
     "load_conll2000", "load_treebank", "to_universal", "universal_tags",
-    "dataset_table",
 ]

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
 
 from corpora.nltk_corpora import nltk_corpus
-from corpora.paths import DataMissingError, data_path
+from corpora.paths import DataMissingError, data_path, nltk_module
 
 NLTK_SOURCES: tuple[str, ...] = ("brown", "abc", "webtext", "movie_reviews", "state_union", "inaugural")
 WIKITEXT_SOURCES: dict[str, str] = {
@@ -37,13 +38,12 @@ Document = list[list[str]]   # sentences of tokens
 
 # Words whose trailing "." does not end a sentence (lower-cased, without the dot).
 _ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st mt ft no vs etc inc ltd co corp gov gen col lt sgt capt rep sen "
+    "mr mrs ms dr prof sr jr st mt ft no vs etc inc ltd co corp gov gen col lt sgt capt rep sen "  # noqa: SIM905
     "rev hon jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n e.g i.e a.m p.m".split()
 )
 # A candidate boundary: . ! or ? (plus closing quotes/brackets), whitespace, then a capital,
 # digit or opening quote.
 _BOUNDARY = re.compile(r"[.!?]+['\")\]]*\s+(?=['\"(\[`]*[A-Z0-9])")
-_word_tokenizer = None
 
 
 def split_sentences(text: str) -> list[str]:
@@ -63,14 +63,14 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in out if s]
 
 
+@lru_cache(maxsize=1)
+def _word_tokenizer():
+    return nltk_module().tokenize.NLTKWordTokenizer()
+
+
 def tokenize(sentence: str) -> list[str]:
     """PTB-style word tokens of one sentence (NLTK's rule-based tokenizer, no data needed)."""
-    global _word_tokenizer
-    if _word_tokenizer is None:
-        from nltk.tokenize import NLTKWordTokenizer  # heavy: keeps nltk off the import path of corpora
-
-        _word_tokenizer = NLTKWordTokenizer()
-    return _word_tokenizer.tokenize(sentence)
+    return _word_tokenizer().tokenize(sentence)
 
 
 # --------------------------------------------------------------------------- sources

@@ -10,29 +10,25 @@ from __future__ import annotations
 import zipfile
 from typing import Any
 
-from corpora.paths import DataMissingError, data_path, setup_nltk
+from corpora.paths import DataMissingError, data_path, nltk_module, setup_nltk
 
 
 def _specs() -> dict[str, tuple[type, str, tuple, dict[str, Any]]]:
-    from nltk.corpus.reader import (  # heavy: keeps nltk off the import path of corpora
-        BracketParseCorpusReader, CategorizedPlaintextCorpusReader, CategorizedTaggedCorpusReader,
-        ConllChunkCorpusReader, PlaintextCorpusReader,
-    )
-
+    reader = nltk_module().corpus.reader
     txt = r"(?!\.).*\.txt"
     return {
         # name: (reader class, folder inside the zip, positional args, keyword args)
-        "brown": (CategorizedTaggedCorpusReader, "brown/", (r"c[a-z]\d\d",),
+        "brown": (reader.CategorizedTaggedCorpusReader, "brown/", (r"c[a-z]\d\d",),
                   dict(cat_file="cats.txt", tagset="brown", encoding="ascii")),
-        "abc": (PlaintextCorpusReader, "abc/", (txt,), dict(encoding=[("science", "latin_1"), ("rural", "utf8")])),
-        "webtext": (PlaintextCorpusReader, "webtext/", (r"(?!README|\.).*\.txt",), dict(encoding="ISO-8859-2")),
-        "movie_reviews": (CategorizedPlaintextCorpusReader, "movie_reviews/", (txt,),
+        "abc": (reader.PlaintextCorpusReader, "abc/", (txt,), dict(encoding=[("science", "latin_1"), ("rural", "utf8")])),
+        "webtext": (reader.PlaintextCorpusReader, "webtext/", (r"(?!README|\.).*\.txt",), dict(encoding="ISO-8859-2")),
+        "movie_reviews": (reader.CategorizedPlaintextCorpusReader, "movie_reviews/", (txt,),
                           dict(cat_pattern=r"(neg|pos)/.*", encoding="ascii")),
-        "state_union": (PlaintextCorpusReader, "state_union/", (txt,), dict(encoding="ISO-8859-2")),
-        "inaugural": (PlaintextCorpusReader, "inaugural/", (txt,), dict(encoding="latin1")),
-        "conll2000": (ConllChunkCorpusReader, "conll2000/", (["train.txt", "test.txt"], ("NP", "VP", "PP")),
+        "state_union": (reader.PlaintextCorpusReader, "state_union/", (txt,), dict(encoding="ISO-8859-2")),
+        "inaugural": (reader.PlaintextCorpusReader, "inaugural/", (txt,), dict(encoding="latin1")),
+        "conll2000": (reader.ConllChunkCorpusReader, "conll2000/", (["train.txt", "test.txt"], ("NP", "VP", "PP")),
                       dict(tagset="wsj", encoding="ascii")),
-        "treebank": (BracketParseCorpusReader, "treebank/combined/", (r"wsj_.*\.mrg",),
+        "treebank": (reader.BracketParseCorpusReader, "treebank/combined/", (r"wsj_.*\.mrg",),
                      dict(tagset="wsj", encoding="ascii")),
     }
 
@@ -49,10 +45,8 @@ def nltk_corpus(name: str):
     item = f"nltk_data/corpora/{name}.zip"
     path = data_path(item)
     setup_nltk()  # tag mappings and other lookups go through nltk.data.path
-    from nltk.data import ZipFilePathPointer  # heavy: keeps nltk off the import path
-
     cls, folder, args, kwargs = specs[name]
     try:
-        return cls(ZipFilePathPointer(str(path), folder), *args, **kwargs)
+        return cls(nltk_module().data.ZipFilePathPointer(str(path), folder), *args, **kwargs)
     except (OSError, zipfile.BadZipFile, ValueError, LookupError) as exc:
         raise DataMissingError(item, f"Could not open it as an NLTK corpus: {exc}.") from exc

@@ -5,9 +5,10 @@ Nothing under the data directory is ever copied into the repository.
 """
 from __future__ import annotations
 
-from corpora.errors import LabError
 import os
 from pathlib import Path
+
+from corpora.errors import LabError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,9 +18,11 @@ DATA_SOURCES: dict[str, str] = {
     "wsd_eval": "WSD Evaluation Framework (Raganato et al., 2017): http://lcl.uniroma1.it/wsdeval",
     "nltk_data/corpora/wordnet": "WordNet 3.0 for NLTK: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data wordnet",
     "nltk_data/corpora/conll2000.zip": "CoNLL-2000: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data conll2000",
-    "nltk_data/corpora/treebank.zip": "Penn Treebank sample: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data treebank",
+    "nltk_data/corpora/treebank.zip": "Penn Treebank sample: "
+                                      "python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data treebank",
     "nltk_data/corpora/brown.zip": "Brown corpus: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data brown",
-    "nltk_data/taggers/universal_tagset.zip": "Universal tagset: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data universal_tagset",
+    "nltk_data/taggers/universal_tagset.zip": "Universal tagset: "
+                                              "python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data universal_tagset",
     "ud_english_ewt": "Universal Dependencies English Web Treebank (CC BY-SA 4.0): en_ewt-ud-{train,dev,test}.conllu "
     "from https://github.com/UniversalDependencies/UD_English-EWT (or https://universaldependencies.org)",
     "lm_corpus/wikitext-103": "WikiText-103 (Merity et al., 2016): wiki.valid.tokens and wiki.test.tokens "
@@ -68,10 +71,18 @@ def data_path(item: str) -> Path:
     return path
 
 
+def nltk_module():
+    """The ``nltk`` package, imported on first use: it takes seconds to import (all its subpackages,
+    ``nltk.corpus.reader`` and ``nltk.tokenize`` among them), which ``import corpora``,
+    ``python -m probes stats`` and a warm probe run never pay."""
+    import nltk  # lazy: nltk takes seconds to import
+
+    return nltk
+
+
 def setup_nltk() -> Path:
     """Point NLTK at the data dir's ``nltk_data`` (idempotent) and return that folder."""
-    import nltk  # heavy: keeps nltk off the import path of corpora
-
+    nltk = nltk_module()
     nltk_dir = data_path("nltk_data")
     os.environ["NLTK_DATA"] = str(nltk_dir)
     if str(nltk_dir) not in nltk.data.path:

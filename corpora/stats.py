@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from corpora.conllu import iter_conllu
 from corpora.lm_corpus import corpus_stats, load_lm_corpus
+from corpora.paths import DataMissingError, data_path
 from corpora.semcor import load_semcor
 from corpora.wsd_eval import WSD_DATASETS, load_wsd_dataset
 from corpora.wsj import load_conll2000, load_treebank
@@ -56,9 +58,6 @@ def dataset_table(lm: bool = True) -> pd.DataFrame:
 
 def ud_ewt_rows() -> list[dict]:
     """UD English EWT, streamed once per split (no rows when the treebank is not in the data directory)."""
-    from corpora.conllu import iter_conllu
-    from corpora.paths import DataMissingError, data_path
-
     rows = []
     for split in ("train", "dev", "test"):
         try:

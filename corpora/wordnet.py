@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from corpora.cache import cached, files_fingerprint
-from corpora.paths import DataMissingError, data_path, setup_nltk
+from corpora.paths import DataMissingError, data_path, nltk_module, setup_nltk
 
 UNIVERSAL_TO_WN = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
 # Universal tags of word classes WordNet does not cover (and "." for punctuation).
@@ -34,9 +34,6 @@ _PTB_OLD = {"NP": "n", "NPS": "n", "PP": None, "PP$": None, "PR": None}
 
 class UnknownSenseKeyError(LabError, KeyError):
     """A sense key that is not in WordNet 3.0."""
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0])
 
 
 @dataclass(frozen=True)
@@ -92,11 +89,9 @@ def _wordnet_for(embprobe_data: str | None):
 @lru_cache(maxsize=2)
 def _wordnet_reader(folder: str):
     setup_nltk()
-    # heavy: keeps nltk off the import path of corpora (a warm WSD run never loads it)
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
-    from nltk.data import FileSystemPathPointer
+    nltk = nltk_module()   # loaded here, not at import: a warm WSD run never loads it
 
-    class _Reader(WordNetCorpusReader):
+    class _Reader(nltk.corpus.reader.wordnet.WordNetCorpusReader):
         # NLTK >= 3.8 builds a WordNet-version map on load (two passes over index.sense, about two
         # thirds of the load time) that only its multilingual (OMW) functions read; we use no OMW.
         def map_wn(self, version="wordnet"):
@@ -105,7 +100,7 @@ def _wordnet_reader(folder: str):
     try:
         with warnings.catch_warnings():  # "multilingual functions are not available": no OMW wanted
             warnings.simplefilter("ignore", UserWarning)
-            return _Reader(FileSystemPathPointer(folder), None)
+            return _Reader(nltk.data.FileSystemPathPointer(folder), None)
     except (OSError, LookupError, ValueError) as exc:
         raise DataMissingError("nltk_data/corpora/wordnet", f"NLTK could not load it: {exc}.") from exc
 
@@ -179,9 +174,7 @@ def sense_from_key(key: str) -> Sense:
 
 
 def _lemma_from_key(key: str):
-    from nltk.corpus.reader.wordnet import WordNetError  # heavy: keeps nltk off the import path
-
     try:
         return wordnet().lemma_from_key(key)
-    except (WordNetError, ValueError, KeyError, IndexError) as exc:
+    except (nltk_module().corpus.reader.wordnet.WordNetError, ValueError, KeyError, IndexError) as exc:
         raise UnknownSenseKeyError(f"{key!r} is not a WordNet 3.0 sense key") from exc

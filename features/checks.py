@@ -15,7 +15,6 @@
 """
 from __future__ import annotations
 
-from corpora.errors import LabError
 import errno
 import hashlib
 import logging
@@ -24,12 +23,14 @@ import re
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 from filelock import FileLock, Timeout
+
+from corpora.errors import LabError
 
 log = logging.getLogger("features.extract")
 
@@ -73,10 +74,8 @@ def all_finite(arr: np.ndarray) -> bool:
     utype, mask = masks[arr.dtype]
     bits = arr.reshape(-1).view(utype)
     step = BLOCK // arr.dtype.itemsize
-    for lo in range(0, len(bits), step):   # an all-ones exponent is inf or NaN
-        if int(np.bitwise_and(bits[lo:lo + step], mask).max()) == mask:
-            return False
-    return True
+    # an all-ones exponent is inf or NaN
+    return all(int(np.bitwise_and(bits[lo:lo + step], mask).max()) != mask for lo in range(0, len(bits), step))
 
 
 def _storable(vectors: np.ndarray, dtype: str) -> bool:

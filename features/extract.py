@@ -1,10 +1,7 @@
 """Per-layer word vectors of a dataset, extracted once and memory-mapped from an on-disk cache.
 
-Shared by the probes and the app. One dataset embedded by one model is stored as
-
-    cache_dir()/features/<fingerprint>/<dataset_key>/layer_<j>.npy   (num_words_total, dim)
-    cache_dir()/features/<fingerprint>/<dataset_key>/meta.json
-
+Shared by the probes and the app. One dataset embedded by one model is one entry of the cache, a
+``(num_words_total, dim)`` file per layer and a ``meta.json`` (their layout: ``features.store``).
 ``meta.json`` records the format version, the model fingerprint, a SHA-256 of the sentences, the
 shape, dtype, byte size and checksum of every layer file. A layer file that is missing, truncated,
 corrupted, holds NaN/inf, or whose meta disagrees (other weights, sentences, format) is rebuilt with
@@ -29,31 +26,21 @@ Pass ``dtype="float32"`` to keep full precision.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from corpora.errors import RequestError
-from features.checks import (FeatureCacheError, NonFiniteFeaturesError, check_vectors, entry_lock,
-                                   file_checksum, remember_verified, remove_stale_temps, reserve, temp_path)
-from features.store import atomic_write_text, check_layer, feature_dir, meta_problem, read_meta, sentences_hash
+from features.build import CannotWrite, Job, ProgressFn, embed_into, extract_to_disk
+from features.checks import FeatureCacheError, NonFiniteFeaturesError, entry_lock, remove_stale_temps
+from features.store import FORMAT_VERSION, check_layer, feature_dir, layer_file, meta_problem, read_meta, sentences_hash
 
 __all__ = ["FeatureCacheError", "Features", "NonFiniteFeaturesError", "get_features"]
 
 log = logging.getLogger(__name__)
-
-FORMAT_VERSION = 2   # 2: per-layer checksums (entries of version 1 are rebuilt once)
-ProgressFn = Callable[[float, str], None]
-
-
-class _CannotWrite(Exception):
-    """The cache entry cannot be written (read-only, no space): compute in memory instead."""
 
 
 @dataclass
@@ -93,29 +80,6 @@ class Features:
         """(num_layers_selected, num_words_total, dim) in memory, as ``dtype``."""
         layers = sorted(self.layers) if layers is None else list(layers)
         return np.stack([np.asarray(self.layer(j), dtype=dtype) for j in layers])
-
-
-@dataclass
-class _Job:
-    """One request, validated: what to embed and how to store it."""
-
-    embedder: object
-    key: str
-    sentences: list[list[str]]
-    lengths: np.ndarray
-    offsets: np.ndarray
-    keep: np.ndarray | None
-    keep_hash: str | None
-    dtype: str
-    chunk_size: int
-    progress: ProgressFn | None
-    show_progress: bool
-    fp: str
-    s_hash: str
-
-    @property
-    def num_rows(self) -> int:
-        return int(self.offsets[-1]) if self.keep is None else len(self.keep)
 
 
 def get_features(
@@ -175,7 +139,7 @@ def get_features(
         if keep.ndim != 1 or (len(keep) and (keep[0] < 0 or keep[-1] >= total)) or (np.diff(keep) <= 0).any():
             raise ValueError(f"keep must be sorted unique word indices in [0, {total}).")
     keep_hash = None if keep is None else hashlib.sha256(keep.tobytes()).hexdigest()
-    job = _Job(embedder, dataset_key, sentences, lengths, offsets, keep, keep_hash, dtype, chunk_size, progress,
+    job = Job(embedder, dataset_key, sentences, lengths, offsets, keep, keep_hash, dtype, chunk_size, progress,
                show_progress, embedder.fingerprint(), sentences_hash(sentences))
     try:
         directory = feature_dir(job.fp, dataset_key, root)
@@ -203,113 +167,25 @@ def get_features(
         unwritable = None
         if missing:
             try:
-                _extract_to_disk(job, directory)
-            except _CannotWrite as exc:
+                extract_to_disk(job, directory)
+            except CannotWrite as exc:
                 unwritable = str(exc)
         elif progress is not None:
             progress(1.0, f"{embedder.name}/{dataset_key}: features from cache")
         if unwritable is None:
-            arrays = {j: np.load(directory / f"layer_{j}.npy", mmap_mode="r") for j in layers}
+            arrays = {j: np.load(directory / layer_file(j), mmap_mode="r") for j in layers}
     if unwritable is not None:   # computed without holding the lock
         return _in_memory(job, layers, unwritable)
     return Features(job.fp, dataset_key, arrays, offsets, num_layers, dim, directory, keep)
 
 
-def _in_memory(job: _Job, layers: list[int], why: str) -> Features:
+def _in_memory(job: Job, layers: list[int], why: str) -> Features:
     """The requested layers computed now and kept in memory (the cache cannot be written)."""
     emb = job.embedder
     log.warning("Feature cache not writable (%s); computing %s features for %s in memory (not cached).",
                 why, emb.name, job.key)
     arrays = {j: np.empty((job.num_rows, emb.dim), dtype=job.dtype) for j in layers}
-    _embed_into(job, arrays)
+    embed_into(job, arrays)
     for arr in arrays.values():
         arr.setflags(write=False)
     return Features(job.fp, job.key, arrays, job.offsets, emb.num_layers, emb.dim, None, job.keep)
-
-
-def _extract_to_disk(job: _Job, directory: Path) -> dict:
-    """Embed every sentence once and write all layers (the model computes them all anyway)."""
-    emb = job.embedder
-    num_layers, dim = emb.num_layers, emb.dim
-    tmp_paths: dict[int, Path] = {}
-    mmaps: dict[int, np.ndarray] = {}
-    try:
-        try:
-            for j in range(num_layers):
-                tmp_paths[j] = temp_path(directory / f"layer_{j}.npy")
-                mmaps[j] = np.lib.format.open_memmap(tmp_paths[j], mode="w+", dtype=job.dtype,
-                                                     shape=(job.num_rows, dim))
-                reserve(tmp_paths[j])
-        except OSError as exc:
-            raise _CannotWrite(f"cannot write in {directory}: {exc}") from exc
-        _embed_into(job, mmaps)
-        try:
-            layer_meta = {}
-            for j in range(num_layers):
-                mmaps.pop(j).flush()
-                layer_meta[str(j)] = {"shape": [job.num_rows, dim], "dtype": job.dtype, "nbytes":
-                                      tmp_paths[j].stat().st_size, "checksum": file_checksum(tmp_paths[j])}
-            # An interrupted commit leaves no meta.json, so the entry reads as absent and is rebuilt.
-            (directory / "meta.json").unlink(missing_ok=True)
-            for j in range(num_layers):
-                final = directory / f"layer_{j}.npy"
-                os.replace(tmp_paths[j], final)
-                remember_verified(final, layer_meta[str(j)]["checksum"])
-        except OSError as exc:
-            raise FeatureCacheError(f"Writing the feature cache {directory} failed: {exc}") from exc
-    finally:
-        mmaps.clear()
-        for tmp in tmp_paths.values():
-            tmp.unlink(missing_ok=True)
-    meta = {"version": FORMAT_VERSION, "fingerprint": job.fp, "model": emb.name, "dataset_key": job.key,
-            "sentences_hash": job.s_hash, "num_sentences": len(job.sentences), "num_words": int(job.offsets[-1]),
-            "keep_hash": job.keep_hash, "num_rows": job.num_rows, "dim": dim, "dtype": job.dtype,
-            "layers": layer_meta}
-    try:
-        atomic_write_text(directory / "meta.json", json.dumps(meta, indent=1))
-    except OSError as exc:
-        raise FeatureCacheError(f"Writing {directory / 'meta.json'} failed: {exc}") from exc
-    return meta
-
-
-def _embed_into(job: _Job, arrays: dict[int, np.ndarray]) -> None:
-    """Fill ``arrays`` ({layer: (num_rows, dim)}) with the stored rows of every sentence, checking every
-    vector the embedder returns: right shape, finite in the storage dtype."""
-    emb, sentences, lengths, offsets, keep = job.embedder, job.sentences, job.lengths, job.offsets, job.keep
-    num_layers, dim = emb.num_layers, emb.dim
-    total = int(offsets[-1])
-    # Sentence i's stored rows: row_start[i]:row_start[i+1]; with keep, its words keep[...] - offsets[i].
-    row_start = offsets if keep is None else np.searchsorted(keep, offsets)
-    log.info("Extracting %s features for %s: %d sentences, %d words.", emb.name, job.key, len(sentences), total)
-    # Longest first: similar lengths share a chunk, and a too-long sentence fails early.
-    order = np.argsort(-lengths, kind="stable")
-    bar = tqdm(total=total, unit="word", desc=f"{emb.name}/{job.key}", disable=not job.show_progress,
-               mininterval=2.0)
-    done = 0
-    try:
-        for start in range(0, len(order), job.chunk_size):
-            idx = order[start:start + job.chunk_size]
-            outs = emb.embed([sentences[i] for i in idx])
-            for i, out in zip(idx, outs):
-                n = int(lengths[i])
-                if out.vectors.shape != (num_layers, n, dim):
-                    raise FeatureCacheError(
-                        f"{emb.name} returned vectors of shape {out.vectors.shape} for a sentence of "
-                        f"{n} words; expected {(num_layers, n, dim)}.")
-                vectors = np.asarray(out.vectors)
-                if n:
-                    check_vectors(vectors, job.dtype, emb.name, job.key, int(i), sentences[i])
-                lo, hi = int(row_start[i]), int(row_start[i + 1])
-                if keep is None:
-                    for j, arr in arrays.items():
-                        arr[lo:hi] = vectors[j]
-                elif hi > lo:
-                    words = keep[lo:hi] - offsets[i]
-                    for j, arr in arrays.items():
-                        arr[lo:hi] = vectors[j][words]
-                done += n
-            bar.update(sum(int(lengths[i]) for i in idx))
-            if job.progress is not None:
-                job.progress(done / max(total, 1), f"{emb.name}/{job.key}: {done:,}/{total:,} words")
-    finally:
-        bar.close()

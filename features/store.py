@@ -7,19 +7,23 @@ Every file is written to a temporary name and moved into place with ``os.replace
 that is missing, truncated, unreadable, disagrees with ``meta.json`` (shape, dtype, size, checksum)
 or holds NaN/inf is reported by ``check_layer`` so that ``features.extract`` rebuilds it. The
 checksum and the finiteness are checked once per file state and process (``features.checks``).
+The names of those files are written only here (``entry_rel``, ``layer_file``, ``META_FILE``).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from corpora.paths import cache_dir
 from features.checks import temp_path, verify_layer_file
+
+FORMAT_VERSION = 2   # 2: per-layer checksums (entries of version 1 are rebuilt once)
+META_FILE = "meta.json"   # an entry's commit marker: written last, removed first; without it there is no entry
 
 
 def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
@@ -46,8 +50,25 @@ def _safe_key(dataset_key: str) -> str:
     return dataset_key
 
 
+def entry_rel(fingerprint: str, dataset_key: str | None = None) -> str:
+    """An entry's '/'-separated path below a cache root (``features/<fingerprint>/<key>``), the model's
+    folder without a key: the same below a remote store's root (``cluster.storage``)."""
+    base = f"features/{fingerprint}"
+    return base if dataset_key is None else f"{base}/{_safe_key(dataset_key)}"
+
+
 def feature_dir(fingerprint: str, dataset_key: str, root: Path | None = None) -> Path:
-    return (root or cache_dir()) / "features" / fingerprint / _safe_key(dataset_key)
+    return (root or cache_dir()) / entry_rel(fingerprint, dataset_key)
+
+
+def layer_file(j: int) -> str:
+    """The name of layer ``j``'s file in an entry."""
+    return f"layer_{int(j)}.npy"
+
+
+def meta_text(meta: dict) -> str:
+    """``meta.json``'s text for ``meta`` (the same bytes wherever an entry is written or copied)."""
+    return json.dumps(meta, indent=1)
 
 
 def _expected_nbytes(path: Path) -> int | None:
@@ -67,7 +88,7 @@ def _expected_nbytes(path: Path) -> int | None:
 def read_meta(directory: Path) -> dict | None:
     """The entry's ``meta.json`` as a dict; None when it is missing, unreadable or not a JSON object."""
     try:
-        meta = json.loads((directory / "meta.json").read_text())
+        meta = json.loads((directory / META_FILE).read_text())
     except (OSError, ValueError):
         return None
     return meta if isinstance(meta, dict) else None
@@ -77,7 +98,7 @@ def meta_problem(directory: Path, meta: dict | None, version: int, fingerprint: 
                  num_words: int, keep_hash: str | None, dtype: str, dim: int) -> str | None:
     """Why an entry's ``meta`` was written for another request (None: it matches, or there is no meta.json)."""
     if meta is None:
-        return "meta.json is unreadable or not a JSON object" if (directory / "meta.json").exists() else None
+        return f"{META_FILE} is unreadable or not a JSON object" if (directory / META_FILE).exists() else None
     if meta.get("version") != version:
         return f"format version {meta.get('version')} != {version}"
     if meta.get("fingerprint") != fingerprint:
@@ -112,7 +133,7 @@ def check_layer(directory: Path, meta: dict | None, j: int) -> str | None:
     entry = layers.get(str(j)) if isinstance(layers, dict) else None
     if not isinstance(entry, dict):
         return f"layer {j} not in meta.json"
-    path = directory / f"layer_{j}.npy"
+    path = directory / layer_file(j)
     if not path.is_file():
         return f"{path.name} missing"
     size = path.stat().st_size

@@ -15,8 +15,12 @@ import argparse
 import importlib
 import sys
 
+from corpora.errors import LabError
+from models.listing import format_table, print_model_table
+from models.manage import add_model, remove_model
 from models.options import DTYPES, HELP, POOLINGS
 from models.train import KIND_IN_ARGV, TRAINERS
+from models.user_registry import registry_file
 
 
 def _add_parser(sub) -> None:
@@ -50,14 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "train":
         module_name = TRAINERS[args.kind]
-        # Imported here: only the trainer asked for, with its own dependencies (gensim, transformers…).
+        # lazy: only the trainer asked for, with its own heavy dependencies (gensim, transformers…).
         module = importlib.import_module(module_name)
         return module.main([args.kind, *rest] if module_name in KIND_IN_ARGV else rest)
-    from models.base import ModelLoadError, UnknownModelError
-    from models.listing import format_table, print_model_table
-    from models.manage import add_model, remove_model
-    from models.user_registry import registry_file
-
     try:
         if args.command == "list":
             return print_model_table()
@@ -70,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table([row]))
         print(f"\nregistered {entry.name} → {entry.ref} in {entry.file}")
         return 0
-    except (ModelLoadError, UnknownModelError) as exc:
+    except LabError as exc:   # a bad model, option or registry file: one line
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from corpora.paths import REPO_ROOT
-from models.base import ModelLoadError
+from models.errors import ModelLoadError
 from models.formats import parse_vectors_header
 
 ASSETS = REPO_ROOT / "assets"

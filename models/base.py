@@ -9,26 +9,20 @@ context-independent layer), plus word-level attention where the model has it.
 """
 from __future__ import annotations
 
-from corpora.errors import LabError
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
 
+from models.errors import ModelLoadError, UnknownModelError
 
-class ModelLoadError(LabError, RuntimeError):
-    """A checkpoint is missing, truncated or malformed; the message says which file and why."""
-
-
-class UnknownModelError(LabError, KeyError):
-    """No model of that name is registered."""
-
-    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
-        return str(self.args[0]) if self.args else "unknown model"
+__all__ = ["Embedder", "ModelInfo", "ModelLoadError", "PieceAttention", "SentenceEmbedding", "UnknownModelError",
+           "check_unicode", "default_device", "seeded"]
 
 
 @dataclass
@@ -63,7 +57,7 @@ class PieceAttention:
 @dataclass
 class ModelInfo:
     name: str
-    family: str                 # "static" | "elmo" | "bert" | "gpt"
+    family: str                 # the spec's family name (models.spec.FAMILIES): "static" | "elmo" | "bert" | "gpt" …
     num_layers: int             # including layer 0
     dim: int
     source: str                 # file or package the weights came from
@@ -75,6 +69,14 @@ class ModelInfo:
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Draw under ``seed`` (``torch.manual_seed``) without touching the caller's CPU random state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def check_unicode(sentence_index: int, words: list[str]) -> None:
@@ -102,6 +104,7 @@ class Embedder(ABC):
     device: torch.device
     has_attention: bool = False
     max_words_per_sentence: int = 100_000   # beyond this a clear ValueError, not an OOM
+    random_init: int | None = None          # the seed its weights were re-drawn with (``reinitialise``)
 
     @property
     def name(self) -> str:
@@ -121,9 +124,9 @@ class Embedder(ABC):
         No name and no path: a moved or renamed checkpoint keeps its cache, a retrained one at the
         same path gets a new key (``_fingerprint_extra`` hashes the files' bytes).
         """
+        extra = self._fingerprint_extra() + ("" if self.random_init is None else f"|random_init={self.random_init}")
         payload = json.dumps(
-            {"family": self.info.family, "layers": self.info.num_layers,
-             "dim": self.info.dim, "extra": self._fingerprint_extra()},
+            {"family": self.info.family, "layers": self.info.num_layers, "dim": self.info.dim, "extra": extra},
             sort_keys=True,
         )
         return hashlib.sha1(payload.encode()).hexdigest()[:16]
@@ -131,6 +134,22 @@ class Embedder(ABC):
     def _fingerprint_extra(self) -> str:
         """Subclasses add the content of their files (``corpora.digests.content_fingerprint``) and options."""
         return ""
+
+    def reinitialise(self, seed: int) -> None:
+        """Re-draw every weight in place under ``seed``: a random-weight baseline (``models.random_init``).
+
+        The fingerprint and the card record the seed, so the feature cache never mixes the two.
+        A family that can (its ``models.spec.Family`` says ``reinitialisable``) implements ``_redraw_weights``.
+        """
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a whole number ≥ 0, got {seed!r}")
+        self._redraw_weights(seed)
+        self.random_init = seed
+        self.info.card = {**self.info.card, "random_init": seed}
+
+    def _redraw_weights(self, seed: int) -> None:
+        """Draw fresh weights as training starts from, inside :func:`seeded` (``seed``)."""
+        raise ModelLoadError(f"{self.name}: no layers to re-initialise (family {self.info.family}).")
 
     def embed(
         self, sentences: Sequence[Sequence[str]], with_attention: bool = False

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.base import ModelLoadError
+from models.errors import ModelLoadError
 
 FORMATS = ("word2vec", "word2vec-bin", "glove", "vec")      # read and written here
 ALL_FORMATS = FORMATS + ("fasttext-bin", "gensim")           # the last two: models.static, via gensim
@@ -286,7 +286,7 @@ def write_vectors(path: str | Path, words: list[str], vectors: np.ndarray, fmt: 
     Text formats store each float32 with its shortest round-trip representation, so reading the
     file back gives the identical matrix.
     """
-    # Imported here: gensim takes seconds to import; reading (every model load, `models list`) never needs it.
+    # lazy: gensim takes seconds to import; reading (every model load, `models list`) never needs it.
     from gensim.models import KeyedVectors
 
     if fmt not in FORMATS:

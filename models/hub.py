@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from models.base import ModelLoadError
+from models.errors import ModelLoadError
 
 PREFIX = "hf:"
 REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
@@ -42,7 +42,7 @@ def offline_message(repo_id: str, revision: str | None, reason: str) -> str:
 
 def cached_snapshot(repo_id: str, revision: str | None = None) -> Path | None:
     """The cached snapshot folder of a hub model, if config.json is in the cache (no network)."""
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache   # lazy: huggingface_hub, only for hf: models
 
     found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
     return Path(found).parent if isinstance(found, str) else None
@@ -50,7 +50,7 @@ def cached_snapshot(repo_id: str, revision: str | None = None) -> Path | None:
 
 def download(repo_id: str, revision: str | None = None) -> Path:
     """The local snapshot folder of ``repo_id`` (downloaded when needed and possible)."""
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import snapshot_download   # lazy: huggingface_hub, only for hf: models
     from huggingface_hub.errors import (GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError,
                                         RevisionNotFoundError)
 
@@ -66,7 +66,7 @@ def download(repo_id: str, revision: str | None = None) -> Path:
     except RepositoryNotFoundError:
         raise ModelLoadError(f"hf:{repo_id}: no such model on the hub (or it is private).") from None
     except LocalEntryNotFoundError as exc:
-        from huggingface_hub import constants
+        from huggingface_hub import constants   # lazy: huggingface_hub, only for hf: models
 
         reason = "HF_HUB_OFFLINE=1 is set" if constants.HF_HUB_OFFLINE else _short(exc)
         raise ModelLoadError(offline_message(repo_id, revision, reason)) from None
@@ -79,13 +79,3 @@ def _short(exc: Exception) -> str:
     text = str(exc)
     found = re.search(r"Got: ([^\n]+)", text)
     return (found.group(1) if found else "no network").strip()[:200]
-
-
-def load_hub_model(repo_id: str, revision: str | None = None, name: str | None = None, **options):
-    """Download (or find in the cache) and load a hub model with ``models.transformer.auto``."""
-    folder = download(repo_id, revision)
-    from models.transformer.auto import load_hf_checkpoint
-
-    at = f"@{revision}" if revision else ""
-    return load_hf_checkpoint(folder, name=name or repo_id.split("/")[-1], revision=revision,
-                              source_label=f"hf:{repo_id}{at}", **options)

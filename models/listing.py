@@ -1,19 +1,28 @@
-"""``python -m models list``: every registered model with its shape and whether its files are usable.
+"""The model zoo from files only: ``python -m models list`` and the Models page's tables and cards.
 
-Everything comes from the :class:`~models.registry.ModelSpec` and small files: the model card
+Everything comes from the :class:`~models.spec.ModelSpec` and small files: the model card
 (``models.assets.read_model_card``), a transformer's ``config.json``, and weight-file headers
 (``models.assets.check_weight_file``). No weights are loaded, so listing is instant and works
-while a training run is still writing its asset. The app's Models page uses :func:`describe` too.
+while a training run is still writing its asset; a loaded model adds what only it knows
+(device, content fingerprint) to :func:`zoo_frame` and :func:`full_card`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+import torch
+from safetensors import safe_open
+
 from models.assets import check_weight_file, read_json_object, read_model_card
-from models.base import ModelLoadError, UnknownModelError, default_device
-from models.registry import ModelSpec, available_models, user_specs
+from models.base import Embedder, ModelLoadError, UnknownModelError, default_device
+from models.references import inspect_reference
+from models.registry import available_models, loaded_models, user_specs
+from models.spec import ModelSpec, get_family
 from models.user_registry import registry_file
 
 REFERENCE_LOADER = "models.references:load_reference"
@@ -63,8 +72,6 @@ def human_count(n: int | None) -> str:
 
 def _safetensors_params(directory: Path) -> int | None:
     """Parameter count from the safetensors headers (a few KB read, no tensor data)."""
-    from safetensors import safe_open
-
     files = sorted(directory.glob("*.safetensors"))
     if not files:
         return None
@@ -97,12 +104,12 @@ def describe(spec: ModelSpec, device: str | None = None, assets_dir: str | Path 
         return describe_reference(spec, device)
     row = ModelRow(spec.name, spec.family, spec.layers, spec.dim, spec.source.label(), device, OK)
     directory = spec.source.directory(assets_dir)
-    cmd = spec.train_command or f"python -m models train {spec.family}"
+    how = f"run: {spec.train_command}" if spec.train_command else "see docs/models.md"
     if directory is None or not directory.is_dir():
         if spec.source.kind == "pip":
             row.state, row.status = NOT_INSTALLED, f"missing ({spec.source.install_hint()})"
         elif spec.source.kind == "asset":
-            row.state, row.status = NOT_TRAINED, f"not trained (run: {cmd})"
+            row.state, row.status = NOT_TRAINED, f"not trained ({how})"
         else:
             row.state, row.status = BROKEN, f"missing: {directory}"
         return row
@@ -113,12 +120,12 @@ def describe(spec: ModelSpec, device: str | None = None, assets_dir: str | Path 
             # Every trainer writes the card last: no card = training not finished (or never started).
             partial = " (a checkpoint is there: training in progress or interrupted)" if any(
                 directory.glob("checkpoint*")) else ""
-            row.state, row.status = NOT_TRAINED, f"not trained{partial} (run: {cmd})"
+            row.state, row.status = NOT_TRAINED, f"not trained{partial} ({how})"
             return row
         row.card = card or {}
         row.layers = row.card.get("layers", row.layers)
         row.dim = row.card.get("dim", row.dim)
-        if spec.family in ("bert", "gpt") and (directory / "config.json").is_file():
+        if (directory / "config.json").is_file():   # a transformer's: its shape wins over the card's
             layers, dim = _transformer_shape(read_json_object(directory / "config.json", "config"))
             row.layers, row.dim = layers or row.layers, dim or row.dim
         for name in spec.files:
@@ -132,8 +139,6 @@ def describe(spec: ModelSpec, device: str | None = None, assets_dir: str | Path 
 
 def describe_reference(spec: ModelSpec, device: str) -> ModelRow:
     """A user model (path, hub id, ELMo files, vectors file): its facts from config and file headers."""
-    from models.references import inspect_reference   # imported here: references imports the registry
-
     assert spec.source is not None
     row = ModelRow(spec.name, spec.family, None, None, spec.source.label(), device, OK,
                    location=spec.source.directory())
@@ -175,3 +180,111 @@ def print_model_table(assets_dir: str | Path | None = None) -> int:
     if problem:
         print(f"\nmodel registry {registry_file()}: {problem}")
     return 0
+
+
+# ----------------------------------------------------------------------------- the Models page
+STATUS_LABELS = {OK: "ready", NOT_TRAINED: "not trained yet", NOT_INSTALLED: "not installed"}   # else "damaged"
+
+
+def weights_location(spec: ModelSpec) -> Path | None:
+    """The folder with the files of ``spec`` when they are usable (card readable, weights whole), else None."""
+    row = describe(spec)
+    return row.location if row.state == OK else None
+
+
+def model_card(spec: ModelSpec) -> dict:
+    """The model card on disk ({} when there is none: pip models describe themselves once loaded).
+
+    Raises:
+        ModelLoadError: the card is corrupt (the message names the file and why).
+    """
+    assert spec.source is not None
+    directory = spec.source.directory()
+    return (read_model_card(directory) or {}) if directory is not None and directory.is_dir() else {}
+
+
+def npy_params(row: ModelRow) -> int | None:
+    """A static model's parameter count from its ``.npy`` vector matrices' headers (no data read)."""
+    if row.location is None or not Path(row.location).is_dir():
+        return None
+    total = 0
+    for f in sorted(Path(row.location).glob("*.npy")):
+        try:
+            total += int(np.prod(np.load(f, mmap_mode="r").shape))
+        except (OSError, ValueError):
+            return None
+    return total or None
+
+
+def full_card(spec: ModelSpec, row: ModelRow, card: dict, emb: Embedder | None = None) -> dict:
+    """What the Models page shows for one model, loaded or not: its facts from the registry and the
+    files (shape, parameters, size, where it comes from, how it is trained), the card on disk, and
+    once loaded what only the loaded model knows (device, content fingerprint, its own card)."""
+    assert spec.source is not None
+    params = row.params or card.get("params") or npy_params(row)
+    facts: dict = {"name": spec.name, "family": spec.traits.label, "description": spec.description,
+                   "layers": row.layers, "dim": row.dim, "params": human_count(params) if params else None,
+                   "size on disk": human_size(row.size_bytes) if row.size_bytes is not None else None,
+                   "source": row.source, "status": STATUS_LABELS.get(row.state, row.status)}
+    if spec.source.kind == "pip":
+        try:
+            facts["package"] = f"{spec.source.location} {metadata.version(spec.source.location)}"
+        except metadata.PackageNotFoundError:
+            facts["package"] = f"{spec.source.location} (not installed)"
+    if spec.files:
+        facts["files"] = list(spec.files)
+    if spec.train_command:
+        facts["trained with"] = spec.train_command
+    if card:
+        facts["model card"] = card
+    if emb is not None:
+        facts["loaded"] = {"device": str(emb.device), "layers": emb.num_layers, "dim": emb.dim,
+                           "fingerprint": emb.fingerprint(), **({"card": emb.info.card} if emb.info.card else {})}
+    return {k: v for k, v in facts.items() if v not in (None, "", [])}
+
+
+def count_parameters(emb: Embedder) -> int | None:
+    """Parameters of a loaded model's torch modules (for models whose card does not say)."""
+    modules = [m for m in vars(emb).values() if isinstance(m, torch.nn.Module)]
+    return sum(p.numel() for m in modules for p in m.parameters()) if modules else None
+
+
+def zoo_frame(loaded: dict[str, Embedder] | None = None) -> pd.DataFrame:
+    """One row per registered model: name, family, status, layers, dim, params, device, size."""
+    loaded = loaded or {}
+    names_loaded = set(loaded_models())
+    device = default_device()
+    rows = []
+    for spec in available_models():
+        info = describe(spec, device.type)
+        card = dict(info.card)
+        emb = loaded.get(spec.name)
+        if emb is not None:
+            card = {**card, **emb.info.card}
+        layers = emb.num_layers if emb is not None else info.layers
+        dim = emb.dim if emb is not None else info.dim
+        params = info.params or card.get("params") or npy_params(info)
+        if params is None and emb is not None:
+            params = count_parameters(emb)
+        rows.append({
+            "model": spec.name,
+            "family": spec.traits.label,
+            "status": "loaded" if spec.name in names_loaded else STATUS_LABELS.get(info.state, "damaged"),
+            # Strings, so that "unknown" shows as a dash, not "None" or 50.0.
+            "layers": str(int(layers)) if isinstance(layers, (int, float)) else "—",
+            "dim": str(int(dim)) if isinstance(dim, (int, float)) else "—",
+            "params": human_count(int(params)) if isinstance(params, (int, float)) else "",
+            "device": str(emb.device if emb is not None else device).upper().replace("CUDA", "GPU (CUDA)"),
+            "size on disk": human_size(info.size_bytes) if info.size_bytes is not None else "—",
+            "source": info.source,
+            "description": spec.description,
+        })
+    return pd.DataFrame(rows)
+
+
+def facts_frame(rows: list[ModelRow]) -> pd.DataFrame:
+    """What ``python -m models list`` shows, for rows just checked (the Models page's add form)."""
+    return pd.DataFrame([{"model": r.name, "family": get_family(r.family).label,
+                          "layers": "?" if r.layers is None else str(r.layers), "dim": "?" if r.dim is None else str(r.dim),
+                          "params": human_count(r.params), "size on disk": human_size(r.size_bytes),
+                          "source": r.source, "status": r.status} for r in rows])

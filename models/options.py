@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from models.base import ModelLoadError
+from models.errors import ModelLoadError
 
 POOLINGS = ("first", "mean", "last")
 DTYPES = ("auto", "fp32", "fp16", "bf16")

@@ -68,7 +68,7 @@ def wordnet_similarity(emb: StaticEmbedder, max_pairs: int = 5000, seed: int = 0
     Raises:
         ValueError: fewer than 10 synonym pairs are in the model's vocabulary.
     """
-    from sklearn.metrics import roc_auc_score   # imported here: sklearn takes seconds to import
+    from sklearn.metrics import roc_auc_score   # lazy: sklearn takes seconds to import
 
     rng = np.random.default_rng(seed)
     cand = []

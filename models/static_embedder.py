@@ -26,7 +26,6 @@ Files: ``models.static`` loads and saves these models (``assets/<name>/``, GloVe
 """
 from __future__ import annotations
 
-from corpora.errors import LabError
 import hashlib
 from dataclasses import dataclass
 from typing import Sequence
@@ -34,14 +33,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from corpora.errors import LabError
 from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device
+from models.spec import STATIC
 
 
 class OutOfVocabularyError(LabError, KeyError):
     """A word has no vector in this model (and the model cannot build one from subwords)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "word not in vocabulary"
 
 
 @dataclass
@@ -61,8 +59,7 @@ class SubwordNgrams:
         return int(self.vectors.shape[0])
 
     def hashes(self, word: str) -> list[int]:
-        # Imported here: gensim takes seconds to import and only fastText models need it.
-        from gensim.models.fasttext import ft_ngram_hashes
+        from gensim.models.fasttext import ft_ngram_hashes   # lazy: gensim (seconds), only fastText models need it
 
         return list(ft_ngram_hashes(word, self.min_n, self.max_n, self.bucket))
 
@@ -133,7 +130,7 @@ class StaticEmbedder(Embedder):
             raise ModelLoadError(f"{name}: the vocabulary from {source} has repeated words")
         self.lowercase_fallback = lowercase_fallback
         dim = int(vectors.shape[1])
-        self.info = ModelInfo(name=name, family="static", num_layers=1, dim=dim, source=str(source),
+        self.info = ModelInfo(name=name, family=STATIC.name, num_layers=1, dim=dim, source=str(source),
                               description=description, card=dict(card or {}))
         self.device = torch.device(device) if device is not None else default_device()
         # Row V is the zero vector every unknown word gathers.
@@ -287,13 +284,6 @@ class StaticEmbedder(Embedder):
         """
         i = self.index(word)
         return self._top(self._query(word), k, set() if i is None else {i})
-
-    def neighbours_of_vector(self, vector: np.ndarray | torch.Tensor, k: int = 10) -> list[tuple[str, float]]:
-        """The ``k`` vocabulary words most cosine-similar to ``vector`` (dim,)."""
-        v = torch.as_tensor(np.asarray(vector, dtype=np.float32) if not torch.is_tensor(vector) else vector)
-        if v.shape != (self.dim,):
-            raise ValueError(f"expected a vector of shape ({self.dim},), got {tuple(v.shape)}")
-        return self._top(v.to(self.device), k, set())
 
     def analogy(self, a: str, b: str, c: str, k: int = 5) -> list[tuple[str, float]]:
         """3CosAdd: ``a`` is to ``b`` as ``c`` is to ? (e.g. man : king :: woman : queen).

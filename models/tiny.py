@@ -45,6 +45,8 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from tokenizers import pre_tokenizers  # noqa: E402
 
+from corpora.wsj import load_treebank  # noqa: E402
+
 
 def _standard(layers: int, hidden: int, heads: int) -> dict:
     return {"num_hidden_layers": layers, "hidden_size": hidden, "num_attention_heads": heads,
@@ -159,8 +161,6 @@ def make_tiny_checkpoint(kind: str, directory: str | Path, *, corpus: Iterable[S
 
 def _texts(corpus: Iterable[Sequence[str] | str] | None) -> list[str]:
     if corpus is None:
-        from corpora.wsj import load_treebank   # imported here: reads the data dir only when needed
-
         corpus = (s.words for s in load_treebank())
     texts = [s if isinstance(s, str) else " ".join(map(str, s)) for s in corpus]
     texts = [t for t in texts if t.strip()]

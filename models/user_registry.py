@@ -29,13 +29,12 @@ import tomlkit
 from filelock import FileLock
 from tomlkit.exceptions import TOMLKitError
 
-from models.base import ModelLoadError
+from models.errors import ModelLoadError
 from models.options import ModelOptions
 
 ENV_VAR = "EMBPROBE_MODELS"
 DEFAULT_FILE = "embprobe.toml"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")   # also a safe file-name part (result files)
-LOCAL_PREFIXES = ("elmo:",)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import torch
 from models.base import ModelLoadError
 from models.formats import (ALL_FORMATS, FASTTEXT_MAGIC, FORMATS, check_file, guess_format, read_bytes,
                             read_header, read_vectors)
+from models.spec import STATIC
 from models.static_embedder import StaticEmbedder, keyed_vectors_arrays
 
 
@@ -60,8 +61,8 @@ class _GensimUnpickler(pickle.Unpickler):
 def _read_gensim(path: Path, allow_pickle: bool):
     if not allow_pickle:
         raise ModelLoadError(PICKLE_REFUSAL.format(path=path))
-    from gensim.models import KeyedVectors   # imported here: seconds to import, only these files need it
-    from gensim.utils import SaveLoad
+    from gensim.models import KeyedVectors   # lazy: gensim takes seconds to import, only these files need it
+    from gensim.utils import SaveLoad   # lazy: gensim
 
     try:
         with open(path, "rb") as fh:
@@ -127,7 +128,7 @@ def check_fasttext_bin(path: str | Path) -> dict:
 
 def _read_fasttext_bin(path: Path):
     check_fasttext_bin(path)
-    from gensim.models.fasttext import load_facebook_vectors   # imported here: seconds to import
+    from gensim.models.fasttext import load_facebook_vectors   # lazy: gensim takes seconds to import
 
     try:
         kv = load_facebook_vectors(str(path))
@@ -158,7 +159,7 @@ def load_vectors_file(path: str | Path, fmt: str | None = None, name: str | None
         kv = _read_fasttext_bin(path) if fmt == "fasttext-bin" else _read_gensim(path, allow_pickle)
         words, vectors, ngrams = keyed_vectors_arrays(kv, str(path))
     name = name or path.stem
-    card = {"name": name, "family": "static", "format": fmt, "file": path.name, "vocab_size": len(words),
+    card = {"name": name, "family": STATIC.name, "format": fmt, "file": path.name, "vocab_size": len(words),
             "dim": int(vectors.shape[1]), "layers": 1,
             "params": int(vectors.size + (0 if ngrams is None else ngrams.vectors.size))}
     if ngrams is not None:

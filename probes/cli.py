@@ -7,42 +7,41 @@
     python -m probes mix --model minilm
     python -m probes reproduce --models glove-6b-50d,minilm --out docs/results/
 
-A probe command runs the probe's baselines and the probe, prints the rows and saves each result
-(``probes.results``) under ``--results`` (default ``<cache>/results``), which the app reads;
-``reproduce`` writes under ``--out`` and renders the paper-style tables. Every request is checked
-before any extraction; a bad one (unknown model or probe, layer out of range, empty slice, missing
-data, unusable cache or output path) ends with one ``error:`` line on stderr and exit status 2.
+A probe command is ``probes.run.run_probe``: it checks the request, runs the probe's baselines and the
+probe, prints the rows and saves each result (``probes.results``) under ``--results`` (default
+``<cache>/results``), which the app reads; ``reproduce`` (``probes.reproduce``) writes under ``--out``
+and renders the paper-style tables. A bad request (unknown model or probe, bad option, layer out of
+range, empty slice, missing data, unusable cache or output path: any ``LabError``) ends with one
+``error:`` line on stderr and exit status 2, before any extraction.
+
+The program (``python -m probes``, ``probes/__main__.py``) adds the commands of higher layers (``sweep``,
+``extract`` from ``cluster.cli``) through ``main(argv, commands)``; this module imports no higher layer.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
-import os
 import shlex
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from corpora.errors import LabError
 from corpora.paths import cache_dir
+from corpora.stats import dataset_table, format_table
+from models.allocator import reuse_freed_memory
 from probes.errors import ProbeInputError
-from probes.layers import parse_layer_specs
-from probes.registry import Option, ProbeSpec, RunContext, all_probes, builtin_probe_names, get_probe
-from probes.results import ProbeResult, save_result
+from probes.registry import Option, ProbeSpec, all_probes, builtin_probe_names, get_probe
+from probes.reporting.result_diff import compare_results
+from probes.results import ProbeResult
+from probes.run import load_model, run_probe, writable_dir
 
 EXIT_USAGE = 2
 PRINTED_METRICS = ("F1", "accuracy", "chunk_F1", "control_accuracy", "selectivity", "codelength_kbits", "compression",
                    "control_codelength_kbits", "control_compression")
-
-#: Commands that are not probes (they live in their own modules): name -> "module:add_command",
-#: where ``add_command(sub)`` adds its parser to the subparsers and sets ``func``. Imported only
-#: when the parser is built with the probe commands.
-COMMANDS: dict[str, str] = {
-    "sweep": "cluster.cli:add_sweep",
-    "extract": "cluster.cli:add_extract",
-    "contextuality": "probes.tasks.contextuality_cli:add_command",
-}
+#: ``add_command(subparsers)``: adds one command's parser and sets its ``func`` (``probes/__main__.py``).
+AddCommand = Callable[[argparse._SubParsersAction], None]
 
 
 def command_line(argv: list[str]) -> str:
@@ -53,29 +52,13 @@ def print_rows(res: ProbeResult) -> None:
     for r in res.rows:
         if r["metric"] in PRINTED_METRICS:
             spread = f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else ""
-            print(f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} {r['value']:6.2f}{spread}")
+            print(f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} "
+                  f"{r['value']:6.2f}{spread}")
 
 
-def writable_dir(path: str | Path, flag: str) -> Path:
-    """``path`` as an output directory that exists and is writable; ProbeInputError otherwise."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ProbeInputError(f"{flag} {path} is a file; give a directory.")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ProbeInputError(f"{flag} {path}: cannot create it ({exc.strerror}).") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ProbeInputError(f"{flag} {path} is not writable.")
-    return path
-
-
-def setup(args: argparse.Namespace) -> RunContext:
-    """Logging, seeds, threads and device from the common options; the run context they define."""
-    import numpy as np   # heavy: keeps numpy/torch off `python -m probes stats`
-    import torch
-
-    from models.allocator import reuse_freed_memory
+def setup(args: argparse.Namespace) -> None:
+    """Logging, threads and device from the common options (the seeds: ``run_probe``)."""
+    import torch  # lazy: torch (keeps `python -m probes stats` light)
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -92,23 +75,14 @@ def setup(args: argparse.Namespace) -> RunContext:
             raise ProbeInputError(f"--device {args.device}: this torch build or machine has no CUDA GPU; "
                                   "use --device cpu (see README, GPU install).")
     reuse_freed_memory()
-    torch.manual_seed(args.seed)
-    np.random.seed(args.seed)
-    return RunContext(limit=args.limit, device=args.device, seed=args.seed, seeds=getattr(args, "seeds", 1))
 
 
-def load(name: str, device: str | None):
-    from models.registry import load_embedder   # heavy: the model zoo pulls in torch
-
-    emb = load_embedder(name)
-    if device is not None:
-        emb.to(device)
-    return emb
+def run_options(args: argparse.Namespace) -> dict:
+    """``run_probe``'s keywords from the common options."""
+    return {"limit": args.limit, "seed": args.seed, "seeds": args.seeds, "device": args.device}
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from corpora.stats import dataset_table, format_table   # heavy: pandas + every reader
-
     start = time.time()
     print(format_table(dataset_table(lm=not args.no_lm)))
     print(f"\n({time.time() - start:.1f} s)")
@@ -116,104 +90,48 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
-    ctx = setup(args)
-    options = spec.options_from(vars(args))
-    out = writable_dir(args.results or cache_dir() / "results", "--results")
-    emb = load(args.model, args.device)
-    spec.check_model(emb)
-    layers = parse_layer_specs(args.layers, emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
-    command = command_line(args.argv)
-    for base in spec.baselines(ctx, **options):
-        print_rows(base)
-        save_result(base.stamped(command), out)
-    from probes.stats.seeds import run_with_seeds   # heavy: numpy + the intervals
-
-    res = run_with_seeds(spec, emb, layers, ctx, **options)
-    print_rows(res)
-    for line in (spec.summary(res) if spec.summary else []):
+    setup(args)
+    run = run_probe(spec, args.model, layers=args.layers, options=vars(args), **run_options(args),
+                    results_dir=args.results or cache_dir() / "results", command=command_line(args.argv),
+                    report=print_rows)
+    for line in (spec.summary(run.result) if spec.summary else []):
         print(line)
-    print(f"saved {save_result(res.stamped(command), out)}")
+    print(f"saved {run.saved[-1]}")
     return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from probes.reproduce import reproduce   # heavy: loads models
-    from probes.reporting.tables import write_tables
+    from probes import reproduce  # lazy: the tables and the model zoo import torch
 
+    out = Path(args.out)
     if args.verify:
-        return cmd_verify(Path(args.out) / "runs")
-    out = writable_dir(args.out, "--out")
+        return 0 if reproduce.verify(out / "runs") else 1
+    writable_dir(out, "--out")
     if args.tables_only:
-        print(f"tables written to {write_tables(out / 'runs', out)}")
+        for path in reproduce.write_reports(out):
+            print(f"tables written to {path}")
         return 0
-    from models.references import split_references   # elmo:A,B keeps its comma
-
-    ctx = setup(args)
-    models = split_references(args.models)
+    setup(args)
+    models = reproduce.split_references(args.models)
     if not models:
         raise ProbeInputError("--models is empty.")
     if args.rigor:   # the token probes' control task and MDL
         args.control = args.mdl = True
     specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
-    options = {spec.name: spec.options_from(vars(args)) for spec in specs}
+    for spec in specs:   # every probe's options, before any model is loaded
+        spec.options_from(vars(args))
     writable_dir(out / "runs", "--out")
-    embedders = {m: load(m, args.device) for m in models}   # fail early on an unknown or broken model
+    embedders = {m: load_model(m, args.device) for m in models}   # fail early on an unknown or broken model
     if args.rigor:
-        embedders |= {m: load(m, args.device) for m in random_twins(embedders)}
+        embedders |= {m: load_model(m, args.device) for m in reproduce.random_twins(embedders)}
     command = command_line(args.argv)
-    timings = reproduce(embedders, specs, ctx, options, out, command=command, report=print_rows)
+    timings = reproduce.reproduce(embedders, specs, out, options=vars(args), rigor=args.rigor, command=command,
+                                  report=print_rows, **run_options(args))
     print(f"tables written to {out}/ (total {timings['total']:.0f} s)")
-    if args.rigor:
-        from models.random_init import PREFIX
-        from probes.tasks.contextuality_cli import reproduce_contextuality
-
-        trained = [e for m, e in embedders.items() if not m.startswith(PREFIX)]
-        print(f"contextuality tables written to {reproduce_contextuality(trained, ctx, out / 'contextuality', command)}")
     return 0
 
 
-def random_twins(embedders: dict) -> list[str]:
-    """``random:NAME@0`` for every contextual model of ``embedders`` (a static model has no layers to re-draw)."""
-    from models.random_init import PREFIX
-
-    return [f"{PREFIX}{m}@0" for m, e in embedders.items()
-            if e.num_layers > 1 and not m.startswith(PREFIX) and f"{PREFIX}{m}@0" not in embedders]
-
-
-def cmd_verify(runs: Path) -> int:
-    """Exit 1 when a result in use was produced by other weights than the model on disk now."""
-    from models.base import UnknownModelError
-    from models.random_init import PREFIX as RANDOM, parse_random
-    from models.registry import REGISTRY, load_embedder
-    from probes.reporting.verify import report, verify_results
-
-    if not runs.is_dir():
-        raise ProbeInputError(f"--verify: no results folder {runs}.")
-
-    def shipped(model: str) -> bool:
-        """A model of the zoo, or the zoo's architecture with random weights (``random:NAME@SEED``)."""
-        return (parse_random(model)[0] if model.startswith(RANDOM) else model) in REGISTRY
-
-    def fingerprint_of(model: str) -> str | None:
-        try:
-            return load_embedder(model).fingerprint() if shipped(model) else None
-        except UnknownModelError:
-            return None
-
-    checks = verify_results(runs, fingerprint_of)
-    if not checks:
-        raise ProbeInputError(f"--verify: no model results in {runs}.")
-    table = report(checks)
-    print(table.to_string(index=False))
-    stale = table[~table["ok"]]
-    print(f"\n{len(table) - len(stale)} of {len(table)} results in use were produced by the shipped model"
-          + ("" if stale.empty else f"; stale: {', '.join(sorted(set(stale['model'])))} (re-run them)"))
-    return 0 if stale.empty else 1
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
-    from probes.reporting.result_diff import compare_results   # heavy: pandas
-
     models = [m.strip() for m in args.models.split(",") if m.strip()] or None
     bad, compared = compare_results(Path(args.reference), Path(args.candidate), models, args.tolerance)
     if compared == 0:
@@ -226,8 +144,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def add_common(p: argparse.ArgumentParser, model: bool = True) -> None:
     if model:
-        p.add_argument("--model", required=True, help="a model: a name (python -m models list), a checkpoint folder, hf:ORG/NAME, elmo:OPTIONS,WEIGHTS or a vectors file")
-        p.add_argument("--layers", default="all",
+        p.add_argument("--model", required=True, help="a model: a name (python -m models list), a checkpoint folder, "
+                                                      "hf:ORG/NAME, elmo:OPTIONS,WEIGHTS or a vectors file")
+        p.add_argument("--layers", default=None,
                        help="'all' (every layer + mean), 'mean', '0,1,2' or 'mix:w0,w1,...' (default all)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N sentences of each dataset")
     p.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
@@ -239,8 +158,19 @@ def add_common(p: argparse.ArgumentParser, model: bool = True) -> None:
     p.add_argument("-v", "--verbose", action="store_true")
 
 
-def build_parser(with_probes: bool = True) -> argparse.ArgumentParser:
-    """The parser; ``with_probes=False`` leaves out the probe commands (their modules import torch)."""
+def add_all_options(p: argparse.ArgumentParser, specs: Sequence[ProbeSpec]) -> None:
+    """Every probe's options, each once (the same name means the same option): ``reproduce``, ``sweep``."""
+    seen: dict[str, Option] = {}
+    for spec in specs:
+        for opt in spec.options:
+            if opt.name not in seen:
+                seen[opt.name] = opt
+                opt.add_to(p, help=f"{spec.name}: {opt.help}")
+
+
+def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser:
+    """The parser; ``with_probes=False`` leaves out the probe commands (their modules import torch) and
+    ``commands``; ``commands`` add further commands (``probes/__main__.py``: sweep, extract)."""
     parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("stats", help="print a table of every dataset's counts")
@@ -273,22 +203,17 @@ def build_parser(with_probes: bool = True) -> argparse.ArgumentParser:
                    help="also the rigor checks: token probes with --control --mdl, each contextual model's "
                         "random-weight twin (random:NAME@0) as rows, and contextuality per layer in OUT/contextuality")
     add_common(p, model=False)
-    seen: dict[str, Option] = {}
-    for spec in specs:   # every probe's options, each once (the same name means the same option)
-        for opt in spec.options:
-            if opt.name not in seen:
-                seen[opt.name] = opt
-                opt.add_to(p, help=f"{spec.name}: {opt.help}")
+    add_all_options(p, specs)
     p.set_defaults(func=cmd_reproduce)
-    for target in COMMANDS.values():
-        module, attr = target.split(":")
-        getattr(importlib.import_module(module), attr)(sub)
+    for add in commands:
+        add(sub)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> int:
+    """Run one command; every ``LabError`` is one ``error:`` line and exit status 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(with_probes=argv[:1] not in (["stats"], ["compare"])).parse_args(argv)
+    args = build_parser(argv[:1] not in (["stats"], ["compare"]), commands).parse_args(argv)
     args.argv = argv
     try:
         return args.func(args)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Protocol
 import pandas as pd
 
 from probes.errors import ProbeInputError, check_positive
+from probes.inputs import InputFile, Preview
 from probes.layers import LayerSpec
 from probes.results import ProbeResult
 
@@ -32,6 +33,8 @@ class Option:
 
     parse: turns the CLI string or the app's value into what the runner takes (default: ``type``).
     positive: a number that must be > 0 when given (a limit, a count of epochs).
+    choices:  the values it takes (checked; the app's upload form offers them in a selectbox).
+    in_app:   whether the app's upload form shows it (False: command line only, e.g. key files).
     """
 
     name: str
@@ -40,6 +43,8 @@ class Option:
     help: str = ""
     parse: Callable[[Any], Any] | None = None
     positive: bool = False
+    choices: tuple | None = None
+    in_app: bool = True
 
     @property
     def flag(self) -> str:
@@ -56,8 +61,16 @@ class Option:
         """The runner's value of ``raw``; ProbeInputError (checked before any extraction) when it is unusable."""
         if raw is None:
             return raw
+        if isinstance(raw, str) and self.type not in (str, bool):   # a CLI string given through run_probe(options=…)
+            try:
+                raw = self.type(raw)
+            except ValueError:
+                kind = {int: "a whole number", float: "a number"}.get(self.type, self.type.__name__)
+                raise ProbeInputError(f"{self.flag} {raw!r}: give {kind}.") from None
         if self.positive:
             check_positive(raw, self.flag)
+        if self.choices is not None and raw not in self.choices:
+            raise ProbeInputError(f"{self.flag} {raw!r}: choose from {', '.join(map(str, self.choices))}.")
         return raw if self.parse is None else self.parse(raw)
 
 
@@ -105,6 +118,8 @@ class ChartSpec:
     layer_order:  non-numeric layer labels in display order (e.g. the λ ablation's rows).
     breakdown:    dataset prefix of per-category rows shown as grouped bars ("ALL:" -> WSD per POS),
                   and what the categories are ("part of speech").
+    y_range:      a fixed y axis for every metric (cosines: (-1, 1)); None: the metric's own axis
+                  (``viz.probe_figures.METRIC_AXES``, percentages by default).
     """
 
     metrics: tuple[str, ...]
@@ -112,6 +127,7 @@ class ChartSpec:
     layer_order: tuple[str, ...] = ()
     breakdown: str | None = None
     breakdown_label: str = "category"
+    y_range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +144,14 @@ class ProbeSpec:
     needs_files:     the probe has no built-in data and runs only on the user's files (tag, span): it is
                      left out of ``reproduce``'s default probes and the app's built-in quick run.
     summary:         result -> extra lines the command line prints (e.g. learned mix weights).
+    inputs:          the user's files it reads (``probes.inputs.InputFile``): the app's upload tab offers
+                     the probes that have some, one uploader per file.
+    preview:         (limit, runner options incl. the file paths) -> what the files hold (``Preview``).
+    in_default_reproduce: whether ``reproduce`` and ``sweep`` run it when ``--probes`` is not given
+                     (contextuality and CKA are analyses of the representations, run on request).
+    report:          (runs folder, out folder) -> the Markdown file written: a probe with a report of its
+                     own (contextuality) has ``reproduce`` save its results under ``OUT/<name>/runs`` and
+                     write its tables with this into ``OUT/<name>/``, not into ``OUT/tables.md``.
     """
 
     name: str
@@ -144,6 +168,10 @@ class ProbeSpec:
     uses_layers: bool = True
     needs_files: bool = False
     summary: Callable[[ProbeResult], list[str]] | None = None
+    inputs: tuple[InputFile, ...] = ()
+    preview: Callable[[int, dict], Preview] | None = None
+    in_default_reproduce: bool = True
+    report: Callable[[Path, Path], Path] | None = None
 
     @property
     def short_title(self) -> str:
@@ -171,16 +199,14 @@ PROBES: dict[str, str] = {
     "mix": "probes.tasks.mix:PROBE",
     "tag": "probes.tasks.tag:PROBE",
     "span": "probes.tasks.span:PROBE",
+    "contextuality": "probes.tasks.contextuality:PROBE",
+    "cka": "probes.tasks.cka:PROBE",
 }
-
-
-def probe_names() -> list[str]:
-    return list(PROBES)
 
 
 def builtin_probe_names() -> list[str]:
     """The probes that run on the lab's own data (``reproduce``'s default), in registry order."""
-    return [spec.name for spec in all_probes() if not spec.needs_files]
+    return [spec.name for spec in all_probes() if not spec.needs_files and spec.in_default_reproduce]
 
 
 def get_probe(name: str) -> ProbeSpec:

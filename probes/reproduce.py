@@ -1,53 +1,123 @@
-"""Reproduce the paper's section 5 on several models: every probe's baselines once, then every
-(model, probe), results saved under ``OUT/runs``, tables written to ``OUT`` (``probes.reporting.tables``).
+"""Reproduce the paper's section 5 on several models, and check what a results folder was produced by.
 
     python -m probes reproduce --models glove-6b-50d,minilm --out docs/results/
+    python -m probes reproduce --out docs/results/ --verify
+
+``reproduce`` runs every probe's baselines once, then every (model, probe), each through the one run
+path (``probes.run.run_probe``), saves the results under ``OUT/runs`` and writes the tables to ``OUT``
+(``probes.reporting.tables``). A model with fewer layers than a probe needs (``ProbeSpec.check_model``)
+is skipped with a note. A probe with a report of its own (``ProbeSpec.report``: contextuality) keeps
+its results in ``OUT/<probe>/runs`` and its report in ``OUT/<probe>``, never in ``OUT/tables.md``. The
+rigor run (``--rigor``) is the token probes with ``--control --mdl``, every contextual model's random
+twin (``random:NAME@0``) and contextuality on the trained models (``--tables-only``: ``write_reports``).
+``verify`` exits the command with 1 when a result in use was produced by other weights than the model on
+disk now (``probes.reporting.verify``).
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from models.base import Embedder
-from probes.layers import parse_layer_specs
-from probes.registry import ProbeSpec, RunContext
-from probes.results import ProbeResult, save_result
-from probes.stats.seeds import run_with_seeds
+from models.base import Embedder, UnknownModelError
+from models.random_init import PREFIX as RANDOM, parse_random
+from models.references import split_references
+from models.registry import REGISTRY, load_embedder
+from probes.errors import ProbeInputError
+from probes.registry import ProbeSpec, all_probes
 from probes.reporting.tables import write_tables
+from probes.reporting.verify import report, verify_results
+from probes.results import ProbeResult
+from probes.run import run_probe
+from probes.tasks import contextuality
+
+__all__ = ["RANDOM", "random_twins", "reproduce", "split_references", "verify", "write_reports"]
 
 
-def reproduce(embedders: dict[str, Embedder], specs: Sequence[ProbeSpec], ctx: RunContext,
-              options: dict[str, dict[str, Any]], out: Path, command: str = "",
-              report: Callable[[ProbeResult], None] = lambda res: None,
-              say: Callable[[str], None] = print) -> dict[str, float]:
-    """Run and save everything; returns wall times in seconds (per step and "total").
+def reproduce(embedders: dict[str, Embedder], specs: Sequence[ProbeSpec], out: Path, *, options: dict[str, Any],
+              rigor: bool = False, command: str = "", report: Callable[[ProbeResult], None] = lambda res: None,
+              say: Callable[[str], None] = print, **run: Any) -> dict[str, float]:
+    """Run and save everything; returns wall times in seconds of the probes in ``OUT/tables.md`` (per step and
+    "total").
 
-    options: probe name -> its runner keywords. ``report`` sees each result before it is saved.
+    options: every probe's options by name (each probe takes its own). ``report`` sees each result before
+    it is saved. ``run``: ``run_probe``'s other keywords (limit, seed, seeds, device). A probe with a report
+    of its own (``ProbeSpec.report``) goes to ``OUT/<probe>/runs`` and its report to ``OUT/<probe>``;
+    ``rigor`` adds contextuality on the trained models (at most ``contextuality.DEFAULT_LIMIT`` sentences).
     """
-    results_dir = out / "runs"
+    common = dict(options=options, command=command, report=report, say=say, **run)
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
+    _run_all(embedders, [s for s in specs if s.report is None], out / "runs", timings, **common)
+    timings["total"] = time.perf_counter() - t_all
+    write_tables(out / "runs", out, None, timings=timings, command=command)
+    own = {s.name: (s, embedders, run) for s in specs if s.report is not None}
+    if rigor:
+        limit = min(run.get("limit") or contextuality.DEFAULT_LIMIT, contextuality.DEFAULT_LIMIT)
+        trained = {m: e for m, e in embedders.items() if not m.startswith(RANDOM)}
+        own[contextuality.NAME] = (contextuality.PROBE, trained, {**run, "limit": limit})
+    for spec, models, kw in own.values():
+        folder = out / spec.name
+        _run_all(models, [spec], folder / "runs", {}, **{**common, **kw})
+        say(f"{spec.name} tables written to {spec.report(folder / 'runs', folder)}")
+    return timings
 
-    def save(res: ProbeResult) -> None:
-        report(res)
-        save_result(res.stamped(command), results_dir)
 
+def _run_all(embedders: dict[str, Embedder], specs: Sequence[ProbeSpec], results_dir: Path,
+             timings: dict[str, float], say: Callable[[str], None], **request: Any) -> None:
+    """Every probe's baselines once, then every (model, probe) into ``results_dir``; wall times into ``timings``."""
     for spec in specs:
         t = time.perf_counter()
-        for res in spec.baselines(ctx, **options[spec.name]):
-            save(res)
+        run_probe(spec, None, results_dir=results_dir, **request)
         timings[f"{spec.name} baselines"] = time.perf_counter() - t
     for name, emb in embedders.items():
         for spec in specs:
-            if emb.num_layers < spec.min_layers:
+            try:
+                spec.check_model(emb)
+            except ProbeInputError:
                 say(f"   (skipped {spec.name}: {name} has fewer than {spec.min_layers} layers)")
                 continue
             t = time.perf_counter()
             say(f"== {name}: {spec.name}")
-            layers = parse_layer_specs("all", emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
-            save(run_with_seeds(spec, emb, layers, ctx, **options[spec.name]))
+            run_probe(spec, emb, baselines=False, results_dir=results_dir, **request)
             timings[f"{name} {spec.name}"] = time.perf_counter() - t
-    timings["total"] = time.perf_counter() - t_all
-    write_tables(results_dir, out, None, timings=timings, command=command)
-    return timings
+
+
+def write_reports(out: Path) -> list[Path]:
+    """``--tables-only``: the tables of ``OUT/runs`` and the report of every probe with one of its own whose
+    results are in ``OUT/<probe>/runs``; returns the Markdown paths."""
+    own = [s for s in all_probes() if s.report is not None and (out / s.name / "runs").is_dir()]
+    return [write_tables(out / "runs", out)] + [s.report(out / s.name / "runs", out / s.name) for s in own]
+
+
+def random_twins(embedders: dict[str, Embedder]) -> list[str]:
+    """``random:NAME@0`` for every contextual model of ``embedders`` (a static model has no layers to re-draw)."""
+    return [f"{RANDOM}{m}@0" for m, e in embedders.items()
+            if e.num_layers > 1 and not m.startswith(RANDOM) and f"{RANDOM}{m}@0" not in embedders]
+
+
+def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
+    """Whether every result in use in ``runs`` was produced by the shipped model as it is on disk now."""
+    if not runs.is_dir():
+        raise ProbeInputError(f"--verify: no results folder {runs}.")
+
+    def shipped(model: str) -> bool:
+        """A model of the zoo, or the zoo's architecture with random weights (``random:NAME@SEED``)."""
+        return (parse_random(model)[0] if model.startswith(RANDOM) else model) in REGISTRY
+
+    def fingerprint_of(model: str) -> str | None:
+        try:
+            return load_embedder(model).fingerprint() if shipped(model) else None
+        except UnknownModelError:
+            return None
+
+    checks = verify_results(runs, fingerprint_of)
+    if not checks:
+        raise ProbeInputError(f"--verify: no model results in {runs}.")
+    table = report(checks)
+    say(table.to_string(index=False))
+    stale = table[~table["ok"]]
+    say(f"\n{len(table) - len(stale)} of {len(table)} results in use were produced by the shipped model"
+        + ("" if stale.empty else f"; stale: {', '.join(sorted(set(stale['model'])))} (re-run them)"))
+    return stale.empty

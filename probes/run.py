@@ -9,28 +9,41 @@ quick runs and its uploads all call this function, so option checks, seeding, th
 check, the ``--layers all`` default and saving live here once.
 
 Order (nothing is extracted or written before every check has passed):
-1. options (``ProbeSpec.options_from``), layers (``parse_layer_specs`` against the model), the
-   model's layer count (``ProbeSpec.check_model``), the results folder;
-2. seeds (torch, numpy) from ``request.seed``;
-3. baselines (``ProbeSpec.baselines``) unless ``baselines=False``;
-4. the probe itself over ``request.seeds`` seeds (``probes.stats.seeds``);
-5. every result stamped with ``command`` and saved under ``results_dir`` (None: not saved).
+1. the run context (``--limit``, ``--seeds``) and the probe's options (``ProbeSpec.options_from``);
+2. the model (a name or reference is loaded, ``models.registry.load_embedder``, and moved to ``device``),
+   its layer count (``ProbeSpec.check_model``), the layers (``parse_layer_specs`` against the model,
+   where the probe reads layers; default ``all``), the results folder (``writable_dir``);
+3. seeds (torch, numpy) from ``seed``;
+4. baselines (``ProbeSpec.baselines``) unless ``baselines=False``;
+5. the probe itself over ``seeds`` seeds (``probes.stats.seeds``);
+6. every result stamped with ``command``, shown to ``report``, and saved under ``results_dir`` (None: not
+   saved) once all of them are done: a run that fails half way leaves no file.
 
-TODO(run-path helper): implementation; the signature below is what callers code against.
+A check that a runner makes itself (an option combination only it understands) still ends the run
+before anything is saved.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
-from probes.registry import ProbeSpec
-from probes.results import ProbeResult, results_frame
+from probes.errors import ProbeInputError
+from probes.layers import parse_layer_specs
+from probes.registry import ProbeSpec, ProgressFn, RunContext, get_probe
+from probes.results import ProbeResult, results_frame, save_result
+from probes.stats.seeds import run_with_seeds
 
-ProgressFn = Callable[[float, str], None]
+if TYPE_CHECKING:
+    from models.base import Embedder
+
+ReportFn = Callable[[ProbeResult], None]
 
 
 @dataclass
@@ -39,7 +52,7 @@ class ProbeRun:
 
     result:    the model's result (None when only baselines were asked for: ``model=None``).
     baselines: the probe's baseline results on the same data.
-    saved:     the files written (empty when ``results_dir`` was None).
+    saved:     the files written, baselines first (empty when ``results_dir`` was None).
     """
 
     result: ProbeResult | None
@@ -56,11 +69,44 @@ class ProbeRun:
         return results_frame(self.results)
 
 
+def writable_dir(path: str | Path, flag: str) -> Path:
+    """``path`` as an output directory that exists and is writable; ProbeInputError otherwise."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ProbeInputError(f"{flag} {path} is a file; give a directory.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ProbeInputError(f"{flag} {path}: cannot create it ({exc.strerror}).") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ProbeInputError(f"{flag} {path} is not writable.")
+    return path
+
+
+def load_model(model: str | Embedder, device: str | None = None) -> Embedder:
+    """``model`` itself or, for a name or reference, the loaded model; moved to ``device`` when given."""
+    if isinstance(model, str):
+        from models.registry import load_embedder  # lazy: the model zoo imports torch (`python -m probes stats`)
+
+        model = load_embedder(model)
+    if device is not None:
+        model.to(device)
+    return model
+
+
+def seed_everything(seed: int) -> None:
+    """The global torch and numpy generators (probes also seed their own; this covers the rest)."""
+    import torch  # lazy: torch (`python -m probes stats` and baselines-only runs never need it otherwise)
+
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+
+
 def run_probe(
     probe: str | ProbeSpec,
-    model: Any,
+    model: str | Embedder | None,
     *,
-    layers: str = "all",
+    layers: str | None = "all",
     limit: int | None = None,
     options: dict[str, Any] | None = None,
     seed: int = 0,
@@ -72,9 +118,40 @@ def run_probe(
     progress: ProgressFn | None = None,
     show_progress: bool = True,
     feature_root: Path | None = None,
+    report: ReportFn | None = None,
 ) -> ProbeRun:
     """Run ``probe`` on ``model`` (a name, a reference or a loaded ``Embedder``; None: baselines only).
 
-    options: the probe's own options by name (CLI strings or values; ``ProbeSpec.options``).
+    layers:  ``--layers`` of a probe that reads layers ("all", None = "all", "0,2", "mean", "mix:…").
+    options: the probe's own options by name (CLI strings or values; ``ProbeSpec.options``); names of
+             other probes' options are ignored, so a whole parsed command line can be passed.
+    report:  sees each result, stamped, as soon as it is done (the command line prints its rows).
+    Every bad request raises a ``LabError`` (``ProbeInputError``, ``UnknownModelError``, …) before any
+    feature is extracted or any file written.
     """
-    raise NotImplementedError
+    spec = probe if isinstance(probe, ProbeSpec) else get_probe(probe)
+    if model is None and not baselines:
+        raise ProbeInputError(f"Nothing to run: give a model or ask for the {spec.name} baselines.")
+    ctx = RunContext(limit=limit, device=device, seed=seed, progress=progress, show_progress=show_progress,
+                     feature_root=feature_root, seeds=seeds)
+    opts = spec.options_from(options or {})
+    emb = None if model is None else load_model(model, device)
+    specs = None
+    if emb is not None:
+        spec.check_model(emb)
+        specs = parse_layer_specs(layers, emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
+    out = None if results_dir is None else writable_dir(results_dir, "--results")
+    seed_everything(seed)
+
+    def done(res: ProbeResult) -> ProbeResult:
+        res = res.stamped(command or "")
+        if report is not None:
+            report(res)
+        return res
+
+    run = ProbeRun(None, [done(b) for b in spec.baselines(ctx, **opts)] if baselines else [])
+    if emb is not None:
+        run.result = done(run_with_seeds(spec, emb, specs, ctx, **opts))
+    if out is not None:
+        run.saved = [save_result(res, out) for res in run.baselines + ([run.result] if run.result else [])]
+    return run

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from models.registry import REGISTRY, ModelSpec, load_embedder, loaded_models, register
+from models.registry import REGISTRY, load_embedder, loaded_models, register
+from models.spec import ModelSpec
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 300   # seconds per script run: first runs load models and read WordNet on a busy 2-core CPU
@@ -289,7 +290,7 @@ def test_probes_page_quick_runs_with_progress() -> None:
     at = open_page("probes", tab="Run a quick probe")
     # Probes without built-in data (tag, span) are run from the "Your data" tab, not here.
     kinds = at.selectbox(key="probe_kind").options        # the probes' titles
-    assert len(kinds) == 3 and not any(k.startswith(("Tag", "Span")) for k in kinds), kinds
+    assert len(kinds) == 5 and not any(k.startswith(("Tag", "Span")) for k in kinds), kinds
     at.selectbox(key="probe_kind").set_value("pos").run()
     at.selectbox(key="probe_model").set_value("glove-6b-50d").run()
     at.number_input(key="probe_limit").set_value(5).run()

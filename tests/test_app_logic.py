@@ -232,9 +232,9 @@ def test_typed_occurrences_and_layer_agreement() -> None:
 
 def test_model_rows_list_every_registered_model() -> None:
     from models.registry import available_models
-    from viz.zoo import model_rows
+    from models.listing import zoo_frame
 
-    df = model_rows()
+    df = zoo_frame()
     assert list(df["model"]) == [s.name for s in available_models()]
     assert set(df["status"]) <= {"loaded", "ready", "not trained yet"}
     assert df.set_index("model").loc["glove-6b-50d", "status"] in ("ready", "loaded")

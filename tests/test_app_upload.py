@@ -9,6 +9,7 @@ import pytest
 
 from tests.test_app import assert_ok, open_page, texts
 
+
 def ewt_bytes(data_root: Path, split: str, n: int) -> bytes:
     """The first ``n`` sentences of a UD EWT file, verbatim."""
     out, blanks = [], 0
@@ -31,9 +32,20 @@ def upload(at, task: str, role: str, name: str, data: bytes):
     at.file_uploader(key=f"up_{task}_{role}").upload(name, data)
 
 
-def test_upload_preview_run_and_saved_results(data_root, cache):
+def open_task(task: str):
+    """The "Your data" tab with ``task`` picked (the tasks are the registered probes that declare inputs)."""
     at = open_page("probes", tab="Your data")
-    assert "Upload a training file and a test file" in texts(at.info)
+    at.radio(key="up_task").set_value(task).run()
+    return at
+
+
+def test_upload_preview_run_and_saved_results(data_root, cache):
+    at = open_task("tag")
+    assert "Upload a training file and a test file (a dev file is optional)" in texts(at.info)
+    # The form is the probe's options: choices are selectboxes, command-line-only options are left out.
+    assert at.selectbox(key="up_tag_scheme").options == ["tag", "bio"]
+    assert at.selectbox(key="up_tag_format").options == ["(default)", "conllu", "columns"]
+    assert [u.key for u in at.file_uploader] == ["up_tag_train", "up_tag_dev", "up_tag_test"]
     upload(at, "tag", "train", "ewt-train.conllu", ewt_bytes(data_root, "train", 40))
     upload(at, "tag", "test", "ewt-test.conllu", ewt_bytes(data_root, "test", 20))
     at.run()
@@ -59,7 +71,7 @@ def test_an_upload_over_the_limit_is_refused_naming_the_limit(data_root, cache, 
     import app_pages.probe_upload as upload_page
 
     monkeypatch.setattr(upload_page, "MAX_MB", 0.01)
-    at = open_page("probes", tab="Your data")
+    at = open_task("tag")
     assert "**0.01 MB**" in texts(at.caption)
     upload(at, "tag", "train", "big.conllu", ewt_bytes(data_root, "train", 40))
     at.run()
@@ -70,7 +82,7 @@ def test_an_upload_over_the_limit_is_refused_naming_the_limit(data_root, cache, 
 
 
 def test_a_malformed_upload_is_one_message_with_the_line(data_root, cache):
-    at = open_page("probes", tab="Your data")
+    at = open_task("tag")
     good = ewt_bytes(data_root, "test", 5)
     bad = good.replace(b"\tPROPN\t", b"\t", 1)
     upload(at, "tag", "train", "good.conllu", good)
@@ -86,8 +98,7 @@ def test_a_malformed_upload_is_one_message_with_the_line(data_root, cache):
 def test_span_files_are_previewed(data_root, cache, tmp_path):
     from tests.test_span_probe import ewt_records, write
 
-    at = open_page("probes", tab="Your data")
-    at.radio(key="up_task").set_value("span").run()
+    at = open_task("span")
     pairs = write(tmp_path / "arcs.jsonl", ewt_records(data_root, "dev", 12), True)
     upload(at, "span", "train", "arcs-train.jsonl", pairs.read_bytes())
     upload(at, "span", "test", "arcs-test.jsonl", pairs.read_bytes())
@@ -104,9 +115,10 @@ def test_sense_files_preview_and_run_by_k_fold(cache):
     from tests.test_data_lexical_sample import semcor_lexical_lines
 
     lines = semcor_lexical_lines(200)
-    at = open_page("probes", tab="Your data")
-    at.radio(key="up_task").set_value("wsd").run()
+    at = open_task("wsd")
     assert "Upload a training file (a test file is optional)" in texts(at.info)
+    widgets = [*at.text_input, *at.selectbox, *at.number_input, *at.checkbox]
+    assert not [w.key for w in widgets if (w.key or "").startswith("up_wsd_")]   # --keys, --format …: command line
     upload(at, "wsd", "train", "semcor-sample.tsv", ("\n".join(lines) + "\n").encode())
     at.run()
     assert_ok(at)

@@ -14,12 +14,12 @@ import torch
 from bench.bench_transformer import naive_embed, semcor_sentences, sorted_batch_embed
 from bench.measure import PeakRSS, rss_mb
 from bench.run_all import build_parser, low_precision_copy, ratios
-from models.transformer import load_minilm
+from models.registry import get_spec, load_spec
 
 
 @pytest.fixture(scope="module")
 def minilm():
-    return load_minilm(device="cpu")
+    return load_spec(get_spec("minilm"), device="cpu")
 
 
 @pytest.fixture(scope="module")

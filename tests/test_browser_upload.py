@@ -24,13 +24,20 @@ def ewt_slice(data_root: Path, split: str, n: int, out: Path) -> Path:
     return out
 
 
+def pick_tag(pg) -> None:
+    """The tag probe's task (the tasks are the registered probes that read files, in registry order)."""
+    pg.get_by_role("tab", name="Your data").click()
+    pg.get_by_text("Tag (CoNLL-U or column file)").click()
+    wait_idle(pg)
+
+
 def uploader(pg, label: str):
     return pg.locator('[data-testid="stFileUploader"]').filter(has_text=label).locator('input[type="file"]')
 
 
 def test_upload_preview_and_run(page, server, screenshots, data_root, tmp_path):
     open_page(page, server, "probes")
-    page.get_by_role("tab", name="Your data").click()
+    pick_tag(page)
     expect(page.get_by_text("Upload a training file and a test file")).to_be_visible(timeout=WAIT_MS)
     uploader(page, "Train file").set_input_files(str(ewt_slice(data_root, "train", 60, tmp_path / "ewt-train.conllu")))
     wait_idle(page)
@@ -53,7 +60,7 @@ def test_an_upload_over_the_limit_is_refused(page, server, tmp_path):
     line = b"1\tx\tx\tX\tX\t_\t0\troot\t_\t_\n\n"
     big.write_bytes(line * int(1.5 * MAX_MB * 2**20 / len(line)))
     open_page(page, server, "probes")
-    page.get_by_role("tab", name="Your data").click()
+    pick_tag(page)
     expect(page.get_by_text(f"Files up to {MAX_MB:g} MB each")).to_be_visible(timeout=WAIT_MS)
     uploader(page, "Train file").set_input_files(str(big))
     wait_idle(page)

@@ -1,5 +1,7 @@
-"""Linear CKA (probes/estimators/cka.py) and layer profiles (probes/stats/profiles.py): defining properties, real models and
-the committed results."""
+"""Linear CKA (probes/estimators/cka.py, the ``cka`` probe probes/tasks/cka.py) and layer profiles
+(probes/stats/profiles.py): defining properties, real models, the command line and ``reproduce``, and the
+committed results."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,10 +11,20 @@ from scipy.stats import ortho_group
 
 from corpora.paths import REPO_ROOT
 from models.registry import load_embedder
-from probes.estimators.cka import cka_matrix, layer_cka, linear_cka
-from probes.stats.profiles import (centre_of_gravity, centres_of_gravity, expected_layer, expected_layers, layer_profile,
-                             relative_depth)
-from probes.results import load_extras, load_results
+from probes.__main__ import main
+from probes.estimators.cka import cka_matrix, linear_cka
+from probes.registry import ProbeSpec, RunContext, builtin_probe_names, get_probe
+from probes.results import load_extras, load_results, results_frame
+from probes.stats.profiles import (
+    centre_of_gravity,
+    centres_of_gravity,
+    expected_layer,
+    expected_layers,
+    layer_profile,
+    relative_depth,
+)
+from probes.tasks.cka import cka_tables, layer_vectors, run_cka
+from probes.tasks.contextuality import semcor_sentences
 
 RUNS = REPO_ROOT / "docs" / "results" / "runs"
 
@@ -25,7 +37,7 @@ def test_cka_of_a_layer_with_itself_is_one_and_invariant_to_rotation_and_scaling
     assert linear_cka(X, X) == pytest.approx(1.0)
     assert linear_cka(X @ Q, X) == pytest.approx(1.0)
     assert linear_cka(3.7 * X @ Q, Y) == pytest.approx(linear_cka(X, Y))
-    assert linear_cka(X + 5.0, Y) == pytest.approx(linear_cka(X, Y))      # centred: a shift changes nothing
+    assert linear_cka(X + 5.0, Y) == pytest.approx(linear_cka(X, Y))  # centred: a shift changes nothing
     assert 0 < linear_cka(X, Y) < 1
     # not invariant to any invertible linear map (the paper's point): a strong anisotropic stretch moves it
     stretch = np.diag(np.r_[100.0, np.ones(15)])
@@ -46,16 +58,62 @@ def test_cka_matrix_is_symmetric_with_unit_diagonal_and_refuses_mismatched_rows(
         cka_matrix([np.ones((5, 3))])
 
 
-def test_layer_cka_on_real_models():
-    sentences = [["The", "bank", "raised", "interest", "rates", "."], ["We", "walked", "along", "the", "river", "bank"],
-                 ["She", "plays", "the", "piano", "every", "day", "."]]
-    elmo, minilm = load_embedder("elmo-small"), load_embedder("minilm")
-    within = layer_cka(elmo, elmo, sentences)
-    assert within.shape == (3, 3)
+def test_the_cka_probe_within_a_model_and_across_two():
+    elmo = load_embedder("elmo-small")
+    res = run_cka(elmo, None, RunContext(limit=12, show_progress=False), against="minilm", max_vectors=150)
+    within, across = np.array(res.extra["matrix"]), np.array(res.extra["against"]["matrix"])
+    assert within.shape == (3, 3) and across.shape == (3, 7) and res.extra["against"]["layers"] == list("0123456")
     np.testing.assert_allclose(np.diag(within), 1.0)
-    across = layer_cka(elmo, minilm, sentences)
-    assert across.shape == (3, 7) and ((across > 0) & (across <= 1 + 1e-9)).all()
-    assert layer_cka(elmo, elmo, sentences, max_words=10, seed=3).shape == (3, 3)
+    np.testing.assert_allclose(within, within.T)
+    assert ((across > 0) & (across <= 1 + 1e-9)).all()
+    cells = {(r["dataset"], r["layer"], r["metric"]): r["value"] for r in res.rows}  # the rows are the cells
+    assert len(cells) == len(res.rows) == 3 * 3 + 3 * 7 and {r["n"] for r in res.rows} == {150}
+    assert cells["semcor-first12", "1", "cka_2"] == cells["semcor-first12", "2", "cka_1"] == round(within[1, 2], 4)
+    assert cells["semcor-first12 vs minilm", "2", "cka_6"] == round(across[2, 6], 4)
+    assert run_cka(elmo, None, RunContext(limit=12), max_vectors=150).extra["matrix"] == res.extra["matrix"]  # seeded
+    # every word (no sample): exactly the estimator on the layers' vectors of SemCor's first sentences
+    full = run_cka(elmo, None, RunContext(limit=5), max_vectors=None)
+    np.testing.assert_array_equal(full.extra["matrix"], cka_matrix(layer_vectors(elmo, semcor_sentences(5)[1])))
+    table = cka_tables(results_frame([res]))["cka"]
+    assert list(table.columns) == ["model", "dataset", "layer", *"0123456"] and len(table) == 6
+    assert table.iloc[0, 3:6].tolist() == [round(v, 4) for v in within[0]]
+
+
+def test_cka_is_a_probe_of_the_command_line_and_reproduce(tmp_path, monkeypatch, capsys):
+    spec = get_probe("cka")
+    assert isinstance(spec, ProbeSpec) and spec.run is run_cka and "cka" not in builtin_probe_names()
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    assert (
+        main(
+            [
+                "cka",
+                "--model",
+                "glove-6b-50d",
+                "--against",
+                "elmo-small",
+                "--limit",
+                "8",
+                "--results",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
+    assert "glove-6b-50d layers × elmo-small layers" in capsys.readouterr().out
+    df = load_results(tmp_path / "r")
+    assert set(df.dataset) == {"semcor-first8", "semcor-first8 vs elmo-small"}
+    assert df[(df.dataset == "semcor-first8")].value.tolist() == [1.0]  # a static model: one layer, itself
+    out = tmp_path / "out"
+    assert (
+        main(["reproduce", "--models", "glove-6b-50d,elmo-small", "--probes", "cka", "--limit", "8", "--out", str(out)])
+        == 0
+    )
+    rows = load_results(out / "runs")
+    assert set(rows.model) == {"glove-6b-50d", "elmo-small"} and set(rows.probe) == {"cka"}
+    assert len(rows[rows.model == "elmo-small"]) == 9
+    assert "## Linear CKA between layers" in (out / "tables.md").read_text()
+    assert main(["cka", "--model", "glove-6b-50d", "--max-vectors", "0", "--results", str(tmp_path / "r")]) == 2
+    assert "--max-vectors 0" in capsys.readouterr().err
 
 
 def test_relative_depth_and_profile_from_the_committed_results():
@@ -71,11 +129,12 @@ def test_relative_depth_and_profile_from_the_committed_results():
 
 
 def test_centre_of_gravity_follows_tenney_on_the_running_best_score():
-    assert centre_of_gravity([50, 60, 70]) == pytest.approx(1.5)        # gains 10 at layer 1, 10 at 2
-    assert centre_of_gravity([50, 80, 70, 90]) == pytest.approx((30 * 1 + 10 * 3) / 40)   # a dip is no gain
+    assert centre_of_gravity([50, 60, 70]) == pytest.approx(1.5)  # gains 10 at layer 1, 10 at 2
+    assert centre_of_gravity([50, 80, 70, 90]) == pytest.approx((30 * 1 + 10 * 3) / 40)  # a dip is no gain
     assert np.isnan(centre_of_gravity([90, 80, 70]))
-    prof = pd.DataFrame({"model": ["m"] * 3, "layer": [0, 1, 2], "layers": [2] * 3, "depth": [0, .5, 1],
-                         "value": [50, 60, 70]})
+    prof = pd.DataFrame(
+        {"model": ["m"] * 3, "layer": [0, 1, 2], "layers": [2] * 3, "depth": [0, 0.5, 1], "value": [50, 60, 70]}
+    )
     cog = centres_of_gravity(prof)
     assert cog.loc[0, "centre_of_gravity"] == pytest.approx(1.5) and cog.loc[0, "depth"] == pytest.approx(0.75)
 

@@ -8,8 +8,8 @@ import fsspec
 import numpy as np
 import pytest
 
-from cluster.storage import Store, entry_rel, local_entries, pull_entry, push_entry, remote_keys
-from features.checks import FeatureCacheError
+from cluster.storage import Store, local_entries, pull_entry, push_entry, remote_keys
+from features import FeatureCacheError, entry_rel
 from features.extract import get_features
 from tests.probe_helpers import RandomEmbedder
 
@@ -67,7 +67,7 @@ def test_a_broken_local_entry_is_never_published(tmp_path, store):
     emb, feats = entry(tmp_path / "a")
     layer = feats.directory / "layer_2.npy"
     layer.write_bytes(layer.read_bytes()[:-16])                # truncated
-    with pytest.raises(FeatureCacheError, match="layer 2 is not publishable"):
+    with pytest.raises(FeatureCacheError, match="layer 2 cannot be copied"):
         push_entry(store, feats.directory)
     assert remote_keys(store, emb.fingerprint()) == []
 

@@ -1,19 +1,33 @@
 """Contextuality (Ethayarajh 2019): the measures' defining properties, a static and a contextual model on a
-real SemCor slice, and ``python -m probes contextuality`` end to end (bad input: one error line)."""
+real SemCor slice, the ``contextuality`` probe from the command line, ``reproduce`` and ``sweep`` (bad input:
+one error line), the app's upload tab, and the committed docs/results/contextuality/ re-rendered byte for
+byte from its runs."""
+
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
 
+from corpora.paths import REPO_ROOT
 from models.registry import load_embedder
-from probes.cli import main
-from probes.estimators.contextuality import (explainable_variance, intra_sentence_similarity, layer_measures, select_words,
-                                  self_similarity, word_profile)
-from probes.tasks.contextuality import run_contextuality, semcor_sentences
-from probes.registry import RunContext
+from probes.__main__ import main
+from probes.estimators.contextuality import (
+    explainable_variance,
+    intra_sentence_similarity,
+    layer_measures,
+    select_words,
+    self_similarity,
+    word_profile,
+)
+from probes.registry import ProbeSpec, RunContext, builtin_probe_names, get_probe
 from probes.results import load_results
+from probes.tasks.contextuality import TITLES, run_contextuality, semcor_sentences, write_tables
+from tests.test_app import assert_ok, open_page, texts
+
+COMMITTED = REPO_ROOT / "docs" / "results" / "contextuality"
 
 
 def test_self_similarity_is_the_mean_pairwise_cosine():
@@ -24,7 +38,7 @@ def test_self_similarity_is_the_mean_pairwise_cosine():
     assert self_similarity(X) == pytest.approx((C.sum() - 7) / 42)
     assert self_similarity(np.tile(X[:1], (4, 1)) * np.array([[1], [2], [3], [0.5]])) == pytest.approx(1.0)
     assert np.isnan(self_similarity(X[:1]))
-    assert self_similarity(np.vstack([X[:2], np.zeros((3, 5))])) == pytest.approx(C[0, 1])   # zero rows left out
+    assert self_similarity(np.vstack([X[:2], np.zeros((3, 5))])) == pytest.approx(C[0, 1])  # zero rows left out
 
 
 def test_explainable_variance_of_rank_one_is_one_and_of_orthogonal_rows_is_one_over_n():
@@ -84,8 +98,12 @@ def rows_of(res, metric):
 
 
 def test_a_static_models_self_similarity_is_one_on_semcor(tmp_path):
-    res = run_contextuality(load_embedder("glove-6b-50d"), RunContext(limit=80, feature_root=tmp_path, show_progress=False),
-                            min_occurrences=3)
+    res = run_contextuality(
+        load_embedder("glove-6b-50d"),
+        None,
+        RunContext(limit=80, feature_root=tmp_path, show_progress=False),
+        min_occurrences=3,
+    )
     assert rows_of(res, "self_similarity") == {"0": 1.0}
     assert rows_of(res, "explainable_variance") == {"0": 1.0}
     assert rows_of(res, "self_similarity_adj")["0"] == pytest.approx(1 - rows_of(res, "anisotropy")["0"], abs=1e-4)
@@ -94,38 +112,128 @@ def test_a_static_models_self_similarity_is_one_on_semcor(tmp_path):
 
 def test_elmo_layers_are_contextual_and_layer_0_is_not(tmp_path):
     emb = load_embedder("elmo-small")
-    res = run_contextuality(emb, RunContext(limit=60, feature_root=tmp_path, show_progress=False, seed=1),
-                            min_occurrences=3)
+    res = run_contextuality(
+        emb, None, RunContext(limit=60, feature_root=tmp_path, show_progress=False, seed=1), min_occurrences=3
+    )
     ss = rows_of(res, "self_similarity")
     assert set(ss) == {"0", "1", "2"}
-    assert ss["0"] == pytest.approx(1.0, abs=1e-3)   # the char-CNN layer: one vector per word form
+    assert ss["0"] == pytest.approx(1.0, abs=1e-3)  # the char-CNN layer: one vector per word form
     assert ss["1"] < 0.95 and ss["2"] < 0.95
     assert {r["metric"] for r in res.rows} >= {"anisotropy", "mev_baseline", "intra_sentence_similarity_adj"}
 
 
-def test_cli_writes_results_and_tables(tmp_path, monkeypatch, capsys):
+def test_a_registered_probe_spec_run_on_request_with_its_own_report():
+    spec = get_probe("contextuality")
+    assert isinstance(spec, ProbeSpec) and spec.run is run_contextuality and spec.report is write_tables
+    assert spec.table_titles == TITLES and not spec.uses_layers and spec.baselines(RunContext()) == []
+    assert "contextuality" not in builtin_probe_names()  # reproduce/sweep run it on request only
+    assert spec.options_from({"words": "bank, play"})["words"] == ["bank", "play"]
+
+
+def test_cli_writes_a_result_and_the_report_renders_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(["the bank raised rates today ."] * 3 + ["we sat by the river bank ."] * 3
-                                + ["a bank is a place ."]), encoding="utf-8")
-    out = tmp_path / "out"
-    code = main(["contextuality", "--model", "glove-6b-50d", "--corpus", str(corpus), "--min-occurrences", "3",
-                 "--out", str(out)])
+    corpus.write_text(
+        "\n".join(["the bank raised rates today ."] * 3 + ["we sat by the river bank ."] * 3 + ["a bank is a place ."]),
+        encoding="utf-8",
+    )
+    runs = tmp_path / "runs"
+    code = main(
+        [
+            "contextuality",
+            "--model",
+            "glove-6b-50d",
+            "--corpus",
+            str(corpus),
+            "--min-occurrences",
+            "3",
+            "--results",
+            str(runs),
+        ]
+    )
     assert code == 0
-    df = load_results(out / "runs")
+    assert "self_similarity_adj" in capsys.readouterr().out  # the summary table per layer
+    df = load_results(runs)
     assert set(df["probe"]) == {"contextuality"} and set(df["layer"]) == {"0"}
     assert df.loc[df.metric == "self_similarity", "value"].item() == 1.0
-    saved = json.loads(next((out / "runs").glob("*.json")).read_text())
+    saved = json.loads(next(runs.glob("*.json")).read_text())
     assert saved["command"].startswith("python -m probes contextuality") and saved["extra"]["words_measured"] >= 2
-    assert "Self-similarity" in (out / "tables.md").read_text()
+    assert saved["dataset"].startswith("corpus-") and saved["params"]["limit"] == 2000
+    tables = write_tables(runs, tmp_path / "report").read_text()
+    assert f"Command: `{saved['command']}`" in tables and "| glove-6b-50d | corpus-" in tables
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--min-occurrences", "1"], "at least 2 sentences"),
-    (["--corpus", "/no/such/file.txt"], "no such file"),
-    (["--words", "zzzzqqq"], "No word among"),
-    (["--pairs", "0"], "positive"),
-])
+def test_reproduce_and_sweep_run_it_on_every_layer(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                "reproduce",
+                "--models",
+                "glove-6b-50d,elmo-small",
+                "--probes",
+                "contextuality",
+                "--limit",
+                "40",
+                "--min-occurrences",
+                "3",
+                "--threads",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    df = load_results(out / "contextuality" / "runs")  # its own folder and report (ProbeSpec.report) ...
+    assert set(df.probe) == {"contextuality"} and set(df.dataset) == {"semcor-first40"}
+    assert "| elmo-small | semcor-first40 |" in (out / "contextuality" / "tables.md").read_text()
+    assert "Self-similarity" not in (out / "tables.md").read_text()  # ... never in OUT/tables.md
+    for model, layers in (("glove-6b-50d", {"0"}), ("elmo-small", {"0", "1", "2"})):
+        part = df[df.model == model]
+        assert set(part.layer) == layers and (part.groupby("layer").metric.nunique() == len(TITLES)).all()
+    assert (
+        main(
+            [
+                "sweep",
+                "--models",
+                "glove-6b-50d",
+                "--probes",
+                "contextuality",
+                "--limit",
+                "40",
+                "--min-occurrences",
+                "3",
+                "--results",
+                str(tmp_path / "sweep"),
+            ]
+        )
+        == 0
+    )
+    swept = load_results(tmp_path / "sweep")
+    mine = df[df.model == "glove-6b-50d"].set_index(["layer", "metric"]).value
+    assert swept.set_index(["layer", "metric"]).value.sort_index().equals(mine.sort_index())  # the same numbers
+
+
+def test_the_committed_report_renders_byte_identical_from_its_runs(tmp_path):
+    shutil.copytree(COMMITTED / "runs", tmp_path / "runs")
+    write_tables(tmp_path / "runs", tmp_path)
+    committed = sorted(p.name for p in COMMITTED.iterdir() if p.suffix in (".md", ".csv") and p.name != "README.md")
+    assert len(committed) == len(TITLES) + 1
+    for name in committed:
+        assert (tmp_path / name).read_bytes() == (COMMITTED / name).read_bytes(), name
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--min-occurrences", "1"], "at least 2 sentences"),
+        (["--corpus", "/no/such/file.txt"], "no such file"),
+        (["--words", "zzzzqqq"], "No word among"),
+        (["--pairs", "0"], "positive"),
+    ],
+)
 def test_bad_requests_end_with_one_error_line(args, fragment, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
     code = main(["contextuality", "--model", "glove-6b-50d", "--limit", "40", "--results", str(tmp_path), *args])
@@ -137,3 +245,24 @@ def test_semcor_sentences_split_multiword_tokens():
     name, sentences = semcor_sentences(5)
     assert name == "semcor-first5" and len(sentences) == 5
     assert not any("_" in w for s in sentences for w in s)
+
+
+def test_the_upload_tab_previews_and_runs_a_corpus_file(tmp_path, monkeypatch):
+    """Its optional corpus file makes it a task of the Probes page's "Your data" tab, with no probe name there."""
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    at = open_page("probes", tab="Your data")
+    at.radio(key="up_task").set_value("contextuality").run()
+    at.number_input(key="up_contextuality_min_occurrences").set_value(3)
+    at.file_uploader(key="up_contextuality_corpus").upload(
+        "bank.txt", b"the bank is here .\n" * 3 + b"a river bank .\n"
+    )
+    at.run()
+    assert_ok(at)
+    counts = next(d.value for d in at.dataframe if "words measured" in d.value.columns)
+    assert counts.iloc[0][["sentences", "words", "words measured"]].tolist() == [4, 19, 4]  # the, bank, is, here
+    at.selectbox(key="up_model").set_value("glove-6b-50d")
+    at.button(key="up_run").click().run()
+    assert_ok(at)
+    assert "done; saved to cache/results" in texts(at.success)
+    saved = json.loads(next((tmp_path / "cache" / "results").glob("glove-6b-50d__contextuality__*.json")).read_text())
+    assert saved["dataset"].startswith("bank-") and saved["extra"]["words_measured"] == 4

@@ -11,18 +11,15 @@ import pytest
 import torch
 
 from models.base import ModelLoadError
-from models.elmo.checkpoint import load_bilm, load_language_model, save_bilm, save_language_model
+from models.elmo.checkpoint import load_bilm, load_language_model, save_language_model
 from models.elmo.embedder import ElmoEmbedder, load_elmo_asset
 from models.elmo.hdf5_io import export_hdf5, load_bilm_from_hdf5, lstm_dataset_prefix
-from models.elmo.modeling_elmo import (
-    BiLMLanguageModel,
-    Elmo,
-    ElmoBiLm,
-    ElmoCharacterMapper,
-    Highway,
-    LstmCellWithProjection,
-    batch_to_ids,
-)
+from models.registry import get_spec, load_spec
+from models.elmo.bilm import Elmo, ElmoBiLm
+from models.elmo.char_cnn import Highway
+from models.elmo.characters import ElmoCharacterMapper, batch_to_ids
+from models.elmo.lm import BiLMLanguageModel
+from models.elmo.lstm import LstmCellWithProjection, _reverse_padded
 
 torch.set_num_threads(1)
 
@@ -153,8 +150,6 @@ def test_fused_kernel_equals_explicit_loop_and_padding_is_ignored():
 
 
 def _rev(x, lengths):
-    from models.elmo.modeling_elmo import _reverse_padded
-
     return _reverse_padded(x, lengths)
 
 
@@ -270,8 +265,8 @@ def test_safetensors_checkpoint_round_trip_and_errors(tmp_path):
     assert torch.allclose(lm(ids, words)["loss"], lm2(ids, words)["loss"], atol=1e-6)
     emb = load_elmo_asset("m", assets_dir=tmp_path, device="cpu")
     assert emb.num_layers == 3 and emb.dim == 2 * D
-    with pytest.raises(ModelLoadError, match="python -m models train elmo --config small"):
-        load_elmo_asset("elmo-small", assets_dir=tmp_path / "empty")
+    with pytest.raises(ModelLoadError, match="not found in .*Train it with: python -m models train elmo --config small"):
+        load_spec(get_spec("elmo-small"), assets_dir=tmp_path / "empty")   # the registry adds the train command
     st = tmp_path / "m" / "model.safetensors"
     st.write_bytes(st.read_bytes()[:100])
     with pytest.raises(ModelLoadError, match="model.safetensors"):

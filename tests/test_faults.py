@@ -166,10 +166,11 @@ def test_non_finite_values_in_a_cached_layer_are_refused(tmp_path, caplog):
 
 
 def test_cli_reports_non_finite_vectors_as_an_error(tmp_path, monkeypatch, capsys):
+    import probes.run as run_path
     from probes import cli
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
-    monkeypatch.setattr(cli, "load", lambda name, device: PoisonEmbedder(np.nan))
+    monkeypatch.setattr(run_path, "load_model", lambda name, device=None: PoisonEmbedder(np.nan))
     code = cli.main(["pos", "--model", "random-test", "--limit", "5", "--results", str(tmp_path / "r"),
                      "--threads", "1"])
     err = capsys.readouterr().err
@@ -386,12 +387,12 @@ def test_unwritable_cache_with_nothing_cached_computes_in_memory(tmp_path, caplo
 def test_full_disk_when_reserving_space_computes_in_memory(tmp_path, caplog, monkeypatch):
     import errno
 
-    from features import extract as features
+    from features import build
 
     def full(path):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(features, "reserve", full)
+    monkeypatch.setattr(build, "reserve", full)
     emb = RandomEmbedder()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         f = _get(emb, tmp_path)

@@ -1,17 +1,27 @@
-"""The Layer profile page under Streamlit's AppTest, on the committed results and real models."""
+"""The Layer profile page under Streamlit's AppTest, on the committed results and real models; the
+contextuality and CKA probes as tabs of the Probes page."""
+
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+
+from models.registry import load_embedder
+from probes.registry import RunContext, get_probe
+from probes.results import save_result
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 300
 
 
-def open_page() -> AppTest:
+def open_page(name: str = "layer_profile", **params: str) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
-    at.switch_page("app_pages/layer_profile.py").run()
+    at.query_params.clear()
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(f"app_pages/{name}.py").run()
     assert_ok(at)
     return at
 
@@ -45,7 +55,7 @@ def test_profile_summary_and_cka_heatmaps():
     before = len(charts(at))
     at.button(key="lp_cka_go").click().run()
     assert_ok(at)
-    assert len(charts(at)) == before + 3   # within A, within B, A × B
+    assert len(charts(at)) == before + 3  # within A, within B, A × B
 
 
 def test_same_model_gives_one_heatmap():
@@ -66,8 +76,33 @@ def test_contextuality_curves_from_the_committed_run():
     assert_ok(at)
     metric = at.selectbox(key="lp_ctx_metric")
     assert metric.value == "self_similarity_adj"
-    assert "Anisotropy: mean cosine of random occurrence pairs" in metric.options   # options show the titles
-    assert any("No per-layer probe results" in i.value for i in at.info)   # this folder holds contextuality only
+    assert "Anisotropy: mean cosine of random occurrence pairs" in metric.options  # options show the titles
+    assert any("No per-layer probe results" in i.value for i in at.info)  # this folder holds contextuality only
     assert at.selectbox(key="lp_ctx_dataset").value == "semcor-first2000"
     metric.set_value("anisotropy").run()
     assert_ok(at)
+
+
+def test_contextuality_and_cka_are_tabs_of_the_probes_page(tmp_path, monkeypatch):
+    """Their saved results are drawn by the page's generic per-layer chart, on their own fixed axes."""
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
+    elmo, ctx = load_embedder("elmo-small"), RunContext(limit=30, show_progress=False)
+    for name, options in (("contextuality", {"min_occurrences": 3}), ("cka", {"max_vectors": 200})):
+        spec = get_probe(name)
+        save_result(spec.run(elmo, None, ctx, **spec.options_from(options)).stamped(), tmp_path / "results")
+    for tab, title, y_range in (
+        ("Contextuality", "Contextuality: self_similarity_adj on semcor-first30, by layer", [-1, 1]),
+        ("CKA", "CKA: cka_0 on semcor-first30, by layer", [0, 1]),
+    ):
+        at = open_page("probes", saved=tab)
+        mine = next(o for o in at.selectbox(key="probe_results_dir").options if str(tmp_path) in o)
+        at.selectbox(key="probe_results_dir").set_value(mine).run()
+        assert_ok(at)
+        fig = next(
+            f for f in (json.loads(c.proto.spec) for c in charts(at)) if f["layout"]["title"]["text"].startswith(title)
+        )
+        assert [t.get("name") for t in fig["data"]] == ["elmo-small"] and fig["layout"]["yaxis"]["range"] == y_range
+        table = next(d.value for d in at.dataframe if "elmo-small" in d.value.index)  # model × layer
+        assert list(table.columns) == ["0", "1", "2"]
+        if tab == "CKA":
+            assert table.loc["elmo-small", "0"] == "1.00"  # layer 0 with itself

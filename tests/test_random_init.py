@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from models.base import ModelLoadError, UnknownModelError
-from models.random_init import load_random, parse_random, randomize
-from models.registry import get_spec, load_embedder
+from models.random_init import PREFIX, parse_random, random_name
+from models.registry import get_spec, load_embedder, load_spec
 
 SENTENCES = [["The", "bank", "closed", "early", "."], ["We", "walked", "along", "the", "river", "bank"]]
 
@@ -19,11 +19,10 @@ def vectors(emb) -> np.ndarray:
 @pytest.mark.parametrize("base", ["minilm", "elmo-small", "gpt-small"])
 def test_random_weights_are_seeded_shaped_like_the_model_and_differ_from_it(base):
     trained = load_embedder(base)
-    one, again = load_random(base, 1), load_random(base, 1)
-    spec = get_spec(base)
-    two = spec.resolve_loader()(**spec.kwargs)
+    one, again = load_spec(get_spec(random_name(base, 1))), load_spec(get_spec(f"{PREFIX}{base}@1"))
+    two = load_spec(get_spec(base))
     rng_before = torch.random.get_rng_state()
-    randomize(two, 2)
+    two.reinitialise(2)
     assert torch.equal(torch.random.get_rng_state(), rng_before)   # the caller's random state is untouched
     t, a, b, c = vectors(trained), vectors(one), vectors(again), vectors(two)
     assert a.shape == t.shape == (trained.num_layers, 11, trained.dim)
@@ -42,11 +41,13 @@ def test_random_weights_are_seeded_shaped_like_the_model_and_differ_from_it(base
 
 def test_reference_form_works_wherever_a_name_does():
     spec = get_spec("random:minilm@3")
-    assert (spec.family, spec.layers, spec.dim) == ("bert", 7, 384)
-    assert spec.kwargs == {"base": "minilm", "seed": 3, "name": "random:minilm@3"}
+    base = get_spec("minilm")
+    assert (spec.family, spec.layers, spec.dim, spec.loader) == ("bert", 7, 384, base.loader)
+    assert (spec.random_seed, base.random_seed, spec.name) == (3, None, "random:minilm@3")
     emb = load_embedder("random:minilm@3")
     assert emb.name == "random:minilm@3" and emb is load_embedder("random:minilm@3")
-    assert get_spec("random:minilm").kwargs["seed"] == 0
+    assert emb.random_init == 3 and load_embedder("minilm").random_init is None
+    assert get_spec("random:minilm").random_seed == 0 and random_name("minilm") == "random:minilm@0"
 
 
 @pytest.mark.parametrize("text, fragment", [
@@ -58,6 +59,15 @@ def test_reference_form_works_wherever_a_name_does():
 def test_bad_random_references_give_one_clear_error(text, fragment):
     with pytest.raises(ModelLoadError, match=fragment):
         get_spec(text)
+
+
+def test_only_a_reinitialisable_embedder_is_re_drawn():
+    static = load_embedder("glove-6b-50d")
+    with pytest.raises(ModelLoadError, match="no layers to re-initialise"):
+        load_spec(get_spec("glove-6b-50d")).reinitialise(0)
+    with pytest.raises(ValueError, match="whole number"):
+        load_spec(get_spec("glove-6b-50d")).reinitialise(-1)
+    assert static.random_init is None and not get_spec("glove-6b-50d").reinitialisable
 
 
 def test_unknown_base_model_is_named():

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from models.base import ModelLoadError, default_device
-from models.registry import ASSETS, load_embedder
+from models.assets import ASSETS
+from models.registry import get_spec, load_embedder, load_spec
 from models.static import (OutOfVocabularyError, StaticEmbedder, SubwordNgrams, load_static_asset,
                            load_static_dir, load_vectors_file, save_static_dir)
 
@@ -207,8 +208,11 @@ def test_corrupt_checkpoints_give_clear_errors(tmp_path):
     (d / "model_card.json").write_text("{not json")
     with pytest.raises(ModelLoadError, match="Corrupt model card"):
         load_static_dir(d)
-    with pytest.raises(ModelLoadError, match="python -m models train word2vec"):
+    with pytest.raises(ModelLoadError, match="No checkpoint for 'word2vec-sg'") as err:
         load_static_asset("word2vec-sg", assets_dir=tmp_path / "nowhere")
+    assert "Train it with" not in str(err.value)   # a loader does not know the registry …
+    with pytest.raises(ModelLoadError, match="No checkpoint .*Train it with: python -m models train word2vec$"):
+        load_spec(get_spec("word2vec-sg"), assets_dir=tmp_path / "nowhere")   # … the registry adds it
 
 
 def test_corrupt_ngrams_file(tmp_path):

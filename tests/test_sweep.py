@@ -17,15 +17,16 @@ from cluster.plan import SweepTask, finished, plan_sweep
 from cluster.shards import plan_shards
 from cluster.sweep import run_sweep
 from cluster.tasks import TaskEnv
+from features.extract import get_features
 from models.registry import load_embedder
 from models.tiny import make_tiny_checkpoint
-from probes.cli import main
-from features.extract import get_features
+from probes.__main__ import main  # the program: probes.cli plus sweep and extract
 
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory):
-    return str(make_tiny_checkpoint("bert", tmp_path_factory.mktemp("models") / "tiny-bert", layers=2, hidden=32, heads=2))
+    path = tmp_path_factory.mktemp("models") / "tiny-bert"
+    return str(make_tiny_checkpoint("bert", path, layers=2, hidden=32, heads=2))
 
 
 def entry_bytes(directory):

@@ -15,7 +15,9 @@ import pytest
 import torch
 
 from models.base import ModelLoadError
-from models.transformer import BertEmbedder, GptEmbedder, load_minilm
+from models import DEFAULT_MODEL
+from models.registry import get_spec, load_spec
+from models.transformer import BertEmbedder, GptEmbedder
 
 torch.set_num_threads(2)
 
@@ -33,12 +35,12 @@ def brown_sents(data_root) -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def minilm() -> BertEmbedder:
-    return load_minilm()
+    return load_spec(get_spec(DEFAULT_MODEL))
 
 
 @pytest.fixture(scope="module")
 def minilm_first() -> BertEmbedder:
-    return load_minilm(pooling="first")
+    return load_spec(get_spec(DEFAULT_MODEL), pooling="first")
 
 
 def naive_word_vectors(emb, words: list[str], pooling: str = "mean") -> np.ndarray:
@@ -129,7 +131,7 @@ def test_deterministic_and_batch_independent(minilm, brown_sents):
 
 def test_batched_equals_naive_one_sentence_at_a_time(brown_sents):
     # a small token budget forces several padded batches of mixed lengths; results must come back in order
-    emb = load_minilm()
+    emb = load_spec(get_spec(DEFAULT_MODEL))
     emb.max_tokens = 200
     sents = brown_sents[:16]
     rows, _ = emb._rows(sents)

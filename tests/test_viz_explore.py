@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from viz.corpus_search import corpus_index, hits_frame, nearest, same_sense_share
+from features import FeatureCacheError
+from viz.corpus_search import corpus_index, corpus_vectors, hits_frame, nearest, rows_vectors, same_sense_share
 from viz.occurrence_figures import MIXED, occurrence_scatter
 from viz.points import collapse, colour_groups, genre_of, occurrence_metadata, search_mask
 from viz.polysemy import Occurrence, separability_problem
@@ -171,25 +172,29 @@ def test_semcor_occurrences_read_from_the_feature_cache_equal_their_embedding(tm
     cache are the vectors that embedding their sentences gives (up to the cache's float16), and no cache
     means no fast path (nothing is extracted behind the user's back)."""
     from corpora.semcor import load_semcor
+    from features import get_features, has_layers, open_layer
     from models.registry import load_embedder
-    from features.extract import get_features
-    from probes.tasks.wsd.data import semcor_view
-    from viz.corpus_search import DATASET_KEY, rows_vectors, semcor_features
+    from probes.tasks.wsd.sources import builtin_train
     from viz.polysemy import build_lemma_index, occurrence_vectors, semcor_occurrences
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
     glove = load_embedder("glove-6b-50d")
-    assert semcor_features(glove) is None
-    layout, keep, _keys, _n = semcor_view(None)
-    get_features(glove, DATASET_KEY, layout.sentences, None, keep=keep, show_progress=False)
-    found = semcor_features(glove)
-    assert found is not None
+    split = builtin_train(None)
+    assert not has_layers(glove, split.feature_key, [0])
+    with pytest.raises(FeatureCacheError, match="not in the feature cache"):
+        open_layer(glove, split.feature_key, 0)
+    get_features(glove, split.feature_key, split.layout.sentences, None, keep=split.keep, show_progress=False)
+    assert has_layers(glove, split.feature_key, range(glove.num_layers))
     sentences, _ = load_semcor()
     index = corpus_index(sentences)
     occs = [o for word in ("bank", "new_york", "take") for o in
             semcor_occurrences(sentences, build_lemma_index(sentences), word, cap=15)[0]]
     assert any(o.end - o.start > 1 for o in occs)            # a multiword token: the mean of its pieces
-    cached = rows_vectors(*found, [index.row_of(*o.ref) for o in occs])
+    rows = [index.row_of(*o.ref) for o in occs]
+    cached = rows_vectors(split.layout, lambda j: open_layer(glove, split.feature_key, j), glove.num_layers, rows)
+    Xn = corpus_vectors(split.layout, lambda j: open_layer(glove, split.feature_key, j), 0)   # the search matrix
+    assert Xn.shape == (len(index), 50)
+    assert np.allclose(Xn[rows], cached[0] / np.linalg.norm(cached[0], axis=1, keepdims=True), atol=1e-6)
     embedded = occurrence_vectors(lambda sents: [o.vectors for o in glove.embed(sents)], occs)
     assert cached.shape == embedded.shape == (1, len(occs), 50)
     assert np.allclose(cached, embedded, rtol=2e-3, atol=2e-3)

@@ -8,6 +8,7 @@ import pytest
 from corpora.paths import REPO_ROOT
 from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
 from probes.results import load_extras, load_results
+from models.random_init import is_random
 from viz.profile import (choice_label, cka_heatmap, contextuality_metrics, profile_choices, profile_figure,
                          summary_frame)
 
@@ -29,7 +30,7 @@ def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():
                        "metric": "accuracy", "layer": ["0", "1", "2"] * 2, "value": [90, 92, 91, 60, 55, 50],
                        "n": 1000, "lo": [89, 91, 90, np.nan, np.nan, np.nan], "hi": [91, 93, 92, np.nan, np.nan, np.nan]})
     prof = layer_profile(df, "pos", "d", "accuracy")
-    fig = profile_figure(prof, title="t <b>", y_title="accuracy")
+    fig = profile_figure(prof, title="t <b>", y_title="accuracy", dashed=is_random)
     trained, random = fig.data
     assert list(trained.x) == [0, 0.5, 1] and list(trained.y) == [90, 92, 91]
     assert trained.line.dash == "solid" and random.line.dash == "dash"

@@ -10,7 +10,7 @@ att arrays are (layers, heads, n, n) with rows (queries) summing to 1.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -87,9 +87,9 @@ def mosaic(att: np.ndarray, gap: int = 1) -> np.ndarray:
     L, H, n, _ = att.shape
     step = n + gap
     z = np.full((L * step - gap, H * step - gap), np.nan, np.float32)
-    for l in range(L):
+    for li in range(L):
         for h in range(H):
-            z[l * step:l * step + n, h * step:h * step + n] = att[l, h]
+            z[li * step:li * step + n, h * step:h * step + n] = att[li, h]
     return z
 
 
@@ -117,12 +117,12 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, hei
         customdata=np.stack([ls.ravel() + 1, hs.ravel() + 1], -1),
         hovertemplate="layer %{customdata[0]}, head %{customdata[1]}: click to open<extra></extra>", **FAST))
     if selected is not None:
-        l, h = selected[0] - 1, selected[1] - 1
-        fig.add_shape(type="rect", x0=h * step - 0.9, x1=h * step + n - 0.1, y0=l * step - 0.9, y1=l * step + n - 0.1,
+        li, h = selected[0] - 1, selected[1] - 1
+        fig.add_shape(type="rect", x0=h * step - 0.9, x1=h * step + n - 0.1, y0=li * step - 0.9, y1=li * step + n - 0.1,
                       line=dict(color="#d62728", width=3))
     fig.update_xaxes(tickvals=[h * step + centre for h in range(H)], ticktext=[f"H{h + 1}" for h in range(H)],
                      showgrid=False, zeroline=False, range=[-1, H * step - gap], fixedrange=True)
-    fig.update_yaxes(tickvals=[l * step + centre for l in range(L)], ticktext=[f"L{l + 1}" for l in range(L)],
+    fig.update_yaxes(tickvals=[li * step + centre for li in range(L)], ticktext=[f"L{li + 1}" for li in range(L)],
                      showgrid=False, zeroline=False, range=[L * step - gap, -1], fixedrange=True)
     fig.update_layout(template=TEMPLATE, height=height, margin=dict(l=10, r=10, t=28, b=10),
                       dragmode=False, hovermode="closest", clickmode="event+select")

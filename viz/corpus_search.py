@@ -1,13 +1,15 @@
 """Corpus search (exBERT's idea): the nearest contextual neighbours of one vector among ALL of SemCor's
 sense-tagged occurrences at one layer, with their WordNet senses.
 
-The vectors come from the feature cache the WSD probe fills (``probes.tasks.wsd.data.semcor_view`` and
-``get_features(embedder, "semcor-tagged", ...)``): one row per sense-tagged SemCor token (225,415),
-the mean of its pieces, in corpus order. After ``python -m probes wsd --model M`` (or the app's
-"Build the index" button) a search reads one layer file and is one matrix-vector product.
+The vectors are those of the WSD probe's training split (``probes.tasks.wsd.sources.builtin_train``:
+its piece ``layout``, its feature-cache key and kept rows): one row per sense-tagged SemCor token
+(225,415), the mean of its pieces, in corpus order. The page supplies them as a callback
+``piece_rows(layer)`` (``features.get_features`` with the page's model), so nothing here imports the
+models or the feature cache. After ``python -m probes wsd --model M`` (or the app's "Build the index"
+button) a search reads one layer file and is one matrix-vector product.
 
     index = corpus_index(sentences)                      # SemCor sentences in load_semcor() order
-    Xn = corpus_vectors(embedder, layer)                 # (225415, dim) float32 unit rows
+    Xn = corpus_vectors(layout, piece_rows, layer)       # (225415, dim) float32 unit rows
     hits = nearest(Xn, query_vector, k=20, exclude=index.row_of(si, ti))
     frame = hits_frame(hits, index, sentences, sense_name)
     frame["sense"].value_counts()                        # the page draws it as a histogram
@@ -17,8 +19,9 @@ per (model, layer).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -28,8 +31,12 @@ from viz.points import genre_of
 from viz.polysemy import key_pos
 from viz.text import shorten
 
-DATASET_KEY = "semcor-tagged"   # the WSD probe's entry: searching reuses its cache and vice versa
-ProgressFn = Callable[[float, str], None]
+if TYPE_CHECKING:   # the layout module imports torch; only its type is named here
+    from probes.tasks.wsd.layout import PieceLayout
+
+#: ``piece_rows(layer)``: the (rows, dim) stored rows of the WSD probe's SemCor feature-cache entry at
+#: ``layer``, one per piece of a sense-tagged token (the app reads them with ``features.get_features``).
+PieceRows = Callable[[int], np.ndarray]
 
 
 @dataclass
@@ -70,45 +77,18 @@ def _unit(X: np.ndarray) -> np.ndarray:
     return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
 
 
-def is_cached(embedder, layer: int, root=None) -> bool:
-    """Whether the feature cache already holds SemCor at ``layer`` for this model (no extraction needed)."""
-    from features.store import feature_dir, read_meta
-
-    directory = feature_dir(embedder.fingerprint(), DATASET_KEY, root)
-    meta = read_meta(directory) if directory.is_dir() else None
-    return bool(meta) and (directory / f"layer_{int(layer)}.npy").is_file()
+def corpus_vectors(layout: PieceLayout, piece_rows: PieceRows, layer: int) -> np.ndarray:
+    """(N, dim) float32 unit vectors of every sense-tagged SemCor token at ``layer``: the mean of its
+    pieces' rows ``piece_rows(layer)`` (``layout``: the WSD probe's SemCor layout)."""
+    return _unit(layout.token_vectors(piece_rows(int(layer))))
 
 
-def corpus_vectors(embedder, layer: int, *, progress: ProgressFn | None = None, root=None) -> np.ndarray:
-    """(N, dim) float32 unit vectors of every sense-tagged SemCor token at ``layer`` (cache, or extracted now)."""
-    from features.extract import get_features
-    from probes.tasks.wsd.data import semcor_view
-
-    layout, keep, _keys, _n = semcor_view(None)
-    feats = get_features(embedder, DATASET_KEY, layout.sentences, [int(layer)], keep=keep, progress=progress,
-                         show_progress=False, root=root)
-    return _unit(layout.token_vectors(feats.layer(int(layer))))
-
-
-def semcor_features(embedder, root=None):
-    """(layout, Features) of the WSD probe's SemCor cache when it holds *every* layer of ``embedder``,
-    else None — nothing is extracted here (the Polysemy explorer then embeds its sentences itself)."""
-    from features.extract import get_features
-    from probes.tasks.wsd.data import semcor_view
-
-    if not all(is_cached(embedder, j, root) for j in range(embedder.num_layers)):
-        return None
-    layout, keep, _keys, _n = semcor_view(None)
-    return layout, get_features(embedder, DATASET_KEY, layout.sentences, None, keep=keep, show_progress=False,
-                                root=root)
-
-
-def rows_vectors(layout, features, rows: Sequence[int]) -> np.ndarray:
+def rows_vectors(layout: PieceLayout, piece_rows: PieceRows, num_layers: int, rows: Sequence[int]) -> np.ndarray:
     """(layers, len(rows), dim) float32: corpus rows ``rows`` at every layer, each the mean of its
     pieces — what ``viz.polysemy.occurrence_vectors`` computes for a SemCor occurrence, read from the
     cache (float16-rounded, as the WSD probe reads it) instead of embedding its sentence."""
     sub = layout.subset(rows)
-    return np.stack([sub.token_vectors(features.layer(j)) for j in range(features.num_layers)]).astype(np.float32)
+    return np.stack([sub.token_vectors(piece_rows(j)) for j in range(num_layers)]).astype(np.float32)
 
 
 def nearest(Xn: np.ndarray, query: np.ndarray, k: int = 20, exclude: int | None = None) -> list[tuple[int, float]]:

@@ -5,7 +5,7 @@ plotly renders a subset of HTML in labels and hover text.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,7 +13,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.attention import BLUES, FAST, TEMPLATE   # the explorer's fast figures: one template, one scale
+from viz.attention import BLUES, FAST, TEMPLATE  # the explorer's fast figures: one template, one scale
 from viz.text import escape_html, shorten
 
 PALETTE = px.colors.qualitative.Bold + px.colors.qualitative.Pastel + px.colors.qualitative.Safe
@@ -125,19 +125,19 @@ def attention_grid(att: np.ndarray, tokens: Sequence[str] | None = None, *, titl
         raise ValueError(f"Expected (layers, heads, n, n) attention, got shape {att.shape}")
     L, H = att.shape[:2]
     fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.006, vertical_spacing=0.012,
-                        row_titles=[f"L{l + 1}" for l in range(L)],
+                        row_titles=[f"L{li + 1}" for li in range(L)],
                         column_titles=[f"H{h + 1}" for h in range(H)])
     zmax = float(att.max()) if att.size else 1.0
     labels = unique_labels(tokens, 25) if tokens is not None else None
     if labels is not None and len(labels) != att.shape[-1]:
         raise ValueError(f"{len(labels)} tokens for attention over {att.shape[-1]} positions")
-    for l in range(L):
+    for li in range(L):
         for h in range(H):
             fig.add_trace(
-                go.Heatmap(z=att[l, h], x=labels, y=labels, coloraxis="coloraxis",
-                           hovertemplate=f"layer {l + 1}, head {h + 1}<br>query %{{y}} → key %{{x}}"
+                go.Heatmap(z=att[li, h], x=labels, y=labels, coloraxis="coloraxis",
+                           hovertemplate=f"layer {li + 1}, head {h + 1}<br>query %{{y}} → key %{{x}}"
                                          "<br>weight %{z:.2f}<extra></extra>"),
-                row=l + 1, col=h + 1,
+                row=li + 1, col=h + 1,
             )
     fig.update_xaxes(showticklabels=False, ticks="", showgrid=False)
     fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, autorange="reversed")

@@ -20,12 +20,12 @@ word lower-cased). Nothing here imports streamlit; the page caches ``from_upload
 """
 from __future__ import annotations
 
-from corpora.errors import RequestError
 import io
 import random
 from collections import Counter
 from dataclasses import dataclass
 
+from corpora.errors import RequestError
 from corpora.lexical_sample import LexicalItem, read_lexical_sample
 from viz.polysemy import Occurrence
 
@@ -56,7 +56,7 @@ class LexicalSampleSource:
 
     @classmethod
     def from_upload(cls, data: bytes, name: str = "upload.tsv",
-                    max_mb: float = MAX_UPLOAD_MB) -> "LexicalSampleSource":
+                    max_mb: float = MAX_UPLOAD_MB) -> LexicalSampleSource:
         """Parse uploaded bytes; ``DataFormatError`` (``name:line: …``) when malformed, UploadTooLarge when big."""
         if len(data) > max_mb * 2**20:
             raise UploadTooLarge(f"{name} is {len(data) / 2**20:.1f} MB; the limit is {max_mb:g} MB.")

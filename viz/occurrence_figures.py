@@ -15,11 +15,12 @@ User text (labels, hover) is escaped here: plotly renders a subset of HTML.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from viz.figures import PALETTE, _layout, layer_curves
 from viz.text import escape_html, shorten
@@ -130,8 +131,6 @@ def layer_measures_figure(df: pd.DataFrame, *, title: str | None = None, height:
 def hit_histograms(df: pd.DataFrame, columns: Sequence[str] = ("sense", "POS"), top: int = 8,
                    height: int = 300) -> go.Figure:
     """Horizontal bars: how many corpus hits have each value of ``columns`` (top values, rest pooled)."""
-    from plotly.subplots import make_subplots
-
     cols = [c for c in columns if c in df.columns]
     fig = make_subplots(rows=1, cols=max(1, len(cols)), subplot_titles=[escape_html(c) for c in cols],
                         horizontal_spacing=0.25)

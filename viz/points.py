@@ -21,11 +21,12 @@ concerns live here, none of them streamlit:
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from viz.polysemy import key_pos
 from viz.text import InputError
 
 #: Brown corpus genres (SemCor documents are named br-<letter><number>).
@@ -64,8 +65,6 @@ def collapse(X: np.ndarray, decimals: int = 5) -> tuple[np.ndarray, np.ndarray]:
 
 def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str]) -> pd.DataFrame:
     """One row per occurrence: sense (or label), POS, genre, sentence length, source, context."""
-    from viz.polysemy import key_pos   # the POS of a sense key
-
     rows = []
     for o in occs:
         key = o.keys[0] if getattr(o, "keys", ()) else None

@@ -10,13 +10,14 @@ the mean over the pieces, as in the WSD probe.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from corpora.types import SemcorSentence
+from probes.estimators.contextuality import word_profile
 from viz.projection import cosine_neighbours, nn_label_agreement
 from viz.text import ParsedText, shorten
 
@@ -200,8 +201,6 @@ def layer_measures(X: np.ndarray, occs: Sequence[Occurrence], *, with_agreement:
     """Per layer, long (layer, measure, value): 1-NN same sense and chance (``layer_agreement``), and how
     contextual the layer is for this word (Ethayarajh 2019, ``probes.estimators.contextuality.word_profile``):
     self-similarity and explainable variance, over one occurrence per distinct sentence."""
-    from probes.estimators.contextuality import word_profile
-
     parts = []
     if with_agreement:
         parts.append(layer_agreement(X, [o.group for o in occs]).melt(id_vars="layer", var_name="measure",
@@ -231,8 +230,3 @@ def neighbour_table(X_layer: np.ndarray, occs: Sequence[Occurrence], i: int, k: 
             "source": occs[j].source,
         })
     return pd.DataFrame(rows)
-
-
-def distinct_vectors(X_layer: np.ndarray, decimals: int = 5) -> int:
-    """How many different vectors a layer gives (1 per word form for a static model)."""
-    return len({tuple(np.round(v, decimals)) for v in np.asarray(X_layer)})

@@ -122,13 +122,14 @@ def small_sample_note(curves: pd.DataFrame, small_n: int = SMALL_N) -> str | Non
 
 def layer_probe_figure(curves: pd.DataFrame, base: pd.DataFrame | None = None, *, title: str,
                        y_title: str | None = None, metric: str = "accuracy", height: int = 440,
-                       small_n: int = SMALL_N) -> go.Figure:
+                       small_n: int = SMALL_N, y_range: tuple[float, float] | None = None) -> go.Figure:
     """Per-layer scores of each model, with their 95% intervals (``lo``/``hi``) as error bars, and
     each baseline as its own dashed series (a line across every layer, in the legend).
 
     curves: model, layer, value[, n, lo, hi]; base: label, value[, lo, hi] (``viz.results``).
     The y axis has the metric's unit and bounds (:func:`metric_axis`; a percentage spans at least
-    :data:`MIN_SPAN` points); a slice with fewer than ``small_n`` test instances says so in the title.
+    :data:`MIN_SPAN` points) unless ``y_range`` fixes it (``ChartSpec.y_range``: cosines, CKA); a slice
+    with fewer than ``small_n`` test instances says so in the title.
     """
     fig = go.Figure()
     layers = sorted(set(int(x) for x in curves["layer"])) or [0]
@@ -156,8 +157,8 @@ def layer_probe_figure(curves: pd.DataFrame, base: pd.DataFrame | None = None, *
     full_title = f"{title} — {note}, {intervals}" if note else title
     _layout(fig, full_title, height)
     fig.update_xaxes(dtick=1, title="layer", range=[x0 - 0.1, x1 + 0.1])
-    axis_title, y_range = metric_axis(metric, bounds)
-    fig.update_yaxes(title=y_title or axis_title, range=y_range)
+    axis_title, axis_range = metric_axis(metric, bounds) if y_range is None else (metric, list(y_range))
+    fig.update_yaxes(title=y_title or axis_title, range=axis_range)
     return fig
 
 

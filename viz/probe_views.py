@@ -40,7 +40,7 @@ def probe_view(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> 
     view = {"curves": curves, "base": base, "rows": rows,
             "rows_figure": named_rows_figure(rows, base, order=spec.chart.layer_order, metric=metric,
                                              title=f"{name}: {metric} on {dataset}") if not rows.empty else None,
-            "layer_figure": layer_probe_figure(curves, base, metric=metric,
+            "layer_figure": layer_probe_figure(curves, base, metric=metric, y_range=spec.chart.y_range,
                                                title=f"{name}: {metric} on {dataset}, by layer")
             if not curves.empty else None,
             "table": styled(wide_table(df[~df["model"].isin(list(spec.baseline_models))], spec.name, dataset,

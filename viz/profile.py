@@ -10,20 +10,21 @@ layer), the hover names the real layer, a model measured at one layer only is a 
 intervals (``lo``/``hi``) are drawn where the results have them. Random-weight models (``random:NAME@SEED``)
 are drawn dashed, as the baselines they are.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from probes.estimators.contextuality import METRICS as CONTEXTUALITY_METRICS
+from probes.tasks.contextuality import NAME as CONTEXTUALITY
 from viz.figures import PALETTE, _layout
 from viz.probe_figures import interval_error
 from viz.text import escape_html
 
-CONTEXTUALITY = "contextuality"
 #: metrics shown as profiles (a probe's first metric is its headline one)
 SKIPPED_METRICS = {"P", "R"}
 
@@ -50,43 +51,74 @@ def choice_label(choice: tuple[str, str, str]) -> str:
 def contextuality_metrics(df: pd.DataFrame) -> list[str]:
     """Contextuality metrics present, adjusted ones first (the ones Ethayarajh reads)."""
     present = set(df.loc[df["probe"] == CONTEXTUALITY, "metric"]) if not df.empty else set()
-    order = [m for m in CONTEXTUALITY_METRICS if m.endswith("_adj")] + [m for m in CONTEXTUALITY_METRICS
-                                                                         if not m.endswith("_adj")]
+    order = [m for m in CONTEXTUALITY_METRICS if m.endswith("_adj")] + [
+        m for m in CONTEXTUALITY_METRICS if not m.endswith("_adj")
+    ]
     return [m for m in order if m in present]
 
 
-def is_random(model: str) -> bool:
-    return str(model).startswith("random:")
+def profile_figure(profile: pd.DataFrame, *, title: str, y_title: str, height: int = 440,
+                   dashed: Callable[[str], bool] = lambda model: False) -> go.Figure:
+    """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns).
 
-
-def profile_figure(profile: pd.DataFrame, *, title: str, y_title: str, height: int = 440) -> go.Figure:
-    """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns)."""
+    dashed: which models draw dashed (the app passes ``models.random_init.is_random``: viz imports no models).
+    """
     fig = go.Figure()
     for k, (model, part) in enumerate(profile.groupby("model", sort=False)):
         part = part.sort_values("depth")
         color = PALETTE[k % len(PALETTE)]
         error = interval_error(part)
-        hover = [f"{escape_html(model)}<br>layer {l} of {L} (depth {d:.2f})<br>{y_title}: {v:.3f}"
-                 for l, L, d, v in zip(part["layer"], part["layers"], part["depth"], part["value"])]
-        fig.add_trace(go.Scatter(
-            x=part["depth"], y=part["value"], mode="lines+markers", name=escape_html(model),
-            line=dict(color=color, width=2.5, dash="dash" if is_random(model) else "solid"),
-            marker=dict(size=9), error_y=error, hovertext=hover, hoverinfo="text"))
+        hover = [
+            f"{escape_html(model)}<br>layer {layer} of {top} (depth {d:.2f})<br>{y_title}: {v:.3f}"
+            for layer, top, d, v in zip(part["layer"], part["layers"], part["depth"], part["value"], strict=True)
+        ]
+        fig.add_trace(
+            go.Scatter(
+                x=part["depth"],
+                y=part["value"],
+                mode="lines+markers",
+                name=escape_html(model),
+                line=dict(color=color, width=2.5, dash="dash" if dashed(model) else "solid"),
+                marker=dict(size=9),
+                error_y=error,
+                hovertext=hover,
+                hoverinfo="text",
+            )
+        )
     fig.update_xaxes(title="relative depth (layer / top layer)", range=[-0.05, 1.05], dtick=0.25)
     fig.update_yaxes(title=escape_html(y_title))
     return _layout(fig, title, height)
 
 
-def cka_heatmap(matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, title: str,
-                row_title: str = "layer", col_title: str = "layer", height: int = 420) -> go.Figure:
+def cka_heatmap(
+    matrix: np.ndarray,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    title: str,
+    row_title: str = "layer",
+    col_title: str = "layer",
+    height: int = 420,
+) -> go.Figure:
     """A CKA matrix (values in [0, 1]) as a heatmap with each cell's value written in it."""
     matrix = np.asarray(matrix, dtype=float)
     if matrix.shape != (len(rows), len(cols)):
         raise ValueError(f"CKA matrix of shape {matrix.shape} for {len(rows)} × {len(cols)} labels.")
-    fig = go.Figure(go.Heatmap(
-        z=matrix, x=[escape_html(c) for c in cols], y=[escape_html(r) for r in rows], zmin=0, zmax=1,
-        colorscale="Viridis", colorbar=dict(title="CKA"), text=np.round(matrix, 2), texttemplate="%{text}",
-        hovertemplate=f"{escape_html(row_title)} %{{y}} × {escape_html(col_title)} %{{x}}: CKA %{{z:.3f}}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            x=[escape_html(c) for c in cols],
+            y=[escape_html(r) for r in rows],
+            zmin=0,
+            zmax=1,
+            colorscale="Viridis",
+            colorbar=dict(title="CKA"),
+            text=np.round(matrix, 2),
+            texttemplate="%{text}",
+            hovertemplate=f"{escape_html(row_title)} %{{y}} × {escape_html(col_title)} %{{x}}: "
+            "CKA %{z:.3f}<extra></extra>",
+        )
+    )
     fig.update_xaxes(title=escape_html(col_title), type="category")
     fig.update_yaxes(title=escape_html(row_title), type="category", autorange="reversed")
     return _layout(fig, title, height)
@@ -95,8 +127,9 @@ def cka_heatmap(matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], *,
 def summary_frame(cog: pd.DataFrame, expected: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per model: centre of gravity (layers, depth) and, where the mix probe ran, the expected layer
     per task (columns ``expected layer (TASK)``)."""
-    out = cog.rename(columns={"layers": "top layer", "centre_of_gravity": "centre of gravity",
-                              "depth": "centre of gravity (depth)"})
+    out = cog.rename(
+        columns={"layers": "top layer", "centre_of_gravity": "centre of gravity", "depth": "centre of gravity (depth)"}
+    )
     if expected is not None and not expected.empty:
         wide = expected.pivot_table(index="model", columns="task", values="expected_layer", aggfunc="last")
         wide.columns = [f"expected layer ({t})" for t in wide.columns]

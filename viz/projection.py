@@ -46,12 +46,12 @@ def project(X: np.ndarray, method: str = "PCA", dims: int = 2, seed: int = 0) ->
         method, note = "PCA", f"{n} points are too few for t-SNE/UMAP; PCA is shown instead."
 
     if method == "PCA":
-        from sklearn.decomposition import PCA  # heavy: sklearn loads only when a projection is drawn
+        from sklearn.decomposition import PCA  # lazy: sklearn takes seconds to import; only a drawn projection needs it
 
         k = min(dims, n, X.shape[1])
         coords = PCA(n_components=k, random_state=seed).fit_transform(X)
     elif method == "t-SNE":
-        from sklearn.manifold import TSNE  # heavy: as above
+        from sklearn.manifold import TSNE  # lazy: sklearn, as above
 
         perplexity = float(min(30.0, max(2.0, (n - 1) / 3.0)))
         # 500 iterations (sklearn's default is 1000) and the exact gradient (faster than Barnes-Hut
@@ -59,7 +59,7 @@ def project(X: np.ndarray, method: str = "PCA", dims: int = 2, seed: int = 0) ->
         coords = TSNE(n_components=dims, perplexity=perplexity, init="pca", metric="cosine", max_iter=500,
                       method="exact" if n <= 500 else "barnes_hut", random_state=seed).fit_transform(X)
     else:
-        import umap  # heavy: numba compiles on first use (several seconds)
+        import umap  # lazy: umap (numba) takes seconds to import and compile
 
         coords = umap.UMAP(n_components=dims, n_neighbors=int(min(15, n - 1)), metric="cosine",
                            random_state=seed, init="random" if n <= dims + 1 else "spectral"

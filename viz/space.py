@@ -23,7 +23,7 @@ def parse_word_groups(text: str | None, max_words: int = MAX_MAP_WORDS) -> tuple
     groups: list[str] = []
     seen: set[str] = set()
     warnings: list[str] = []
-    for li, line in enumerate(l for l in text.splitlines() if l.strip()):
+    for li, line in enumerate(t for t in text.splitlines() if t.strip()):
         toks = [t for t in tokenize(line.replace(",", " ")) if any(ch.isalnum() for ch in t)]
         label = f"line {li + 1}: " + " ".join(toks[:3]) + (" …" if len(toks) > 3 else "")
         for t in toks:

@@ -29,11 +29,11 @@ import torch
 
 from corpora.digests import content_fingerprint, file_digests
 from models.assets import ASSETS, read_model_card
-from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device
+from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device, seeded
 from models.elmo.bilm import ElmoBiLm
 from models.elmo.characters import ElmoCharacterMapper
 from models.elmo.checkpoint import load_bilm
-from models.registry import train_command
+from models.spec import ELMO
 
 
 class ElmoEmbedder(Embedder):
@@ -66,7 +66,7 @@ class ElmoEmbedder(Embedder):
         self.half_on_cuda = half_on_cuda
         self._fp_extra = fingerprint_extra
         self._char_cache: dict[str, list[int]] = {}
-        self.info = ModelInfo(name=name, family="elmo", num_layers=bilm.num_layers, dim=2 * bilm.projection_dim,
+        self.info = ModelInfo(name=name, family=ELMO.name, num_layers=bilm.num_layers, dim=2 * bilm.projection_dim,
                               source=source, description=description, card=card or {})
         self.device = torch.device("cpu")
         self.dtype = torch.float32
@@ -84,6 +84,13 @@ class ElmoEmbedder(Embedder):
 
     def reset_states(self) -> None:
         """Stateful mode: the next ``embed`` starts from zero LSTM states (a fresh model)."""
+        self.bilm.reset_states()
+
+    def _redraw_weights(self, seed: int) -> None:
+        # A fresh biLM from the same options, as training starts from (models.random_init).
+        with seeded(seed):
+            fresh = ElmoBiLm(self.bilm.options)
+        self.bilm.load_state_dict(fresh.state_dict())
         self.bilm.reset_states()
 
     def _fingerprint_extra(self) -> str:
@@ -172,12 +179,9 @@ def load_elmo_asset(name: str = "elmo-small", device: str | torch.device | None 
                     assets_dir: str | Path | None = None, **kwargs) -> ElmoEmbedder:
     """Our own checkpoint in ``assets/<name>/`` (options.json + model.safetensors + model_card.json)."""
     path = Path(assets_dir) / name if assets_dir else ASSETS / name
-    command = train_command(name) or f"python -m models train elmo --name {name}"
     if not (path / "options.json").is_file() or not (path / "model.safetensors").is_file():
-        raise ModelLoadError(
-            f"ELMo asset '{name}' not found in {path} (needs options.json and model.safetensors). "
-            f"Train it with: {command}"
-        )
+        # models.registry.load_spec adds how to train it
+        raise ModelLoadError(f"ELMo asset '{name}' not found in {path} (needs options.json and model.safetensors).")
     bilm = load_bilm(path)
     card = read_model_card(path) or {}
     desc = "ELMo biLM (char-CNN + 2-layer LSTMP) trained here on the LM corpus"
@@ -196,7 +200,7 @@ def load_allennlp_elmo(options_path: str | Path, weights_path: str | Path, name:
     keys, a truncated hdf5, a missing dataset, or shapes that disagree with the options.
     ``kwargs``: ``ElmoEmbedder``'s (``max_tokens``, ``half_on_cuda``).
     """
-    # Imported here: h5py is only needed for original weights, not for the default ELMo asset.
+    # lazy: h5py (in hdf5_io) is only needed for original weights, not for the default ELMo asset.
     from models.elmo.hdf5_io import load_bilm_from_hdf5
 
     options_path, weights_path = Path(options_path), Path(weights_path)
@@ -249,12 +253,12 @@ def inspect_allennlp_elmo(options_path: str | Path, weights_path: str | Path) ->
     biLM datasets' shapes), size_bytes (both files). ModelLoadError as ``load_allennlp_elmo``,
     except for damage inside the weight data, which only loading reads.
     """
-    from models.elmo.hdf5_io import check_layout, open_weights, read_original_options
+    from models.elmo.hdf5_io import check_layout, open_weights, read_original_options   # lazy: h5py
 
     options_path, weights_path = Path(options_path), Path(weights_path)
     options = read_original_options(options_path)
     with open_weights(weights_path) as fin:
         shapes = check_layout(fin, weights_path, options)
-    return {"family": "elmo", "layers": options["lstm"]["n_layers"] + 1, "dim": 2 * options["lstm"]["projection_dim"],
+    return {"family": ELMO.name, "layers": options["lstm"]["n_layers"] + 1, "dim": 2 * options["lstm"]["projection_dim"],
             "params": sum(int(np.prod(shape)) for shape in shapes.values()),
             "size_bytes": options_path.stat().st_size + weights_path.stat().st_size}

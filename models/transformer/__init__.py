@@ -1,7 +1,7 @@
 """Transformer embedders (encoders and decoders, any local Hugging Face checkpoint) behind the common
 :class:`~models.base.Embedder` API.
 
-    emb = load_minilm()                                 # or load_hf_checkpoint("/path/to/any-checkpoint")
+    emb = load_hf_checkpoint("/path/to/any-checkpoint")   # or load_embedder("minilm") (models.registry)
     out = emb.embed([["The", "bank", "closed", "."]])
     out[0].vectors.shape                                # (7, 4, 384): layer 0 = embedding output
 
@@ -49,7 +49,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 #   tokens.py      special tokens and pre-split word alignment, read from the tokenizer
 #   pieces.py      word ↔ piece alignment, windows, batches, pooling weights, word attention
 #   embedder.py    TransformerEmbedder: the shared embed / piece_attention machinery, OOM back-off
-#   bert.py        BertEmbedder (encoders), load_minilm      gpt.py  GptEmbedder (decoders), load_gpt_asset
+#   bert.py        BertEmbedder (encoders), load_minilm(its pip folder)   gpt.py  GptEmbedder (decoders), load_gpt_asset
 #   auto.py        load_hf_checkpoint / inspect_checkpoint: any local checkpoint, class from its config
 from models.transformer.auto import architecture_role, inspect_checkpoint, load_hf_checkpoint  # noqa: E402
 from models.transformer.bert import BertEmbedder, load_minilm  # noqa: E402

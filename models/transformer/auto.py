@@ -25,6 +25,7 @@ from transformers import PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 from models.base import ModelLoadError, default_device
+from models.spec import BERT, GPT
 from models.transformer.bert import BertEmbedder
 from models.transformer.checkpoint import load_config
 from models.transformer.embedder import TransformerEmbedder
@@ -33,7 +34,7 @@ from models.transformer.memory import estimate_memory, header_tensors
 from models.transformer.refusals import check_weight_files, read_config, remote_code_reason
 
 ENCODER, DECODER, ENCODER_DECODER = "encoder", "decoder", "encoder-decoder"
-FAMILY = {ENCODER: "bert", ENCODER_DECODER: "bert", DECODER: "gpt"}
+FAMILY = {ENCODER: BERT.name, ENCODER_DECODER: BERT.name, DECODER: GPT.name}
 _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
@@ -48,6 +49,11 @@ def architecture_role(config: PretrainedConfig | dict) -> str:
     if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         return DECODER
     return ENCODER
+
+
+def family_of_config(path: str | Path) -> str:
+    """The family ("bert" or "gpt") of the checkpoint in folder ``path``, from its config.json only."""
+    return FAMILY[architecture_role(read_config(Path(path)))]
 
 
 def load_hf_checkpoint(path: str | Path, name: str | None = None, *, pooling: str = "mean", dtype: str = "auto",

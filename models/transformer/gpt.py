@@ -6,7 +6,7 @@ import numpy as np
 
 from models.assets import ASSETS, read_model_card
 from models.base import ModelLoadError
-from models.registry import train_command
+from models.spec import GPT
 from models.transformer.embedder import TransformerEmbedder
 from models.transformer.pieces import best_window_left
 
@@ -20,7 +20,7 @@ class GptEmbedder(TransformerEmbedder):
     BOS / EOS token (``<s>``, ``<|endoftext|>``), as GPT-2 is run; no EOS at the end. Attention is causal.
     """
 
-    family = "gpt"
+    family = GPT.name
     decoder = True
 
     def _bos(self) -> int | None:
@@ -35,9 +35,8 @@ class GptEmbedder(TransformerEmbedder):
 def load_gpt_asset(name: str = "gpt-small", pooling: str = "mean", device: str | None = None) -> GptEmbedder:
     """A GPT-2 checkpoint trained here, from ``assets/<name>/`` (see ``python -m models train gpt``)."""
     path = ASSETS / name
-    if not path.exists():
-        command = train_command(name) or f"python -m models train gpt --out assets/{name}"
-        raise ModelLoadError(f"{path} does not exist: train it with `{command}` (see docs/models.md).")
+    if not path.exists():   # models.registry.load_spec adds how to train it
+        raise ModelLoadError(f"{path} does not exist (see docs/models.md).")
     card = read_model_card(path) or {}
     return GptEmbedder(path, name=name, pooling=pooling, device=device, card=card,
                        description=f"GPT-2 architecture trained here ({card.get('params', '?')} parameters)")

@@ -24,6 +24,7 @@ import torch
 from transformers import PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
+from corpora.errors import RequestError
 from models.base import ModelLoadError
 from models.transformer.refusals import check_loading_info
 
@@ -93,15 +94,16 @@ def context_size(config: PretrainedConfig, model: torch.nn.Module, tokenizer_max
 
 
 def select_layers(layers: Sequence[int] | None, total: int, name: str) -> tuple[int, ...] | None:
-    """The model's own indices of the hidden states to keep (negative counts from the end); None = all."""
+    """The model's own indices of the hidden states to keep (negative counts from the end); None = all.
+    RequestError (a ``LabError``: one line on the command line and in the app) for a layer it does not have."""
     if layers is None:
         return None
     ids = []
     for i in layers:
         if isinstance(i, bool) or not hasattr(i, "__index__") or not -total <= int(i) < total:
-            raise ValueError(f"layers: {i!r} is not a layer of {name}, which has layers 0..{total - 1} "
+            raise RequestError(f"layers: {i!r} is not a layer of {name}, which has layers 0..{total - 1} "
                              f"(0 = embedding output).")
         ids.append(int(i) % total)
     if not ids or len(set(ids)) != len(ids):
-        raise ValueError(f"layers must name at least one layer, each once; got {list(layers)}")
+        raise RequestError(f"layers must name at least one layer, each once; got {list(layers)}")
     return tuple(ids)

@@ -72,7 +72,7 @@ def header_tensors(files: list[Path]) -> tuple[int, int]:
 
 
 def _meta_model_bytes(config: PretrainedConfig, dtype: torch.dtype) -> int:
-    from accelerate import init_empty_weights   # imported here: only estimates need it
+    from accelerate import init_empty_weights   # lazy: accelerate, only memory estimates need it
 
     with init_empty_weights(include_buffers=False):
         model = AutoModel.from_config(config, **init_kwargs(model_class(config)))

@@ -2,7 +2,8 @@
 
     cka_matrix([X0, X1, X2])               # (3, 3): every layer of one model against every other
     cka_matrix(layers_a, layers_b)         # (La, Lb): two models on the SAME words (row i = word i in both)
-    layer_cka(emb_a, emb_b, sentences)     # the same from two embedders and a list of sentences
+
+The ``cka`` probe (``probes.tasks.cka``) embeds a corpus and calls this.
 
 For representations X (n × p) and Y (n × q) of the same n words, both centred per column,
 
@@ -13,9 +14,10 @@ orthogonal transform and to an isotropic scaling of either side (not to any inve
 defined across different widths p ≠ q. Computed in feature space (p × p products), so cost grows with the
 number of words only linearly; float64 throughout.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -53,25 +55,3 @@ def cka_matrix(layers_a: Sequence[np.ndarray], layers_b: Sequence[np.ndarray] | 
                 continue
             out[i, j] = np.linalg.norm(Y.T @ X) ** 2 / (norm_a[i] * norm_b[j])
     return out
-
-
-def layer_cka(emb_a, emb_b, sentences: Sequence[Sequence[str]], max_words: int | None = 5000,
-              seed: int = 0) -> np.ndarray:
-    """CKA matrix between the layers of ``emb_a`` and ``emb_b`` (the same model: within it) on the words of
-    ``sentences``; at most ``max_words`` words (a seeded sample of rows, the same for both)."""
-    sentences = [list(map(str, s)) for s in sentences if len(s)]
-    if not sentences:
-        raise ValueError("CKA needs at least one sentence.")
-
-    def layers(emb) -> list[np.ndarray]:
-        outs = emb.embed(sentences)
-        return [np.concatenate([o.vectors[j] for o in outs]) for j in range(emb.num_layers)]
-
-    a = layers(emb_a)
-    b = a if emb_b is emb_a else layers(emb_b)
-    total = len(a[0])
-    if max_words is not None and total > max_words:
-        rows = np.sort(np.random.default_rng(seed).choice(total, size=max_words, replace=False))
-        a = [X[rows] for X in a]
-        b = a if emb_b is emb_a else [Y[rows] for Y in b]
-    return cka_matrix(a, None if emb_b is emb_a else b)

@@ -8,7 +8,7 @@ For ONE word (the Polysemy explorer calls this) — ``vectors`` is (layers, n oc
 For a corpus — per-layer arrays, the rows grouped by word and by sentence:
 
     selection = select_words(word_keys, sentence_of_row, min_occurrences=5, max_occurrences=50, seed=0)
-    row = layer_measures(X_layer, selection, sentence_of_row, offsets, rng_seed=0)   # one layer's measures
+    row = layer_measures(X_layer, selection, offsets)   # one layer's measures: metric -> (value, n)
 
 The measures, as Ethayarajh defines them, on the occurrences of a word w in n different sentences:
 
@@ -19,15 +19,16 @@ The measures, as Ethayarajh defines them, on the occurrences of a word w in n di
 - **maximum explainable variance (MEV)**: σ₁² / Σσᵢ², the share of the variance of w's (uncentred)
   occurrence matrix that its first principal direction explains (singular values of the n × dim matrix).
 
-Each is also given **adjusted for anisotropy**, by subtracting its baseline at that layer (as Ethayarajh does):
-the mean cosine between the vectors of uniformly random pairs of occurrences of different words in
-different sentences (``anisotropy``; the baseline of self- and intra-sentence similarity), and, for MEV, the MEV of uniformly
-random occurrence sets — here size-matched: for every word, as many random occurrences as the word has
+Each is also given **adjusted for anisotropy**, by subtracting its baseline at that layer (as Ethayarajh
+does): the mean cosine between the vectors of uniformly random pairs of occurrences of different words in
+different sentences (``anisotropy``; the baseline of self- and intra-sentence similarity), and, for MEV, the
+MEV of uniformly random occurrence sets — here size-matched: for every word, as many random occurrences as the word has
 (MEV of a few rows is high whatever they are, so the baseline must see the same n). A word keeps at most one
 occurrence per sentence ("in n unique contexts"); zero vectors (a static model's unknown word) are left out.
-The corpus runner (SemCor or any text) is ``probes.tasks.contextuality``; the command ``python -m probes
-contextuality`` is ``probes.tasks.contextuality_cli``.
+The probe (a corpus, SemCor or any text, every layer of a model; ``python -m probes contextuality``) is
+``probes.tasks.contextuality``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +37,11 @@ import numpy as np
 
 MEASURES = ("self_similarity", "intra_sentence_similarity", "explainable_variance")
 #: metric → the baseline it is adjusted by; "<metric>_adj" = metric − baseline.
-BASELINE_OF = {"self_similarity": "anisotropy", "intra_sentence_similarity": "anisotropy",
-               "explainable_variance": "mev_baseline"}
+BASELINE_OF = {
+    "self_similarity": "anisotropy",
+    "intra_sentence_similarity": "anisotropy",
+    "explainable_variance": "mev_baseline",
+}
 METRICS = (*MEASURES, "anisotropy", "mev_baseline", *(f"{m}_adj" for m in MEASURES))
 
 
@@ -66,7 +70,7 @@ def explainable_variance(X: np.ndarray) -> float:
     if len(X) == 0:
         return float("nan")
     sv = np.linalg.svd(X, compute_uv=False)
-    return float(sv[0] ** 2 / np.sum(sv ** 2))
+    return float(sv[0] ** 2 / np.sum(sv**2))
 
 
 def intra_sentence_similarity(X: np.ndarray) -> float:
@@ -90,8 +94,10 @@ def word_profile(vectors: np.ndarray) -> dict[str, np.ndarray]:
         raise ValueError(f"word_profile needs (layers, occurrences, dim) vectors, got shape {vectors.shape}.")
     if vectors.shape[1] < 2:
         raise ValueError("Self-similarity needs at least 2 occurrences of the word.")
-    return {"self_similarity": np.array([self_similarity(v) for v in vectors]),
-            "explainable_variance": np.array([explainable_variance(v) for v in vectors])}
+    return {
+        "self_similarity": np.array([self_similarity(v) for v in vectors]),
+        "explainable_variance": np.array([explainable_variance(v) for v in vectors]),
+    }
 
 
 @dataclass(frozen=True)
@@ -100,14 +106,22 @@ class Selection:
     occurrence pairs of the anisotropy baseline and the random row sets of the MEV baseline."""
 
     words: tuple[str, ...]
-    rows: tuple[np.ndarray, ...]          # per word: global row indices, one per sentence
-    pairs: np.ndarray                     # (P, 2) rows of different words from different sentences
-    random_sets: tuple[np.ndarray, ...]   # per word: as many uniformly random rows as it has occurrences
+    rows: tuple[np.ndarray, ...]  # per word: global row indices, one per sentence
+    pairs: np.ndarray  # (P, 2) rows of different words from different sentences
+    random_sets: tuple[np.ndarray, ...]  # per word: as many uniformly random rows as it has occurrences
 
 
-def select_words(word_keys: np.ndarray, sentence_of_row: np.ndarray, *, min_occurrences: int = 5,
-                 max_occurrences: int | None = 50, max_words: int | None = None, words: list[str] | None = None,
-                 pairs: int = 2000, seed: int = 0) -> Selection:
+def select_words(
+    word_keys: np.ndarray,
+    sentence_of_row: np.ndarray,
+    *,
+    min_occurrences: int = 5,
+    max_occurrences: int | None = 50,
+    max_words: int | None = None,
+    words: list[str] | None = None,
+    pairs: int = 2000,
+    seed: int = 0,
+) -> Selection:
     """The seeded selection of ``word_keys`` (one key per row, "" = not a word) to measure.
 
     A word qualifies with ≥ ``min_occurrences`` sentences containing it (its first occurrence in each);
@@ -115,7 +129,9 @@ def select_words(word_keys: np.ndarray, sentence_of_row: np.ndarray, *, min_occu
     ``words`` restricts to those keys. ValueError when no word qualifies.
     """
     if min_occurrences < 2:
-        raise ValueError(f"min_occurrences must be at least 2 (a similarity needs two contexts), got {min_occurrences}.")
+        raise ValueError(
+            f"min_occurrences must be at least 2 (a similarity needs two contexts), got {min_occurrences}."
+        )
     rng = np.random.default_rng(seed)
     keys = np.asarray(word_keys, dtype=object)
     valid = np.flatnonzero(keys != "")
@@ -140,7 +156,7 @@ def select_words(word_keys: np.ndarray, sentence_of_row: np.ndarray, *, min_occu
             rs = np.sort(rng.choice(rs, size=max_occurrences, replace=False))
         word_rows.append(rs)
     a, b = rng.choice(valid, size=(2, 4 * pairs))
-    different = (sentence_of_row[a] != sentence_of_row[b]) & (keys[a] != keys[b])   # different words and contexts
+    different = (sentence_of_row[a] != sentence_of_row[b]) & (keys[a] != keys[b])  # different words and contexts
     pair_rows = np.stack([a[different], b[different]], axis=1)[:pairs]
     random_sets = tuple(rng.choice(valid, size=len(rs), replace=False) for rs in word_rows)
     return Selection(tuple(chosen), tuple(word_rows), pair_rows, random_sets)
@@ -161,9 +177,10 @@ def layer_measures(X: np.ndarray, selection: Selection, offsets: np.ndarray) -> 
     ss = np.array([self_similarity(X[rs]) for rs in selection.rows])
     mev = np.array([explainable_variance(X[rs]) for rs in selection.rows])
     base = np.array([explainable_variance(X[rs]) for rs in selection.random_sets])
-    intra = np.array([intra_sentence_similarity(X[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)])
+    intra = np.array([intra_sentence_similarity(X[offsets[i] : offsets[i + 1]]) for i in range(len(offsets) - 1)])
     out = {
-        "self_similarity": _mean(ss), "explainable_variance": _mean(mev),
+        "self_similarity": _mean(ss),
+        "explainable_variance": _mean(mev),
         "intra_sentence_similarity": _mean(intra),
         "anisotropy": (anisotropy(X, selection.pairs), len(selection.pairs)),
         "mev_baseline": _mean(base),

@@ -1,14 +1,17 @@
 """Published numbers of Peters et al. (2018), "Deep contextualized word representations", NAACL,
 and of the probing papers whose checks the lab runs (control tasks, MDL).
 
-Peters et al.: transcribed from the paper's text (arXiv:1802.05365v2; Tables 2, 3, 5, 6) and checked
+Peters et al.: transcribed from the paper's text (arXiv:1802.05365v2; Tables 2, 5, 6) and checked
 against a full-text copy of the paper; ``reproduce`` prints them beside our measurements. A value
 the paper does not give is ``None`` (shown as "n/a"). ``RIGOR_PUBLISHED`` holds only numbers printed
 in the probing papers' tables (named per entry); nothing is derived from them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from models.random_init import random_name
 
 SOURCE = "Peters et al. (2018), Deep contextualized word representations, NAACL-HLT (arXiv:1802.05365v2)"
 
@@ -42,14 +45,6 @@ LAMBDA_TABLE2: dict[str, tuple[float | None, ...]] = {
     "SRL (F1)": (81.6, 84.1, 84.6, 84.8),
 }
 
-#: Table 3 — where ELMo is included in the task model (development set).
-WHERE_COLUMNS = ("Input Only", "Input & Output", "Output Only")
-WHERE_TABLE3: dict[str, tuple[float, float, float]] = {
-    "SQuAD": (85.1, 85.6, 84.8),
-    "SNLI": (88.9, 89.5, 88.7),
-    "SRL": (84.7, 84.3, 80.9),
-}
-
 
 #: Control tasks and MDL, per layer of the original ELMo on PTB POS tagging, as printed in the papers'
 #: tables (read from full-text copies, 2026-11-24). ``None``: the table gives no such number (we do not
@@ -66,7 +61,7 @@ class PublishedProbe:
     source: str
     representation: str
     probe: str
-    our_layer: str | None          # the layer of ``our_model`` it is compared with (None: no counterpart)
+    our_layer: str | None  # the layer of ``our_model`` it is compared with (None: no counterpart)
     accuracy: float
     control_accuracy: float | None = None
     selectivity: float | None = None
@@ -74,11 +69,11 @@ class PublishedProbe:
     control_codelength_kbits: float | None = None
     compression: float | None = None
     control_compression: float | None = None
-    our_model: str = "elmo-small"   # our closest model (Proj0's: our ELMo with random weights)
+    our_model: str = "elmo-small"  # our closest model (Proj0's: our ELMo with random weights)
 
 
 PROJ0 = "Proj0 (untrained BiLSTM over ELMo's char-CNN)"
-RANDOM_ELMO = "random:elmo-small@0"   # ours is random all through, its char-CNN too (Proj0's is trained)
+RANDOM_ELMO = random_name("elmo-small", 0)  # ours is random all through, its char-CNN too (Proj0's is trained)
 RIGOR_PUBLISHED: tuple[PublishedProbe, ...] = (
     PublishedProbe(HEWITT_LIANG, PROJ0, "linear", "2", 96.3, selectivity=20.6, our_model=RANDOM_ELMO),
     PublishedProbe(HEWITT_LIANG, "ELMo layer 1", "linear", "1", 97.2, 71.2, 26.0),
@@ -86,7 +81,9 @@ RIGOR_PUBLISHED: tuple[PublishedProbe, ...] = (
     PublishedProbe(HEWITT_LIANG, PROJ0, "MLP-1", "2", 97.1, selectivity=1.6, our_model=RANDOM_ELMO),
     PublishedProbe(HEWITT_LIANG, "ELMo layer 1", "MLP-1", "1", 97.3, 92.8, 4.5),
     PublishedProbe(HEWITT_LIANG, "ELMo layer 2", "MLP-1", "2", 97.0, selectivity=8.8),
-    PublishedProbe(VOITA_TITOV, "ELMo layer 0 (char-CNN)", "MLP-2 (h=1000)", "0", 93.7, 96.3, None, 173, 302, 29.5, 16.87),
+    PublishedProbe(
+        VOITA_TITOV, "ELMo layer 0 (char-CNN)", "MLP-2 (h=1000)", "0", 93.7, 96.3, None, 173, 302, 29.5, 16.87
+    ),
     PublishedProbe(VOITA_TITOV, "ELMo layer 1", "MLP-2 (h=1000)", "1", 97.5, 91.9, None, 96, 515, 53.06, 9.89),
     PublishedProbe(VOITA_TITOV, "ELMo layer 2", "MLP-2 (h=1000)", "2", 97.3, 89.4, None, 115, 717, 44.3, 7.11),
 )

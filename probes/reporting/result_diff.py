@@ -4,6 +4,7 @@
 
 Rows are matched on (model, probe, dataset, layer, metric), each directory's newest result per key.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,8 +14,9 @@ import pandas as pd
 from probes.results import KEY, load_results
 
 
-def compare_results(reference: Path, candidate: Path, models: list[str] | None = None,
-                    tolerance: float = 0.0) -> tuple[pd.DataFrame, int]:
+def compare_results(
+    reference: Path, candidate: Path, models: list[str] | None = None, tolerance: float = 0.0
+) -> tuple[pd.DataFrame, int]:
     """(rows whose value differs by more than ``tolerance`` or that the reference lacks, rows compared).
 
     Only keys present in the candidate (and, with ``models``, of those models) are checked against the

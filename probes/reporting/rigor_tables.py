@@ -10,16 +10,17 @@
 - ``published_rigor``: what those two papers report for the original ELMo's layers, each followed by
   elmo-small's same layer as we measured it (``paper.RIGOR_DIFFERENCES`` says how the settings differ).
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
 from probes.reporting import paper
-from probes.stats.claims import claims_table, verdict
-from probes.stats.comparisons import compare, numbered_layers, outcome_table, side_label
 from probes.results import ProbeResult
+from probes.stats.claims import claims_table, verdict
+from probes.stats.comparisons import compare, numbered_layers, outcome_table
 from probes.tasks.rigor_options import RIGOR_METRICS, base_probe
 
 TOKEN_PROBES = ("pos", "tag")
@@ -30,7 +31,7 @@ TITLES = {
     "selectivity_mdl": "Control task selectivity (Hewitt & Liang 2019) and MDL online codelength (Voita & Titov 2020)",
     "published_rigor": "Published control-task and MDL numbers for ELMo's layers, each followed by our counterpart",
 }
-NOTES = {"published_rigor": paper.RIGOR_DIFFERENCES}   # printed under the table
+NOTES = {"published_rigor": paper.RIGOR_DIFFERENCES}  # printed under the table
 
 
 def _cell(row: pd.Series) -> str:
@@ -65,21 +66,35 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
             layers = numbered_layers(outcomes, model)
             if len(layers) < 2:
                 continue
-            ranked = sorted(layers, key=lambda l: (-outcomes[(model, l)].mean(), int(l)))
+            ranked = sorted(layers, key=lambda layer: (-outcomes[(model, layer)].mean(), int(layer)))
             pairs = [((model, ranked[0]), (model, ranked[1]))]
             if layers[0] not in ranked[:2]:
                 pairs.append(((model, ranked[0]), (model, layers[0])))
             for t in compare(outcomes, pairs).itertuples():
-                rows.append({"probe": probe, "test set": dataset, "best": t.a, "against": t.b,
-                             "difference (points)": t.diff, "95% interval": f"[{t.lo:.2f}, {t.hi:.2f}]",
-                             "p": "< 0.0001" if t.p < 1e-4 else f"{t.p:.4f}",
-                             "significant (p < 0.05)": "yes" if verdict(t.diff, t.p) == "supported" else "no"})
+                rows.append(
+                    {
+                        "probe": probe,
+                        "test set": dataset,
+                        "best": t.a,
+                        "against": t.b,
+                        "difference (points)": t.diff,
+                        "95% interval": f"[{t.lo:.2f}, {t.hi:.2f}]",
+                        "p": "< 0.0001" if t.p < 1e-4 else f"{t.p:.4f}",
+                        "significant (p < 0.05)": "yes" if verdict(t.diff, t.p) == "supported" else "no",
+                    }
+                )
     return pd.DataFrame(rows) if rows else None
 
 
-PUBLISHED_COLUMNS = (("accuracy", "accuracy"), ("control_accuracy", "control acc."), ("selectivity", "selectivity"),
-                     ("codelength_kbits", "codelength (kbits)"), ("control_codelength_kbits", "control codelength"),
-                     ("compression", "compression"), ("control_compression", "control compression"))
+PUBLISHED_COLUMNS = (
+    ("accuracy", "accuracy"),
+    ("control_accuracy", "control acc."),
+    ("selectivity", "selectivity"),
+    ("codelength_kbits", "codelength (kbits)"),
+    ("control_codelength_kbits", "control codelength"),
+    ("compression", "compression"),
+    ("control_compression", "control compression"),
+)
 
 
 def published_rigor_table(df: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -91,20 +106,32 @@ def published_rigor_table(df: pd.DataFrame | None = None) -> pd.DataFrame:
     groups = list(dict.fromkeys((p.our_model, p.our_layer) for p in paper.RIGOR_PUBLISHED))
     for model, layer in sorted(groups, key=lambda g: (g[0] != paper.RANDOM_ELMO, int(g[1] or -1))):
         for p in (p for p in paper.RIGOR_PUBLISHED if (p.our_model, p.our_layer) == (model, layer)):
-            rows.append({"source": p.source, "representation": p.representation, "probe": p.probe,
-                         **{label: paper.fmt(getattr(p, attr), 2) for attr, label in PUBLISHED_COLUMNS}})
+            rows.append(
+                {
+                    "source": p.source,
+                    "representation": p.representation,
+                    "probe": p.probe,
+                    **{label: paper.fmt(getattr(p, attr), 2) for attr, label in PUBLISHED_COLUMNS},
+                }
+            )
         if layer is None:
             continue
         mine = ours[(ours.model == model) & (ours.layer == layer)].drop_duplicates("metric", keep="last")
         mine = mine.set_index("metric")["value"]
-        rows.append({"source": "this lab (CoNLL-2000 test; MDL: its training split)",
-                     "representation": f"ours: {model} layer {layer}", "probe": "linear",
-                     **{label: paper.fmt(mine.get(attr), 2) for attr, label in PUBLISHED_COLUMNS}})
+        rows.append(
+            {
+                "source": "this lab (CoNLL-2000 test; MDL: its training split)",
+                "representation": f"ours: {model} layer {layer}",
+                "probe": "linear",
+                **{label: paper.fmt(mine.get(attr), 2) for attr, label in PUBLISHED_COLUMNS},
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def rigor_tables(results: Sequence[ProbeResult], df: pd.DataFrame,
-                 models: Sequence[str] | None = None) -> dict[str, pd.DataFrame]:
+def rigor_tables(
+    results: Sequence[ProbeResult], df: pd.DataFrame, models: Sequence[str] | None = None
+) -> dict[str, pd.DataFrame]:
     """The rigor tables (best-layer and selectivity/MDL only when some run kept or measured them)."""
     tables = {"claims": claims_table(results, models)}
     best = best_layer_table(results, models)

@@ -1,22 +1,35 @@
-"""Paper-style tables from saved results: each registered probe builds its own, this module collects them.
+"""Tables from saved results, and the one Markdown writer of the lab.
 
-``build_tables`` is what ``python -m probes reproduce`` writes to ``docs/results/`` and what the app's
-Reproduce page shows, so the two never disagree.
+``build_tables`` collects every registered probe's tables (plus the rigor and paper tables); it is what
+``python -m probes reproduce`` writes to ``docs/results/`` and what the app's Reproduce page shows, so the
+two never disagree.
+
+``dataset_tables`` is the table builder of the probes that read a user's files (``tag``, ``span``): one
+table per dataset, label column and metric. A row's ``dataset`` names the data (``NAME@HASH``), the split
+and the task (``en_ewt-ud@1a2b3c4d:test:UPOS``), so two datasets or two label columns never share a table.
+Each table is model × layer spec (``0``, ``1``, …, ``mean``, ``mix:…``), the majority-label baseline under
+``baseline`` and ``n`` (test instances). ``write_dataset_tables`` writes them alone (docs/results/ud_ewt).
+
+Every Markdown table is ``markdown_table``; only the mark of a missing cell differs (``n/a`` in tables.md,
+``—`` in the per-dataset tables).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
 
-from probes.reporting import paper
 from probes.registry import all_probes
-from probes.results import extras_of, latest_rows, read_results
+from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
+from probes.results import extras_of, latest_rows, read_results
 
-TABLE_NOTES = RIGOR_NOTES   # table key -> a note printed under it (tables.md, the Reproduce page)
-PAPER_TITLES = {"paper_wsd": "Paper, Table 5: all-words fine-grained WSD F1",
-                "paper_pos": "Paper, Table 6: PTB POS tagging accuracy"}
+TABLE_NOTES = RIGOR_NOTES  # table key -> a note printed under it (tables.md, the Reproduce page)
+PAPER_TITLES = {
+    "paper_wsd": "Paper, Table 5: all-words fine-grained WSD F1",
+    "paper_pos": "Paper, Table 6: PTB POS tagging accuracy",
+}
 
 
 def titles() -> dict[str, str]:
@@ -25,8 +38,12 @@ def titles() -> dict[str, str]:
     out: dict[str, str] = {}
     for spec in all_probes():
         out.update(spec.table_titles)
-    return {**out, **{k: RIGOR_TITLES[k] for k in ("claims", "best_layer", "selectivity_mdl")}, **PAPER_TITLES,
-            "published_rigor": RIGOR_TITLES["published_rigor"]}
+    return {
+        **out,
+        **{k: RIGOR_TITLES[k] for k in ("claims", "best_layer", "selectivity_mdl")},
+        **PAPER_TITLES,
+        "published_rigor": RIGOR_TITLES["published_rigor"],
+    }
 
 
 def paper_tables() -> dict[str, pd.DataFrame]:
@@ -41,7 +58,7 @@ def build_tables(results_dir: Path, models: list[str] | None = None) -> dict[str
 
     ``models``: keep only these models' rows (and every probe's baselines).
     """
-    results = read_results(results_dir)   # one read of the files serves the rows and the extras
+    results = read_results(results_dir)  # one read of the files serves the rows and the extras
     df = latest_rows(results)
     if df.empty:
         return {}
@@ -56,11 +73,12 @@ def build_tables(results_dir: Path, models: list[str] | None = None) -> dict[str
     return {**tables, **rigor_tables(results, df, models), **paper_tables()}
 
 
-def markdown_table(df: pd.DataFrame) -> str:
-    """A pipe table of ``df`` (floats with 2 decimals, missing as n/a); no extra dependency."""
+def markdown_table(df: pd.DataFrame, missing: str = "n/a") -> str:
+    """A pipe table of ``df`` (floats with 2 decimals, a missing value as ``missing``); no extra dependency."""
+
     def cell(v) -> str:
-        if v is None or (isinstance(v, float) and v != v):
-            return "n/a"
+        if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+            return missing
         return f"{v:.2f}" if isinstance(v, float) else str(v)
 
     head = "| " + " | ".join(map(str, df.columns)) + " |"
@@ -69,8 +87,13 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join([head, sep, *body])
 
 
-def write_tables(results_dir: Path, out: Path, models: list[str] | None = None, timings: dict | None = None,
-                 command: str = "") -> Path:
+def _section(title: str, df: pd.DataFrame, missing: str = "n/a") -> list[str]:
+    return [f"## {title}", "", markdown_table(df, missing), ""]
+
+
+def write_tables(
+    results_dir: Path, out: Path, models: list[str] | None = None, timings: dict | None = None, command: str = ""
+) -> Path:
     """Write ``tables.md`` and one CSV per table under ``out``; returns the Markdown path."""
     out.mkdir(parents=True, exist_ok=True)
     tables = build_tables(results_dir, models)
@@ -82,7 +105,7 @@ def write_tables(results_dir: Path, out: Path, models: list[str] | None = None, 
             continue
         t = tables[key]
         t.to_csv(out / f"{key}.csv", index=False)
-        lines += [f"## {title}", "", markdown_table(t), ""]
+        lines += _section(title, t)
         if key in TABLE_NOTES:
             lines += [TABLE_NOTES[key], ""]
     if timings:
@@ -90,3 +113,45 @@ def write_tables(results_dir: Path, out: Path, models: list[str] | None = None, 
     path = out / "tables.md"
     path.write_text("\n".join(lines))
     return path
+
+
+METRIC_NAMES = {"accuracy": "accuracy (%)", "F1": "span F1 (%, conlleval)"}
+
+
+def _layer_order(layers) -> list[str]:
+    numeric = sorted((x for x in layers if str(x).isdigit()), key=int)
+    others = sorted(x for x in layers if not str(x).isdigit() and x != "baseline")
+    return numeric + others + (["baseline"] if "baseline" in set(layers) else [])
+
+
+def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
+    """``{"<probe>:<dataset>:<metric>": model × layer table}`` for every dataset and metric of ``probe``,
+    e.g. ``{"tag:en_ewt-ud@1a2b3c4d:test:UPOS:accuracy": DataFrame}``."""
+    sel = df[df["probe"] == probe]
+    out: dict[str, pd.DataFrame] = {}
+    for (dataset, metric), part in sel.groupby(["dataset", "metric"], sort=False):
+        wide = part.pivot_table(index="model", columns="layer", values="value", aggfunc="first")
+        wide = wide[_layer_order(wide.columns)]
+        n = part.groupby("model")["n"].max()
+        wide = wide.assign(n=n.reindex(wide.index).astype("Int64"))
+        out[f"{probe}:{dataset}:{metric}"] = wide.reset_index().rename_axis(columns=None)
+    return out
+
+
+def dataset_table_title(key: str) -> str:
+    probe, rest = key.split(":", 1)
+    dataset, metric = rest.rsplit(":", 1)
+    return f"{probe}: {METRIC_NAMES.get(metric, metric)} on {dataset}, by layer"
+
+
+def write_dataset_tables(runs: Path, out: Path, probes: tuple[str, ...] = ("tag", "span"), header: str = "") -> Path:
+    """``out`` (Markdown): ``header``, then every ``dataset_tables`` table of ``probes`` from the results under
+    ``runs``."""
+    df = latest_rows(read_results(runs))
+    lines = [header.rstrip(), ""] if header else []
+    for probe in probes:
+        for key, table in dataset_tables(df, probe).items() if not df.empty else []:
+            lines += _section(dataset_table_title(key), table, missing="—")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines))
+    return out

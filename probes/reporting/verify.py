@@ -8,11 +8,12 @@ the fingerprint of the model as it is on disk now; otherwise the row describes o
 retrained asset, an older vectors file) and is reported as stale. Baseline rows (first sense,
 majority tag) come from the data, not from a model, and have no fingerprint.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -50,13 +51,33 @@ def verify_results(runs_dir: str | Path, fingerprint_of: Callable[[str], str | N
     checks = []
     for result, n in results_in_use(read_results(runs_dir)):
         if result.fingerprint is None:
-            continue   # a data baseline
+            continue  # a data baseline
         current = fingerprint_of(result.model)
-        checks.append(Check(f"{result.model}__{result.probe} of {result.timestamp}", result.model, result.probe,
-                            result.fingerprint, current, n))
+        checks.append(
+            Check(
+                f"{result.model}__{result.probe} of {result.timestamp}",
+                result.model,
+                result.probe,
+                result.fingerprint,
+                current,
+                n,
+            )
+        )
     return checks
 
 
 def report(checks: list[Check]) -> pd.DataFrame:
-    return pd.DataFrame([{"model": c.model, "probe": c.probe, "result": c.file, "rows in use": c.rows_in_use,
-                          "recorded": c.recorded, "current": c.current, "ok": c.ok} for c in checks])
+    return pd.DataFrame(
+        [
+            {
+                "model": c.model,
+                "probe": c.probe,
+                "result": c.file,
+                "rows in use": c.rows_in_use,
+                "recorded": c.recorded,
+                "current": c.current,
+                "ok": c.ok,
+            }
+            for c in checks
+        ]
+    )

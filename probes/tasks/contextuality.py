@@ -1,31 +1,64 @@
-"""Contextuality (``probes.estimators.contextuality``) of every layer of one model over a corpus, as a ProbeResult.
+"""Contextuality per layer (Ethayarajh 2019): the ``contextuality`` probe (``probes.estimators.contextuality``).
 
-    res = run_contextuality(load_embedder("minilm"), RunContext(limit=2000, seed=0))
+    python -m probes contextuality --model minilm                       # SemCor's first 2000 sentences
+    python -m probes contextuality --model gpt-small --words bank,play,run --min-occurrences 3
+    python -m probes contextuality --model minilm --corpus my_sentences.txt   # one sentence a line
+    python -m probes reproduce --models glove-6b-50d,minilm --probes contextuality --out results/
+    res = run_contextuality(load_embedder("minilm"), None, RunContext(limit=2000))
     res.rows   # {"dataset": "semcor-first2000", "layer": "3", "metric": "self_similarity_adj", "value": 0.41, "n": 812}
 
 The corpus is SemCor's first ``ctx.limit`` sentences (default 2000: every word, tagged or not; a multiword
-token is its words) or any list of sentences (``corpus_sentences`` reads a text file, one sentence a
-line, words split at white space). A word is its exact form (case kept); tokens without a letter or digit
-(punctuation) are never measured but stay in the sentences the model sees. Features come from the
-feature cache (``features.extract``), so a second run, or another seed, extracts nothing.
+token is its words) or a text file (``--corpus``: one sentence a line, words split at white space). A word
+is its exact form (case kept); tokens without a letter or digit (punctuation) are never measured but stay
+in the sentences the model sees. Features come from the feature cache (``features.extract``), so a second
+run, or another seed, extracts nothing. Every layer of the model is measured (``--layers`` does not
+apply); the anisotropy baselines are rows of the model's own result (``anisotropy``, ``mev_baseline``),
+so the probe has no separate baseline results. The corpus file is its one input (``PROBE.inputs``,
+optional; ``preview_corpus`` shows what it holds), so it is also a task of the app's upload tab.
+
+Results and tables. A run is one ``ProbeResult`` per model (probe ``contextuality``), saved like every
+probe's. ``PROBE.tables`` gives one model × layer table per measure (``contextuality_tables``, keys =
+the metric names, titles ``TITLES``). The probe keeps a report of its own, ``PROBE.report`` =
+``write_tables(runs, out)``: ``out/tables.md`` (three decimals, "—" for a layer a model lacks, the
+command recorded in the results) and ``out/<metric>.csv``, which is how docs/results/contextuality/ is
+rendered from its ``runs/``. So ``reproduce`` saves this probe's results under ``OUT/contextuality/runs``
+and calls ``PROBE.report(OUT/contextuality/runs, OUT/contextuality)``, never touching ``OUT/tables.md``;
+the probe is not in ``reproduce``'s default probes (``in_default_reproduce=False``): ``--probes
+contextuality`` (or the rigor run: trained models only, at most ``DEFAULT_LIMIT`` sentences) asks for it.
 """
+
 from __future__ import annotations
 
 import hashlib
 import time
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
+import pandas as pd
 
-from probes.estimators.contextuality import METRICS, layer_measures, select_words
-from probes.errors import ProbeInputError
+from corpora.semcor import load_semcor
 from features.extract import get_features
-from probes.registry import RunContext
-from probes.results import ProbeResult
+from probes.errors import ProbeInputError
+from probes.estimators.contextuality import METRICS, layer_measures, select_words
+from probes.inputs import InputFile, Preview
+from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.reporting.tables import markdown_table
+from probes.results import ProbeResult, latest_rows, read_results
 
+NAME = "contextuality"
 DEFAULT_LIMIT = 2000
-PROBE = "contextuality"
+TITLES = {
+    "self_similarity_adj": "Self-similarity, adjusted for anisotropy (lower = more context-specific)",
+    "intra_sentence_similarity_adj": "Intra-sentence similarity, adjusted for anisotropy",
+    "explainable_variance_adj": "Maximum explainable variance, adjusted (MEV − MEV of random occurrences)",
+    "anisotropy": "Anisotropy: mean cosine of random occurrence pairs",
+    "self_similarity": "Self-similarity (raw)",
+    "intra_sentence_similarity": "Intra-sentence similarity (raw)",
+    "explainable_variance": "Maximum explainable variance (raw)",
+    "mev_baseline": "MEV of random occurrence sets (size-matched baseline)",
+}
+assert set(TITLES) == set(METRICS)
+SUMMARY_METRICS = ("self_similarity_adj", "intra_sentence_similarity_adj", "explainable_variance_adj", "anisotropy")
 
 
 def word_key(word: str) -> str:
@@ -36,8 +69,6 @@ def word_key(word: str) -> str:
 
 def semcor_sentences(limit: int | None) -> tuple[str, list[list[str]]]:
     """(dataset name, words of SemCor's first ``limit`` sentences)."""
-    from corpora.semcor import load_semcor   # imported here: the SemCor parse cache is read on demand
-
     sentences, _ = load_semcor()
     sentences = sentences[:limit] if limit is not None else sentences
     words = [[p for tok in s.tokens for p in tok.pieces] for s in sentences]
@@ -63,27 +94,87 @@ def corpus_sentences(path: str | Path, limit: int | None) -> tuple[str, list[lis
     return f"{path.stem}-{digest}" + (f"-first{limit}" if limit is not None else ""), sentences
 
 
-def run_contextuality(embedder, ctx: RunContext = RunContext(), *, sentences: Sequence[Sequence[str]] | None = None,
-                      dataset: str | None = None, words: list[str] | None = None, min_occurrences: int = 5,
-                      max_occurrences: int | None = 50, max_words: int | None = 1000, pairs: int = 2000) -> ProbeResult:
-    """Every metric of ``probes.estimators.contextuality.METRICS`` at every layer of ``embedder`` (see the module doc)."""
-    t0 = time.perf_counter()
-    if sentences is None:
-        dataset, sentences = semcor_sentences(ctx.limit if ctx.limit is not None else DEFAULT_LIMIT)
-    sentences = [list(map(str, s)) for s in sentences if len(s)]
-    dataset = dataset or "corpus"
+def corpus_words(sentences: list[list[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(offsets of the sentences, sentence of each row, word key of each row) of the concatenated words."""
     lengths = np.array([len(s) for s in sentences])
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    sentence_of_row = np.repeat(np.arange(len(sentences)), lengths)
     keys = np.array([word_key(w) for s in sentences for w in s], dtype=object)
+    return offsets, np.repeat(np.arange(len(sentences)), lengths), keys
+
+
+def preview_corpus(limit: int, options: dict) -> Preview:
+    """The app's preview (the upload tab): the sentences read and the words that would be measured."""
+    corpus, opts = (
+        options.get("corpus"),
+        {
+            k: options[k]
+            for k in ("min_occurrences", "max_occurrences", "max_words", "words", "pairs")
+            if options.get(k) is not None
+        },
+    )
+    dataset, sentences = corpus_sentences(corpus, limit) if corpus else semcor_sentences(limit)
+    offsets, sentence_of_row, keys = corpus_words(sentences)
     try:
-        selection = select_words(keys, sentence_of_row, min_occurrences=min_occurrences, max_occurrences=max_occurrences,
-                                 max_words=max_words, words=words,
-                                 pairs=pairs, seed=ctx.seed)
+        selection = select_words(keys, sentence_of_row, **opts)
     except ValueError as exc:
         raise ProbeInputError(f"{dataset}: {exc}") from None
-    feats = get_features(embedder, f"contextuality-{dataset}", sentences, show_progress=ctx.show_progress,
-                         root=ctx.feature_root)
+    counts = pd.DataFrame(
+        [
+            {
+                "corpus": dataset,
+                "sentences": len(sentences),
+                "words": int(offsets[-1]),
+                "words measured": len(selection.words),
+            }
+        ]
+    )
+    words = pd.DataFrame({"word": selection.words, "sentences": [len(r) for r in selection.rows]})
+    sample = pd.DataFrame({"sentence": [" ".join(s) for s in sentences[:20]]})
+    return Preview(
+        dataset,
+        f"**{dataset}** — the words that occur in at least {opts.get('min_occurrences', 5)} "
+        f"sentences of the first {limit}",
+        counts,
+        words,
+        sample,
+    )
+
+
+def run_contextuality(
+    embedder,
+    layers=None,
+    ctx: RunContext = RunContext(),
+    *,
+    corpus: str | None = None,
+    words: list[str] | None = None,
+    min_occurrences: int = 5,
+    max_occurrences: int | None = 50,
+    max_words: int | None = 1000,
+    pairs: int = 2000,
+) -> ProbeResult:
+    """Every metric of ``probes.estimators.contextuality.METRICS`` at every layer of ``embedder`` (see the
+    module doc); ``layers`` is unused (every layer is measured)."""
+    t0 = time.perf_counter()
+    limit = ctx.limit if ctx.limit is not None else DEFAULT_LIMIT
+    dataset, sentences = corpus_sentences(corpus, limit) if corpus else semcor_sentences(limit)
+    sentences = [list(map(str, s)) for s in sentences if len(s)]
+    offsets, sentence_of_row, keys = corpus_words(sentences)
+    try:
+        selection = select_words(
+            keys,
+            sentence_of_row,
+            min_occurrences=min_occurrences,
+            max_occurrences=max_occurrences,
+            max_words=max_words,
+            words=words,
+            pairs=pairs,
+            seed=ctx.seed,
+        )
+    except ValueError as exc:
+        raise ProbeInputError(f"{dataset}: {exc}") from None
+    feats = get_features(
+        embedder, f"contextuality-{dataset}", sentences, show_progress=ctx.show_progress, root=ctx.feature_root
+    )
     t_feat = time.perf_counter() - t0
     ids = embedder.info.layer_ids or tuple(range(embedder.num_layers))
     rows = []
@@ -92,16 +183,170 @@ def run_contextuality(embedder, ctx: RunContext = RunContext(), *, sentences: Se
         measures = layer_measures(X, selection, offsets)
         for metric in METRICS:
             value, n = measures[metric]
-            rows.append({"dataset": dataset, "layer": str(ids[j]), "metric": metric,
-                         "value": None if np.isnan(value) else round(value, 4), "n": n})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "layer": str(ids[j]),
+                    "metric": metric,
+                    "value": None if np.isnan(value) else round(value, 4),
+                    "n": n,
+                }
+            )
         if ctx.progress is not None:
             ctx.progress((j + 1) / embedder.num_layers, f"layer {ids[j]}")
     occurrences = [len(r) for r in selection.rows]
     return ProbeResult(
-        embedder.name, PROBE, rows, dataset=dataset, fingerprint=embedder.fingerprint(),
-        params={"limit": ctx.limit, "seed": ctx.seed, "words": words, "min_occurrences": min_occurrences,
-                "max_occurrences": max_occurrences, "max_words": max_words, "pairs": pairs},
-        extra={"sentences": len(sentences), "tokens": int(offsets[-1]), "words_measured": len(selection.words),
-               "occurrences": int(sum(occurrences)), "median_occurrences": float(np.median(occurrences)),
-               "random_pairs": int(len(selection.pairs)), "example_words": list(selection.words[:20]),
-               "feature_s": round(t_feat, 1), "total_s": round(time.perf_counter() - t0, 1)})
+        embedder.name,
+        NAME,
+        rows,
+        dataset=dataset,
+        fingerprint=embedder.fingerprint(),
+        params={
+            "limit": limit,
+            "seed": ctx.seed,
+            "words": words,
+            "min_occurrences": min_occurrences,
+            "max_occurrences": max_occurrences,
+            "max_words": max_words,
+            "pairs": pairs,
+        },
+        extra={
+            "sentences": len(sentences),
+            "tokens": int(offsets[-1]),
+            "words_measured": len(selection.words),
+            "occurrences": int(sum(occurrences)),
+            "median_occurrences": float(np.median(occurrences)),
+            "random_pairs": int(len(selection.pairs)),
+            "example_words": list(selection.words[:20]),
+            "feature_s": round(t_feat, 1),
+            "total_s": round(time.perf_counter() - t0, 1),
+        },
+    )
+
+
+def summary(res: ProbeResult) -> list[str]:
+    """The command line's printout: the adjusted measures and the anisotropy, layer by layer."""
+    table = pd.DataFrame(res.rows).pivot_table(
+        index="layer", columns="metric", values="value", aggfunc="last", sort=False
+    )
+    cols = [c for c in SUMMARY_METRICS if c in table]
+    return [f"{res.model}:", table[cols].to_string(float_format=lambda v: f"{v:.3f}")]
+
+
+def contextuality_tables(df: pd.DataFrame, extras: list[dict] | None = None) -> dict[str, pd.DataFrame]:
+    """metric → a model × layer table (layers as numbers, then the relative depth is layer / last layer)."""
+    df = df[df["probe"] == NAME]
+    out = {}
+    for metric in TITLES:
+        sel = df[df["metric"] == metric]
+        if sel.empty:
+            continue
+        wide = sel.pivot_table(index=["model", "dataset"], columns="layer", values="value", aggfunc="last")
+        wide = wide[sorted(wide.columns, key=lambda c: int(c) if str(c).isdigit() else 10**6)]
+        out[metric] = wide.reset_index().rename_axis(columns=None)
+    return out
+
+
+def write_tables(runs: Path, out: Path, command: str | None = None) -> Path:
+    """``out/tables.md`` (+ one CSV per measure) from the contextuality results in ``runs``; ``command``
+    None: the command line the results record (when they all record the same one)."""
+    results = [r for r in read_results(runs) if r.probe == NAME]
+    if command is None:
+        commands = {r.command for r in results}
+        command = commands.pop() if len(commands) == 1 else ""
+    tables = contextuality_tables(latest_rows(results)) if results else {}
+    lines = ["# Contextuality per layer (Ethayarajh 2019)", ""]
+    if command:
+        lines += [f"Command: `{command}`", ""]
+    lines += [
+        "Values in [−1, 1] (cosines) or [0, 1] (MEV); layer 0 is the context-independent layer. "
+        "Adjusted = measure − its anisotropy baseline at that layer (probes/estimators/contextuality.py).",
+        "",
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    for metric, table in tables.items():
+        table.to_csv(out / f"{metric}.csv", index=False)
+        shown = table.map(
+            lambda v: ("—" if v != v else f"{v:.3f}") if isinstance(v, float) else v
+        )  # NaN: no such layer
+        lines += [f"## {TITLES[metric]}", "", markdown_table(shown), ""]
+    path = out / "tables.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _words(raw) -> list[str] | None:
+    """ "bank,play" (the command line) or a list (the app) -> the words; None: every word."""
+    words = [w.strip() for w in (raw.split(",") if isinstance(raw, str) else raw) if str(w).strip()]
+    return words or None
+
+
+def _corpus(raw) -> str:
+    if not Path(raw).is_file():
+        raise ProbeInputError(f"--corpus {raw}: no such file.")
+    return str(raw)
+
+
+def _min_occurrences(raw) -> int:
+    if int(raw) < 2:
+        raise ProbeInputError("--min-occurrences: a similarity needs a word in at least 2 sentences.")
+    return int(raw)
+
+
+PROBE = ProbeSpec(
+    name=NAME,
+    title="Contextuality — Ethayarajh (2019) per layer (SemCor)",
+    description="Ethayarajh (2019) contextuality per layer: self-similarity, intra-sentence similarity, "
+    "maximum explainable variance, anisotropy-adjusted",
+    run=run_contextuality,
+    baselines=lambda ctx, **options: [],
+    tables=contextuality_tables,
+    table_titles=TITLES,
+    chart=ChartSpec(metrics=tuple(TITLES), y_range=(-1.0, 1.0)),
+    options=(
+        Option("words", default="", parse=_words, help="only these words (comma-separated), e.g. bank,play"),
+        Option("corpus", parse=_corpus, help="a UTF-8 text file, one sentence a line (default: SemCor)"),
+        Option(
+            "min_occurrences",
+            type=int,
+            default=5,
+            positive=True,
+            parse=_min_occurrences,
+            help="sentences a word must occur in (default 5)",
+        ),
+        Option(
+            "max_occurrences",
+            type=int,
+            default=50,
+            positive=True,
+            help="at most this many of a word's sentences (seeded sample, default 50)",
+        ),
+        Option(
+            "max_words",
+            type=int,
+            default=1000,
+            positive=True,
+            help="at most this many words (seeded sample, default 1000)",
+        ),
+        Option(
+            "pairs",
+            type=int,
+            default=2000,
+            positive=True,
+            help="random occurrence pairs for the anisotropy baseline (default 2000)",
+        ),
+    ),
+    uses_layers=False,
+    summary=summary,
+    inputs=(
+        InputFile(
+            "corpus",
+            ("text file, one sentence a line",),
+            required=False,
+            help="words split at white space; without it, SemCor",
+        ),
+    ),
+    preview=preview_corpus,
+    in_default_reproduce=False,
+    report=write_tables,
+)

@@ -18,27 +18,35 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 from corpora.digests import file_digest
 from probes.errors import ProbeInputError
+from probes.inputs import InputFile
 from probes.registry import Option
 
 T = TypeVar("T")
 ROLES = ("train", "dev", "test")
 
 
-def file_options(formats: str) -> tuple[Option, ...]:
+def file_options(formats: tuple[str, ...]) -> tuple[Option, ...]:
     """The options every probe on the user's files shares: ``--train``, ``--dev``, ``--test`` (files in
     ``formats``) and ``--name``."""
-    return (Option("train", help=f"training file ({formats})"),
+    return (Option("train", help=f"training file ({' or '.join(formats)})"),
             Option("dev", help="development file, scored like --test (optional)"),
             Option("test", help="test file"),
             Option("name", help="the dataset's name in results and tables (default: from the file names)"))
+
+
+def file_inputs(formats: tuple[str, ...]) -> tuple[InputFile, ...]:
+    """The files of ``file_options`` as the app's upload tab offers them: train and test, dev optional."""
+    return (InputFile("train", formats), InputFile("dev", formats, required=False, help="scored like the test file"),
+            InputFile("test", formats))
 
 
 def _common_name(a: Path, b: Path) -> str:
@@ -61,7 +69,7 @@ class DataFiles:
 
     @classmethod
     def checked(cls, probe: str, train: str | Path | None, test: str | Path | None, dev: str | Path | None = None,
-                name: str | None = None, settings: str = "") -> "DataFiles":
+                name: str | None = None, settings: str = "") -> DataFiles:
         """The files of a ``probe`` run; ProbeInputError when --train/--test is missing or a file is absent."""
         if not train or not test:
             raise ProbeInputError(f"The {probe} probe reads your files: give --train FILE and --test FILE "

@@ -1,7 +1,8 @@
 """What a user's files hold, as the probe will read them: counts per file, the label set, a sample.
 
-The app shows this before a run (so a wrong column or format is seen before any vector is
-extracted); ``python -m probes tag … -v`` could print the same. Pure pandas, no Streamlit.
+The tables of each probe's ``preview_files`` (its ``ProbeSpec.preview``, a ``probes.inputs.Preview``),
+which the app's upload tab shows before a run, so a wrong column or format is seen before any
+vector is extracted. Pure pandas, no Streamlit.
 
     counts, labels, sample = token_preview(train, [dev, test])
     counts, labels, sample = sense_preview(read_lexical_sample(train), [read_lexical_sample(test)])
@@ -9,7 +10,7 @@ extracted); ``python -m probes tag … -v`` could print the same. Pure pandas, n
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

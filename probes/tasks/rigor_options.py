@@ -33,12 +33,23 @@ from probes.registry import Option, ProgressFn
 RIGOR_METRICS = ("accuracy", "control_accuracy", "selectivity", "codelength_kbits", "compression",
                  "control_codelength_kbits", "control_compression")
 
+
+def _checked(name: str):
+    """``Option.parse``: the value as ``ProbeFamily`` checks it, so a bad one fails before any baseline."""
+    def parse(value):
+        ProbeFamily(**{name: parse_hidden(value) if name == "hidden" else value})
+        return value
+    return parse
+
+
 RIGOR_OPTIONS = (
-    Option("probe", str, "linear", f"probe family: {', '.join(KINDS)} (Hewitt & Liang 2019)"),
-    Option("hidden", str, "256", "MLP hidden widths, one or two (e.g. 512,256)"),
+    Option("probe", str, "linear", f"probe family: {', '.join(KINDS)} (Hewitt & Liang 2019)", choices=KINDS),
+    Option("hidden", str, "256", "MLP hidden widths, one or two (e.g. 512,256)", parse=_checked("hidden")),
     Option("rank", int, None, "rank of a rank-limited linear probe (--probe rank)", positive=True),
-    Option("dropout", float, 0.0, "dropout probability (input; after each hidden layer of an MLP)"),
-    Option("weight_decay", float, DEFAULT_WEIGHT_DECAY, "Adam L2 weight decay of the probe"),
+    Option("dropout", float, 0.0, "dropout probability (input; after each hidden layer of an MLP)",
+           parse=_checked("dropout")),
+    Option("weight_decay", float, DEFAULT_WEIGHT_DECAY, "Adam L2 weight decay of the probe",
+           parse=_checked("weight_decay")),
     Option("control", bool, False, "also train on the control task (word type -> fixed random label): "
                                    "control accuracy and selectivity per layer"),
     Option("mdl", bool, False, "also the online MDL codelength of the task and its control task per layer "

@@ -21,19 +21,22 @@ import numpy as np
 
 from corpora.edge_probing import iter_edge_probing
 from corpora.labelled import SpanSentence
-from probes.tasks.datafiles import DataFiles, file_options, read_roles
-from probes.reporting.dataset_tables import dataset_tables
-from probes.errors import ProbeInputError
 from features.extract import Features, get_features
-from probes.stats.intervals import accuracy_row, keep_instances
-from probes.layers import LayerSpec, as_layer_specs, needed_layers
+from probes.errors import ProbeInputError
 from probes.estimators.majority import MajorityLabelBaseline
+from probes.inputs import Preview
+from probes.layers import LayerSpec, as_layer_specs, needed_layers
 from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
+from probes.stats.intervals import accuracy_row, keep_instances
+from probes.tasks.datafiles import DataFiles, file_inputs, file_options, read_roles
+from probes.tasks.preview import span_preview
 from probes.tasks.token_labels import fit_and_score, layer_matrix
 
 MAJORITY = "majority-label"
 POOLINGS = ("mean", "endpoints")
+FILE_FORMATS = ("edge-probing JSON lines",)
 
 
 def span_text(words, s: SpanSentence, t) -> str:
@@ -88,6 +91,14 @@ def load_splits(limit: int | None, train=None, test=None, dev=None, name=None, p
     return files, splits.pop("train"), list(splits.values())
 
 
+def preview_files(limit: int, options: dict) -> Preview:
+    """The app's preview: the files read as ``run_span`` reads them."""
+    files, train, evals = load_splits(limit, **options)
+    kind = "span pairs" if train.span2 is not None else "single spans"
+    return Preview(files.label, f"**{files.label}** — {kind}, first {limit} lines of each file",
+                   *span_preview(train, evals))
+
+
 def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
     return {"pooling": options.get("pooling") or "mean", "name": options.get("name"),
             **{role: str(p) for role, p in files.paths().items()}, "limit": ctx.limit, "seed": ctx.seed}
@@ -102,8 +113,9 @@ def run_span(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunCont
     t0 = time.perf_counter()
     L = embedder.num_layers
     needed = needed_layers(specs, L)
-    feats = [get_features(embedder, s.key, s.sentences, needed, progress=ctx.sub_progress(0.7 * i / (1 + len(evals)),
-                                                                                           0.7 * (i + 1) / (1 + len(evals))),
+    parts = 1 + len(evals)
+    feats = [get_features(embedder, s.key, s.sentences, needed, progress=ctx.sub_progress(0.7 * i / parts,
+                                                                                           0.7 * (i + 1) / parts),
                           show_progress=ctx.show_progress, root=ctx.feature_root)
              for i, s in enumerate([train, *evals])]
     y_te = np.concatenate([s.labels for s in evals])
@@ -142,12 +154,6 @@ def span_baselines(ctx: RunContext, **options) -> list[ProbeResult]:
     return [ProbeResult(MAJORITY, "span", rows, dataset=files.label, params=_params(files, ctx, options), extra=extra)]
 
 
-def _pooling(value):
-    if str(value) not in POOLINGS:
-        raise ProbeInputError(f"--pooling {value!r}: choose mean or endpoints.")
-    return str(value)
-
-
 PROBE = ProbeSpec(
     name="span",
     title="Span — edge probing on your files",
@@ -157,10 +163,12 @@ PROBE = ProbeSpec(
     tables=lambda df, extras: dataset_tables(df, "span"),
     table_titles={},
     chart=ChartSpec(metrics=("accuracy",)),
-    options=file_options("edge-probing JSON lines") + (
+    options=file_options(FILE_FORMATS) + (
         Option("pooling", default="mean", help="span vector: mean of its words, or endpoints (first ‖ last)",
-               parse=_pooling),
+               choices=POOLINGS),
     ),
     baseline_models={MAJORITY: "majority label per span text"},
     needs_files=True,
+    inputs=file_inputs(FILE_FORMATS),
+    preview=preview_files,
 )

@@ -19,8 +19,8 @@ baseline as its own result; the label set and counts in ``extra``. The core is
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -28,27 +28,22 @@ from corpora.columns import iter_columns
 from corpora.conllu import iter_conllu, parse_column
 from corpora.format_errors import DataFormatError
 from corpora.labelled import LabelledSentence
-from probes.estimators.bio import bad_bio_label
-from probes.tasks.datafiles import DataFiles, file_options, read_roles
-from probes.reporting.dataset_tables import dataset_tables
 from probes.errors import ProbeInputError
+from probes.estimators.bio import bad_bio_label
+from probes.inputs import Preview
 from probes.layers import LayerSpec, as_layer_specs
 from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
+from probes.tasks.datafiles import DataFiles, file_inputs, file_options, read_roles
+from probes.tasks.preview import token_preview
 from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_NAMES, RIGOR_OPTIONS, RigorOptions
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
 MAJORITY = "majority-label"
 FORMATS = ("conllu", "columns")
 SCHEMES = ("tag", "bio")
-
-
-def _choice(name: str, choices: tuple[str, ...]):
-    def parse(value):
-        if str(value) not in choices:
-            raise ProbeInputError(f"--{name} {value!r}: choose {' or '.join(choices)}.")
-        return str(value)
-    return parse
+FILE_FORMATS = ("CoNLL-U", "column file")
 
 
 def resolve(train=None, test=None, dev=None, format=None, column=None, word_column=0, scheme="tag",
@@ -119,37 +114,48 @@ def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
             **{role: str(p) for role, p in files.paths().items()}, "limit": ctx.limit, "seed": ctx.seed}
 
 
+def _task_options(options: dict) -> dict:
+    """The options that choose the data and labels (the rigor options are the estimator's)."""
+    return {k: v for k, v in options.items() if k not in RIGOR_NAMES}
+
+
+def preview_files(limit: int, options: dict) -> Preview:
+    """The app's preview: the files read as ``run_tag`` reads them."""
+    files, what, train, evals = load_splits(limit, **_task_options(options))
+    return Preview(files.label, f"**{files.label}** — label column **{what}**, first {limit} sentences of each file",
+                   *token_preview(train, evals))
+
+
 def run_tag(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(),
             **options) -> ProbeResult:
     """The linear probe on every requested layer spec, trained on --train, scored on --dev and --test.
     The rigor options (``probes.tasks.rigor_options``: probe family, control task, MDL) are checked first."""
     rigor = RigorOptions.from_options(options)
-    options = {k: v for k, v in options.items() if k not in RIGOR_NAMES}
+    options = _task_options(options)
     specs = as_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids)
     files, what, train, evals = load_splits(ctx.limit, **options)
     rows, extra = run_layers(embedder, specs, ctx, train, evals, scheme=options.get("scheme") or "tag",
                              what=f"tag probe ({what})", rigor=rigor)
-    return ProbeResult(embedder.name, rigor.probe_name("tag"), rows, dataset=files.label, fingerprint=embedder.fingerprint(),
+    return ProbeResult(embedder.name, rigor.probe_name("tag"), rows, dataset=files.label,
+                       fingerprint=embedder.fingerprint(),
                        params={**_params(files, ctx, options), "layers": [s.label for s in specs], **rigor.params()},
                        extra={**extra, **label_counts(train, evals), "task": what})
 
 
 def tag_baselines(ctx: RunContext, **options) -> list[ProbeResult]:
-    options = {k: v for k, v in options.items() if k not in RIGOR_NAMES}
+    options = _task_options(options)
     files, what, train, evals = load_splits(ctx.limit, **options)
     rows, extra = baseline_rows(train, evals, options.get("scheme") or "tag")
     return [ProbeResult(MAJORITY, "tag", rows, dataset=files.label, params=_params(files, ctx, options),
                         extra={**extra, "task": what})]
 
 
-OPTIONS = file_options("CoNLL-U or a column file") + (
-    Option("format", help="conllu or columns (default: conllu for *.conllu, else columns)",
-           parse=_choice("format", FORMATS)),
+OPTIONS = file_options(FILE_FORMATS) + (
+    Option("format", help="conllu or columns (default: conllu for *.conllu, else columns)", choices=FORMATS),
     Option("column", help="label column: UPOS, XPOS, DEPREL, LEMMA, feats:KEY, misc:KEY (CoNLL-U, default UPOS) "
                           "or a field index (column files, default -1 = last)"),
     Option("word_column", type=int, default=0, help="column files: the word's field index (default 0)"),
-    Option("scheme", default="tag", help="tag (token accuracy) or bio (also conlleval span F1)",
-           parse=_choice("scheme", SCHEMES)),
+    Option("scheme", default="tag", help="tag (token accuracy) or bio (also conlleval span F1)", choices=SCHEMES),
     Option("skip_label", help="leave words with this label out of training and scoring (e.g. _ for feats:KEY)"),
 )
 
@@ -165,4 +171,6 @@ PROBE = ProbeSpec(
     options=OPTIONS + RIGOR_OPTIONS,
     baseline_models={MAJORITY: "majority label per word"},
     needs_files=True,
+    inputs=file_inputs(FILE_FORMATS),
+    preview=preview_files,
 )

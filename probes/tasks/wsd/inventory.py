@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from corpora import wordnet
+from corpora.semcor import wordnet_sense_keys
 
 WORDNET, LABELS = "wordnet", "labels"
 
@@ -99,8 +100,6 @@ class Inventory:
 
 def choose_kind(labels: Iterable[str], has_pos: bool) -> str:
     """WordNet when every label is a WordNet 3.0 sense key and instances carry lemma + POS; else labels."""
-    from corpora.semcor import wordnet_sense_keys   # WordNet's index.sense, read once
-
     if not has_pos:
         return LABELS
     known = wordnet_sense_keys()

@@ -18,10 +18,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from corpora.lexical_sample import iter_lexical_sample
 from probes.errors import ProbeInputError, check_positive
+from probes.inputs import InputFile, Preview
 from probes.layers import LayerSpec, as_layer_specs
 from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
 from probes.results import ProbeResult
+from probes.tasks.datafiles import first
+from probes.tasks.preview import sense_preview
 from probes.tasks.wsd import sources
 from probes.tasks.wsd.estimator import first_sense_predictions
 from probes.tasks.wsd.inventory import LABELS, WORDNET, choose_kind
@@ -31,6 +35,8 @@ from probes.tasks.wsd.scoring import EVAL_SETS, PAPER_ALL, write_key_file
 from probes.tasks.wsd.tables import BASELINE_MODELS, FIRST_SENSE, SEMCOR_MFS, TRAIN_MFS, wsd_tables
 
 DATASET = "semcor→ALL"
+FOLDS = 5   # uploads without a test file: k-fold cross-validation on the training file
+TSV = ("lexical-sample TSV",)
 
 
 def make_plan(ctx: RunContext, semcor_limit: int | None = None, train: str | None = None,
@@ -89,10 +95,10 @@ def baseline_predictions(plan: Plan, which: str) -> list[str | None]:
     ev = plan.evaluated
     if which == FIRST_SENSE:
         inv = plan.inventory()
-        return [inv.first_sense(l, p) for l, p in ev.targets]
+        return [inv.first_sense(lemma, pos) for lemma, pos in ev.targets]
     if plan.test is not None:
         inv = plan.inventory(range(len(plan.train)) if plan.kind == WORDNET else None)
-        return [inv.most_frequent(l, p) for l, p in ev.targets]
+        return [inv.most_frequent(lemma, pos) for lemma, pos in ev.targets]
     fold, preds = plan.fold_ids(), [None] * len(ev)
     targets = ev.targets
     for f in range(plan.folds):
@@ -189,16 +195,19 @@ def wsd_summary(res: ProbeResult) -> list[str]:
     ex = res.extra
     if "train" not in ex:
         return []
-    inventory = {WORDNET: "WordNet 3.0 (labels are WordNet sense keys; first-sense backoff)",
-                 LABELS: "labels seen in training per lemma (most-frequent-label backoff)"}.get(ex.get("inventory"), "?")
+    inventories = {WORDNET: "WordNet 3.0 (labels are WordNet sense keys; first-sense backoff)",
+                   LABELS: "labels seen in training per lemma (most-frequent-label backoff)"}
+    inventory = inventories.get(ex.get("inventory"), "?")
     return [f"  data {res.dataset}: {ex['train_instances']} training and {ex['eval_instances']} evaluated instances; "
             f"sense inventory: {inventory}"]
 
 
-def _format(value: str) -> str:
-    if value not in sources.FORMATS:
-        raise ProbeInputError(f"--format {value!r}: choose from {', '.join(sources.FORMATS)}.")
-    return value
+def preview_files(limit: int, options: dict) -> Preview:
+    """The app's preview of lexical-sample files: the request checked as the run checks it, the first lines."""
+    _, name = make_plan(RunContext(limit=limit), **{k: v for k, v in options.items() if k != "keys"})
+    train, *evals = [first(iter_lexical_sample(options[r]), limit) for r in ("train", "test") if options.get(r)]
+    how = f"scored by {options['folds']}-fold cross-validation" if options.get("folds") else "scored on the test file"
+    return Preview(name, f"**{name}** — first {limit} lines of each file; {how}", *sense_preview(train, evals))
 
 
 PROBE = ProbeSpec(
@@ -213,17 +222,27 @@ PROBE = ProbeSpec(
                   "wsd_by_pos": "WSD on ALL by part of speech, F1"},
     chart=ChartSpec(metrics=("F1",), datasets=("ALL",) + EVAL_SETS[:-1] + (PAPER_ALL,), breakdown="ALL:",
                     breakdown_label="part of speech"),
-    options=(Option("semcor_limit", int, None, "train on the first N SemCor sentences only", positive=True),
-             Option("keys", str, None, "also write predictions as key files (Scorer.java input) in this directory"),
+    options=(Option("semcor_limit", int, None, "train on the first N SemCor sentences only", positive=True,
+                    in_app=False),
+             Option("keys", str, None, "also write predictions as key files (Scorer.java input) in this directory",
+                    in_app=False),
              Option("train", str, None, "training data: a framework XML file or a lexical-sample TSV "
                                         "(default: SemCor)"),
-             Option("train_keys", str, None, "gold keys of --train XML (default NAME.gold.key.txt beside it)"),
+             Option("train_keys", str, None, "gold keys of --train XML (default NAME.gold.key.txt beside it)",
+                    in_app=False),
              Option("test", str, None, "evaluation data, same formats (default: ALL)"),
-             Option("test_keys", str, None, "gold keys of --test XML (default NAME.gold.key.txt beside it)"),
+             Option("test_keys", str, None, "gold keys of --test XML (default NAME.gold.key.txt beside it)",
+                    in_app=False),
              Option("format", str, None, "xml or tsv (default: from the file suffix, .xml or anything else)",
-                    parse=_format),
+                    choices=sources.FORMATS, in_app=False),
              Option("folds", int, None, "k-fold cross-validation on --train (seeded by --seed) instead of --test",
-                    positive=True)),
+                    positive=True, in_app=False)),
     baseline_models=BASELINE_MODELS,
     summary=wsd_summary,
+    inputs=(InputFile("train", TSV, help="one occurrence per line: sentence<TAB>target word index (from 0)<TAB>"
+                                         "label[<TAB>lemma]; framework XML + gold keys: use the command line "
+                                         "(python -m probes wsd --train FILE.xml …)"),
+            InputFile("test", TSV, required=False, if_absent={"folds": FOLDS},
+                      help=f"without it, {FOLDS}-fold cross-validation on the training file")),
+    preview=preview_files,
 )

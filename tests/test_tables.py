@@ -1,0 +1,50 @@
+"""The one Markdown writer (probes/reporting/tables.py) re-renders every committed table byte for byte.
+
+``test_same_numbers`` checks each table of ``docs/results/tables.md`` on its own; here the whole files are
+rewritten from the committed runs into a temporary directory: ``tables.md`` with its CSVs (what
+``python -m probes reproduce --tables-only`` writes) and the UD EWT per-dataset tables
+(``docs/results/ud_ewt/tables.md``, the command in its header).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from corpora.paths import REPO_ROOT
+from probes.reporting.tables import dataset_table_title, markdown_table, write_dataset_tables, write_tables
+
+RESULTS = REPO_ROOT / "docs" / "results"
+
+
+def test_markdown_table_marks_missing_cells_and_rounds_floats():
+    df = pd.DataFrame({"model": ["a", "b"], "acc": [91.234, math.nan], "n": pd.array([3, None], dtype="Int64")})
+    assert markdown_table(df) == "| model | acc | n |\n|---|---|---|\n| a | 91.23 | 3 |\n| b | n/a | n/a |"
+    assert markdown_table(df, missing="—").splitlines()[-1] == "| b | — | — |"
+    assert markdown_table(pd.DataFrame({"x": [None]})).splitlines()[-1] == "| n/a |"
+
+
+def test_dataset_table_title_names_probe_metric_and_dataset():
+    assert (
+        dataset_table_title("tag:en_ewt-ud@1a2b3c4d:test:UPOS:accuracy")
+        == "tag: accuracy (%) on en_ewt-ud@1a2b3c4d:test:UPOS, by layer"
+    )
+    assert dataset_table_title("span:ner@00:test:F1") == "span: span F1 (%, conlleval) on ner@00:test, by layer"
+
+
+def test_tables_md_and_csvs_rerender_byte_identical(tmp_path):
+    md = write_tables(RESULTS / "runs", tmp_path)
+    assert md.read_bytes() == (RESULTS / "tables.md").read_bytes()
+    written = sorted(p.name for p in tmp_path.glob("*.csv"))
+    assert written == sorted(p.name for p in RESULTS.glob("*.csv"))
+    changed = [name for name in written if (tmp_path / name).read_bytes() != (RESULTS / name).read_bytes()]
+    assert changed == []
+
+
+def test_ud_ewt_tables_rerender_byte_identical(tmp_path):
+    committed = (RESULTS / "ud_ewt" / "tables.md").read_text()
+    header = committed[: committed.index("\n## ")]
+    assert "from probes.reporting.tables import write_dataset_tables" in header  # the command it states works
+    out = write_dataset_tables(RESULTS / "ud_ewt" / "runs", tmp_path / "tables.md", ("tag",), header)
+    assert out.read_bytes() == (RESULTS / "ud_ewt" / "tables.md").read_bytes()
