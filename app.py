@@ -6,6 +6,7 @@ A thin entry point: page setup and navigation. Each page lives in ``app_pages/``
 so that navigation is explicit) and keeps its logic in small functions of ``viz/`` and
 ``app_pages/common.py``.
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -13,8 +14,8 @@ import streamlit as st
 # `streamlit run app.py` (from any directory) puts this file's folder, the repository root, on
 # sys.path, so the project's packages import without a path computation here.
 from app_pages.common import FIGURE_FORMAT_KEY, start_warmup
-from viz.export import FORMATS
 from models.allocator import reuse_freed_memory
+from viz.export import FORMATS
 
 st.set_page_config(page_title="Embedding Probe Lab", page_icon="🔬", layout="wide")
 
@@ -32,8 +33,8 @@ PAGES = {
     ],
 }
 
-reuse_freed_memory()   # batched extraction reuses its activation buffers (models/allocator.py)
-start_warmup()   # read WordNet + SemCor in the background while the first page renders
+reuse_freed_memory()  # batched extraction reuses its activation buffers (models/allocator.py)
+start_warmup()  # read WordNet + SemCor in the background while the first page renders
 page = st.navigation(PAGES)
 with st.sidebar:
     st.caption(
@@ -41,8 +42,14 @@ with st.sidebar:
         "Reproduces Peters et al. (2018), *Deep contextualized word representations*, §5."
     )
     # Every chart's modebar has a "Download plot" button (viz/export.py); plotly gives it one format.
-    st.radio("Chart downloads", FORMATS, key=FIGURE_FORMAT_KEY, horizontal=True, format_func=str.upper,
-             help="The format of the camera button above each chart: SVG (vector, for papers) or PNG. "
-                  "The data behind a chart is the CSV button under it. The address bar holds a link "
-                  "to the current view.")
+    st.radio(
+        "Chart downloads",
+        FORMATS,
+        key=FIGURE_FORMAT_KEY,
+        horizontal=True,
+        format_func=str.upper,
+        help="The format of the camera button above each chart: SVG (vector, for papers) or PNG. "
+        "The data behind a chart is the CSV button under it. The address bar holds a link "
+        "to the current view.",
+    )
 page.run()

@@ -8,6 +8,7 @@ is one heatmap trace (``viz.attention.grid_figure``), not one subplot per head. 
 draws three charts fewer. Attention is cached per (model, fingerprint, sentence) by
 ``app_pages.common``. Choices live in the URL (``state.bind``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,17 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import (
-    EXAMPLE_SENTENCE, chart, download, embed_sentences, model_names, page, page_header,
-    piece_attention, preferred, safe, show_warnings,
+    EXAMPLE_SENTENCE,
+    chart,
+    download,
+    embed_sentences,
+    model_names,
+    page,
+    page_header,
+    piece_attention,
+    preferred,
+    safe,
+    show_warnings,
 )
 from models.registry import get_spec
 from viz.attention import grid_figure, head_entropy, line_view, mean_over_heads, query_key_figure, strongest_links
@@ -33,19 +43,24 @@ Rows are the attending word (query), columns the word attended to (key); each ro
 A GPT-style model only attends to the left (a triangle); a BERT-style model sees both sides.
 """
 
-MAX_WORDS = 40   # a 6 × 12 grid of 40 × 40 maps stays fast to draw
+MAX_WORDS = 40  # a 6 × 12 grid of 40 × 40 maps stays fast to draw
 UNITS = ["words", "subword pieces"]
 COMPARE = ["one model", "two models", "two layers"]
-TABS = ["Heads", "Averages"]   # only the open tab runs and draws (a new visitor's first paint)
+TABS = ["Heads", "Averages"]  # only the open tab runs and draws (a new visitor's first paint)
 
 
 def get_attention(model: str, words: list[str], unit: str) -> tuple[np.ndarray, list[str], str]:
     """(layers, heads, n, n) attention, the n token labels, and a note about the units."""
     if unit == "words":
         out = embed_sentences(model, [words], with_attention=True)[0]
-        return out["attentions"], list(out["words"]), (
-            "Word view: attention to a word's pieces is summed, a word's query pieces are averaged, "
-            "special tokens dropped and rows renormalised.")
+        return (
+            out["attentions"],
+            list(out["words"]),
+            (
+                "Word view: attention to a word's pieces is summed, a word's query pieces are averaged, "
+                "special tokens dropped and rows renormalised."
+            ),
+        )
     pa = piece_attention(model, words)
     return pa["attentions"], list(pa["pieces"]), "Piece view: the model's own subword pieces, special tokens included."
 
@@ -59,18 +74,24 @@ def _open_clicked_head() -> None:
         st.session_state["attn_layer"], st.session_state["attn_head"] = int(layer), int(head)
 
 
-def head_panel(att: np.ndarray, tokens: list[str], model: str, layer: int, head: int, query: int,
-               key: str) -> None:
+def head_panel(att: np.ndarray, tokens: list[str], model: str, layer: int, head: int, query: int, key: str) -> None:
     """One head: its heatmap beside the line view (the query's links in red)."""
     a = att[layer - 1, head - 1]
     c1, c2 = st.columns([3, 2])
     with c1:
-        chart(attention_heatmap(a, tokens, title=f"{model}: layer {layer}, head {head}"),
-              file_stem("attention", model, f"L{layer}", f"H{head}"), key=f"{key}_map",
-              data=lambda: attention_csv(a, tokens, layers=[layer], heads=[head]))
+        chart(
+            attention_heatmap(a, tokens, title=f"{model}: layer {layer}, head {head}"),
+            file_stem("attention", model, f"L{layer}", f"H{head}"),
+            key=f"{key}_map",
+            data=lambda: attention_csv(a, tokens, layers=[layer], heads=[head]),
+        )
     with c2:
-        chart(line_view(a, tokens, query=query, title="Line view (queries → keys)"),
-              file_stem("attention-lines", model, f"L{layer}", f"H{head}"), key=f"{key}_lines", data=False)
+        chart(
+            line_view(a, tokens, query=query, title="Line view (queries → keys)"),
+            file_stem("attention-lines", model, f"L{layer}", f"H{head}"),
+            key=f"{key}_lines",
+            data=False,
+        )
 
 
 @st.fragment
@@ -79,37 +100,77 @@ def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b
     att, tokens, _ = get_attention(model, words, unit)
     L, H, n, _ = att.shape
     grid_col, ctrl_col = st.columns([3, 2])
-    with ctrl_col:   # filled first: the grid outlines the head these controls hold
+    with ctrl_col:  # filled first: the grid outlines the head these controls hold
         layer = st.slider("Layer", 1, L, key=state.bind("attn_layer", min(L, 2), lo=1, hi=L, param="layer"))
         head = st.slider("Head", 1, H, key=state.bind("attn_head", 1, lo=1, hi=H, param="head"))
-        query = st.selectbox("Query token", list(range(n)), format_func=lambda i: f"{i + 1}: {tokens[i]}",
-                             key=state.bind("attn_query", 0, list(range(n)), param="query"),
-                             help="Its links are red in the line view; its query·key products are below.")
+        query = st.selectbox(
+            "Query token",
+            list(range(n)),
+            format_func=lambda i: f"{i + 1}: {tokens[i]}",
+            key=state.bind("attn_query", 0, list(range(n)), param="query"),
+            help="Its links are red in the line view; its query·key products are below.",
+        )
         st.caption("Strongest links of this head (self-attention left out):")
         st.dataframe(strongest_links(att[layer - 1, head - 1], tokens, k=8), hide_index=True, width="stretch")
     with grid_col:
-        st.caption("Every head of every layer (rows = layers, columns = heads). **Click a tile to open that "
-                   "head**; the open head is outlined in red.")
-        chart(grid_figure(att, (layer, head)), file_stem("attention-grid", model), key="attn_grid",
-              on_select=_open_clicked_head, selection_mode="points", image_size=False,
-              data=lambda: attention_csv(att, tokens), data_label="All heads (CSV)")
-        download("All heads (JSON)", lambda: attention_json(att, tokens, model=model, unit=unit),
-                 f"{file_stem('attention', model)}.json", key="attn_all_json", mime="application/json")
+        st.caption(
+            "Every head of every layer (rows = layers, columns = heads). **Click a tile to open that "
+            "head**; the open head is outlined in red."
+        )
+        chart(
+            grid_figure(att, (layer, head)),
+            file_stem("attention-grid", model),
+            key="attn_grid",
+            on_select=_open_clicked_head,
+            selection_mode="points",
+            image_size=False,
+            data=lambda: attention_csv(att, tokens),
+            data_label="All heads (CSV)",
+        )
+        download(
+            "All heads (JSON)",
+            lambda: attention_json(att, tokens, model=model, unit=unit),
+            f"{file_stem('attention', model)}.json",
+            key="attn_all_json",
+            mime="application/json",
+        )
     head_panel(att, tokens, model, layer, head, query, "attn_head_plot")
-    chart(query_key_figure(att[layer - 1, head - 1], tokens, query,
-                           title=f"Query “{tokens[query]}”: q·k/√d with every key, and the weight it becomes"),
-          file_stem("attention-qk", model, f"L{layer}", f"H{head}", f"q{query + 1}"), key="attn_qk")
-    st.caption("The bars are the scaled dot products of the query's vector with each key's vector (the neuron "
-               "view's core), centred on the row's mean: recovered exactly from the softmax, which ignores "
-               "a row's constant (log weight − mean log weight). A gap of 1 is a factor e ≈ 2.7 in weight."
-               + (" In the word view, pieces are merged first, so these are per word, not per piece."
-                  if unit == "words" else ""))
+    chart(
+        query_key_figure(
+            att[layer - 1, head - 1],
+            tokens,
+            query,
+            title=f"Query “{tokens[query]}”: q·k/√d with every key, and the weight it becomes",
+        ),
+        file_stem("attention-qk", model, f"L{layer}", f"H{head}", f"q{query + 1}"),
+        key="attn_qk",
+    )
+    st.caption(
+        "The bars are the scaled dot products of the query's vector with each key's vector (the neuron "
+        "view's core), centred on the row's mean: recovered exactly from the softmax, which ignores "
+        "a row's constant (log weight − mean log weight). A gap of 1 is a factor e ≈ 2.7 in weight."
+        + (
+            " In the word view, pieces are merged first, so these are per word, not per piece."
+            if unit == "words"
+            else ""
+        )
+    )
     if compare != COMPARE[0]:
         side_by_side(att, tokens, model, layer, head, query, words, unit, compare, model_b)
 
 
-def side_by_side(att: np.ndarray, tokens: list[str], model: str, layer: int, head: int, query: int,
-                 words: list[str], unit: str, compare: str, model_b: str | None) -> None:
+def side_by_side(
+    att: np.ndarray,
+    tokens: list[str],
+    model: str,
+    layer: int,
+    head: int,
+    query: int,
+    words: list[str],
+    unit: str,
+    compare: str,
+    model_b: str | None,
+) -> None:
     st.subheader("Side by side")
     if compare == COMPARE[1] and model_b is None:
         st.info("Pick the second model above.")
@@ -120,16 +181,28 @@ def side_by_side(att: np.ndarray, tokens: list[str], model: str, layer: int, hea
     a, b = st.columns(2)
     with a:
         st.markdown(f"**{model}**, layer {layer}, head {head}")
-        chart(line_view(att[layer - 1, head - 1], tokens, query=query), file_stem("attention-lines", model, layer, head),
-              key="attn_side_a", data=False)
+        chart(
+            line_view(att[layer - 1, head - 1], tokens, query=query),
+            file_stem("attention-lines", model, layer, head),
+            key="attn_side_a",
+            data=False,
+        )
     with b:
         c1, c2 = st.columns(2)
         default_b = min(Lb, layer + 1) if other == model else min(Lb, layer)
-        lb = c1.slider(f"Layer ({other})", 1, Lb, key=state.bind("attn_b_layer", default_b, lo=1, hi=Lb, param="b_layer"))
-        hb = c2.slider(f"Head ({other})", 1, Hb, key=state.bind("attn_b_head", min(head, Hb), lo=1, hi=Hb, param="b_head"))
+        lb = c1.slider(
+            f"Layer ({other})", 1, Lb, key=state.bind("attn_b_layer", default_b, lo=1, hi=Lb, param="b_layer")
+        )
+        hb = c2.slider(
+            f"Head ({other})", 1, Hb, key=state.bind("attn_b_head", min(head, Hb), lo=1, hi=Hb, param="b_head")
+        )
         qb = query if query < len(tokens_b) else 0
-        chart(line_view(att_b[lb - 1, hb - 1], tokens_b, query=qb), file_stem("attention-lines", other, lb, hb),
-              key="attn_side_b", data=False)
+        chart(
+            line_view(att_b[lb - 1, hb - 1], tokens_b, query=qb),
+            file_stem("attention-lines", other, lb, hb),
+            key="attn_side_b",
+            data=False,
+        )
     if tokens_b != tokens:
         st.caption("The two models split the sentence differently (piece view); the word view lines them up.")
 
@@ -139,21 +212,39 @@ def averages(att: np.ndarray, tokens: list[str], model: str) -> None:
     a1, a2 = st.columns(2)
     avg_layer = a1.slider("Layer for the head average", 1, L, L, key="attn_avg_layer")
     with a1:
-        chart(attention_heatmap(mean_over_heads(att, avg_layer - 1), tokens,
-                                title=f"Layer {avg_layer}, mean over {H} heads"),
-              file_stem("attention-mean", model, f"L{avg_layer}"), key="attn_avg_layer_plot")
+        chart(
+            attention_heatmap(
+                mean_over_heads(att, avg_layer - 1), tokens, title=f"Layer {avg_layer}, mean over {H} heads"
+            ),
+            file_stem("attention-mean", model, f"L{avg_layer}"),
+            key="attn_avg_layer_plot",
+        )
     with a2:
-        chart(attention_heatmap(mean_over_heads(att), tokens, title=f"Mean over all {L} layers and {H} heads"),
-              file_stem("attention-mean", model, "all"), key="attn_avg_all_plot")
+        chart(
+            attention_heatmap(mean_over_heads(att), tokens, title=f"Mean over all {L} layers and {H} heads"),
+            file_stem("attention-mean", model, "all"),
+            key="attn_avg_all_plot",
+        )
     ent = head_entropy(att)
-    fig = go.Figure(go.Heatmap(
-        z=ent, x=[f"H{h + 1}" for h in range(H)], y=[f"L{l + 1}" for l in range(L)],
-        colorscale="Viridis", colorbar=dict(title="bits", thickness=12),
-        hovertemplate="%{y} %{x}: %{z:.2f} bits<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=ent,
+            x=[f"H{h + 1}" for h in range(H)],
+            y=[f"L{l + 1}" for l in range(L)],
+            colorscale="Viridis",
+            colorbar=dict(title="bits", thickness=12),
+            hovertemplate="%{y} %{x}: %{z:.2f} bits<extra></extra>",
+        )
+    )
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(template="plotly_white", height=60 + 34 * L, margin=dict(l=10, r=10, t=40, b=10),
-                      title=dict(text=f"Mean attention entropy per head (uniform = {np.log2(max(n, 2)):.1f} bits): "
-                                      "low = focused heads", x=0))
+    fig.update_layout(
+        template="plotly_white",
+        height=60 + 34 * L,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(
+            text=f"Mean attention entropy per head (uniform = {np.log2(max(n, 2)):.1f} bits): low = focused heads", x=0
+        ),
+    )
     chart(fig, file_stem("attention-entropy", model), key="attn_entropy_plot")
 
 
@@ -162,36 +253,48 @@ def main() -> None:
     page_header("Attention", INTRO)
     names = model_names(has_attention=True)
     if not names:
-        st.info("No model with attention (BERT- or GPT-family) is available yet. See the Models page for how "
-                "to train one.")
+        st.info(
+            "No model with attention (BERT- or GPT-family) is available yet. See the Models page for how to train one."
+        )
         return
     c1, c2, c3 = st.columns([3, 1, 1])
-    text = c1.text_input("Sentence", key=state.bind("attn_text", EXAMPLE_SENTENCE, param="text"),
-                         help=f"Up to {MAX_WORDS} words; longer text is cut with a warning.")
-    model = c2.selectbox("Model", names, key=state.bind("attn_model", preferred(names),
-                                                        names, param="model"))
+    text = c1.text_input(
+        "Sentence",
+        key=state.bind("attn_text", EXAMPLE_SENTENCE, param="text"),
+        help=f"Up to {MAX_WORDS} words; longer text is cut with a warning.",
+    )
+    model = c2.selectbox("Model", names, key=state.bind("attn_model", preferred(names), names, param="model"))
     unit = c3.segmented_control("Units", UNITS, key=state.bind("attn_unit", "words", UNITS, param="unit")) or "words"
     s1, s2 = st.columns([3, 2])
-    compare = s1.segmented_control("Side by side", COMPARE, key=state.bind("attn_compare", COMPARE[0], COMPARE,
-                                                                           param="compare"),
-                                   help="Two models on the same sentence, or two layers of this model.") or COMPARE[0]
+    compare = (
+        s1.segmented_control(
+            "Side by side",
+            COMPARE,
+            key=state.bind("attn_compare", COMPARE[0], COMPARE, param="compare"),
+            help="Two models on the same sentence, or two layers of this model.",
+        )
+        or COMPARE[0]
+    )
     model_b = None
     if compare == COMPARE[0]:
         for param in ("b_layer", "b_head", "model_b"):
             state.forget(param)
     if compare == COMPARE[1]:
         others = [m for m in names if m != model] or names
-        model_b = s2.selectbox("Second model", others, key=state.bind("attn_model_b", others[0], others, param="model_b"))
+        model_b = s2.selectbox(
+            "Second model", others, key=state.bind("attn_model_b", others[0], others, param="model_b")
+        )
     with safe("compute attention"):
-        parsed = parse_sentences(text, one_per_line=False, max_words_per_sentence=MAX_WORDS,
-                                 max_sentences=1, max_total_words=MAX_WORDS)
+        parsed = parse_sentences(
+            text, one_per_line=False, max_words_per_sentence=MAX_WORDS, max_sentences=1, max_total_words=MAX_WORDS
+        )
         show_warnings(parsed.warnings)
         words = parsed.sentences[0]
         att, tokens, note = get_attention(model, words, unit)
         L, H, n, _ = att.shape
         st.caption(f"{model} ({get_spec(model).traits.label}): {L} layers × {H} heads over {n} tokens. {note}")
         tokens_box = st.expander("Tokens the model saw", key="attn_tokens_open", on_change="rerun")
-        if tokens_box.open:   # lazy: a closed box costs a new visitor nothing (st.code loads a highlighter)
+        if tokens_box.open:  # lazy: a closed box costs a new visitor nothing (st.code loads a highlighter)
             tokens_box.code(" | ".join(tokens), language=None, wrap_lines=True)
         heads_tab, avg_tab = st.tabs(TABS, key=state.bind("attn_tab", TABS[0], TABS, param="tab"), on_change="rerun")
         if heads_tab.open:

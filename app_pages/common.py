@@ -9,6 +9,7 @@
 - :func:`chart` — every chart: ``st.plotly_chart`` with the modebar's SVG/PNG download
   (``viz.export.chart_config``, the format chosen in the sidebar) and a CSV of its data beside it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,8 +18,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 # The one place besides corpora.paths.REPO_ROOT that computes the repository root: it must be on
 # sys.path before the project's packages (corpora among them) can be imported at all, whatever
@@ -39,8 +40,8 @@ from models import DEFAULT_MODEL  # noqa: E402
 from models.base import Embedder, ModelLoadError  # noqa: E402
 from models.listing import weights_location  # noqa: E402
 from models.registry import available_models, load_embedder, loaded_models, unload_embedder  # noqa: E402
-from viz.polysemy import build_lemma_index, occurrence_vectors  # noqa: E402
 from viz.export import FORMATS, chart_config, figure_csv, file_stem  # noqa: E402
+from viz.polysemy import build_lemma_index, occurrence_vectors  # noqa: E402
 from viz.text import InputError, escape_markdown  # noqa: E402
 
 log = logging.getLogger("embprobe.app")
@@ -56,6 +57,7 @@ EXAMPLE_SENTENCE = "The bank raised interest rates, so we walked along the river
 
 # ---------------------------------------------------------------------------- errors
 
+
 def friendly_message(exc: BaseException, action: str = "") -> str:
     """A one-paragraph message for the user; never a traceback."""
     prefix = f"Could not {action}: " if action else ""
@@ -65,13 +67,15 @@ def friendly_message(exc: BaseException, action: str = "") -> str:
         return f"{prefix}a dataset is missing. {exc}"
     if isinstance(exc, ModelLoadError):
         return f"{prefix}the model could not be loaded. {exc}"
-    if isinstance(exc, LabError):   # every other error the lab reports names what is wrong in its message
+    if isinstance(exc, LabError):  # every other error the lab reports names what is wrong in its message
         return f"{prefix}{exc}"
     if isinstance(exc, MemoryError):
         return f"{prefix}not enough memory. Try a shorter text or a smaller sample."
     if isinstance(exc, ImportError):
-        return (f"{prefix}part of the project is not installed or not built yet ({exc}). "
-                "Run: pip install -r requirements.txt")
+        return (
+            f"{prefix}part of the project is not installed or not built yet ({exc}). "
+            "Run: pip install -r requirements.txt"
+        )
     if isinstance(exc, (ValueError, KeyError, IndexError, FileNotFoundError)):
         text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
         return f"{prefix}{text}"
@@ -86,7 +90,7 @@ def safe(action: str = "", *, kind: str = "error") -> Iterator[None]:
     """
     try:
         yield
-    except InputError as exc:   # the user's input: a hint, not an error
+    except InputError as exc:  # the user's input: a hint, not an error
         st.warning(escape_markdown(str(exc)), icon="✍️")
     except Exception as exc:  # noqa: BLE001 — the point is to never show a traceback
         log.exception("app error while trying to %s", action or "run a page")
@@ -108,6 +112,7 @@ def page(fn: Callable[[], None]) -> Callable[[], None]:
 
 
 # ---------------------------------------------------------------------------- models
+
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _cached_embedder(name: str) -> Embedder:
@@ -149,21 +154,29 @@ def preferred(names: list[str], default: str = DEFAULT_MODEL) -> str:
     return default if default in names else names[0]
 
 
-def model_select(label: str, capabilities: dict[str, bool] | None = None, *, key: str,
-                 default: str | None = None, help: str | None = None) -> str | None:
+def model_select(
+    label: str,
+    capabilities: dict[str, bool] | None = None,
+    *,
+    key: str,
+    default: str | None = None,
+    help: str | None = None,
+) -> str | None:
     """A selectbox of ready models (with ``capabilities``, see :func:`model_names`); an info box (and None)
     when there is none."""
     names = model_names(**(capabilities or {}))
     if not names:
         kinds = ", ".join(f"{'' if wanted else 'not '}{cap}" for cap, wanted in (capabilities or {}).items())
-        st.info(f"No {'model (' + kinds + ')' if kinds else 'model'} is available yet. "
-                "See the Models page for how to train one.")
+        st.info(
+            f"No {'model (' + kinds + ')' if kinds else 'model'} is available yet. "
+            "See the Models page for how to train one."
+        )
         return None
-    return st.selectbox(label, names, index=names.index(preferred(names, default or DEFAULT_MODEL)), key=key,
-                        help=help)
+    return st.selectbox(label, names, index=names.index(preferred(names, default or DEFAULT_MODEL)), key=key, help=help)
 
 
 # ---------------------------------------------------------------------------- display
+
 
 def page_header(title: str, intro: str) -> None:
     st.title(title)
@@ -182,7 +195,7 @@ def md(text: str) -> str:
 
 # ---------------------------------------------------------------------------- charts and exports
 
-FIGURE_FORMAT_KEY = "fig_format"   # the sidebar's "Chart downloads" choice (app.py)
+FIGURE_FORMAT_KEY = "fig_format"  # the sidebar's "Chart downloads" choice (app.py)
 
 
 def figure_format() -> str:
@@ -193,12 +206,29 @@ def figure_format() -> str:
 
 def download(label: str, data, file_name: str, *, key: str, mime: str = "text/csv") -> None:
     """A small download button that does not rerun the page; ``data`` may be a callable (made on click)."""
-    st.download_button(label, data, file_name=file_name, mime=mime, key=key, on_click="ignore",
-                       type="tertiary", icon=":material/download:")
+    st.download_button(
+        label,
+        data,
+        file_name=file_name,
+        mime=mime,
+        key=key,
+        on_click="ignore",
+        type="tertiary",
+        icon=":material/download:",
+    )
 
 
-def chart(fig, name: str, *, key: str, data=None, data_label: str = "Data (CSV)", image_size: bool = True,
-          container=None, **plotly_kwargs):
+def chart(
+    fig,
+    name: str,
+    *,
+    key: str,
+    data=None,
+    data_label: str = "Data (CSV)",
+    image_size: bool = True,
+    container=None,
+    **plotly_kwargs,
+):
     """Draw ``fig`` with the app's modebar (download as SVG/PNG named ``name``) and a CSV of its data.
 
     ``data``: bytes or a callable returning bytes (default: the figure's own points,
@@ -211,16 +241,22 @@ def chart(fig, name: str, *, key: str, data=None, data_label: str = "Data (CSV)"
     event = where.plotly_chart(fig, width="stretch", key=key, config=config, **plotly_kwargs)
     if data is not False:
         with container if container is not None else contextlib.nullcontext():
-            download(data_label, data if data is not None else (lambda: figure_csv(fig)),
-                     f"{file_stem(name)}.csv", key=f"{key}__data")
+            download(
+                data_label,
+                data if data is not None else (lambda: figure_csv(fig)),
+                f"{file_stem(name)}.csv",
+                key=f"{key}__data",
+            )
     return event
 
 
 # ---------------------------------------------------------------------------- cached extraction
 
+
 @st.cache_data(show_spinner=False, max_entries=64)
-def _embed_cached(name: str, fingerprint: str, sentences: tuple[tuple[str, ...], ...],
-                  with_attention: bool) -> list[dict]:
+def _embed_cached(
+    name: str, fingerprint: str, sentences: tuple[tuple[str, ...], ...], with_attention: bool
+) -> list[dict]:
     emb = _cached_embedder(name)
     outs = emb.embed([list(s) for s in sentences], with_attention=with_attention)
     return [{"words": o.words, "vectors": o.vectors, "oov": o.oov, "attentions": o.attentions} for o in outs]
@@ -263,7 +299,7 @@ def start_warmup() -> None:
     if _WARM_STARTED.is_set():
         return
     _WARM_STARTED.set()
-    _WARM_LOCK.acquire()   # released by the worker: wait_warmup() blocks until the data is read
+    _WARM_LOCK.acquire()  # released by the worker: wait_warmup() blocks until the data is read
 
     def work() -> None:
         try:
@@ -282,12 +318,12 @@ def start_warmup() -> None:
 def wait_warmup() -> None:
     """Block until the warm-up (if started) has finished, so data is never read twice at once."""
     if _WARM_STARTED.is_set():
-        with st.spinner("Reading WordNet and SemCor (once per server)…"):
-            with _WARM_LOCK:
-                pass
+        with st.spinner("Reading WordNet and SemCor (once per server)…"), _WARM_LOCK:
+            pass
 
 
 # ---------------------------------------------------------------------------- SemCor
+
 
 @st.cache_resource(show_spinner=False)
 def semcor_corpus():
@@ -311,7 +347,7 @@ def occurrence_vectors_progress(name: str, occs: list, chunk: int = 24):
     parts = []
     bar = st.progress(0.0, text=f"Embedding {len(occs)} occurrences with {name}…")
     for start in range(0, len(occs), chunk):
-        parts.append(_occurrence_chunk(name, fp, tuple(occs[start:start + chunk])))
+        parts.append(_occurrence_chunk(name, fp, tuple(occs[start : start + chunk])))
         done = min(len(occs), start + chunk)
         bar.progress(done / len(occs), text=f"Embedding occurrences with {name}: {done}/{len(occs)}")
     bar.empty()

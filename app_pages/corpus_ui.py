@@ -5,6 +5,7 @@ occurrence at one layer, read from the feature cache the WSD probe fills. The lo
 :mod:`viz.corpus_search`; this module supplies it the vectors (``features`` on the WSD probe's SemCor
 split), caches it per server and draws the hits, their sense and POS histogram and the downloads.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,8 +51,9 @@ def _piece_rows(emb, layers=None, progress=None) -> PieceRows:
     """``viz.corpus_search``'s callback: the split's rows at a layer, from the feature cache (extracted when
     missing; ``layers``: those read now, default all)."""
     split = semcor_split()
-    feats = get_features(emb, split.feature_key, split.layout.sentences, layers, keep=split.keep, progress=progress,
-                         show_progress=False)
+    feats = get_features(
+        emb, split.feature_key, split.layout.sentences, layers, keep=split.keep, progress=progress, show_progress=False
+    )
     return feats.layer
 
 
@@ -85,15 +87,25 @@ def cached_occurrence_vectors(model: str, occs) -> np.ndarray | None:
     return rows_vectors(semcor_split().layout, _cached_rows(model, emb.fingerprint()), emb.num_layers, rows)
 
 
-def corpus_panel(model: str, layer: int, query: np.ndarray, *, key: str, ref: tuple[int, int] | None = None,
-                 query_key: str | None = None, what: str = "") -> None:
+def corpus_panel(
+    model: str,
+    layer: int,
+    query: np.ndarray,
+    *,
+    key: str,
+    ref: tuple[int, int] | None = None,
+    query_key: str | None = None,
+    what: str = "",
+) -> None:
     """Nearest SemCor occurrences of ``query`` (a vector at ``layer`` of ``model``); ``ref`` excludes the
     query's own SemCor token, ``query_key`` (its WordNet sense) marks hits of the same sense."""
     emb = get_embedder(model)
     if not _is_cached(emb, [layer]):
-        st.info(f"The corpus index of **{md(model)}** is not built yet: it embeds all 37k SemCor sentences once "
-                "(the same features the WSD probe uses; a few minutes on this CPU), then every search is "
-                "instant. Or run `python -m probes wsd --model " + md(model) + "`.")
+        st.info(
+            f"The corpus index of **{md(model)}** is not built yet: it embeds all 37k SemCor sentences once "
+            "(the same features the WSD probe uses; a few minutes on this CPU), then every search is "
+            "instant. Or run `python -m probes wsd --model " + md(model) + "`."
+        )
         if not st.button(f"Build the SemCor index for {model}", key=f"{key}_build"):
             return
         bar = st.progress(0.0, text="Embedding SemCor…")
@@ -103,21 +115,29 @@ def corpus_panel(model: str, layer: int, query: np.ndarray, *, key: str, ref: tu
         index = cached_index()
         Xn = _matrix(model, emb.fingerprint(), int(layer))
     if len(index) != Xn.shape[0]:
-        raise ValueError(f"The corpus index has {len(index)} rows but the cached vectors {Xn.shape[0]}; "
-                         "rebuild the feature cache.")
+        raise ValueError(
+            f"The corpus index has {len(index)} rows but the cached vectors {Xn.shape[0]}; rebuild the feature cache."
+        )
     k = st.slider("Corpus neighbours", 5, 50, 20, step=5, key=f"{key}_k")
     exclude = index.row_of(*ref) if ref is not None else None
     hits = nearest(Xn, query, k, exclude=exclude)
     sentences, _ = semcor_corpus()
     df = hits_frame(hits, index, sentences, sense_label, query_key=query_key)
     share = same_sense_share(hits, index, query_key) if query_key else None
-    st.caption(f"The {len(hits)} nearest of {len(index):,} sense-tagged SemCor occurrences (cosine, full "
-               f"{Xn.shape[1]} dimensions, {md(model)} layer {layer}){' to ' + md(what) if what else ''}"
-               + (f"; **{share:.0%}** have the query's sense ({md(sense_label(query_key))})." if share is not None
-                  else "."))
+    st.caption(
+        f"The {len(hits)} nearest of {len(index):,} sense-tagged SemCor occurrences (cosine, full "
+        f"{Xn.shape[1]} dimensions, {md(model)} layer {layer}){' to ' + md(what) if what else ''}"
+        + (f"; **{share:.0%}** have the query's sense ({md(sense_label(query_key))})." if share is not None else ".")
+    )
     name = file_stem("corpus", model, f"layer{layer}", what)
-    chart(hit_histograms(df), name + "-histogram", key=f"{key}_hist",
-          data=lambda: df.to_csv(index=False).encode("utf-8"), data_label="Hits (CSV)")
-    st.dataframe(df, hide_index=True, width="stretch",
-                 column_config={"context": st.column_config.TextColumn(width="large")})
+    chart(
+        hit_histograms(df),
+        name + "-histogram",
+        key=f"{key}_hist",
+        data=lambda: df.to_csv(index=False).encode("utf-8"),
+        data_label="Hits (CSV)",
+    )
+    st.dataframe(
+        df, hide_index=True, width="stretch", column_config={"context": st.column_config.TextColumn(width="large")}
+    )
     download("Hits (JSON)", lambda: frame_json(df), f"{name}.json", key=f"{key}_json", mime="application/json")

@@ -68,7 +68,9 @@ def profile_section(df, extras) -> None:
         st.info("Pick at least one model with per-layer results.")
         return
     st.plotly_chart(
-        profile_figure(prof, title=choice_label(choice), y_title=metric, dashed=is_random), width="stretch", key="lp_profile_chart"
+        profile_figure(prof, title=choice_label(choice), y_title=metric, dashed=is_random),
+        width="stretch",
+        key="lp_profile_chart",
     )
     small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < 200})
     if small:

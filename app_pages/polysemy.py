@@ -9,6 +9,7 @@ Widget keys (stable; the browser benchmark uses them): poly_source, poly_model, 
 poly_method, poly_pos, poly_cap, poly_text, poly_upload, poly_compare, poly_model_b, poly_colour,
 poly_layer, poly_layer_b, poly_pick, poly_k, poly_corpus (toggle), poly_corpus_k.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,18 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import (
-    chart, download, md, model_names, occurrence_vectors_progress, page, page_header, preferred, safe,
-    semcor_corpus, show_warnings, wait_warmup,
+    chart,
+    download,
+    md,
+    model_names,
+    occurrence_vectors_progress,
+    page,
+    page_header,
+    preferred,
+    safe,
+    semcor_corpus,
+    show_warnings,
+    wait_warmup,
 )
 from app_pages.corpus_ui import cached_occurrence_vectors, corpus_panel, sense_label
 from models import DEFAULT_STATIC_MODEL
@@ -28,7 +39,12 @@ from viz.lexical_sample import MAX_UPLOAD_MB, LexicalSampleSource
 from viz.occurrence_figures import layer_measures_figure, occurrence_scatter
 from viz.points import COLOUR_COLUMNS, collapse, colour_groups, occurrence_metadata
 from viz.polysemy import (
-    POS_CHOICES, SUGGESTED_WORDS, layer_measures, neighbour_table, semcor_occurrences, separability_problem,
+    POS_CHOICES,
+    SUGGESTED_WORDS,
+    layer_measures,
+    neighbour_table,
+    semcor_occurrences,
+    separability_problem,
     typed_occurrences,
 )
 from viz.projection import METHODS, project, project_layers
@@ -72,48 +88,89 @@ def controls() -> dict | None:
         st.info("No model is available yet. See the Models page for how to train or add one.")
         return None
     c1, c2, c3 = st.columns([2, 2, 1])
-    source = c1.segmented_control("Occurrences from", SOURCES, key=state.bind("poly_source", "SemCor", SOURCES,
-                                                                             param="source")) or "SemCor"
-    model = c2.selectbox("Model", names, key=state.bind("poly_model", preferred(names),
-                                                        names, param="model"))
+    source = (
+        c1.segmented_control(
+            "Occurrences from", SOURCES, key=state.bind("poly_source", "SemCor", SOURCES, param="source")
+        )
+        or "SemCor"
+    )
+    model = c2.selectbox("Model", names, key=state.bind("poly_model", preferred(names), names, param="model"))
     dims = c3.segmented_control("Plot", DIMS, key=state.bind("poly_dims", "2-D", DIMS, param="dims")) or "2-D"
     c4, c5, c6, c7 = st.columns([2, 1, 1, 1])
-    word = c4.text_input("Word (lemma)", key=state.bind("poly_word", "bank", param="word"), max_chars=60,
-                         help="Try: " + ", ".join(SUGGESTED_WORDS))
-    method = c5.selectbox("Projection", METHODS, key=state.bind("poly_method", "PCA", METHODS, param="method"),
-                          help="PCA is linear and fast; t-SNE and UMAP keep local neighbourhoods (UMAP compiles "
-                               "on first use, ~20 s).")
-    colour = c6.selectbox("Colour by", COLOUR_COLUMNS, key=state.bind("poly_colour", "sense", COLOUR_COLUMNS,
-                                                                       param="colour"))
-    compare = c7.selectbox("Compare", COMPARE, key=state.bind("poly_compare", "one panel", COMPARE,
-                                                                param="compare"),
-                           help="Two models (or two layers of one) side by side, same word and occurrences.")
+    word = c4.text_input(
+        "Word (lemma)",
+        key=state.bind("poly_word", "bank", param="word"),
+        max_chars=60,
+        help="Try: " + ", ".join(SUGGESTED_WORDS),
+    )
+    method = c5.selectbox(
+        "Projection",
+        METHODS,
+        key=state.bind("poly_method", "PCA", METHODS, param="method"),
+        help="PCA is linear and fast; t-SNE and UMAP keep local neighbourhoods (UMAP compiles on first use, ~20 s).",
+    )
+    colour = c6.selectbox(
+        "Colour by", COLOUR_COLUMNS, key=state.bind("poly_colour", "sense", COLOUR_COLUMNS, param="colour")
+    )
+    compare = c7.selectbox(
+        "Compare",
+        COMPARE,
+        key=state.bind("poly_compare", "one panel", COMPARE, param="compare"),
+        help="Two models (or two layers of one) side by side, same word and occurrences.",
+    )
     model_b = None
     if compare == "two models":
         others = [m for m in names if m != model] or names
-        model_b = st.selectbox("Second model", others, key=state.bind(
-            "poly_model_b", preferred(others, DEFAULT_STATIC_MODEL), others, param="model_b"))
+        model_b = st.selectbox(
+            "Second model",
+            others,
+            key=state.bind("poly_model_b", preferred(others, DEFAULT_STATIC_MODEL), others, param="model_b"),
+        )
     else:
         state.forget("model_b")
-    c = dict(source=source, model=model, model_b=model_b, compare=compare, dims=3 if dims == "3-D" else 2,
-             word=word, method=method, colour=colour, pos="any", cap=0, text=None, upload=None)
+    c = dict(
+        source=source,
+        model=model,
+        model_b=model_b,
+        compare=compare,
+        dims=3 if dims == "3-D" else 2,
+        word=word,
+        method=method,
+        colour=colour,
+        pos="any",
+        cap=0,
+        text=None,
+        upload=None,
+    )
     for p in ("pos", "cap", "text"):
         state.forget(p)
     if source == "SemCor":
         c1, c2 = st.columns([1, 3])
-        c["pos"] = c1.selectbox("Part of speech", POS_CHOICES, key=state.bind("poly_pos", "noun", POS_CHOICES,
-                                                                             param="pos"))
-        c["cap"] = c2.slider("Occurrences (sample size)", 20, 300, key=state.bind("poly_cap", 120, lo=20, hi=300,
-                                                                                  param="cap"), step=10,
-                             help="A seeded random sample of SemCor's tagged occurrences; bigger = slower.")
+        c["pos"] = c1.selectbox(
+            "Part of speech", POS_CHOICES, key=state.bind("poly_pos", "noun", POS_CHOICES, param="pos")
+        )
+        c["cap"] = c2.slider(
+            "Occurrences (sample size)",
+            20,
+            300,
+            key=state.bind("poly_cap", 120, lo=20, hi=300, param="cap"),
+            step=10,
+            help="A seeded random sample of SemCor's tagged occurrences; bigger = slower.",
+        )
     elif source == "my sentences":
-        c["text"] = st.text_area("Sentences containing the word, one per line; optional “| label” to colour by",
-                                 key=state.bind("poly_text", TYPED_DEFAULT, param="text"), height=160)
+        c["text"] = st.text_area(
+            "Sentences containing the word, one per line; optional “| label” to colour by",
+            key=state.bind("poly_text", TYPED_DEFAULT, param="text"),
+            height=160,
+        )
     else:
-        up = st.file_uploader(f"Lexical-sample TSV (sentence⇥target index⇥label[⇥lemma]; ≤ {MAX_UPLOAD_MB} MB)",
-                              type=["tsv", "txt"], key="poly_upload",
-                              help="One occurrence per line: the sentence (words separated by spaces), the "
-                                   "0-based index of the target word, its label (a WordNet sense key or your own).")
+        up = st.file_uploader(
+            f"Lexical-sample TSV (sentence⇥target index⇥label[⇥lemma]; ≤ {MAX_UPLOAD_MB} MB)",
+            type=["tsv", "txt"],
+            key="poly_upload",
+            help="One occurrence per line: the sentence (words separated by spaces), the "
+            "0-based index of the target word, its label (a WordNet sense key or your own).",
+        )
         c["upload"] = (up.name, up.getvalue()) if up is not None else None
     return c
 
@@ -126,25 +183,31 @@ def lexical_source(data: bytes, name: str) -> LexicalSampleSource:
 def get_occurrences(c: dict):
     word = validate_word(c["word"])
     if c["source"] == "SemCor":
-        wait_warmup()   # WordNet glosses and SemCor
+        wait_warmup()  # WordNet glosses and SemCor
         with st.spinner("Reading SemCor (once per server)…"):
             sentences, index = semcor_corpus()
         occs, total = semcor_occurrences(sentences, index, word, c["pos"], cap=c["cap"])
         if not occs:
             pos_txt = "" if c["pos"] == "any" else f" as a {c['pos']}"
-            st.info(f"“{md(word)}” has no sense-tagged occurrences{pos_txt} in SemCor. "
-                    f"Try another part of speech, a lemma such as {', '.join(SUGGESTED_WORDS[:4])}, "
-                    "or type your own sentences.")
+            st.info(
+                f"“{md(word)}” has no sense-tagged occurrences{pos_txt} in SemCor. "
+                f"Try another part of speech, a lemma such as {', '.join(SUGGESTED_WORDS[:4])}, "
+                "or type your own sentences."
+            )
             return None
         n_wn = wordnet_sense_count(word, c["pos"])
-        st.caption(f"{total} tagged occurrences of “{md(word)}” in SemCor"
-                   + (f"; a random sample of {len(occs)} is shown" if total > len(occs) else "")
-                   + f". WordNet lists {n_wn} senses; {len({o.keys[0] for o in occs})} appear here.")
+        st.caption(
+            f"{total} tagged occurrences of “{md(word)}” in SemCor"
+            + (f"; a random sample of {len(occs)} is shown" if total > len(occs) else "")
+            + f". WordNet lists {n_wn} senses; {len({o.keys[0] for o in occs})} appear here."
+        )
         return occs
     if c["source"] == "upload":
         if c["upload"] is None:
-            st.info("Upload a lexical-sample file: one occurrence per line, “sentence⇥target index⇥label”. "
-                    "Points are coloured by its labels.")
+            st.info(
+                "Upload a lexical-sample file: one occurrence per line, “sentence⇥target index⇥label”. "
+                "Points are coloured by its labels."
+            )
             return None
         src = lexical_source(c["upload"][1], c["upload"][0])
         occs, total = src.occurrences(word, cap=300)
@@ -152,12 +215,15 @@ def get_occurrences(c: dict):
             targets = ", ".join(f"{w} ({n})" for w, n in src.words()[:12])
             st.info(f"“{md(word)}” is not a target in {md(src.name)}. Its targets: {md(targets)}.")
             return None
-        st.caption(f"{total} occurrences of “{md(word)}” in {md(src.name)}"
-                   + (f"; a random sample of {len(occs)} is shown" if total > len(occs) else "")
-                   + f"; {len({o.label for o in occs})} labels.")
+        st.caption(
+            f"{total} occurrences of “{md(word)}” in {md(src.name)}"
+            + (f"; a random sample of {len(occs)} is shown" if total > len(occs) else "")
+            + f"; {len({o.label for o in occs})} labels."
+        )
         return occs
-    parsed = parse_sentences(c["text"], max_sentences=60, max_words_per_sentence=60, max_total_words=1500,
-                             allow_labels=True)
+    parsed = parse_sentences(
+        c["text"], max_sentences=60, max_words_per_sentence=60, max_total_words=1500, allow_labels=True
+    )
     show_warnings(parsed.warnings)
     occs, missing = typed_occurrences(parsed, word)
     if missing:
@@ -193,8 +259,13 @@ def layer_coords(X: np.ndarray, method: str, dims: int, layer: int):
 def layer_slider(key: str, L: int, default: int, label: str = "Layer") -> int:
     if L <= 1:
         return 0
-    return st.slider(label, 0, L - 1, key=state.bind(key, default, lo=0, hi=L - 1, param=key.replace("poly_", "")),
-                     help="0 = context-independent layer; drag to watch the senses separate.")
+    return st.slider(
+        label,
+        0,
+        L - 1,
+        key=state.bind(key, default, lo=0, hi=L - 1, param=key.replace("poly_", "")),
+        help="0 = context-independent layer; drag to watch the senses separate.",
+    )
 
 
 def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta: pd.DataFrame, key: str) -> None:
@@ -205,32 +276,44 @@ def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta:
         st.caption(note)
     groups = colour_groups(meta, c["colour"])
     title = f"“{c['word']}” · {model} · layer {layer} · {c['method']} ({len(occs)} occurrences)"
-    fig = occurrence_scatter(coords, groups, [hover_text(o) for o in occs], inverse=inverse,
-                             highlight=pick, title=title, legend_title=c["colour"],
-                             height=520 if c["compare"] == "one panel" else 560,
-                             legend_below=c["compare"] != "one panel")
+    fig = occurrence_scatter(
+        coords,
+        groups,
+        [hover_text(o) for o in occs],
+        inverse=inverse,
+        highlight=pick,
+        title=title,
+        legend_title=c["colour"],
+        height=520 if c["compare"] == "one panel" else 560,
+        legend_below=c["compare"] != "one panel",
+    )
     name = file_stem("polysemy", c["word"], model, f"layer{layer}", c["method"])
     data = meta.assign(**{f"x{d + 1}": coords[:, d] for d in range(coords.shape[1])}, point=inverse)
     chart(fig, name, key=key, data=lambda: frame_csv(data), data_label="Coordinates (CSV)")
-    download("Coordinates (JSON)", lambda: frame_json(data), f"{name}.json", key=f"{key}__json",
-             mime="application/json")
+    download(
+        "Coordinates (JSON)", lambda: frame_json(data), f"{name}.json", key=f"{key}__json", mime="application/json"
+    )
     if not get_spec(model).contextual or distinct == 1:
         forms = sorted({o.target.lower() for o in occs})
-        st.info(f"**{md(model)} is a static model**: every occurrence of a word form gets the same vector, "
-                f"whatever the sentence. The {len(occs)} occurrences collapse to {distinct} point(s) "
-                f"(one per form: {md(', '.join(forms[:8]))}), drawn once each with their count, so the senses "
-                "cannot be told apart. Pick a contextual model (minilm, elmo-small, gpt-small) to see them separate.")
+        st.info(
+            f"**{md(model)} is a static model**: every occurrence of a word form gets the same vector, "
+            f"whatever the sentence. The {len(occs)} occurrences collapse to {distinct} point(s) "
+            f"(one per form: {md(', '.join(forms[:8]))}), drawn once each with their count, so the senses "
+            "cannot be told apart. Pick a contextual model (minilm, elmo-small, gpt-small) to see them separate."
+        )
 
 
 def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     groups = [o.group for o in occs]
     problem = separability_problem(groups)
     st.subheader("Which layer separates the senses?")
-    st.caption("For every occurrence, is its nearest other occurrence (cosine, full dimension) of the same "
-               "sense? The fraction per layer, against chance (a random other occurrence). Beside it, how "
-               "contextual each layer is for this word (Ethayarajh 2019): **self-similarity** (mean cosine "
-               "between its occurrences; 1 = the same vector everywhere) and **explainable variance** (the "
-               "share of the first principal direction).")
+    st.caption(
+        "For every occurrence, is its nearest other occurrence (cosine, full dimension) of the same "
+        "sense? The fraction per layer, against chance (a random other occurrence). Beside it, how "
+        "contextual each layer is for this word (Ethayarajh 2019): **self-similarity** (mean cosine "
+        "between its occurrences; 1 = the same vector everywhere) and **explainable variance** (the "
+        "share of the first principal direction)."
+    )
     if problem:
         st.info(problem)
     long, fig = _layer_figure(occurrence_signature(c, occs) + tuple(Xs), Xs, occs, problem is None)
@@ -266,7 +349,7 @@ def _metadata(key: tuple, _occs) -> pd.DataFrame:
 @st.fragment
 def view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     """Everything below the controls; its widgets rerun only this fragment."""
-    with safe("draw the occurrences"):   # inside the fragment: its own reruns get friendly errors too
+    with safe("draw the occurrences"):  # inside the fragment: its own reruns get friendly errors too
         _view(c, occs, Xs)
 
 
@@ -279,16 +362,21 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     if c["compare"] == "two layers":
         panels = [(models[0], "poly_layer", L - 1 if L <= 3 else max(0, L // 2)), (models[0], "poly_layer_b", L - 1)]
     else:
-        panels = [(m, key, (lambda n: min(n - 1, max(0, n // 2)))(Xs[m].shape[0]))
-                  for m, key in zip(models, ("poly_layer", "poly_layer_b"))]
+        panels = [
+            (m, key, (lambda n: min(n - 1, max(0, n // 2)))(Xs[m].shape[0]))
+            for m, key in zip(models, ("poly_layer", "poly_layer_b"))
+        ]
     if c["compare"] == "one panel":
         state.forget("layer_b")
     cols = st.columns(len(panels)) if len(panels) > 1 else [st.container()]
     layers = []
     for col, (model, key, default) in zip(cols, panels):
         with col:
-            label = "Layer" if key == "poly_layer" else ("Layer (right)" if c["compare"] == "two layers" else
-                                                        f"Layer of {model}")
+            label = (
+                "Layer"
+                if key == "poly_layer"
+                else ("Layer (right)" if c["compare"] == "two layers" else f"Layer of {model}")
+            )
             layer = layer_slider(key, Xs[model].shape[0], default, label)
             layers.append(layer)
             panel(c, occs, Xs[model], model, layer, pick, meta, "poly_plot" if key == "poly_layer" else "poly_plot_b")
@@ -296,27 +384,44 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     st.subheader("Nearest occurrences")
     left, right = st.columns([2, 3])
     with left:
-        pick = st.selectbox("Occurrence", list(range(len(occs))), key=state.bind(
-            "poly_pick", 0, lo=0, hi=len(occs) - 1, param="pick"),
-            format_func=lambda i: f"#{i + 1} {shorten(occs[i].context(5), 70)}")
+        pick = st.selectbox(
+            "Occurrence",
+            list(range(len(occs))),
+            key=state.bind("poly_pick", 0, lo=0, hi=len(occs) - 1, param="pick"),
+            format_func=lambda i: f"#{i + 1} {shorten(occs[i].context(5), 70)}",
+        )
         k = st.slider("Neighbours", 3, 20, key=state.bind("poly_k", 8, lo=3, hi=20, param="k"))
         st.caption(f"Sense: {md(sense_label(occs[pick].group))}")
         st.code(occs[pick].context(12), language=None, wrap_lines=True)
     with right:
         model, layer = panels[0][0], layers[0]
-        st.caption(f"Cosine similarity in the full {Xs[model].shape[2]}-dimensional space of {md(model)} layer "
-                   f"{layer}; ✓ = same sense as the selected occurrence.")
-        st.dataframe(neighbour_table(Xs[model][layer], occs, pick, k, sense_label), hide_index=True,
-                     width="stretch", column_config={"context": st.column_config.TextColumn(width="large")})
+        st.caption(
+            f"Cosine similarity in the full {Xs[model].shape[2]}-dimensional space of {md(model)} layer "
+            f"{layer}; ✓ = same sense as the selected occurrence."
+        )
+        st.dataframe(
+            neighbour_table(Xs[model][layer], occs, pick, k, sense_label),
+            hide_index=True,
+            width="stretch",
+            column_config={"context": st.column_config.TextColumn(width="large")},
+        )
 
-    if st.toggle("Search all of SemCor for this occurrence's nearest neighbours (corpus search)",
-                 key=state.bind("poly_corpus", False, param="corpus"),
-                 help="Its nearest occurrences among all 225k sense-tagged SemCor tokens, at this layer, "
-                      "with their senses (exBERT)."):
+    if st.toggle(
+        "Search all of SemCor for this occurrence's nearest neighbours (corpus search)",
+        key=state.bind("poly_corpus", False, param="corpus"),
+        help="Its nearest occurrences among all 225k sense-tagged SemCor tokens, at this layer, "
+        "with their senses (exBERT).",
+    ):
         with safe("search the corpus"):
-            corpus_panel(model, layer, Xs[model][layer, pick], key="poly_corpus", ref=occs[pick].ref,
-                         query_key=occs[pick].keys[0] if occs[pick].keys else None,
-                         what=f"#{pick + 1} {occs[pick].target}")
+            corpus_panel(
+                model,
+                layer,
+                Xs[model][layer, pick],
+                key="poly_corpus",
+                ref=occs[pick].ref,
+                query_key=occs[pick].keys[0] if occs[pick].keys else None,
+                what=f"#{pick + 1} {occs[pick].target}",
+            )
     layer_chart(c, occs, Xs)
 
 

@@ -16,6 +16,7 @@ else text; each with its help), the spec's ``preview`` and the one run path ``pr
    ``<cache>/results``, where the "Saved results" tab compares them layer by layer with every other
    run of that probe.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,13 +72,25 @@ def option_widget(spec: ProbeSpec, opt: Option, container) -> Any:
     key, label = f"up_{spec.name}_{opt.name}", opt.flag
     if opt.choices is not None:
         values = ([None] if opt.default is None else []) + list(opt.choices)
-        return container.selectbox(label, values, index=values.index(opt.default), key=key, help=opt.help,
-                                   format_func=lambda v: "(default)" if v is None else str(v))
+        return container.selectbox(
+            label,
+            values,
+            index=values.index(opt.default),
+            key=key,
+            help=opt.help,
+            format_func=lambda v: "(default)" if v is None else str(v),
+        )
     if opt.type is bool:
         return container.checkbox(label, bool(opt.default), key=key, help=opt.help)
     if opt.type in (int, float):
-        return container.number_input(label, value=opt.default, step=1 if opt.type is int else None, key=key,
-                                      help=opt.help, format="%d" if opt.type is int else "%g")
+        return container.number_input(
+            label,
+            value=opt.default,
+            step=1 if opt.type is int else None,
+            key=key,
+            help=opt.help,
+            format="%d" if opt.type is int else "%g",
+        )
     text = container.text_input(label, "" if opt.default is None else str(opt.default), key=key, help=opt.help)
     return text.strip() or None
 
@@ -88,23 +101,30 @@ def option_values(spec: ProbeSpec) -> dict[str, Any]:
     shown = [o for o in spec.options if o.in_app and o.name not in roles]
     values = {}
     for i in range(0, len(shown), OPTION_COLUMNS):
-        for opt, col in zip(shown[i:i + OPTION_COLUMNS], st.columns(OPTION_COLUMNS)):
+        for opt, col in zip(shown[i : i + OPTION_COLUMNS], st.columns(OPTION_COLUMNS)):
             values[opt.name] = option_widget(spec, opt, col)
     return values
 
 
 def uploads(spec: ProbeSpec) -> dict[str, Path] | None:
     """Saved paths of the uploaded files by role; None (with a message) until the required ones are there."""
-    files = {f.role: col.file_uploader(f"{f.role.capitalize()} file" + ("" if f.required else " (optional)"),
-                                       key=f"up_{spec.name}_{f.role}", max_upload_size=max(int(MAX_MB), 1),
-                                       help=" or ".join(f.formats) + (f": {f.help}" if f.help else ""))
-             for f, col in zip(spec.inputs, st.columns(len(spec.inputs)))}
+    files = {
+        f.role: col.file_uploader(
+            f"{f.role.capitalize()} file" + ("" if f.required else " (optional)"),
+            key=f"up_{spec.name}_{f.role}",
+            max_upload_size=max(int(MAX_MB), 1),
+            help=" or ".join(f.formats) + (f": {f.help}" if f.help else ""),
+        )
+        for f, col in zip(spec.inputs, st.columns(len(spec.inputs)))
+    }
     for f in files.values():
         if f is not None and f.size > MAX_MB * 2**20:
             needed = " ".join(f"--{i.role} FILE" for i in spec.inputs if i.required)
-            st.error(f"{f.name} is {f.size / 2**20:.1f} MB: uploads are limited to {MAX_MB:g} MB per file. "
-                     f"Use the command line for bigger files (it reads them as a stream): "
-                     f"python -m probes {spec.name} --model M {needed}")
+            st.error(
+                f"{f.name} is {f.size / 2**20:.1f} MB: uploads are limited to {MAX_MB:g} MB per file. "
+                f"Use the command line for bigger files (it reads them as a stream): "
+                f"python -m probes {spec.name} --model M {needed}"
+            )
             return None
     if any(files[f.role] is None for f in spec.inputs if f.required):
         st.info(upload_hint(spec.inputs))
@@ -134,19 +154,33 @@ def run_upload(spec: ProbeSpec, model: str, limit: int, options: dict, progress)
     """The probe and its baselines on the uploaded files, saved where the Saved results tab reads them."""
     emb = get_embedder(model)
     wait_warmup()
-    return run_probe(spec.name, emb, limit=limit, options=options, results_dir=cache_dir() / "results",
-                     command=command_of(spec, model, limit, options), progress=progress,
-                     show_progress=False).results
+    return run_probe(
+        spec.name,
+        emb,
+        limit=limit,
+        options=options,
+        results_dir=cache_dir() / "results",
+        command=command_of(spec, model, limit, options),
+        progress=progress,
+        show_progress=False,
+    ).results
 
 
 def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> None:
     """The tab; ``show_results(spec, results frame, key)`` draws a probe's layer-by-layer results."""
-    st.caption(f"Probe your own data: pick a probe that reads files, upload them, see what they hold, run. Files "
-               f"up to **{MAX_MB:g} MB** each; the formats are in docs/datasets.md. Runs are saved and appear in "
-               f"the Saved results tab (cache/results) beside the other runs of the probe.")
+    st.caption(
+        f"Probe your own data: pick a probe that reads files, upload them, see what they hold, run. Files "
+        f"up to **{MAX_MB:g} MB** each; the formats are in docs/datasets.md. Runs are saved and appear in "
+        f"the Saved results tab (cache/results) beside the other runs of the probe."
+    )
     specs = {spec.name: spec for spec in all_probes() if spec.inputs}
-    name = st.radio("Task", list(specs), horizontal=True, key="up_task", format_func=lambda n: (
-        f"{specs[n].short_title} ({' or '.join(specs[n].inputs[0].formats)})"))
+    name = st.radio(
+        "Task",
+        list(specs),
+        horizontal=True,
+        key="up_task",
+        format_func=lambda n: f"{specs[n].short_title} ({' or '.join(specs[n].inputs[0].formats)})",
+    )
     spec = specs[name]
     st.caption(spec.description)
     paths = uploads(spec)
@@ -157,8 +191,17 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
     for f in spec.inputs:
         options.update({} if f.role in paths else f.if_absent)
     c1, c2 = st.columns([2, 1])
-    limit = int(c2.number_input("Sentences per file", min_value=1, max_value=50_000, value=DEFAULT_LIMIT,
-                                step=100, key="up_limit", help="The first N sentences (lines) of each file."))
+    limit = int(
+        c2.number_input(
+            "Sentences per file",
+            min_value=1,
+            max_value=50_000,
+            value=DEFAULT_LIMIT,
+            step=100,
+            key="up_limit",
+            help="The first N sentences (lines) of each file.",
+        )
+    )
     if spec.preview is not None:
         preview = None
         with safe("read the uploaded files"):

@@ -4,6 +4,7 @@ Only the open tab runs and draws (``st.tabs(..., on_change="rerun")``), the save
 included: each probe's section draws two or three charts and a table, and a new visitor's browser
 would otherwise draw every probe's. The open tabs live in the URL (``?tab=…&saved=…``).
 """
+
 from __future__ import annotations
 
 import threading
@@ -68,33 +69,60 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
     signature = frame_signature(df)
     view = section_view(signature, spec.name, dataset, metric, df)
     curves, base = view["curves"], view["base"]
-    if view["rows_figure"] is not None:   # named rows (the λ ablation): bars per row, by model
-        chart(view["rows_figure"], file_stem(key, spec.name, dataset, metric), key=f"{key}_{spec.name}_rows",
-              data=frame_csv(pd.concat([view["rows"], base.rename(columns={"label": "baseline"})], ignore_index=True)))
+    if view["rows_figure"] is not None:  # named rows (the λ ablation): bars per row, by model
+        chart(
+            view["rows_figure"],
+            file_stem(key, spec.name, dataset, metric),
+            key=f"{key}_{spec.name}_rows",
+            data=frame_csv(pd.concat([view["rows"], base.rename(columns={"label": "baseline"})], ignore_index=True)),
+        )
     if view["layer_figure"] is not None:
-        chart(view["layer_figure"], file_stem(key, spec.name, dataset, metric), key=f"{key}_{spec.name}_plot",
-              data=frame_csv(pd.concat([curves, base.rename(columns={"label": "baseline"})], ignore_index=True)))
+        chart(
+            view["layer_figure"],
+            file_stem(key, spec.name, dataset, metric),
+            key=f"{key}_{spec.name}_plot",
+            data=frame_csv(pd.concat([curves, base.rename(columns={"label": "baseline"})], ignore_index=True)),
+        )
         if records is not None:
-            download("Run records (JSON: model fingerprint, seed, layers, data, command)", records,
-                     f"{file_stem(key, spec.name)}-runs.json", key=f"{key}_{spec.name}_records",
-                     mime="application/json")
+            download(
+                "Run records (JSON: model fingerprint, seed, layers, data, command)",
+                records,
+                f"{file_stem(key, spec.name)}-runs.json",
+                key=f"{key}_{spec.name}_records",
+                mime="application/json",
+            )
         if note := small_sample_note(curves):
-            st.caption(f"⚠️ {note.capitalize()} test instances. " + (
-                "The error bars are bootstrap 95% intervals: layers whose intervals overlap (or that sit on "
-                "the baseline) are not told apart by this slice." if has_intervals(curves) else
-                "These results carry no intervals: treat differences of a few points as noise."))
+            st.caption(
+                f"⚠️ {note.capitalize()} test instances. "
+                + (
+                    "The error bars are bootstrap 95% intervals: layers whose intervals overlap (or that sit on "
+                    "the baseline) are not told apart by this slice."
+                    if has_intervals(curves)
+                    else "These results carry no intervals: treat differences of a few points as noise."
+                )
+            )
     if not view["table"].empty:
         st.dataframe(view["table"], width="stretch")
     if not base.empty:
-        st.caption("Baselines (no embeddings; drawn as dashed lines): " + "; ".join(
-            f"{r.label} {r.value:.2f}" + (f" [{r.lo:.1f}, {r.hi:.1f}]" if pd.notna(r.lo) and pd.notna(r.hi) else "")
-            for r in base.itertuples()))
+        st.caption(
+            "Baselines (no embeddings; drawn as dashed lines): "
+            + "; ".join(
+                f"{r.label} {r.value:.2f}" + (f" [{r.lo:.1f}, {r.hi:.1f}]" if pd.notna(r.lo) and pd.notna(r.hi) else "")
+                for r in base.itertuples()
+            )
+        )
     rigor_section(spec, df, key, signature)
     if view["breakdown_figure"] is not None:
-        st.markdown(f"**By {spec.chart.breakdown_label}** ({spec.chart.breakdown.rstrip(':')}, each model at "
-                    f"its best layer on {dataset})")
-        chart(view["breakdown_figure"], file_stem(key, spec.name, "by", spec.chart.breakdown_label),
-              key=f"{key}_{spec.name}_breakdown", data=frame_csv(view["breakdown"]))
+        st.markdown(
+            f"**By {spec.chart.breakdown_label}** ({spec.chart.breakdown.rstrip(':')}, each model at "
+            f"its best layer on {dataset})"
+        )
+        chart(
+            view["breakdown_figure"],
+            file_stem(key, spec.name, "by", spec.chart.breakdown_label),
+            key=f"{key}_{spec.name}_breakdown",
+            data=frame_csv(view["breakdown"]),
+        )
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
@@ -115,31 +143,44 @@ def rigor_section(spec: ProbeSpec, df: pd.DataFrame, key: str, signature: int) -
     if view is None:
         return
     st.markdown("**Control task and MDL** (Hewitt & Liang 2019; Voita & Titov 2020)")
-    st.caption("A control task gives every word type a fixed random label: a probe can only learn it by "
-               "memorising words. **Selectivity** = task accuracy − control accuracy: high when the layer, not "
-               "the probe, carries the task. **Online codelength** (MDL): the bits needed to transmit the "
-               "training labels when the probe is trained on ever larger blocks of them; shorter = the "
-               "labels are easier to extract; the control task's codelength is the memorisation reference.")
+    st.caption(
+        "A control task gives every word type a fixed random label: a probe can only learn it by "
+        "memorising words. **Selectivity** = task accuracy − control accuracy: high when the layer, not "
+        "the probe, carries the task. **Online codelength** (MDL): the bits needed to transmit the "
+        "training labels when the probe is trained on ever larger blocks of them; shorter = the "
+        "labels are easier to extract; the control task's codelength is the memorisation reference."
+    )
     for col, panel, (task_metric, _c, _t, what, flag) in zip(st.columns(2), view["panels"], RIGOR_PANELS):
         if panel is None:
             col.caption(f"No {what} of a control task measured yet (run with {flag}).")
             continue
         fig, data = panel
-        chart(fig, file_stem(key, spec.name, "control", task_metric), key=f"{key}_{spec.name}_rigor_{task_metric}",
-              container=col, data=frame_csv(data))
+        chart(
+            fig,
+            file_stem(key, spec.name, "control", task_metric),
+            key=f"{key}_{spec.name}_rigor_{task_metric}",
+            container=col,
+            data=frame_csv(data),
+        )
     st.dataframe(view["table"], hide_index=True, width="stretch")
 
 
 def saved_tab() -> None:
     dirs = dirs_with_results()
     if not dirs:
-        st.info("No saved probe results yet. Run `python -m probes reproduce --models glove-6b-50d,minilm "
-                "--out results/` (see docs/results/), or run a quick probe in the next tab.")
+        st.info(
+            "No saved probe results yet. Run `python -m probes reproduce --models glove-6b-50d,minilm "
+            "--out results/` (see docs/results/), or run a quick probe in the next tab."
+        )
         return
-    directory = st.selectbox("Results from", [str(d) for d in dirs], format_func=lambda d: label_dir(Path(d)),
-                             key="probe_results_dir",
-                             help="docs/results/runs: the committed full runs; results/runs: a local reproduce "
-                                  "run; cache/results: single command-line runs (possibly with --limit).")
+    directory = st.selectbox(
+        "Results from",
+        [str(d) for d in dirs],
+        format_func=lambda d: label_dir(Path(d)),
+        key="probe_results_dir",
+        help="docs/results/runs: the committed full runs; results/runs: a local reproduce "
+        "run; cache/results: single command-line runs (possibly with --limit).",
+    )
     df = saved_results(directory)
     if df.empty:
         st.info("No readable results in this directory.")
@@ -151,8 +192,14 @@ def saved_tab() -> None:
     for spec, tab in zip(specs, tabs):
         if tab.open:
             with tab:
-                probe_section(spec, df, "saved", records=lambda d=directory, p=spec.name: run_record_json(
-                    [r for r in read_results(Path(d)) if r.probe == p]))
+                probe_section(
+                    spec,
+                    df,
+                    "saved",
+                    records=lambda d=directory, p=spec.name: run_record_json(
+                        [r for r in read_results(Path(d)) if r.probe == p]
+                    ),
+                )
     commands = st.expander("Commands that produced these results", key="probes_commands_open", on_change="rerun")
     if commands.open:
         cmds = sorted({c for c in df["command"].dropna().unique() if c})
@@ -167,20 +214,30 @@ def quick_run(probe: str, model: str, limit: int, progress) -> list[ProbeResult]
 
 
 def quick_tab() -> None:
-    st.caption("Runs a probe on the first N sentences of each dataset (like `--limit N` on the command line), "
-               "so it finishes in seconds to a minute on a laptop CPU. Scores on such small slices are noisy: "
-               "use them to compare layers, not as the paper's numbers. Extracted vectors are cached on disk, "
-               "so a second run is much faster.")
+    st.caption(
+        "Runs a probe on the first N sentences of each dataset (like `--limit N` on the command line), "
+        "so it finishes in seconds to a minute on a laptop CPU. Scores on such small slices are noisy: "
+        "use them to compare layers, not as the paper's numbers. Extracted vectors are cached on disk, "
+        "so a second run is much faster."
+    )
     c1, c2, c3 = st.columns([2, 2, 1])
-    titles = {spec.name: spec.title for spec in all_probes() if not spec.needs_files}   # tag/span: "Your data"
-    probe = c1.selectbox("Probe", list(titles), format_func=titles.get,
-                         key=state.bind("probe_kind", next(iter(titles)), list(titles), param="probe"))
+    titles = {spec.name: spec.title for spec in all_probes() if not spec.needs_files}  # tag/span: "Your data"
+    probe = c1.selectbox(
+        "Probe",
+        list(titles),
+        format_func=titles.get,
+        key=state.bind("probe_kind", next(iter(titles)), list(titles), param="probe"),
+    )
     with c2:
         model = model_select("Model", None, key="probe_model", default=DEFAULT_MODEL)
-    limit = c3.number_input("Sentences (--limit)", min_value=1, max_value=5000, step=10,
-                            key=state.bind("probe_limit", DEFAULT_LIMIT, lo=1, hi=5000, param="limit"),
-                            help="Per dataset. 20 ≈ seconds; 500 ≈ minutes; the full datasets are for the command "
-                                 "line.")
+    limit = c3.number_input(
+        "Sentences (--limit)",
+        min_value=1,
+        max_value=5000,
+        step=10,
+        key=state.bind("probe_limit", DEFAULT_LIMIT, lo=1, hi=5000, param="limit"),
+        help="Per dataset. 20 ≈ seconds; 500 ≈ minutes; the full datasets are for the command line.",
+    )
     if model is None:
         return
     runs, lock = _quick_runs()

@@ -1,4 +1,5 @@
 """Reproduce the paper: Peters et al. (2018) §5 tables with the paper's numbers beside ours."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,10 +44,22 @@ def cached_rows(directory: str) -> pd.DataFrame:
 
 def download_row(key: str, title: str, df) -> None:
     c1, c2, _ = st.columns([1, 1, 4])
-    c1.download_button("CSV", df.to_csv(index=False).encode(), file_name=f"{key}.csv", mime="text/csv",
-                       key=f"dl_csv_{key}", icon=":material/download:")
-    c2.download_button("Markdown", f"## {title}\n\n{markdown_table(df)}\n".encode(), file_name=f"{key}.md",
-                       mime="text/markdown", key=f"dl_md_{key}", icon=":material/download:")
+    c1.download_button(
+        "CSV",
+        df.to_csv(index=False).encode(),
+        file_name=f"{key}.csv",
+        mime="text/csv",
+        key=f"dl_csv_{key}",
+        icon=":material/download:",
+    )
+    c2.download_button(
+        "Markdown",
+        f"## {title}\n\n{markdown_table(df)}\n".encode(),
+        file_name=f"{key}.md",
+        mime="text/markdown",
+        key=f"dl_md_{key}",
+        icon=":material/download:",
+    )
 
 
 @page
@@ -54,13 +67,19 @@ def main() -> None:
     page_header("Reproduce the paper", INTRO)
     dirs = dirs_with_results()
     if not dirs:
-        st.info("No probe results yet. Run the command above (or with `--limit 50` for a quick version); "
-                "the paper's own numbers are shown below in the meantime.")
+        st.info(
+            "No probe results yet. Run the command above (or with `--limit 50` for a quick version); "
+            "the paper's own numbers are shown below in the meantime."
+        )
     directory = None
     if dirs:
         options = [str(d) for d in dirs]
-        directory = st.selectbox("Results from", options, format_func=lambda d: label_dir(Path(d)),
-                                 key=state.bind("repro_dir", options[0], options, param="results"))
+        directory = st.selectbox(
+            "Results from",
+            options,
+            format_func=lambda d: label_dir(Path(d)),
+            key=state.bind("repro_dir", options[0], options, param="results"),
+        )
     with safe("build the tables"):
         tables = cached_tables(directory) if directory else load_tables(None)
         notes = read_run_notes(Path(directory)) if directory else ""
@@ -70,25 +89,45 @@ def main() -> None:
         comp = comparison_frame(tables, cached_rows(directory) if directory else None)
         if not comp.empty:
             st.subheader("Paper vs. ours at a glance")
-            st.caption("WSD: F1 on the paper's evaluation set, ALL without SemEval-07 (SE2, SE3, SE13, SE15), "
-                       "for both (paper: biLM and CoVe layers 1 and 2; ours: each model's best layer). "
-                       "POS: accuracy, on different test sets (paper: PTB; ours: CoNLL-2000, also WSJ text), "
-                       "so only the pattern compares. WordNet 1st sense and the majority tag use no embeddings. "
-                       "Error bars on our rows: bootstrap 95% intervals over the test instances (the paper "
-                       "gives none).")
+            st.caption(
+                "WSD: F1 on the paper's evaluation set, ALL without SemEval-07 (SE2, SE3, SE13, SE15), "
+                "for both (paper: biLM and CoVe layers 1 and 2; ours: each model's best layer). "
+                "POS: accuracy, on different test sets (paper: PTB; ours: CoNLL-2000, also WSJ text), "
+                "so only the pattern compares. WordNet 1st sense and the majority tag use no embeddings. "
+                "Error bars on our rows: bootstrap 95% intervals over the test instances (the paper "
+                "gives none)."
+            )
             cols = st.columns(2)
             for col, (task, part), name in zip(cols, comp.groupby("task", sort=False), ("wsd", "pos")):
-                chart(comparison_figure(part, task), f"paper-vs-ours-{name}", key=f"repro_compare_{name}",
-                      data=frame_csv(part), container=col)
-        st.download_button("Download all tables (Markdown)", tables_markdown(tables).encode(),
-                           file_name="embedding-probe-lab-tables.md", mime="text/markdown", key="dl_all_md",
-                           type="primary", icon=":material/download:")
+                chart(
+                    comparison_figure(part, task),
+                    f"paper-vs-ours-{name}",
+                    key=f"repro_compare_{name}",
+                    data=frame_csv(part),
+                    container=col,
+                )
+        st.download_button(
+            "Download all tables (Markdown)",
+            tables_markdown(tables).encode(),
+            file_name="embedding-probe-lab-tables.md",
+            mime="text/markdown",
+            key="dl_all_md",
+            type="primary",
+            icon=":material/download:",
+        )
         for key, title in titles().items():
             if key not in tables:
                 continue
             st.subheader(title)
-            shown = tables[key].map(lambda v: "—" if v is None or (isinstance(v, float) and pd.isna(v))
-                                    else f"{v:.2f}" if isinstance(v, float) else str(v))
+            shown = tables[key].map(
+                lambda v: (
+                    "—"
+                    if v is None or (isinstance(v, float) and pd.isna(v))
+                    else f"{v:.2f}"
+                    if isinstance(v, float)
+                    else str(v)
+                )
+            )
             st.dataframe(shown, hide_index=True, width="stretch")
             if key in TABLE_NOTES:
                 st.caption(TABLE_NOTES[key])

@@ -29,9 +29,11 @@ options by ``str(option)`` (so integer or tuple options round-trip), lists as re
 Streamlit clears the query string when the user switches pages, so parameters never leak from one
 page to another; each page writes its own.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -65,8 +67,9 @@ def decode(raw: str, like: Any) -> Any:
     return raw
 
 
-def _valid(value: Any, default: Any, options: Sequence | None, lo: Any, hi: Any,
-           check: Callable[[Any], bool] | None) -> bool:
+def _valid(
+    value: Any, default: Any, options: Sequence | None, lo: Any, hi: Any, check: Callable[[Any], bool] | None
+) -> bool:
     items = value if isinstance(default, (list, tuple)) else [value]
     if isinstance(default, (list, tuple)) and not isinstance(value, (list, tuple)):
         return False
@@ -90,8 +93,11 @@ def _from_url(raw: list[str], default: Any, options: Sequence | None) -> Any:
         by_text = {encode(o): o for o in options}
         items = [by_text[r] if r in by_text else _missing(r) for r in raw]
     else:
-        like = default[0] if isinstance(default, (list, tuple)) and default else (
-            "" if isinstance(default, (list, tuple)) or default is None else default)
+        like = (
+            default[0]
+            if isinstance(default, (list, tuple)) and default
+            else ("" if isinstance(default, (list, tuple)) or default is None else default)
+        )
         items = [decode(r, like) for r in raw]
     if isinstance(default, (list, tuple)):
         return type(default)(items)
@@ -104,8 +110,16 @@ def _missing(raw: str) -> Any:
     raise ValueError(f"not an option: {raw!r}")
 
 
-def bind(key: str, default: Any, options: Iterable | None = None, *, param: str | None = None,
-         lo: Any = None, hi: Any = None, check: Callable[[Any], bool] | None = None) -> str:
+def bind(
+    key: str,
+    default: Any,
+    options: Iterable | None = None,
+    *,
+    param: str | None = None,
+    lo: Any = None,
+    hi: Any = None,
+    check: Callable[[Any], bool] | None = None,
+) -> str:
     """Seed ``st.session_state[key]`` from the URL (first run) or keep it (later runs), then write
     it back to the URL. Returns ``key``, to pass as the widget's ``key=``."""
     param = param or key
@@ -122,7 +136,8 @@ def bind(key: str, default: Any, options: Iterable | None = None, *, param: str 
                 pass
         st.session_state[key] = value
     elif not (st.session_state[key] is None and default is None) and not _valid(
-            st.session_state[key], default, opts, lo, hi, check):
+        st.session_state[key], default, opts, lo, hi, check
+    ):
         st.session_state[key] = default
     _write(param, st.session_state[key])
     return key

@@ -26,6 +26,7 @@ interactions ≤ 1 s at p95, first paint ≤ 2 s, a new Polysemy word ≤ 2 s.
 
 A benchmark, not a test: the numbers depend on the machine and what else runs on it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,7 @@ from tests.browser_support import chromium_problem, launch_chromium, server_env,
 
 VIEWPORT = {"width": 1440, "height": 900}
 TIMEOUT_MS = int(os.environ.get("BENCH_TIMEOUT_MS", 180_000))
-TARGETS = {"first paint": 2.0, "new word": 2.0}   # everything else: 1.0 s
+TARGETS = {"first paint": 2.0, "new word": 2.0}  # everything else: 1.0 s
 # Before the page loads: the time the page's title (its h1) is first in the page — the first content a
 # reader sees (the web's "first contentful paint" also counts Streamlit's loading skeleton, which says nothing).
 FIRST_CONTENT_JS = """
@@ -97,7 +98,7 @@ def open_options(page, label: str, option: str) -> None:
     box.click()
     page.keyboard.type(option)
     page.get_by_role("option", name=option, exact=True).wait_for()
-    page.wait_for_timeout(250)   # the filtered list re-renders after typing: let it settle before the click
+    page.wait_for_timeout(250)  # the filtered list re-renders after typing: let it settle before the click
 
 
 def pick(page, option: str) -> None:
@@ -107,7 +108,7 @@ def pick(page, option: str) -> None:
 def slider_to(page, label: str, key: str, value: int) -> None:
     """Move the slider labelled ``label`` (widget key ``key``) to ``value`` with the keyboard, as a
     person does for one step (Home/End and arrows; committed when the keys are released)."""
-    thumb = page.locator(f".st-key-{key} input[type='range']").first   # react-aria's hidden range input
+    thumb = page.locator(f".st-key-{key} input[type='range']").first  # react-aria's hidden range input
     current = int(float(thumb.input_value()))
     thumb.focus()
     key_name = "ArrowRight" if value > current else "ArrowLeft"
@@ -124,6 +125,7 @@ def type_text(page, label: str, value: str) -> None:
 # ---------------------------------------------------------------------------- pages
 # Each scenario: (path, [(step name, action(page, i) -> needle)]). ``i`` counts repeats, so a step
 # alternates between two values. Widget keys and labels are the pages' own (app_pages/*.py).
+
 
 def attention_steps():
     def layer(page, i):
@@ -142,8 +144,11 @@ def attention_steps():
         pick(page, queries[i % 2])
         return f"Query “{queries[i % 2].split(': ')[1]}”"
 
-    return [("layer slider", layer), ("head (grid click)", head_click),
-            ("query picker", query, lambda page, i: open_options(page, "Query token", queries[i % 2]))]
+    return [
+        ("layer slider", layer),
+        ("head (grid click)", head_click),
+        ("query picker", query, lambda page, i: open_options(page, "Query token", queries[i % 2])),
+    ]
 
 
 def polysemy_steps():
@@ -166,13 +171,37 @@ def polysemy_steps():
         return ""
 
     def new_word(page, i):
-        word = ("plant", "interest", "line", "point", "place", "time", "way", "form", "work", "area",
-                "side", "hand", "house", "power", "state", "court", "case", "party", "field", "game")[i % 20]
+        word = (
+            "plant",
+            "interest",
+            "line",
+            "point",
+            "place",
+            "time",
+            "way",
+            "form",
+            "work",
+            "area",
+            "side",
+            "hand",
+            "house",
+            "power",
+            "state",
+            "court",
+            "case",
+            "party",
+            "field",
+            "game",
+        )[i % 20]
         type_text(page, "Word (lemma)", word)
         return f"occurrences of “{word}” in SemCor"
 
-    return [("layer slider", layer), ("occurrence picker", occurrence, open_occurrences),
-            ("neighbours slider", neighbours), ("new word", new_word)]
+    return [
+        ("layer slider", layer),
+        ("occurrence picker", occurrence, open_occurrences),
+        ("neighbours slider", neighbours),
+        ("new word", new_word),
+    ]
 
 
 def space_steps():
@@ -195,8 +224,9 @@ def probes_steps():
         pick(page, sets[i % 2])
         return f"on {sets[i % 2]}, by layer"
 
-    return [("evaluation-set picker (WSD)", metric_set,
-             lambda page, i: open_options(page, "Evaluation set", sets[i % 2]))]
+    return [
+        ("evaluation-set picker (WSD)", metric_set, lambda page, i: open_options(page, "Evaluation set", sets[i % 2]))
+    ]
 
 
 def models_steps():
@@ -206,7 +236,7 @@ def models_steps():
 
     def model(page, i):
         pick(page, names[i % 2])
-        return get_spec(names[i % 2]).description[:60]   # the card's caption (the JSON view splits its strings)
+        return get_spec(names[i % 2]).description[:60]  # the card's caption (the JSON view splits its strings)
 
     return [("model picker", model, lambda page, i: open_options(page, "Model", names[i % 2]))]
 
@@ -224,8 +254,10 @@ SCENARIOS = {
 # ---------------------------------------------------------------------------- runs
 
 # The floor (bench/floor_app.py on its own server): Streamlit's own first paint, without the app.
-FLOORS = {"floor: empty Streamlit page": ("", "One title and one paragraph"),
-          "floor: one plotly chart": ("?chart=1", "Floor chart")}
+FLOORS = {
+    "floor: empty Streamlit page": ("", "One title and one paragraph"),
+    "floor: one plotly chart": ("?chart=1", "Floor chart"),
+}
 
 
 def first_paints(browser, url: str, repeats: int, floor_url: str | None = None) -> dict[str, list[float]]:
@@ -248,7 +280,7 @@ def first_paints(browser, url: str, repeats: int, floor_url: str | None = None) 
             settled.append(time.perf_counter() - t0)
             content.append(page.evaluate("() => window.__embprobeTitle") / 1000)
             ctx.close()
-        suffix = "" if name == "models" else f": {name}"   # the landing page is "the" first paint
+        suffix = "" if name == "models" else f": {name}"  # the landing page is "the" first paint
         out[f"first content{suffix}"] = content
         out[f"first paint, settled{suffix}"] = settled
     return out
@@ -266,8 +298,8 @@ def interactions(browser, url: str, repeats: int, only: set[str]) -> dict[str, l
         settle(page, needle, name, timeout_ms=600_000)
         for step, act, *prepare in steps():
             times = []
-            for i in range(repeats + 1):   # the first is untimed: the step's own first use
-                for before in prepare:     # e.g. open a picker: what a person does before the action
+            for i in range(repeats + 1):  # the first is untimed: the step's own first use
+                for before in prepare:  # e.g. open a picker: what a person does before the action
                     before(page, i)
                 page.evaluate(ARM_JS)
                 t0 = time.perf_counter()
@@ -295,8 +327,11 @@ def report(times: dict[str, list[float]]) -> str:
     lines = ["| step | n | p50 (s) | p95 (s) | max (s) | target |", "|---|---:|---:|---:|---:|---|"]
     for step, xs in times.items():
         target = TARGETS.get(step.split(": ")[-1], TARGETS["first paint"] if step.startswith("first ") else 1.0)
-        verdict = "(the floor, for reference)" if ": floor: " in step else \
-            f"≤ {target:g} s {'✓' if pct(xs, 95) <= target else '✗'}"
+        verdict = (
+            "(the floor, for reference)"
+            if ": floor: " in step
+            else f"≤ {target:g} s {'✓' if pct(xs, 95) <= target else '✗'}"
+        )
         lines.append(f"| {step} | {len(xs)} | {pct(xs, 50):.2f} | {pct(xs, 95):.2f} | {max(xs):.2f} | {verdict} |")
     return "\n".join(lines)
 
@@ -315,7 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     if problem := chromium_problem():
         p.error(problem)
     only = {x for x in args.only.split(",") if x}
-    info = {"nproc": os.cpu_count(), "load_start": load(), "utc_start": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
+    info = {
+        "nproc": os.cpu_count(),
+        "load_start": load(),
+        "utc_start": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+    }
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
@@ -326,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                 floor_proc, floor_url = start_streamlit(Path(tmp) / "floor.log", app=REPO / "bench" / "floor_app.py")
             with sync_playwright() as pw:
                 browser = launch_chromium(pw)
-                warm = browser.new_context(viewport=VIEWPORT).new_page()   # untimed: load models, read data
+                warm = browser.new_context(viewport=VIEWPORT).new_page()  # untimed: load models, read data
                 for name, (path, needle, _) in SCENARIOS.items():
                     warm.goto(f"{url}/{path}")
                     settle(warm, needle, f"warm-up {name}", timeout_ms=600_000)
@@ -342,12 +381,15 @@ def main(argv: list[str] | None = None) -> int:
             if floor_proc is not None:
                 stop(floor_proc)
     info |= {"load_end": load(), "utc_end": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
-    print(f"nproc {info['nproc']}, load {info['load_start']} → {info['load_end']}, "
-          f"{info['utc_start']} – {info['utc_end']} UTC, viewport 1440×900, {args.repeats} repeats\n")
+    print(
+        f"nproc {info['nproc']}, load {info['load_start']} → {info['load_end']}, "
+        f"{info['utc_start']} – {info['utc_end']} UTC, viewport 1440×900, {args.repeats} repeats\n"
+    )
     print(report(times))
     if args.json:
-        args.json.write_text(json.dumps({"machine": info, "args": vars(args) | {"json": str(args.json)},
-                                         "times": times}, indent=1))
+        args.json.write_text(
+            json.dumps({"machine": info, "args": vars(args) | {"json": str(args.json)}, "times": times}, indent=1)
+        )
     return 0
 
 

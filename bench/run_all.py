@@ -30,6 +30,7 @@ three headline ratios (MiniLM batched/naive, ELMo batched/naive, WSD cold/warm).
 On a GPU machine the same command runs everything on CUDA (fp16 extraction; the CPU low-precision
 path is skipped).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,7 +63,7 @@ def _setup(args) -> None:
     from models.allocator import reuse_freed_memory
 
     torch.set_num_threads(args.threads)
-    reuse_freed_memory()   # the same allocator settings for every path measured in this process
+    reuse_freed_memory()  # the same allocator settings for every path measured in this process
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -106,7 +107,7 @@ def low_precision_copy(emb, kind: str):
             q.model = quantize_dynamic(emb.model, {torch.nn.Linear}, dtype=torch.qint8)  # a copy
     else:
         raise ValueError(f"low-precision kind must be 'bf16' or 'int8', got {kind!r}")
-    q._fp = f"{emb._fp}|{kind}"   # never share a feature-cache entry with the fp32 model
+    q._fp = f"{emb._fp}|{kind}"  # never share a feature-cache entry with the fp32 model
     return q
 
 
@@ -114,12 +115,16 @@ def _compare(ref: list, other: list) -> dict:
     """Max abs difference and per-layer cosine similarity of two lists of (L+1, W, D) arrays."""
     import numpy as np
 
-    a = np.concatenate([r.vectors for r in ref], axis=1)     # (L+1, N, D)
+    a = np.concatenate([r.vectors for r in ref], axis=1)  # (L+1, N, D)
     b = np.concatenate([o.vectors for o in other], axis=1)
     cos = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-12)
-    return {"max_abs_diff": float(np.abs(a - b).max()), "max_abs_value": float(np.abs(a).max()),
-            "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min()),
-            "mean_cosine_per_layer": [round(float(c), 5) for c in cos.mean(1)]}
+    return {
+        "max_abs_diff": float(np.abs(a - b).max()),
+        "max_abs_value": float(np.abs(a).max()),
+        "mean_cosine": float(cos.mean()),
+        "min_cosine": float(cos.min()),
+        "mean_cosine_per_layer": [round(float(c), 5) for c in cos.mean(1)],
+    }
 
 
 def _all_f1(result) -> dict[str, float]:
@@ -134,8 +139,14 @@ def part_minilm(args) -> dict:
 
     emb, load_s = _load("minilm")
     sents = semcor_sentences(args.sentences)
-    out = {"model": "minilm", "device": str(emb.device), "dtype": str(emb.dtype), "load_s": load_s,
-           "rss_after_load_mb": rss_mb(), "max_tokens": emb.max_tokens}
+    out = {
+        "model": "minilm",
+        "device": str(emb.device),
+        "dtype": str(emb.dtype),
+        "load_s": load_s,
+        "rss_after_load_mb": rss_mb(),
+        "max_tokens": emb.max_tokens,
+    }
     ref = args.reference_batch if emb.family == "bert" else None
     kind = args.low_precision
     r = bench_transformer(emb, sents, repeats=args.repeats, reference_batch=ref, keep_outputs=kind != "none")
@@ -150,8 +161,15 @@ def part_minilm(args) -> dict:
         t0 = _t.perf_counter()
         qout = q.embed(sents)
         t = _t.perf_counter() - t0
-    out["lowp"] = {"kind": kind, "words_per_s": r["words"] / t, "s": t, "speedup_vs_naive": r["naive_s"] / t,
-                   "speedup_vs_fp32_batched": r["batched_s"] / t, **_compare(batched, qout), **m.as_dict("lowp")}
+    out["lowp"] = {
+        "kind": kind,
+        "words_per_s": r["words"] / t,
+        "s": t,
+        "speedup_vs_naive": r["naive_s"] / t,
+        "speedup_vs_fp32_batched": r["batched_s"] / t,
+        **_compare(batched, qout),
+        **m.as_dict("lowp"),
+    }
     return out
 
 
@@ -172,9 +190,16 @@ def part_lowp_probe(args) -> dict:
             times[label] = time.perf_counter() - t0
             scores[label] = _all_f1(res)
     delta = {k: round(scores[kind][k] - scores["fp32"][k], 2) for k in scores["fp32"]}
-    return {"kind": kind, "semcor_limit": args.lowp_semcor_limit, "eval_limit": args.wsd_limit,
-            "eval_instances": res.extra["eval_instances"], "f1_all": scores, "delta_f1": delta,
-            "max_abs_delta_f1": max(abs(v) for v in delta.values()), "run_s": times}
+    return {
+        "kind": kind,
+        "semcor_limit": args.lowp_semcor_limit,
+        "eval_limit": args.wsd_limit,
+        "eval_instances": res.extra["eval_instances"],
+        "f1_all": scores,
+        "delta_f1": delta,
+        "max_abs_delta_f1": max(abs(v) for v in delta.values()),
+        "run_s": times,
+    }
 
 
 def part_elmo(args) -> dict:
@@ -184,8 +209,14 @@ def part_elmo(args) -> dict:
 
     emb, load_s = _load(args.elmo_model)
     sents = semcor_sentences(args.sentences)
-    out = {"model": emb.name, "source": emb.info.source, "device": str(emb.device), "load_s": load_s,
-           "rss_after_load_mb": rss_mb(), "max_tokens": emb.max_tokens}
+    out = {
+        "model": emb.name,
+        "source": emb.info.source,
+        "device": str(emb.device),
+        "load_s": load_s,
+        "rss_after_load_mb": rss_mb(),
+        "max_tokens": emb.max_tokens,
+    }
     out.update(bench_elmo(emb, sents, repeats=args.repeats))
     return out
 
@@ -200,8 +231,15 @@ def part_wsd(args) -> dict:
     load_semcor()
     load_wsd_dataset("ALL")
     emb, load_s = _load(args.wsd_model)
-    out = {"model": emb.name, "device": str(emb.device), "load_s": load_s, "rss_after_load_mb": rss_mb(),
-           "limit": args.wsd_limit, "semcor_limit": args.wsd_semcor_limit, "feature_root": args._root}
+    out = {
+        "model": emb.name,
+        "device": str(emb.device),
+        "load_s": load_s,
+        "rss_after_load_mb": rss_mb(),
+        "limit": args.wsd_limit,
+        "semcor_limit": args.wsd_semcor_limit,
+        "feature_root": args._root,
+    }
     with PeakRSS() as m:
         t0 = time.perf_counter()
         ctx = RunContext(limit=args.wsd_limit, feature_root=Path(args._root), show_progress=sys.stderr.isatty())
@@ -214,14 +252,19 @@ def part_wsd(args) -> dict:
     return out
 
 
-CHILD = {"minilm": part_minilm, "lowp-probe": part_lowp_probe, "elmo": part_elmo,
-         "wsd-cold": part_wsd, "wsd-warm": part_wsd}
+CHILD = {
+    "minilm": part_minilm,
+    "lowp-probe": part_lowp_probe,
+    "elmo": part_elmo,
+    "wsd-cold": part_wsd,
+    "wsd-warm": part_wsd,
+}
 
 
 def run_child(args) -> int:
     from bench.measure import process_peak_mb
-    from models.base import ModelLoadError
     from corpora.paths import DataMissingError
+    from models.base import ModelLoadError
 
     _setup(args)
     t0 = time.perf_counter()
@@ -243,19 +286,38 @@ def machine_info(threads: int) -> dict:
 
     dev = default_device()
     return {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "host": platform.node(), "platform": platform.platform(), "python": platform.python_version(),
-        "cpus": os.cpu_count(), "torch": torch.__version__, "torch_threads": threads, "device": str(dev),
+        "date_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": threads,
+        "device": str(dev),
         "gpu": torch.cuda.get_device_name(0) if dev.type == "cuda" else None,
         "load_avg_start": [round(x, 2) for x in os.getloadavg()],
     }
 
 
 def _forward_args(args) -> list[str]:
-    out = ["--sentences", str(args.sentences), "--threads", str(args.threads), "--elmo-model", args.elmo_model,
-           "--wsd-model", args.wsd_model, "--lowp-semcor-limit", str(args.lowp_semcor_limit),
-           "--low-precision", args.low_precision,
-           "--reference-batch", str(args.reference_batch), "--repeats", str(args.repeats)]
+    out = [
+        "--sentences",
+        str(args.sentences),
+        "--threads",
+        str(args.threads),
+        "--elmo-model",
+        args.elmo_model,
+        "--wsd-model",
+        args.wsd_model,
+        "--lowp-semcor-limit",
+        str(args.lowp_semcor_limit),
+        "--low-precision",
+        args.low_precision,
+        "--reference-batch",
+        str(args.reference_batch),
+        "--repeats",
+        str(args.repeats),
+    ]
     if args.wsd_limit is not None:
         out += ["--wsd-limit", str(args.wsd_limit)]
     if args.wsd_semcor_limit is not None:
@@ -278,8 +340,17 @@ def isolated_cache(root: Path) -> Path:
 def spawn(part: str, args, root: Path) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         out_file = Path(fh.name)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_part", part, "--_out", str(out_file),
-           "--_root", str(root), *_forward_args(args)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--_part",
+        part,
+        "--_out",
+        str(out_file),
+        "--_root",
+        str(root),
+        *_forward_args(args),
+    ]
     print(f"[{time.strftime('%H:%M:%S')}] running part {part} ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     env = dict(os.environ)
@@ -327,8 +398,11 @@ def ratios(parts: dict) -> dict[str, dict]:
     if "speedup" in e:
         out["elmo"] = {"value": e["speedup"], "target": TARGETS["elmo"], "label": "elmo batched vs naive"}
     if "run_s" in cold and "run_s" in warm:
-        out["wsd"] = {"value": cold["run_s"] / warm["run_s"], "target": TARGETS["wsd"],
-                      "label": f"wsd {cold.get('model')} warm vs cold cache"}
+        out["wsd"] = {
+            "value": cold["run_s"] / warm["run_s"],
+            "target": TARGETS["wsd"],
+            "label": f"wsd {cold.get('model')} warm vs cold cache",
+        }
     for r in out.values():
         r["met"] = r["value"] >= r["target"]
     return out
@@ -336,18 +410,24 @@ def ratios(parts: dict) -> dict[str, dict]:
 
 def print_report(info: dict, parts: dict, rat: dict, args) -> None:
     p = print
-    p(f"Issue-7 benchmark, {info['date_utc']}; {info['platform']}; {info['cpus']} CPUs; python {info['python']}; "
-      f"torch {info['torch']} ({info['torch_threads']} threads); device {info['device']}"
-      + (f" ({info['gpu']})" if info["gpu"] else " (no GPU)"))
+    p(
+        f"Issue-7 benchmark, {info['date_utc']}; {info['platform']}; {info['cpus']} CPUs; python {info['python']}; "
+        f"torch {info['torch']} ({info['torch_threads']} threads); device {info['device']}"
+        + (f" ({info['gpu']})" if info["gpu"] else " (no GPU)")
+    )
     p(f"load average at start {info['load_avg_start']}, at end {info['load_avg_end']}")
     m, e = parts.get("minilm", {}), parts.get("elmo", {})
     if "words" in m:
-        p(f"extraction: {m['sentences']} SemCor sentences (brown1), {m['words']:,} words, "
-          f"{m['pieces_with_specials']:,} MiniLM pieces; batched max_tokens MiniLM {m.get('max_tokens')}, "
-          f"ELMo {e.get('max_tokens', '-')}")
+        p(
+            f"extraction: {m['sentences']} SemCor sentences (brown1), {m['words']:,} words, "
+            f"{m['pieces_with_specials']:,} MiniLM pieces; batched max_tokens MiniLM {m.get('max_tokens')}, "
+            f"ELMo {e.get('max_tokens', '-')}"
+        )
     p("")
-    hdr = f"{'part':<8} {'path':<40} {'time s':>8} {'words/s':>9} {'ratio':>7} {'max|Δ| vs naive':>16} " \
-          f"{'peak RSS MB (rise)':>19}"
+    hdr = (
+        f"{'part':<8} {'path':<40} {'time s':>8} {'words/s':>9} {'ratio':>7} {'max|Δ| vs naive':>16} "
+        f"{'peak RSS MB (rise)':>19}"
+    )
     p(hdr)
     p("-" * len(hdr))
 
@@ -363,21 +443,54 @@ def print_report(info: dict, parts: dict, rat: dict, args) -> None:
             continue
         if "speedup" not in d:
             continue
-        row(label, "naive loop, 1 sentence per forward", d["naive_s"], d["naive_words_per_s"], 1.0, None,
-            d.get("naive_peak_rss_mb"), d.get("naive_rss_rise_mb", 0))
+        row(
+            label,
+            "naive loop, 1 sentence per forward",
+            d["naive_s"],
+            d["naive_words_per_s"],
+            1.0,
+            None,
+            d.get("naive_peak_rss_mb"),
+            d.get("naive_rss_rise_mb", 0),
+        )
         k = f"sorted{args.reference_batch}"
         if f"{k}_s" in d:
-            row(label, f"plain length-sorted batches of {args.reference_batch}", d[f"{k}_s"], d[f"{k}_words_per_s"],
-                d[f"{k}_speedup"], d[f"{k}_max_abs_diff"], d.get(f"{k}_peak_rss_mb"), d.get(f"{k}_rss_rise_mb", 0))
-        row(label, "ours: batched embed() (fp32)" if d.get("device") == "cpu" else "ours: batched embed()",
-            d["batched_s"], d["batched_words_per_s"], d["speedup"], d["max_abs_diff"],
-            d.get("batched_peak_rss_mb"), d.get("batched_rss_rise_mb", 0))
+            row(
+                label,
+                f"plain length-sorted batches of {args.reference_batch}",
+                d[f"{k}_s"],
+                d[f"{k}_words_per_s"],
+                d[f"{k}_speedup"],
+                d[f"{k}_max_abs_diff"],
+                d.get(f"{k}_peak_rss_mb"),
+                d.get(f"{k}_rss_rise_mb", 0),
+            )
+        row(
+            label,
+            "ours: batched embed() (fp32)" if d.get("device") == "cpu" else "ours: batched embed()",
+            d["batched_s"],
+            d["batched_words_per_s"],
+            d["speedup"],
+            d["max_abs_diff"],
+            d.get("batched_peak_rss_mb"),
+            d.get("batched_rss_rise_mb", 0),
+        )
         q = d.get("lowp", {})
         if "words_per_s" in q:
-            row(label, f"ours batched, {q['kind']} (separate)", q["s"], q["words_per_s"], q["speedup_vs_naive"],
-                q["max_abs_diff"], q.get("lowp_peak_rss_mb"), q.get("lowp_rss_rise_mb", 0))
-        p(f"{'':<8} process peak RSS {d['process_peak_rss_mb']:,.0f} MB (after model load "
-          f"{d['rss_after_load_mb']:,.0f} MB); model load {d['load_s']:.1f} s")
+            row(
+                label,
+                f"ours batched, {q['kind']} (separate)",
+                q["s"],
+                q["words_per_s"],
+                q["speedup_vs_naive"],
+                q["max_abs_diff"],
+                q.get("lowp_peak_rss_mb"),
+                q.get("lowp_rss_rise_mb", 0),
+            )
+        p(
+            f"{'':<8} process peak RSS {d['process_peak_rss_mb']:,.0f} MB (after model load "
+            f"{d['rss_after_load_mb']:,.0f} MB); model load {d['load_s']:.1f} s"
+        )
     cold, warm = parts.get("wsd-cold", {}), parts.get("wsd-warm", {})
     for label, d in (("cold", cold), ("warm", warm)):
         if "error" in d:
@@ -387,37 +500,59 @@ def print_report(info: dict, parts: dict, rat: dict, args) -> None:
             continue
         ratio = cold["run_s"] / d["run_s"] if "run_s" in cold else None
         n = len(d.get("runs_s", [0]))
-        what = "extract + cache + 1-NN" if label == "cold" else \
-            "features from cache + 1-NN" + (f", mean of {n}" if n > 1 else "")
-        row("WSD", f"{d['model']} {label}: {what}", d["run_s"], None, ratio, None,
-            d.get("run_peak_rss_mb"), d.get("run_rss_rise_mb", 0))
+        what = (
+            "extract + cache + 1-NN"
+            if label == "cold"
+            else "features from cache + 1-NN" + (f", mean of {n}" if n > 1 else "")
+        )
+        row(
+            "WSD",
+            f"{d['model']} {label}: {what}",
+            d["run_s"],
+            None,
+            ratio,
+            None,
+            d.get("run_peak_rss_mb"),
+            d.get("run_rss_rise_mb", 0),
+        )
     if "run_s" in cold:
         ex = cold["extra"]
-        lim = "".join(f" (--{k} {cold[v]})" for k, v in (("wsd-limit", "limit"), ("wsd-semcor-limit", "semcor_limit"))
-                      if cold.get(v) is not None)
-        p(f"{'':<8} SemCor {ex['semcor_sentences']:,} sentences / {ex['semcor_tokens']:,} tagged tokens -> "
-          f"ALL {ex['eval_instances']:,} instances, {len(cold['f1_all'])} layer specs{lim}; process peak RSS cold {cold['process_peak_rss_mb']:,.0f} MB, warm "
-          f"{warm.get('process_peak_rss_mb', float('nan')):,.0f} MB; model load {cold['load_s']:.1f} s (not timed)")
+        lim = "".join(
+            f" (--{k} {cold[v]})"
+            for k, v in (("wsd-limit", "limit"), ("wsd-semcor-limit", "semcor_limit"))
+            if cold.get(v) is not None
+        )
+        p(
+            f"{'':<8} SemCor {ex['semcor_sentences']:,} sentences / {ex['semcor_tokens']:,} tagged tokens -> "
+            f"ALL {ex['eval_instances']:,} instances, {len(cold['f1_all'])} layer specs{lim}; process peak RSS cold {cold['process_peak_rss_mb']:,.0f} MB, warm "
+            f"{warm.get('process_peak_rss_mb', float('nan')):,.0f} MB; model load {cold['load_s']:.1f} s (not timed)"
+        )
         if "rows" in warm:
             same = cold["rows"] == warm["rows"]
             if len(warm.get("runs_s", [])) > 1:
                 p(f"{'':<8} warm runs (s): " + ", ".join(f"{x:.1f}" for x in warm["runs_s"]))
-            p(f"{'':<8} warm results identical to cold: {same}; F1 on ALL by layer: "
-              + ", ".join(f"{k} {v:.1f}" for k, v in cold["f1_all"].items()))
+            p(
+                f"{'':<8} warm results identical to cold: {same}; F1 on ALL by layer: "
+                + ", ".join(f"{k} {v:.1f}" for k, v in cold["f1_all"].items())
+            )
     p("")
     q = m.get("lowp", {})
     if "words_per_s" in q:
-        p(f"{q['kind']} (CPU, separate): {q['speedup_vs_fp32_batched']:.2f}x our fp32 batched, "
-          f"{q['speedup_vs_naive']:.2f}x naive; max |{q['kind']} - fp32| {q['max_abs_diff']:.3f} (largest |fp32| "
-          f"value {q['max_abs_value']:.1f}); cosine to fp32 mean {q['mean_cosine']:.4f}, min {q['min_cosine']:.4f}")
+        p(
+            f"{q['kind']} (CPU, separate): {q['speedup_vs_fp32_batched']:.2f}x our fp32 batched, "
+            f"{q['speedup_vs_naive']:.2f}x naive; max |{q['kind']} - fp32| {q['max_abs_diff']:.3f} (largest |fp32| "
+            f"value {q['max_abs_value']:.1f}); cosine to fp32 mean {q['mean_cosine']:.4f}, min {q['min_cosine']:.4f}"
+        )
     elif q:
         p(f"low precision: not measured ({q.get('skipped', q)})")
     ip = parts.get("lowp-probe", {})
     if "delta_f1" in ip:
         k = ip["kind"]
-        p(f"{k} effect on WSD F1 (ALL, {ip['eval_instances']:,} instances, SemCor first {ip['semcor_limit']} "
-          f"sentences): max |ΔF1| {ip['max_abs_delta_f1']:.2f} points; by layer "
-          + ", ".join(f"{x} {ip['f1_all']['fp32'][x]:.1f}->{ip['f1_all'][k][x]:.1f}" for x in ip["delta_f1"]))
+        p(
+            f"{k} effect on WSD F1 (ALL, {ip['eval_instances']:,} instances, SemCor first {ip['semcor_limit']} "
+            f"sentences): max |ΔF1| {ip['max_abs_delta_f1']:.2f} points; by layer "
+            + ", ".join(f"{x} {ip['f1_all']['fp32'][x]:.1f}->{ip['f1_all'][k][x]:.1f}" for x in ip["delta_f1"])
+        )
     elif ip:
         p(f"low-precision probe effect: not measured ({ip.get('error') or ip.get('skipped')})")
     for r in rat.values():
@@ -435,23 +570,46 @@ def print_report(info: dict, parts: dict, rat: dict, args) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sentences", type=int, default=None, help="SemCor sentences for extraction (2000; --quick 200)")
-    p.add_argument("--quick", action="store_true",
-                   help="small sizes for development: 200 sentences, WSD and low-precision probe on short slices")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes for development: 200 sentences, WSD and low-precision probe on short slices",
+    )
     p.add_argument("--json", type=Path, default=None, help="write all measurements to this JSON file")
     p.add_argument("--threads", type=int, default=2, help="torch threads per part (default 2)")
     p.add_argument("--elmo-model", default="elmo-small", help="registry name or ELMo asset directory")
     p.add_argument("--wsd-model", default="minilm", help="model for the cold/warm WSD run")
-    p.add_argument("--wsd-limit", type=int, default=None,
-                   help="first N sentences of SemCor and of each eval set (default: all; --quick 50)")
-    p.add_argument("--wsd-semcor-limit", type=int, default=None,
-                   help="first N SemCor sentences only for the cold/warm WSD run (default: as --wsd-limit)")
-    p.add_argument("--lowp-semcor-limit", type=int, default=None,
-                   help="SemCor sentences for the low-precision probe check (default 2000; --quick 50)")
-    p.add_argument("--low-precision", choices=LOW_PRECISION, default="bf16",
-                   help="the CPU low-precision path reported separately (default bf16; none: skip it)")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="timed repetitions of each extraction path, interleaved and averaged (3; --quick 1): "
-                        "single runs of the same path vary by up to 30 %% on a shared VM")
+    p.add_argument(
+        "--wsd-limit",
+        type=int,
+        default=None,
+        help="first N sentences of SemCor and of each eval set (default: all; --quick 50)",
+    )
+    p.add_argument(
+        "--wsd-semcor-limit",
+        type=int,
+        default=None,
+        help="first N SemCor sentences only for the cold/warm WSD run (default: as --wsd-limit)",
+    )
+    p.add_argument(
+        "--lowp-semcor-limit",
+        type=int,
+        default=None,
+        help="SemCor sentences for the low-precision probe check (default 2000; --quick 50)",
+    )
+    p.add_argument(
+        "--low-precision",
+        choices=LOW_PRECISION,
+        default="bf16",
+        help="the CPU low-precision path reported separately (default bf16; none: skip it)",
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed repetitions of each extraction path, interleaved and averaged (3; --quick 1): "
+        "single runs of the same path vary by up to 30 %% on a shared VM",
+    )
     p.add_argument("--reference-batch", type=int, default=32, help="plain sorted batch size (0: skip)")
     p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     for hidden in ("--_part", "--_out", "--_root"):
@@ -479,8 +637,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.low_precision == "none" and "lowp-probe" in parts_wanted:
         parts_wanted.remove("lowp-probe")
     if "wsd-warm" in parts_wanted and "wsd-cold" not in parts_wanted:
-        print("error: wsd-warm needs wsd-cold in the same run (the cold run fills the temporary cache)",
-              file=sys.stderr)
+        print(
+            "error: wsd-warm needs wsd-cold in the same run (the cold run fills the temporary cache)", file=sys.stderr
+        )
         return 2
     info = machine_info(args.threads)
     root = Path(tempfile.mkdtemp(prefix="embprobe-bench-features-"))
@@ -488,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         for part in PARTS:
-            if part == "wsd-warm" and part in parts_wanted:   # short: repeat it like the extraction paths
+            if part == "wsd-warm" and part in parts_wanted:  # short: repeat it like the extraction paths
                 results[part] = spawn_repeated(part, args, root, args.repeats)
             elif part in parts_wanted:
                 results[part] = spawn(part, args, root)
@@ -499,10 +658,13 @@ def main(argv: list[str] | None = None) -> int:
     rat = ratios(results)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"machine": info, "args": {k: (str(v) if isinstance(v, Path) else v)
-                                            for k, v in vars(args).items() if not k.startswith("_")},
-                   "parts": results, "ratios": rat,
-                   "min_ratio": min(rat.values(), key=lambda r: r["value"]) if rat else None}
+        payload = {
+            "machine": info,
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if not k.startswith("_")},
+            "parts": results,
+            "ratios": rat,
+            "min_ratio": min(rat.values(), key=lambda r: r["value"]) if rat else None,
+        }
         args.json.write_text(json.dumps(payload, indent=1, default=str))
     print_report(info, results, rat, args)
     return 0

@@ -7,6 +7,7 @@ Without ``--ray`` both run in this process (a sweep one task after another; an e
 worker). Bad input ends with one ``error:`` line (``probes.cli.main``), before any work. A sweep's
 task runs the probe as ``python -m probes <probe>`` does (``cluster.tasks``: ``probes.run.run_probe``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,22 +61,27 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise ProbeInputError(f"--retries {args.retries}: give 0 or more.")
     options = {spec.name: spec.options_from(vars(args)) for spec in specs}
     out = writable_dir(args.results or cache_dir() / "results", "--results")
-    for model in models:   # fail early on an unknown or broken model: its files, not its weights
+    for model in models:  # fail early on an unknown or broken model: its files, not its weights
         estimate(model, gpu=False)
     try:
         tasks = plan_sweep(models, [s.name for s in specs], seeds, args.limit, options)
     except ValueError as exc:
         raise ProbeInputError(str(exc)) from None
     ray = _session(args)
-    env = TaskEnv(feature_root=None, remote=args.cache_url, device=args.device,
-                  threads=args.threads or (1 if ray else None),
-                  fault=os.environ.get(FAULT_ENV) if ray else None)
+    env = TaskEnv(
+        feature_root=None,
+        remote=args.cache_url,
+        device=args.device,
+        threads=args.threads or (1 if ray else None),
+        fault=os.environ.get(FAULT_ENV) if ray else None,
+    )
     executor = OnRay(ray, retries=args.retries, fixed_size=args.ray == "local") if ray else InProcess()
-    report = run_sweep(tasks, executor, env, out, command_line(args.argv), resume=not args.no_resume,
-                       report=print_rows)
+    report = run_sweep(tasks, executor, env, out, command_line(args.argv), resume=not args.no_resume, report=print_rows)
     run = report.run
-    print(f"sweep: {run.done} run, {report.skipped} already done, {run.retried} retried, "
-          f"{len(run.failures)} failed ({report.seconds:.0f} s); results in {out}")
+    print(
+        f"sweep: {run.done} run, {report.skipped} already done, {run.retried} retried, "
+        f"{len(run.failures)} failed ({report.seconds:.0f} s); results in {out}"
+    )
     for f in run.failures:
         print(f"  failed: {f.task.label}: {f.error}")
     return 0 if report.ok else 1
@@ -87,21 +93,38 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
     if args.shards < 1:
         raise ProbeInputError(f"--shards {args.shards}: give a positive number of shards.")
-    get_spec(args.model)   # an unknown model is one error line, before any data is read
+    get_spec(args.model)  # an unknown model is one error line, before any data is read
     sentences, keep, key = dataset_request(args.dataset, args.limit)
     ray = _session(args)
-    gpus = 1 if ray is not None and ray.cluster_resources().get("GPU") else 0   # one GPU per actor where there are any
-    feats, stats = extract_sharded(args.model, key, sentences, keep, num_shards=args.shards, ray=ray,
-                                   workers=args.workers, store=args.store, device=args.device,
-                                   threads=args.threads, gpus_per_worker=gpus, keep_shards=args.keep_shards)
-    print(f"{key}: {stats['words']:,} words in {stats['shards']} shard(s) by {stats['workers']} worker(s) "
-          f"({stats['model_loads']} model load(s), {stats['seconds']:.1f} s) -> {feats.directory}")
+    gpus = 1 if ray is not None and ray.cluster_resources().get("GPU") else 0  # one GPU per actor where there are any
+    feats, stats = extract_sharded(
+        args.model,
+        key,
+        sentences,
+        keep,
+        num_shards=args.shards,
+        ray=ray,
+        workers=args.workers,
+        store=args.store,
+        device=args.device,
+        threads=args.threads,
+        gpus_per_worker=gpus,
+        keep_shards=args.keep_shards,
+    )
+    print(
+        f"{key}: {stats['words']:,} words in {stats['shards']} shard(s) by {stats['workers']} worker(s) "
+        f"({stats['model_loads']} model load(s), {stats['seconds']:.1f} s) -> {feats.directory}"
+    )
     return 0
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ray", default=None, metavar="ADDRESS",
-                   help="run on Ray: 'local' (this machine) or a cluster address (ray://HOST:10001, auto)")
+    p.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run on Ray: 'local' (this machine) or a cluster address (ray://HOST:10001, auto)",
+    )
     p.add_argument("--dashboard", action="store_true", help="with --ray local: start Ray's dashboard")
     p.add_argument("--limit", type=int, default=None, help="use only the first N sentences of each dataset")
     p.add_argument("--device", default=None, help="torch device of every task (default: cuda when present)")
@@ -111,17 +134,22 @@ def _common(p: argparse.ArgumentParser) -> None:
 def add_sweep(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run probes × models × seeds, in-process or on Ray (resumable)")
     p.add_argument("--models", required=True, help="comma-separated models (names or references)")
-    p.add_argument("--probes", default=",".join(builtin_probe_names()),
-                   help="comma-separated probes (default: those with built-in data)")
+    p.add_argument(
+        "--probes",
+        default=",".join(builtin_probe_names()),
+        help="comma-separated probes (default: those with built-in data)",
+    )
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     p.add_argument("--results", default=None, help="results directory (default <cache>/results)")
-    p.add_argument("--cache-url", default=None,
-                   help="shared feature-cache tier (fsspec URL: s3://…, gs://…, file://…): pulled before, pushed "
-                        "after each task")
+    p.add_argument(
+        "--cache-url",
+        default=None,
+        help="shared feature-cache tier (fsspec URL: s3://…, gs://…, file://…): pulled before, pushed after each task",
+    )
     p.add_argument("--retries", type=int, default=2, help="re-runs of a task whose worker died (default 2)")
     p.add_argument("--no-resume", action="store_true", help="run every task, even those already in --results")
     _common(p)
-    add_all_options(p, all_probes())   # as reproduce
+    add_all_options(p, all_probes())  # as reproduce
     p.set_defaults(func=cmd_sweep)
 
 
@@ -131,8 +159,12 @@ def add_extract(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", required=True, help=f"one of: {', '.join(DATASETS)}")
     p.add_argument("--shards", type=int, default=4, help="number of shards (default 4)")
     p.add_argument("--workers", type=int, default=2, help="Ray actors, one model load each (default 2)")
-    p.add_argument("--store", default=None, help="where shards go (path or fsspec URL; default the cache); "
-                                                 "a remote store also receives the committed entry")
+    p.add_argument(
+        "--store",
+        default=None,
+        help="where shards go (path or fsspec URL; default the cache); "
+        "a remote store also receives the committed entry",
+    )
     p.add_argument("--keep-shards", action="store_true", help="keep the shard files after the commit")
     _common(p)
     p.set_defaults(func=cmd_extract)

@@ -6,6 +6,7 @@ Each name gives exactly what its probe passes to ``get_features`` (key, sentence
 entry extracted here is the one the probe finds: ``conll2000-train`` / ``conll2000-test`` (POS and
 the λ ablation) and ``semcor-tagged`` (the WSD probe's training side, its sense-tagged pieces only).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -21,6 +22,7 @@ Request = tuple[list[list[str]], "np.ndarray | None", str]
 def _conll(split: str) -> Callable[[int | None], Request]:
     def build(limit: int | None) -> Request:
         return [list(s.words) for s in conll_slice(split, limit)], None, feature_key(split, limit)
+
     return build
 
 

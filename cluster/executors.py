@@ -16,6 +16,7 @@ again with half the batch budget, up to ``retries`` times. A Python exception in
 model that fails to load) is not retried: it would fail the same way; it is reported and the sweep
 goes on with the other tasks.
 """
+
 from __future__ import annotations
 
 import time
@@ -58,7 +59,7 @@ class InProcess:
         for task in tasks:
             try:
                 payload = run_task(task, env, 0, 1.0, command)
-            except Exception as exc:   # noqa: BLE001 - one failed task does not stop the sweep
+            except Exception as exc:  # noqa: BLE001 - one failed task does not stop the sweep
                 report.failures.append(Failure(task, f"{type(exc).__name__}: {exc}", 1))
                 say(f"   FAILED {task.label}: {type(exc).__name__}: {exc}")
                 continue
@@ -70,28 +71,33 @@ class InProcess:
 class OnRay:
     """Ray tasks, each with its model's resources; a dead worker's task is retried with half the budget."""
 
-    def __init__(self, ray, retries: int = 2, gpu: bool | None = None, cpus_per_task: float = 1,
-                 fixed_size: bool = False) -> None:
+    def __init__(
+        self, ray, retries: int = 2, gpu: bool | None = None, cpus_per_task: float = 1, fixed_size: bool = False
+    ) -> None:
         """fixed_size: the cluster never grows (``--ray local``): a request larger than it is capped to
         it rather than left waiting for a node that never comes (an OOM is then retried as any other)."""
         self.ray, self.retries, self.cpus = ray, retries, cpus_per_task
         self.total = ray.cluster_resources()
         self.gpu = bool(self.total.get("GPU")) if gpu is None else gpu
         self.fixed_size = fixed_size
-        self.node_of: dict[str, str] = {}   # model -> Ray node id of its first finished task
+        self.node_of: dict[str, str] = {}  # model -> Ray node id of its first finished task
         self.name = f"Ray ({int(self.total.get('CPU', 0))} CPUs" + (", GPUs" if self.gpu else "") + ")"
 
     def _submit(self, remote, task: SweepTask, env: TaskEnv, attempt: int, command: str):
         options = estimate(task.model, self.gpu, self.cpus).ray_options()
         if self.fixed_size:
-            options = {k: min(v, self.total.get({"num_cpus": "CPU", "num_gpus": "GPU"}.get(k, k), 0))
-                       for k, v in options.items()}
+            options = {
+                k: min(v, self.total.get({"num_cpus": "CPU", "num_gpus": "GPU"}.get(k, k), 0))
+                for k, v in options.items()
+            }
             options["memory"] = int(options["memory"])
-        if task.model in self.node_of:   # where the model's first task ran: its features are cached there
+        if task.model in self.node_of:  # where the model's first task ran: its features are cached there
             options["scheduling_strategy"] = self.ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
-                self.node_of[task.model], soft=True)
-        return remote.options(max_retries=0, name=task.label, **options).remote(task, env, attempt, 0.5 ** attempt,
-                                                                               command)
+                self.node_of[task.model], soft=True
+            )
+        return remote.options(max_retries=0, name=task.label, **options).remote(
+            task, env, attempt, 0.5**attempt, command
+        )
 
     def run(self, tasks: list[SweepTask], env: TaskEnv, command: str, on_done: OnDone, say: Say) -> RunReport:
         ray, report = self.ray, RunReport()
@@ -113,11 +119,19 @@ class OnRay:
             except died as exc:
                 if attempt < self.retries:
                     report.retried += 1
-                    say(f"   {task.label}: worker died ({type(exc).__name__}); retry {attempt + 1} of "
-                        f"{self.retries} with {0.5 ** (attempt + 1):g} of the batch budget")
-                    running[self._submit(remote, task, env, attempt + 1, command)] = (task, attempt + 1, time.perf_counter())
+                    say(
+                        f"   {task.label}: worker died ({type(exc).__name__}); retry {attempt + 1} of "
+                        f"{self.retries} with {0.5 ** (attempt + 1):g} of the batch budget"
+                    )
+                    running[self._submit(remote, task, env, attempt + 1, command)] = (
+                        task,
+                        attempt + 1,
+                        time.perf_counter(),
+                    )
                     continue
-                report.failures.append(Failure(task, f"worker died {attempt + 1} times ({type(exc).__name__})", attempt + 1))
+                report.failures.append(
+                    Failure(task, f"worker died {attempt + 1} times ({type(exc).__name__})", attempt + 1)
+                )
                 say(f"   FAILED {task.label}: worker died {attempt + 1} times")
             except rex.RayTaskError as exc:
                 cause = exc.cause if getattr(exc, "cause", None) is not None else exc

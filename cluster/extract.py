@@ -7,6 +7,7 @@ the committed entry is also published there (``cluster.storage.push_entry``) for
 Ray actors are restarted when their process dies and the shard re-run (``max_restarts``,
 ``max_task_retries``); ``ray.util.ActorPool`` hands each free actor the next shard.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,11 +25,24 @@ from features import Features
 from probes.errors import ProbeInputError
 
 
-def extract_sharded(model: str, key: str, sentences: Sequence[Sequence[str]], keep: np.ndarray | None = None, *,
-                    num_shards: int, ray=None, workers: int = 1, store: str | None = None,
-                    root: Path | None = None, dtype: str = "float16", chunk_size: int = CHUNK_SIZE,
-                    device: str | None = None, threads: int | None = None, gpus_per_worker: float = 0,
-                    keep_shards: bool = False) -> tuple[Features, dict]:
+def extract_sharded(
+    model: str,
+    key: str,
+    sentences: Sequence[Sequence[str]],
+    keep: np.ndarray | None = None,
+    *,
+    num_shards: int,
+    ray=None,
+    workers: int = 1,
+    store: str | None = None,
+    root: Path | None = None,
+    dtype: str = "float16",
+    chunk_size: int = CHUNK_SIZE,
+    device: str | None = None,
+    threads: int | None = None,
+    gpus_per_worker: float = 0,
+    keep_shards: bool = False,
+) -> tuple[Features, dict]:
     """Extract ``sentences`` with ``model`` in shards and commit them as the cache entry ``key``.
 
     Returns the entry's Features (as ``get_features`` returns them) and stats: shards, workers,
@@ -46,29 +60,46 @@ def extract_sharded(model: str, key: str, sentences: Sequence[Sequence[str]], ke
         pool = [ShardWorker(model, device, threads)]
         info = pool[0].info()
     else:
-        actor = ray.remote(ShardWorker).options(num_cpus=threads or 1, num_gpus=gpus_per_worker,
-                                                max_restarts=2, max_task_retries=2)
+        actor = ray.remote(ShardWorker).options(
+            num_cpus=threads or 1, num_gpus=gpus_per_worker, max_restarts=2, max_task_retries=2
+        )
         pool = [actor.remote(model, device, threads) for _ in range(n_workers)]
         info = ray.get(pool[0].info.remote())
     if info["stateful"]:
         raise ProbeInputError(f"{info['name']} is a stateful ELMo: its vectors depend on the batch; not shardable.")
     store_obj = Store(store or (root or cache_dir()))
     rid = request_id(info, key, sentences, keep, dtype, chunk_size, len(plan))
-    job = ShardJob(key, sentences, offsets, None if keep is None else np.asarray(keep, np.int64), dtype,
-                   store_obj.url, f"shards/{info['fingerprint']}/{key}/{rid}",
-                   fault=ray is not None and bool(os.environ.get(FAULT_ENV)))
+    job = ShardJob(
+        key,
+        sentences,
+        offsets,
+        None if keep is None else np.asarray(keep, np.int64),
+        dtype,
+        store_obj.url,
+        f"shards/{info['fingerprint']}/{key}/{rid}",
+        fault=ray is not None and bool(os.environ.get(FAULT_ENV)),
+    )
     if ray is None:
         records = [pool[0].extract(job, i, len(plan), chunks) for i, chunks in enumerate(plan)]
     else:
         job_ref = ray.put(job)
-        records = list(ray.util.ActorPool(pool).map_unordered(
-            lambda a, item: a.extract.remote(job_ref, item[0], len(plan), item[1]), list(enumerate(plan))))
-        for a in pool:   # free their CPUs / GPUs now, not when the handles are collected
+        records = list(
+            ray.util.ActorPool(pool).map_unordered(
+                lambda a, item: a.extract.remote(job_ref, item[0], len(plan), item[1]), list(enumerate(plan))
+            )
+        )
+        for a in pool:  # free their CPUs / GPUs now, not when the handles are collected
             ray.kill(a)
     feats = commit(info, job, records, chunk_size, root)
-    if store is not None and feats.directory is not None:   # a no-op when the store is the cache itself
+    if store is not None and feats.directory is not None:  # a no-op when the store is the cache itself
         push_entry(store_obj, feats.directory)
     if not keep_shards:
         store_obj.fs.rm(store_obj.path(job.prefix), recursive=True)
-    return feats, {"shards": len(plan), "workers": n_workers, "model_loads": n_workers,
-                   "words": int(offsets[-1]), "seconds": time.perf_counter() - t0, "fingerprint": info["fingerprint"]}
+    return feats, {
+        "shards": len(plan),
+        "workers": n_workers,
+        "model_loads": n_workers,
+        "words": int(offsets[-1]),
+        "seconds": time.perf_counter() - t0,
+        "fingerprint": info["fingerprint"],
+    }

@@ -12,14 +12,16 @@ A model's features are extracted once and shared by all its probes and seeds: ev
 waits for the model's first task (``after``), and on Ray runs on the node that ran it
 (``cluster.executors``), where the features its datasets need are then in the local cache.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,7 @@ class SweepTask:
     seed: int
     limit: int | None = None
     options: tuple[tuple[str, Any], ...] = ()
-    after: str | None = field(default=None, compare=False)   # task_id this one waits for (its model's first)
+    after: str | None = field(default=None, compare=False)  # task_id this one waits for (its model's first)
 
     @property
     def kind(self) -> str:
@@ -41,8 +43,9 @@ class SweepTask:
 
     @property
     def task_id(self) -> str:
-        blob = json.dumps([self.kind, self.probe, self.model, self.seed, self.limit, list(self.options)],
-                          sort_keys=True, default=str)
+        blob = json.dumps(
+            [self.kind, self.probe, self.model, self.seed, self.limit, list(self.options)], sort_keys=True, default=str
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @property
@@ -53,8 +56,13 @@ class SweepTask:
         return dict(self.options)
 
 
-def plan_sweep(models: Sequence[str], probes: Sequence[str], seeds: Sequence[int], limit: int | None,
-               options: dict[str, dict[str, Any]]) -> list[SweepTask]:
+def plan_sweep(
+    models: Sequence[str],
+    probes: Sequence[str],
+    seeds: Sequence[int],
+    limit: int | None,
+    options: dict[str, dict[str, Any]],
+) -> list[SweepTask]:
     """Baselines of every probe, then every (model, probe, seed), model by model.
 
     options: probe name -> its runner keywords (``ProbeSpec.options_from``).

@@ -9,6 +9,7 @@ in-process runner still works. Workers of a local instance inherit this process'
 gets the repository as the job's working directory (``runtime_env``), the cache and data through
 the paths or URLs the cluster's nodes share (docs/scaling.md).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -40,15 +41,21 @@ def connect(address: str, num_cpus: int | None = None, dashboard: bool = False):
             raise ProbeInputError("--dashboard needs Ray's dashboard extra: pip install 'ray[default]==2.60.0'")
         paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")   # a private instance on this machine
-        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=dashboard, log_to_driver=False,
-                 configure_logging=False)
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private instance on this machine
+        ray.init(
+            num_cpus=num_cpus or os.cpu_count(),
+            include_dashboard=dashboard,
+            log_to_driver=False,
+            configure_logging=False,
+        )
         return ray
     _check_reachable(address)
     try:
-        ray.init(address=address, log_to_driver=False,
-                 runtime_env={"working_dir": str(REPO_ROOT),
-                              "excludes": ["cache/", ".venv/", ".git/", "results/", "x/"]})
+        ray.init(
+            address=address,
+            log_to_driver=False,
+            runtime_env={"working_dir": str(REPO_ROOT), "excludes": ["cache/", ".venv/", ".git/", "results/", "x/"]},
+        )
     except (ConnectionError, ValueError, RuntimeError) as exc:
         raise ProbeInputError(f"--ray {address}: cannot connect ({exc}).") from None
     return ray
@@ -59,9 +66,11 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     target = address.split("://", 1)[-1]
     host, sep, port = target.rpartition(":")
     if not sep or not port.isdigit():
-        return   # "auto" and other forms: Ray resolves them itself
+        return  # "auto" and other forms: Ray resolves them itself
     try:
         socket.create_connection((host, int(port)), timeout=timeout_s).close()
     except OSError as exc:
-        raise ProbeInputError(f"--ray {address}: nothing answers there ({exc.strerror or exc}); is the cluster up "
-                              "(`ray up cluster/ray-cluster.yaml`, docs/scaling.md)?") from None
+        raise ProbeInputError(
+            f"--ray {address}: nothing answers there ({exc.strerror or exc}); is the cluster up "
+            "(`ray up cluster/ray-cluster.yaml`, docs/scaling.md)?"
+        ) from None

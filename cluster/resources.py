@@ -12,6 +12,7 @@
 - Ray's ``memory`` is a scheduling reservation, not a limit: a task that outgrows it dies (OOM) and
   is retried with a smaller batch budget (``cluster.executors``).
 """
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 GiB = 1 << 30
 BASE_BYTES = 3 * GiB // 2
-CPU_TOKENS, GPU_TOKENS = 2048, 8192   # the transformer embedder's default budgets (models/transformer/embedder.py)
+CPU_TOKENS, GPU_TOKENS = 2048, 8192  # the transformer embedder's default budgets (models/transformer/embedder.py)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,6 @@ def estimate(model: str | None, gpu: bool, cpus: float = 1, gpu_memory: int = 80
     layers, dim = row.layers or 13, row.dim or 1024
     weights = row.params * (2 if gpu else 4) if row.params else (row.size_bytes or 0)
     hidden = (GPU_TOKENS if gpu else CPU_TOKENS) * dim * layers * 4 * 2
-    memory = BASE_BYTES + (hidden if gpu else weights + hidden)   # on a GPU the weights live in its memory
+    memory = BASE_BYTES + (hidden if gpu else weights + hidden)  # on a GPU the weights live in its memory
     gpus = max(1, math.ceil(weights * 1.3 / gpu_memory)) if gpu else 0
     return Resources(cpus=cpus, gpus=gpus, memory=int(memory))

@@ -24,6 +24,7 @@ Design notes:
   them; the cache writes, checksums and locks the entry exactly as for a local extraction, so the
   result is byte-identical and later served like any entry. Shards are deleted afterwards.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,9 +59,11 @@ def plan_shards(lengths: np.ndarray, num_shards: int, chunk_size: int = CHUNK_SI
     if num_shards < 1:
         raise ValueError(f"--shards {num_shards}: give a positive number of shards.")
     order = np.argsort(-np.asarray(lengths), kind="stable")
-    chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
+    chunks = [order[i : i + chunk_size] for i in range(0, len(order), chunk_size)]
     words = np.cumsum([int(np.asarray(lengths)[c].sum()) + 1 for c in chunks])
-    bounds = np.searchsorted(words, words[-1] * np.arange(1, num_shards) / num_shards, side="left") + 1 if chunks else []
+    bounds = (
+        np.searchsorted(words, words[-1] * np.arange(1, num_shards) / num_shards, side="left") + 1 if chunks else []
+    )
     cuts = sorted({0, *map(int, bounds), len(chunks)})
     return [chunks[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
 
@@ -83,15 +86,16 @@ class ShardJob:
     keep: np.ndarray | None
     dtype: str
     store_url: str
-    prefix: str                      # shard folder in the store, below its root
-    fault: bool = False              # tests only: the first shard's worker dies once (FAULT_ENV)
+    prefix: str  # shard folder in the store, below its root
+    fault: bool = False  # tests only: the first shard's worker dies once (FAULT_ENV)
 
 
 class ShardWorker:
     """Loads the model once; ``extract`` embeds one shard and uploads it. A Ray actor or a plain object."""
 
-    def __init__(self, model: str, device: str | None = None, threads: int | None = None,
-                 max_tokens: int | None = None) -> None:
+    def __init__(
+        self, model: str, device: str | None = None, threads: int | None = None, max_tokens: int | None = None
+    ) -> None:
         if threads:
             torch.set_num_threads(threads)
         self.embedder = load_embedder(model)
@@ -103,8 +107,13 @@ class ShardWorker:
 
     def info(self) -> dict:
         emb = self.embedder
-        return {"name": emb.name, "num_layers": emb.num_layers, "dim": emb.dim, "fingerprint": emb.fingerprint(),
-                "stateful": bool(getattr(emb, "stateful", False))}
+        return {
+            "name": emb.name,
+            "num_layers": emb.num_layers,
+            "dim": emb.dim,
+            "fingerprint": emb.fingerprint(),
+            "stateful": bool(getattr(emb, "stateful", False)),
+        }
 
     def extract(self, job: ShardJob, index: int, total: int, chunks: list[np.ndarray]) -> dict:
         """Embed the shard's chunks and upload ``shard_<index>-of-<total>``; skipped when already there."""
@@ -112,7 +121,7 @@ class ShardWorker:
         done = store.read_json(f"{name}.json")
         if done is not None and store.exists(f"{name}.npz"):
             return done
-        if job.fault and not store.exists(f"{job.prefix}/fault"):   # a worker dying mid-shard, once
+        if job.fault and not store.exists(f"{job.prefix}/fault"):  # a worker dying mid-shard, once
             store.put_text(f"{job.prefix}/fault", "killed")
             os._exit(FAULT_EXIT)
         emb = self.embedder
@@ -123,20 +132,33 @@ class ShardWorker:
             for i, out in zip(chunk, outs):
                 n = len(job.sentences[i])
                 if out.vectors.shape != (emb.num_layers, n, emb.dim):
-                    raise FeatureCacheError(f"{emb.name} returned vectors of shape {out.vectors.shape} for a "
-                                            f"sentence of {n} words; expected {(emb.num_layers, n, emb.dim)}.")
+                    raise FeatureCacheError(
+                        f"{emb.name} returned vectors of shape {out.vectors.shape} for a "
+                        f"sentence of {n} words; expected {(emb.num_layers, n, emb.dim)}."
+                    )
                 words = kept_words(job.keep, job.offsets, int(i))
                 for j in range(emb.num_layers):
                     rows = out.vectors[j] if words is None else out.vectors[j][words]
-                    parts[j].append(np.asarray(rows).astype(job.dtype))   # the cache's own cast
+                    parts[j].append(np.asarray(rows).astype(job.dtype))  # the cache's own cast
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "shard.npz"
-            np.savez(path, sentences=ids, **{f"layer_{j}": np.concatenate(p) if p else np.zeros((0, emb.dim), job.dtype)
-                                             for j, p in enumerate(parts)})
-            record = {"index": index, "total": total, "sentences": len(ids), "nbytes": path.stat().st_size,
-                      "checksum": file_checksum(path)}
+            np.savez(
+                path,
+                sentences=ids,
+                **{
+                    f"layer_{j}": np.concatenate(p) if p else np.zeros((0, emb.dim), job.dtype)
+                    for j, p in enumerate(parts)
+                },
+            )
+            record = {
+                "index": index,
+                "total": total,
+                "sentences": len(ids),
+                "nbytes": path.stat().st_size,
+                "checksum": file_checksum(path),
+            }
             store.put_file(path, f"{name}.npz")
-        store.put_text(f"{name}.json", json.dumps(record))   # last: the shard is done
+        store.put_text(f"{name}.json", json.dumps(record))  # last: the shard is done
         self.shards_done += 1
         return record
 
@@ -147,7 +169,12 @@ class ShardedEmbedder:
     stateful = False
 
     def __init__(self, info: dict, job: ShardJob, records: list[dict]) -> None:
-        self.name, self.num_layers, self.dim, self._fp = info["name"], info["num_layers"], info["dim"], info["fingerprint"]
+        self.name, self.num_layers, self.dim, self._fp = (
+            info["name"],
+            info["num_layers"],
+            info["dim"],
+            info["fingerprint"],
+        )
         self.job, self.records = job, sorted(records, key=lambda r: r["index"])
         self._shard, self._rows, self._next = -1, {}, 0
         self._queue: deque[int] = deque()
@@ -162,8 +189,10 @@ class ShardedEmbedder:
             path = Path(tmp) / "shard.npz"
             store.get_file(name, path)
             if path.stat().st_size != rec["nbytes"] or file_checksum(path) != rec["checksum"]:
-                raise FeatureCacheError(f"{store.path(name)} does not match its .json (size or checksum); "
-                                        "delete the shard and extract again.")
+                raise FeatureCacheError(
+                    f"{store.path(name)} does not match its .json (size or checksum); "
+                    "delete the shard and extract again."
+                )
             with np.load(path, allow_pickle=False) as z:
                 layers = [z[f"layer_{j}"] for j in range(self.num_layers)]
                 ids = z["sentences"]
@@ -180,12 +209,16 @@ class ShardedEmbedder:
         for words in sentences:
             if not self._queue:
                 if self._shard + 1 >= len(self.records):
-                    raise FeatureCacheError(f"{self.name}/{self.job.key}: more sentences asked for than the shards hold.")
+                    raise FeatureCacheError(
+                        f"{self.name}/{self.job.key}: more sentences asked for than the shards hold."
+                    )
                 self._load(self._shard + 1)
             i = self._queue.popleft()
             if list(words) != self.job.sentences[i]:
-                raise FeatureCacheError(f"{self.name}/{self.job.key}: the shards were planned for another order "
-                                        f"of sentences (sentence {i}); extract again with the same chunk size.")
+                raise FeatureCacheError(
+                    f"{self.name}/{self.job.key}: the shards were planned for another order "
+                    f"of sentences (sentence {i}); extract again with the same chunk size."
+                )
             lo, hi, kept = self._rows[i]
             n = len(words)
             vectors = np.zeros((self.num_layers, n, self.dim), np.float32)
@@ -198,17 +231,48 @@ class ShardedEmbedder:
         return out
 
 
-def request_id(info: dict, key: str, sentences: list[list[str]], keep: np.ndarray | None, dtype: str,
-               chunk_size: int, num_shards: int) -> str:
+def request_id(
+    info: dict,
+    key: str,
+    sentences: list[list[str]],
+    keep: np.ndarray | None,
+    dtype: str,
+    chunk_size: int,
+    num_shards: int,
+) -> str:
     """Hash of everything that decides the shards' bytes (their folder name)."""
-    blob = json.dumps([info["fingerprint"], key, sentences_hash(sentences), dtype, chunk_size, num_shards,
-                       None if keep is None else hashlib.sha256(np.asarray(keep, np.int64).tobytes()).hexdigest()])
+    blob = json.dumps(
+        [
+            info["fingerprint"],
+            key,
+            sentences_hash(sentences),
+            dtype,
+            chunk_size,
+            num_shards,
+            None if keep is None else hashlib.sha256(np.asarray(keep, np.int64).tobytes()).hexdigest(),
+        ]
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def commit(info: dict, job: ShardJob, records: list[dict], chunk_size: int, root: Path | None,
-           layers: Sequence[int] | None = None) -> Features:
+def commit(
+    info: dict,
+    job: ShardJob,
+    records: list[dict],
+    chunk_size: int,
+    root: Path | None,
+    layers: Sequence[int] | None = None,
+) -> Features:
     """Write the feature-cache entry from the shards (``get_features`` does the writing and checking)."""
     sharded = ShardedEmbedder(info, job, records)
-    return get_features(sharded, job.key, job.sentences, layers, dtype=job.dtype, chunk_size=chunk_size,
-                        keep=job.keep, root=root, show_progress=False)
+    return get_features(
+        sharded,
+        job.key,
+        job.sentences,
+        layers,
+        dtype=job.dtype,
+        chunk_size=chunk_size,
+        keep=job.keep,
+        root=root,
+        show_progress=False,
+    )

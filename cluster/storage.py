@@ -21,6 +21,7 @@ Design notes:
   and installs them under the entry's lock (a mismatch is an error naming the remote file, nothing
   is installed). The bytes are the same in every cache and store.
 """
+
 from __future__ import annotations
 
 import json
@@ -124,13 +125,15 @@ def push_entry(store: Store, directory: Path) -> bool:
         return False
     for name in entry_files(directory, meta):
         store.put_file(directory / name, f"{rel}/{name}")
-    store.put_text(f"{rel}/{META_FILE}", meta_text(meta))   # last: the entry is now visible
+    store.put_text(f"{rel}/{META_FILE}", meta_text(meta))  # last: the entry is now visible
     return True
 
 
 def remote_keys(store: Store, fingerprint: str) -> list[str]:
     """Dataset keys the store holds complete entries for (those with a meta.json)."""
-    return [k for k in store.listdir(entry_rel(fingerprint)) if store.exists(f"{entry_rel(fingerprint, k)}/{META_FILE}")]
+    return [
+        k for k in store.listdir(entry_rel(fingerprint)) if store.exists(f"{entry_rel(fingerprint, k)}/{META_FILE}")
+    ]
 
 
 def pull_entry(store: Store, fingerprint: str, key: str, root: Path | None = None) -> bool:
@@ -143,6 +146,7 @@ def pull_entry(store: Store, fingerprint: str, key: str, root: Path | None = Non
     meta = store.read_json(f"{rel}/{META_FILE}")
     if meta is None:
         return False
-    install_entry(fingerprint, key, meta, lambda name, path: store.get_file(f"{rel}/{name}", path), root,
-                  source=store.path(rel))
+    install_entry(
+        fingerprint, key, meta, lambda name, path: store.get_file(f"{rel}/{name}", path), root, source=store.path(rel)
+    )
     return True

@@ -8,12 +8,13 @@ read them as any others), saved by this process as tasks finish, each stamped wi
 runs them all again). Every request is checked before any work: probes, models (their files, not
 their weights), options, the results folder, Ray's availability.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from cluster.executors import RunReport
 from cluster.plan import SweepTask, finished
@@ -24,7 +25,7 @@ from probes.results import ProbeResult, save_result
 @dataclass
 class SweepReport:
     planned: int
-    skipped: int          # already in the results folder
+    skipped: int  # already in the results folder
     run: RunReport
     seconds: float
 
@@ -33,15 +34,24 @@ class SweepReport:
         return not self.run.failures
 
 
-def run_sweep(tasks: list[SweepTask], executor, env: TaskEnv, results_dir: Path, command: str = "",
-              resume: bool = True, say: Callable[[str], None] = print,
-              report: Callable[[ProbeResult], None] = lambda res: None) -> SweepReport:
+def run_sweep(
+    tasks: list[SweepTask],
+    executor,
+    env: TaskEnv,
+    results_dir: Path,
+    command: str = "",
+    resume: bool = True,
+    say: Callable[[str], None] = print,
+    report: Callable[[ProbeResult], None] = lambda res: None,
+) -> SweepReport:
     """Run the tasks not yet in ``results_dir`` (all with ``resume=False``) and save their results there."""
     t0 = time.perf_counter()
     done = finished(results_dir) if resume else {}
     todo = [t for t in tasks if t.task_id not in done]
-    say(f"sweep: {len(tasks)} tasks, {len(tasks) - len(todo)} already in {results_dir}, "
-        f"{len(todo)} to run ({executor.name})")
+    say(
+        f"sweep: {len(tasks)} tasks, {len(tasks) - len(todo)} already in {results_dir}, "
+        f"{len(todo)} to run ({executor.name})"
+    )
     count = [0]
 
     def on_done(task: SweepTask, payload: dict) -> None:

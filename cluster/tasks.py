@@ -18,6 +18,7 @@ Design notes:
   workers) kills the worker with ``os._exit`` after the first ``embed`` call of the first attempt of
   every task whose label contains it: a task dying mid-extraction, as an OOM kill or preemption would.
 """
+
 from __future__ import annotations
 
 import os
@@ -112,8 +113,15 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
     reuse_freed_memory()
     spec = get_probe(task.probe)
     root = Path(env.feature_root) if env.feature_root else None
-    request = dict(limit=task.limit, options=task.options_dict(), seed=task.seed, device=env.device,
-                   show_progress=False, feature_root=root, command=command)
+    request = dict(
+        limit=task.limit,
+        options=task.options_dict(),
+        seed=task.seed,
+        device=env.device,
+        show_progress=False,
+        feature_root=root,
+        command=command,
+    )
     budget = None
     if task.model is None:
         results = run_probe(spec, None, **request).baselines
@@ -122,9 +130,14 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
         try:
             spec.check_model(emb)
         except ProbeInputError:
-            return {"results": [], "skipped": f"{task.model} has fewer than {spec.min_layers} layers",
-                    "seconds": time.perf_counter() - t0, "host": socket.gethostname(), "pid": os.getpid(),
-                    "node": _ray_node()}
+            return {
+                "results": [],
+                "skipped": f"{task.model} has fewer than {spec.min_layers} layers",
+                "seconds": time.perf_counter() - t0,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "node": _ray_node(),
+            }
         armed = bool(env.fault) and attempt == 0 and env.fault in task.label
         _sync(emb, env, root, "pull")
         with scaled_budget(emb, budget_scale) as budget, fault_hook(emb, armed):
@@ -132,13 +145,28 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
         _sync(emb, env, root, "push")
     out = []
     for k, res in enumerate(results):
-        res.extra = {**res.extra, "sweep": {"task": task.task_id, "part": k, "parts": len(results),
-                                            "attempt": attempt, "budget_scale": budget_scale,
-                                            "max_tokens": budget, "host": socket.gethostname(),
-                                            "node": _ray_node()}}
+        res.extra = {
+            **res.extra,
+            "sweep": {
+                "task": task.task_id,
+                "part": k,
+                "parts": len(results),
+                "attempt": attempt,
+                "budget_scale": budget_scale,
+                "max_tokens": budget,
+                "host": socket.gethostname(),
+                "node": _ray_node(),
+            },
+        }
         out.append(res.to_json())
-    return {"results": out, "skipped": None, "seconds": time.perf_counter() - t0, "host": socket.gethostname(),
-            "pid": os.getpid(), "node": _ray_node()}
+    return {
+        "results": out,
+        "skipped": None,
+        "seconds": time.perf_counter() - t0,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "node": _ray_node(),
+    }
 
 
 def _ray_node() -> str | None:

@@ -18,6 +18,7 @@ root is computed). Parsed corpora are cached on disk by ``corpora.cache`` in a d
 
 Importing this package is cheap: pandas and NLTK load only when a reader runs.
 """
+
 from corpora.lm_corpus import DEFAULT_SOURCES, corpus_stats, iter_words, load_lm_corpus
 from corpora.semcor import SEMCOR_PARTS, load_semcor, wordnet_sense_keys
 from corpora.types import (
@@ -35,11 +36,33 @@ from corpora.wsd_eval import WSD_DATASETS, WsdFormatError, load_wsd_dataset
 from corpora.wsj import load_conll2000, load_treebank, to_universal, universal_tags
 
 __all__ = [
-    "DEFAULT_SOURCES", "corpus_stats", "iter_words", "load_lm_corpus",
-    "SEMCOR_PARTS", "load_semcor", "wordnet_sense_keys",
-    "LmCorpus", "SemcorSentence", "SemcorStats", "SemcorToken", "TaggedSentence", "WsdDataset", "WsdInstance",
+    "DEFAULT_SOURCES",
+    "corpus_stats",
+    "iter_words",
+    "load_lm_corpus",
+    "SEMCOR_PARTS",
+    "load_semcor",
+    "wordnet_sense_keys",
+    "LmCorpus",
+    "SemcorSentence",
+    "SemcorStats",
+    "SemcorToken",
+    "TaggedSentence",
+    "WsdDataset",
+    "WsdInstance",
     "WsdSentence",
-    "Sense", "UnknownSenseKeyError", "first_sense_key", "key_to_synset", "sense_from_key", "senses", "wn_pos",
-    "WSD_DATASETS", "WsdFormatError", "load_wsd_dataset",
-    "load_conll2000", "load_treebank", "to_universal", "universal_tags",
+    "Sense",
+    "UnknownSenseKeyError",
+    "first_sense_key",
+    "key_to_synset",
+    "sense_from_key",
+    "senses",
+    "wn_pos",
+    "WSD_DATASETS",
+    "WsdFormatError",
+    "load_wsd_dataset",
+    "load_conll2000",
+    "load_treebank",
+    "to_universal",
+    "universal_tags",
 ]

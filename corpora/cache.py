@@ -10,6 +10,7 @@ A missing or stale entry is rebuilt silently; a corrupt, truncated or unknown-fo
 rebuilt with a log warning. Entries of the old pickle format (``*.pkl``) are never loaded: they
 are removed when the entry is written anew. The cache never decides a result, it only saves time.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,8 +18,9 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -59,7 +61,7 @@ def cached(name: str, version: int, params: Any, build: Callable[[], T], *, type
     """
     allowed = whitelist(types)
     path = cache_key(name, version, params)
-    path.with_suffix(".pkl").unlink(missing_ok=True)   # this entry in the old pickle format: never loaded
+    path.with_suffix(".pkl").unlink(missing_ok=True)  # this entry in the old pickle format: never loaded
     if path.is_file():
         try:
             return read_entry(path, name, version, allowed)
@@ -78,8 +80,13 @@ def read_entry(path: Path, name: str, version: int, types: dict[str, type]) -> A
         fh.seek(0)
         with np.load(fh, allow_pickle=False) as npz:
             head = json.loads(npz["spec"].tobytes().decode("utf-8"))
-            if (type(head) is not dict or head.get("format") != FORMAT or head.get("format_version") != FORMAT_VERSION
-                    or head.get("name") != name or head.get("version") != version):
+            if (
+                type(head) is not dict
+                or head.get("format") != FORMAT
+                or head.get("format_version") != FORMAT_VERSION
+                or head.get("name") != name
+                or head.get("version") != version
+            ):
                 raise ValueError("unknown format or another entry's header")
             n = head["arrays"]
             if type(n) is not int or set(npz.files) != {"spec", *(f"a{i}" for i in range(n))}:
@@ -91,9 +98,15 @@ def read_entry(path: Path, name: str, version: int, types: dict[str, type]) -> A
 def write_entry(path: Path, name: str, version: int, value: Any, types: dict[str, type]) -> None:
     """Store ``value`` atomically (a killed process never leaves a half-written entry behind) and
     remove this name's entries of other versions and of the old pickle format."""
-    spec, arrays = encode(value, types)   # TypeError here is a caller's bug: not swallowed
-    head = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name, "version": version,
-            "arrays": len(arrays), "value": spec}
+    spec, arrays = encode(value, types)  # TypeError here is a caller's bug: not swallowed
+    head = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": name,
+        "version": version,
+        "arrays": len(arrays),
+        "value": spec,
+    }
     members = {f"a{i}": a for i, a in enumerate(arrays)}
     members["spec"] = np.frombuffer(json.dumps(head, separators=(",", ":")).encode("utf-8"), dtype=np.uint8)
     try:

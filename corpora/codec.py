@@ -20,19 +20,21 @@ Large sequences are stored column-wise so a warm SemCor load (838k tokens) stays
 Short sequences and anything else are stored item by item. A malformed spec raises an exception (``CorruptEntry``
 for the checks made here); the cache treats every exception as a corrupt entry.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import gc
 from collections import deque
+from collections.abc import Iterable
 from itertools import islice, repeat
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 _SCALARS = (type(None), bool, int, float, str)
-_INT64 = (-(2 ** 63), 2 ** 63 - 1)
-_SMALL = 16   # shorter sequences are stored item by item
+_INT64 = (-(2**63), 2**63 - 1)
+_SMALL = 16  # shorter sequences are stored item by item
 
 
 class CorruptEntry(ValueError):
@@ -55,6 +57,7 @@ def whitelist(types: Iterable[type]) -> dict[str, type]:
 
 # --------------------------------------------------------------------------- encoding
 
+
 class _Encoder:
     def __init__(self, types: dict[str, type]) -> None:
         self.types = types
@@ -67,7 +70,7 @@ class _Encoder:
         return len(self.arrays) - 1
 
     def index(self, idx: list[int], size: int) -> int:
-        dtype = np.uint8 if size <= 2 ** 8 else np.uint16 if size <= 2 ** 16 else np.int32 if size < 2 ** 31 else np.int64
+        dtype = np.uint8 if size <= 2**8 else np.uint16 if size <= 2**16 else np.int32 if size < 2**31 else np.int64
         return self.array(np.asarray(idx, dtype=dtype))
 
     def dc_type(self, cls: type) -> str:
@@ -90,13 +93,12 @@ class _Encoder:
             return {"t": "np", "a": self.array(np.asarray(v))}
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             names = [f.name for f in dataclasses.fields(v)]
-            return {"t": "dc", "type": self.dc_type(t), "f": names,
-                    "v": [self.value(getattr(v, n)) for n in names]}
+            return {"t": "dc", "type": self.dc_type(t), "f": names, "v": [self.value(getattr(v, n)) for n in names]}
         raise TypeError(f"the cache cannot store a value of type {t.__module__}.{t.__qualname__}")
 
     def column(self, values: list | tuple) -> dict:
         """A sequence of values, decoded as a list (see the module doc for the layouts)."""
-        if len(values) < _SMALL:   # inline JSON is cheaper than an array member
+        if len(values) < _SMALL:  # inline JSON is cheaper than an array member
             return {"t": "items", "v": [self.value(v) for v in values]}
         kinds = {type(v) for v in values}
         if kinds <= {str, type(None)}:
@@ -114,8 +116,12 @@ class _Encoder:
             if kind is list or kind is tuple:
                 flat = [x for v in values for x in v]
                 lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
-                return {"t": "ragged", "seq": "list" if kind is list else "tuple",
-                        "n": self.array(lengths), "c": self.column(flat)}
+                return {
+                    "t": "ragged",
+                    "seq": "list" if kind is list else "tuple",
+                    "n": self.array(lengths),
+                    "c": self.column(flat),
+                }
             if dataclasses.is_dataclass(kind):
                 return self.dataclasses(kind, values)
         return {"t": "items", "v": [self.value(v) for v in values]}
@@ -146,6 +152,7 @@ def encode(value: Any, types: dict[str, type]) -> tuple[Any, list[np.ndarray]]:
 
 
 # --------------------------------------------------------------------------- decoding
+
 
 class _Decoder:
     def __init__(self, arrays: list[np.ndarray], types: dict[str, type]) -> None:
@@ -220,7 +227,7 @@ class _Decoder:
             flat = self.column(node["c"])
             if seq is None or int(lengths.sum()) != len(flat):
                 raise CorruptEntry("bad sequence kind or lengths")
-            it = iter(flat)   # consecutive runs of the given lengths, split without a Python loop
+            it = iter(flat)  # consecutive runs of the given lengths, split without a Python loop
             return list(map(seq, map(islice, repeat(it), lengths.tolist())))
         if t == "dcs":
             names, cols, n = node["f"], node["v"], node["n"]
@@ -250,18 +257,21 @@ class _Decoder:
             raise CorruptEntry(f"stored fields of {name} do not match the class")
         new, set_attr, names = cls.__new__, object.__setattr__, tuple(names)
         if hasattr(new(cls), "__dict__"):
-            def make(rows, n):   # C-level loops only: ~125k SemCor objects per warm load
+
+            def make(rows, n):  # C-level loops only: ~125k SemCor objects per warm load
                 objs = list(map(new, repeat(cls, n)))
                 dicts = map(dict, map(zip, repeat(names), rows))
                 deque(map(set_attr, objs, repeat("__dict__"), dicts), maxlen=0)
                 return objs
         else:  # a slots dataclass
+
             def make(rows, n):
                 objs = list(map(new, repeat(cls, n)))
                 for obj, values in zip(objs, rows):
                     for field, v in zip(names, values):
                         set_attr(obj, field, v)
                 return objs
+
         self.makers[key] = make
         return make
 
@@ -269,7 +279,7 @@ class _Decoder:
 def decode(spec: Any, arrays: list[np.ndarray], types: dict[str, type]) -> Any:
     """The value :func:`encode` described; CorruptEntry (or another exception) when malformed."""
     enabled = gc.isenabled()
-    gc.disable()   # decoding allocates ~10^6 containers at once; collecting meanwhile tripled the time
+    gc.disable()  # decoding allocates ~10^6 containers at once; collecting meanwhile tripled the time
     try:
         return _Decoder(arrays, types).value(spec)
     finally:

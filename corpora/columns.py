@@ -12,10 +12,11 @@ same number of fields as the first.
     for sent in iter_columns("train.txt", label_column=2):     # BIO chunks
         ...
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from corpora.format_errors import DataFormatError
 from corpora.labelled import LabelledSentence, labelled_sentences
@@ -34,7 +35,7 @@ def iter_columns(path: str | Path, label_column: int = -1, word_column: int = 0)
     DataFormatError (file and line) for a field index the file does not have, a line whose number
     of fields differs from the first token line's, an empty field, and a file without tokens.
     """
-    width = first = 0   # fields of the first token line, and its number
+    width = first = 0  # fields of the first token line, and its number
 
     def read_token(number: int, line: str, _in_sentence: int) -> tuple[str, str] | None:
         nonlocal width, first
@@ -45,14 +46,23 @@ def iter_columns(path: str | Path, label_column: int = -1, word_column: int = 0)
             width, first = len(cols), number
             for name, idx in (("label", label_column), ("word", word_column)):
                 if not -width <= idx < width:
-                    raise DataFormatError(path, number, f"no {name} column {idx}: the lines have {width} "
-                                                        f"field(s), columns 0..{width - 1} (or -1 for the last).")
+                    raise DataFormatError(
+                        path,
+                        number,
+                        f"no {name} column {idx}: the lines have {width} "
+                        f"field(s), columns 0..{width - 1} (or -1 for the last).",
+                    )
             if (label_column - word_column) % width == 0:
-                raise DataFormatError(path, None, f"the label column ({label_column}) is the word column "
-                                                  f"({word_column}).")
+                raise DataFormatError(
+                    path, None, f"the label column ({label_column}) is the word column ({word_column})."
+                )
         elif len(cols) != width:
-            raise DataFormatError(path, number, f"{len(cols)} field(s), but the first token line (line {first}) "
-                                                f"has {width}: every token line needs the same columns.")
+            raise DataFormatError(
+                path,
+                number,
+                f"{len(cols)} field(s), but the first token line (line {first}) "
+                f"has {width}: every token line needs the same columns.",
+            )
         word, label = cols[word_column].strip(), cols[label_column].strip()
         if not word or not label:
             raise DataFormatError(path, number, "empty " + ("word" if not word else "label") + " field.")

@@ -17,10 +17,11 @@ of each line and must say ``FILE:LINE`` for every problem. The reader below is t
     for sent in iter_conllu("en_ewt-ud-train.conllu", "feats:Number"):
         sent.words, sent.labels        # ("Al", "-", "Zaman", …), ("Sing", "_", "Sing", …)
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from corpora.format_errors import DataFormatError
 from corpora.labelled import LabelledSentence, labelled_sentences
@@ -72,10 +73,11 @@ def iter_conllu(path: str | Path, column: str = "UPOS") -> Iterator[LabelledSent
             return None
         cols = line.split("\t")
         if len(cols) != 10:
-            raise DataFormatError(path, number, f"expected 10 tab-separated fields ({' '.join(FIELDS)}), "
-                                                f"found {len(cols)}.")
+            raise DataFormatError(
+                path, number, f"expected 10 tab-separated fields ({' '.join(FIELDS)}), found {len(cols)}."
+            )
         wid = cols[0]
-        if "-" in wid or "." in wid:          # multiword token range or empty node: not a word
+        if "-" in wid or "." in wid:  # multiword token range or empty node: not a word
             lo, sep, hi = wid.partition("-" if "-" in wid else ".")
             if not (lo.isdigit() and hi.isdigit()):
                 raise DataFormatError(path, number, f"bad word ID {wid!r}.")
@@ -83,8 +85,12 @@ def iter_conllu(path: str | Path, column: str = "UPOS") -> Iterator[LabelledSent
         if not wid.isdigit():
             raise DataFormatError(path, number, f"bad word ID {wid!r}: expected 1, 2, 3 …, a range 1-2 or 1.1.")
         if int(wid) != in_sentence + 1:
-            raise DataFormatError(path, number, f"word ID {wid} follows word {in_sentence}: IDs run 1, 2, 3 … "
-                                                "within a sentence, and a blank line ends each sentence.")
+            raise DataFormatError(
+                path,
+                number,
+                f"word ID {wid} follows word {in_sentence}: IDs run 1, 2, 3 … "
+                "within a sentence, and a blank line ends each sentence.",
+            )
         if not cols[1]:
             raise DataFormatError(path, number, "empty FORM field.")
         if key is None:

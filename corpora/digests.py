@@ -9,14 +9,15 @@ The memo is only a speed-up: a corrupt or unreadable memo is ignored (and rewrit
 cache directory means hashing every time. Writes are atomic (temp file + rename) under a file lock,
 so two processes never leave a half-written memo.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from filelock import FileLock, Timeout
 
@@ -37,7 +38,7 @@ def _hash_file(path: Path) -> str:
 def _memo_path() -> Path | None:
     try:
         return cache_dir() / MEMO_FILE
-    except OSError:   # cache directory cannot be created (read-only filesystem)
+    except OSError:  # cache directory cannot be created (read-only filesystem)
         return None
 
 
@@ -59,7 +60,7 @@ def _write_memo(memo: Path, updates: dict[str, list]) -> None:
                 json.dump(data, fh)
             os.replace(tmp, memo)
     except (OSError, Timeout):
-        pass   # a read-only or busy cache: the digests are recomputed next time
+        pass  # a read-only or busy cache: the digests are recomputed next time
 
 
 def file_digests(paths: Iterable[str | Path]) -> dict[Path, str]:
@@ -70,7 +71,7 @@ def file_digests(paths: Iterable[str | Path]) -> dict[Path, str]:
     out: dict[Path, str] = {}
     updates: dict[str, list] = {}
     for f in files:
-        st = f.stat()   # FileNotFoundError for a missing file: the caller names what it expected
+        st = f.stat()  # FileNotFoundError for a missing file: the caller names what it expected
         key = str(f.resolve())
         entry = known.get(key)
         if isinstance(entry, list) and len(entry) == 3 and entry[:2] == [st.st_size, st.st_mtime_ns]:

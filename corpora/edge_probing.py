@@ -15,26 +15,36 @@ A span outside the text — past its last word, ending before it starts, or empt
 not a silently dropped target: a span crossing the end of the sentence usually means the offsets
 were written for another tokenisation.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from corpora.format_errors import DataFormatError
 from corpora.labelled import SpanSentence, SpanTarget, numbered_lines
 
 
 def _span(path: str | Path, number: int, value: Any, name: str, length: int) -> tuple[int, int]:
-    ok = (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
-                                                             for v in value))
+    ok = (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    )
     if not ok:
-        raise DataFormatError(path, number, f"{name} must be [start, end] word offsets (two integers), "
-                                            f"not {json.dumps(value)}.")
+        raise DataFormatError(
+            path, number, f"{name} must be [start, end] word offsets (two integers), not {json.dumps(value)}."
+        )
     start, end = value
     if not 0 <= start < end <= length:
-        raise DataFormatError(path, number, f"{name} [{start}, {end}) is out of range for a text of {length} "
-                                            f"word(s): spans are [start, end) with 0 <= start < end <= {length}.")
+        raise DataFormatError(
+            path,
+            number,
+            f"{name} [{start}, {end}) is out of range for a text of {length} "
+            f"word(s): spans are [start, end) with 0 <= start < end <= {length}.",
+        )
     return start, end
 
 
@@ -42,8 +52,11 @@ def _label(path: str | Path, number: int, value: Any) -> str:
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     if isinstance(value, list):
-        raise DataFormatError(path, number, f"label {json.dumps(value)} has {len(value)} labels; the span probe "
-                                            "takes one label per target.")
+        raise DataFormatError(
+            path,
+            number,
+            f"label {json.dumps(value)} has {len(value)} labels; the span probe takes one label per target.",
+        )
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value.strip():
@@ -59,15 +72,16 @@ def parse_record(path: str | Path, number: int, record: Any) -> SpanSentence:
     if not isinstance(text, str) or not text.split():
         raise DataFormatError(path, number, "'text' must be a non-empty string of space-separated words.")
     if not isinstance(targets, list):
-        raise DataFormatError(path, number, "'targets' must be a list of {\"span1\", [\"span2\"], \"label\"}.")
+        raise DataFormatError(path, number, '\'targets\' must be a list of {"span1", ["span2"], "label"}.')
     words = tuple(text.split())
     out = []
     for t in targets:
         if not isinstance(t, dict) or "span1" not in t or "label" not in t:
             raise DataFormatError(path, number, "each target needs 'span1' and 'label'.")
         span2 = _span(path, number, t["span2"], "span2", len(words)) if t.get("span2") is not None else None
-        out.append(SpanTarget(_span(path, number, t["span1"], "span1", len(words)), _label(path, number, t["label"]),
-                              span2))
+        out.append(
+            SpanTarget(_span(path, number, t["span1"], "span1", len(words)), _label(path, number, t["label"]), span2)
+        )
     return SpanSentence(words, tuple(out), number)
 
 
@@ -93,9 +107,13 @@ def iter_edge_probing(path: str | Path) -> Iterator[SpanSentence]:
                 pairs = (t.span2 is not None, number)
             elif pairs[0] != (t.span2 is not None):
                 kind = lambda pair: "a span pair (span2)" if pair else "a single span"  # noqa: E731
-                raise DataFormatError(path, number, f"this target is {kind(not pairs[0])} but the first one "
-                                                    f"(line {pairs[1]}) is {kind(pairs[0])}: a file holds either "
-                                                    "single spans or span pairs.")
+                raise DataFormatError(
+                    path,
+                    number,
+                    f"this target is {kind(not pairs[0])} but the first one "
+                    f"(line {pairs[1]}) is {kind(pairs[0])}: a file holds either "
+                    "single spans or span pairs.",
+                )
         count += len(sent.targets)
         yield sent
     if count == 0:

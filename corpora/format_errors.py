@@ -5,10 +5,12 @@ never lets a traceback reach the user: it raises :class:`DataFormatError`, whose
 ``FILE:LINE:`` so that an editor jumps to the place; the command line prints it as one ``error:``
 line (exit 2) and the app as one message.
 """
+
 from __future__ import annotations
 
-from corpora.errors import LabError
 from pathlib import Path
+
+from corpora.errors import LabError
 
 
 class DataFormatError(LabError, ValueError):

@@ -12,6 +12,7 @@ sentence); each reader gives it only how one line becomes a (word, label).
 file size), decoded as UTF-8 line by line so that a bad byte is reported with its line number, with
 the trailing newline removed. An empty file is a :class:`DataFormatError` of its own.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -27,7 +28,7 @@ class LabelledSentence:
 
     words: tuple[str, ...]
     labels: tuple[str, ...]
-    line: int = 0                      # line of the sentence's first token
+    line: int = 0  # line of the sentence's first token
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,11 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise DataFormatError(path, number, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
-                                                    f"{exc.start + 1}); save the file as UTF-8.") from None
+                raise DataFormatError(
+                    path,
+                    number,
+                    f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); save the file as UTF-8.",
+                ) from None
             if number == 1 and text.startswith("\ufeff"):
                 text = text[1:]
             yield number, text.rstrip("\r\n")

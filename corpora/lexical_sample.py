@@ -18,11 +18,13 @@ The file is read as a stream (``iter_lexical_sample``), line by line. Every malf
 is outside the sentence, an empty sentence or label, bytes that are not UTF-8; an empty file (no
 occurrence at all) is one too.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO
 
 from corpora.format_errors import DataFormatError
 
@@ -33,11 +35,11 @@ FIELDS = "sentence<TAB>target word index<TAB>label[<TAB>lemma]"
 class LexicalItem:
     """One labelled occurrence of a target word in its sentence."""
 
-    words: tuple[str, ...]   # the sentence as the model sees it
-    index: int               # position of the target in ``words``
-    label: str               # sense key or user label
-    lemma: str               # what shares an inventory: the 4th field, else the target lower-cased
-    line: int                # line number in the file (for messages)
+    words: tuple[str, ...]  # the sentence as the model sees it
+    index: int  # position of the target in ``words``
+    label: str  # sense key or user label
+    lemma: str  # what shares an inventory: the 4th field, else the target lower-cased
+    line: int  # line number in the file (for messages)
 
     @property
     def target(self) -> str:
@@ -63,8 +65,12 @@ def parse_line(text: str, where: str, lineno: int) -> LexicalItem | None:
     except ValueError:
         raise DataFormatError(where, lineno, f"target word index {raw_index!r} is not a whole number") from None
     if not 0 <= index < len(words):
-        raise DataFormatError(where, lineno, f"target word index {index} is out of range: the sentence has "
-                                             f"{len(words)} words (indices 0..{len(words) - 1})")
+        raise DataFormatError(
+            where,
+            lineno,
+            f"target word index {index} is out of range: the sentence has "
+            f"{len(words)} words (indices 0..{len(words) - 1})",
+        )
     label = fields[2].strip()
     if not label or len(label.split()) != 1:
         raise DataFormatError(where, lineno, f"label {fields[2]!r} is empty or contains spaces")
@@ -79,8 +85,11 @@ def iter_lines(lines: Iterable[bytes], where: str) -> Iterator[LexicalItem]:
         try:
             text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
         except UnicodeDecodeError as exc:
-            raise DataFormatError(where, lineno, f"not UTF-8 (byte {raw[exc.start]:#04x} at column "
-                                                 f"{exc.start + 1}); save the file as UTF-8") from None
+            raise DataFormatError(
+                where,
+                lineno,
+                f"not UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1}); save the file as UTF-8",
+            ) from None
         item = parse_line(text, where, lineno)
         if item is not None:
             count += 1

@@ -14,11 +14,12 @@ the sources' order.
 The built corpus is cached on disk (``corpora.paths.cache_dir()``), keyed by the arguments,
 a format version and the source files' sizes/mtimes; a corrupt cache entry is rebuilt.
 """
+
 from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from corpora.cache import cached, files_fingerprint
 from corpora.lm_sources import DEFAULT_SOURCES, NLTK_SOURCES, WIKITEXT_SOURCES, Document, read_source, source_files
@@ -28,11 +29,20 @@ CACHE_VERSION = 2  # 2: equal tokens share one str object (cache 40% smaller, 3x
 BLOCK_TOKENS = 2000
 UNK = "<unk>"
 
-__all__ = ["DEFAULT_SOURCES", "NLTK_SOURCES", "WIKITEXT_SOURCES", "BLOCK_TOKENS", "UNK", "load_lm_corpus", "iter_words",
-           "corpus_stats"]
+__all__ = [
+    "DEFAULT_SOURCES",
+    "NLTK_SOURCES",
+    "WIKITEXT_SOURCES",
+    "BLOCK_TOKENS",
+    "UNK",
+    "load_lm_corpus",
+    "iter_words",
+    "corpus_stats",
+]
 
 
 # --------------------------------------------------------------------------- cache
+
 
 def _cached_source(source: str) -> list[Document]:
     """Tokenized documents of a whole source, cached on disk (shared by every corpus variant)."""
@@ -48,6 +58,7 @@ def _interned(docs: Iterable[Document]) -> list[Document]:
 
 # --------------------------------------------------------------------------- corpus
 
+
 def _blocks(doc: Document, block_tokens: int) -> Iterator[Document]:
     block, size = [], 0
     for sent in doc:
@@ -60,8 +71,14 @@ def _blocks(doc: Document, block_tokens: int) -> Iterator[Document]:
         yield block
 
 
-def _build(sources: tuple[str, ...], lowercase: bool, min_count: int, heldout_fraction: float,
-           seed: int, max_sentences: int | None) -> LmCorpus:
+def _build(
+    sources: tuple[str, ...],
+    lowercase: bool,
+    min_count: int,
+    heldout_fraction: float,
+    seed: int,
+    max_sentences: int | None,
+) -> LmCorpus:
     blocks: list[Document] = []
     n_sents = 0
     for source in sources:
@@ -138,12 +155,22 @@ def load_lm_corpus(
 
     files = [f for s in sources for f in source_files(s)]
     params = {
-        "sources": sources, "lowercase": lowercase, "min_count": min_count,
-        "heldout_fraction": heldout_fraction, "seed": seed, "max_sentences": max_sentences,
-        "block_tokens": BLOCK_TOKENS, "files": files_fingerprint(files),
+        "sources": sources,
+        "lowercase": lowercase,
+        "min_count": min_count,
+        "heldout_fraction": heldout_fraction,
+        "seed": seed,
+        "max_sentences": max_sentences,
+        "block_tokens": BLOCK_TOKENS,
+        "files": files_fingerprint(files),
     }
-    return cached("lm_corpus", CACHE_VERSION, params, lambda: _build(
-        sources, lowercase, min_count, heldout_fraction, seed, max_sentences), types=(LmCorpus,))
+    return cached(
+        "lm_corpus",
+        CACHE_VERSION,
+        params,
+        lambda: _build(sources, lowercase, min_count, heldout_fraction, seed, max_sentences),
+        types=(LmCorpus,),
+    )
 
 
 def iter_words(corpus: LmCorpus, split: str = "train") -> Iterator[str]:
@@ -163,4 +190,3 @@ def corpus_stats(corpus: LmCorpus) -> dict[str, int]:
         "heldout_tokens": sum(len(s) for s in corpus.heldout),
         "vocab_size": len(corpus.vocab),
     }
-

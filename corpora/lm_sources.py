@@ -13,6 +13,7 @@ Tokenization per source (tokens are otherwise kept as the corpus gives them):
 
 :mod:`corpora.lm_corpus` turns the documents into the split, cached corpus.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,7 +32,7 @@ WIKITEXT_SOURCES: dict[str, str] = {
 }
 DEFAULT_SOURCES: tuple[str, ...] = NLTK_SOURCES + tuple(WIKITEXT_SOURCES)
 
-Document = list[list[str]]   # sentences of tokens
+Document = list[list[str]]  # sentences of tokens
 
 
 # --------------------------------------------------------------------------- tokenization
@@ -51,11 +52,11 @@ def split_sentences(text: str) -> list[str]:
     out, start = [], 0
     for m in _BOUNDARY.finditer(text):
         if text[m.start()] == ".":
-            prev = text[start:m.start()].rsplit(None, 1)
+            prev = text[start : m.start()].rsplit(None, 1)
             word = prev[-1].lower().lstrip("(\"'") if prev else ""
             if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
                 continue
-        out.append(text[start:m.end()].strip())
+        out.append(text[start : m.end()].strip())
         start = m.end()
     tail = text[start:].strip()
     if tail:
@@ -74,6 +75,7 @@ def tokenize(sentence: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- sources
+
 
 def _plaintext_documents(name: str) -> Iterator[Document]:
     reader = nltk_corpus(name)
@@ -163,4 +165,3 @@ def source_files(source: str) -> list[Path]:
     if source in WIKITEXT_SOURCES:
         return [data_path(WIKITEXT_SOURCES[source])]
     return [data_path(f"nltk_data/corpora/{source}.zip")]
-

@@ -5,6 +5,7 @@
 set) would silently keep reading the old files. These factories build the same readers, with
 the same arguments as ``nltk/corpus/__init__.py``, on ``<data>/nltk_data/corpora/<name>.zip``.
 """
+
 from __future__ import annotations
 
 import zipfile
@@ -18,18 +19,39 @@ def _specs() -> dict[str, tuple[type, str, tuple, dict[str, Any]]]:
     txt = r"(?!\.).*\.txt"
     return {
         # name: (reader class, folder inside the zip, positional args, keyword args)
-        "brown": (reader.CategorizedTaggedCorpusReader, "brown/", (r"c[a-z]\d\d",),
-                  dict(cat_file="cats.txt", tagset="brown", encoding="ascii")),
-        "abc": (reader.PlaintextCorpusReader, "abc/", (txt,), dict(encoding=[("science", "latin_1"), ("rural", "utf8")])),
+        "brown": (
+            reader.CategorizedTaggedCorpusReader,
+            "brown/",
+            (r"c[a-z]\d\d",),
+            dict(cat_file="cats.txt", tagset="brown", encoding="ascii"),
+        ),
+        "abc": (
+            reader.PlaintextCorpusReader,
+            "abc/",
+            (txt,),
+            dict(encoding=[("science", "latin_1"), ("rural", "utf8")]),
+        ),
         "webtext": (reader.PlaintextCorpusReader, "webtext/", (r"(?!README|\.).*\.txt",), dict(encoding="ISO-8859-2")),
-        "movie_reviews": (reader.CategorizedPlaintextCorpusReader, "movie_reviews/", (txt,),
-                          dict(cat_pattern=r"(neg|pos)/.*", encoding="ascii")),
+        "movie_reviews": (
+            reader.CategorizedPlaintextCorpusReader,
+            "movie_reviews/",
+            (txt,),
+            dict(cat_pattern=r"(neg|pos)/.*", encoding="ascii"),
+        ),
         "state_union": (reader.PlaintextCorpusReader, "state_union/", (txt,), dict(encoding="ISO-8859-2")),
         "inaugural": (reader.PlaintextCorpusReader, "inaugural/", (txt,), dict(encoding="latin1")),
-        "conll2000": (reader.ConllChunkCorpusReader, "conll2000/", (["train.txt", "test.txt"], ("NP", "VP", "PP")),
-                      dict(tagset="wsj", encoding="ascii")),
-        "treebank": (reader.BracketParseCorpusReader, "treebank/combined/", (r"wsj_.*\.mrg",),
-                     dict(tagset="wsj", encoding="ascii")),
+        "conll2000": (
+            reader.ConllChunkCorpusReader,
+            "conll2000/",
+            (["train.txt", "test.txt"], ("NP", "VP", "PP")),
+            dict(tagset="wsj", encoding="ascii"),
+        ),
+        "treebank": (
+            reader.BracketParseCorpusReader,
+            "treebank/combined/",
+            (r"wsj_.*\.mrg",),
+            dict(tagset="wsj", encoding="ascii"),
+        ),
     }
 
 

@@ -3,6 +3,7 @@
 Resolution order: ``$EMBPROBE_DATA``, else ``../shared/data`` next to the repository root.
 Nothing under the data directory is ever copied into the repository.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,10 +20,10 @@ DATA_SOURCES: dict[str, str] = {
     "nltk_data/corpora/wordnet": "WordNet 3.0 for NLTK: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data wordnet",
     "nltk_data/corpora/conll2000.zip": "CoNLL-2000: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data conll2000",
     "nltk_data/corpora/treebank.zip": "Penn Treebank sample: "
-                                      "python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data treebank",
+    "python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data treebank",
     "nltk_data/corpora/brown.zip": "Brown corpus: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data brown",
     "nltk_data/taggers/universal_tagset.zip": "Universal tagset: "
-                                              "python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data universal_tagset",
+    "python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data universal_tagset",
     "ud_english_ewt": "Universal Dependencies English Web Treebank (CC BY-SA 4.0): en_ewt-ud-{train,dev,test}.conllu "
     "from https://github.com/UniversalDependencies/UD_English-EWT (or https://universaldependencies.org)",
     "lm_corpus/wikitext-103": "WikiText-103 (Merity et al., 2016): wiki.valid.tokens and wiki.test.tokens "

@@ -17,16 +17,17 @@ A line that cannot be parsed (a broken tag, a word outside a sentence) is skippe
 ``SemcorStats.malformed_lines``; it never silently becomes a token. The parsed corpus is cached
 on disk, keyed by a version and the tag files' names, sizes and mtimes.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
 from corpora.cache import cached, files_fingerprint
-from corpora.types import SemcorSentence, SemcorStats, SemcorToken
 from corpora.paths import DataMissingError, data_path
+from corpora.types import SemcorSentence, SemcorStats, SemcorToken
 
 CACHE_VERSION = 2  # 2: tokens interned (smaller, faster cache)
 SEMCOR_PARTS: tuple[str, ...] = ("brown1", "brown2", "brownv")
@@ -68,8 +69,13 @@ _Counts = tuple[int, int, int, int, int]
 _NO_TAGS: _Counts = (0, 0, 0, 0, 0)
 
 
-def parse_tagfile(path: Path, doc: str, wn_keys: frozenset[str], stats: SemcorStats,
-                  memo: dict[str, tuple[SemcorToken | None, _Counts]] | None = None) -> list[SemcorSentence]:
+def parse_tagfile(
+    path: Path,
+    doc: str,
+    wn_keys: frozenset[str],
+    stats: SemcorStats,
+    memo: dict[str, tuple[SemcorToken | None, _Counts]] | None = None,
+) -> list[SemcorSentence]:
     """Sentences of one tag file; updates ``stats`` (tokens, tags, drops, malformed lines).
 
     ``memo`` maps a ``<wf>``/``<punc>`` line to its parsed token: SemCor has ~87k distinct
@@ -179,8 +185,13 @@ def load_semcor(parts: Sequence[str] = SEMCOR_PARTS) -> tuple[list[SemcorSentenc
         DataMissingError: SemCor or WordNet's ``index.sense`` is missing from the data dir.
     """
     # The fingerprint lists the tag files; listing them again is needed only on a cache miss.
-    return cached("semcor", CACHE_VERSION, semcor_fingerprint(parts), lambda: _read(tagfiles(tuple(parts))),
-                  types=(SemcorSentence, SemcorToken, SemcorStats))
+    return cached(
+        "semcor",
+        CACHE_VERSION,
+        semcor_fingerprint(parts),
+        lambda: _read(tagfiles(tuple(parts))),
+        types=(SemcorSentence, SemcorToken, SemcorStats),
+    )
 
 
 def semcor_fingerprint(parts: Sequence[str] = SEMCOR_PARTS) -> dict:

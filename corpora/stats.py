@@ -1,4 +1,5 @@
 """One table of every dataset's counts (``python -m probes stats``; the app can show it too)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -22,37 +23,85 @@ def dataset_table(lm: bool = True) -> pd.DataFrame:
     """
     rows: list[dict] = []
     sents, st = load_semcor()
-    rows.append(dict(
-        dataset="SemCor 3.0", split="brown1+brown2+brownv", files=st.files, sentences=st.sentences,
-        tokens=st.tokens, annotations=st.resolved_tags, dropped=st.dropped_wnsn0 + st.dropped_unresolved,
-        notes=(f"{st.sense_tags:,} tags: {st.dropped_wnsn0:,} wnsn=0 + {st.dropped_unresolved:,} not in WN 3.0 "
-               f"dropped; {st.malformed_lines} malformed lines"),
-    ))
+    rows.append(
+        dict(
+            dataset="SemCor 3.0",
+            split="brown1+brown2+brownv",
+            files=st.files,
+            sentences=st.sentences,
+            tokens=st.tokens,
+            annotations=st.resolved_tags,
+            dropped=st.dropped_wnsn0 + st.dropped_unresolved,
+            notes=(
+                f"{st.sense_tags:,} tags: {st.dropped_wnsn0:,} wnsn=0 + {st.dropped_unresolved:,} not in WN 3.0 "
+                f"dropped; {st.malformed_lines} malformed lines"
+            ),
+        )
+    )
     for name in WSD_DATASETS:
         ds = load_wsd_dataset(name)
         n_inst = sum(len(s.instances) for s in ds.sentences)
         multi = sum(1 for i in ds.instances if len(i.gold_keys) > 1)
-        rows.append(dict(dataset=f"WSD {name}", split="test", files=2, sentences=len(ds.sentences),
-                         tokens=sum(len(s.words) for s in ds.sentences), annotations=n_inst,
-                         notes=f"annotations = instances; {multi} with several keys"))
+        rows.append(
+            dict(
+                dataset=f"WSD {name}",
+                split="test",
+                files=2,
+                sentences=len(ds.sentences),
+                tokens=sum(len(s.words) for s in ds.sentences),
+                annotations=n_inst,
+                notes=f"annotations = instances; {multi} with several keys",
+            )
+        )
     for split in ("train", "test"):
         data = load_conll2000(split)
-        rows.append(dict(dataset="CoNLL-2000", split=split, files=1, sentences=len(data),
-                         tokens=sum(len(s.words) for s in data), annotations=sum(len(s.words) for s in data),
-                         notes="PTB POS + BIO chunks"))
+        rows.append(
+            dict(
+                dataset="CoNLL-2000",
+                split=split,
+                files=1,
+                sentences=len(data),
+                tokens=sum(len(s.words) for s in data),
+                annotations=sum(len(s.words) for s in data),
+                notes="PTB POS + BIO chunks",
+            )
+        )
     tb, tb_all = load_treebank(), load_treebank(drop_traces=False)
     n_tok, n_all = sum(len(s.words) for s in tb), sum(len(s.words) for s in tb_all)
-    rows.append(dict(dataset="Treebank sample", split="all", sentences=len(tb), tokens=n_tok, annotations=n_tok,
-                     dropped=n_all - n_tok, notes="PTB POS; -NONE- trace tokens dropped"))
+    rows.append(
+        dict(
+            dataset="Treebank sample",
+            split="all",
+            sentences=len(tb),
+            tokens=n_tok,
+            annotations=n_tok,
+            dropped=n_all - n_tok,
+            notes="PTB POS; -NONE- trace tokens dropped",
+        )
+    )
     rows += ud_ewt_rows()
     if lm:
         corpus = load_lm_corpus()
         cs = corpus_stats(corpus)
-        rows.append(dict(dataset="LM corpus", split="train", sentences=cs["train_sentences"],
-                         tokens=cs["train_tokens"], annotations=cs["vocab_size"],
-                         notes=f"annotations = vocab (min count {corpus.min_count}); {len(corpus.sources)} sources"))
-        rows.append(dict(dataset="LM corpus", split="heldout", sentences=cs["heldout_sentences"],
-                         tokens=cs["heldout_tokens"], notes="1% of tokens, whole blocks of sentences"))
+        rows.append(
+            dict(
+                dataset="LM corpus",
+                split="train",
+                sentences=cs["train_sentences"],
+                tokens=cs["train_tokens"],
+                annotations=cs["vocab_size"],
+                notes=f"annotations = vocab (min count {corpus.min_count}); {len(corpus.sources)} sources",
+            )
+        )
+        rows.append(
+            dict(
+                dataset="LM corpus",
+                split="heldout",
+                sentences=cs["heldout_sentences"],
+                tokens=cs["heldout_tokens"],
+                notes="1% of tokens, whole blocks of sentences",
+            )
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -67,8 +116,17 @@ def ud_ewt_rows() -> list[dict]:
         sents = words = 0
         for s in iter_conllu(path, "UPOS"):
             sents, words = sents + 1, words + len(s.words)
-        rows.append(dict(dataset="UD English EWT", split=split, files=1, sentences=sents, tokens=words,
-                         annotations=words, notes="CoNLL-U: UPOS, XPOS, FEATS, DEPREL (python -m probes tag)"))
+        rows.append(
+            dict(
+                dataset="UD English EWT",
+                split=split,
+                files=1,
+                sentences=sents,
+                tokens=words,
+                annotations=words,
+                notes="CoNLL-U: UPOS, XPOS, FEATS, DEPREL (python -m probes tag)",
+            )
+        )
     return rows
 
 
@@ -77,8 +135,14 @@ def format_table(df: pd.DataFrame) -> str:
     numeric = ("files", "sentences", "tokens", "annotations", "dropped")
     cells = [[str(c) for c in df.columns]]
     for _, row in df.iterrows():
-        cells.append([(f"{int(row[c]):,}" if pd.notna(row[c]) else "") if c in numeric
-                      else ("" if pd.isna(row[c]) else str(row[c])) for c in df.columns])
+        cells.append(
+            [
+                (f"{int(row[c]):,}" if pd.notna(row[c]) else "")
+                if c in numeric
+                else ("" if pd.isna(row[c]) else str(row[c]))
+                for c in df.columns
+            ]
+        )
     widths = [max(len(r[i]) for r in cells) for i in range(len(df.columns))]
     lines = []
     for r in cells:

@@ -5,29 +5,76 @@ most frequent sense in WordNet's tagged counts: the MFS baseline). ``pos`` may b
 tag (NOUN, VERB, ADJ, ADV), a PTB tag (NN, VBD, JJR, RB, ...) or a WordNet letter (n, v, a, s, r);
 adjectives always include satellites (``s``). Other word classes (DET, IN, ...) have no senses.
 """
+
 from __future__ import annotations
 
-from corpora.errors import LabError
 import hashlib
 import json
 import os
 import threading
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
 from corpora.cache import cached, files_fingerprint
+from corpora.errors import LabError
 from corpora.paths import DataMissingError, data_path, nltk_module, setup_nltk
 
 UNIVERSAL_TO_WN = {"NOUN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
 # Universal tags of word classes WordNet does not cover (and "." for punctuation).
-_NON_CONTENT_UNIVERSAL = {"DET", "ADP", "PRON", "CONJ", "PRT", "NUM", "X", ".", "PUNCT", "AUX", "CCONJ",
-                          "SCONJ", "PART", "INTJ", "PROPN", "SYM"}
+_NON_CONTENT_UNIVERSAL = {
+    "DET",
+    "ADP",
+    "PRON",
+    "CONJ",
+    "PRT",
+    "NUM",
+    "X",
+    ".",
+    "PUNCT",
+    "AUX",
+    "CCONJ",
+    "SCONJ",
+    "PART",
+    "INTJ",
+    "PROPN",
+    "SYM",
+}
 _PTB_PREFIX_TO_WN = (("NN", "n"), ("VB", "v"), ("JJ", "a"), ("RB", "r"))
-_PTB_NON_CONTENT = {"CC", "CD", "DT", "EX", "FW", "IN", "LS", "MD", "PDT", "POS", "PRP", "PRP$", "RP", "SYM",
-                    "TO", "UH", "WDT", "WP", "WP$", "WRB", "-NONE-", ",", ":", "``", "''", "-LRB-", "-RRB-", "#",
-                    "$", "(", ")"}
+_PTB_NON_CONTENT = {
+    "CC",
+    "CD",
+    "DT",
+    "EX",
+    "FW",
+    "IN",
+    "LS",
+    "MD",
+    "PDT",
+    "POS",
+    "PRP",
+    "PRP$",
+    "RP",
+    "SYM",
+    "TO",
+    "UH",
+    "WDT",
+    "WP",
+    "WP$",
+    "WRB",
+    "-NONE-",
+    ",",
+    ":",
+    "``",
+    "''",
+    "-LRB-",
+    "-RRB-",
+    "#",
+    "$",
+    "(",
+    ")",
+}
 # Older PTB spellings that occur in SemCor (NP = NNP, PP = PRP, ...).
 _PTB_OLD = {"NP": "n", "NPS": "n", "PP": None, "PP$": None, "PR": None}
 
@@ -38,11 +85,11 @@ class UnknownSenseKeyError(LabError, KeyError):
 
 @dataclass(frozen=True)
 class Sense:
-    key: str          # WordNet 3.0 sense key, e.g. "art%1:09:00::"
-    synset: str       # synset name, e.g. "art.n.01"
-    gloss: str        # the synset's definition
-    lexname: str      # lexicographer file, e.g. "noun.cognition" (a coarse supersense)
-    pos: str          # WordNet letter of the synset: n, v, a, s or r
+    key: str  # WordNet 3.0 sense key, e.g. "art%1:09:00::"
+    synset: str  # synset name, e.g. "art.n.01"
+    gloss: str  # the synset's definition
+    lexname: str  # lexicographer file, e.g. "noun.cognition" (a coarse supersense)
+    pos: str  # WordNet letter of the synset: n, v, a, s or r
 
 
 def wn_pos(pos: str) -> str | None:
@@ -66,8 +113,10 @@ def wn_pos(pos: str) -> str | None:
             return letter
     if pos in _NON_CONTENT_UNIVERSAL or pos in _PTB_NON_CONTENT:
         return None
-    raise ValueError(f"unknown POS tag {pos!r}: use a universal (NOUN, VERB, ADJ, ADV, ...), "
-                     "Penn Treebank (NN, VBD, ...) or WordNet (n, v, a, s, r) tag")
+    raise ValueError(
+        f"unknown POS tag {pos!r}: use a universal (NOUN, VERB, ADJ, ADV, ...), "
+        "Penn Treebank (NN, VBD, ...) or WordNet (n, v, a, s, r) tag"
+    )
 
 
 def wordnet():
@@ -89,7 +138,7 @@ def _wordnet_for(embprobe_data: str | None):
 @lru_cache(maxsize=2)
 def _wordnet_reader(folder: str):
     setup_nltk()
-    nltk = nltk_module()   # loaded here, not at import: a warm WSD run never loads it
+    nltk = nltk_module()  # loaded here, not at import: a warm WSD run never loads it
 
     class _Reader(nltk.corpus.reader.wordnet.WordNetCorpusReader):
         # NLTK >= 3.8 builds a WordNet-version map on load (two passes over index.sense, about two
@@ -149,10 +198,16 @@ def sense_inventory(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], t
     """
     pairs = sorted(set(pairs))
     folder = data_path("nltk_data/corpora/wordnet")
-    params = {"pairs": hashlib.sha256(json.dumps(pairs).encode()).hexdigest(),
-              "files": files_fingerprint(sorted(f for f in folder.iterdir() if f.is_file()))}
-    return cached("wordnet-inventory", 1, params,
-                  lambda: {(lemma, pos): tuple(s.key for s in senses(lemma, pos)) for lemma, pos in pairs})
+    params = {
+        "pairs": hashlib.sha256(json.dumps(pairs).encode()).hexdigest(),
+        "files": files_fingerprint(sorted(f for f in folder.iterdir() if f.is_file())),
+    }
+    return cached(
+        "wordnet-inventory",
+        1,
+        params,
+        lambda: {(lemma, pos): tuple(s.key for s in senses(lemma, pos)) for lemma, pos in pairs},
+    )
 
 
 def first_sense_key(lemma: str, pos: str) -> str | None:

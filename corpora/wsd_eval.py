@@ -20,11 +20,12 @@ The XML is read as a stream (``XMLPullParser`` fed line by line, each sentence d
 a large corpus costs memory for its sentences, not for an element tree, and every event knows its
 line. Parsing ALL takes well under a second, so nothing is cached.
 """
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 from xml.sax.saxutils import escape, quoteattr
 
 from corpora.format_errors import DataFormatError
@@ -48,7 +49,7 @@ def dataset_files(name: str) -> tuple[Path, Path]:
 def default_key_file(xml_path: str | Path) -> Path:
     """The framework's name for the key file of ``NAME.data.xml``: ``NAME.gold.key.txt`` beside it."""
     xml_path = Path(xml_path)
-    stem = xml_path.name[:-len(".data.xml")] if xml_path.name.endswith(".data.xml") else xml_path.stem
+    stem = xml_path.name[: -len(".data.xml")] if xml_path.name.endswith(".data.xml") else xml_path.stem
     return xml_path.with_name(f"{stem}.gold.key.txt")
 
 
@@ -59,8 +60,11 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             try:
                 yield lineno, raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise WsdFormatError(path, lineno, f"not UTF-8 (byte {raw[exc.start]:#04x} at column "
-                                                   f"{exc.start + 1}); save the file as UTF-8") from None
+                raise WsdFormatError(
+                    path,
+                    lineno,
+                    f"not UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1}); save the file as UTF-8",
+                ) from None
 
 
 def read_gold_keys(path: str | Path, wordnet_keys: bool = True) -> dict[str, tuple[str, ...]]:
@@ -88,16 +92,16 @@ def read_gold_keys(path: str | Path, wordnet_keys: bool = True) -> dict[str, tup
     return gold
 
 
-def _sentence(sent: ET.Element, xml_path: Path, line: int, gold: dict, key_path: Path,
-              seen: set[str]) -> WsdSentence:
+def _sentence(sent: ET.Element, xml_path: Path, line: int, gold: dict, key_path: Path, seen: set[str]) -> WsdSentence:
     words, lemmas, pos, instances = [], [], [], []
     for i, el in enumerate(sent):
         if el.tag not in ("wf", "instance"):
             raise WsdFormatError(xml_path, line, f"unexpected <{el.tag}> in sentence {sent.get('id')!r}")
         lemma, upos = el.get("lemma"), el.get("pos")
         if lemma is None or upos is None or not (el.text or "").strip():
-            raise WsdFormatError(xml_path, line,
-                                 f"<{el.tag}> #{i} of sentence {sent.get('id')!r} lacks its text, lemma or pos")
+            raise WsdFormatError(
+                xml_path, line, f"<{el.tag}> #{i} of sentence {sent.get('id')!r} lacks its text, lemma or pos"
+            )
         words.append(el.text)
         lemmas.append(lemma)
         pos.append(upos)
@@ -111,12 +115,14 @@ def _sentence(sent: ET.Element, xml_path: Path, line: int, gold: dict, key_path:
                 raise WsdFormatError(xml_path, line, f"instance id {iid!r} occurs twice")
             seen.add(iid)
             instances.append(WsdInstance(id=iid, index=i, lemma=lemma, pos=upos, gold_keys=gold[iid]))
-    return WsdSentence(id=sent.get("id", ""), words=tuple(words), lemmas=tuple(lemmas), pos=tuple(pos),
-                       instances=tuple(instances))
+    return WsdSentence(
+        id=sent.get("id", ""), words=tuple(words), lemmas=tuple(lemmas), pos=tuple(pos), instances=tuple(instances)
+    )
 
 
-def iter_wsd_sentences(xml_path: str | Path, gold: dict[str, tuple[str, ...]], key_path: str | Path,
-                       seen: set[str] | None = None) -> Iterator[WsdSentence]:
+def iter_wsd_sentences(
+    xml_path: str | Path, gold: dict[str, tuple[str, ...]], key_path: str | Path, seen: set[str] | None = None
+) -> Iterator[WsdSentence]:
     """The sentences of a framework XML file, streamed; ``seen`` collects the instance ids read."""
     xml_path, key_path = Path(xml_path), Path(key_path)
     seen = set() if seen is None else seen
@@ -134,18 +140,22 @@ def iter_wsd_sentences(xml_path: str | Path, gold: dict[str, tuple[str, ...]], k
                     open_elements.pop()
                     if el.tag == "sentence":
                         yield _sentence(el, xml_path, lineno, gold, key_path, seen)
-                        if open_elements:   # drop it: memory stays bounded by one sentence
+                        if open_elements:  # drop it: memory stays bounded by one sentence
                             open_elements[-1].remove(el)
             parser.close()
     except ET.ParseError as exc:
         line, col = exc.position
-        what = "empty file" if lineno == 0 or (line <= 1 and "no element found" in str(exc)) else \
-            "malformed or truncated XML"
+        what = (
+            "empty file"
+            if lineno == 0 or (line <= 1 and "no element found" in str(exc))
+            else "malformed or truncated XML"
+        )
         raise WsdFormatError(xml_path, line or lineno, f"{what} at line {line}, column {col} ({exc})") from None
 
 
-def read_wsd_files(xml_path: str | Path, key_path: str | Path, name: str | None = None,
-                   wordnet_keys: bool = False) -> WsdDataset:
+def read_wsd_files(
+    xml_path: str | Path, key_path: str | Path, name: str | None = None, wordnet_keys: bool = False
+) -> WsdDataset:
     """Any data/key file pair in the framework's format (``wordnet_keys``: labels must be sense keys).
 
     ``name`` defaults to the XML file's name without ``.data.xml``. Raises WsdFormatError (see the
@@ -163,17 +173,20 @@ def read_wsd_files(xml_path: str | Path, key_path: str | Path, name: str | None 
             if fields and fields[0] not in seen:
                 raise WsdFormatError(key_path, lineno, f"unknown instance id {fields[0]!r} (not in {xml_path})")
     if name is None:
-        name = default_key_file(xml_path).name[:-len(".gold.key.txt")]
+        name = default_key_file(xml_path).name[: -len(".gold.key.txt")]
     return WsdDataset(name=name, sentences=sentences)
 
 
-def write_wsd_files(sentences: Iterable[WsdSentence], xml_path: str | Path, key_path: str | Path,
-                    corpus: str = "") -> tuple[Path, Path]:
+def write_wsd_files(
+    sentences: Iterable[WsdSentence], xml_path: str | Path, key_path: str | Path, corpus: str = ""
+) -> tuple[Path, Path]:
     """Write sentences in the framework's format (one element a line; ``read_wsd_files`` reads them back)."""
     xml_path, key_path = Path(xml_path), Path(key_path)
     with open(xml_path, "w", encoding="utf-8") as xml, open(key_path, "w", encoding="utf-8") as keys:
-        xml.write(f'<?xml version="1.0" encoding="UTF-8" ?>\n<corpus lang="en" source={quoteattr(corpus)}>\n'
-                  f'<text id="d000">\n')
+        xml.write(
+            f'<?xml version="1.0" encoding="UTF-8" ?>\n<corpus lang="en" source={quoteattr(corpus)}>\n'
+            f'<text id="d000">\n'
+        )
         for s in sentences:
             xml.write(f"<sentence id={quoteattr(s.id)}>\n")
             by_index = {inst.index: inst for inst in s.instances}

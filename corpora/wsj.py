@@ -10,16 +10,17 @@
 
 Parsed sentences are cached on disk (keyed by a version and the zip's size/mtime) and in memory.
 """
+
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from corpora.cache import cached, files_fingerprint
 from corpora.nltk_corpora import nltk_corpus
-from corpora.types import TaggedSentence
 from corpora.paths import DataMissingError, data_path
+from corpora.types import TaggedSentence
 
 CACHE_VERSION = 1
 TRACE_TAG = "-NONE-"
@@ -37,15 +38,24 @@ def _conll(split: str) -> tuple[TaggedSentence, ...]:
 
 @lru_cache(maxsize=4)
 def _conll_cached(split: str, files: tuple) -> tuple[TaggedSentence, ...]:
-    return cached("conll2000", CACHE_VERSION, {"split": split, "files": files}, lambda: _read_conll(split),
-                  types=(TaggedSentence,))
+    return cached(
+        "conll2000",
+        CACHE_VERSION,
+        {"split": split, "files": files},
+        lambda: _read_conll(split),
+        types=(TaggedSentence,),
+    )
 
 
 def _read_conll(split: str) -> tuple[TaggedSentence, ...]:
     try:
         sents = nltk_corpus("conll2000").iob_sents(CONLL_SPLITS[split])
-        return tuple(TaggedSentence(words=tuple(w for w, _, _ in s), pos=tuple(p for _, p, _ in s),
-                                    chunks=tuple(c for _, _, c in s)) for s in sents)
+        return tuple(
+            TaggedSentence(
+                words=tuple(w for w, _, _ in s), pos=tuple(p for _, p, _ in s), chunks=tuple(c for _, _, c in s)
+            )
+            for s in sents
+        )
     except (OSError, zipfile.BadZipFile, LookupError, ValueError) as exc:
         raise DataMissingError("nltk_data/corpora/conll2000.zip", f"Could not read it: {exc}.") from exc
 

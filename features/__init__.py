@@ -7,13 +7,26 @@ outside the package (``entries``). Nothing outside ``features/`` names an entry'
     has_layers(embedder, "semcor-tagged", [6]); open_layer(embedder, "semcor-tagged", 6)
     entry_files / install_entry / local_entries / entry_rel    # copying entries (cluster.storage)
 """
+
 from features.checks import FeatureCacheError, NonFiniteFeaturesError
 from features.entries import entry_files, has_layers, install_entry, local_entries, open_layer
 from features.extract import Features, get_features
 from features.store import META_FILE, data_hash, entry_rel, meta_text, read_meta, sentences_hash
 
 __all__ = [
-    "META_FILE", "FeatureCacheError", "Features", "NonFiniteFeaturesError", "data_hash", "entry_files", "entry_rel",
-    "get_features", "has_layers", "install_entry", "local_entries", "meta_text", "open_layer", "read_meta",
+    "META_FILE",
+    "FeatureCacheError",
+    "Features",
+    "NonFiniteFeaturesError",
+    "data_hash",
+    "entry_files",
+    "entry_rel",
+    "get_features",
+    "has_layers",
+    "install_entry",
+    "local_entries",
+    "meta_text",
+    "open_layer",
+    "read_meta",
     "sentences_hash",
 ]

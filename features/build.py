@@ -8,6 +8,7 @@ into place with ``meta.json`` removed first and written last (an interrupted com
 ``CannotWrite``: the entry cannot be written at all (read-only, no space), so the caller computes
 in memory (``embed_into`` fills arrays it is given).
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,7 +23,7 @@ from tqdm.auto import tqdm
 from features.checks import FeatureCacheError, check_vectors, file_checksum, remember_verified, reserve, temp_path
 from features.store import FORMAT_VERSION, META_FILE, atomic_write_text, layer_file, meta_text
 
-log = logging.getLogger("features.extract")   # the cache's one logger (also ``features.checks``)
+log = logging.getLogger("features.extract")  # the cache's one logger (also ``features.checks``)
 
 ProgressFn = Callable[[float, str], None]
 
@@ -64,8 +65,9 @@ def extract_to_disk(job: Job, directory: Path) -> dict:
         try:
             for j in range(num_layers):
                 tmp_paths[j] = temp_path(directory / layer_file(j))
-                mmaps[j] = np.lib.format.open_memmap(tmp_paths[j], mode="w+", dtype=job.dtype,
-                                                     shape=(job.num_rows, dim))
+                mmaps[j] = np.lib.format.open_memmap(
+                    tmp_paths[j], mode="w+", dtype=job.dtype, shape=(job.num_rows, dim)
+                )
                 reserve(tmp_paths[j])
         except OSError as exc:
             raise CannotWrite(f"cannot write in {directory}: {exc}") from exc
@@ -74,8 +76,12 @@ def extract_to_disk(job: Job, directory: Path) -> dict:
             layer_meta = {}
             for j in range(num_layers):
                 mmaps.pop(j).flush()
-                layer_meta[str(j)] = {"shape": [job.num_rows, dim], "dtype": job.dtype, "nbytes":
-                                      tmp_paths[j].stat().st_size, "checksum": file_checksum(tmp_paths[j])}
+                layer_meta[str(j)] = {
+                    "shape": [job.num_rows, dim],
+                    "dtype": job.dtype,
+                    "nbytes": tmp_paths[j].stat().st_size,
+                    "checksum": file_checksum(tmp_paths[j]),
+                }
             # An interrupted commit leaves no meta.json, so the entry reads as absent and is rebuilt.
             (directory / META_FILE).unlink(missing_ok=True)
             for j in range(num_layers):
@@ -88,10 +94,20 @@ def extract_to_disk(job: Job, directory: Path) -> dict:
         mmaps.clear()
         for tmp in tmp_paths.values():
             tmp.unlink(missing_ok=True)
-    meta = {"version": FORMAT_VERSION, "fingerprint": job.fp, "model": emb.name, "dataset_key": job.key,
-            "sentences_hash": job.s_hash, "num_sentences": len(job.sentences), "num_words": int(job.offsets[-1]),
-            "keep_hash": job.keep_hash, "num_rows": job.num_rows, "dim": dim, "dtype": job.dtype,
-            "layers": layer_meta}
+    meta = {
+        "version": FORMAT_VERSION,
+        "fingerprint": job.fp,
+        "model": emb.name,
+        "dataset_key": job.key,
+        "sentences_hash": job.s_hash,
+        "num_sentences": len(job.sentences),
+        "num_words": int(job.offsets[-1]),
+        "keep_hash": job.keep_hash,
+        "num_rows": job.num_rows,
+        "dim": dim,
+        "dtype": job.dtype,
+        "layers": layer_meta,
+    }
     try:
         atomic_write_text(directory / META_FILE, meta_text(meta))
     except OSError as exc:
@@ -110,19 +126,19 @@ def embed_into(job: Job, arrays: dict[int, np.ndarray]) -> None:
     log.info("Extracting %s features for %s: %d sentences, %d words.", emb.name, job.key, len(sentences), total)
     # Longest first: similar lengths share a chunk, and a too-long sentence fails early.
     order = np.argsort(-lengths, kind="stable")
-    bar = tqdm(total=total, unit="word", desc=f"{emb.name}/{job.key}", disable=not job.show_progress,
-               mininterval=2.0)
+    bar = tqdm(total=total, unit="word", desc=f"{emb.name}/{job.key}", disable=not job.show_progress, mininterval=2.0)
     done = 0
     try:
         for start in range(0, len(order), job.chunk_size):
-            idx = order[start:start + job.chunk_size]
+            idx = order[start : start + job.chunk_size]
             outs = emb.embed([sentences[i] for i in idx])
             for i, out in zip(idx, outs):
                 n = int(lengths[i])
                 if out.vectors.shape != (num_layers, n, dim):
                     raise FeatureCacheError(
                         f"{emb.name} returned vectors of shape {out.vectors.shape} for a sentence of "
-                        f"{n} words; expected {(num_layers, n, dim)}.")
+                        f"{n} words; expected {(num_layers, n, dim)}."
+                    )
                 vectors = np.asarray(out.vectors)
                 if n:
                     check_vectors(vectors, job.dtype, emb.name, job.key, int(i), sentences[i])

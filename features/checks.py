@@ -13,6 +13,7 @@
   (``layer_3.npy.<host>-<pid>.<random>.tmp``); with the lock held, those of dead writers (or older
   than ``STALE_AFTER_S``) are removed.
 """
+
 from __future__ import annotations
 
 import errno
@@ -36,11 +37,11 @@ log = logging.getLogger("features.extract")
 
 CHECKSUM_ALGO = "blake2b-pagesum64"
 PAGE = 4096
-BLOCK = 1 << 22                 # bytes per numpy pass (a multiple of PAGE)
-STALE_AFTER_S = 6 * 3600        # a temporary this old is a leftover whoever wrote it
+BLOCK = 1 << 22  # bytes per numpy pass (a multiple of PAGE)
+STALE_AFTER_S = 6 * 3600  # a temporary this old is a leftover whoever wrote it
 _HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
 _TEMP = re.compile(r"\.(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)\.[^.]+\.tmp$")
-_VERIFIED: set[tuple] = set()   # (path, size, mtime_ns, inode, checksum) verified in this process
+_VERIFIED: set[tuple] = set()  # (path, size, mtime_ns, inode, checksum) verified in this process
 
 
 class FeatureCacheError(LabError, RuntimeError):
@@ -59,7 +60,7 @@ def file_checksum(path: Path) -> str:
         data = np.memmap(path, dtype=np.uint8, mode="r")
         full = size // PAGE * PAGE
         for lo in range(0, full, BLOCK):
-            pages = data[lo:min(lo + BLOCK, full)].view("<u8").reshape(-1, PAGE // 8)
+            pages = data[lo : min(lo + BLOCK, full)].view("<u8").reshape(-1, PAGE // 8)
             h.update(pages.sum(axis=1, dtype=np.uint64).astype("<u8").tobytes())
         h.update(bytes(data[full:]))
         del data
@@ -75,11 +76,11 @@ def all_finite(arr: np.ndarray) -> bool:
     bits = arr.reshape(-1).view(utype)
     step = BLOCK // arr.dtype.itemsize
     # an all-ones exponent is inf or NaN
-    return all(int(np.bitwise_and(bits[lo:lo + step], mask).max()) != mask for lo in range(0, len(bits), step))
+    return all(int(np.bitwise_and(bits[lo : lo + step], mask).max()) != mask for lo in range(0, len(bits), step))
 
 
 def _storable(vectors: np.ndarray, dtype: str) -> bool:
-    limit = float(np.finfo(dtype).max)   # NaN fails both comparisons
+    limit = float(np.finfo(dtype).max)  # NaN fails both comparisons
     return bool(vectors.max() <= limit and vectors.min() >= -limit)
 
 
@@ -147,7 +148,7 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:            # EPERM: it runs, under another user
+    except OSError:  # EPERM: it runs, under another user
         return True
     return True
 
@@ -166,7 +167,7 @@ def remove_stale_temps(directory: Path) -> list[Path]:
             alive = _pid_alive(pid)
             stale = pid != os.getpid() and (not alive or age > STALE_AFTER_S)
             writer = f"writer process {pid} " + (f"still runs, file {age / 3600:.0f} h old" if alive else "is gone")
-        else:                  # another host, or named before writers were recorded
+        else:  # another host, or named before writers were recorded
             stale, writer = age > STALE_AFTER_S, f"{age / 3600:.0f} h old"
         if not stale:
             continue
@@ -177,8 +178,7 @@ def remove_stale_temps(directory: Path) -> list[Path]:
             log.warning("Cannot remove stale temporary %s: %s", path, exc)
             continue
         removed.append(path)
-        log.warning("Removed %s (%.1f MB), left by an extraction that did not finish (%s).",
-                    path, size / 1e6, writer)
+        log.warning("Removed %s (%.1f MB), left by an extraction that did not finish (%s).", path, size / 1e6, writer)
     return removed
 
 

@@ -18,6 +18,7 @@ Design notes:
   is installed), then moves the layers into place with the local ``meta.json`` removed first and
   written last: an interrupted install reads as absent. The bytes are those of the source entry.
 """
+
 from __future__ import annotations
 
 import os
@@ -77,9 +78,11 @@ def open_layer(embedder_or_fingerprint, key: str, layer: int, root: Path | None 
     """
     directory, problems = _problems(embedder_or_fingerprint, key, [layer], root)
     if problems:
-        raise FeatureCacheError(f"{directory}: layer {int(layer)} is not in the feature cache "
-                                f"({problems[int(layer)]}); extract it first (get_features, or the probe that "
-                                f"reads '{key}').")
+        raise FeatureCacheError(
+            f"{directory}: layer {int(layer)} is not in the feature cache "
+            f"({problems[int(layer)]}); extract it first (get_features, or the probe that "
+            f"reads '{key}')."
+        )
     return np.load(directory / layer_file(layer), mmap_mode="r")
 
 
@@ -97,8 +100,9 @@ def entry_files(directory: Path, meta: dict) -> list[str]:
     return [layer_file(j) for j in layers]
 
 
-def install_entry(fingerprint: str, key: str, meta: dict, fetch: Fetch, root: Path | None = None,
-                  source: str = "") -> Path:
+def install_entry(
+    fingerprint: str, key: str, meta: dict, fetch: Fetch, root: Path | None = None, source: str = ""
+) -> Path:
     """Install an entry copied from elsewhere (``meta``: its ``meta.json``; ``fetch``: copies its files)
     into the local cache ``root``; returns the entry's directory. A local entry with the same ``meta``
     whose layers pass their checks is kept as it is (nothing fetched).
@@ -119,8 +123,10 @@ def install_entry(fingerprint: str, key: str, meta: dict, fetch: Fetch, root: Pa
                 fetch(layer_file(j), tmps[j])
                 want = meta["layers"][str(j)]
                 if tmps[j].stat().st_size != want.get("nbytes") or file_checksum(tmps[j]) != want.get("checksum"):
-                    raise FeatureCacheError(f"{source or directory}/{layer_file(j)} does not match its {META_FILE} "
-                                            "(size or checksum): not installed; re-publish the entry.")
+                    raise FeatureCacheError(
+                        f"{source or directory}/{layer_file(j)} does not match its {META_FILE} "
+                        "(size or checksum): not installed; re-publish the entry."
+                    )
             # The local meta.json goes first, so an interrupted install reads as absent and is rebuilt.
             (directory / META_FILE).unlink(missing_ok=True)
             for j in layers:

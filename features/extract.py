@@ -23,6 +23,7 @@ Vectors are stored as float16 by default (half the disk and page cache of float3
 are unchanged to the precision we report (see docs/results/README.md for the measurement).
 Pass ``dtype="float32"`` to keep full precision.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,7 +58,7 @@ class Features:
     dataset_key: str
     layers: dict[int, np.ndarray]
     offsets: np.ndarray
-    num_layers: int              # layers the model has (not only those loaded)
+    num_layers: int  # layers the model has (not only those loaded)
     dim: int
     directory: Path | None = None
     keep: np.ndarray | None = None
@@ -74,7 +75,7 @@ class Features:
     def sentence(self, j: int, i: int) -> np.ndarray:
         if self.keep is not None:
             raise ValueError(f"{self.dataset_key}: only selected words were stored (keep=...); no whole sentences.")
-        return self.layer(j)[self.offsets[i]:self.offsets[i + 1]]
+        return self.layer(j)[self.offsets[i] : self.offsets[i + 1]]
 
     def stacked(self, layers: Sequence[int] | None = None, dtype=np.float32) -> np.ndarray:
         """(num_layers_selected, num_words_total, dim) in memory, as ``dtype``."""
@@ -119,9 +120,11 @@ def get_features(
     if getattr(embedder, "stateful", False):
         # A stateful ELMo's vectors depend on what it ran before and in which batch: not features
         # that can be cached, sorted into batches or compared across models.
-        raise RequestError(f"{embedder.name} is a stateful ELMo (LSTM state carried between batches, for "
-                         "reproducing bilm-tf's outputs); probes need each sentence's vectors to be its own: "
-                         "register it without --stateful.")
+        raise RequestError(
+            f"{embedder.name} is a stateful ELMo (LSTM state carried between batches, for "
+            "reproducing bilm-tf's outputs); probes need each sentence's vectors to be its own: "
+            "register it without --stateful."
+        )
     if layers is None:
         layers = list(range(num_layers))
     layers = [int(j) for j in layers]
@@ -139,8 +142,21 @@ def get_features(
         if keep.ndim != 1 or (len(keep) and (keep[0] < 0 or keep[-1] >= total)) or (np.diff(keep) <= 0).any():
             raise ValueError(f"keep must be sorted unique word indices in [0, {total}).")
     keep_hash = None if keep is None else hashlib.sha256(keep.tobytes()).hexdigest()
-    job = Job(embedder, dataset_key, sentences, lengths, offsets, keep, keep_hash, dtype, chunk_size, progress,
-               show_progress, embedder.fingerprint(), sentences_hash(sentences))
+    job = Job(
+        embedder,
+        dataset_key,
+        sentences,
+        lengths,
+        offsets,
+        keep,
+        keep_hash,
+        dtype,
+        chunk_size,
+        progress,
+        show_progress,
+        embedder.fingerprint(),
+        sentences_hash(sentences),
+    )
     try:
         directory = feature_dir(job.fp, dataset_key, root)
         directory.mkdir(parents=True, exist_ok=True)
@@ -152,8 +168,9 @@ def get_features(
             remove_stale_temps(directory)
         # Read under the lock: another process may have just written the entry.
         meta = read_meta(directory)
-        stale = meta_problem(directory, meta, FORMAT_VERSION, job.fp, job.s_hash, int(job.offsets[-1]),
-                             job.keep_hash, job.dtype, dim)
+        stale = meta_problem(
+            directory, meta, FORMAT_VERSION, job.fp, job.s_hash, int(job.offsets[-1]), job.keep_hash, job.dtype, dim
+        )
         if stale:
             log.warning("Feature cache %s is stale (%s); rebuilding.", directory, stale)
             meta = None
@@ -174,7 +191,7 @@ def get_features(
             progress(1.0, f"{embedder.name}/{dataset_key}: features from cache")
         if unwritable is None:
             arrays = {j: np.load(directory / layer_file(j), mmap_mode="r") for j in layers}
-    if unwritable is not None:   # computed without holding the lock
+    if unwritable is not None:  # computed without holding the lock
         return _in_memory(job, layers, unwritable)
     return Features(job.fp, dataset_key, arrays, offsets, num_layers, dim, directory, keep)
 
@@ -182,8 +199,9 @@ def get_features(
 def _in_memory(job: Job, layers: list[int], why: str) -> Features:
     """The requested layers computed now and kept in memory (the cache cannot be written)."""
     emb = job.embedder
-    log.warning("Feature cache not writable (%s); computing %s features for %s in memory (not cached).",
-                why, emb.name, job.key)
+    log.warning(
+        "Feature cache not writable (%s); computing %s features for %s in memory (not cached).", why, emb.name, job.key
+    )
     arrays = {j: np.empty((job.num_rows, emb.dim), dtype=job.dtype) for j in layers}
     embed_into(job, arrays)
     for arr in arrays.values():

@@ -9,6 +9,7 @@ or holds NaN/inf is reported by ``check_layer`` so that ``features.extract`` reb
 checksum and the finiteness are checked once per file state and process (``features.checks``).
 The names of those files are written only here (``entry_rel``, ``layer_file``, ``META_FILE``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,8 @@ import numpy as np
 from corpora.paths import cache_dir
 from features.checks import temp_path, verify_layer_file
 
-FORMAT_VERSION = 2   # 2: per-layer checksums (entries of version 1 are rebuilt once)
-META_FILE = "meta.json"   # an entry's commit marker: written last, removed first; without it there is no entry
+FORMAT_VERSION = 2  # 2: per-layer checksums (entries of version 1 are rebuilt once)
+META_FILE = "meta.json"  # an entry's commit marker: written last, removed first; without it there is no entry
 
 
 def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
@@ -76,8 +77,9 @@ def _expected_nbytes(path: Path) -> int | None:
     try:
         with open(path, "rb") as fh:
             version = np.lib.format.read_magic(fh)
-            read_header = {(1, 0): np.lib.format.read_array_header_1_0,
-                           (2, 0): np.lib.format.read_array_header_2_0}[version]
+            read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}[
+                version
+            ]
             shape, _fortran, dtype = read_header(fh)
             header_len = fh.tell()
         return header_len + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -94,8 +96,17 @@ def read_meta(directory: Path) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
-def meta_problem(directory: Path, meta: dict | None, version: int, fingerprint: str, s_hash: str,
-                 num_words: int, keep_hash: str | None, dtype: str, dim: int) -> str | None:
+def meta_problem(
+    directory: Path,
+    meta: dict | None,
+    version: int,
+    fingerprint: str,
+    s_hash: str,
+    num_words: int,
+    keep_hash: str | None,
+    dtype: str,
+    dim: int,
+) -> str | None:
     """Why an entry's ``meta`` was written for another request (None: it matches, or there is no meta.json)."""
     if meta is None:
         return f"{META_FILE} is unreadable or not a JSON object" if (directory / META_FILE).exists() else None

@@ -2,6 +2,7 @@
 
 Importing the package is light (no torch): it names the defaults and the two errors only.
 """
+
 from models.errors import ModelLoadError, UnknownModelError
 from models.spec import DEFAULT_MODEL, DEFAULT_STATIC_MODEL
 

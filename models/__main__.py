@@ -9,6 +9,7 @@ Registered models live in ``embprobe.toml`` (or ``$EMBPROBE_MODELS``; see ``mode
 Each trainer lives in its own module of ``models/train/`` exposing ``main(argv) -> int`` with its
 own options (``python -m models train KIND --help``). A bad model or option: one ``error:`` line, exit 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ def _add_parser(sub) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m models", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m models", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="every model: the zoo and yours, with family, layers, dim, params, size, status")
     _add_parser(sub)
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table([row]))
         print(f"\nregistered {entry.name} → {entry.ref} in {entry.file}")
         return 0
-    except LabError as exc:   # a bad model, option or registry file: one line
+    except LabError as exc:  # a bad model, option or registry file: one line
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

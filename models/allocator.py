@@ -1,10 +1,11 @@
 """Process-wide allocator settings for CPU inference (glibc ``mallopt``)."""
+
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # mallopt parameters, <malloc.h>
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters, <malloc.h>
 
 
 def reuse_freed_memory(mmap_threshold_mb: int = 32, trim_threshold_mb: int = 512) -> bool:

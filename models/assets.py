@@ -16,6 +16,7 @@ size, a word2vec binary walked entry by entry (word lengths, no float parsing). 
 malformed file raises ``ModelLoadError`` naming the file and why. Results are memoised per
 (path, size, mtime), so the app can ask on every page render.
 """
+
 from __future__ import annotations
 
 import json
@@ -96,7 +97,8 @@ def check_safetensors(file: Path) -> None:
         raise ModelLoadError(f"{file}: corrupted safetensors file ({exc}).") from exc
     if 8 + n + end > size:
         raise ModelLoadError(
-            f"{file}: truncated safetensors file: tensors need {8 + n + end} bytes, the file has {size}.")
+            f"{file}: truncated safetensors file: tensors need {8 + n + end} bytes, the file has {size}."
+        )
 
 
 def check_npy(file: Path) -> None:
@@ -112,8 +114,10 @@ def check_npy(file: Path) -> None:
         raise ModelLoadError(f"{file}: corrupted .npy file ({exc}).") from exc
     need = offset + math.prod(shape) * dtype.itemsize
     if need != size:
-        raise ModelLoadError(f"{file}: {'truncated' if size < need else 'oversized'} .npy file: "
-                             f"header declares shape {shape} ({need} bytes), the file has {size}.")
+        raise ModelLoadError(
+            f"{file}: {'truncated' if size < need else 'oversized'} .npy file: "
+            f"header declares shape {shape} ({need} bytes), the file has {size}."
+        )
 
 
 def check_word2vec_binary(file: Path) -> None:
@@ -128,18 +132,20 @@ def check_word2vec_binary(file: Path) -> None:
         count, dim = parse_vectors_header(file, data[:nl])
         width, pos = 4 * dim, nl + 1
         for i in range(count):
-            while pos < size and data[pos] in (10, 13):           # "\n" / "\r" between entries
+            while pos < size and data[pos] in (10, 13):  # "\n" / "\r" between entries
                 pos += 1
             sp = data.find(b" ", pos, pos + 10_000)
             if pos >= size or sp < 0 or sp + 1 + width > size:
-                raise ModelLoadError(f"{file}: truncated word2vec file: the header declares {count} vectors, "
-                                     f"the file ends inside vector {i + 1} (at byte {size}).")
+                raise ModelLoadError(
+                    f"{file}: truncated word2vec file: the header declares {count} vectors, "
+                    f"the file ends inside vector {i + 1} (at byte {size})."
+                )
             pos = sp + 1 + width
         if data[pos:].strip(b"\r\n"):
             raise ModelLoadError(f"{file}: data after the {count} vectors the header declares (byte {pos}).")
 
 
-_CHECKED: dict[tuple[str, int, int], str | None] = {}   # (path, size, mtime_ns) -> error message or None
+_CHECKED: dict[tuple[str, int, int], str | None] = {}  # (path, size, mtime_ns) -> error message or None
 _CHECKED_LOCK = threading.Lock()
 
 
@@ -164,7 +170,7 @@ def check_weight_file(file: str | Path) -> None:
                 raise ModelLoadError(error)
             return
     check = {".safetensors": check_safetensors, ".npy": check_npy, ".bin": check_word2vec_binary}.get(file.suffix)
-    if file.name.startswith("pytorch_model"):      # a torch pickle, not word2vec: existence only
+    if file.name.startswith("pytorch_model"):  # a torch pickle, not word2vec: existence only
         check = None
     error = None
     if check is not None:

@@ -7,22 +7,32 @@ context-independent layer), plus word-level attention where the model has it.
     out = emb.embed([["The", "bank", "closed", "."]])
     out[0].vectors.shape  # (num_layers, num_words, dim), float32 numpy
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch
 
 from models.errors import ModelLoadError, UnknownModelError
 
-__all__ = ["Embedder", "ModelInfo", "ModelLoadError", "PieceAttention", "SentenceEmbedding", "UnknownModelError",
-           "check_unicode", "default_device", "seeded"]
+__all__ = [
+    "Embedder",
+    "ModelInfo",
+    "ModelLoadError",
+    "PieceAttention",
+    "SentenceEmbedding",
+    "UnknownModelError",
+    "check_unicode",
+    "default_device",
+    "seeded",
+]
 
 
 @dataclass
@@ -57,12 +67,12 @@ class PieceAttention:
 @dataclass
 class ModelInfo:
     name: str
-    family: str                 # the spec's family name (models.spec.FAMILIES): "static" | "elmo" | "bert" | "gpt" …
-    num_layers: int             # including layer 0
+    family: str  # the spec's family name (models.spec.FAMILIES): "static" | "elmo" | "bert" | "gpt" …
+    num_layers: int  # including layer 0
     dim: int
-    source: str                 # file or package the weights came from
+    source: str  # file or package the weights came from
     description: str = ""
-    card: dict = field(default_factory=dict)   # the JSON model card, where there is one
+    card: dict = field(default_factory=dict)  # the JSON model card, where there is one
     # The model's own index of each output layer when it keeps only some (option ``layers``); None = all.
     layer_ids: tuple[int, ...] | None = None
 
@@ -82,7 +92,7 @@ def seeded(seed: int) -> Iterator[None]:
 def check_unicode(sentence_index: int, words: list[str]) -> None:
     """ValueError naming the first word with a lone surrogate (text that is not valid Unicode)."""
     try:
-        "\n".join(words).encode("utf-8")   # one C-speed pass over the whole sentence
+        "\n".join(words).encode("utf-8")  # one C-speed pass over the whole sentence
         return
     except UnicodeEncodeError:
         pass
@@ -103,8 +113,8 @@ class Embedder(ABC):
     info: ModelInfo
     device: torch.device
     has_attention: bool = False
-    max_words_per_sentence: int = 100_000   # beyond this a clear ValueError, not an OOM
-    random_init: int | None = None          # the seed its weights were re-drawn with (``reinitialise``)
+    max_words_per_sentence: int = 100_000  # beyond this a clear ValueError, not an OOM
+    random_init: int | None = None  # the seed its weights were re-drawn with (``reinitialise``)
 
     @property
     def name(self) -> str:
@@ -151,9 +161,7 @@ class Embedder(ABC):
         """Draw fresh weights as training starts from, inside :func:`seeded` (``seed``)."""
         raise ModelLoadError(f"{self.name}: no layers to re-initialise (family {self.info.family}).")
 
-    def embed(
-        self, sentences: Sequence[Sequence[str]], with_attention: bool = False
-    ) -> list[SentenceEmbedding]:
+    def embed(self, sentences: Sequence[Sequence[str]], with_attention: bool = False) -> list[SentenceEmbedding]:
         """Embed sentences (lists of words). Empty sentences give (num_layers, 0, dim) arrays.
 
         Every embedder's input is checked here, the same way for every family: a sentence longer
@@ -177,7 +185,8 @@ class Embedder(ABC):
         for i, s in enumerate(sentences):
             if not s:
                 results[i] = SentenceEmbedding(
-                    words=[], vectors=np.zeros((self.num_layers, 0, self.dim), np.float32),
+                    words=[],
+                    vectors=np.zeros((self.num_layers, 0, self.dim), np.float32),
                     oov=np.zeros(0, bool),
                     attentions=None,
                 )
@@ -188,14 +197,12 @@ class Embedder(ABC):
         return results  # type: ignore[return-value]
 
     @abstractmethod
-    def _embed_batch(
-        self, sentences: list[list[str]], with_attention: bool
-    ) -> list[SentenceEmbedding]:
+    def _embed_batch(self, sentences: list[list[str]], with_attention: bool) -> list[SentenceEmbedding]:
         """Embed non-empty sentences; may batch internally in any order, returns input order."""
 
     def piece_attention(self, words: Sequence[str]) -> PieceAttention:
         raise ValueError(f"{self.name} has no attention.")
 
-    def to(self, device: str | torch.device) -> "Embedder":
+    def to(self, device: str | torch.device) -> Embedder:
         self.device = torch.device(device)
         return self

@@ -3,6 +3,7 @@
 Both are ``corpora.errors.LabError``: the command line and the app print them as one message.
 ``models.base`` re-exports them (``from models.base import ModelLoadError`` keeps working).
 """
+
 from __future__ import annotations
 
 from corpora.errors import LabError

@@ -20,6 +20,7 @@ count, while every malformed file (empty, truncated, header disagreeing with the
 repeated word) must raise :class:`~models.base.ModelLoadError` naming the file and the line
 (binary files: entry *k* is line *k* + 1, plus the byte offset).
 """
+
 from __future__ import annotations
 
 import codecs
@@ -33,8 +34,8 @@ import numpy as np
 
 from models.errors import ModelLoadError
 
-FORMATS = ("word2vec", "word2vec-bin", "glove", "vec")      # read and written here
-ALL_FORMATS = FORMATS + ("fasttext-bin", "gensim")           # the last two: models.static, via gensim
+FORMATS = ("word2vec", "word2vec-bin", "glove", "vec")  # read and written here
+ALL_FORMATS = FORMATS + ("fasttext-bin", "gensim")  # the last two: models.static, via gensim
 FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
 _BAD_WORD_CHARS = frozenset(" \t\n\r")
 _CHUNK = 8 * 2**20
@@ -53,8 +54,10 @@ def check_file(path: str | Path) -> Path:
     except OSError as exc:
         raise ModelLoadError(f"Cannot read embedding file {path}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(mode):
-        raise ModelLoadError(f"{path} is a directory, not a vectors file: pass the file inside it "
-                             "(models.static.find_vector_file finds it when it is the only one).")
+        raise ModelLoadError(
+            f"{path} is a directory, not a vectors file: pass the file inside it "
+            "(models.static.find_vector_file finds it when it is the only one)."
+        )
     if not stat.S_ISREG(mode):
         raise ModelLoadError(f"Cannot read embedding file {path}: not a regular file.")
     if size == 0:
@@ -102,7 +105,7 @@ def guess_format(path: str | Path) -> str:
     if head[:2] == b"\x1f\x8b":
         raise ModelLoadError(f"{path} is gzip-compressed: decompress it first (gunzip -k {path}) and load the result.")
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        return "gensim"                                # a pickle: PROTO opcode, protocol 2-5
+        return "gensim"  # a pickle: PROTO opcode, protocol 2-5
     first, _, rest = head.partition(b"\n")
     parts = first.split()
     if len(parts) == 2 and all(p.isdigit() for p in parts):
@@ -114,7 +117,8 @@ def guess_format(path: str | Path) -> str:
     raise ModelLoadError(
         f"Cannot tell the format of {path}: line 1 ({first[:60]!r}) is neither a word2vec header "
         "'<count> <dim>' nor a GloVe row 'word v1 ... vdim', and the file is no fastText binary (2017+) "
-        f"or gensim file. Pass the format explicitly (fmt, one of {', '.join(ALL_FORMATS)}).")
+        f"or gensim file. Pass the format explicitly (fmt, one of {', '.join(ALL_FORMATS)})."
+    )
 
 
 def read_vectors(path: str | Path, fmt: str | None = None) -> tuple[list[str], np.ndarray]:
@@ -155,8 +159,11 @@ class _Collector:
             raise _error(self.path, line, f"non-finite value (nan/inf) in the vector of {word[:40]!r}")
         first = self.line_of.setdefault(word, line)
         if first != line:
-            raise _error(self.path, line, f"the word {word[:40]!r} is repeated (first at line {first}); "
-                                          "a vectors file has one vector per word")
+            raise _error(
+                self.path,
+                line,
+                f"the word {word[:40]!r} is repeated (first at line {first}); a vectors file has one vector per word",
+            )
         self.words.append(word)
         self.rows.append(vec)
 
@@ -182,17 +189,20 @@ def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str]
                 raise _error(path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
             line = line.rstrip("\r\n").rstrip(" ")
             if not line.strip():
-                continue                              # blank lines (e.g. at the end) carry nothing
+                continue  # blank lines (e.g. at the end) carry nothing
             word, *values = line.split(" ")
             if not word:
                 raise _error(path, lineno, "line starts with a space (empty word)")
-            if dim < 0:                               # GloVe: the first row fixes the dimension
+            if dim < 0:  # GloVe: the first row fixes the dimension
                 dim, dim_from = len(values), f"line {lineno}"
                 if dim == 0:
                     raise _error(path, lineno, f"word {word!r} has no values")
             if len(values) != dim:
-                raise _error(path, lineno, f"expected {dim} values (as in {dim_from}) after the word "
-                                           f"{word[:40]!r}, found {len(values)}")
+                raise _error(
+                    path,
+                    lineno,
+                    f"expected {dim} values (as in {dim_from}) after the word {word[:40]!r}, found {len(values)}",
+                )
             if header and len(out.words) == count:
                 raise _error(path, lineno, f"more vectors than the {count} declared in the header (line 1)")
             try:
@@ -202,8 +212,12 @@ def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str]
                 raise _error(path, lineno, f"value {bad[:40]!r} is not a number") from None
             out.add(word, vec, lineno)
     if header and len(out.words) != count:
-        raise _error(path, None, f"header (line 1) declares {count} vectors but the file has {len(out.words)} "
-                                 f"(truncated after line {len(out.words) + 1}?)")
+        raise _error(
+            path,
+            None,
+            f"header (line 1) declares {count} vectors but the file has {len(out.words)} "
+            f"(truncated after line {len(out.words) + 1}?)",
+        )
     return out.result()
 
 
@@ -219,8 +233,8 @@ def read_header(path: str | Path, fmt: str) -> tuple[int, int]:
         lines, prev_newline = 1, True
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
             newline = np.frombuffer(chunk, np.uint8) == 10
-            starts = np.concatenate([[prev_newline], newline[:-1]])       # byte i begins a line
-            lines += int(np.count_nonzero(starts & ~newline))           # ... which is not empty
+            starts = np.concatenate([[prev_newline], newline[:-1]])  # byte i begins a line
+            lines += int(np.count_nonzero(starts & ~newline))  # ... which is not empty
             prev_newline = bool(newline[-1])
     return lines, len(first.split()) - 1
 
@@ -237,24 +251,33 @@ def read_word2vec_binary(path: str | Path) -> tuple[list[str], np.ndarray]:
     out = _Collector(path)
     pos = nl + 1
     for i in range(count):
-        lineno = i + 2                                # the header is line 1, entry i is "line" i + 2
-        while pos < len(data) and data[pos:pos + 1] in (b"\n", b"\r"):
+        lineno = i + 2  # the header is line 1, entry i is "line" i + 2
+        while pos < len(data) and data[pos : pos + 1] in (b"\n", b"\r"):
             pos += 1
         if pos >= len(data):
-            raise _error(path, lineno, f"file truncated: header declares {count} vectors, found {i} "
-                                       f"(file ends at byte {len(data)})")
+            raise _error(
+                path,
+                lineno,
+                f"file truncated: header declares {count} vectors, found {i} (file ends at byte {len(data)})",
+            )
         sp = data.find(b" ", pos, pos + 10_000)
         if sp < 0:
             raise _error(path, lineno, f"no word terminated by a space at byte {pos}")
         try:
             word = data[pos:sp].decode("utf-8")
         except UnicodeDecodeError:
-            raise _error(path, lineno, f"word at byte {pos} is not valid UTF-8 (is this really the binary format?)") from None
+            raise _error(
+                path, lineno, f"word at byte {pos} is not valid UTF-8 (is this really the binary format?)"
+            ) from None
         if not word:
             raise _error(path, lineno, f"empty word at byte {pos}")
         if sp + 1 + width > len(data):
-            raise _error(path, lineno, f"file truncated inside the vector of {word[:40]!r} "
-                                       f"(needs {width} bytes at byte {sp + 1}, file ends at byte {len(data)})")
+            raise _error(
+                path,
+                lineno,
+                f"file truncated inside the vector of {word[:40]!r} "
+                f"(needs {width} bytes at byte {sp + 1}, file ends at byte {len(data)})",
+            )
         out.add(word, np.frombuffer(data, dtype="<f4", count=dim, offset=sp + 1), lineno)
         pos = sp + 1 + width
     if data[pos:].strip(b"\r\n"):
@@ -263,6 +286,7 @@ def read_word2vec_binary(path: str | Path) -> tuple[list[str], np.ndarray]:
 
 
 # --------------------------------------------------------------------------- writing
+
 
 def _check_for_writing(words: list[str], vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -306,7 +330,7 @@ def write_vectors(path: str | Path, words: list[str], vectors: np.ndarray, fmt: 
         kv.save_word2vec_format(str(tmp), binary=fmt == "word2vec-bin", write_header=fmt != "glove")
     finally:
         kv_logger.setLevel(level)
-    os.replace(tmp, path)                             # never leave a half-written file under the real name
+    os.replace(tmp, path)  # never leave a half-written file under the real name
     return path
 
 

@@ -6,6 +6,7 @@ Everything comes from the :class:`~models.spec.ModelSpec` and small files: the m
 while a training run is still writing its asset; a loaded model adds what only it knows
 (device, content fingerprint) to :func:`zoo_frame` and :func:`full_card`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,12 +40,12 @@ class ModelRow:
     dim: int | None
     source: str
     device: str
-    status: str                      # "ok" or why the model is not usable
-    state: str = OK                  # OK | NOT_TRAINED | NOT_INSTALLED | BROKEN
-    location: Path | None = None     # the folder with the files, when it exists
+    status: str  # "ok" or why the model is not usable
+    state: str = OK  # OK | NOT_TRAINED | NOT_INSTALLED | BROKEN
+    location: Path | None = None  # the folder with the files, when it exists
     card: dict[str, Any] = field(default_factory=dict)
-    params: int | None = None        # from the card, config or weight-file headers (no weights loaded)
-    size_bytes: int | None = None    # the model's files on disk
+    params: int | None = None  # from the card, config or weight-file headers (no weights loaded)
+    size_bytes: int | None = None  # the model's files on disk
 
 
 def dir_size(path: Path) -> int:
@@ -118,14 +119,17 @@ def describe(spec: ModelSpec, device: str | None = None, assets_dir: str | Path 
         card = read_model_card(directory)
         if card is None and spec.source.kind == "asset":
             # Every trainer writes the card last: no card = training not finished (or never started).
-            partial = " (a checkpoint is there: training in progress or interrupted)" if any(
-                directory.glob("checkpoint*")) else ""
+            partial = (
+                " (a checkpoint is there: training in progress or interrupted)"
+                if any(directory.glob("checkpoint*"))
+                else ""
+            )
             row.state, row.status = NOT_TRAINED, f"not trained{partial} ({how})"
             return row
         row.card = card or {}
         row.layers = row.card.get("layers", row.layers)
         row.dim = row.card.get("dim", row.dim)
-        if (directory / "config.json").is_file():   # a transformer's: its shape wins over the card's
+        if (directory / "config.json").is_file():  # a transformer's: its shape wins over the card's
             layers, dim = _transformer_shape(read_json_object(directory / "config.json", "config"))
             row.layers, row.dim = layers or row.layers, dim or row.dim
         for name in spec.files:
@@ -140,8 +144,9 @@ def describe(spec: ModelSpec, device: str | None = None, assets_dir: str | Path 
 def describe_reference(spec: ModelSpec, device: str) -> ModelRow:
     """A user model (path, hub id, ELMo files, vectors file): its facts from config and file headers."""
     assert spec.source is not None
-    row = ModelRow(spec.name, spec.family, None, None, spec.source.label(), device, OK,
-                   location=spec.source.directory())
+    row = ModelRow(
+        spec.name, spec.family, None, None, spec.source.label(), device, OK, location=spec.source.directory()
+    )
     try:
         facts = inspect_reference(spec.kwargs["ref"])
     except (ModelLoadError, UnknownModelError) as exc:
@@ -163,10 +168,20 @@ def model_rows(assets_dir: str | Path | None = None) -> list[ModelRow]:
 
 def format_table(rows: list[ModelRow]) -> str:
     header = ("name", "family", "layers", "dim", "params", "size", "source", "device", "status")
-    cells = [header] + [(r.name, r.family, "?" if r.layers is None else str(r.layers),
-                         "?" if r.dim is None else str(r.dim), human_count(r.params).replace(" ", ""),
-                         human_size(r.size_bytes).replace(" ", ""),
-                         r.source, r.device, r.status) for r in rows]
+    cells = [header] + [
+        (
+            r.name,
+            r.family,
+            "?" if r.layers is None else str(r.layers),
+            "?" if r.dim is None else str(r.dim),
+            human_count(r.params).replace(" ", ""),
+            human_size(r.size_bytes).replace(" ", ""),
+            r.source,
+            r.device,
+            r.status,
+        )
+        for r in rows
+    ]
     widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
     lines = ["  ".join(c[i].ljust(widths[i]) for i in range(len(header))).rstrip() for c in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -183,7 +198,7 @@ def print_model_table(assets_dir: str | Path | None = None) -> int:
 
 
 # ----------------------------------------------------------------------------- the Models page
-STATUS_LABELS = {OK: "ready", NOT_TRAINED: "not trained yet", NOT_INSTALLED: "not installed"}   # else "damaged"
+STATUS_LABELS = {OK: "ready", NOT_TRAINED: "not trained yet", NOT_INSTALLED: "not installed"}  # else "damaged"
 
 
 def weights_location(spec: ModelSpec) -> Path | None:
@@ -222,10 +237,17 @@ def full_card(spec: ModelSpec, row: ModelRow, card: dict, emb: Embedder | None =
     once loaded what only the loaded model knows (device, content fingerprint, its own card)."""
     assert spec.source is not None
     params = row.params or card.get("params") or npy_params(row)
-    facts: dict = {"name": spec.name, "family": spec.traits.label, "description": spec.description,
-                   "layers": row.layers, "dim": row.dim, "params": human_count(params) if params else None,
-                   "size on disk": human_size(row.size_bytes) if row.size_bytes is not None else None,
-                   "source": row.source, "status": STATUS_LABELS.get(row.state, row.status)}
+    facts: dict = {
+        "name": spec.name,
+        "family": spec.traits.label,
+        "description": spec.description,
+        "layers": row.layers,
+        "dim": row.dim,
+        "params": human_count(params) if params else None,
+        "size on disk": human_size(row.size_bytes) if row.size_bytes is not None else None,
+        "source": row.source,
+        "status": STATUS_LABELS.get(row.state, row.status),
+    }
     if spec.source.kind == "pip":
         try:
             facts["package"] = f"{spec.source.location} {metadata.version(spec.source.location)}"
@@ -238,8 +260,13 @@ def full_card(spec: ModelSpec, row: ModelRow, card: dict, emb: Embedder | None =
     if card:
         facts["model card"] = card
     if emb is not None:
-        facts["loaded"] = {"device": str(emb.device), "layers": emb.num_layers, "dim": emb.dim,
-                           "fingerprint": emb.fingerprint(), **({"card": emb.info.card} if emb.info.card else {})}
+        facts["loaded"] = {
+            "device": str(emb.device),
+            "layers": emb.num_layers,
+            "dim": emb.dim,
+            "fingerprint": emb.fingerprint(),
+            **({"card": emb.info.card} if emb.info.card else {}),
+        }
     return {k: v for k, v in facts.items() if v not in (None, "", [])}
 
 
@@ -266,25 +293,38 @@ def zoo_frame(loaded: dict[str, Embedder] | None = None) -> pd.DataFrame:
         params = info.params or card.get("params") or npy_params(info)
         if params is None and emb is not None:
             params = count_parameters(emb)
-        rows.append({
-            "model": spec.name,
-            "family": spec.traits.label,
-            "status": "loaded" if spec.name in names_loaded else STATUS_LABELS.get(info.state, "damaged"),
-            # Strings, so that "unknown" shows as a dash, not "None" or 50.0.
-            "layers": str(int(layers)) if isinstance(layers, (int, float)) else "—",
-            "dim": str(int(dim)) if isinstance(dim, (int, float)) else "—",
-            "params": human_count(int(params)) if isinstance(params, (int, float)) else "",
-            "device": str(emb.device if emb is not None else device).upper().replace("CUDA", "GPU (CUDA)"),
-            "size on disk": human_size(info.size_bytes) if info.size_bytes is not None else "—",
-            "source": info.source,
-            "description": spec.description,
-        })
+        rows.append(
+            {
+                "model": spec.name,
+                "family": spec.traits.label,
+                "status": "loaded" if spec.name in names_loaded else STATUS_LABELS.get(info.state, "damaged"),
+                # Strings, so that "unknown" shows as a dash, not "None" or 50.0.
+                "layers": str(int(layers)) if isinstance(layers, (int, float)) else "—",
+                "dim": str(int(dim)) if isinstance(dim, (int, float)) else "—",
+                "params": human_count(int(params)) if isinstance(params, (int, float)) else "",
+                "device": str(emb.device if emb is not None else device).upper().replace("CUDA", "GPU (CUDA)"),
+                "size on disk": human_size(info.size_bytes) if info.size_bytes is not None else "—",
+                "source": info.source,
+                "description": spec.description,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def facts_frame(rows: list[ModelRow]) -> pd.DataFrame:
     """What ``python -m models list`` shows, for rows just checked (the Models page's add form)."""
-    return pd.DataFrame([{"model": r.name, "family": get_family(r.family).label,
-                          "layers": "?" if r.layers is None else str(r.layers), "dim": "?" if r.dim is None else str(r.dim),
-                          "params": human_count(r.params), "size on disk": human_size(r.size_bytes),
-                          "source": r.source, "status": r.status} for r in rows])
+    return pd.DataFrame(
+        [
+            {
+                "model": r.name,
+                "family": get_family(r.family).label,
+                "layers": "?" if r.layers is None else str(r.layers),
+                "dim": "?" if r.dim is None else str(r.dim),
+                "params": human_count(r.params),
+                "size on disk": human_size(r.size_bytes),
+                "source": r.source,
+                "status": r.status,
+            }
+            for r in rows
+        ]
+    )

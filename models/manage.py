@@ -5,17 +5,26 @@ folder that is not a model, a truncated weight file, a checkpoint that needs cus
 that does not apply: each is refused before anything is written, with the reason. Loading the
 weights happens on first use, where missing tensors are refused (``models.transformer``).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from models.base import ModelLoadError, UnknownModelError
 from models.listing import BROKEN, ModelRow, describe
 from models.options import ModelOptions
 from models.references import spec_for_reference
 from models.registry import REGISTRY
-from models.user_registry import UserModel, add_user_model, check_name, read_user_models, registry_file, remove_user_model
+from models.user_registry import (
+    UserModel,
+    add_user_model,
+    check_name,
+    read_user_models,
+    registry_file,
+    remove_user_model,
+)
 
 
 def check_model(name: str, ref: str, options: Mapping[str, Any] | ModelOptions | None = None) -> ModelRow:
@@ -35,8 +44,9 @@ def check_model(name: str, ref: str, options: Mapping[str, Any] | ModelOptions |
     return row
 
 
-def add_model(name: str, ref: str, options: Mapping[str, Any] | None = None, file: Path | None = None,
-              replace: bool = False) -> tuple[UserModel, ModelRow]:
+def add_model(
+    name: str, ref: str, options: Mapping[str, Any] | None = None, file: Path | None = None, replace: bool = False
+) -> tuple[UserModel, ModelRow]:
     """Validate, then register (a relative path is stored as an absolute one)."""
     opts = ModelOptions.from_mapping(dict(options or {}), f"model {name!r}")
     row = check_model(name, ref, opts)

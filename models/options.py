@@ -6,10 +6,12 @@ Which options apply depends on the kind of model (``APPLIES_TO``): a static vect
 an ELMo has no dtype switch here. An option that does not apply is an error rather than silently
 ignored, so a user never believes they probed something they did not.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from models.errors import ModelLoadError
 
@@ -50,7 +52,7 @@ class ModelOptions:
     allow_pickle: bool | None = None
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], where: str) -> "ModelOptions":
+    def from_mapping(cls, data: Mapping[str, Any], where: str) -> ModelOptions:
         """Validated options; ``where`` names the source (file and table, or the CLI) in every error."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
@@ -76,12 +78,14 @@ class ModelOptions:
         allowed = APPLIES_TO[kind]
         extra = sorted(k for k in self.to_mapping() if k not in allowed)
         if extra:
-            raise ModelLoadError(f"{where}: option(s) {', '.join(extra)} do not apply to a {kind} model "
-                                 f"(it takes: {', '.join(allowed)}).")
+            raise ModelLoadError(
+                f"{where}: option(s) {', '.join(extra)} do not apply to a {kind} model "
+                f"(it takes: {', '.join(allowed)})."
+            )
 
 
 def parse_layers(text: str) -> tuple[int, ...]:
-    """"0,6,12" or "0-4,8" → (0, 6, 12) / (0, 1, 2, 3, 4, 8)."""
+    """ "0,6,12" or "0-4,8" → (0, 6, 12) / (0, 1, 2, 3, 4, 8)."""
     out: list[int] = []
     for part in str(text).split(","):
         part = part.strip()
@@ -129,4 +133,4 @@ def _check(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, bool):
             raise fail("must be true or false")
         return value
-    raise fail("unknown option")   # unreachable: from_mapping checks names first
+    raise fail("unknown option")  # unreachable: from_mapping checks names first

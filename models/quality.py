@@ -9,6 +9,7 @@ both groups have the same word-frequency profile), excluding synonym pairs.
 Reported: mean cosine of each group and the ROC AUC of cosine as a synonym-vs-random score, i.e.
 the probability that a random synonym pair is more similar than a random pair (0.5 = chance).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ from corpora.paths import DataMissingError, data_path
 from models.registry import load_embedder
 from models.static_embedder import StaticEmbedder
 
-_MARKER = re.compile(r"\(\w+\)$")   # adjective position markers: galore(ip), elect(p)
+_MARKER = re.compile(r"\(\w+\)$")  # adjective position markers: galore(ip), elect(p)
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,7 +35,7 @@ def wordnet_synonym_pairs() -> tuple[tuple[str, str], ...]:
     directly: the same lemma names as ``nltk.corpus.wordnet`` (syntactic markers such as
     ``(a)`` stripped), in about a second instead of the ~20 s NLTK takes to build every synset.
     """
-    root = data_path("nltk_data/corpora/wordnet")   # DataMissingError with instructions if absent
+    root = data_path("nltk_data/corpora/wordnet")  # DataMissingError with instructions if absent
     pairs: set[tuple[str, str]] = set()
     for pos in ("noun", "verb", "adj", "adv"):
         path = root / f"data.{pos}"
@@ -42,21 +43,22 @@ def wordnet_synonym_pairs() -> tuple[tuple[str, str], ...]:
             raise DataMissingError(f"nltk_data/corpora/wordnet/data.{pos}")
         with open(path, encoding="utf-8") as fh:
             for line in fh:
-                if line.startswith("  "):           # license header
+                if line.startswith("  "):  # license header
                     continue
                 fields = line.split(" ", 4 + 2 * 100)
                 n_words = int(fields[3], 16)
                 names = {_MARKER.sub("", fields[4 + 2 * k]) for k in range(n_words)}
                 names = sorted(n for n in names if "_" not in n and n.isalpha())
                 for i, a in enumerate(names):
-                    for b in names[i + 1:]:
+                    for b in names[i + 1 :]:
                         if a.lower() != b.lower():
                             pairs.add((a, b))
     return tuple(sorted(pairs))
 
 
-def wordnet_similarity(emb: StaticEmbedder, max_pairs: int = 5000, seed: int = 0,
-                       vocab_limit: int | None = None) -> dict:
+def wordnet_similarity(
+    emb: StaticEmbedder, max_pairs: int = 5000, seed: int = 0, vocab_limit: int | None = None
+) -> dict:
     """Synonym-vs-random cosine check on ``emb``.
 
     ``vocab_limit``: use only the first N vocabulary rows (the N most frequent words for every
@@ -68,7 +70,7 @@ def wordnet_similarity(emb: StaticEmbedder, max_pairs: int = 5000, seed: int = 0
     Raises:
         ValueError: fewer than 10 synonym pairs are in the model's vocabulary.
     """
-    from sklearn.metrics import roc_auc_score   # lazy: sklearn takes seconds to import
+    from sklearn.metrics import roc_auc_score  # lazy: sklearn takes seconds to import
 
     rng = np.random.default_rng(seed)
     cand = []
@@ -89,7 +91,7 @@ def wordnet_similarity(emb: StaticEmbedder, max_pairs: int = 5000, seed: int = 0
             rand.append((int(a), int(b)))
 
     def cosines(pairs: list[tuple[int, int]]) -> np.ndarray:
-        idx = torch.tensor(pairs, dtype=torch.long, device=emb.device)       # (n, 2)
+        idx = torch.tensor(pairs, dtype=torch.long, device=emb.device)  # (n, 2)
         unit = emb.unit_vectors
         return (unit[idx[:, 0]] * unit[idx[:, 1]]).sum(-1).float().cpu().numpy()
 
@@ -127,8 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         emb = load_embedder(name)
         for limit in (None, 20_000):
             q = wordnet_similarity(emb, args.max_pairs, args.seed, vocab_limit=limit)
-            print(f"| {name} | {len(emb):,} | {'all' if limit is None else f'top {limit:,}'} | {q['n_pairs']:,} "
-                  f"| {q['mean_cos_synonyms']:.3f} | {q['mean_cos_random']:.3f} | {q['auc']:.3f} |", flush=True)
+            print(
+                f"| {name} | {len(emb):,} | {'all' if limit is None else f'top {limit:,}'} | {q['n_pairs']:,} "
+                f"| {q['mean_cos_synonyms']:.3f} | {q['mean_cos_random']:.3f} | {q['auc']:.3f} |",
+                flush=True,
+            )
     return 0
 
 

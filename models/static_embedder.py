@@ -24,11 +24,12 @@ the device over the unit-normalised vocabulary matrix.
 
 Files: ``models.static`` loads and saves these models (``assets/<name>/``, GloVe 6B, any vectors file).
 """
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -59,7 +60,7 @@ class SubwordNgrams:
         return int(self.vectors.shape[0])
 
     def hashes(self, word: str) -> list[int]:
-        from gensim.models.fasttext import ft_ngram_hashes   # lazy: gensim (seconds), only fastText models need it
+        from gensim.models.fasttext import ft_ngram_hashes  # lazy: gensim (seconds), only fastText models need it
 
         return list(ft_ngram_hashes(word, self.min_n, self.max_n, self.bucket))
 
@@ -85,9 +86,11 @@ def keyed_vectors_arrays(kv, source: str) -> tuple[list[str], np.ndarray, Subwor
     vectors = np.asarray(kv.vectors, dtype=np.float32)
     if getattr(kv, "vectors_ngrams", None) is None or not getattr(kv, "bucket", 0):
         return words, vectors, None
-    if len(kv.vectors_ngrams) != kv.bucket:    # old gensim kept only the n-grams it saw: hashes cannot index them
-        raise ModelLoadError(f"{source}: {len(kv.vectors_ngrams)} n-gram rows for {kv.bucket} buckets (an old gensim "
-                             "model?): unknown-word vectors cannot be computed. save_word2vec_format keeps its words.")
+    if len(kv.vectors_ngrams) != kv.bucket:  # old gensim kept only the n-grams it saw: hashes cannot index them
+        raise ModelLoadError(
+            f"{source}: {len(kv.vectors_ngrams)} n-gram rows for {kv.bucket} buckets (an old gensim "
+            "model?): unknown-word vectors cannot be computed. save_word2vec_format keeps its words."
+        )
     return words, vectors, SubwordNgrams(np.asarray(kv.vectors_ngrams, np.float32), int(kv.min_n), int(kv.max_n))
 
 
@@ -130,13 +133,20 @@ class StaticEmbedder(Embedder):
             raise ModelLoadError(f"{name}: the vocabulary from {source} has repeated words")
         self.lowercase_fallback = lowercase_fallback
         dim = int(vectors.shape[1])
-        self.info = ModelInfo(name=name, family=STATIC.name, num_layers=1, dim=dim, source=str(source),
-                              description=description, card=dict(card or {}))
+        self.info = ModelInfo(
+            name=name,
+            family=STATIC.name,
+            num_layers=1,
+            dim=dim,
+            source=str(source),
+            description=description,
+            card=dict(card or {}),
+        )
         self.device = torch.device(device) if device is not None else default_device()
         # Row V is the zero vector every unknown word gathers.
         table = np.concatenate([vectors, np.zeros((1, dim), np.float32)])
         self._table = torch.from_numpy(table).to(self.device)
-        self._unit: torch.Tensor | None = None     # unit-normalised rows, built on first query
+        self._unit: torch.Tensor | None = None  # unit-normalised rows, built on first query
         self.ngrams = ngrams
         if ngrams is not None:
             if ngrams.vectors.shape[1] != dim:
@@ -161,7 +171,7 @@ class StaticEmbedder(Embedder):
     def __contains__(self, word: str) -> bool:
         return self.index(word) is not None
 
-    def to(self, device: str | torch.device) -> "StaticEmbedder":
+    def to(self, device: str | torch.device) -> StaticEmbedder:
         self.device = torch.device(device)
         self._table = self._table.to(self.device)
         self._unit = None if self._unit is None else self._unit.to(self.device)
@@ -270,7 +280,7 @@ class StaticEmbedder(Embedder):
             raise ValueError(f"k must be >= 1, got {k}")
         q = torch.nn.functional.normalize(query.float(), dim=0)
         with torch.inference_mode():
-            sims = self.unit_vectors @ q                        # (V,)
+            sims = self.unit_vectors @ q  # (V,)
             if exclude:
                 sims[torch.tensor(sorted(exclude), device=self.device)] = -float("inf")
             top = torch.topk(sims, min(k, len(self.words) - len(exclude)))

@@ -31,15 +31,16 @@ Design notes:
 - Default corpus: the Penn Treebank sample's sentences (``corpora.wsj.load_treebank``, cached after
   the first read); any other list of sentences (word lists or strings) can be passed.
 """
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")   # before tokenizers is imported: no fork warnings
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # before tokenizers is imported: no fork warnings
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
@@ -49,16 +50,23 @@ from corpora.wsj import load_treebank  # noqa: E402
 
 
 def _standard(layers: int, hidden: int, heads: int) -> dict:
-    return {"num_hidden_layers": layers, "hidden_size": hidden, "num_attention_heads": heads,
-            "intermediate_size": 4 * hidden, "max_position_embeddings": 512}
+    return {
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "intermediate_size": 4 * hidden,
+        "max_position_embeddings": 512,
+    }
 
 
 def _with(**extra) -> Callable[[int, int, int], dict]:
     """Standard sizes plus family-specific settings (callables of (layers, hidden, heads))."""
+
     def sizes(layers: int, hidden: int, heads: int) -> dict:
         out = _standard(layers, hidden, heads)
         out.update({k: (v(layers, hidden, heads) if callable(v) else v) for k, v in extra.items()})
         return out
+
     return sizes
 
 
@@ -67,51 +75,113 @@ class TinyKind:
     """How to build one family: its config ``model_type``, model auto-class, tokenizer class and sizes."""
 
     model_type: str
-    auto_class: str                                   # transformers auto class the checkpoint is saved as
-    tokenizer: str                                    # transformers tokenizer class (fast, tokenizers-backed)
-    sizes: Callable[[int, int, int], dict]            # (layers, hidden, heads) -> config keyword arguments
+    auto_class: str  # transformers auto class the checkpoint is saved as
+    tokenizer: str  # transformers tokenizer class (fast, tokenizers-backed)
+    sizes: Callable[[int, int, int], dict]  # (layers, hidden, heads) -> config keyword arguments
     tokenizer_kwargs: dict = field(default_factory=dict)
 
 
 KINDS: dict[str, TinyKind] = {
     "bert": TinyKind("bert", "AutoModel", "BertTokenizer", _standard),
-    "roberta": TinyKind("roberta", "AutoModel", "RobertaTokenizer",
-                        _with(max_position_embeddings=514, type_vocab_size=1)),
-    "deberta-v2": TinyKind("deberta-v2", "AutoModel", "DebertaV2Tokenizer",   # DeBERTa-v3 layout
-                           _with(relative_attention=True, position_buckets=256, max_relative_positions=-1,
-                                 pos_att_type=["p2c", "c2p"], position_biased_input=False,
-                                 norm_rel_ebd="layer_norm", share_att_key=True, type_vocab_size=0)),
+    "roberta": TinyKind(
+        "roberta", "AutoModel", "RobertaTokenizer", _with(max_position_embeddings=514, type_vocab_size=1)
+    ),
+    "deberta-v2": TinyKind(
+        "deberta-v2",
+        "AutoModel",
+        "DebertaV2Tokenizer",  # DeBERTa-v3 layout
+        _with(
+            relative_attention=True,
+            position_buckets=256,
+            max_relative_positions=-1,
+            pos_att_type=["p2c", "c2p"],
+            position_biased_input=False,
+            norm_rel_ebd="layer_norm",
+            share_att_key=True,
+            type_vocab_size=0,
+        ),
+    ),
     "electra": TinyKind("electra", "AutoModel", "ElectraTokenizer", _with(embedding_size=lambda _l, h, _h: h)),
-    "distilbert": TinyKind("distilbert", "AutoModel", "DistilBertTokenizer",
-                           lambda layers, hidden, heads: {"n_layers": layers, "dim": hidden, "n_heads": heads,
-                                                          "hidden_dim": 4 * hidden, "max_position_embeddings": 512}),
-    "albert": TinyKind("albert", "AutoModel", "AlbertTokenizer",   # factorised embeddings, as ALBERT's point
-                       _with(embedding_size=lambda _l, h, _h: max(8, h // 2))),
-    "gpt2": TinyKind("gpt2", "AutoModelForCausalLM", "GPT2Tokenizer",
-                     lambda layers, hidden, heads: {"n_layer": layers, "n_embd": hidden, "n_head": heads,
-                                                    "n_positions": 512}),
-    "llama": TinyKind("llama", "AutoModelForCausalLM", "LlamaTokenizer", _with(num_key_value_heads=lambda *s: s[2]),
-                      {"add_bos_token": True}),   # as Llama's tokenizer_config.json says
+    "distilbert": TinyKind(
+        "distilbert",
+        "AutoModel",
+        "DistilBertTokenizer",
+        lambda layers, hidden, heads: {
+            "n_layers": layers,
+            "dim": hidden,
+            "n_heads": heads,
+            "hidden_dim": 4 * hidden,
+            "max_position_embeddings": 512,
+        },
+    ),
+    "albert": TinyKind(
+        "albert",
+        "AutoModel",
+        "AlbertTokenizer",  # factorised embeddings, as ALBERT's point
+        _with(embedding_size=lambda _l, h, _h: max(8, h // 2)),
+    ),
+    "gpt2": TinyKind(
+        "gpt2",
+        "AutoModelForCausalLM",
+        "GPT2Tokenizer",
+        lambda layers, hidden, heads: {"n_layer": layers, "n_embd": hidden, "n_head": heads, "n_positions": 512},
+    ),
+    "llama": TinyKind(
+        "llama",
+        "AutoModelForCausalLM",
+        "LlamaTokenizer",
+        _with(num_key_value_heads=lambda *s: s[2]),
+        {"add_bos_token": True},
+    ),  # as Llama's tokenizer_config.json says
     "gpt-neox": TinyKind("gpt_neox", "AutoModelForCausalLM", "GPTNeoXTokenizer", _standard),
     # OPT's tokenizer is GPT-2's with </s> as BOS, prepended to every input.
-    "opt": TinyKind("opt", "AutoModelForCausalLM", "GPT2Tokenizer",
-                    lambda layers, hidden, heads: {"num_hidden_layers": layers, "hidden_size": hidden,
-                                                   "num_attention_heads": heads, "ffn_dim": 4 * hidden,
-                                                   "word_embed_proj_dim": hidden, "max_position_embeddings": 512},
-                    {"bos_token": "</s>", "eos_token": "</s>", "unk_token": "<unk>",
-                     "pad_token": "<pad>", "add_bos_token": True}),
-    "qwen2": TinyKind("qwen2", "AutoModelForCausalLM", "Qwen2Tokenizer",   # grouped-query attention
-                      _with(num_key_value_heads=lambda _l, _h, heads: max(1, heads // 2))),
-    "t5": TinyKind("t5", "AutoModelForSeq2SeqLM", "T5Tokenizer",
-                   lambda layers, hidden, heads: {"num_layers": layers, "num_decoder_layers": layers,
-                                                  "d_model": hidden, "num_heads": heads,
-                                                  "d_kv": hidden // heads, "d_ff": 4 * hidden}),
+    "opt": TinyKind(
+        "opt",
+        "AutoModelForCausalLM",
+        "GPT2Tokenizer",
+        lambda layers, hidden, heads: {
+            "num_hidden_layers": layers,
+            "hidden_size": hidden,
+            "num_attention_heads": heads,
+            "ffn_dim": 4 * hidden,
+            "word_embed_proj_dim": hidden,
+            "max_position_embeddings": 512,
+        },
+        {"bos_token": "</s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "add_bos_token": True},
+    ),
+    "qwen2": TinyKind(
+        "qwen2",
+        "AutoModelForCausalLM",
+        "Qwen2Tokenizer",  # grouped-query attention
+        _with(num_key_value_heads=lambda _l, _h, heads: max(1, heads // 2)),
+    ),
+    "t5": TinyKind(
+        "t5",
+        "AutoModelForSeq2SeqLM",
+        "T5Tokenizer",
+        lambda layers, hidden, heads: {
+            "num_layers": layers,
+            "num_decoder_layers": layers,
+            "d_model": hidden,
+            "num_heads": heads,
+            "d_kv": hidden // heads,
+            "d_ff": 4 * hidden,
+        },
+    ),
 }
 
 
-def make_tiny_checkpoint(kind: str, directory: str | Path, *, corpus: Iterable[Sequence[str] | str] | None = None,
-                         seed: int = 0, layers: int = 2, hidden: int = 32, heads: int = 2,
-                         vocab_size: int = 400) -> Path:
+def make_tiny_checkpoint(
+    kind: str,
+    directory: str | Path,
+    *,
+    corpus: Iterable[Sequence[str] | str] | None = None,
+    seed: int = 0,
+    layers: int = 2,
+    hidden: int = 32,
+    heads: int = 2,
+    vocab_size: int = 400,
+) -> Path:
     """Write a random-weight checkpoint of family ``kind`` with a freshly trained fast tokenizer.
 
     Args:
@@ -135,12 +205,16 @@ def make_tiny_checkpoint(kind: str, directory: str | Path, *, corpus: Iterable[S
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{arg} must be a positive integer, got {value!r}")
     if hidden % heads or (hidden // heads) % 2:
-        raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads}) with an even head size "
-                         f"(rotary embeddings rotate pairs of dimensions)")
+        raise ValueError(
+            f"hidden ({hidden}) must be a multiple of heads ({heads}) with an even head size "
+            f"(rotary embeddings rotate pairs of dimensions)"
+        )
     directory = Path(directory)
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-        raise FileExistsError(f"{directory} exists and is not an empty directory; "
-                              f"make_tiny_checkpoint writes only into a new or empty one.")
+        raise FileExistsError(
+            f"{directory} exists and is not an empty directory; "
+            f"make_tiny_checkpoint writes only into a new or empty one."
+        )
     spec = KINDS[kind]
     texts = _texts(corpus)
     tokenizer = train_tokenizer(kind, texts, vocab_size)
@@ -148,8 +222,9 @@ def make_tiny_checkpoint(kind: str, directory: str | Path, *, corpus: Iterable[S
     ids = {f"{name}_token_id": getattr(tokenizer, f"{name}_token_id") for name in ("pad", "bos", "eos")}
     if spec.model_type == "t5":
         ids["decoder_start_token_id"] = tokenizer.pad_token_id
-    config = transformers.AutoConfig.for_model(spec.model_type, vocab_size=len(tokenizer), **ids,
-                                               **spec.sizes(layers, hidden, heads))
+    config = transformers.AutoConfig.for_model(
+        spec.model_type, vocab_size=len(tokenizer), **ids, **spec.sizes(layers, hidden, heads)
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = getattr(transformers, spec.auto_class).from_config(config, dtype=torch.float32)
@@ -184,12 +259,15 @@ def train_tokenizer(kind: str, texts: list[str], vocab_size: int) -> transformer
         # trainer numbers them in hash order and breaks ties between equally frequent merges by id.
         first = base.train_new_from_iterator(texts, vocab_size=vocab_size, show_progress=False)
         pinned = sorted(t for t in first.get_vocab() if t.startswith("##") and len(t) == 3)
-    trained = base.train_new_from_iterator(texts, vocab_size=vocab_size, new_special_tokens=pinned or None,
-                                           show_progress=False)
+    trained = base.train_new_from_iterator(
+        texts, vocab_size=vocab_size, new_special_tokens=pinned or None, show_progress=False
+    )
     tokenizer = _canonical(trained, cls, spec.tokenizer_kwargs, base.all_special_tokens)
-    if len(tokenizer) > vocab_size:   # byte-level BPE starts from 256 bytes; the trainer never goes below
-        raise ValueError(f"vocab_size={vocab_size} is too small for {kind}: its tokenizer needs at least "
-                         f"{len(tokenizer)} entries (alphabet and special tokens)")
+    if len(tokenizer) > vocab_size:  # byte-level BPE starts from 256 bytes; the trainer never goes below
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small for {kind}: its tokenizer needs at least "
+            f"{len(tokenizer)} entries (alphabet and special tokens)"
+        )
     return tokenizer
 
 
@@ -199,14 +277,14 @@ def _canonical(trained, cls, kwargs: dict, specials: list[str]) -> transformers.
     Rebuilt through the family's class from the vocabulary alone: only the family's special tokens stay special.
     """
     model = json.loads(trained.backend_tokenizer.to_str())["model"]
-    if model["type"] == "WordPiece":   # ids carry no meaning for WordPiece (longest match first)
+    if model["type"] == "WordPiece":  # ids carry no meaning for WordPiece (longest match first)
         vocab = model["vocab"]
         order = sorted(vocab, key=lambda t: (t not in specials, vocab[t] if t in specials else 0, t))
         return cls(vocab={t: i for i, t in enumerate(order)}, **kwargs)
     if model["type"] == "Unigram":
         pieces = sorted(((p, s) for p, s in model["vocab"] if p not in specials), key=lambda x: -x[1])
         regrouped, best = [], None
-        for i, (piece, score) in enumerate(pieces):   # single linkage: a gap > 1e-3 starts a new group
+        for i, (piece, score) in enumerate(pieces):  # single linkage: a gap > 1e-3 starts a new group
             if i == 0 or pieces[i - 1][1] - score > 1e-3:
                 best = round(score, 6)
             regrouped.append((piece, best))

@@ -17,6 +17,7 @@ TOML file, so a project folder can be moved with its models. ``python -m models 
 app's Models page edit the file with ``tomlkit``, which keeps the user's comments and layout; every
 write is atomic (temporary file + rename, under a file lock), so a crash never leaves half a file.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,15 +35,15 @@ from models.options import ModelOptions
 
 ENV_VAR = "EMBPROBE_MODELS"
 DEFAULT_FILE = "embprobe.toml"
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")   # also a safe file-name part (result files)
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")  # also a safe file-name part (result files)
 
 
 @dataclass(frozen=True)
 class UserModel:
     name: str
-    ref: str                 # as resolved: relative paths made absolute against the file's folder
+    ref: str  # as resolved: relative paths made absolute against the file's folder
     options: ModelOptions
-    file: Path               # the TOML file it is registered in
+    file: Path  # the TOML file it is registered in
 
 
 def registry_file() -> Path:
@@ -51,8 +52,10 @@ def registry_file() -> Path:
 
 def check_name(name: str) -> str:
     if not NAME_RE.match(name or ""):
-        raise ModelLoadError(f"Model name {name!r}: use 1-64 letters, digits and . _ + - (starting with a letter "
-                             "or digit); it names result files and URLs.")
+        raise ModelLoadError(
+            f"Model name {name!r}: use 1-64 letters, digits and . _ + - (starting with a letter "
+            "or digit); it names result files and URLs."
+        )
     return name
 
 
@@ -74,11 +77,11 @@ def _absolute_ref(ref: str, base: Path) -> str:
     if ref.startswith("hf:"):
         return ref
     if ref.startswith("elmo:"):
-        parts = ref[len("elmo:"):].split(",")
+        parts = ref[len("elmo:") :].split(",")
         return "elmo:" + ",".join(str((base / Path(p).expanduser()).resolve()) if p else p for p in parts)
     candidate = Path(ref).expanduser()
     if candidate.is_absolute() or not (base / candidate).exists():
-        return ref   # absolute already, or a registered name (never a relative path that does not exist)
+        return ref  # absolute already, or a registered name (never a relative path that does not exist)
     return str((base / candidate).resolve())
 
 
@@ -94,7 +97,7 @@ def read_user_models(file: Path | None = None) -> dict[str, UserModel]:
         where = f"{file} [models.{name}]"
         check_name(name)
         if not isinstance(entry, dict) or not isinstance(entry.get("ref"), str) or not entry["ref"].strip():
-            raise ModelLoadError(f"{where}: needs ref = \"<folder, hf:ORG/NAME, elmo:OPTIONS,WEIGHTS or vectors file>\".")
+            raise ModelLoadError(f'{where}: needs ref = "<folder, hf:ORG/NAME, elmo:OPTIONS,WEIGHTS or vectors file>".')
         options = ModelOptions.from_mapping({k: _plain(v) for k, v in entry.items() if k != "ref"}, where)
         out[name] = UserModel(name, _absolute_ref(entry["ref"].strip(), file.parent), options, file)
     return out
@@ -116,8 +119,9 @@ def _write_document(file: Path, doc: tomlkit.TOMLDocument) -> None:
         raise
 
 
-def add_user_model(name: str, ref: str, options: ModelOptions | None = None, file: Path | None = None,
-                   replace: bool = False) -> UserModel:
+def add_user_model(
+    name: str, ref: str, options: ModelOptions | None = None, file: Path | None = None, replace: bool = False
+) -> UserModel:
     """Register ``name`` → ``ref`` with ``options`` (the caller validates the model first)."""
     file = file or registry_file()
     check_name(name)
@@ -128,8 +132,10 @@ def add_user_model(name: str, ref: str, options: ModelOptions | None = None, fil
             doc["models"] = tomlkit.table(is_super_table=True)
         models = doc["models"]
         if name in models and not replace:
-            raise ModelLoadError(f"{file}: a model named {name!r} is already registered "
-                                 f"(remove it first: python -m models remove {name}).")
+            raise ModelLoadError(
+                f"{file}: a model named {name!r} is already registered "
+                f"(remove it first: python -m models remove {name})."
+            )
         entry = tomlkit.table()
         entry["ref"] = ref
         for key, value in options.to_mapping().items():

@@ -7,6 +7,7 @@ pickles, which run code named in the file: refused unless the caller passes ``al
 code from a planted file), and even then unpickled with ``find_class`` limited to gensim's vector
 classes and numpy's arrays. docs/models.md, "Vector files".
 """
+
 from __future__ import annotations
 
 import mmap
@@ -17,35 +18,71 @@ from pathlib import Path
 import torch
 
 from models.base import ModelLoadError
-from models.formats import (ALL_FORMATS, FASTTEXT_MAGIC, FORMATS, check_file, guess_format, read_bytes,
-                            read_header, read_vectors)
+from models.formats import (
+    ALL_FORMATS,
+    FASTTEXT_MAGIC,
+    FORMATS,
+    check_file,
+    guess_format,
+    read_bytes,
+    read_header,
+    read_vectors,
+)
 from models.spec import STATIC
 from models.static_embedder import StaticEmbedder, keyed_vectors_arrays
-
 
 PICKLE_REFUSAL = (
     "{path} is a gensim .save() file, i.e. a Python pickle: loading a pickle runs code named in the "
     "file, so it is refused unless you trust the file and pass allow_pickle=True. Better, convert it "
-    "once to the word2vec binary format, which holds only data: python -c \"from gensim.utils import "
+    'once to the word2vec binary format, which holds only data: python -c "from gensim.utils import '
     "SaveLoad; m = SaveLoad.load('{path}'); getattr(m, 'wv', m).save_word2vec_format('{path}.bin', "
     "binary=True)\" (this drops a fastText model's subword n-grams; to keep them load it here once "
-    "with allow_pickle=True and write it with models.static.save_static_dir).")
+    "with allow_pickle=True and write it with models.static.save_static_dir)."
+)
 # The only imports a gensim vectors pickle makes (gensim 3.x-4.4, numpy 1-2, Python 2 and 3 pickles).
-_PICKLE_IMPORTS = {tuple(entry.split(":")) for entry in """
-    gensim.models.keyedvectors:KeyedVectors gensim.models.keyedvectors:Word2VecKeyedVectors
-    gensim.models.keyedvectors:FastTextKeyedVectors gensim.models.keyedvectors:Vocab
-    gensim.models.keyedvectors:CompatVocab gensim.models.fasttext:FastTextKeyedVectors gensim.models.fasttext:FastText
-    gensim.models.fasttext:FastTextVocab gensim.models.fasttext:FastTextTrainables gensim.models.word2vec:Word2Vec
-    gensim.models.word2vec:Word2VecVocab gensim.models.word2vec:Word2VecTrainables gensim.models.word2vec:Vocab
-    gensim.utils:call_on_class_only numpy:ndarray numpy:dtype numpy.core.multiarray:_reconstruct
-    numpy._core.multiarray:_reconstruct numpy.core.multiarray:scalar numpy._core.multiarray:scalar
-    numpy.random:__RandomState_ctor numpy.random._pickle:__randomstate_ctor numpy.random._pickle:__bit_generator_ctor
-    numpy.random._mt19937:MT19937 collections:defaultdict collections:OrderedDict _codecs:encode builtins:int
-    builtins:float builtins:hash __builtin__:int __builtin__:long __builtin__:float __builtin__:hash""".split()}
-_FT_HEADER = struct.Struct("<2i12id")   # magic, version, dim ws epoch minCount neg wordNgrams loss model bucket
+_PICKLE_IMPORTS = {
+    tuple(entry.split(":"))
+    for entry in [
+        "gensim.models.keyedvectors:KeyedVectors",
+        "gensim.models.keyedvectors:Word2VecKeyedVectors",
+        "gensim.models.keyedvectors:FastTextKeyedVectors",
+        "gensim.models.keyedvectors:Vocab",
+        "gensim.models.keyedvectors:CompatVocab",
+        "gensim.models.fasttext:FastTextKeyedVectors",
+        "gensim.models.fasttext:FastText",
+        "gensim.models.fasttext:FastTextVocab",
+        "gensim.models.fasttext:FastTextTrainables",
+        "gensim.models.word2vec:Word2Vec",
+        "gensim.models.word2vec:Word2VecVocab",
+        "gensim.models.word2vec:Word2VecTrainables",
+        "gensim.models.word2vec:Vocab",
+        "gensim.utils:call_on_class_only",
+        "numpy:ndarray",
+        "numpy:dtype",
+        "numpy.core.multiarray:_reconstruct",
+        "numpy._core.multiarray:_reconstruct",
+        "numpy.core.multiarray:scalar",
+        "numpy._core.multiarray:scalar",
+        "numpy.random:__RandomState_ctor",
+        "numpy.random._pickle:__randomstate_ctor",
+        "numpy.random._pickle:__bit_generator_ctor",
+        "numpy.random._mt19937:MT19937",
+        "collections:defaultdict",
+        "collections:OrderedDict",
+        "_codecs:encode",
+        "builtins:int",
+        "builtins:float",
+        "builtins:hash",
+        "__builtin__:int",
+        "__builtin__:long",
+        "__builtin__:float",
+        "__builtin__:hash",
+    ]
+}
+_FT_HEADER = struct.Struct("<2i12id")  # magic, version, dim ws epoch minCount neg wordNgrams loss model bucket
 #                                         minn maxn lrUpdateRate (12 int32), t (float64): fastText's args.cc
-_FT_DICT = struct.Struct("<3i2q")       # size, nwords, nlabels, ntokens, pruneidx_size
-_FT_MATRIX = struct.Struct("<?2q")      # quantized, rows, cols (then rows * cols float32)
+_FT_DICT = struct.Struct("<3i2q")  # size, nwords, nlabels, ntokens, pruneidx_size
+_FT_MATRIX = struct.Struct("<?2q")  # quantized, rows, cols (then rows * cols float32)
 
 
 class _GensimUnpickler(pickle.Unpickler):
@@ -61,12 +98,12 @@ class _GensimUnpickler(pickle.Unpickler):
 def _read_gensim(path: Path, allow_pickle: bool):
     if not allow_pickle:
         raise ModelLoadError(PICKLE_REFUSAL.format(path=path))
-    from gensim.models import KeyedVectors   # lazy: gensim takes seconds to import, only these files need it
-    from gensim.utils import SaveLoad   # lazy: gensim
+    from gensim.models import KeyedVectors  # lazy: gensim takes seconds to import, only these files need it
+    from gensim.utils import SaveLoad  # lazy: gensim
 
     try:
         with open(path, "rb") as fh:
-            obj = _GensimUnpickler(fh, encoding="latin1").load()      # gensim's own unpickle() settings
+            obj = _GensimUnpickler(fh, encoding="latin1").load()  # gensim's own unpickle() settings
         # The rest of gensim's SaveLoad.load: arrays saved beside the file (x.kv.vectors.npy, no pickles).
         obj._load_specials(str(path), None, *SaveLoad._adapt_by_suffix(str(path)))
     except Exception as exc:  # a refused import, a bad pickle, a missing .npy beside it
@@ -85,10 +122,19 @@ def fasttext_header(path: Path, head: bytes) -> dict:
     if nlabels > 0:
         raise ModelLoadError(f"{path}: a supervised fastText model ({nlabels} labels), not word vectors.")
     if v[2] < 1 or nwords < 1 or size != nwords or v[10] < 0:
-        raise ModelLoadError(f"{path}: corrupt fastText header (dim {v[2]}, {size} entries, {nwords} words, "
-                             f"bucket {v[10]}).")
-    return {"version": v[1], "dim": v[2], "epoch": v[4], "bucket": v[10], "min_n": v[11], "max_n": v[12],
-            "nwords": nwords, "pruneidx": max(prune, 0)}
+        raise ModelLoadError(
+            f"{path}: corrupt fastText header (dim {v[2]}, {size} entries, {nwords} words, bucket {v[10]})."
+        )
+    return {
+        "version": v[1],
+        "dim": v[2],
+        "epoch": v[4],
+        "bucket": v[10],
+        "min_n": v[11],
+        "max_n": v[12],
+        "nwords": nwords,
+        "pruneidx": max(prune, 0),
+    }
 
 
 def check_fasttext_bin(path: str | Path) -> dict:
@@ -97,7 +143,7 @@ def check_fasttext_bin(path: str | Path) -> dict:
     quantized (``.ftz``) or truncated matrix, or trailing data."""
     path = check_file(path)
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        h = fasttext_header(path, data[:_FT_HEADER.size + _FT_DICT.size])
+        h = fasttext_header(path, data[: _FT_HEADER.size + _FT_DICT.size])
         pos, seen = _FT_HEADER.size + _FT_DICT.size, set()
         for i in range(1, h["nwords"] + 1):
             if (end := data.find(b"\0", pos)) < 0 or end + 10 > len(data):
@@ -109,7 +155,7 @@ def check_fasttext_bin(path: str | Path) -> dict:
             if word in seen:
                 raise ModelLoadError(f"{path}: word {i} {word[:40]!r} (byte {pos}) is repeated.")
             seen.add(word)
-            pos = end + 10                            # NUL, int64 count, int8 entry type
+            pos = end + 10  # NUL, int64 count, int8 entry type
         pos += 8 * h["pruneidx"]
         for what, rows in (("input", h["nwords"] + h["bucket"]), ("output", None)):
             if pos + _FT_MATRIX.size > len(data):
@@ -128,14 +174,14 @@ def check_fasttext_bin(path: str | Path) -> dict:
 
 def _read_fasttext_bin(path: Path):
     check_fasttext_bin(path)
-    from gensim.models.fasttext import load_facebook_vectors   # lazy: gensim takes seconds to import
+    from gensim.models.fasttext import load_facebook_vectors  # lazy: gensim takes seconds to import
 
     try:
         kv = load_facebook_vectors(str(path))
     except Exception as exc:  # gensim's reader raises struct/assertion/value errors
         raise ModelLoadError(f"Cannot load fastText binary {path}: {type(exc).__name__}: {exc}") from exc
-    if (eos := kv.key_to_index.get("</s>")) is not None:   # fastText gives its end-of-sentence token no
-        kv.vectors[eos] = kv.vectors_vocab[eos]             # n-grams (Dictionary::initNgrams); gensim does
+    if (eos := kv.key_to_index.get("</s>")) is not None:  # fastText gives its end-of-sentence token no
+        kv.vectors[eos] = kv.vectors_vocab[eos]  # n-grams (Dictionary::initNgrams); gensim does
     return kv
 
 
@@ -145,8 +191,14 @@ def _format(path: Path, fmt: str | None) -> str:
     return fmt or guess_format(path)
 
 
-def load_vectors_file(path: str | Path, fmt: str | None = None, name: str | None = None,
-                      device: str | torch.device | None = None, *, allow_pickle: bool = False) -> StaticEmbedder:
+def load_vectors_file(
+    path: str | Path,
+    fmt: str | None = None,
+    name: str | None = None,
+    device: str | torch.device | None = None,
+    *,
+    allow_pickle: bool = False,
+) -> StaticEmbedder:
     """Any vectors file (``models.formats.ALL_FORMATS``; ``fmt`` default: from the content) as an embedder.
 
     name: default the file name without its extension; allow_pickle: load a gensim ``.save()`` file (a
@@ -159,13 +211,28 @@ def load_vectors_file(path: str | Path, fmt: str | None = None, name: str | None
         kv = _read_fasttext_bin(path) if fmt == "fasttext-bin" else _read_gensim(path, allow_pickle)
         words, vectors, ngrams = keyed_vectors_arrays(kv, str(path))
     name = name or path.stem
-    card = {"name": name, "family": STATIC.name, "format": fmt, "file": path.name, "vocab_size": len(words),
-            "dim": int(vectors.shape[1]), "layers": 1,
-            "params": int(vectors.size + (0 if ngrams is None else ngrams.vectors.size))}
+    card = {
+        "name": name,
+        "family": STATIC.name,
+        "format": fmt,
+        "file": path.name,
+        "vocab_size": len(words),
+        "dim": int(vectors.shape[1]),
+        "layers": 1,
+        "params": int(vectors.size + (0 if ngrams is None else ngrams.vectors.size)),
+    }
     if ngrams is not None:
         card["fasttext"] = {"min_n": ngrams.min_n, "max_n": ngrams.max_n, "bucket": ngrams.bucket}
-    return StaticEmbedder(name, words, vectors, source=str(path), ngrams=ngrams, card=card,
-                          description=f"{fmt} vectors from {path.name}", device=device)
+    return StaticEmbedder(
+        name,
+        words,
+        vectors,
+        source=str(path),
+        ngrams=ngrams,
+        card=card,
+        description=f"{fmt} vectors from {path.name}",
+        device=device,
+    )
 
 
 def inspect_vectors(path: str | Path, fmt: str | None = None) -> dict:
@@ -183,17 +250,29 @@ def inspect_vectors(path: str | Path, fmt: str | None = None) -> dict:
         fasttext = {"min_n": h["min_n"], "max_n": h["max_n"], "bucket": h["bucket"]}
     elif fmt in FORMATS:
         vocab, dim = read_header(path, fmt)
-    return {"format": fmt, "vocab_size": vocab, "dim": dim, "size_bytes": path.stat().st_size,
-            "params": None if vocab is None else (vocab + extra) * dim, "fasttext": fasttext}
+    return {
+        "format": fmt,
+        "vocab_size": vocab,
+        "dim": dim,
+        "size_bytes": path.stat().st_size,
+        "params": None if vocab is None else (vocab + extra) * dim,
+        "fasttext": fasttext,
+    }
 
 
 # Extension -> formats its content must have to count as a vectors file (None: the extension suffices).
-_SUFFIX_FORMATS = {".vec": None, ".w2v": None, ".kv": None, ".model": None,
-                   ".txt": {"word2vec", "glove"}, ".bin": {"word2vec-bin", "fasttext-bin", "word2vec"}}
+_SUFFIX_FORMATS = {
+    ".vec": None,
+    ".w2v": None,
+    ".kv": None,
+    ".model": None,
+    ".txt": {"word2vec", "glove"},
+    ".bin": {"word2vec-bin", "fasttext-bin", "word2vec"},
+}
 
 
 def _is_vector_file(file: Path) -> bool:
-    if file.suffix.lower() == ".gz":                  # x.vec.gz, x.bin.gz: counted (loading asks to gunzip)
+    if file.suffix.lower() == ".gz":  # x.vec.gz, x.bin.gz: counted (loading asks to gunzip)
         return Path(file.stem).suffix.lower() in _SUFFIX_FORMATS
     allowed = _SUFFIX_FORMATS.get(file.suffix.lower(), set())
     try:
@@ -212,9 +291,12 @@ def find_vector_file(directory: str | Path) -> Path | None:
     directory = Path(directory)
     if not directory.is_dir():
         raise ModelLoadError(f"{directory}: {'not a directory' if directory.exists() else 'no such directory'}.")
-    found = [f for f in sorted(directory.iterdir())
-             if f.is_file() and not f.name.startswith(".") and _is_vector_file(f)]
+    found = [
+        f for f in sorted(directory.iterdir()) if f.is_file() and not f.name.startswith(".") and _is_vector_file(f)
+    ]
     if len(found) > 1:
-        raise ModelLoadError(f"{directory} holds {len(found)} vectors files ({', '.join(f.name for f in found)}): "
-                             "pass the one to load (a fastText .bin keeps the subword n-grams its .vec lacks).")
+        raise ModelLoadError(
+            f"{directory} holds {len(found)} vectors files ({', '.join(f.name for f in found)}): "
+            "pass the one to load (a fastText .bin keeps the subword n-grams its .vec lacks)."
+        )
     return found[0] if found else None

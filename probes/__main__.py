@@ -5,6 +5,7 @@
     python -m probes pos --model minilm
     python -m probes sweep --models minilm,gpt-small --probes wsd,pos --ray local
 """
+
 from __future__ import annotations
 
 import sys

@@ -17,6 +17,7 @@ range, empty slice, missing data, unusable cache or output path: any ``LabError`
 The program (``python -m probes``, ``probes/__main__.py``) adds the commands of higher layers (``sweep``,
 ``extract`` from ``cluster.cli``) through ``main(argv, commands)``; this module imports no higher layer.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,17 @@ from probes.results import ProbeResult
 from probes.run import load_model, run_probe, writable_dir
 
 EXIT_USAGE = 2
-PRINTED_METRICS = ("F1", "accuracy", "chunk_F1", "control_accuracy", "selectivity", "codelength_kbits", "compression",
-                   "control_codelength_kbits", "control_compression")
+PRINTED_METRICS = (
+    "F1",
+    "accuracy",
+    "chunk_F1",
+    "control_accuracy",
+    "selectivity",
+    "codelength_kbits",
+    "compression",
+    "control_codelength_kbits",
+    "control_compression",
+)
 #: ``add_command(subparsers)``: adds one command's parser and sets its ``func`` (``probes/__main__.py``).
 AddCommand = Callable[[argparse._SubParsersAction], None]
 
@@ -52,16 +62,19 @@ def print_rows(res: ProbeResult) -> None:
     for r in res.rows:
         if r["metric"] in PRINTED_METRICS:
             spread = f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else ""
-            print(f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} "
-                  f"{r['value']:6.2f}{spread}")
+            print(
+                f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} "
+                f"{r['value']:6.2f}{spread}"
+            )
 
 
 def setup(args: argparse.Namespace) -> None:
     """Logging, threads and device from the common options (the seeds: ``run_probe``)."""
     import torch  # lazy: torch (keeps `python -m probes stats` light)
 
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     if args.threads is not None:
         if args.threads <= 0:
             raise ProbeInputError(f"--threads {args.threads}: give a positive number of CPU threads.")
@@ -72,8 +85,10 @@ def setup(args: argparse.Namespace) -> None:
         except RuntimeError as exc:
             raise ProbeInputError(f"--device {args.device}: {exc}") from None
         if device.type == "cuda" and not torch.cuda.is_available():
-            raise ProbeInputError(f"--device {args.device}: this torch build or machine has no CUDA GPU; "
-                                  "use --device cpu (see README, GPU install).")
+            raise ProbeInputError(
+                f"--device {args.device}: this torch build or machine has no CUDA GPU; "
+                "use --device cpu (see README, GPU install)."
+            )
     reuse_freed_memory()
 
 
@@ -91,10 +106,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
     setup(args)
-    run = run_probe(spec, args.model, layers=args.layers, options=vars(args), **run_options(args),
-                    results_dir=args.results or cache_dir() / "results", command=command_line(args.argv),
-                    report=print_rows)
-    for line in (spec.summary(run.result) if spec.summary else []):
+    run = run_probe(
+        spec,
+        args.model,
+        layers=args.layers,
+        options=vars(args),
+        **run_options(args),
+        results_dir=args.results or cache_dir() / "results",
+        command=command_line(args.argv),
+        report=print_rows,
+    )
+    for line in spec.summary(run.result) if spec.summary else []:
         print(line)
     print(f"saved {run.saved[-1]}")
     return 0
@@ -115,18 +137,26 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     models = reproduce.split_references(args.models)
     if not models:
         raise ProbeInputError("--models is empty.")
-    if args.rigor:   # the token probes' control task and MDL
+    if args.rigor:  # the token probes' control task and MDL
         args.control = args.mdl = True
     specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
-    for spec in specs:   # every probe's options, before any model is loaded
+    for spec in specs:  # every probe's options, before any model is loaded
         spec.options_from(vars(args))
     writable_dir(out / "runs", "--out")
-    embedders = {m: load_model(m, args.device) for m in models}   # fail early on an unknown or broken model
+    embedders = {m: load_model(m, args.device) for m in models}  # fail early on an unknown or broken model
     if args.rigor:
         embedders |= {m: load_model(m, args.device) for m in reproduce.random_twins(embedders)}
     command = command_line(args.argv)
-    timings = reproduce.reproduce(embedders, specs, out, options=vars(args), rigor=args.rigor, command=command,
-                                  report=print_rows, **run_options(args))
+    timings = reproduce.reproduce(
+        embedders,
+        specs,
+        out,
+        options=vars(args),
+        rigor=args.rigor,
+        command=command,
+        report=print_rows,
+        **run_options(args),
+    )
     print(f"tables written to {out}/ (total {timings['total']:.0f} s)")
     return 0
 
@@ -144,15 +174,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def add_common(p: argparse.ArgumentParser, model: bool = True) -> None:
     if model:
-        p.add_argument("--model", required=True, help="a model: a name (python -m models list), a checkpoint folder, "
-                                                      "hf:ORG/NAME, elmo:OPTIONS,WEIGHTS or a vectors file")
-        p.add_argument("--layers", default=None,
-                       help="'all' (every layer + mean), 'mean', '0,1,2' or 'mix:w0,w1,...' (default all)")
+        p.add_argument(
+            "--model",
+            required=True,
+            help="a model: a name (python -m models list), a checkpoint folder, "
+            "hf:ORG/NAME, elmo:OPTIONS,WEIGHTS or a vectors file",
+        )
+        p.add_argument(
+            "--layers",
+            default=None,
+            help="'all' (every layer + mean), 'mean', '0,1,2' or 'mix:w0,w1,...' (default all)",
+        )
     p.add_argument("--limit", type=int, default=None, help="use only the first N sentences of each dataset")
     p.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--seeds", type=int, default=1,
-                   help="probes that train: run seeds SEED..SEED+N-1 and report the mean ± std (default 1)")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="probes that train: run seeds SEED..SEED+N-1 and report the mean ± std (default 1)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--results", default=None, help="directory for result JSON (default <cache>/results)")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -193,15 +234,24 @@ def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) 
     p = sub.add_parser("reproduce", help="run every probe on several models and write paper-style tables")
     p.add_argument("--models", default="", help="comma-separated models (names or references, as --model)")
     p.add_argument("--out", required=True, help="output directory (tables.md, *.csv, runs/*.json)")
-    p.add_argument("--probes", default=",".join(builtin_probe_names()),
-                   help="comma-separated probes (default: those with built-in data)")
+    p.add_argument(
+        "--probes",
+        default=",".join(builtin_probe_names()),
+        help="comma-separated probes (default: those with built-in data)",
+    )
     p.add_argument("--tables-only", action="store_true", help="only rewrite the tables from OUT/runs/*.json")
-    p.add_argument("--verify", action="store_true",
-                   help="only check that every result in OUT/runs used by the tables was produced by the model "
-                        "as it is on disk now (content fingerprint); exit 1 on a stale result")
-    p.add_argument("--rigor", action="store_true",
-                   help="also the rigor checks: token probes with --control --mdl, each contextual model's "
-                        "random-weight twin (random:NAME@0) as rows, and contextuality per layer in OUT/contextuality")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="only check that every result in OUT/runs used by the tables was produced by the model "
+        "as it is on disk now (content fingerprint); exit 1 on a stale result",
+    )
+    p.add_argument(
+        "--rigor",
+        action="store_true",
+        help="also the rigor checks: token probes with --control --mdl, each contextual model's "
+        "random-weight twin (random:NAME@0) as rows, and contextuality per layer in OUT/contextuality",
+    )
     add_common(p, model=False)
     add_all_options(p, specs)
     p.set_defaults(func=cmd_reproduce)
@@ -217,6 +267,6 @@ def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> 
     args.argv = argv
     try:
         return args.func(args)
-    except LabError as exc:   # every request, file, model or cache the lab cannot serve; anything else is a bug
+    except LabError as exc:  # every request, file, model or cache the lab cannot serve; anything else is a bug
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,7 +1,9 @@
 """The one error probes raise for bad requests (the CLI turns it into a message and exit code 2)."""
+
 from __future__ import annotations
 
 from corpora.errors import RequestError
+
 
 class ProbeInputError(RequestError):
     """A request a probe cannot serve: unknown layer spec, layer out of range, empty data slice…"""

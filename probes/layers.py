@@ -19,11 +19,12 @@ A model that keeps only some of its layers (option ``layers``, ``ModelInfo.layer
 is probed by its own layer numbers: ``"6"`` reads the second kept layer and is labelled "6", so tables
 say which layer of the model a number belongs to. ``index`` is always the position in the embedder's output.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -50,7 +51,7 @@ class LayerSpec:
         return self.index is not None
 
     @classmethod
-    def parse(cls, text: str | int, num_layers: int, layer_ids: Sequence[int] | None = None) -> "LayerSpec":
+    def parse(cls, text: str | int, num_layers: int, layer_ids: Sequence[int] | None = None) -> LayerSpec:
         """One spec; ProbeInputError names what is wrong (range, weight count, non-finite weights).
 
         ``layer_ids``: the model's own number of each output layer, when it keeps only some.
@@ -76,7 +77,9 @@ class LayerSpec:
             raise ProbeInputError(f"Bad layer {text!r}: {USAGE}.") from None
         if layer_ids is not None:
             if j not in layer_ids:
-                raise ProbeInputError(f"Layer {j} was not kept: the model keeps layers {', '.join(map(str, layer_ids))}.")
+                raise ProbeInputError(
+                    f"Layer {j} was not kept: the model keeps layers {', '.join(map(str, layer_ids))}."
+                )
             return cls(str(j), index=list(layer_ids).index(j))
         if not 0 <= j < num_layers:
             raise ProbeInputError(f"Layer {j} out of range: the model has layers 0..{num_layers - 1}.")
@@ -86,7 +89,7 @@ class LayerSpec:
         """(num_layers,) float64 weights summing to 1 (one-hot for a single layer)."""
         if self.index is not None:
             return np.eye(num_layers)[self.index]
-        if self.mix is None:   # "mean"
+        if self.mix is None:  # "mean"
             return np.full(num_layers, 1.0 / num_layers)
         w = np.array(self.mix)
         return w / w.sum()
@@ -113,7 +116,9 @@ def parse_layer_specs(text: str | None, num_layers: int, layer_ids: Sequence[int
     """
     if text is None or str(text).strip() == "all":
         ids = list(layer_ids) if layer_ids is not None else list(range(num_layers))
-        return [LayerSpec(str(ids[j]), index=j) for j in range(num_layers)] + ([LayerSpec("mean")] if num_layers > 1 else [])
+        return [LayerSpec(str(ids[j]), index=j) for j in range(num_layers)] + (
+            [LayerSpec("mean")] if num_layers > 1 else []
+        )
     text = str(text).strip()
     parts = [text] if text.startswith("mix:") else [p for p in text.split(",") if p.strip()]
     if not parts:
@@ -126,8 +131,9 @@ def needed_layers(specs: Sequence[LayerSpec], num_layers: int) -> list[int]:
     return sorted({j for s in specs for j in s.layers(num_layers)})
 
 
-def as_layer_specs(layers: str | Sequence[LayerSpec] | None, num_layers: int,
-                   layer_ids: Sequence[int] | None = None) -> list[LayerSpec]:
+def as_layer_specs(
+    layers: str | Sequence[LayerSpec] | None, num_layers: int, layer_ids: Sequence[int] | None = None
+) -> list[LayerSpec]:
     """Specs from a ``--layers`` string (or None = "all"), or already-parsed specs checked against the model."""
     if layers is None or isinstance(layers, str):
         return parse_layer_specs(layers, num_layers, layer_ids)

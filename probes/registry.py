@@ -9,13 +9,15 @@ Adding a probe is one module that defines a ``ProbeSpec`` plus one line in ``PRO
 
     PROBES["toy"] = "probes.toy:PROBE"
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -61,7 +63,7 @@ class Option:
         """The runner's value of ``raw``; ProbeInputError (checked before any extraction) when it is unusable."""
         if raw is None:
             return raw
-        if isinstance(raw, str) and self.type not in (str, bool):   # a CLI string given through run_probe(options=…)
+        if isinstance(raw, str) and self.type not in (str, bool):  # a CLI string given through run_probe(options=…)
             try:
                 raw = self.type(raw)
             except ValueError:
@@ -188,8 +190,10 @@ class ProbeSpec:
 
     def check_model(self, embedder) -> None:
         if embedder.num_layers < self.min_layers:
-            raise ProbeInputError(f"{embedder.name} has a single layer: the {self.name} probe needs a contextual "
-                                  f"model with at least {self.min_layers} layers.")
+            raise ProbeInputError(
+                f"{embedder.name} has a single layer: the {self.name} probe needs a contextual "
+                f"model with at least {self.min_layers} layers."
+            )
 
 
 #: Probe name -> "module:attribute" of its ProbeSpec, in the order tables and pages show them.

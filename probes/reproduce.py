@@ -13,6 +13,7 @@ twin (``random:NAME@0``) and contextuality on the trained models (``--tables-onl
 ``verify`` exits the command with 1 when a result in use was produced by other weights than the model on
 disk now (``probes.reporting.verify``).
 """
+
 from __future__ import annotations
 
 import time
@@ -35,9 +36,18 @@ from probes.tasks import contextuality
 __all__ = ["RANDOM", "random_twins", "reproduce", "split_references", "verify", "write_reports"]
 
 
-def reproduce(embedders: dict[str, Embedder], specs: Sequence[ProbeSpec], out: Path, *, options: dict[str, Any],
-              rigor: bool = False, command: str = "", report: Callable[[ProbeResult], None] = lambda res: None,
-              say: Callable[[str], None] = print, **run: Any) -> dict[str, float]:
+def reproduce(
+    embedders: dict[str, Embedder],
+    specs: Sequence[ProbeSpec],
+    out: Path,
+    *,
+    options: dict[str, Any],
+    rigor: bool = False,
+    command: str = "",
+    report: Callable[[ProbeResult], None] = lambda res: None,
+    say: Callable[[str], None] = print,
+    **run: Any,
+) -> dict[str, float]:
     """Run and save everything; returns wall times in seconds of the probes in ``OUT/tables.md`` (per step and
     "total").
 
@@ -64,8 +74,14 @@ def reproduce(embedders: dict[str, Embedder], specs: Sequence[ProbeSpec], out: P
     return timings
 
 
-def _run_all(embedders: dict[str, Embedder], specs: Sequence[ProbeSpec], results_dir: Path,
-             timings: dict[str, float], say: Callable[[str], None], **request: Any) -> None:
+def _run_all(
+    embedders: dict[str, Embedder],
+    specs: Sequence[ProbeSpec],
+    results_dir: Path,
+    timings: dict[str, float],
+    say: Callable[[str], None],
+    **request: Any,
+) -> None:
     """Every probe's baselines once, then every (model, probe) into ``results_dir``; wall times into ``timings``."""
     for spec in specs:
         t = time.perf_counter()
@@ -93,8 +109,11 @@ def write_reports(out: Path) -> list[Path]:
 
 def random_twins(embedders: dict[str, Embedder]) -> list[str]:
     """``random:NAME@0`` for every contextual model of ``embedders`` (a static model has no layers to re-draw)."""
-    return [f"{RANDOM}{m}@0" for m, e in embedders.items()
-            if e.num_layers > 1 and not m.startswith(RANDOM) and f"{RANDOM}{m}@0" not in embedders]
+    return [
+        f"{RANDOM}{m}@0"
+        for m, e in embedders.items()
+        if e.num_layers > 1 and not m.startswith(RANDOM) and f"{RANDOM}{m}@0" not in embedders
+    ]
 
 
 def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
@@ -118,6 +137,8 @@ def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
     table = report(checks)
     say(table.to_string(index=False))
     stale = table[~table["ok"]]
-    say(f"\n{len(table) - len(stale)} of {len(table)} results in use were produced by the shipped model"
-        + ("" if stale.empty else f"; stale: {', '.join(sorted(set(stale['model'])))} (re-run them)"))
+    say(
+        f"\n{len(table) - len(stale)} of {len(table)} results in use were produced by the shipped model"
+        + ("" if stale.empty else f"; stale: {', '.join(sorted(set(stale['model'])))} (re-run them)")
+    )
     return stale.empty

@@ -12,6 +12,7 @@ per measurement; ``layer`` is a string: "0", "1", …, "mean", "baseline", "all 
 (model, probe, dataset, layer, metric) appears in several files, the newest file wins. Files written
 before ``ProbeResult`` existed (no top-level ``dataset``) read back unchanged.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,10 +22,11 @@ import re
 import secrets
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -34,7 +36,7 @@ ROW_FIELDS = ("dataset", "layer", "metric", "value")
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
 @dataclass
@@ -69,7 +71,7 @@ class ProbeResult:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ProbeResult":
+    def from_json(cls, data: dict[str, Any]) -> ProbeResult:
         """From a parsed result file; ValueError when it is not one."""
         if not isinstance(data, dict):
             raise ValueError("A result file holds a JSON object.")
@@ -81,18 +83,31 @@ class ProbeResult:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known and (v is not None or k == "fingerprint")})
 
-    def stamped(self, command: str = "") -> "ProbeResult":
+    def stamped(self, command: str = "") -> ProbeResult:
         """A copy with the time (if unset) and the command line that produced it."""
         return dataclasses.replace(self, timestamp=self.timestamp or now_iso(), command=command or self.command)
 
 
 def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
     """The one flattening of results into a table with ``COLUMNS``."""
-    records = [{"model": r.model, "probe": r.probe, "dataset": str(row["dataset"]), "layer": str(row["layer"]),
-                "metric": row["metric"], "value": row["value"], "n": row.get("n"),
-                "lo": row.get("lo"), "hi": row.get("hi"), "std": row.get("std"), "timestamp": r.timestamp,
-                "command": r.command}
-               for r in results for row in r.rows]
+    records = [
+        {
+            "model": r.model,
+            "probe": r.probe,
+            "dataset": str(row["dataset"]),
+            "layer": str(row["layer"]),
+            "metric": row["metric"],
+            "value": row["value"],
+            "n": row.get("n"),
+            "lo": row.get("lo"),
+            "hi": row.get("hi"),
+            "std": row.get("std"),
+            "timestamp": r.timestamp,
+            "command": r.command,
+        }
+        for r in results
+        for row in r.rows
+    ]
     return pd.DataFrame.from_records(records, columns=COLUMNS)
 
 
@@ -112,17 +127,16 @@ def save_result(result: ProbeResult, out_dir: str | Path) -> Path:
     fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{base}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({**result.to_json(), "saved_ns": time.time_ns()}, fh, indent=1, ensure_ascii=False,
-                      default=float)
+            json.dump({**result.to_json(), "saved_ns": time.time_ns()}, fh, indent=1, ensure_ascii=False, default=float)
             fh.flush()
             os.fsync(fh.fileno())
         for _ in range(100):
             path = out / f"{base}_{secrets.token_hex(3)}.json"
             try:
-                os.link(tmp, path)        # atomic, and fails rather than replace an existing file
+                os.link(tmp, path)  # atomic, and fails rather than replace an existing file
             except FileExistsError:
                 continue
-            except OSError:               # no hard links on this file system
+            except OSError:  # no hard links on this file system
                 if path.exists():
                     continue
                 os.replace(tmp, path)
@@ -162,8 +176,11 @@ def latest_rows(results: list[ProbeResult]) -> pd.DataFrame:
 
 def extras_of(results: list[ProbeResult], probe: str | None = None) -> list[dict]:
     """The free-form ``extra`` of every result (in the given order), e.g. learned mix weights."""
-    return [{"model": r.model, "probe": r.probe, "timestamp": r.timestamp, **(r.extra or {})}
-            for r in results if probe is None or r.probe == probe]
+    return [
+        {"model": r.model, "probe": r.probe, "timestamp": r.timestamp, **(r.extra or {})}
+        for r in results
+        if probe is None or r.probe == probe
+    ]
 
 
 def load_results(out_dir: str | Path) -> pd.DataFrame:

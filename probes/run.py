@@ -132,8 +132,15 @@ def run_probe(
     spec = probe if isinstance(probe, ProbeSpec) else get_probe(probe)
     if model is None and not baselines:
         raise ProbeInputError(f"Nothing to run: give a model or ask for the {spec.name} baselines.")
-    ctx = RunContext(limit=limit, device=device, seed=seed, progress=progress, show_progress=show_progress,
-                     feature_root=feature_root, seeds=seeds)
+    ctx = RunContext(
+        limit=limit,
+        device=device,
+        seed=seed,
+        progress=progress,
+        show_progress=show_progress,
+        feature_root=feature_root,
+        seeds=seeds,
+    )
     opts = spec.options_from(options or {})
     emb = None if model is None else load_model(model, device)
     specs = None

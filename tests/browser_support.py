@@ -13,6 +13,7 @@ docs/screenshots/), else to a temporary directory: a test run never rewrites tra
 The pytest fixtures built on these (``server``, ``browser``, ``page``, ``screenshots``) are in
 tests/conftest.py.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("EMBPROBE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 VIEWPORT = {"width": 1440, "height": 1000}
 SCREENSHOTS_ENV = "EMBPROBE_SCREENSHOTS"
 
@@ -41,18 +50,34 @@ def free_port() -> int:
 
 def streamlit_command(port: int, python: str = sys.executable, app: Path = REPO / "app.py") -> list[str]:
     """``streamlit run app.py`` on ``127.0.0.1:port``: headless, no file watcher, no usage stats."""
-    return [python, "-m", "streamlit", "run", str(app),
-            "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-            "--global.developmentMode", "false"]
+    return [
+        python,
+        "-m",
+        "streamlit",
+        "run",
+        str(app),
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+        "--global.developmentMode",
+        "false",
+    ]
 
 
 def server_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", **extra}
 
 
-def start_streamlit(log_path: Path, *, env: dict[str, str] | None = None, timeout_s: float = 120,
-                    app: Path = REPO / "app.py") -> tuple[subprocess.Popen, str]:
+def start_streamlit(
+    log_path: Path, *, env: dict[str, str] | None = None, timeout_s: float = 120, app: Path = REPO / "app.py"
+) -> tuple[subprocess.Popen, str]:
     """Start the app (or another script, ``app``) on a free port, its output to ``log_path``;
     (process, base URL) once healthy.
 
@@ -60,8 +85,9 @@ def start_streamlit(log_path: Path, *, env: dict[str, str] | None = None, timeou
     """
     port = free_port()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(streamlit_command(port, app=app), cwd=REPO, env=env or server_env(), stdout=log,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            streamlit_command(port, app=app), cwd=REPO, env=env or server_env(), stdout=log, stderr=subprocess.STDOUT
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + timeout_s
     while True:
@@ -91,8 +117,10 @@ def stop(proc: subprocess.Popen) -> None:
 def chromium_problem() -> str | None:
     if Path(CHROMIUM).is_file() or shutil.which(CHROMIUM):
         return None
-    return (f"Chromium not found at {CHROMIUM}. The browser tests need Debian's Chromium: "
-            "run `make browser` (apt-get install -y chromium) or set EMBPROBE_CHROMIUM to its path.")
+    return (
+        f"Chromium not found at {CHROMIUM}. The browser tests need Debian's Chromium: "
+        "run `make browser` (apt-get install -y chromium) or set EMBPROBE_CHROMIUM to its path."
+    )
 
 
 def launch_chromium(playwright):
@@ -106,6 +134,7 @@ def screenshots_dir(fallback: Path) -> Path:
 
 # ------------------------------------------------------------------------------------ page helpers
 
+
 def wait_idle(pg, timeout_s: float = 120) -> None:
     """Wait until the script run triggered by the last action has finished."""
     pg.locator('[data-testid="stApp"]').wait_for()
@@ -116,9 +145,10 @@ def wait_idle(pg, timeout_s: float = 120) -> None:
         pass
     pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_s * 1000)
     # Widgets, tables and charts load their JavaScript lazily and show a skeleton until then.
-    pg.wait_for_function("() => document.querySelectorAll('[data-testid=\"stSkeleton\"]').length === 0",
-                         timeout=timeout_s * 1000)
-    pg.wait_for_timeout(500)   # let plotly finish drawing
+    pg.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=\"stSkeleton\"]').length === 0", timeout=timeout_s * 1000
+    )
+    pg.wait_for_timeout(500)  # let plotly finish drawing
 
 
 def open_page(pg, server: str, path: str) -> None:
@@ -142,9 +172,10 @@ def shot(pg, directory: Path, name: str, max_height: int = 2400) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.png"
     height = pg.evaluate("() => document.querySelector('[data-testid=\"stMainBlockContainer\"]').scrollHeight")
-    pg.set_viewport_size({"width": VIEWPORT["width"],
-                          "height": int(min(max(height + 40, VIEWPORT["height"]), max_height))})
-    pg.wait_for_timeout(800)   # plotly redraws on resize
+    pg.set_viewport_size(
+        {"width": VIEWPORT["width"], "height": int(min(max(height + 40, VIEWPORT["height"]), max_height))}
+    )
+    pg.wait_for_timeout(800)  # plotly redraws on resize
     pg.screenshot(path=str(path))
     pg.set_viewport_size(VIEWPORT)
     assert path.stat().st_size > 10_000

@@ -3,6 +3,7 @@
 The repository root is on ``sys.path`` because the suite runs as ``python -m pytest`` from it
 (``make test``); the root itself is ``corpora.paths.REPO_ROOT``.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,6 +31,7 @@ def data_root() -> Path:
 # One `streamlit run app.py` server and one Chromium per test session, shared by every browser test
 # file (tests/browser_support.py has the command line and the page helpers).
 
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """A `streamlit run app.py` subprocess on a free localhost port; yields its base URL."""
@@ -55,7 +57,7 @@ def browser():
     from tests.browser_support import chromium_problem, launch_chromium
 
     if problem := chromium_problem():
-        pytest.fail(problem)   # CI installs Chromium: a missing one is a failure, not a skip
+        pytest.fail(problem)  # CI installs Chromium: a missing one is a failure, not a skip
     with sync_playwright() as p:
         b = launch_chromium(p)
         try:
@@ -74,7 +76,7 @@ def page(browser, server):
     pg.set_default_timeout(120_000)
     dialogs: list[str] = []
     pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    pg.dialogs = dialogs   # an alert() from rendered user HTML would land here
+    pg.dialogs = dialogs  # an alert() from rendered user HTML would land here
     yield pg
     ctx.close()
 

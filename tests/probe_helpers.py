@@ -1,4 +1,5 @@
 """Test-only embedders for the probe tests (never shipped as models)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,10 +15,12 @@ class RandomEmbedder(Embedder):
     and ``noise`` > 0 adds per-occurrence random noise (so identical words differ by context
     position). Calls are counted so tests can tell a cache hit from an extraction."""
 
-    def __init__(self, num_layers: int = 3, dim: int = 16, version: str = "v1", noise: float = 0.0,
-                 seed: int = 0) -> None:
-        self.info = ModelInfo(name="random-test", family="static", num_layers=num_layers, dim=dim,
-                              source="tests/probe_helpers.py")
+    def __init__(
+        self, num_layers: int = 3, dim: int = 16, version: str = "v1", noise: float = 0.0, seed: int = 0
+    ) -> None:
+        self.info = ModelInfo(
+            name="random-test", family="static", num_layers=num_layers, dim=dim, source="tests/probe_helpers.py"
+        )
         self.device = torch.device("cpu")
         self.version = version
         self.noise = noise
@@ -36,7 +39,7 @@ class RandomEmbedder(Embedder):
         self.calls += 1
         out = []
         for s in sentences:
-            v = np.stack([self._word_vec(w) for w in s], axis=1)          # (L, n, d)
+            v = np.stack([self._word_vec(w) for w in s], axis=1)  # (L, n, d)
             if self.noise:
                 v = v + self.noise * self._rng.standard_normal(v.shape).astype(np.float32)
             out.append(SentenceEmbedding(words=list(s), vectors=v, oov=np.zeros(len(s), bool)))

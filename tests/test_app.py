@@ -5,6 +5,7 @@ interaction with real models and data, and checks that bad input (empty text, a 
 paste, HTML/Markdown, emoji and RTL text, a word with no SemCor occurrences, a model that fails
 to load) gives a friendly message — never an exception — and that the rest of the page works.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ from models.registry import REGISTRY, load_embedder, loaded_models, register
 from models.spec import ModelSpec
 
 REPO = Path(__file__).resolve().parent.parent
-TIMEOUT = 300   # seconds per script run: first runs load models and read WordNet on a busy 2-core CPU
+TIMEOUT = 300  # seconds per script run: first runs load models and read WordNet on a busy 2-core CPU
 XSS = "<script>alert(1)</script> **bold** [x](javascript:alert(1))"
 PASTE = " ".join(["word"] * 10_000)
 EMOJI_RTL = "The bank 🏦 said مرحبا بالعالم and שלום 👍🏽"
@@ -55,6 +56,7 @@ def texts(elements) -> str:
 
 # ----------------------------------------------------------------------------- Models
 
+
 def _unload(name: str) -> None:
     """Start from an unloaded model (another test in this process may have loaded it)."""
     from app_pages.common import unload
@@ -90,7 +92,7 @@ def test_models_page_starts_here_and_shows_facts_and_cards_without_loading() -> 
     table = at.dataframe[0].value.set_index("model")
     assert (table.loc["glove-6b-50d", "layers"], table.loc["glove-6b-50d", "dim"]) == ("1", "50")
     assert (table.loc["minilm", "layers"], table.loc["minilm", "dim"]) == ("7", "384")
-    assert table.loc["glove-6b-50d", "params"] == "20.0 M"          # from the vectors' header
+    assert table.loc["glove-6b-50d", "params"] == "20.0 M"  # from the vectors' header
     at.selectbox(key="models_pick").set_value("minilm").run()
     card = json.loads(at.json[0].proto.body)
     assert (card["layers"], card["dim"], card["params"]) == (7, 384, "22.7 M") and "loaded" not in card
@@ -103,8 +105,15 @@ def test_models_page_starts_here_and_shows_facts_and_cards_without_loading() -> 
 
 
 def test_a_model_that_fails_to_load_gives_a_message_and_the_page_keeps_working() -> None:
-    register(ModelSpec("broken-test-model", "static", "models.static:load_static_asset",
-                       {"name": "no-such-checkpoint"}, description="a checkpoint that does not exist"))
+    register(
+        ModelSpec(
+            "broken-test-model",
+            "static",
+            "models.static:load_static_asset",
+            {"name": "no-such-checkpoint"},
+            description="a checkpoint that does not exist",
+        )
+    )
     _unload("glove-6b-50d")
     try:
         at = open_page("models")
@@ -141,7 +150,7 @@ def test_models_page_adds_a_local_checkpoint_that_every_page_offers(tmp_path, mo
     assert "Added my-roberta" in texts(at.success)
     facts = at.dataframe[-1].value.iloc[0]
     assert (facts["family"], facts["layers"], facts["dim"]) == ("BERT-family", "3", "32")
-    assert "my-roberta" in set(open_page("models").dataframe[0].value["model"])   # beside the zoo
+    assert "my-roberta" in set(open_page("models").dataframe[0].value["model"])  # beside the zoo
     poly = open_page("polysemy")
     assert "my-roberta" in poly.selectbox(key="poly_model").options
     poly.selectbox(key="poly_model").set_value("my-roberta").run()
@@ -156,6 +165,7 @@ def test_models_page_adds_a_local_checkpoint_that_every_page_offers(tmp_path, mo
 
 # ----------------------------------------------------------------------------- Embedding space
 
+
 def open_space_tab(tab: str) -> AppTest:
     """The Embedding space with ``tab`` open (only the open tab runs)."""
     at = open_page("embedding_space")
@@ -168,11 +178,11 @@ def open_space_tab(tab: str) -> AppTest:
 def test_embedding_space_neighbours_analogy_and_map() -> None:
     at = open_page("embedding_space")
     neighbours = at.dataframe[0].value
-    assert "banks" in list(neighbours["word"])          # GloVe's nearest words to "bank"
+    assert "banks" in list(neighbours["word"])  # GloVe's nearest words to "bank"
     at.text_input(key="space_nn_word").set_value("river").run()
     assert_ok(at)
-    assert "river" not in list(at.dataframe[0].value["word"])   # the query word itself is excluded
-    assert "queen" in texts(open_space_tab("Analogies").markdown)   # man : king :: woman : queen
+    assert "river" not in list(at.dataframe[0].value["word"])  # the query word itself is excluded
+    assert "queen" in texts(open_space_tab("Analogies").markdown)  # man : king :: woman : queen
     assert open_space_tab("Map a word list").get("plotly_chart"), "the word-list map is drawn"
 
 
@@ -183,12 +193,12 @@ def test_embedding_space_bad_words_are_friendly(bad: str) -> None:
     assert_ok(at)
     shown = texts(at.warning) + texts(at.info)
     assert shown, "a hint is shown"
-    assert "<script>" not in shown     # user text is escaped wherever it is echoed
+    assert "<script>" not in shown  # user text is escaped wherever it is echoed
 
 
 def test_embedding_space_contextual_neighbours_and_bad_text() -> None:
     at = open_space_tab("Contextual neighbours")
-    table = at.dataframe[-1].value                        # the contextual-neighbours table
+    table = at.dataframe[-1].value  # the contextual-neighbours table
     assert {"cosine", "token", "context"} <= set(table.columns)
     for text, expect in [("", "type at least one sentence"), (PASTE, "cut"), (EMOJI_RTL, None), (XSS, None)]:
         at.text_area(key="space_ctx_text").set_value(text).run()
@@ -203,9 +213,10 @@ def test_embedding_space_contextual_neighbours_and_bad_text() -> None:
 
 # ----------------------------------------------------------------------------- Attention
 
+
 def test_attention_page_grid_head_and_pieces() -> None:
     at = open_page("attention")
-    assert len(at.get("plotly_chart")) == 4               # grid, head map, line view, q·k; the averages tab waits
+    assert len(at.get("plotly_chart")) == 4  # grid, head map, line view, q·k; the averages tab waits
     caption = texts(at.caption)
     assert "6 layers × 12 heads" in caption
     at.slider(key="attn_layer").set_value(3).run()
@@ -215,19 +226,27 @@ def test_attention_page_grid_head_and_pieces() -> None:
     assert (links["weight"] > 0).all() and (links["weight"] <= 1).all()
     at.segmented_control(key="attn_unit").set_value("subword pieces").run()
     assert_ok(at)
-    assert not at.code                           # the tokens box is closed: its content waits
+    assert not at.code  # the tokens box is closed: its content waits
     at.session_state["attn_tokens_open"] = True  # a click on it
     at.run()
     assert "[CLS]" in texts(at.code)
-    at.session_state["attn_tab"] = "Averages"   # a click on the tab
+    at.session_state["attn_tab"] = "Averages"  # a click on the tab
     at.run()
     assert_ok(at)
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert len(titles) == 3 and "Mean attention entropy" in titles[-1], titles
 
 
-@pytest.mark.parametrize("text,hint", [("", "type at least one sentence"), (PASTE, "cut to their first 40"),
-                                       ("!!! ??? ...", None), (XSS, None), (EMOJI_RTL, None)])
+@pytest.mark.parametrize(
+    "text,hint",
+    [
+        ("", "type at least one sentence"),
+        (PASTE, "cut to their first 40"),
+        ("!!! ??? ...", None),
+        (XSS, None),
+        (EMOJI_RTL, None),
+    ],
+)
 def test_attention_bad_inputs_are_friendly(text: str, hint: str | None) -> None:
     at = open_page("attention")
     at.session_state["attn_tokens_open"] = True
@@ -242,6 +261,7 @@ def test_attention_bad_inputs_are_friendly(text: str, hint: str | None) -> None:
 
 
 # ----------------------------------------------------------------------------- Polysemy
+
 
 def test_polysemy_semcor_bank_contextual_and_static() -> None:
     at = open_page("polysemy")
@@ -276,8 +296,12 @@ def test_polysemy_word_without_occurrences_and_typed_sentences() -> None:
     assert_ok(at)
     assert at.get("plotly_chart")
     assert "Which layer separates the senses?" in texts(at.subheader)
-    for text, hint in [("", "type at least one sentence"), ("No target word in this line.", "None of the sentences"),
-                       (EMOJI_RTL + "\n" + XSS + " bank", None), (PASTE, "cut")]:
+    for text, hint in [
+        ("", "type at least one sentence"),
+        ("No target word in this line.", "None of the sentences"),
+        (EMOJI_RTL + "\n" + XSS + " bank", None),
+        (PASTE, "cut"),
+    ]:
         at.text_area(key="poly_text").set_value(text).run()
         assert_ok(at)
         if hint:
@@ -286,10 +310,11 @@ def test_polysemy_word_without_occurrences_and_typed_sentences() -> None:
 
 # ----------------------------------------------------------------------------- Probes and Reproduce
 
+
 def test_probes_page_quick_runs_with_progress() -> None:
     at = open_page("probes", tab="Run a quick probe")
     # Probes without built-in data (tag, span) are run from the "Your data" tab, not here.
-    kinds = at.selectbox(key="probe_kind").options        # the probes' titles
+    kinds = at.selectbox(key="probe_kind").options  # the probes' titles
     assert len(kinds) == 5 and not any(k.startswith(("Tag", "Span")) for k in kinds), kinds
     at.selectbox(key="probe_kind").set_value("pos").run()
     at.selectbox(key="probe_model").set_value("glove-6b-50d").run()
@@ -314,12 +339,12 @@ def test_probes_page_quick_runs_with_progress() -> None:
     assert base and base[0]["line"]["dash"] == "dash"
     assert {t.get("name") for t in fig["data"] if t.get("mode") == "lines+markers"} == {"glove-6b-50d"}
     model = next(t for t in fig["data"] if t.get("name") == "glove-6b-50d")
-    assert model["error_y"]["type"] == "data"                          # 95% intervals drawn
+    assert model["error_y"]["type"] == "data"  # 95% intervals drawn
     low, high = fig["layout"]["yaxis"]["range"]
     assert high - low >= 20
-    table = at.dataframe[-1].value                                     # the quick run's model × layer table
+    table = at.dataframe[-1].value  # the quick run's model × layer table
     assert "wordnet-1st-sense" not in table.index and "first-sense" not in table.columns
-    assert "WordNet 1st sense" in texts(at.caption)                     # listed as a baseline instead
+    assert "WordNet 1st sense" in texts(at.caption)  # listed as a baseline instead
     assert any(b.proto.label.startswith("Run record") for b in at.get("download_button"))
     # A static model in the λ ablation is a clear message, not a crash.
     at.selectbox(key="probe_kind").set_value("mix").run()
@@ -341,9 +366,9 @@ def test_probes_page_draws_only_the_open_probe_and_links_to_it() -> None:
 
 def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None:
     """Results saved by the command-line probes (here a real small POS run) are charted per layer."""
-    from probes.tasks.pos import run_pos, run_pos_baseline
     from probes.registry import RunContext
     from probes.results import save_result
+    from probes.tasks.pos import run_pos, run_pos_baseline
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
     glove = load_embedder("glove-6b-50d")
@@ -355,23 +380,26 @@ def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None
     at.selectbox(key="probe_results_dir").set_value(mine).run()
     assert_ok(at)
     pos_table = next(d.value for d in at.dataframe if "glove-6b-50d" in d.value.index)
-    assert set(pos_table.index) == {"glove-6b-50d"}       # the baseline is not a row of models' layers ...
+    assert set(pos_table.index) == {"glove-6b-50d"}  # the baseline is not a row of models' layers ...
     assert 0 < float(pos_table.loc["glove-6b-50d", "0"]) <= 100
-    assert "majority tag per word" in texts(at.caption)    # ... but its own series, named under the chart
-    pos_fig = next(f for f in figures(at) if any(t.get("name") == "majority tag per word (baseline)" for t in f["data"]))
+    assert "majority tag per word" in texts(at.caption)  # ... but its own series, named under the chart
+    pos_fig = next(
+        f for f in figures(at) if any(t.get("name") == "majority tag per word (baseline)" for t in f["data"])
+    )
     assert {t.get("name") for t in pos_fig["data"] if t.get("mode") == "lines+markers"} == {"glove-6b-50d"}
 
 
 def test_probes_page_shows_control_task_and_mdl(tmp_path, monkeypatch) -> None:
     """A POS run with --control --mdl (real, small) gets its task-vs-control charts and table."""
-    from probes.tasks.pos import run_pos
     from probes.registry import RunContext
     from probes.results import save_result
+    from probes.tasks.pos import run_pos
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
     glove = load_embedder("glove-6b-50d")
-    save_result(run_pos(glove, ctx=RunContext(limit=30, show_progress=False), control=True, mdl=True),
-                tmp_path / "results")
+    save_result(
+        run_pos(glove, ctx=RunContext(limit=30, show_progress=False), control=True, mdl=True), tmp_path / "results"
+    )
     at = open_page("probes", saved="POS")
     mine = next(o for o in at.selectbox(key="probe_results_dir").options if str(tmp_path) in o)
     at.selectbox(key="probe_results_dir").set_value(mine).run()
@@ -389,16 +417,19 @@ def test_probes_page_shows_control_task_and_mdl(tmp_path, monkeypatch) -> None:
 
 def test_reproduce_page_restores_its_results_folder_from_the_url(tmp_path, monkeypatch) -> None:
     """Shareable state: ?results=DIR chooses the results folder; the choice is written back to the URL."""
-    from probes.tasks.pos import run_pos_baseline
     from probes.results import save_result
+    from probes.tasks.pos import run_pos_baseline
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
     save_result(run_pos_baseline(limit=10), tmp_path / "results")
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
     at.query_params.clear()
-    mine = next(o for o in at.switch_page("app_pages/reproduce.py").run().selectbox(key="repro_dir").options
-                if str(tmp_path) in o)
-    assert at.selectbox(key="repro_dir").value != mine                  # not the default folder
+    mine = next(
+        o
+        for o in at.switch_page("app_pages/reproduce.py").run().selectbox(key="repro_dir").options
+        if str(tmp_path) in o
+    )
+    assert at.selectbox(key="repro_dir").value != mine  # not the default folder
     fresh = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
     fresh.query_params.clear()
     fresh.query_params["results"] = mine
@@ -412,11 +443,12 @@ def test_reproduce_page_tables_and_downloads() -> None:
     at = open_page("reproduce")
     assert at.title[0].value == "Reproduce the paper"
     shown = "\n".join(str(df.value) for df in at.dataframe)
-    assert "biLM" in shown                                # the paper's own table is always there
+    assert "biLM" in shown  # the paper's own table is always there
     assert at.get("download_button"), "tables can be downloaded"
 
 
 # ----------------------------------------------------------------------------- error handling and sharing
+
 
 def _page_with_a_bug() -> None:
     import streamlit as st
@@ -451,6 +483,7 @@ def test_unexpected_errors_become_a_message_and_the_page_goes_on() -> None:
 
 
 # ----------------------------------------------------------------------------- shared models
+
 
 def test_sessions_share_one_loaded_model() -> None:
     """Two browser sessions (two AppTests in one server process) use the same model instance."""

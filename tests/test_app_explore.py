@@ -5,6 +5,7 @@ Each bug test failed on the code before its fix (checked by running this file ag
 The corpus-search tests read MiniLM's SemCor features from the feature cache (``$EMBPROBE_CACHE``); a
 cold cache extracts them once (minutes).
 """
+
 from __future__ import annotations
 
 import base64
@@ -15,13 +16,12 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from corpora.semcor import load_semcor
-from tests.test_app import assert_ok
-from tests.test_app import open_page as open_app_page
+from tests.test_app import assert_ok, open_page as open_app_page
 from viz.polysemy import build_lemma_index, semcor_occurrences
 
-MONEY_BANK = "bank%1:14:00::"   # a financial institution
+MONEY_BANK = "bank%1:14:00::"  # a financial institution
 REPO = Path(__file__).resolve().parent.parent
-TIMEOUT = 600   # first runs load models, read WordNet/SemCor and (cold cache) embed SemCor on a busy 2-core CPU
+TIMEOUT = 600  # first runs load models, read WordNet/SemCor and (cold cache) embed SemCor on a busy 2-core CPU
 
 
 def open_page(name: str) -> AppTest:
@@ -45,8 +45,14 @@ def figures(at: AppTest) -> list[dict]:
 
 
 def scatter(at: AppTest, i: int = 0) -> dict:
-    return [f for f in figures(at) if any(t.get("type") in ("scatter", "scatter3d") and t.get("name") != "selected"
-                                          and "customdata" in t for t in f["data"])][i]
+    return [
+        f
+        for f in figures(at)
+        if any(
+            t.get("type") in ("scatter", "scatter3d") and t.get("name") != "selected" and "customdata" in t
+            for t in f["data"]
+        )
+    ][i]
 
 
 def values(v) -> list:
@@ -62,6 +68,7 @@ def drawn_points(fig: dict) -> int:
 
 # ----------------------------------------------------------------------------- Polysemy explorer: bugs
 
+
 def test_bug1_static_model_occurrences_are_one_point_each_with_a_count() -> None:
     at = open_page("polysemy")
     at.selectbox(key="poly_model").set_value("glove-6b-50d").run()
@@ -71,7 +78,7 @@ def test_bug1_static_model_occurrences_are_one_point_each_with_a_count() -> None
     fig = scatter(at)
     assert drawn_points(fig) == 2, "one marker per distinct vector (bank, banks)"
     counts = [int(t[1:]) for tr in fig["data"] if tr.get("name") != "selected" for t in tr.get("text") or [] if t]
-    assert sum(counts) >= 30, counts   # ×N labels account for the occurrences
+    assert sum(counts) >= 30, counts  # ×N labels account for the occurrences
     # Two really different vectors: the layout spans them, not float noise.
     xs = [x for tr in fig["data"] for x in values(tr["x"])]
     assert max(xs) - min(xs) > 1e-3
@@ -102,17 +109,22 @@ def test_bug4_the_picker_follows_a_new_source() -> None:
 def test_bug4_one_sentence_per_label_says_why_instead_of_a_zero_curve() -> None:
     at = open_page("polysemy")
     at.segmented_control(key="poly_source").set_value("my sentences").run()
-    at.text_area(key="poly_text").set_value("The bank raised rates. | money\nWe sat on the river bank. | river\n"
-                                            "The bank of snow melted. | snow").run()
+    at.text_area(key="poly_text").set_value(
+        "The bank raised rates. | money\nWe sat on the river bank. | river\nThe bank of snow melted. | snow"
+    ).run()
     assert_ok(at)
     assert "single occurrence" in texts(at.info)
-    layer_fig = [f for f in figures(at) if any("1-NN" in str(t.get("name")) or "self-similarity" in str(t.get("name"))
-                                               for t in f["data"])]
+    layer_fig = [
+        f
+        for f in figures(at)
+        if any("1-NN" in str(t.get("name")) or "self-similarity" in str(t.get("name")) for t in f["data"])
+    ]
     for f in layer_fig:
         assert not any("1-NN" in str(t.get("name")) for t in f["data"]), "no all-zero 1-NN curve"
 
 
 # ----------------------------------------------------------------------------- Polysemy explorer: features
+
 
 def test_side_by_side_two_models_and_two_layers_share_the_occurrences() -> None:
     at = open_page("polysemy")
@@ -168,6 +180,7 @@ def test_corpus_search_for_bank_finds_mostly_the_same_sense() -> None:
 
 # ----------------------------------------------------------------------------- Embedding space
 
+
 def open_tab(tab: str) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT).run()
     at.query_params.clear()
@@ -179,20 +192,20 @@ def open_tab(tab: str) -> AppTest:
 
 
 def test_bug6_contextual_neighbours_come_from_all_of_semcor_and_skip_punctuation() -> None:
-    at = open_tab("Contextual neighbours")   # MiniLM, top layer (6)
+    at = open_tab("Contextual neighbours")  # MiniLM, top layer (6)
     picker = at.selectbox(key="space_ctx_token")
     money = next(i for i, o in enumerate(picker.options) if o.startswith("s2 ·") and "[bank]" in o)
-    picker.set_value(money).run()            # "She deposited the cheque at the [bank] ."
+    picker.set_value(money).run()  # "She deposited the cheque at the [bank] ."
     build(at, "space_corpus_build")
     tables = [d.value for d in at.dataframe]
-    typed = tables[-1]                                                # neighbours among the typed tokens
+    typed = tables[-1]  # neighbours among the typed tokens
     assert {"cosine", "token", "context"} <= set(typed.columns)
     assert all(any(ch.isalnum() for ch in t) for t in typed["token"]), list(typed["token"])
-    hits = next(t for t in tables if "sense" in t.columns)          # corpus neighbours with WordNet senses
+    hits = next(t for t in tables if "sense" in t.columns)  # corpus neighbours with WordNet senses
     senses = hits["sense"].value_counts()
-    assert "financial" in senses.index[0], senses                      # the money sense comes first ...
+    assert "financial" in senses.index[0], senses  # the money sense comes first ...
     banks = hits[hits["lemma"] == "bank"]["sense"]
-    assert len(banks) >= 5 and banks.str.contains("financial").mean() > 0.5, banks    # ... before the river bank
+    assert len(banks) >= 5 and banks.str.contains("financial").mean() > 0.5, banks  # ... before the river bank
     picker = at.selectbox(key="space_ctx_token")
     assert all(any(ch.isalnum() for ch in opt.split("[", 1)[1].split("]", 1)[0]) for opt in picker.options)
 

@@ -3,6 +3,7 @@
 No Streamlit script runner here; the pages themselves are tested in test_app.py (AppTest) and
 test_browser.py (a real Chromium).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,19 @@ XSS = "<script>alert(1)</script>"
 
 # ----------------------------------------------------------------------------- text
 
+
 def test_tokenize_words_punctuation_scripts_and_emoji() -> None:
     assert tokenize("The bank's rates rose, didn't they?") == [
-        "The", "bank", "'s", "rates", "rose", ",", "didn't", "they", "?"]
+        "The",
+        "bank",
+        "'s",
+        "rates",
+        "rose",
+        ",",
+        "didn't",
+        "they",
+        "?",
+    ]
     # RTL words stay whole; Devanagari combining marks stay inside their word.
     assert tokenize("مرحبا بالعالم हिन्दी שלום") == ["مرحبا", "بالعالم", "हिन्दी", "שלום"]
     # An emoji with a skin-tone modifier and a ZWJ family are one token each.
@@ -54,8 +65,9 @@ def test_ten_thousand_word_paste_is_capped_with_a_warning() -> None:
 
 
 def test_labels_and_blank_lines() -> None:
-    parsed = parse_sentences("The bank closed. | money\n\n  \nWe sat on the bank | river\nNo label here",
-                             allow_labels=True)
+    parsed = parse_sentences(
+        "The bank closed. | money\n\n  \nWe sat on the bank | river\nNo label here", allow_labels=True
+    )
     assert parsed.labels == ["money", "river", None]
     assert parsed.sentences[1] == ["We", "sat", "on", "the", "bank"]
 
@@ -74,6 +86,7 @@ def test_validate_word() -> None:
 
 
 # ----------------------------------------------------------------------------- projections
+
 
 def _clusters(seed: int = 0, n: int = 20, dim: int = 16):
     rng = np.random.default_rng(seed)
@@ -129,6 +142,7 @@ def test_nn_agreement_chance_level_for_identical_points() -> None:
 
 # ----------------------------------------------------------------------------- attention
 
+
 def test_attention_summaries() -> None:
     n = 5
     uniform = np.full((2, 3, n, n), 1 / n, np.float32)
@@ -158,12 +172,13 @@ def test_figures_escape_user_text() -> None:
     fig = scatter_points(coords, ["<i>g</i>", "g2", "g2"], [XSS + "\nline 2", "a", "b"], highlight=0)
     blob = json.dumps(fig.to_plotly_json(), default=str)
     assert "<script>" not in blob and "<i>g" not in blob and "<br>line 2" in blob
-    assert len(fig.data) == 3   # two groups + the highlight ring
+    assert len(fig.data) == 3  # two groups + the highlight ring
     with pytest.raises(ValueError):
         attention_heatmap(att[0, 0], tokens[:2])
 
 
 # ----------------------------------------------------------------------------- polysemy on real SemCor
+
 
 @pytest.fixture(scope="module")
 def semcor():
@@ -178,8 +193,12 @@ def test_semcor_occurrences_match_the_corpus(semcor) -> None:
     from viz.polysemy import key_pos, semcor_occurrences
 
     sentences, index = semcor
-    direct = [(si, ti) for si, s in enumerate(sentences) for ti, t in enumerate(s.tokens)
-              if t.lemma == "bank" and t.sense_keys and t.sense_keys[0].split("%")[1].startswith("1")]
+    direct = [
+        (si, ti)
+        for si, s in enumerate(sentences)
+        for ti, t in enumerate(s.tokens)
+        if t.lemma == "bank" and t.sense_keys and t.sense_keys[0].split("%")[1].startswith("1")
+    ]
     occs, total = semcor_occurrences(sentences, index, "Bank", pos="noun", cap=1000)
     assert total == len(direct) == len(occs) > 10
     for o, (si, ti) in zip(occs, direct):
@@ -207,7 +226,7 @@ def test_multiword_target_vector_is_mean_of_its_pieces(semcor) -> None:
     X = occurrence_vectors(lambda sents: [e.vectors for e in glove.embed(sents)], occs)
     assert X.shape == (1, len(occs), 50)
     for i, o in enumerate(occs):
-        pieces = o.words[o.start:o.end]
+        pieces = o.words[o.start : o.end]
         assert [p.lower() for p in pieces][0] == "interest"
         expected = np.mean([glove.embed([[p]])[0].vectors[0, 0] for p in pieces], axis=0)
         assert np.allclose(X[0, i], expected, atol=1e-6)
@@ -216,13 +235,19 @@ def test_multiword_target_vector_is_mean_of_its_pieces(semcor) -> None:
 def test_typed_occurrences_and_layer_agreement() -> None:
     from viz.polysemy import layer_agreement, typed_occurrences
 
-    parsed = parse_sentences("The bank closed. | money\nBanks lend money | money\nA quiet river bank | river\n"
-                             "Nothing here", allow_labels=True)
+    parsed = parse_sentences(
+        "The bank closed. | money\nBanks lend money | money\nA quiet river bank | river\nNothing here",
+        allow_labels=True,
+    )
     occs, missing = typed_occurrences(parsed, "bank")
     assert [o.target for o in occs] == ["bank", "Banks", "bank"] and missing == 1
     assert [o.group for o in occs] == ["money", "money", "river"]
-    X = np.stack([np.array([[1, 0], [1, 0.1], [0, 1]], np.float32),     # layer 0 separates
-                  np.array([[1, 0], [0, 1], [1, 0.1]], np.float32)])    # layer 1 mixes
+    X = np.stack(
+        [
+            np.array([[1, 0], [1, 0.1], [0, 1]], np.float32),  # layer 0 separates
+            np.array([[1, 0], [0, 1], [1, 0.1]], np.float32),
+        ]
+    )  # layer 1 mixes
     df = layer_agreement(X, [o.group for o in occs])
     assert list(df["1-NN same sense"]) == [pytest.approx(2 / 3), 0.0]
     assert df["chance"].iloc[0] == pytest.approx(2 / 6)
@@ -230,9 +255,10 @@ def test_typed_occurrences_and_layer_agreement() -> None:
 
 # ----------------------------------------------------------------------------- zoo and results
 
+
 def test_model_rows_list_every_registered_model() -> None:
-    from models.registry import available_models
     from models.listing import zoo_frame
+    from models.registry import available_models
 
     df = zoo_frame()
     assert list(df["model"]) == [s.name for s in available_models()]
@@ -244,22 +270,47 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
     from probes.registry import get_probe
     from probes.results import ProbeResult, save_result
     from viz.results import (
-        baselines, best_layer, breakdown_frame, datasets_of, dirs_with_results, layer_curves_frame, load_dir,
+        baselines,
+        best_layer,
+        breakdown_frame,
+        datasets_of,
+        dirs_with_results,
+        layer_curves_frame,
+        load_dir,
         wide_table,
     )
 
-    save_result(ProbeResult("m1", "wsd", [
-        {"dataset": "ALL", "layer": str(j), "metric": "F1", "value": v, "n": 10} for j, v in enumerate([50, 60, 55])]
-        + [{"dataset": "ALL", "layer": "mean", "metric": "F1", "value": 58, "n": 10},
-           {"dataset": "ALL:NOUN", "layer": "1", "metric": "F1", "value": 62, "n": 6}]), tmp_path)
-    save_result(ProbeResult("wordnet-1st-sense", "wsd", [
-        {"dataset": "ALL", "layer": "first-sense", "metric": "F1", "value": 52, "n": 10},
-        {"dataset": "ALL:NOUN", "layer": "first-sense", "metric": "F1", "value": 54, "n": 6}]), tmp_path)
+    save_result(
+        ProbeResult(
+            "m1",
+            "wsd",
+            [
+                {"dataset": "ALL", "layer": str(j), "metric": "F1", "value": v, "n": 10}
+                for j, v in enumerate([50, 60, 55])
+            ]
+            + [
+                {"dataset": "ALL", "layer": "mean", "metric": "F1", "value": 58, "n": 10},
+                {"dataset": "ALL:NOUN", "layer": "1", "metric": "F1", "value": 62, "n": 6},
+            ],
+        ),
+        tmp_path,
+    )
+    save_result(
+        ProbeResult(
+            "wordnet-1st-sense",
+            "wsd",
+            [
+                {"dataset": "ALL", "layer": "first-sense", "metric": "F1", "value": 52, "n": 10},
+                {"dataset": "ALL:NOUN", "layer": "first-sense", "metric": "F1", "value": 54, "n": 6},
+            ],
+        ),
+        tmp_path,
+    )
     wsd = get_probe("wsd")
     (tmp_path / "broken.json").write_text("{not json")
     assert dirs_with_results((tmp_path, tmp_path / "missing")) == [tmp_path]
     df = load_dir(tmp_path)
-    assert datasets_of(df, wsd) == ["ALL"]          # the per-POS rows are a breakdown, not a dataset
+    assert datasets_of(df, wsd) == ["ALL"]  # the per-POS rows are a breakdown, not a dataset
     curves = layer_curves_frame(df, "wsd", "ALL", "F1", exclude=set(wsd.baseline_models))
     assert list(curves["layer"]) == [0, 1, 2] and list(curves["value"]) == [50, 60, 55]
     assert baselines(df, wsd, "ALL", "F1") == {"WordNet 1st sense": 52.0}

@@ -1,5 +1,6 @@
 """The Probes page's "Your data" tab under AppTest: upload real UD EWT slices, preview, run, saved results;
 an over-limit upload is refused naming the limit; a malformed file is one message with its line."""
+
 from __future__ import annotations
 
 import json
@@ -118,7 +119,7 @@ def test_sense_files_preview_and_run_by_k_fold(cache):
     at = open_task("wsd")
     assert "Upload a training file (a test file is optional)" in texts(at.info)
     widgets = [*at.text_input, *at.selectbox, *at.number_input, *at.checkbox]
-    assert not [w.key for w in widgets if (w.key or "").startswith("up_wsd_")]   # --keys, --format …: command line
+    assert not [w.key for w in widgets if (w.key or "").startswith("up_wsd_")]  # --keys, --format …: command line
     upload(at, "wsd", "train", "semcor-sample.tsv", ("\n".join(lines) + "\n").encode())
     at.run()
     assert_ok(at)
@@ -133,4 +134,4 @@ def test_sense_files_preview_and_run_by_k_fold(cache):
     model = next(r for r in saved if r["model"] == "glove-6b-50d")
     assert model["probe"] == "wsd" and model["dataset"].endswith("/5-fold")
     assert {r["n"] for r in model["rows"]} == {len(lines)}
-    assert any(r["model"] == "most-frequent-label" for r in saved)      # the baseline, its own result
+    assert any(r["model"] == "most-frequent-label" for r in saved)  # the baseline, its own result

@@ -5,6 +5,7 @@ The speed ratios themselves are measured by ``bench/run_all.py`` and recorded in
 batched-vs-unbatched equality of the embedders is tested in test_transformer.py / test_elmo.py and the
 cache round trip and truncation repair in test_probes_features.py.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,8 +68,12 @@ def test_low_precision_copy_is_close_but_distinct_and_leaves_fp32_untouched(mini
 
 
 def test_headline_ratios_and_targets():
-    parts = {"minilm": {"speedup": 3.5, "device": "cpu"}, "elmo": {"speedup": 2.5},
-             "wsd-cold": {"run_s": 300.0, "model": "minilm"}, "wsd-warm": {"run_s": 10.0}}
+    parts = {
+        "minilm": {"speedup": 3.5, "device": "cpu"},
+        "elmo": {"speedup": 2.5},
+        "wsd-cold": {"run_s": 300.0, "model": "minilm"},
+        "wsd-warm": {"run_s": 10.0},
+    }
     r = ratios(parts)
     assert {k: round(v["value"], 2) for k, v in r.items()} == {"minilm": 3.5, "elmo": 2.5, "wsd": 30.0}
     assert [k for k, v in r.items() if not v["met"]] == ["elmo"]

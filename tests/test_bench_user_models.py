@@ -3,6 +3,7 @@
 Its timings mean nothing at this size; what is checked is that every part runs and reports, and that
 the naive loop and the batched path agree (the speed-up itself is recorded in docs/benchmarks.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,29 @@ def test_bench_user_models_runs_and_reports_identical_vectors(tmp_path, capsys):
     out = tmp_path / "bench.json"
     threads = torch.get_num_threads()
     try:
-        rc = main(["--kinds", "bert,gpt2", "--no-minilm", "--sentences", "8", "--layers", "1", "--hidden", "32",
-                   "--heads", "2", "--vocab-size", "400", "--threads", "1", "--json", str(out)])
+        rc = main(
+            [
+                "--kinds",
+                "bert,gpt2",
+                "--no-minilm",
+                "--sentences",
+                "8",
+                "--layers",
+                "1",
+                "--hidden",
+                "32",
+                "--heads",
+                "2",
+                "--vocab-size",
+                "400",
+                "--threads",
+                "1",
+                "--json",
+                str(out),
+            ]
+        )
     finally:
-        torch.set_num_threads(threads)   # main sets the process's thread count
+        torch.set_num_threads(threads)  # main sets the process's thread count
     assert rc == 0
     results = json.loads(out.read_text())["results"]
     assert set(results) == {"bert", "gpt2"}

@@ -8,6 +8,7 @@ tests/conftest.py, the helpers in tests/browser_support.py.
 Needs Debian's Chromium at /usr/bin/chromium (`make browser` / `.ci/run` install it). If it is
 missing these tests FAIL with a clear message rather than skip, because CI installs it.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,14 +63,14 @@ def test_models_page_adds_a_local_model_that_the_polysemy_page_offers(page, serv
     open_page(page, server, "polysemy")
     choose(page, "Model", "browser-bert")
     points = page.locator('[data-testid="stPlotlyChart"]').first.locator(".scatterlayer .point")
-    expect(points.nth(9)).to_be_attached(timeout=WAIT_MS)   # its contextual vectors, projected
+    expect(points.nth(9)).to_be_attached(timeout=WAIT_MS)  # its contextual vectors, projected
     assert_clean(page)
     open_page(page, server, "")
     expect(page.get_by_role("combobox", name="Registered model")).to_have_value("browser-bert")
     page.get_by_role("button", name="Remove", exact=True).click()
     wait_idle(page)
     assert_clean(page)
-    expect(page.get_by_role("combobox", name="Registered model")).to_have_count(0)   # none left
+    expect(page.get_by_role("combobox", name="Registered model")).to_have_count(0)  # none left
 
 
 def test_polysemy_page(page, server, screenshots):
@@ -77,7 +78,7 @@ def test_polysemy_page(page, server, screenshots):
     set_text(page, "Word (lemma)", "bank")
     expect(page.get_by_text("tagged occurrences of “bank” in SemCor")).to_be_visible(timeout=WAIT_MS)
     points = page.locator('[data-testid="stPlotlyChart"]').first.locator(".scatterlayer .point")
-    expect(points.nth(9)).to_be_attached(timeout=WAIT_MS)   # at least 10 occurrences drawn
+    expect(points.nth(9)).to_be_attached(timeout=WAIT_MS)  # at least 10 occurrences drawn
     expect(page.get_by_text("Which layer separates the senses?")).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
     assert_clean(page)
@@ -113,7 +114,7 @@ def test_attention_clicked_grid_cell_opens_its_head_and_the_link_restores_it(pag
     open_page(page, server, "attention")
     expect(page.get_by_text("minilm: layer 2, head 1")).to_be_visible(timeout=WAIT_MS)
     grid = page.locator('[data-testid="stPlotlyChart"]').first
-    grid.locator(".scatterlayer .point").nth(3 * 12 + 6).click(force=True)   # layer 4, head 7
+    grid.locator(".scatterlayer .point").nth(3 * 12 + 6).click(force=True)  # layer 4, head 7
     expect(page.get_by_text("minilm: layer 4, head 7")).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
     assert_clean(page)
@@ -148,7 +149,7 @@ def test_an_svg_download_is_a_valid_svg(page, server, tmp_path):
 
     open_page(page, server, "attention")
     expect(page.get_by_text("minilm: layer 2, head 1")).to_be_visible(timeout=WAIT_MS)
-    chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)   # the open head's map
+    chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)  # the open head's map
     chart.hover()
     with page.expect_download(timeout=WAIT_MS) as info:
         chart.locator('.modebar-btn[data-title*="Download plot"]').click()
@@ -165,7 +166,7 @@ def test_attention_user_html_is_text(page, server):
     """HTML typed by the user is shown as text and never executed; a 10,000-word paste is cut."""
     open_page(page, server, "attention")
     set_text(page, "Sentence", "<script>alert(1)</script> <b>bold</b> **stars** مرحبا 👍🏽")
-    page.get_by_text("Tokens the model saw").click()   # the box fills when opened
+    page.get_by_text("Tokens the model saw").click()  # the box fills when opened
     tokens = page.locator('[data-testid="stExpander"] [data-testid="stCode"]').first
     # The tokens are shown as literal characters in a code block ...
     expect(tokens).to_contain_text("script", timeout=WAIT_MS)
@@ -186,7 +187,7 @@ def test_probes_page(page, server, screenshots):
     assert_clean(page)
     if page.get_by_role("combobox", name="Results from", exact=True).count():
         expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible(timeout=WAIT_MS)
-        shot(page, screenshots, "probes_saved")   # the layer-probe comparison of the committed results
+        shot(page, screenshots, "probes_saved")  # the layer-probe comparison of the committed results
     # Main interaction: a quick POS probe on MiniLM's layers, with a progress bar.
     page.get_by_role("tab", name="Run a quick probe").click()
     choose(page, "Probe", "POS — linear probe (CoNLL-2000)")

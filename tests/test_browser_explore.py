@@ -5,6 +5,7 @@ of "bank" at MiniLM layer 6 are mostly of its sense; a chart's SVG download is a
 Uses the shared ``server``/``browser``/``page`` fixtures (tests/conftest.py); screenshots only go to the
 ``screenshots`` fixture's directory (a temp dir unless ``make screenshots``).
 """
+
 from __future__ import annotations
 
 import re
@@ -43,7 +44,7 @@ def test_a_shared_link_restores_the_polysemy_view_in_a_fresh_browser(page, serve
         wait_idle(other)
         expect(other.get_by_text("tagged occurrences of “interest” in SemCor")).to_be_visible(timeout=WAIT_MS)
         expect(other.get_by_label("Word (lemma)", exact=True)).to_have_value("interest")
-        assert title in plot_titles(other), (title, plot_titles(other))   # same word, model, layer, projection
+        assert title in plot_titles(other), (title, plot_titles(other))  # same word, model, layer, projection
         assert_clean(other)
     finally:
         fresh.close()
@@ -91,8 +92,8 @@ def test_svg_download_of_a_chart_is_valid_svg(page, server) -> None:
     download = info.value
     assert download.suggested_filename.endswith(".svg"), download.suggested_filename
     text = open(download.path(), encoding="utf-8").read()
-    root = ET.fromstring(text)                                  # well-formed XML ...
-    assert root.tag.endswith("svg") and "king" in text         # ... an <svg> with the map's words
+    root = ET.fromstring(text)  # well-formed XML ...
+    assert root.tag.endswith("svg") and "king" in text  # ... an <svg> with the map's words
     assert_clean(page)
 
 
@@ -115,9 +116,14 @@ def test_projector_draws_uploaded_vectors_and_metadata(page, server, tmp_path) -
 
 def test_polysemy_colours_an_uploaded_lexical_sample_by_its_labels(page, server, tmp_path) -> None:
     sample = tmp_path / "bank-sample.tsv"
-    lines = ["She paid the cheque into the bank .\t6\tFINANCE", "The bank raised its rates .\t1\tFINANCE",
-             "He robbed a bank downtown .\t3\tFINANCE", "We fished from the bank of the river .\t4\tRIVER",
-             "The river bank was muddy .\t2\tRIVER", "Reeds grew along the bank .\t4\tRIVER"]
+    lines = [
+        "She paid the cheque into the bank .\t6\tFINANCE",
+        "The bank raised its rates .\t1\tFINANCE",
+        "He robbed a bank downtown .\t3\tFINANCE",
+        "We fished from the bank of the river .\t4\tRIVER",
+        "The river bank was muddy .\t2\tRIVER",
+        "Reeds grew along the bank .\t4\tRIVER",
+    ]
     sample.write_text("\n".join(lines) + "\n")
     open_page(page, server, "polysemy?source=upload&word=bank")
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(sample))

@@ -4,6 +4,7 @@ tag probe with its progress bar, see the layer chart; a file over the size limit
 Uses the session's server, browser and page fixtures (tests/conftest.py) and the helpers of
 tests/browser_support.py, like tests/test_browser.py.
 """
+
 from __future__ import annotations
 
 import re
@@ -65,6 +66,8 @@ def test_an_upload_over_the_limit_is_refused(page, server, tmp_path):
     uploader(page, "Train file").set_input_files(str(big))
     wait_idle(page)
     # Streamlit's uploader refuses it in the browser, naming the limit; nothing reaches the server.
-    expect(page.get_by_text(re.compile(rf"File must be {MAX_MB:g}(\.0)? ?MB or smaller"))).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_text(re.compile(rf"File must be {MAX_MB:g}(\.0)? ?MB or smaller"))).to_be_visible(
+        timeout=WAIT_MS
+    )
     assert page.locator('[data-testid="stException"]').count() == 0
     expect(page.get_by_text("Upload a training file and a test file")).to_be_visible()

@@ -1,5 +1,6 @@
 """Charts that tell the truth (issue 16): like with like, readable labels, baselines as their own
 series, honest axes, small slices marked small. Pure figure builders on the committed results."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,12 +25,13 @@ def test_reproduce_compares_wsd_on_the_papers_evaluation_set(tables) -> None:
     assert set(wsd["test set"]) == {"ALL w/o SE07"} and "without SE07" in wsd["task"].iloc[0]
     ours_fs = wsd[(wsd["source"] == "ours") & (wsd["system"] == "WordNet 1st sense")]["score"].item()
     table_fs = tables["wsd"].set_index("model").loc["wordnet-1st-sense", WSD_COLUMN]
-    assert ours_fs == pytest.approx(float(table_fs))               # 65.86, not ALL's 65.19
-    assert ours_fs == pytest.approx(65.9, abs=0.1)                  # the paper's first sense on that set
+    assert ours_fs == pytest.approx(float(table_fs))  # 65.86, not ALL's 65.19
+    assert ours_fs == pytest.approx(65.9, abs=0.1)  # the paper's first sense on that set
     for model, layer in (s.rsplit(" layer ", 1) for s in wsd[wsd["source"] == "ours"]["system"] if " layer " in s):
         rows = tables["wsd"][(tables["wsd"]["model"] == model) & tables["wsd"]["layer"].astype(str).str.isdigit()]
         assert rows[WSD_COLUMN].astype(float).max() == pytest.approx(
-            wsd[wsd["system"] == f"{model} layer {layer}"]["score"].item())
+            wsd[wsd["system"] == f"{model} layer {layer}"]["score"].item()
+        )
     pos = comp[comp["task"].str.startswith("POS")]
     assert set(pos.loc[pos["source"] == "paper", "test set"]) != set(pos.loc[pos["source"] == "ours", "test set"])
     assert "PTB" in pos["task"].iloc[0] and "CoNLL-2000" in pos["task"].iloc[0]
@@ -39,10 +41,10 @@ def test_reproduce_chart_labels_are_readable_and_bars_start_at_zero(tables) -> N
     comp = comparison_frame(tables)
     for task, part in comp.groupby("task", sort=False):
         fig = comparison_figure(part, task)
-        assert all(t.orientation == "h" for t in fig.data)          # names on the y axis, never rotated
+        assert all(t.orientation == "h" for t in fig.data)  # names on the y axis, never rotated
         assert sorted(y for t in fig.data for y in t.y) == sorted(part["system"])
         assert fig.layout.xaxis.range[0] == 0
-        assert fig.layout.height >= 26 * len(part)                  # one readable row per system
+        assert fig.layout.height >= 26 * len(part)  # one readable row per system
         assert {t.name.split(" ")[0] for t in fig.data} == {"paper", "ours"}
 
 
@@ -51,10 +53,26 @@ def test_layer_probe_figure_baselines_axes_and_small_slices() -> None:
     equals the baseline is drawn flat on a ≥ 20-point axis, the baseline its own dashed series."""
     from viz.probe_figures import honest_range, layer_probe_figure
 
-    curves = pd.DataFrame({"model": "elmo-small", "layer": [0, 1, 2], "value": [66.7, 66.7, 67.5],
-                           "n": 37, "lo": [50.0, 50.0, 51.4], "hi": [81.1, 81.1, 81.9]})
-    base = pd.DataFrame({"label": ["WordNet 1st sense"], "model": ["wordnet-1st-sense"], "value": [66.7],
-                         "n": [37], "lo": [51.4], "hi": [81.1]})
+    curves = pd.DataFrame(
+        {
+            "model": "elmo-small",
+            "layer": [0, 1, 2],
+            "value": [66.7, 66.7, 67.5],
+            "n": 37,
+            "lo": [50.0, 50.0, 51.4],
+            "hi": [81.1, 81.1, 81.9],
+        }
+    )
+    base = pd.DataFrame(
+        {
+            "label": ["WordNet 1st sense"],
+            "model": ["wordnet-1st-sense"],
+            "value": [66.7],
+            "n": [37],
+            "lo": [51.4],
+            "hi": [81.1],
+        }
+    )
     fig = layer_probe_figure(curves, base, title="WSD: F1 on ALL, by layer", y_title="F1 (%)")
     assert "small slice: n = 37, 95% intervals" in fig.layout.title.text
     (model,) = [t for t in fig.data if t.mode == "lines+markers"]
@@ -63,7 +81,7 @@ def test_layer_probe_figure_baselines_axes_and_small_slices() -> None:
     assert baseline.line.dash == "dash" and set(baseline.y) == {66.7}
     low, high = fig.layout.yaxis.range
     assert low <= 50.0 and high >= 81.9 and high - low >= 20
-    assert honest_range([66.0, 67.5]) == pytest.approx([56.75, 76.75])     # not 66–67.5
+    assert honest_range([66.0, 67.5]) == pytest.approx([56.75, 76.75])  # not 66–67.5
     assert honest_range([95.0, 99.0])[1] == 100 and honest_range([1.0, 2.0])[0] == 0
     big = curves.assign(n=5000, lo=float("nan"), hi=float("nan"))
     assert "small slice" not in (layer_probe_figure(big, None, title="t", y_title="y").layout.title.text or "")
@@ -110,8 +128,9 @@ def test_every_probe_chart_draws_its_intervals(tables) -> None:
     mix = get_probe("mix")
     rows = named_rows_frame(df, mix, "conll2000-test:pos", "accuracy")
     assert list(rows[rows.model == "elmo-small"].layer) == list(mix.chart.layer_order[1:])
-    fig = named_rows_figure(rows, baseline_frame(df, mix, "conll2000-test:pos", "accuracy"),
-                            order=mix.chart.layer_order, title="t")
+    fig = named_rows_figure(
+        rows, baseline_frame(df, mix, "conll2000-test:pos", "accuracy"), order=mix.chart.layer_order, title="t"
+    )
     bars = [t for t in fig.data if t.type == "bar"]
     assert bars and all(t.error_y.array is not None for t in bars) and list(fig.layout.yaxis.range) == [0, 100]
     assert any(t.name == "GloVe 6B 50d input only (baseline)" and t.line.dash == "dash" for t in fig.data)

@@ -3,6 +3,7 @@ a sweep over two small models and two probes gives the in-process sweep's result
 mid-extraction is retried with half the batch budget, resume skips finished work, and extraction in
 shards by actors is byte-identical to a local extraction. Skipped only when ray (the optional extra,
 requirements-cluster.txt) is not installed; `make test` installs it."""
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,9 @@ from cluster.plan import plan_sweep  # noqa: E402
 from cluster.ray_session import connect  # noqa: E402
 from cluster.sweep import run_sweep  # noqa: E402
 from cluster.tasks import FAULT_ENV, TaskEnv  # noqa: E402
+from features.extract import get_features  # noqa: E402
 from models.registry import load_embedder  # noqa: E402
 from models.tiny import make_tiny_checkpoint  # noqa: E402
-from features.extract import get_features  # noqa: E402
 
 OPTIONS = {"wsd": {"semcor_limit": 100}}
 QUIET = {"say": lambda message: None}
@@ -36,7 +37,10 @@ def session():
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("ray-models")
-    return [str(make_tiny_checkpoint(kind, root / f"tiny-{kind}", layers=2, hidden=32, heads=2)) for kind in ("bert", "gpt2")]
+    return [
+        str(make_tiny_checkpoint(kind, root / f"tiny-{kind}", layers=2, hidden=32, heads=2))
+        for kind in ("bert", "gpt2")
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +68,15 @@ def test_a_sweep_on_ray_gives_the_in_process_results(sweeps):
     tasks, _env, root, local, on_ray = sweeps
     assert local.ok and on_ray.ok and local.run.done == on_ray.run.done == len(tasks) == 6
     a, b = rows_by_task(root / "local"), rows_by_task(root / "ray")
-    assert sorted(a) == sorted(b) and len(a) == 7               # the WSD baselines task saves two results
+    assert sorted(a) == sorted(b) and len(a) == 7  # the WSD baselines task saves two results
     assert {k: rows for k, (rows, _) in a.items()} == {k: rows for k, (rows, _) in b.items()}
     assert {s["node"] for _rows, s in b.values()} == {ray.get_runtime_context().get_node_id()}
-    assert {(m, p) for m, p, _ in a} >= {("tiny-bert", "pos"), ("tiny-bert", "wsd"), ("tiny-gpt2", "pos"),
-                                         ("tiny-gpt2", "wsd")}
+    assert {(m, p) for m, p, _ in a} >= {
+        ("tiny-bert", "pos"),
+        ("tiny-bert", "wsd"),
+        ("tiny-gpt2", "pos"),
+        ("tiny-gpt2", "wsd"),
+    }
 
 
 @pytest.mark.slow
@@ -97,26 +105,38 @@ def test_resume_skips_finished_tasks_and_reruns_a_missing_one(session, sweeps):
 
 
 @pytest.mark.slow
-def test_sharded_extraction_by_actors_is_byte_identical_even_when_an_actor_dies(session, models, tmp_path,
-                                                                              monkeypatch):
-    monkeypatch.setenv(FAULT_ENV, "1")                         # the first shard's actor dies once; Ray restarts it
-    sentences, keep, key = dataset_request("conll2000-train", 240)   # 3 chunks of 80 sentences
-    feats, stats = extract_sharded(models[0], key, sentences, keep, num_shards=3, ray=session, workers=2,
-                                   root=tmp_path / "sharded", threads=1, chunk_size=80, keep_shards=True)
+def test_sharded_extraction_by_actors_is_byte_identical_even_when_an_actor_dies(session, models, tmp_path, monkeypatch):
+    monkeypatch.setenv(FAULT_ENV, "1")  # the first shard's actor dies once; Ray restarts it
+    sentences, keep, key = dataset_request("conll2000-train", 240)  # 3 chunks of 80 sentences
+    feats, stats = extract_sharded(
+        models[0],
+        key,
+        sentences,
+        keep,
+        num_shards=3,
+        ray=session,
+        workers=2,
+        root=tmp_path / "sharded",
+        threads=1,
+        chunk_size=80,
+        keep_shards=True,
+    )
     assert stats["shards"] == 3 and stats["workers"] == stats["model_loads"] == 2
-    local = get_features(load_embedder(models[0]), key, sentences, root=tmp_path / "local", chunk_size=80,
-                         show_progress=False)
+    local = get_features(
+        load_embedder(models[0]), key, sentences, root=tmp_path / "local", chunk_size=80, show_progress=False
+    )
     for name in ["meta.json"] + [f"layer_{j}.npy" for j in range(3)]:
         assert (feats.directory / name).read_bytes() == (local.directory / name).read_bytes(), name
     (folder,) = (tmp_path / "sharded" / "shards" / stats["fingerprint"] / key).iterdir()
-    assert (folder / "fault").read_text() == "killed"           # written just before the actor's os._exit
+    assert (folder / "fault").read_text() == "killed"  # written just before the actor's os._exit
     assert len(list(folder.glob("shard_*.npz"))) == len(list(folder.glob("shard_*.json"))) == 3
 
 
 def test_the_committed_cluster_config_is_valid_for_ray_up():
+    from pathlib import Path
+
     import jsonschema
     import yaml
-    from pathlib import Path
 
     from corpora.paths import REPO_ROOT
 

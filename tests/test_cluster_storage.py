@@ -1,5 +1,6 @@
 """cluster.storage: feature-cache entries published to and pulled from fsspec stores (memory://, file://),
 with the cache's atomic-publication and checksum guarantees. No Ray, no network."""
+
 from __future__ import annotations
 
 import uuid
@@ -38,14 +39,14 @@ def files(directory):
 def test_push_then_pull_installs_the_same_bytes_and_the_cache_serves_them(tmp_path, store):
     emb, feats = entry(tmp_path / "a")
     assert push_entry(store, feats.directory)
-    assert not push_entry(store, feats.directory)            # already there: nothing uploaded
+    assert not push_entry(store, feats.directory)  # already there: nothing uploaded
     assert remote_keys(store, emb.fingerprint()) == ["toy"]
     assert pull_entry(store, emb.fingerprint(), "toy", tmp_path / "b")
     pulled = local_entries(emb.fingerprint(), tmp_path / "b")
     assert [p.name for p in pulled] == ["toy"] and files(pulled[0]) == files(feats.directory)
     calls = emb.calls
     again = get_features(emb, "toy", SENTS, root=tmp_path / "b", show_progress=False)
-    assert emb.calls == calls                                  # served from the pulled entry, not extracted
+    assert emb.calls == calls  # served from the pulled entry, not extracted
     np.testing.assert_array_equal(again.layer(2), feats.layer(2))
     assert not pull_entry(store, emb.fingerprint(), "other", tmp_path / "b")
 
@@ -66,7 +67,7 @@ def test_a_corrupted_remote_layer_is_refused_and_nothing_is_installed(tmp_path, 
 def test_a_broken_local_entry_is_never_published(tmp_path, store):
     emb, feats = entry(tmp_path / "a")
     layer = feats.directory / "layer_2.npy"
-    layer.write_bytes(layer.read_bytes()[:-16])                # truncated
+    layer.write_bytes(layer.read_bytes()[:-16])  # truncated
     with pytest.raises(FeatureCacheError, match="layer 2 cannot be copied"):
         push_entry(store, feats.directory)
     assert remote_keys(store, emb.fingerprint()) == []
@@ -88,4 +89,4 @@ def test_file_urls_and_plain_paths_are_stores_too(tmp_path):
         assert push_entry(s, feats.directory)
         assert pull_entry(s, emb.fingerprint(), "toy", tmp_path / f"pulled-{len(url)}")
     assert files(tmp_path / "shared" / "features" / emb.fingerprint() / "toy") == files(feats.directory)
-    assert not list((tmp_path / "shared").rglob("*.tmp"))     # uploads were moved into place
+    assert not list((tmp_path / "shared").rglob("*.tmp"))  # uploads were moved into place

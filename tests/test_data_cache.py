@@ -1,4 +1,5 @@
 """The on-disk cache of parsed datasets: hits, misses, corrupt entries, stale versions."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,18 +20,19 @@ def test_hit_miss_corrupt_and_stale_versions(cache):
         def _b():
             builds.append(value)
             return {"value": value}
+
         return _b
 
     assert cached("thing", 1, {"a": 1}, build(1)) == {"value": 1}
-    assert cached("thing", 1, {"a": 1}, build(99)) == {"value": 1}        # hit: not rebuilt
-    assert cached("thing", 1, {"a": 2}, build(2)) == {"value": 2}         # other params: own entry
+    assert cached("thing", 1, {"a": 1}, build(99)) == {"value": 1}  # hit: not rebuilt
+    assert cached("thing", 1, {"a": 2}, build(2)) == {"value": 2}  # other params: own entry
     assert builds == [1, 2]
     entry = next(p for p in cache.glob("thing-v1-*.npz"))
     for p in cache.glob("thing-v1-*.npz"):
         p.write_bytes(b"\x80\x05garbage")
-    assert cached("thing", 1, {"a": 1}, build(3)) == {"value": 3}         # corrupt: rebuilt
-    assert cached("thing", 2, {"a": 1}, build(4)) == {"value": 4}         # new version ...
-    assert not entry.exists() and not list(cache.glob("thing-v1-*"))      # ... removes old versions
+    assert cached("thing", 1, {"a": 1}, build(3)) == {"value": 3}  # corrupt: rebuilt
+    assert cached("thing", 2, {"a": 1}, build(4)) == {"value": 4}  # new version ...
+    assert not entry.exists() and not list(cache.glob("thing-v1-*"))  # ... removes old versions
     assert list(cache.glob("*.tmp")) == []
 
 

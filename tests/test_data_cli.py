@@ -1,4 +1,5 @@
 """`python -m probes stats`: the counts table on the real data, one clear message without it."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,14 @@ from corpora.paths import REPO_ROOT
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "probes", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "probes", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=600,
+    )
 
 
 def test_stats_prints_every_dataset():
@@ -37,7 +44,7 @@ def test_stats_without_data_exits_2_with_one_clear_message(tmp_path):
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: Missing or unreadable data item")
         assert "EMBPROBE_DATA" in lines[0]
-    assert "semcor3.0" in lines[0] and "mihalcea" in lines[0]   # names the item and where to get it
+    assert "semcor3.0" in lines[0] and "mihalcea" in lines[0]  # names the item and where to get it
 
 
 def test_unknown_command_is_a_usage_error():

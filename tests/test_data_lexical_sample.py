@@ -1,5 +1,6 @@
 """Lexical-sample TSV reader, the framework reader on user files, and the app's upload adapter —
 on small files written from real SemCor / framework data, and on every malformed input."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,7 @@ def test_reader_on_real_lines(tmp_path, tsv_lines):
         sentence, index, label, lemma = line.split("\t")
         assert item.words == tuple(sentence.split()) and item.index == int(index)
         assert item.label == label and item.lemma == lemma
-    assert items[0].line == 2   # the header is line 1
+    assert items[0].line == 2  # the header is line 1
     # Without the lemma column the target word, lower-cased, groups the occurrences.
     three = tmp_path / "three.tsv"
     three.write_text("The Bank closed .\t1\tFINANCE\n", encoding="utf-8")
@@ -53,18 +54,21 @@ def test_reader_on_real_lines(tmp_path, tsv_lines):
     assert item.lemma == "bank" and item.target == "Bank"
 
 
-@pytest.mark.parametrize("content, line, message", [
-    (b"a b c\t1\n", 1, "2 tab-separated fields; expected 3 or 4"),
-    (b"ok line\t0\tX\na b c\t1\tL\tlem\textra\n", 2, "5 tab-separated fields"),
-    (b"ok line\t0\tX\n\nthe bank\t2\tX\n", 3, "index 2 is out of range: the sentence has 2 words"),
-    (b"the bank\t-1\tX\n", 1, "index -1 is out of range"),
-    (b"the bank\tone\tX\n", 1, "'one' is not a whole number"),
-    (b"the bank\t1\t\n", 1, "label '' is empty"),
-    (b"   \t0\tX\n", 1, "empty sentence"),
-    (b"ok line\t0\tX\nthe caf\xe9\t1\tX\n", 2, "not UTF-8 (byte 0xe9"),
-    (b"", None, "empty file: no occurrences"),
-    (b"# only a comment\n\n", None, "empty file"),
-])
+@pytest.mark.parametrize(
+    "content, line, message",
+    [
+        (b"a b c\t1\n", 1, "2 tab-separated fields; expected 3 or 4"),
+        (b"ok line\t0\tX\na b c\t1\tL\tlem\textra\n", 2, "5 tab-separated fields"),
+        (b"ok line\t0\tX\n\nthe bank\t2\tX\n", 3, "index 2 is out of range: the sentence has 2 words"),
+        (b"the bank\t-1\tX\n", 1, "index -1 is out of range"),
+        (b"the bank\tone\tX\n", 1, "'one' is not a whole number"),
+        (b"the bank\t1\t\n", 1, "label '' is empty"),
+        (b"   \t0\tX\n", 1, "empty sentence"),
+        (b"ok line\t0\tX\nthe caf\xe9\t1\tX\n", 2, "not UTF-8 (byte 0xe9"),
+        (b"", None, "empty file: no occurrences"),
+        (b"# only a comment\n\n", None, "empty file"),
+    ],
+)
 def test_every_malformed_line_names_file_and_line(tmp_path, content, line, message):
     path = tmp_path / "bad.tsv"
     path.write_bytes(content)
@@ -84,8 +88,12 @@ def test_framework_files_round_trip_and_their_errors(tmp_path):
 
     # Own labels (not WordNet keys) are fine in a user's key file.
     own = tmp_path / "own.gold.key.txt"
-    own.write_text("".join(f"{line.split()[0]} SENSE{i % 3}\n" for i, line in
-                           enumerate(key.read_text(encoding="utf-8").splitlines())), encoding="utf-8")
+    own.write_text(
+        "".join(
+            f"{line.split()[0]} SENSE{i % 3}\n" for i, line in enumerate(key.read_text(encoding="utf-8").splitlines())
+        ),
+        encoding="utf-8",
+    )
     assert {i.gold_keys for i in read_wsd_files(xml, own).instances} == {("SENSE0",), ("SENSE1",), ("SENSE2",)}
 
     empty = tmp_path / "empty.data.xml"
@@ -94,8 +102,11 @@ def test_framework_files_round_trip_and_their_errors(tmp_path):
         read_wsd_files(empty, key)
     latin = tmp_path / "latin.data.xml"
     text = xml.read_text(encoding="utf-8").splitlines()
-    latin.write_bytes("\n".join(text[:6]).encode() + "\n<wf lemma=\"caf\" pos=\"NOUN\">caf\xe9</wf>\n".encode("latin-1")
-                      + "\n".join(text[6:]).encode())
+    latin.write_bytes(
+        "\n".join(text[:6]).encode()
+        + '\n<wf lemma="caf" pos="NOUN">caf\xe9</wf>\n'.encode("latin-1")
+        + "\n".join(text[6:]).encode()
+    )
     with pytest.raises(WsdFormatError, match=r"latin\.data\.xml:7: malformed or truncated XML"):
         read_wsd_files(latin, key)
     empty_keys = tmp_path / "empty.gold.key.txt"
@@ -108,8 +119,10 @@ def test_framework_files_round_trip_and_their_errors(tmp_path):
     with pytest.raises(WsdFormatError, match=rf"bad\.gold\.key\.txt:{n + 1}: not UTF-8"):
         read_wsd_files(xml, bad_keys)
     no_instances = tmp_path / "none.data.xml"
-    no_instances.write_text('<corpus><text id="d"><sentence id="s"><wf lemma="a" pos="DET">a</wf></sentence>'
-                            '</text></corpus>', encoding="utf-8")
+    no_instances.write_text(
+        '<corpus><text id="d"><sentence id="s"><wf lemma="a" pos="DET">a</wf></sentence></text></corpus>',
+        encoding="utf-8",
+    )
     with pytest.raises(WsdFormatError, match="no <instance> elements"):
         read_wsd_files(no_instances, key)
 

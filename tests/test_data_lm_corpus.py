@@ -1,4 +1,5 @@
 """LM corpus: real WikiText/NLTK text, deterministic split, vocabulary, cache and bad input."""
+
 from __future__ import annotations
 
 import re
@@ -6,8 +7,7 @@ from collections import Counter
 
 import pytest
 
-from corpora import lm_corpus as L
-from corpora import lm_sources
+from corpora import lm_corpus as L, lm_sources
 from corpora.paths import DataMissingError
 
 
@@ -22,6 +22,7 @@ def test_wikitext_valid_matches_the_raw_file(data_root, tmp_cache):
     body = [ln for ln in raw if ln.strip() and not re.match(r"^\s*(= )+.*( =)+\s*$", ln)]
     corpus = L.load_lm_corpus(("wikitext103-valid",), min_count=1, heldout_fraction=0.05)
     tokens = [t for s in corpus.train + corpus.heldout for t in s]
+
     # Joining "@-@" etc. glues a marker to both neighbours (to its left one only at a line's end);
     # nothing else is added or lost.
     def joined_len(line: str) -> int:
@@ -64,13 +65,17 @@ def test_plaintext_source_is_sentence_split_and_lowercased(tmp_cache):
     # The first inaugural address opens with this salutation.
     assert sents[0][:3] == ["fellow-citizens", "of", "the"]
     lengths = sorted(len(s) for s in sents)
-    assert 10 < lengths[len(lengths) // 2] < 60     # median: sentences, not whole paragraphs
+    assert 10 < lengths[len(lengths) // 2] < 60  # median: sentences, not whole paragraphs
 
 
 def test_regex_sentence_splitter():
     text = 'Mr. Smith met Dr. J. Brown in Washington. It rained! "Why?" he asked. 3 days later, he left.'
     assert lm_sources.split_sentences(text) == [
-        "Mr. Smith met Dr. J. Brown in Washington.", "It rained!", '"Why?" he asked.', "3 days later, he left."]
+        "Mr. Smith met Dr. J. Brown in Washington.",
+        "It rained!",
+        '"Why?" he asked.',
+        "3 days later, he left.",
+    ]
     assert lm_sources.tokenize("He didn't go.") == ["He", "did", "n't", "go", "."]
 
 

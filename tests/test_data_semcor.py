@@ -1,4 +1,5 @@
 """SemCor 3.0 reader: counts checked against the raw tag files, WordNet agreement, broken input."""
+
 from __future__ import annotations
 
 import random
@@ -20,8 +21,10 @@ def semcor():
 @pytest.fixture(scope="session")
 def raw_counts(data_root):
     """Counts taken straight from the files with regexes, independent of the reader."""
-    keys = {ln.split(" ", 1)[0] for ln in (data_root / "nltk_data/corpora/wordnet/index.sense")
-            .read_text(encoding="utf-8").splitlines()}
+    keys = {
+        ln.split(" ", 1)[0]
+        for ln in (data_root / "nltk_data/corpora/wordnet/index.sense").read_text(encoding="utf-8").splitlines()
+    }
     files = sorted((data_root / "semcor3.0").glob("brown*/tagfiles/*"))
     c = dict(files=len(files), sentences=0, tokens=0, tagged=0, tags=0, wnsn0=0, resolved=0)
     for f in files:
@@ -43,8 +46,8 @@ def test_counts_match_the_raw_files(semcor, raw_counts):
     assert st.sentences == len(sentences) == raw_counts["sentences"]
     assert st.tokens == sum(len(s.tokens) for s in sentences) == raw_counts["tokens"]
     assert st.tagged_tokens == raw_counts["tagged"]
-    assert st.sense_tags == raw_counts["tags"] == 234_843           # published count
-    assert st.resolved_tags == raw_counts["resolved"] == 226_074    # published count
+    assert st.sense_tags == raw_counts["tags"] == 234_843  # published count
+    assert st.resolved_tags == raw_counts["resolved"] == 226_074  # published count
     assert st.dropped_wnsn0 == raw_counts["wnsn0"]
     assert st.resolved_tags + st.dropped_wnsn0 + st.dropped_unresolved == st.sense_tags
     assert st.malformed_lines == 0
@@ -61,7 +64,7 @@ def test_tokens_keep_multiwords_and_brownv_tags_only_verbs(semcor):
     assert first.tokens[-1].text == "." and first.tokens[-1].pos is None
     brownv = [t for s in sentences if s.doc.startswith("brownv/") for t in s.tokens if t.sense_keys]
     assert len(brownv) > 10_000 and all(t.pos.startswith("VB") for t in brownv)
-    assert any(len(t.sense_keys) == 2 for s in sentences for t in s.tokens)   # ';' lists kept
+    assert any(len(t.sense_keys) == 2 for s in sentences for t in s.tokens)  # ';' lists kept
 
 
 def test_kept_and_dropped_keys_agree_with_nltk_wordnet(semcor, data_root):
@@ -128,18 +131,21 @@ def test_small_file_tags_and_drops(fake_env):
     assert st.malformed_lines == 0
 
 
-@pytest.mark.parametrize("broken", [
-    "<wf cmd=done pos=NN lemma=jury wnsn=1 lexsn=1:14:00::>jury\n",            # no closing tag
-    "<wf cmd=done pos=NN lemma=jury wnsn=1;2 lexsn=1:14:00::>jury</wf>\n",     # wnsn/lexsn lists disagree
-    "<wf cmd=done pos=NN lemma=jury wnsn=1 lexsn=1:14:00::jury</wf>\n",        # unterminated start tag
-    "<s snum=2>\n<wf cmd=done pos=NN lemma=jury wnsn=1 lexsn=1:14:00::>jury</wf>\n<s snum=3>\n</s>\n",  # nested <s>
-])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "<wf cmd=done pos=NN lemma=jury wnsn=1 lexsn=1:14:00::>jury\n",  # no closing tag
+        "<wf cmd=done pos=NN lemma=jury wnsn=1;2 lexsn=1:14:00::>jury</wf>\n",  # wnsn/lexsn lists disagree
+        "<wf cmd=done pos=NN lemma=jury wnsn=1 lexsn=1:14:00::jury</wf>\n",  # unterminated start tag
+        "<s snum=2>\n<wf cmd=done pos=NN lemma=jury wnsn=1 lexsn=1:14:00::>jury</wf>\n<s snum=3>\n</s>\n",  # nested <s>
+    ],
+)
 def test_broken_tag_is_a_counted_skip(fake_env, broken):
     path = _fake_data(fake_env / "data")
     path.write_text(GOOD.format(extra="").replace("<punc>.</punc>\n", "<punc>.</punc>\n" + broken), encoding="latin-1")
     sents, st = S.load_semcor(parts=("brown1",))
     assert st.malformed_lines >= 1
-    assert "jury" in [t.text for t in sents[0].tokens]        # the good tokens are still there
+    assert "jury" in [t.text for t in sents[0].tokens]  # the good tokens are still there
     assert sum(t.text == "jury" for s in sents for t in s.tokens) <= 2
     assert st.resolved_tags == sum(len(t.sense_keys) for s in sents for t in s.tokens)
 
@@ -149,7 +155,7 @@ def test_cache_rebuilds_when_corrupt_or_file_changes(fake_env):
     first = S.load_semcor(parts=("brown1",))
     entries = list((fake_env / "cache").glob("semcor-*.npz"))
     assert len(entries) == 1
-    entries[0].write_bytes(entries[0].read_bytes()[:100])      # truncated entry
+    entries[0].write_bytes(entries[0].read_bytes()[:100])  # truncated entry
     assert S.load_semcor(parts=("brown1",)) == first
     path.write_text(GOOD.format(extra="").replace(">jury<", ">juries<"), encoding="latin-1")
     sents, _ = S.load_semcor(parts=("brown1",))

@@ -3,6 +3,7 @@
 Every malformed file gives one DataFormatError whose message starts with ``FILE:LINE:`` (or
 ``FILE:`` for the whole file); multiword-token ranges and empty nodes are skipped, as CoNLL-U defines.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,6 +48,7 @@ def error_of(fn, *args) -> DataFormatError:
 
 # ------------------------------------------------------------------------------------------- CoNLL-U
 
+
 def test_conllu_columns_and_multiword_tokens(tmp_path):
     path = write(tmp_path, "tiny.conllu", TINY)
     a, b = iter_conllu(path, "UPOS")
@@ -62,20 +64,39 @@ def test_conllu_real_treebank_slice(data_root):
     path = data_root / "ud_english_ewt" / "en_ewt-ud-dev.conllu"
     sents = list(islice(iter_conllu(path, "UPOS"), 50))
     assert len(sents) == 50 and all(len(s.words) == len(s.labels) > 0 for s in sents)
-    assert set(t for s in sents for t in s.labels) <= {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN",
-                                                       "NUM", "PART", "PRON", "PROPN", "PUNCT", "SCONJ", "SYM",
-                                                       "VERB", "X"}
+    assert set(t for s in sents for t in s.labels) <= {
+        "ADJ",
+        "ADP",
+        "ADV",
+        "AUX",
+        "CCONJ",
+        "DET",
+        "INTJ",
+        "NOUN",
+        "NUM",
+        "PART",
+        "PRON",
+        "PROPN",
+        "PUNCT",
+        "SCONJ",
+        "SYM",
+        "VERB",
+        "X",
+    }
     # The whole dev file streams through: 2,001 sentences (the treebank's README).
     assert sum(1 for _ in iter_conllu(path, "DEPREL")) == 2001
 
 
-@pytest.mark.parametrize("text, line, message", [
-    (TINY.replace("1\tDogs\tdog\tNOUN", "1\tDogs\tNOUN"), 12, "expected 10 tab-separated fields"),
-    (TINY.replace("2\tbark", "x\tbark"), 13, "bad word ID 'x'"),
-    (TINY.replace("2\tbark", "3\tbark"), 13, "word ID 3 follows word 1"),
-    (TINY.replace("2-3\tcan't", "2-x\tcan't"), 4, "bad word ID"),
-    (TINY.replace("Number=Plur\t2", "Plural\t2"), 12, "bad FEATS/MISC item 'Plural'"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        (TINY.replace("1\tDogs\tdog\tNOUN", "1\tDogs\tNOUN"), 12, "expected 10 tab-separated fields"),
+        (TINY.replace("2\tbark", "x\tbark"), 13, "bad word ID 'x'"),
+        (TINY.replace("2\tbark", "3\tbark"), 13, "word ID 3 follows word 1"),
+        (TINY.replace("2-3\tcan't", "2-x\tcan't"), 4, "bad word ID"),
+        (TINY.replace("Number=Plur\t2", "Plural\t2"), 12, "bad FEATS/MISC item 'Plural'"),
+    ],
+)
 def test_conllu_malformed_lines_name_the_line(tmp_path, text, line, message):
     path = write(tmp_path, "bad.conllu", text)
     err = error_of(iter_conllu, path, "feats:Number")
@@ -96,6 +117,7 @@ def test_conllu_whole_file_problems(tmp_path):
 
 
 # ------------------------------------------------------------------------------------- column files
+
 
 def test_columns_conll2000_style_with_docstart_and_tabs(tmp_path):
     text = "-DOCSTART- -X- O O\n\nEU NNP B-NP\nrejects VBZ B-VP\n\nPeter NNP B-NP\n"
@@ -121,30 +143,45 @@ def test_columns_bad_input(tmp_path):
 
 # ---------------------------------------------------------------------------------- edge probing
 
+
 def test_edge_probing_spans_and_pairs(tmp_path):
-    lines = [{"text": "The cat sat .", "targets": [{"span1": [0, 2], "label": "NP"}, {"span1": [2, 3], "label": ["VP"]}],
-              "info": {"source": "x"}},
-             {"text": "Dogs bark", "targets": []}]
+    lines = [
+        {
+            "text": "The cat sat .",
+            "targets": [{"span1": [0, 2], "label": "NP"}, {"span1": [2, 3], "label": ["VP"]}],
+            "info": {"source": "x"},
+        },
+        {"text": "Dogs bark", "targets": []},
+    ]
     path = write(tmp_path, "e.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n\n")
     a, b = iter_edge_probing(path)
     assert a.words == ("The", "cat", "sat", ".") and [t.label for t in a.targets] == ["NP", "VP"]
     assert a.targets[0].span1 == (0, 2) and a.targets[0].span2 is None and b.line == 2 and b.targets == ()
-    pair = write(tmp_path, "p.jsonl", json.dumps({"text": "a b c", "targets": [{"span1": [0, 1], "span2": [2, 3],
-                                                                                 "label": "nsubj"}]}))
+    pair = write(
+        tmp_path,
+        "p.jsonl",
+        json.dumps({"text": "a b c", "targets": [{"span1": [0, 1], "span2": [2, 3], "label": "nsubj"}]}),
+    )
     (s,) = iter_edge_probing(pair)
     assert s.targets[0].span2 == (2, 3)
 
 
-@pytest.mark.parametrize("record, message", [
-    ({"text": "a b", "targets": [{"span1": [1, 3], "label": "X"}]}, "span1 [1, 3) is out of range for a text of 2"),
-    ({"text": "a b", "targets": [{"span1": [1, 1], "label": "X"}]}, "span1 [1, 1) is out of range"),
-    ({"text": "a b", "targets": [{"span1": [0, 1], "span2": [-1, 1], "label": "X"}]}, "span2 [-1, 1) is out of range"),
-    ({"text": "a b", "targets": [{"span1": "0 1", "label": "X"}]}, "span1 must be [start, end]"),
-    ({"text": "a b", "targets": [{"span1": [0, 1]}]}, "each target needs 'span1' and 'label'"),
-    ({"text": "a b", "targets": [{"span1": [0, 1], "label": ["X", "Y"]}]}, "has 2 labels"),
-    ({"targets": []}, "'text' must be a non-empty string"),
-    ([1, 2], "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({"text": "a b", "targets": [{"span1": [1, 3], "label": "X"}]}, "span1 [1, 3) is out of range for a text of 2"),
+        ({"text": "a b", "targets": [{"span1": [1, 1], "label": "X"}]}, "span1 [1, 1) is out of range"),
+        (
+            {"text": "a b", "targets": [{"span1": [0, 1], "span2": [-1, 1], "label": "X"}]},
+            "span2 [-1, 1) is out of range",
+        ),
+        ({"text": "a b", "targets": [{"span1": "0 1", "label": "X"}]}, "span1 must be [start, end]"),
+        ({"text": "a b", "targets": [{"span1": [0, 1]}]}, "each target needs 'span1' and 'label'"),
+        ({"text": "a b", "targets": [{"span1": [0, 1], "label": ["X", "Y"]}]}, "has 2 labels"),
+        ({"targets": []}, "'text' must be a non-empty string"),
+        ([1, 2], "must be a JSON object"),
+    ],
+)
 def test_edge_probing_bad_records_name_the_line(tmp_path, record, message):
     good = json.dumps({"text": "a", "targets": [{"span1": [0, 1], "label": "X"}]})
     path = write(tmp_path, "bad.jsonl", good + "\n" + json.dumps(record) + "\n")
@@ -154,8 +191,12 @@ def test_edge_probing_bad_records_name_the_line(tmp_path, record, message):
 
 def test_edge_probing_whole_file_problems(tmp_path):
     assert "not JSON" in str(error_of(iter_edge_probing, write(tmp_path, "a.jsonl", '{"text": "a",\n')))
-    assert "no targets" in str(error_of(iter_edge_probing, write(tmp_path, "b.jsonl", '{"text": "a", "targets": []}\n')))
-    mixed = [{"text": "a b", "targets": [{"span1": [0, 1], "label": "X"}]},
-             {"text": "a b", "targets": [{"span1": [0, 1], "span2": [1, 2], "label": "X"}]}]
+    assert "no targets" in str(
+        error_of(iter_edge_probing, write(tmp_path, "b.jsonl", '{"text": "a", "targets": []}\n'))
+    )
+    mixed = [
+        {"text": "a b", "targets": [{"span1": [0, 1], "label": "X"}]},
+        {"text": "a b", "targets": [{"span1": [0, 1], "span2": [1, 2], "label": "X"}]},
+    ]
     err = error_of(iter_edge_probing, write(tmp_path, "c.jsonl", "\n".join(map(json.dumps, mixed))))
     assert err.line == 2 and "either single spans or span pairs" in str(err)

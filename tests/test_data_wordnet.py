@@ -1,4 +1,5 @@
 """WordNet senses: WordNet order checked against the raw index files, POS tag sets, bad input."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,7 +16,7 @@ def index(data_root):
     for pos_file, letter in (("index.noun", "n"), ("index.verb", "v"), ("index.adj", "a"), ("index.adv", "r")):
         for line in (folder / pos_file).read_text(encoding="utf-8").splitlines():
             if line.startswith(" "):
-                continue                                   # licence header
+                continue  # licence header
             f = line.split()
             n_synsets = int(f[2])
             offsets[f[0], letter] = [int(o) for o in f[-n_synsets:]]
@@ -26,8 +27,18 @@ def index(data_root):
     return offsets, sense_number
 
 
-@pytest.mark.parametrize("lemma, pos", [("art", "NOUN"), ("run", "VERB"), ("good", "ADJ"), ("well", "ADV"),
-                                        ("bank", "n"), ("light", "a"), ("change_ringing", "NN")])
+@pytest.mark.parametrize(
+    "lemma, pos",
+    [
+        ("art", "NOUN"),
+        ("run", "VERB"),
+        ("good", "ADJ"),
+        ("well", "ADV"),
+        ("bank", "n"),
+        ("light", "a"),
+        ("change_ringing", "NN"),
+    ],
+)
 def test_senses_are_in_wordnet_order(index, lemma, pos):
     offsets, sense_number = index
     found = W.senses(lemma, pos)
@@ -47,7 +58,7 @@ def test_pos_tag_sets_agree_and_adjectives_include_satellites():
     assert W.senses("good", "JJ") == W.senses("good", "s") == adj
     assert {s.pos for s in adj} == {"a", "s"}
     assert W.senses("the", "DET") == W.senses("of", "IN") == W.senses("he", "PP") == []
-    assert W.wn_pos("NP") == W.wn_pos("NN|SYM") == "n" and W.wn_pos("MD|VB") is None   # SemCor oddities
+    assert W.wn_pos("NP") == W.wn_pos("NN|SYM") == "n" and W.wn_pos("MD|VB") is None  # SemCor oddities
     assert W.senses("xyzzyq", "NOUN") == []
     assert W.first_sense_key("xyzzyq", "NOUN") is None
     with pytest.raises(ValueError, match="unknown POS tag"):
@@ -87,6 +98,6 @@ def test_sense_inventory_matches_senses_and_is_served_from_disk(tmp_path, monkey
         raise RuntimeError("a cached inventory must not query WordNet")
 
     monkeypatch.setattr(W, "senses", no_wordnet)
-    assert W.sense_inventory(reversed(pairs)) == inv          # same set of pairs: the same entry
+    assert W.sense_inventory(reversed(pairs)) == inv  # same set of pairs: the same entry
     with pytest.raises(RuntimeError, match="must not query"):  # other pairs: built anew
         W.sense_inventory([("river", "NOUN")])

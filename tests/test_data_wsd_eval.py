@@ -1,4 +1,5 @@
 """WSD evaluation framework reader: every set against its own key/XML files, and broken input."""
+
 from __future__ import annotations
 
 import re
@@ -36,10 +37,14 @@ def test_dataset_matches_its_key_and_xml_files(data_root, name):
 
 def test_all_is_the_concatenation_of_the_five_sets():
     everything = {i.id: (i.lemma, i.pos, i.gold_keys) for i in W.load_wsd_dataset("ALL").instances}
-    assert len(everything) == 7_253                                # published count
+    assert len(everything) == 7_253  # published count
     # The subsets' ids lack the set name that ALL prefixes ("d000.s000.t000" -> "senseval2.d000...").
-    parts = {f"{name}.{i.id}": (i.lemma, i.pos, i.gold_keys)
-             for name in W.WSD_DATASETS if name != "ALL" for i in W.load_wsd_dataset(name).instances}
+    parts = {
+        f"{name}.{i.id}": (i.lemma, i.pos, i.gold_keys)
+        for name in W.WSD_DATASETS
+        if name != "ALL"
+        for i in W.load_wsd_dataset(name).instances
+    }
     assert parts == everything
 
 

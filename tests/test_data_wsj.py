@@ -1,4 +1,5 @@
 """WSJ readers (CoNLL-2000, Treebank sample, universal tags) against the raw zip contents."""
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,7 @@ def test_conll2000_chunks_are_well_formed_bio():
         prev = "O"
         for tag in sent.chunks:
             assert tag == "O" or re.fullmatch(r"[BI]-[A-Z]+", tag)
-            if tag.startswith("I-"):          # an inside tag continues a chunk of its own type
+            if tag.startswith("I-"):  # an inside tag continues a chunk of its own type
                 assert prev[2:] == tag[2:]
             types.add(tag[2:])
             prev = tag
@@ -43,8 +44,9 @@ def test_conll2000_chunks_are_well_formed_bio():
 
 def test_treebank_counts_and_traces(data_root):
     with zipfile.ZipFile(data_root / "nltk_data/corpora/treebank.zip") as zf:
-        trees = [zf.read(n).decode("ascii") for n in zf.namelist()
-                 if re.fullmatch(r"treebank/combined/wsj_\d+\.mrg", n)]
+        trees = [
+            zf.read(n).decode("ascii") for n in zf.namelist() if re.fullmatch(r"treebank/combined/wsj_\d+\.mrg", n)
+        ]
     n_trees = sum(len(re.findall(r"^\(\s*\(", t, re.M)) for t in trees)
     leaves = [leaf for t in trees for leaf in re.findall(r"\(([^\s()]+) ([^\s()]+)\)", t)]
     with_traces, without = wsj.load_treebank(drop_traces=False), wsj.load_treebank()

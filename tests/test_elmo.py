@@ -1,5 +1,6 @@
 """ELMo: character ids, every stage's shapes, causality of each LM direction, scalar mix, original
 hdf5 layout (round trip + an independent TF-convention check), checkpoints, training, extraction."""
+
 from __future__ import annotations
 
 import json
@@ -11,15 +12,15 @@ import pytest
 import torch
 
 from models.base import ModelLoadError
-from models.elmo.checkpoint import load_bilm, load_language_model, save_language_model
-from models.elmo.embedder import ElmoEmbedder, load_elmo_asset
-from models.elmo.hdf5_io import export_hdf5, load_bilm_from_hdf5, lstm_dataset_prefix
-from models.registry import get_spec, load_spec
 from models.elmo.bilm import Elmo, ElmoBiLm
 from models.elmo.char_cnn import Highway
 from models.elmo.characters import ElmoCharacterMapper, batch_to_ids
+from models.elmo.checkpoint import load_bilm, load_language_model, save_language_model
+from models.elmo.embedder import ElmoEmbedder, load_elmo_asset
+from models.elmo.hdf5_io import export_hdf5, load_bilm_from_hdf5, lstm_dataset_prefix
 from models.elmo.lm import BiLMLanguageModel
 from models.elmo.lstm import LstmCellWithProjection, _reverse_padded
+from models.registry import get_spec, load_spec
 
 torch.set_num_threads(1)
 
@@ -28,10 +29,22 @@ D, C = 8, 24
 
 def tiny_options(cell_clip=3.0, proj_clip=3.0, n_layers=2, activation="relu"):
     return {
-        "lstm": {"use_skip_connections": True, "projection_dim": D, "cell_clip": cell_clip,
-                 "proj_clip": proj_clip, "dim": C, "n_layers": n_layers},
-        "char_cnn": {"activation": activation, "filters": [[1, 4], [2, 6], [3, 6]], "n_highway": 2,
-                     "embedding": {"dim": 5}, "n_characters": 261, "max_characters_per_token": 50},
+        "lstm": {
+            "use_skip_connections": True,
+            "projection_dim": D,
+            "cell_clip": cell_clip,
+            "proj_clip": proj_clip,
+            "dim": C,
+            "n_layers": n_layers,
+        },
+        "char_cnn": {
+            "activation": activation,
+            "filters": [[1, 4], [2, 6], [3, 6]],
+            "n_highway": 2,
+            "embedding": {"dim": 5},
+            "n_characters": 261,
+            "max_characters_per_token": 50,
+        },
     }
 
 
@@ -68,7 +81,7 @@ def test_character_ids_follow_allennlp_layout():
     assert bos[:3] == [259, 257, 260] and eos[:3] == [259, 258, 260]
     # UTF-8 bytes of an emoji (4 bytes) and truncation of long words to 48 bytes.
     pizza = ElmoCharacterMapper.convert_word_to_char_ids("🍕")
-    assert pizza[1:5] == [b + 1 for b in "🍕".encode("utf-8")] and pizza[5] == 260
+    assert pizza[1:5] == [b + 1 for b in "🍕".encode()] and pizza[5] == 260
     long = ElmoCharacterMapper.convert_word_to_char_ids("x" * 100)
     assert long[1:49] == [ord("x") + 1] * 48 and long[49] == 260
     batch = batch_to_ids([["a", "b", "c"], ["d"], []])
@@ -127,7 +140,7 @@ def test_forward_lm_cannot_see_future_and_backward_cannot_see_past(clip):
         ba, bb = la[layer, 0, :, D:], lb[layer, 0, :, D:]
         assert torch.equal(fa[:k], fb[:k]), "forward state saw a future word"
         assert not torch.allclose(fa[k:], fb[k:]), "forward states after the change must differ"
-        assert torch.equal(ba[k + 1:], bb[k + 1:]), "backward state saw a past word"
+        assert torch.equal(ba[k + 1 :], bb[k + 1 :]), "backward state saw a past word"
         assert not torch.allclose(ba[: k + 1], bb[: k + 1])
 
 
@@ -265,8 +278,10 @@ def test_safetensors_checkpoint_round_trip_and_errors(tmp_path):
     assert torch.allclose(lm(ids, words)["loss"], lm2(ids, words)["loss"], atol=1e-6)
     emb = load_elmo_asset("m", assets_dir=tmp_path, device="cpu")
     assert emb.num_layers == 3 and emb.dim == 2 * D
-    with pytest.raises(ModelLoadError, match="not found in .*Train it with: python -m models train elmo --config small"):
-        load_spec(get_spec("elmo-small"), assets_dir=tmp_path / "empty")   # the registry adds the train command
+    with pytest.raises(
+        ModelLoadError, match="not found in .*Train it with: python -m models train elmo --config small"
+    ):
+        load_spec(get_spec("elmo-small"), assets_dir=tmp_path / "empty")  # the registry adds the train command
     st = tmp_path / "m" / "model.safetensors"
     st.write_bytes(st.read_bytes()[:100])
     with pytest.raises(ModelLoadError, match="model.safetensors"):
@@ -275,9 +290,9 @@ def test_safetensors_checkpoint_round_trip_and_errors(tmp_path):
 
 # ----------------------------------------------------------------------------- training
 def test_a_few_training_steps_lower_the_loss(real_sentences):
-    from models.train.elmo_data import BatchEncoder, build_vocab
-
     from collections import Counter
+
+    from models.train.elmo_data import BatchEncoder, build_vocab
 
     counts = Counter(w for s in real_sentences for w in s)
     vocab = build_vocab(counts, 300)
@@ -304,9 +319,26 @@ def test_trainer_end_to_end_and_resume(tmp_path, data_root):
 
     options = tmp_path / "tiny.json"
     options.write_text(json.dumps(tiny_options(cell_clip=None, proj_clip=None)))
-    common = ["--config", str(options), "--max-sentences", "150", "--vocab-size", "200",
-              "--batch-tokens", "300", "--log-every", "2", "--threads", "1", "--device", "cpu",
-              "--out", str(tmp_path / "asset"), "--run-dir", str(tmp_path / "run")]
+    common = [
+        "--config",
+        str(options),
+        "--max-sentences",
+        "150",
+        "--vocab-size",
+        "200",
+        "--batch-tokens",
+        "300",
+        "--log-every",
+        "2",
+        "--threads",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "asset"),
+        "--run-dir",
+        str(tmp_path / "run"),
+    ]
     assert main(common + ["--steps", "3"]) == 0
     card = json.loads((tmp_path / "asset" / "model_card.json").read_text())
     assert card["steps"] == 3 and card["family"] == "elmo" and card["dim"] == 2 * D
@@ -321,8 +353,13 @@ def test_trainer_end_to_end_and_resume(tmp_path, data_root):
 
 # ----------------------------------------------------------------------------- extraction
 def test_batched_extraction_equals_one_at_a_time(real_sentences):
-    emb = ElmoEmbedder(randomized_bilm(tiny_options(cell_clip=None, proj_clip=None)), name="t", source="test",
-                       device="cpu", max_tokens=200)
+    emb = ElmoEmbedder(
+        randomized_bilm(tiny_options(cell_clip=None, proj_clip=None)),
+        name="t",
+        source="test",
+        device="cpu",
+        max_tokens=200,
+    )
     sents = real_sentences[:40]
     batched = emb.embed(sents)
     assert len(emb.batches([len(s) for s in sents])) > 1

@@ -4,6 +4,7 @@ bilm-tf's fixtures (``$EMBPROBE_DATA/bilm_tf_fixtures``, see its README) hold a 
 top-layer outputs TensorFlow computed for 10 batches of 3 sentences run in order with the LSTM
 state carried from batch to batch. Stateless mode can only match batch 0; stateful mode all ten.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,12 +16,11 @@ import torch
 
 from models.base import ModelLoadError
 from models.elmo.bilm import ElmoBiLm
-from models.elmo.embedder import (ElmoEmbedder, find_allennlp_files, inspect_allennlp_elmo,
-                                  load_allennlp_elmo)
+from models.elmo.embedder import ElmoEmbedder, find_allennlp_files, inspect_allennlp_elmo, load_allennlp_elmo
 from models.elmo.hdf5_io import export_hdf5, lstm_dataset_prefix
 
 TOL = 1e-6  # bilm-tf's and AllenNLP's own tolerance for these fixtures
-H = 16      # the fixture model's projection_dim: top layer = [forward (16); backward (16)]
+H = 16  # the fixture model's projection_dim: top layer = [forward (16); backward (16)]
 
 
 @pytest.fixture(scope="module")
@@ -111,10 +111,22 @@ def test_smaller_batch_keeps_the_states_of_the_rows_it_does_not_run(fixtures):
 
 def tiny_options(n_layers: int = 2) -> dict:
     return {
-        "lstm": {"use_skip_connections": True, "projection_dim": 6, "cell_clip": 3, "proj_clip": 3,
-                 "dim": 10, "n_layers": n_layers},
-        "char_cnn": {"activation": "relu", "filters": [[1, 4], [2, 6], [3, 6]], "n_highway": 2,
-                     "embedding": {"dim": 5}, "n_characters": 262, "max_characters_per_token": 50},
+        "lstm": {
+            "use_skip_connections": True,
+            "projection_dim": 6,
+            "cell_clip": 3,
+            "proj_clip": 3,
+            "dim": 10,
+            "n_layers": n_layers,
+        },
+        "char_cnn": {
+            "activation": "relu",
+            "filters": [[1, 4], [2, 6], [3, 6]],
+            "n_highway": 2,
+            "embedding": {"dim": 5},
+            "n_characters": 262,
+            "max_characters_per_token": 50,
+        },
     }
 
 
@@ -159,7 +171,9 @@ def test_our_elmo_exported_in_the_original_layout_loads_as_a_user_model(tmp_path
     renamed = load_allennlp_elmo(*find_allennlp_files(pub), device="cpu")
     assert renamed.fingerprint() == loaded.fingerprint()
     export_hdf5(random_bilm(seed=1), tmp_path / "other")
-    assert load_allennlp_elmo(*find_allennlp_files(tmp_path / "other"), device="cpu").fingerprint() != loaded.fingerprint()
+    assert (
+        load_allennlp_elmo(*find_allennlp_files(tmp_path / "other"), device="cpu").fingerprint() != loaded.fingerprint()
+    )
 
     # not such a folder → None; two candidates → an error naming both
     assert find_allennlp_files(tmp_path / "nope") is None

@@ -1,4 +1,5 @@
 """viz/export.py: chart configs and the data behind charts, attention maps and probe runs as bytes."""
+
 from __future__ import annotations
 
 import io
@@ -25,10 +26,19 @@ def test_chart_config_sets_the_modebar_download_format_and_size() -> None:
 
 
 def test_figure_frame_scatter_bar_and_heatmap() -> None:
-    fig = go.Figure([go.Scatter(x=[1.5, 2.5], y=[3, 4], name="sense A", hovertext=["a<br>b", "c"],
-                                error_y=dict(array=[0.5, 1.0], arrayminus=[0.25, 0.5])),
-                     go.Bar(x=["ALL", "SE2"], y=[65.2, 60.1], name="ours"),
-                     go.Heatmap(z=[[0.9, 0.1], [0.3, 0.7]], x=["the", "bank"], y=["the", "bank"], name="L1 H1")])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=[1.5, 2.5],
+                y=[3, 4],
+                name="sense A",
+                hovertext=["a<br>b", "c"],
+                error_y=dict(array=[0.5, 1.0], arrayminus=[0.25, 0.5]),
+            ),
+            go.Bar(x=["ALL", "SE2"], y=[65.2, 60.1], name="ours"),
+            go.Heatmap(z=[[0.9, 0.1], [0.3, 0.7]], x=["the", "bank"], y=["the", "bank"], name="L1 H1"),
+        ]
+    )
     df = export.figure_frame(fig)
     assert len(df) == 2 + 2 + 4
     scat = df[df["trace"] == "sense A"]
@@ -68,11 +78,27 @@ def test_attention_exports_keep_every_weight_with_its_tokens() -> None:
 def test_run_record_has_what_reproduces_a_run() -> None:
     from probes.results import ProbeResult
 
-    result = ProbeResult("glove-6b-50d", "pos", [{"dataset": "conll2000-test", "layer": "0", "metric": "accuracy",
-                                                  "value": 80.5, "n": 200, "lo": 75.0, "hi": 85.5}],
-                         dataset="conll2000", fingerprint="abc123", params={"layers": ["0"], "limit": 5, "seed": 0},
-                         extra={"data_hash": "d1g3st"}, command="python -m probes pos --model glove-6b-50d --limit 5",
-                         timestamp="2026-11-24T00:00:00+00:00")
+    result = ProbeResult(
+        "glove-6b-50d",
+        "pos",
+        [
+            {
+                "dataset": "conll2000-test",
+                "layer": "0",
+                "metric": "accuracy",
+                "value": 80.5,
+                "n": 200,
+                "lo": 75.0,
+                "hi": 85.5,
+            }
+        ],
+        dataset="conll2000",
+        fingerprint="abc123",
+        params={"layers": ["0"], "limit": 5, "seed": 0},
+        extra={"data_hash": "d1g3st"},
+        command="python -m probes pos --model glove-6b-50d --limit 5",
+        timestamp="2026-11-24T00:00:00+00:00",
+    )
     rec = json.loads(export.run_record_json([result]))[0]
     assert rec["model"] == "glove-6b-50d" and rec["fingerprint"] == "abc123" and rec["seed"] == 0
     assert rec["layers"] == ["0"] and rec["data"] == {"dataset": "conll2000", "limit": 5, "hash": "d1g3st"}

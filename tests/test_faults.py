@@ -1,6 +1,7 @@
 """Fault injection for the feature cache and the result files (issue 17: nothing silently wrong,
 nothing lost). Each test breaks one thing the way it breaks in practice and checks the lab notices,
 says so, and gives the same numbers. docs/reliability.md maps every fault to its test here."""
+
 from __future__ import annotations
 
 import json
@@ -61,6 +62,7 @@ class PoisonEmbedder(RandomEmbedder):
 
 # 1. Same-size corruption -------------------------------------------------------------------------
 
+
 def test_same_size_corruption_is_detected_and_rebuilt(tmp_path, caplog):
     emb = RandomEmbedder()
     f = _get(emb, tmp_path)
@@ -68,7 +70,7 @@ def test_same_size_corruption_is_detected_and_rebuilt(tmp_path, caplog):
     del f
     data = bytearray(path.read_bytes())
     header = len(data) - 12 * emb.dim * 2
-    data[header:] = np.random.default_rng(0).bytes(len(data) - header)   # header intact, same size
+    data[header:] = np.random.default_rng(0).bytes(len(data) - header)  # header intact, same size
     path.write_bytes(bytes(data))
     _new_process()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
@@ -87,7 +89,7 @@ def test_each_layer_file_is_verified_once_per_process(tmp_path, monkeypatch):
     real = feature_checks.file_checksum
     monkeypatch.setattr(feature_checks, "file_checksum", lambda p: hashed.append(p.name) or real(p))
     _get(emb, tmp_path)
-    assert hashed == []                     # written by this process: already known good
+    assert hashed == []  # written by this process: already known good
     _new_process()
     _get(emb, tmp_path)
     _get(emb, tmp_path, layers=[0])
@@ -99,8 +101,14 @@ def test_cli_same_size_corruption_gives_the_same_score(tmp_path):
     out = tmp_path / "results"
     args = ["pos", "--model", "glove-6b-50d", "--limit", "40", "--results", str(out), "--threads", "1"]
     env = {**os.environ, "EMBPROBE_CACHE": str(tmp_path), "PYTHONWARNINGS": "ignore"}
-    run = lambda: subprocess.run([sys.executable, "-m", "probes", *args], cwd=REPO, env=env,  # noqa: E731
-                                 capture_output=True, text=True, timeout=300)
+    run = lambda: subprocess.run(
+        [sys.executable, "-m", "probes", *args],
+        cwd=REPO,
+        env=env,  # noqa: E731
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     first = run()
     assert first.returncode == 0, first.stderr
     acc = load_results(out).query("model == 'glove-6b-50d'").value.iloc[0]
@@ -119,9 +127,11 @@ def test_cli_same_size_corruption_gives_the_same_score(tmp_path):
 
 # 2. NaN / inf ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value, dtype, message", [
-    (np.nan, "float16", "NaN or inf"), (np.inf, "float32", "NaN or inf"), (1e6, "float16", "float16 range"),
-])
+
+@pytest.mark.parametrize(
+    "value, dtype, message",
+    [(np.nan, "float16", "NaN or inf"), (np.inf, "float32", "NaN or inf"), (1e6, "float16", "float16 range")],
+)
 def test_non_finite_vectors_stop_extraction_and_leave_nothing(tmp_path, value, dtype, message):
     emb = PoisonEmbedder(value)
     with pytest.raises(NonFiniteFeaturesError, match=message) as err:
@@ -142,7 +152,7 @@ def test_non_finite_rebuild_keeps_the_old_entry_intact(tmp_path):
     directory = tmp_path / "features" / good.fingerprint() / "toy"
     before = _files(directory)
     with pytest.raises(NonFiniteFeaturesError):
-        _get(PoisonEmbedder(np.nan), tmp_path, sents=[s + ["x"] for s in SENTS])   # stale: rebuild fails
+        _get(PoisonEmbedder(np.nan), tmp_path, sents=[s + ["x"] for s in SENTS])  # stale: rebuild fails
     assert _files(directory) == before
 
 
@@ -155,7 +165,7 @@ def test_non_finite_values_in_a_cached_layer_are_refused(tmp_path, caplog):
     arr[3, 5] = np.nan
     arr.flush()
     del arr
-    meta = json.loads((path.parent / "meta.json").read_text())   # a forged entry: checksum matches
+    meta = json.loads((path.parent / "meta.json").read_text())  # a forged entry: checksum matches
     meta["layers"]["2"]["checksum"] = feature_checks.file_checksum(path)
     (path.parent / "meta.json").write_text(json.dumps(meta))
     _new_process()
@@ -171,8 +181,9 @@ def test_cli_reports_non_finite_vectors_as_an_error(tmp_path, monkeypatch, capsy
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
     monkeypatch.setattr(run_path, "load_model", lambda name, device=None: PoisonEmbedder(np.nan))
-    code = cli.main(["pos", "--model", "random-test", "--limit", "5", "--results", str(tmp_path / "r"),
-                     "--threads", "1"])
+    code = cli.main(
+        ["pos", "--model", "random-test", "--limit", "5", "--results", str(tmp_path / "r"), "--threads", "1"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.splitlines()[-1].startswith("error: random-test returned NaN or inf values at layer 1")
     assert "Traceback" not in err
@@ -198,7 +209,7 @@ def test_interrupted_commit_reads_as_absent_and_is_rebuilt(tmp_path, monkeypatch
     monkeypatch.setattr(os, "replace", real)
     directory = tmp_path / "features" / emb.fingerprint() / "toy"
     assert not (directory / "meta.json").exists() and not list(directory.glob("*.tmp"))
-    g = _get(emb, tmp_path)                    # layer 0 now holds `other`'s vectors: not served
+    g = _get(emb, tmp_path)  # layer 0 now holds `other`'s vectors: not served
     assert emb.calls == 3
     for j in range(emb.num_layers):
         np.testing.assert_array_equal(np.asarray(g.layer(j)), _expected(emb, SENTS, j))
@@ -206,12 +217,13 @@ def test_interrupted_commit_reads_as_absent_and_is_rebuilt(tmp_path, monkeypatch
 
 # 3. Result files -------------------------------------------------------------------------------
 
+
 def test_results_saved_in_the_same_second_never_collide_and_the_last_wins(tmp_path):
     rows = lambda v: [{"dataset": "d", "layer": "0", "metric": "accuracy", "value": v, "n": 1}]  # noqa: E731
     stamp = "2026-01-01T00:00:00+00:00"
     paths = [save_result(ProbeResult("m", "pos", rows(float(i)), timestamp=stamp), tmp_path) for i in range(20)]
     assert len(set(paths)) == 20 and all(p.name.startswith("m__pos__20260101T0000000000_") for p in paths)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)   # no temporaries
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporaries
     assert [r.rows[0]["value"] for r in read_results(tmp_path)] == [float(i) for i in range(20)]
     df = load_results(tmp_path)
     assert len(df) == 1 and df.value.iloc[0] == 19.0
@@ -222,7 +234,8 @@ def test_results_saved_in_the_same_second_never_collide_and_the_last_wins(tmp_pa
 
 # 4. Crash leftovers ----------------------------------------------------------------------------
 
-BLOCKING = textwrap.dedent("""
+BLOCKING = textwrap.dedent(
+    """
     import logging, sys, time
     from pathlib import Path
     import numpy as np
@@ -242,13 +255,20 @@ BLOCKING = textwrap.dedent("""
     emb = Blocking()
     f = get_features(emb, "toy", %r, root=root, show_progress=False)
     print(emb.calls, float(np.asarray(f.layer(2), dtype=np.float64).sum()))
-""" % (SENTS,))
+"""
+    % (SENTS,)
+)
 
 
 def _start(tmp_path, name, go, stderr=subprocess.PIPE):
     marker = tmp_path / f"{name}.started"
-    proc = subprocess.Popen([sys.executable, "-c", BLOCKING, str(tmp_path / "cache"), str(marker), str(go)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BLOCKING, str(tmp_path / "cache"), str(marker), str(go)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
     return proc, marker
 
 
@@ -264,14 +284,14 @@ def test_killed_extraction_leaves_temporaries_that_the_next_run_removes(tmp_path
     proc, marker = _start(tmp_path, "a", tmp_path / "never")
     _wait_for(marker.exists, proc)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()                                    # reaped: its PID is gone
+    proc.wait()  # reaped: its PID is gone
     directory = tmp_path / "cache" / "features" / RandomEmbedder().fingerprint() / "toy"
     left = sorted(directory.glob("layer_*.npy.*.tmp"))
     assert len(left) == 3 and f"-{proc.pid}." in left[0].name
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        running = directory / f"layer_0.npy.{feature_checks._HOST}-{live.pid}.abcdefgh.tmp"   # a live writer
-        old_style = directory / "layer_1.x1y2z3.npy.tmp"                                    # before PIDs, 7 h old
+        running = directory / f"layer_0.npy.{feature_checks._HOST}-{live.pid}.abcdefgh.tmp"  # a live writer
+        old_style = directory / "layer_1.x1y2z3.npy.tmp"  # before PIDs, 7 h old
         recent_old_style = directory / "layer_2.q1w2e3.npy.tmp"
         for p in (running, old_style, recent_old_style):
             p.write_bytes(b"\0" * 100)
@@ -289,10 +309,11 @@ def test_killed_extraction_leaves_temporaries_that_the_next_run_removes(tmp_path
 
 # 5. Concurrency --------------------------------------------------------------------------------
 
+
 def test_second_process_waits_for_the_first_and_reuses_its_entry(tmp_path):
     go = tmp_path / "go"
     first, marker = _start(tmp_path, "first", go)
-    _wait_for(marker.exists, first)                # the first holds the lock, extracting
+    _wait_for(marker.exists, first)  # the first holds the lock, extracting
     log_path = tmp_path / "second.log"
     with open(log_path, "w") as log_file:
         second, _ = _start(tmp_path, "second", go, stderr=log_file)
@@ -306,12 +327,13 @@ def test_second_process_waits_for_the_first_and_reuses_its_entry(tmp_path):
     assert first.returncode == 0 and second.returncode == 0, (err1, log_path.read_text())
     calls1, sum1 = out1.split()
     calls2, sum2 = out2.split()
-    assert int(calls1) >= 1 and calls2 == "0"      # the second did not extract
+    assert int(calls1) >= 1 and calls2 == "0"  # the second did not extract
     assert sum1 == sum2 and meta.stat().st_mtime_ns == written
     assert "locked by another process" in log_path.read_text()
 
 
 # 6. Odd cache states ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("content", ["[]", "3", "null", '"meta"', '{"layers": []}', "{not json"])
 def test_meta_json_that_is_not_an_object_is_rebuilt(tmp_path, caplog, content):
@@ -356,12 +378,12 @@ def test_read_only_cache_with_a_stale_entry_computes_in_memory(tmp_path, caplog)
     emb = RandomEmbedder()
     f = _get(emb, tmp_path)
     directory = f.directory
-    (directory / ".lock").unlink()                 # no lock file either: it cannot be created
+    (directory / ".lock").unlink()  # no lock file either: it cannot be created
     before = _files(directory)
     other = [s + ["more"] for s in SENTS]
     with _read_only(tmp_path / "features"):
         _new_process()
-        assert _get(emb, tmp_path).directory == directory and emb.calls == 1    # a valid entry is read
+        assert _get(emb, tmp_path).directory == directory and emb.calls == 1  # a valid entry is read
         with caplog.at_level(logging.WARNING, logger=LOGGER):
             g = _get(emb, tmp_path, sents=other, layers=[2])
     assert "not writable" in caplog.text and g.directory is None and emb.calls == 2
@@ -377,7 +399,7 @@ def test_unwritable_cache_with_nothing_cached_computes_in_memory(tmp_path, caplo
         f = _get(emb, tmp_path / "ro")
     assert f.directory is None and "not writable" in caplog.text
     np.testing.assert_array_equal(f.layer(1), _expected(emb, SENTS, 1))
-    (tmp_path / "file").write_text("not a directory")          # also as root: a path under a file
+    (tmp_path / "file").write_text("not a directory")  # also as root: a path under a file
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "file" / "cache"))
     g = get_features(emb, "toy", SENTS, show_progress=False, dtype="float32")
     assert g.directory is None

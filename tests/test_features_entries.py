@@ -1,5 +1,6 @@
 """features' entry API: the layers already built (has_layers, open_layer) and copying entries between
 caches (entry_files, install_entry, local_entries) without naming their files."""
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,7 @@ def test_a_broken_or_outdated_layer_is_not_served(tmp_path):
     emb, feats = _entry(tmp_path)
     (path,) = [p for p in feats.directory.iterdir() if p.name.startswith("layer_1")]
     data = bytearray(path.read_bytes())
-    data[-3] ^= 0xFF                                          # same size, other bytes: the checksum tells
+    data[-3] ^= 0xFF  # same size, other bytes: the checksum tells
     path.write_bytes(bytes(data))
     assert has_layers(emb, "toy", [0, 2], root=tmp_path) and not has_layers(emb, "toy", [1], root=tmp_path)
     with pytest.raises(FeatureCacheError, match="checksum mismatch"):
@@ -54,7 +55,7 @@ def test_a_broken_or_outdated_layer_is_not_served(tmp_path):
         entry_files(feats.directory, read_meta(feats.directory))
     meta_path = next(p for p in feats.directory.iterdir() if p.suffix == ".json")
     meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "version": 1}))
-    assert not has_layers(emb, "toy", [0], root=tmp_path)   # get_features would rebuild it: not served
+    assert not has_layers(emb, "toy", [0], root=tmp_path)  # get_features would rebuild it: not served
 
 
 def test_an_installed_copy_has_the_same_bytes_and_a_bad_copy_installs_nothing(tmp_path):
@@ -70,10 +71,11 @@ def test_an_installed_copy_has_the_same_bytes_and_a_bad_copy_installs_nothing(tm
 
     directory = install_entry(emb.fingerprint(), "toy", meta, fetch, tmp_path / "b")
     assert local_entries(emb.fingerprint(), tmp_path / "b") == [directory] and fetched == names
-    assert {p.name: p.read_bytes() for p in directory.iterdir() if not p.name.startswith(".")} == \
-        {p.name: p.read_bytes() for p in feats.directory.iterdir() if not p.name.startswith(".")}
+    assert {p.name: p.read_bytes() for p in directory.iterdir() if not p.name.startswith(".")} == {
+        p.name: p.read_bytes() for p in feats.directory.iterdir() if not p.name.startswith(".")
+    }
     install_entry(emb.fingerprint(), "toy", meta, fetch, tmp_path / "b")
-    assert fetched == names                                    # already there: nothing fetched again
+    assert fetched == names  # already there: nothing fetched again
 
     def corrupt(name, path):
         fetch(name, path)

@@ -1,4 +1,5 @@
 """Static embedding file formats: round trips, agreement with gensim, clear errors with line numbers."""
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,7 @@ WORDS = ["the", "Bank", "naïve", "😀", "日本", "a-b", "x" * 300]
 def vectors() -> np.ndarray:
     rng = np.random.default_rng(0)
     v = rng.standard_normal((len(WORDS), 7)).astype(np.float32)
-    v[0] = [1e-30, -1e30, 0.0, -0.0, 3.4e38, 1.0, 1.17549435e-38]   # extreme float32 values survive text
+    v[0] = [1e-30, -1e30, 0.0, -0.0, 3.4e38, 1.0, 1.17549435e-38]  # extreme float32 values survive text
     return v
 
 
@@ -55,7 +56,7 @@ def test_guess_format(tmp_path, vectors):
     assert guess_format(write_vectors(tmp_path / "a.vec", WORDS, vectors, "vec")) == "vec"
     assert guess_format(write_vectors(tmp_path / "a.txt", WORDS, vectors, "word2vec")) == "word2vec"
     assert guess_format(write_vectors(tmp_path / "g.txt", WORDS, vectors, "glove")) == "glove"
-    words, _ = read_vectors(tmp_path / "g.txt")     # sniffed: GloVe has no header
+    words, _ = read_vectors(tmp_path / "g.txt")  # sniffed: GloVe has no header
     assert words == WORDS
 
 
@@ -63,7 +64,7 @@ def _err(path, fmt=None) -> str:
     with pytest.raises(ModelLoadError) as exc:
         read_vectors(path, fmt)
     msg = str(exc.value)
-    assert str(path) in msg                           # the message names the file
+    assert str(path) in msg  # the message names the file
     return msg
 
 
@@ -94,7 +95,7 @@ def test_text_more_lines_than_header(tmp_path):
 def test_text_truncated_mid_line(tmp_path, vectors):
     path = write_vectors(tmp_path / "v.vec", WORDS, vectors, "vec")
     data = path.read_bytes()
-    path.write_bytes(data[: len(data) - 25])          # cuts the last line short
+    path.write_bytes(data[: len(data) - 25])  # cuts the last line short
     assert re.search(rf"line {len(WORDS) + 1}\b", _err(path))
 
 

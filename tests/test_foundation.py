@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.scalar_mix import ScalarMix
 from corpora.paths import DataMissingError, data_dir, data_path
+from models.scalar_mix import ScalarMix
 
 
 def test_data_dir_found_and_missing_item_named(data_root: Path) -> None:

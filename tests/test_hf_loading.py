@@ -6,6 +6,7 @@ does not cover (ModernBERT, XLM-R, BART, GPT-Neo, Mistral, Gemma borrow a tokeni
 kind; ByT5's Python-only tokenizer). Broken checkpoints are copies of good ones with one file edited.
 Reference vectors come from a plain ``transformers`` forward pass pooled with a Python loop.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,18 +23,26 @@ from transformers import CONFIG_MAPPING
 
 from models.base import ModelLoadError
 from models.tiny import make_tiny_checkpoint
-from models.transformer import (BertEmbedder, GptEmbedder, architecture_role, estimate_memory, inspect_checkpoint,
-                                load_hf_checkpoint)
-from models.transformer import memory as memory_mod
+from models.transformer import (
+    BertEmbedder,
+    GptEmbedder,
+    architecture_role,
+    estimate_memory,
+    inspect_checkpoint,
+    load_hf_checkpoint,
+    memory as memory_mod,
+)
 from models.transformer.memory import resolve_dtype
 from models.transformer.tokens import alignment_problems
 
 torch.set_num_threads(1)
 
-TEXT = ["The bank closed early today , and nobody knew why .",
-        "She didn't want unbelievably crowded rooms in the old hotel .",
-        "A quick brown fox jumps over the lazy dog near the river bank .",
-        "Investors sold shares as the market fell for a third day ."] * 10
+TEXT = [
+    "The bank closed early today , and nobody knew why .",
+    "She didn't want unbelievably crowded rooms in the old hotel .",
+    "A quick brown fox jumps over the lazy dog near the river bank .",
+    "Investors sold shares as the market fell for a third day .",
+] * 10
 WORDS = ["The", "bank", "didn't", "unbelievably", "crowded", "."]
 BYTE_LEVEL = ("roberta", "gpt2", "gpt-neox", "opt", "qwen2")
 
@@ -51,6 +60,7 @@ def ckpt(tmp_path_factory):
             vocab = 320 if kind in BYTE_LEVEL else 300
             made[key] = make_tiny_checkpoint(kind, root / key, corpus=TEXT, vocab_size=vocab, **sizes)
         return made[key]
+
     return get
 
 
@@ -58,10 +68,24 @@ def ckpt(tmp_path_factory):
 BORROWED = {
     "modernbert": ({"global_attn_every_n_layers": 1}, "AutoModel", "bert"),
     "xlm-roberta": ({}, "AutoModel", "roberta"),
-    "bart": ({"encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 2, "decoder_attention_heads": 2,
-              "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "d_model": 32}, "AutoModelForSeq2SeqLM", "roberta"),
-    "gpt_neo": ({"num_layers": 2, "num_heads": 2, "attention_types": [[["global", "local"], 1]]},
-                "AutoModelForCausalLM", "gpt2"),
+    "bart": (
+        {
+            "encoder_layers": 2,
+            "decoder_layers": 2,
+            "encoder_attention_heads": 2,
+            "decoder_attention_heads": 2,
+            "encoder_ffn_dim": 64,
+            "decoder_ffn_dim": 64,
+            "d_model": 32,
+        },
+        "AutoModelForSeq2SeqLM",
+        "roberta",
+    ),
+    "gpt_neo": (
+        {"num_layers": 2, "num_heads": 2, "attention_types": [[["global", "local"], 1]]},
+        "AutoModelForCausalLM",
+        "gpt2",
+    ),
     "mistral": ({"num_key_value_heads": 1}, "AutoModelForCausalLM", "llama"),
     "gemma": ({"num_key_value_heads": 1, "head_dim": 16}, "AutoModelForCausalLM", "llama"),
 }
@@ -72,9 +96,16 @@ def borrowed(ckpt, model_type: str, out: Path) -> Path:
     src = ckpt(tok_kind)
     tok = transformers.AutoTokenizer.from_pretrained(src)
     ids = {f"{n}_token_id": getattr(tok, f"{n}_token_id") for n in ("pad", "bos", "eos")}
-    ids.update({"cls_token_id": tok.cls_token_id, "sep_token_id": tok.sep_token_id} if model_type == "modernbert" else {})
-    sizes = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
-             "max_position_embeddings": 128}
+    ids.update(
+        {"cls_token_id": tok.cls_token_id, "sep_token_id": tok.sep_token_id} if model_type == "modernbert" else {}
+    )
+    sizes = {
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "max_position_embeddings": 128,
+    }
     config = CONFIG_MAPPING[model_type](vocab_size=len(tok), **{**sizes, **ids, **overrides})
     torch.manual_seed(0)
     getattr(transformers, auto_class).from_config(config).save_pretrained(out)
@@ -103,11 +134,26 @@ def naive_vectors(emb, words: list[str], pooling: str = "mean") -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- class from config
-ROLES = {"bert": "encoder", "roberta": "encoder", "deberta-v2": "encoder", "electra": "encoder", "albert": "encoder",
-         "distilbert": "encoder", "xlm-roberta": "encoder", "modernbert": "encoder",
-         "gpt2": "decoder", "gpt_neo": "decoder", "gpt_neox": "decoder", "opt": "decoder", "llama": "decoder",
-         "mistral": "decoder", "qwen2": "decoder", "gemma": "decoder",
-         "t5": "encoder-decoder", "bart": "encoder-decoder"}
+ROLES = {
+    "bert": "encoder",
+    "roberta": "encoder",
+    "deberta-v2": "encoder",
+    "electra": "encoder",
+    "albert": "encoder",
+    "distilbert": "encoder",
+    "xlm-roberta": "encoder",
+    "modernbert": "encoder",
+    "gpt2": "decoder",
+    "gpt_neo": "decoder",
+    "gpt_neox": "decoder",
+    "opt": "decoder",
+    "llama": "decoder",
+    "mistral": "decoder",
+    "qwen2": "decoder",
+    "gemma": "decoder",
+    "t5": "encoder-decoder",
+    "bart": "encoder-decoder",
+}
 
 
 @pytest.mark.parametrize("model_type", sorted(ROLES))
@@ -116,7 +162,7 @@ def test_role_from_config(model_type):
 
 
 def test_role_follows_the_config_not_the_name():
-    assert architecture_role(CONFIG_MAPPING["roberta"](is_decoder=True)) == "decoder"        # RobertaForCausalLM
+    assert architecture_role(CONFIG_MAPPING["roberta"](is_decoder=True)) == "decoder"  # RobertaForCausalLM
     assert architecture_role(CONFIG_MAPPING["bert"](architectures=["BertLMHeadModel"])) == "decoder"
     assert architecture_role(CONFIG_MAPPING["bert"](architectures=["BertForMaskedLM"])) == "encoder"
     # a raw config.json of a model transformers does not know: its architectures still tell
@@ -126,13 +172,27 @@ def test_role_follows_the_config_not_the_name():
 
 # ----------------------------------------------------------------------------- every family loads
 # (specials the family's tokenizer adds around a window: first, last; None = nothing)
-SPECIALS = {"bert": ("[CLS]", "[SEP]"), "electra": ("[CLS]", "[SEP]"), "distilbert": ("[CLS]", "[SEP]"),
-            "albert": ("[CLS]", "[SEP]"), "deberta-v2": ("[CLS]", "[SEP]"), "modernbert": ("[CLS]", "[SEP]"),
-            "roberta": ("<s>", "</s>"), "xlm-roberta": ("<s>", "</s>"), "bart": ("<s>", "</s>"), "t5": (None, "</s>"),
-            # decoders: one leading token, never a trailing EOS
-            "gpt2": ("<|endoftext|>", None), "gpt-neox": ("<|endoftext|>", None), "qwen2": ("<|endoftext|>", None),
-            "gpt_neo": ("<|endoftext|>", None), "opt": ("</s>", None), "llama": ("<s>", None),
-            "mistral": ("<s>", None), "gemma": ("<s>", None)}
+SPECIALS = {
+    "bert": ("[CLS]", "[SEP]"),
+    "electra": ("[CLS]", "[SEP]"),
+    "distilbert": ("[CLS]", "[SEP]"),
+    "albert": ("[CLS]", "[SEP]"),
+    "deberta-v2": ("[CLS]", "[SEP]"),
+    "modernbert": ("[CLS]", "[SEP]"),
+    "roberta": ("<s>", "</s>"),
+    "xlm-roberta": ("<s>", "</s>"),
+    "bart": ("<s>", "</s>"),
+    "t5": (None, "</s>"),
+    # decoders: one leading token, never a trailing EOS
+    "gpt2": ("<|endoftext|>", None),
+    "gpt-neox": ("<|endoftext|>", None),
+    "qwen2": ("<|endoftext|>", None),
+    "gpt_neo": ("<|endoftext|>", None),
+    "opt": ("</s>", None),
+    "llama": ("<s>", None),
+    "mistral": ("<s>", None),
+    "gemma": ("<s>", None),
+}
 
 
 @pytest.mark.parametrize("kind", sorted(SPECIALS))
@@ -146,14 +206,14 @@ def test_every_family_loads_with_its_own_special_tokens(kind, ckpt, tmp_path):
     pa = emb.piece_attention(WORDS)
     first, last = SPECIALS[kind]
     content = [i for i, w in enumerate(pa.word_ids) if w is not None]
-    head, tail = pa.pieces[:content[0]], pa.pieces[content[-1] + 1:]
+    head, tail = pa.pieces[: content[0]], pa.pieces[content[-1] + 1 :]
     assert head == ([first] if first else []) and tail == ([last] if last else [])
     assert sorted(set(w for w in pa.word_ids if w is not None)) == list(range(len(WORDS)))
     out = emb.embed([WORDS, WORDS[:2]], with_attention=True)
     assert out[0].vectors.shape == (3, len(WORDS), 32) and np.isfinite(out[0].vectors).all()
     np.testing.assert_allclose(out[0].attentions.sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(out[0].vectors, naive_vectors(emb, WORDS), atol=1e-5)
-    if decoder:   # causal: a word's vectors do not depend on the words after it
+    if decoder:  # causal: a word's vectors do not depend on the words after it
         np.testing.assert_allclose(out[1].vectors, out[0].vectors[:, :2], atol=1e-5)
 
 
@@ -172,7 +232,7 @@ def test_byte_level_words_each_get_their_own_space_marker(kind, ckpt, tmp_path):
     (path / "tokenizer_config.json").write_text(json.dumps({**cfg, "add_prefix_space": False}))
     plain = transformers.AutoTokenizer.from_pretrained(path)
     enc = plain(WORDS, is_split_into_words=True, add_special_tokens=False)
-    assert not plain.convert_ids_to_tokens(enc["input_ids"])[0].startswith("Ġ")   # the problem being fixed
+    assert not plain.convert_ids_to_tokens(enc["input_ids"])[0].startswith("Ġ")  # the problem being fixed
     pa = load_hf_checkpoint(path).piece_attention(WORDS)
     starts = [pa.pieces[pa.word_ids.index(w)] for w in range(len(WORDS))]
     assert all(p.startswith("Ġ") for p in starts), starts
@@ -185,7 +245,7 @@ def test_regex_split_byte_level_gets_one_marker_per_word(ckpt):
     emb = load_hf_checkpoint(ckpt("qwen2"))
     assert emb._prefix == " "
     pa = emb.piece_attention(WORDS)
-    word = [p for p, w in zip(pa.pieces, pa.word_ids) if w == 2]   # didn't
+    word = [p for p, w in zip(pa.pieces, pa.word_ids) if w == 2]  # didn't
     assert word[0].startswith("Ġ") and not any(p.startswith("Ġ") for p in word[1:]), word
 
 
@@ -207,8 +267,17 @@ def test_unfixable_alignment_is_flagged(ckpt, tmp_path, caplog):
 def test_slow_tokenizer_falls_back_to_one_word_at_a_time(tmp_path, caplog):
     # ByT5: a T5 with a Python-only byte tokenizer (no tokenizer.json, nothing to convert)
     path = tmp_path / "byt5"
-    config = CONFIG_MAPPING["t5"](vocab_size=384, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
-                                  pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+    config = CONFIG_MAPPING["t5"](
+        vocab_size=384,
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=2,
+        num_heads=2,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
     torch.manual_seed(0)
     transformers.T5ForConditionalGeneration(config).save_pretrained(path)
     (path / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "ByT5Tokenizer"}))
@@ -219,7 +288,7 @@ def test_slow_tokenizer_falls_back_to_one_word_at_a_time(tmp_path, caplog):
     assert any("per-word" in r.getMessage() for r in caplog.records)
     words = ["Zoë", "didn't", "go"]
     pa = emb.piece_attention(words)
-    for w, word in enumerate(words):   # each word's pieces: the word tokenized on its own
+    for w, word in enumerate(words):  # each word's pieces: the word tokenized on its own
         assert [p for p, i in zip(pa.pieces, pa.word_ids) if i == w] == emb.tokenizer.tokenize(word)
     assert pa.pieces[-1] == "</s>"
     np.testing.assert_allclose(emb.embed([words])[0].vectors, naive_vectors(emb, words), atol=1e-5)
@@ -227,7 +296,7 @@ def test_slow_tokenizer_falls_back_to_one_word_at_a_time(tmp_path, caplog):
 
 def test_token_type_ids_only_for_encoders_that_take_them(ckpt):
     seen = {}
-    for kind in ("bert", "distilbert", "gpt2"):   # GPT-2's forward takes them too, but they would add an embedding
+    for kind in ("bert", "distilbert", "gpt2"):  # GPT-2's forward takes them too, but they would add an embedding
         emb = load_hf_checkpoint(ckpt(kind))
         forward = emb.model.forward
         emb.model.forward = lambda *a, _f=forward, _k=kind, **kw: seen.setdefault(_k, set(kw)) and _f(*a, **kw)
@@ -263,7 +332,7 @@ def test_missing_tensor_is_refused_by_name(ckpt, tmp_path):
 
 def test_extra_layers_are_refused_but_head_tensors_are_fine(ckpt, tmp_path):
     path = copy_ckpt(ckpt("bert", layers=3), tmp_path / "extra")
-    _edit_config(path, num_hidden_layers=2)   # the file has one layer more than the config
+    _edit_config(path, num_hidden_layers=2)  # the file has one layer more than the config
     with pytest.raises(ModelLoadError, match=r"num_hidden_layers=2.*encoder\.layer\.2\."):
         load_hf_checkpoint(path)
     # a masked-LM checkpoint: cls.* head tensors and the pooler are not part of the hidden states
@@ -281,8 +350,10 @@ def test_extra_layers_are_refused_but_head_tensors_are_fine(ckpt, tmp_path):
 
 def test_shape_mismatch_is_refused_with_shapes(ckpt, tmp_path):
     path = copy_ckpt(ckpt("bert"), tmp_path / "shapes")
-    _edit_config(path, intermediate_size=64)   # the weights have 4 x 32 = 128
-    with pytest.raises(ModelLoadError, match=r"disagree.*intermediate\.dense\.weight \(weights \(128, 32\) vs config \(64, 32\)\)"):
+    _edit_config(path, intermediate_size=64)  # the weights have 4 x 32 = 128
+    with pytest.raises(
+        ModelLoadError, match=r"disagree.*intermediate\.dense\.weight \(weights \(128, 32\) vs config \(64, 32\)\)"
+    ):
         load_hf_checkpoint(path)
 
 
@@ -292,7 +363,7 @@ def test_custom_code_is_refused(change, ckpt, tmp_path):
     _edit_config(path, **change)
     with pytest.raises(ModelLoadError, match=r"config\.json.*trust_remote_code.*never enables"):
         load_hf_checkpoint(path)
-    facts = inspect_checkpoint(path)   # still described from its files
+    facts = inspect_checkpoint(path)  # still described from its files
     assert facts["needs_remote_code"] and facts["family"] == "gpt" and facts["layers"] == 3
 
 
@@ -345,8 +416,9 @@ def test_torch_pickles_are_read_weights_only(ckpt, tmp_path):
     path = copy_ckpt(src, tmp_path / "bin")
     (path / "model.safetensors").unlink()
     torch.save(load_file(src / "model.safetensors"), path / "pytorch_model.bin")
-    np.testing.assert_array_equal(load_hf_checkpoint(path).embed([WORDS])[0].vectors,
-                                  load_hf_checkpoint(src).embed([WORDS])[0].vectors)
+    np.testing.assert_array_equal(
+        load_hf_checkpoint(path).embed([WORDS])[0].vectors, load_hf_checkpoint(src).embed([WORDS])[0].vectors
+    )
     data = (path / "pytorch_model.bin").read_bytes()
     (path / "pytorch_model.bin").write_bytes(data[: len(data) // 2])
     with pytest.raises(ModelLoadError, match=r"pytorch_model\.bin: corrupt or truncated"):
@@ -370,7 +442,7 @@ def test_resolve_dtype(monkeypatch):
 
 def test_dtype_options(ckpt):
     path = ckpt("bert")
-    auto = load_hf_checkpoint(path)                      # CPU: fp32, the built-in rule's numbers
+    auto = load_hf_checkpoint(path)  # CPU: fp32, the built-in rule's numbers
     legacy = BertEmbedder(path, name="x")
     np.testing.assert_array_equal(auto.embed([WORDS])[0].vectors, legacy.embed([WORDS])[0].vectors)
     assert auto.fingerprint() == legacy.fingerprint()
@@ -405,11 +477,11 @@ def test_window_and_stride_options(ckpt):
     long = (WORDS * 4)[:20]
     out = emb.embed([long])[0].vectors
     word_of = emb._pieces([long])[0][1]
-    k = int(word_of[7]) + int(word_of[8] != word_of[7])   # words whose pieces all lie in the first window
+    k = int(word_of[7]) + int(word_of[8] != word_of[7])  # words whose pieces all lie in the first window
     assert 0 < k < len(long) and len(word_of) > 8
     # causal, first window: those words get what they get on their own
     np.testing.assert_allclose(out[:, :k], emb.embed([long[:k]])[0].vectors, atol=1e-5)
-    assert not np.allclose(out[:, -1], emb.embed([long])[0].vectors[:, -1] * 0)   # later windows ran too
+    assert not np.allclose(out[:, -1], emb.embed([long])[0].vectors[:, -1] * 0)  # later windows ran too
     with pytest.raises(ValueError, match="window"):
         load_hf_checkpoint(ckpt("gpt2"), window=10_000)
 
@@ -417,8 +489,9 @@ def test_window_and_stride_options(ckpt):
 def test_device_auto_without_gpus_runs_on_the_cpu(ckpt):
     emb = load_hf_checkpoint(ckpt("gpt2"), device="auto")
     assert emb.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
-    np.testing.assert_array_equal(emb.embed([WORDS])[0].vectors,
-                                  load_hf_checkpoint(ckpt("gpt2")).embed([WORDS])[0].vectors)
+    np.testing.assert_array_equal(
+        emb.embed([WORDS])[0].vectors, load_hf_checkpoint(ckpt("gpt2")).embed([WORDS])[0].vectors
+    )
     with pytest.raises(ValueError, match="cannot be moved"):
         emb.to("cpu")
 
@@ -429,7 +502,7 @@ def test_fingerprint_content_not_path_and_source_label(ckpt, tmp_path):
     a = load_hf_checkpoint(src)
     b = load_hf_checkpoint(moved, name="mine", revision="abc123", source_label="hf:org/tiny-bert")
     assert b.name == "mine" and b.info.source == "hf:org/tiny-bert" and "abc123" in b.info.description
-    assert load_hf_checkpoint(moved).fingerprint() == a.fingerprint() != b.fingerprint()   # revision counts
+    assert load_hf_checkpoint(moved).fingerprint() == a.fingerprint() != b.fingerprint()  # revision counts
 
 
 # ----------------------------------------------------------------------------- memory
@@ -439,7 +512,7 @@ def test_memory_estimate_matches_the_loaded_model(kind, ckpt):
     config = transformers.AutoConfig.from_pretrained(path)
     cls = transformers.AutoModel._model_mapping[type(config)]
     extra = {"add_pooling_layer": False} if kind == "bert" else {}
-    model = cls.from_pretrained(path, **extra)                 # what the embedder loads (T5: the whole model)
+    model = cls.from_pretrained(path, **extra)  # what the embedder loads (T5: the whole model)
     assert estimate_memory(path, "fp32", "cpu") == model.get_memory_footprint()
     params = model.num_parameters()
     buffers = model.get_memory_footprint() - 4 * params
@@ -449,8 +522,11 @@ def test_memory_estimate_matches_the_loaded_model(kind, ckpt):
 def test_inspect_checkpoint_reads_files_only(ckpt, monkeypatch):
     path = ckpt("gpt2")
     tensors = load_file(path / "model.safetensors")
-    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained",
-                        classmethod(lambda *a, **k: pytest.fail("inspect loaded weights")))
+    monkeypatch.setattr(
+        transformers.PreTrainedModel,
+        "from_pretrained",
+        classmethod(lambda *a, **k: pytest.fail("inspect loaded weights")),
+    )
     facts = inspect_checkpoint(path)
     assert facts["family"] == "gpt" and facts["role"] == "decoder" and facts["model_type"] == "gpt2"
     assert (facts["layers"], facts["dim"], facts["heads"]) == (3, 32, 2) and not facts["needs_remote_code"]
@@ -462,8 +538,9 @@ def test_inspect_checkpoint_reads_files_only(ckpt, monkeypatch):
 
 def test_too_big_for_memory_is_refused_before_loading(ckpt, monkeypatch):
     monkeypatch.setattr(memory_mod, "available_memory", lambda device: 1000)
-    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained",
-                        classmethod(lambda *a, **k: pytest.fail("weights loaded")))
+    monkeypatch.setattr(
+        transformers.PreTrainedModel, "from_pretrained", classmethod(lambda *a, **k: pytest.fail("weights loaded"))
+    )
     with pytest.raises(ModelLoadError, match=r"weights need about .* GiB in float32, but only .* free"):
         load_hf_checkpoint(ckpt("bert"))
 
@@ -480,6 +557,7 @@ def _oom_when(emb, fails):
         if fails(rows):
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
         return forward(*args, **kwargs)
+
     emb.model.forward = patched
     return calls
 
@@ -491,7 +569,7 @@ def test_out_of_memory_halves_the_budget_and_gives_the_same_vectors(ckpt, caplog
     emb = load_hf_checkpoint(path)
     budget = emb.max_tokens
     first = [True]
-    calls = _oom_when(emb, lambda rows: first.pop() if first else False)   # once, on the first batch
+    calls = _oom_when(emb, lambda rows: first.pop() if first else False)  # once, on the first batch
     with caplog.at_level(logging.WARNING, logger="models.transformer.embedder"):
         out = emb.embed(sents)
     assert emb.max_tokens == budget // 2 and len(calls) >= 2
@@ -499,7 +577,7 @@ def test_out_of_memory_halves_the_budget_and_gives_the_same_vectors(ckpt, caplog
     assert len(warnings) == 1 and f"halved to {budget // 2}" in warnings[0]
     half = load_hf_checkpoint(path)
     half.max_tokens = budget // 2
-    for o, h, r in zip(out, half.embed(sents), ref):   # all rows re-packed: exactly the half-budget run
+    for o, h, r in zip(out, half.embed(sents), ref):  # all rows re-packed: exactly the half-budget run
         np.testing.assert_array_equal(o.vectors, h.vectors)
         np.testing.assert_allclose(o.vectors, r.vectors, atol=1e-5)
 

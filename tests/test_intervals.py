@@ -1,12 +1,13 @@
 """Bootstrap intervals and paired tests (probes/stats/intervals.py): the properties the rigor issue names,
 checked against a plain instance-resampling bootstrap and scipy."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from probes.stats import intervals
 from probes.results import ProbeResult, results_frame
+from probes.stats import intervals
 
 
 def naive_bootstrap(correct: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
@@ -28,7 +29,7 @@ def test_accuracy_interval_matches_resampling_instances():
     lo, hi = intervals.accuracy_interval(correct, resamples=4000, seed=3)
     nlo, nhi = naive_bootstrap(correct, 4000, seed=7)
     assert lo < 100 * correct.mean() < hi
-    assert abs(lo - nlo) < 0.35 and abs(hi - nhi) < 0.35       # same distribution, other draws
+    assert abs(lo - nlo) < 0.35 and abs(hi - nhi) < 0.35  # same distribution, other draws
     # ~ normal approximation: half-width 1.96·sqrt(p(1-p)/n)
     half = 196 * np.sqrt(correct.mean() * (1 - correct.mean()) / correct.size)
     assert abs((hi - lo) / 2 - half) < 0.3
@@ -52,7 +53,7 @@ def test_paired_test_of_a_model_with_itself_gives_p_1():
 def test_paired_test_detects_a_real_difference_and_is_antisymmetric():
     rng = np.random.default_rng(2)
     b = rng.random(3000) < 0.70
-    a = b | (rng.random(3000) < 0.10)                 # a fixes ~3 points of b's errors, breaks nothing
+    a = b | (rng.random(3000) < 0.10)  # a fixes ~3 points of b's errors, breaks nothing
     ab, ba = intervals.paired_test(a, b), intervals.paired_test(b, a)
     assert ab["p"] < 1e-6 and ab["lo"] > 0
     assert ab["diff"] == -ba["diff"] and ab["p"] == pytest.approx(ba["p"])
@@ -60,14 +61,14 @@ def test_paired_test_detects_a_real_difference_and_is_antisymmetric():
 
 
 def test_paired_p_is_the_exact_mcnemar_tail():
-    a = np.array([1] * 8 + [0] * 2 + [1] * 50, bool)    # 8 discordant for a, 2 for b
+    a = np.array([1] * 8 + [0] * 2 + [1] * 50, bool)  # 8 discordant for a, 2 for b
     b = np.array([0] * 8 + [1] * 2 + [1] * 50, bool)
     # two-sided Binomial(10, 1/2) tail of 8: 2 * P(X >= 8) = 2 * 56 / 1024
     assert intervals.paired_test(a, b)["p"] == pytest.approx(112 / 1024)
 
 
 def test_categorical_and_grouped_intervals_cover_the_point_estimate():
-    counts = np.array([700, 250, 50])                     # correct, wrong, unanswered
+    counts = np.array([700, 250, 50])  # correct, wrong, unanswered
     f1 = lambda c: 100 * 2 * c[:, 0] / ((c[:, 0] + c[:, 1]) + c.sum(1))
     point = f1(counts[None])[0]
     lo, hi = intervals.categorical_interval(counts, f1)
@@ -75,7 +76,7 @@ def test_categorical_and_grouped_intervals_cover_the_point_estimate():
     rng = np.random.default_rng(4)
     gold = rng.integers(1, 5, 300)
     tp = np.minimum(gold, rng.integers(0, 5, 300))
-    per_sentence = np.c_[tp, gold, gold]                 # tp, predicted, gold
+    per_sentence = np.c_[tp, gold, gold]  # tp, predicted, gold
     span_f1 = lambda s: 100 * 2 * s[:, 0] / (s[:, 1] + s[:, 2])
     lo, hi = intervals.grouped_interval(per_sentence, span_f1)
     assert lo < span_f1(per_sentence.sum(0, keepdims=True))[0] < hi

@@ -5,6 +5,7 @@ with its capabilities, loads by name, gets random weights as ``random:toy@SEED``
 it can, is refused as ``random:`` when its family says it cannot, and runs a probe on a small slice —
 without a line changed anywhere else.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -53,8 +54,11 @@ class ToyEmbedder(Embedder):
                 left = torch.cat([torch.zeros(1, DIM), x[:-1]])
                 x = torch.tanh((x + left) @ w)
                 layers.append(x)
-            out.append(SentenceEmbedding(words=list(words), vectors=torch.stack(layers).numpy(),
-                                         oov=np.zeros(len(words), bool)))
+            out.append(
+                SentenceEmbedding(
+                    words=list(words), vectors=torch.stack(layers).numpy(), oov=np.zeros(len(words), bool)
+                )
+            )
         return out
 
 
@@ -76,11 +80,25 @@ def toy_zoo(tmp_path, monkeypatch):
     common = dict(source=Source.path(tmp_path), layers=LAYERS, dim=DIM, files=("toy.json",))
     monkeypatch.setitem(FAMILIES, TOY.name, TOY)
     monkeypatch.setitem(FAMILIES, TOY_FROZEN.name, TOY_FROZEN)
-    monkeypatch.setitem(REGISTRY, "toy", ModelSpec("toy", TOY.name, f"{__name__}:load_toy", {"directory": str(tmp_path)},
-                                                   description="a toy family", **common))
-    monkeypatch.setitem(REGISTRY, "toy-frozen", ModelSpec(
-        "toy-frozen", TOY_FROZEN.name, f"{__name__}:load_toy",
-        {"directory": str(tmp_path), "name": "toy-frozen", "family": TOY_FROZEN.name}, description="frozen", **common))
+    monkeypatch.setitem(
+        REGISTRY,
+        "toy",
+        ModelSpec(
+            "toy", TOY.name, f"{__name__}:load_toy", {"directory": str(tmp_path)}, description="a toy family", **common
+        ),
+    )
+    monkeypatch.setitem(
+        REGISTRY,
+        "toy-frozen",
+        ModelSpec(
+            "toy-frozen",
+            TOY_FROZEN.name,
+            f"{__name__}:load_toy",
+            {"directory": str(tmp_path), "name": "toy-frozen", "family": TOY_FROZEN.name},
+            description="frozen",
+            **common,
+        ),
+    )
     yield tmp_path
     for name in ("toy", "toy-frozen", "random:toy@1"):
         unload_embedder(name)
@@ -106,7 +124,7 @@ def test_a_new_family_loads_and_gets_random_weights_when_it_says_it_can(toy_zoo)
     trained, drawn = emb.embed(sentence)[0].vectors, rand.embed(sentence)[0].vectors
     assert trained.shape == drawn.shape == (LAYERS, 4, DIM)
     assert all(not np.allclose(trained[j], drawn[j]) for j in range(LAYERS))
-    np.testing.assert_array_equal(emb.embed(sentence)[0].vectors, trained)   # the shared instance is untouched
+    np.testing.assert_array_equal(emb.embed(sentence)[0].vectors, trained)  # the shared instance is untouched
     with pytest.raises(ModelLoadError, match="toy-frozen is a toy-frozen model: it has no layers to re-initialise"):
         get_spec("random:toy-frozen")
 
@@ -121,8 +139,9 @@ def test_a_load_error_of_a_new_family_is_one_clear_error(toy_zoo):
 def test_a_probe_runs_on_a_new_family(toy_zoo, tmp_path_factory):
     from probes.run import run_probe
 
-    run = run_probe("pos", "toy", limit=20, baselines=False, show_progress=False,
-                    feature_root=tmp_path_factory.mktemp("features"))
+    run = run_probe(
+        "pos", "toy", limit=20, baselines=False, show_progress=False, feature_root=tmp_path_factory.mktemp("features")
+    )
     frame = run.to_frame()
     assert set(frame["model"]) == {"toy"} and run.baselines == [] and run.saved == []
     accuracy = frame[frame["metric"] == "accuracy"]

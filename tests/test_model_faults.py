@@ -4,6 +4,7 @@ Resumable training checkpoints load with ``weights_only=True`` (a planted pickle
 runs nothing); unknown CLI options and bad trainer arguments are argparse errors (exit 2, no
 traceback); a lone surrogate in an embedder's input is a clear ValueError for every family.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,7 +39,7 @@ def _plant(path, sentinel) -> None:
 def _tiny_gpt():
     from models.train.gpt_lm import build_model, build_word_tokenizer, make_optimizer
 
-    tok = build_word_tokenizer({w: 10 - i for i, w in enumerate("the cat sat on a mat".split())}, 50)
+    tok = build_word_tokenizer({w: 10 - i for i, w in enumerate(["the", "cat", "sat", "on", "a", "mat"])}, 50)
     torch.manual_seed(0)
     model = build_model(len(tok), 8, 1, 2, 8, 0.0, tok)
     opt = make_optimizer(model, 1e-3, 0.01)
@@ -52,10 +53,24 @@ def _tiny_elmo():
     from models.elmo.lm import BiLMLanguageModel
     from models.train.elmo_data import BatchEncoder, build_vocab
 
-    options = {"lstm": {"use_skip_connections": True, "projection_dim": 4, "cell_clip": None, "proj_clip": None,
-                        "dim": 8, "n_layers": 1},
-               "char_cnn": {"activation": "relu", "filters": [[1, 4], [2, 4]], "n_highway": 1,
-                            "embedding": {"dim": 4}, "n_characters": 262, "max_characters_per_token": 50}}
+    options = {
+        "lstm": {
+            "use_skip_connections": True,
+            "projection_dim": 4,
+            "cell_clip": None,
+            "proj_clip": None,
+            "dim": 8,
+            "n_layers": 1,
+        },
+        "char_cnn": {
+            "activation": "relu",
+            "filters": [[1, 4], [2, 4]],
+            "n_highway": 1,
+            "embedding": {"dim": 4},
+            "n_characters": 262,
+            "max_characters_per_token": 50,
+        },
+    }
     vocab = build_vocab({"the": 3, "cat": 2, "sat": 1}, 10)
     torch.manual_seed(0)
     lm = BiLMLanguageModel(options, len(vocab), dropout=0.0)
@@ -74,7 +89,7 @@ def test_gpt_checkpoint_loads_weights_only_and_restores(tmp_path):
     rng.random(5)
     path = tmp_path / "checkpoint.pt"
     save_checkpoint(path, train_gpt.checkpoint_state(model, opt, rng, step=7, wall_time_s=1.5))
-    state = torch.load(path, weights_only=True)          # the strict loader accepts it
+    state = torch.load(path, weights_only=True)  # the strict loader accepts it
     assert state["step"] == 7 and state["wall_time_s"] == 1.5
     again = np.random.default_rng(0)
     again.bit_generator.state = load_checkpoint(path)["rng"]
@@ -92,8 +107,12 @@ def test_elmo_checkpoint_loads_weights_only(tmp_path):
     lm, opt, vocab, options = _tiny_elmo()
     path = tmp_path / "checkpoint.pt"
     cfg = {"options": options, "vocab_size": 10, "batch_tokens": 100, "lr": 1e-3, "dropout": 0.0}
-    save_checkpoint(path, train_elmo.checkpoint_state(lm, opt, step=2, epoch=0, position=2, tokens_seen=8,
-                                                      wall_time_s=0.1, config=cfg, vocab=vocab))
+    save_checkpoint(
+        path,
+        train_elmo.checkpoint_state(
+            lm, opt, step=2, epoch=0, position=2, tokens_seen=8, wall_time_s=0.1, config=cfg, vocab=vocab
+        ),
+    )
     state = torch.load(path, weights_only=True)
     assert state["vocab"] == vocab and state["config"] == cfg and state["position"] == 2
     lm2, opt2, _, _ = _tiny_elmo()
@@ -114,24 +133,65 @@ def test_planted_checkpoint_is_refused_and_runs_nothing(tmp_path):
 
 
 def test_trainers_resume_refuses_a_planted_checkpoint(tmp_path, capsys, data_root):
-    from models.train import elmo as train_elmo
-    from models.train import gpt as train_gpt
+    from models.train import elmo as train_elmo, gpt as train_gpt
 
     out, sentinel = tmp_path / "gpt", tmp_path / "PWNED"
     out.mkdir()
     _plant(out / "checkpoint.pt", sentinel)
-    rc = train_gpt.main(["--out", str(out), "--max-sentences", "200", "--vocab-size", "100", "--d-model", "8",
-                         "--layers", "1", "--heads", "2", "--context", "8", "--steps", "2", "--threads", "1",
-                         "--device", "cpu", "--resume", "--log-every", "0"])
+    rc = train_gpt.main(
+        [
+            "--out",
+            str(out),
+            "--max-sentences",
+            "200",
+            "--vocab-size",
+            "100",
+            "--d-model",
+            "8",
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--context",
+            "8",
+            "--steps",
+            "2",
+            "--threads",
+            "1",
+            "--device",
+            "cpu",
+            "--resume",
+            "--log-every",
+            "0",
+        ]
+    )
     assert rc == 2 and not sentinel.exists()
     assert "refusing to load" in capsys.readouterr().err
 
     run = tmp_path / "run"
     run.mkdir()
     _plant(run / "checkpoint.pt", sentinel)
-    rc = train_elmo.main(["--max-sentences", "100", "--vocab-size", "50", "--batch-tokens", "200", "--steps", "2",
-                          "--threads", "1", "--device", "cpu", "--out", str(tmp_path / "asset"), "--run-dir", str(run),
-                          "--resume"])
+    rc = train_elmo.main(
+        [
+            "--max-sentences",
+            "100",
+            "--vocab-size",
+            "50",
+            "--batch-tokens",
+            "200",
+            "--steps",
+            "2",
+            "--threads",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "asset"),
+            "--run-dir",
+            str(run),
+            "--resume",
+        ]
+    )
     assert rc == 2 and not sentinel.exists()
     assert "refusing to load" in capsys.readouterr().err
 
@@ -151,20 +211,23 @@ def test_train_help_still_reaches_the_trainer(capsys):
     assert "--resume" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("kind, args, option", [
-    ("gpt", ["--steps", "0"], "--steps"),
-    ("gpt", ["--steps", "-5"], "--steps"),
-    ("gpt", ["--threads", "-2"], "--threads"),
-    ("gpt", ["--d-model", "10", "--heads", "4"], "--d-model"),
-    ("elmo", ["--steps", "-1"], "--steps"),
-    ("elmo", ["--threads", "-2"], "--threads"),
-    ("elmo", ["--log-every", "0"], "--log-every"),
-    ("glove", ["--epochs", "0"], "--epochs"),
-    ("glove", ["--threads", "-2"], "--threads"),
-    ("word2vec", ["--epochs", "0"], "--epochs"),
-    ("fasttext", ["--workers", "-2"], "--workers"),
-    ("gpt", ["--device", "nonsense"], "--device"),
-])
+@pytest.mark.parametrize(
+    "kind, args, option",
+    [
+        ("gpt", ["--steps", "0"], "--steps"),
+        ("gpt", ["--steps", "-5"], "--steps"),
+        ("gpt", ["--threads", "-2"], "--threads"),
+        ("gpt", ["--d-model", "10", "--heads", "4"], "--d-model"),
+        ("elmo", ["--steps", "-1"], "--steps"),
+        ("elmo", ["--threads", "-2"], "--threads"),
+        ("elmo", ["--log-every", "0"], "--log-every"),
+        ("glove", ["--epochs", "0"], "--epochs"),
+        ("glove", ["--threads", "-2"], "--threads"),
+        ("word2vec", ["--epochs", "0"], "--epochs"),
+        ("fasttext", ["--workers", "-2"], "--workers"),
+        ("gpt", ["--device", "nonsense"], "--device"),
+    ],
+)
 def test_bad_trainer_arguments_are_argparse_errors(kind, args, option, capsys):
     with pytest.raises(SystemExit) as exc:
         models_main(["train", kind, *args])
@@ -183,8 +246,13 @@ def test_cuda_without_cuda_is_an_argparse_error(kind, capsys, monkeypatch):
 
 
 def test_bad_argument_from_the_shell_has_no_traceback():
-    out = subprocess.run([sys.executable, "-m", "models", "train", "glove", "--epochs", "0"], cwd=REPO_ROOT,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "models", "train", "glove", "--epochs", "0"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2
     assert "argument --epochs: must be a positive integer" in out.stderr and "Traceback" not in out.stderr
 
@@ -199,7 +267,7 @@ def test_lone_surrogate_is_a_clear_value_error(name):
         emb.embed([["fine"], ["The", "bank", "\ud800", "closed"]])
     with pytest.raises(ValueError, match=r"word 1 .*U\+DC00"):
         emb.embed([["a\udc00b"]])
-    ok = emb.embed([["The", "bank", "😀", "closed"]])[0]    # valid astral characters are fine
+    ok = emb.embed([["The", "bank", "😀", "closed"]])[0]  # valid astral characters are fine
     assert ok.vectors.shape == (emb.num_layers, 4, emb.dim)
     if emb.has_attention:
         with pytest.raises(ValueError, match="lone surrogate"):

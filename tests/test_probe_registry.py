@@ -6,6 +6,7 @@ runs on built-in data; ``toyfiles`` (the same on the words of the user's files) 
 files and preview, and is then a command, a ``reproduce`` and ``sweep`` probe, a saved-results tab on
 the Probes page and a task of its upload tab.
 """
+
 from __future__ import annotations
 
 import json
@@ -110,7 +111,7 @@ WORDS = b"the cat sat on the mat\nstocks fell sharply in early trading\n"
 def toy(tmp_path, monkeypatch):
     (tmp_path / "toy_probe.py").write_text(textwrap.dedent(TOY_MODULE))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(PROBES, "toy", "toy_probe:PROBE")   # the one registry line
+    monkeypatch.setitem(PROBES, "toy", "toy_probe:PROBE")  # the one registry line
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
     return tmp_path
 
@@ -119,7 +120,7 @@ def toy(tmp_path, monkeypatch):
 def toy_files(tmp_path, monkeypatch):
     (tmp_path / "toy_files_probe.py").write_text(textwrap.dedent(TOY_FILES_MODULE))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(PROBES, "toyfiles", "toy_files_probe:PROBE")   # the one registry line
+    monkeypatch.setitem(PROBES, "toyfiles", "toy_files_probe:PROBE")  # the one registry line
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
     (tmp_path / "words.txt").write_bytes(WORDS)
     return tmp_path
@@ -127,7 +128,7 @@ def toy_files(tmp_path, monkeypatch):
 
 def test_registry_lists_the_paper_probes_in_order():
     assert [spec.name for spec in all_probes()] == ["wsd", "pos", "mix", "tag", "span", "contextuality", "cka"]
-    assert builtin_probe_names() == ["wsd", "pos", "mix"]      # tag, span: the user's files; the analyses on request
+    assert builtin_probe_names() == ["wsd", "pos", "mix"]  # tag, span: the user's files; the analyses on request
     with pytest.raises(ValueError, match="Unknown probe 'ner'"):
         get_probe("ner")
 
@@ -146,7 +147,7 @@ def test_a_new_probe_is_on_the_probes_page(toy):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300).run()
     at.query_params["tab"] = "Run a quick probe"
     at.switch_page("app_pages/probes.py").run()
-    assert "Toy — mean vector norm" in at.selectbox(key="probe_kind").options   # shown by title
+    assert "Toy — mean vector norm" in at.selectbox(key="probe_kind").options  # shown by title
     at.selectbox(key="probe_kind").set_value("toy").run()
     at.selectbox(key="probe_model").set_value("glove-6b-50d").run()
     at.number_input(key="probe_limit").set_value(5).run()
@@ -168,8 +169,9 @@ def test_every_declared_input_file_is_an_option_of_its_probe():
 
 def _norms(results) -> dict[tuple[str, str], float]:
     """(model, dataset) -> the toy's norm, from saved toyfiles results."""
-    return {(r["model"], row["dataset"]): row["value"]
-            for r in results if r["probe"] == "toyfiles" for row in r["rows"]}
+    return {
+        (r["model"], row["dataset"]): row["value"] for r in results if r["probe"] == "toyfiles" for row in r["rows"]
+    }
 
 
 def test_a_probe_on_files_is_a_command_a_reproduce_and_a_sweep_probe(toy_files):
@@ -180,15 +182,23 @@ def test_a_probe_on_files_is_a_command_a_reproduce_and_a_sweep_probe(toy_files):
     assert main(["toyfiles", "--model", "glove-6b-50d", *files, "--results", str(toy_files / "cli")]) == 0
     cli = _norms(json.loads(p.read_text()) for p in (toy_files / "cli").glob("*.json"))
     assert set(cli) == {("glove-6b-50d", "words:train"), ("glove-6b-50d", "words:test")}
-    assert cli["glove-6b-50d", "words:train"] == cli["glove-6b-50d", "words:test"] > 0   # the same file twice
-    assert main(["toyfiles", "--model", "glove-6b-50d", *files, "--norm", "l3"]) == 2    # a choice is checked
+    assert cli["glove-6b-50d", "words:train"] == cli["glove-6b-50d", "words:test"] > 0  # the same file twice
+    assert main(["toyfiles", "--model", "glove-6b-50d", *files, "--norm", "l3"]) == 2  # a choice is checked
 
-    assert main(["reproduce", "--models", "glove-6b-50d", "--probes", "toyfiles", *files,
-                 "--out", str(toy_files / "repro")]) == 0
+    assert (
+        main(
+            ["reproduce", "--models", "glove-6b-50d", "--probes", "toyfiles", *files, "--out", str(toy_files / "repro")]
+        )
+        == 0
+    )
     assert _norms(json.loads(p.read_text()) for p in (toy_files / "repro" / "runs").glob("*.json")) == cli
 
-    assert main(["sweep", "--models", "glove-6b-50d", "--probes", "toyfiles", *files,
-                 "--results", str(toy_files / "sweep")]) == 0
+    assert (
+        main(
+            ["sweep", "--models", "glove-6b-50d", "--probes", "toyfiles", *files, "--results", str(toy_files / "sweep")]
+        )
+        == 0
+    )
     assert _norms(json.loads(p.read_text()) for p in (toy_files / "sweep").glob("*.json")) == cli
 
 
@@ -196,11 +206,13 @@ def test_a_probe_on_files_is_an_upload_task_and_a_saved_results_tab(toy_files):
     from tests.test_app import open_page
 
     at = open_page("probes", tab="Your data")
-    assert "Toyfiles (words)" in at.radio(key="up_task").options      # its short title and formats
+    assert "Toyfiles (words)" in at.radio(key="up_task").options  # its short title and formats
     at.radio(key="up_task").set_value("toyfiles").run()
     # Its uploaders are its declared inputs, its options are widgets (choices: a selectbox).
-    assert [(u.key, u.label) for u in at.file_uploader] == [("up_toyfiles_train", "Train file"),
-                                                              ("up_toyfiles_test", "Test file")]
+    assert [(u.key, u.label) for u in at.file_uploader] == [
+        ("up_toyfiles_train", "Train file"),
+        ("up_toyfiles_test", "Test file"),
+    ]
     assert at.selectbox(key="up_toyfiles_norm").options == ["l2", "l1"]
     for role in ("train", "test"):
         at.file_uploader(key=f"up_toyfiles_{role}").upload(f"{role}.txt", WORDS)
@@ -212,7 +224,7 @@ def test_a_probe_on_files_is_an_upload_task_and_a_saved_results_tab(toy_files):
     saved = [json.loads(p.read_text()) for p in (toy_files / "cache" / "results").glob("*.json")]
     assert set(_norms(saved)) == {("glove-6b-50d", "words:train"), ("glove-6b-50d", "words:test")}
 
-    at = open_page("probes", saved="Toyfiles")          # the run is a tab of the saved results
+    at = open_page("probes", saved="Toyfiles")  # the run is a tab of the saved results
     mine = next(o for o in at.selectbox(key="probe_results_dir").options if str(toy_files) in o)
     at.selectbox(key="probe_results_dir").set_value(mine).run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]

@@ -1,4 +1,5 @@
 """``python -m probes wsd|pos|mix|reproduce``: clear errors (exit 2, no traceback), results, cache repair."""
+
 from __future__ import annotations
 
 import json
@@ -17,18 +18,22 @@ REPO = Path(__file__).resolve().parent.parent
 
 def _run(args, cache: Path, timeout=300):
     env = {**os.environ, "EMBPROBE_CACHE": str(cache), "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, "-m", "probes", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "probes", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["pos", "--model", "glove-6b-50d", "--layers", "3"], "out of range"),
-    (["pos", "--model", "glove-6b-50d", "--layers", "two"], "Bad layer"),
-    (["mix", "--model", "glove-6b-50d", "--limit", "5"], "single layer"),
-    (["wsd", "--model", "glove-6b-50d", "--limit", "0"], "--limit 0"),
-    (["wsd", "--model", "glove-6b-50d", "--semcor-limit", "0"], "--semcor-limit 0"),
-    (["reproduce", "--models", "glove-6b-50d", "--probes", "ner", "--out", "x"], "Unknown probe"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["pos", "--model", "glove-6b-50d", "--layers", "3"], "out of range"),
+        (["pos", "--model", "glove-6b-50d", "--layers", "two"], "Bad layer"),
+        (["mix", "--model", "glove-6b-50d", "--limit", "5"], "single layer"),
+        (["wsd", "--model", "glove-6b-50d", "--limit", "0"], "--limit 0"),
+        (["wsd", "--model", "glove-6b-50d", "--semcor-limit", "0"], "--semcor-limit 0"),
+        (["reproduce", "--models", "glove-6b-50d", "--probes", "ner", "--out", "x"], "Unknown probe"),
+    ],
+)
 def test_bad_requests_exit_2(capsys, args, message):
     from probes.cli import main
 
@@ -64,20 +69,48 @@ def test_pos_run_saves_results_and_repairs_a_truncated_cache(tmp_path):
 
 def test_results_round_trip(tmp_path):
     base = {"model": "m", "probe": "pos", "command": "python -m probes pos --model m"}
-    save_result(ProbeResult.from_json({**base, "timestamp": "2026-01-01T00:00:00+00:00",
-                 "rows": [{"dataset": "d", "layer": 0, "metric": "accuracy", "value": 50.0, "n": 10}]}), tmp_path)
-    newer = ProbeResult.from_json({**base, "timestamp": "2026-01-02T00:00:00+00:00", "extra": {"mix": {"pos": {}}},
-                                   "rows": [{"dataset": "d", "layer": "0", "metric": "accuracy", "value": 60.0, "n": 10},
-                                            {"dataset": "d", "layer": "mean", "metric": "accuracy", "value": 61.0}]})
+    save_result(
+        ProbeResult.from_json(
+            {
+                **base,
+                "timestamp": "2026-01-01T00:00:00+00:00",
+                "rows": [{"dataset": "d", "layer": 0, "metric": "accuracy", "value": 50.0, "n": 10}],
+            }
+        ),
+        tmp_path,
+    )
+    newer = ProbeResult.from_json(
+        {
+            **base,
+            "timestamp": "2026-01-02T00:00:00+00:00",
+            "extra": {"mix": {"pos": {}}},
+            "rows": [
+                {"dataset": "d", "layer": "0", "metric": "accuracy", "value": 60.0, "n": 10},
+                {"dataset": "d", "layer": "mean", "metric": "accuracy", "value": 61.0},
+            ],
+        }
+    )
     path = save_result(newer, tmp_path)
-    assert ProbeResult.from_json(json.loads(path.read_text())) == newer      # JSON round trip
+    assert ProbeResult.from_json(json.loads(path.read_text())) == newer  # JSON round trip
     (tmp_path / "broken.json").write_text("{")
     df = load_results(tmp_path)
-    assert list(df.columns) == ["model", "probe", "dataset", "layer", "metric", "value", "n", "lo", "hi",
-                                "std", "timestamp", "command"]
-    assert df.lo.isna().all()                                  # files without intervals read back
+    assert list(df.columns) == [
+        "model",
+        "probe",
+        "dataset",
+        "layer",
+        "metric",
+        "value",
+        "n",
+        "lo",
+        "hi",
+        "std",
+        "timestamp",
+        "command",
+    ]
+    assert df.lo.isna().all()  # files without intervals read back
     assert sorted(df.layer) == ["0", "mean"]
-    assert df[df.layer == "0"].value.iloc[0] == 60.0           # the newer file wins
+    assert df[df.layer == "0"].value.iloc[0] == 60.0  # the newer file wins
     assert load_extras(tmp_path, "pos")[-1]["mix"] == {"pos": {}}
     assert load_results(tmp_path / "none").empty
     with pytest.raises(ValueError, match="rows"):

@@ -1,4 +1,5 @@
 """Feature cache: exact round trip, reuse, rebuild on truncation / corruption / staleness."""
+
 from __future__ import annotations
 
 import json
@@ -99,7 +100,7 @@ def test_entries_of_the_previous_format_are_rebuilt_once(tmp_path, caplog):
     emb = RandomEmbedder()
     f = get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
     meta = json.loads((f.directory / "meta.json").read_text())
-    for entry in meta["layers"].values():   # version 1 had no checksums
+    for entry in meta["layers"].values():  # version 1 had no checksums
         del entry["checksum"]
     (f.directory / "meta.json").write_text(json.dumps({**meta, "version": 1}))
     with caplog.at_level(logging.WARNING, logger="features.extract"):
@@ -121,14 +122,21 @@ def test_bad_arguments(tmp_path):
 
 def test_progress_callback(tmp_path):
     seen = []
-    get_features(RandomEmbedder(), "toy", SENTS, chunk_size=2, root=tmp_path, show_progress=False,
-                 progress=lambda frac, msg: seen.append(frac))
+    get_features(
+        RandomEmbedder(),
+        "toy",
+        SENTS,
+        chunk_size=2,
+        root=tmp_path,
+        show_progress=False,
+        progress=lambda frac, msg: seen.append(frac),
+    )
     assert seen and seen[-1] == pytest.approx(1.0) and seen == sorted(seen)
 
 
 def test_keep_stores_only_the_selected_rows_and_a_new_selection_rebuilds(tmp_path, caplog):
     emb = RandomEmbedder()
-    keep = np.array([1, 5, 8, 11])   # "bank" twice, "bank" again, "!" (across three sentences)
+    keep = np.array([1, 5, 8, 11])  # "bank" twice, "bank" again, "!" (across three sentences)
     f = get_features(emb, "toy", SENTS, keep=keep, root=tmp_path, show_progress=False, dtype="float32")
     full = np.concatenate([_expected(emb, [s], 2) for s in SENTS if s])
     assert f.layer(2).shape == (4, emb.dim)
@@ -136,7 +144,7 @@ def test_keep_stores_only_the_selected_rows_and_a_new_selection_rebuilds(tmp_pat
     with pytest.raises(ValueError, match="only selected words"):
         f.sentence(2, 0)
     get_features(emb, "toy", SENTS, keep=keep, root=tmp_path, show_progress=False, dtype="float32")
-    assert emb.calls == 1   # same selection: from the cache
+    assert emb.calls == 1  # same selection: from the cache
     with caplog.at_level(logging.WARNING, logger="features.extract"):
         g = get_features(emb, "toy", SENTS, keep=keep[:2], root=tmp_path, show_progress=False, dtype="float32")
     assert emb.calls == 2 and "another selection" in caplog.text
@@ -152,9 +160,10 @@ def test_restricted_wsd_layout_reads_the_same_token_vectors():
     rng = np.random.default_rng(0)
     pieces = [[["New", "York"], ["is"], ["big"]], [["a"], ["b", "c", "d"]]]
     layout = build_layout(pieces, [[0, 2], [1]])
-    layer = rng.normal(size=(8, 3)).astype(np.float32)   # 8 pieces in all
+    layer = rng.normal(size=(8, 3)).astype(np.float32)  # 8 pieces in all
     keep, restricted = layout.restrict()
-    assert list(keep) == [0, 1, 3, 5, 6, 7]   # "is" and "a" are not read
+    assert list(keep) == [0, 1, 3, 5, 6, 7]  # "is" and "a" are not read
     np.testing.assert_allclose(restricted.token_vectors(layer[keep]), layout.token_vectors(layer), rtol=1e-6)
-    np.testing.assert_allclose(layout.token_vectors(layer)[[0, 2]], [layer[[0, 1]].mean(0), layer[5:].mean(0)],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        layout.token_vectors(layer)[[0, 2]], [layer[[0, 1]].mean(0), layer[5:].mean(0)], rtol=1e-6
+    )

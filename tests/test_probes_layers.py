@@ -1,4 +1,5 @@
 """Layer specs are parsed and validated once, before any extraction."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,11 +22,21 @@ def test_parsing():
     assert needed_layers(parse_layer_specs("0,mean", 3), 3) == [0, 1, 2]
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("3", "out of range"), ("-1", "out of range"), ("x", "Bad layer"), ("mix:1,2", "gives 2 weights"),
-    ("mix:nan,1,1", "finite"), ("mix:inf,1,1", "finite"), ("mix:-1,1,1", "non-negative"),
-    ("mix:0,0,0", "not all zero"), ("mix:a,b,c", "numbers"), (",", "No layers"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("3", "out of range"),
+        ("-1", "out of range"),
+        ("x", "Bad layer"),
+        ("mix:1,2", "gives 2 weights"),
+        ("mix:nan,1,1", "finite"),
+        ("mix:inf,1,1", "finite"),
+        ("mix:-1,1,1", "non-negative"),
+        ("mix:0,0,0", "not all zero"),
+        ("mix:a,b,c", "numbers"),
+        (",", "No layers"),
+    ],
+)
 def test_bad_specs_are_refused_with_the_reason(bad, message):
     with pytest.raises(ProbeInputError, match=message):
         parse_layer_specs(bad, 3)

@@ -1,4 +1,5 @@
 """Scalar-mix λ ablation: conlleval chunk F1, the window index, and what λ does to the weights."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +7,9 @@ import pytest
 import torch
 
 from probes.errors import ProbeInputError
-from probes.tasks.mix import ROWS, run_mix
 from probes.estimators.mix_tagger import MixProbe, TokenData, chunk_f1, window_index
 from probes.registry import RunContext
+from probes.tasks.mix import ROWS, run_mix
 from tests.probe_helpers import RandomEmbedder
 
 
@@ -52,11 +53,13 @@ def test_small_lambda_lets_the_mix_pick_the_informative_layer():
 
 def test_run_mix_on_a_real_slice(tmp_path):
     emb = RandomEmbedder(num_layers=2, dim=16, seed=2, version="mix")
-    res = run_mix(emb, ctx=RunContext(limit=60, device="cpu", show_progress=False, feature_root=tmp_path),
-                  rows=ROWS, epochs=2)
+    res = run_mix(
+        emb, ctx=RunContext(limit=60, device="cpu", show_progress=False, feature_root=tmp_path), rows=ROWS, epochs=2
+    )
     vals = {(r["dataset"], r["layer"]): r["value"] for r in res.rows}
-    assert set(vals) == {(f"conll2000-test:{t}", r) for t in ("pos", "chunk")
-                         for r in ("baseline", "last", "all λ=1", "all λ=0.001")}
+    assert set(vals) == {
+        (f"conll2000-test:{t}", r) for t in ("pos", "chunk") for r in ("baseline", "last", "all λ=1", "all λ=0.001")
+    }
     assert all(0 <= v <= 100 for v in vals.values())
     w = res.extra["mix"]["pos"]["all λ=1"]
     assert len(w["s"]) == 2 and sum(w["s"]) == pytest.approx(1, abs=1e-3) and w["gamma"] > 0

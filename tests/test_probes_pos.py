@@ -1,4 +1,5 @@
 """Linear POS probe and the majority-tag baseline on real CoNLL-2000 slices."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -8,15 +9,14 @@ import pytest
 
 from probes.errors import ProbeInputError
 from probes.estimators.classifier import LinearProbe
+from probes.registry import RunContext
 from probes.tasks.conll import conll_slice
 from probes.tasks.pos import MajorityTagBaseline, run_pos, run_pos_baseline
-from probes.registry import RunContext
 from tests.probe_helpers import RandomEmbedder
 
 
 def test_majority_baseline_hand_worked():
-    base = MajorityTagBaseline().fit(["the", "run", "run", "run", "dog", "dog"],
-                                     ["DT", "VB", "NN", "NN", "NN", "NN"])
+    base = MajorityTagBaseline().fit(["the", "run", "run", "run", "dog", "dog"], ["DT", "VB", "NN", "NN", "NN", "NN"])
     # "run": NN twice vs VB once; unseen words get the overall most frequent tag (NN, 4 of 6).
     assert list(base.predict(["run", "the", "unseen"])) == ["NN", "DT", "NN"]
     assert base.score(["run", "the"], ["VB", "DT"]) == 0.5

@@ -1,4 +1,5 @@
 """WSD probe: framework scorer vs Scorer.java, the first-sense baseline, the vectorised 1-NN."""
+
 from __future__ import annotations
 
 import random
@@ -11,8 +12,16 @@ import pytest
 
 from probes.errors import ProbeInputError
 from probes.registry import RunContext
-from probes.tasks.wsd import (NearestSenseWSD, build_layout, eval_word_pieces, first_sense_predictions, run_first_sense,
-                        run_wsd, score, write_key_file)
+from probes.tasks.wsd import (
+    NearestSenseWSD,
+    build_layout,
+    eval_word_pieces,
+    first_sense_predictions,
+    run_first_sense,
+    run_wsd,
+    score,
+    write_key_file,
+)
 from tests.probe_helpers import RandomEmbedder
 
 
@@ -31,9 +40,11 @@ def java_scorer(tmp_path_factory, data_root):
     subprocess.run(["javac", "-d", str(out), str(data_root / "wsd_eval" / "Scorer.java")], check=True)
 
     def run(gold, system) -> dict[str, float]:
-        res = subprocess.run(["java", "-cp", str(out), "Scorer", str(gold), str(system)],
-                             capture_output=True, text=True, check=True)
+        res = subprocess.run(
+            ["java", "-cp", str(out), "Scorer", str(gold), str(system)], capture_output=True, text=True, check=True
+        )
         return {k: float(v) for k, v in re.findall(r"(P|R|F1)=\s*([\d.]+)%", res.stdout)}
+
     return run
 
 
@@ -65,23 +76,34 @@ def test_first_sense_baseline_matches_the_framework_paper():
     # Raganato et al. (2017), Table 4, "MFS (WordNet first sense)": 66.8 66.2 55.2 63.0 67.8 65.2.
     res = run_first_sense()
     f1 = {r["dataset"]: round(r["value"], 1) for r in res.rows if r["metric"] == "F1" and ":" not in r["dataset"]}
-    assert f1 == {"senseval2": 66.8, "senseval3": 66.2, "semeval2007": 55.2, "semeval2013": 63.0,
-                  "semeval2015": 67.8, "ALL": 65.2,
-                  # Peters et al. (2018) Table 5: "WordNet 1st Sense Baseline 65.9" = the four test sets.
-                  "ALL-noSE07": 65.9}
+    assert f1 == {
+        "senseval2": 66.8,
+        "senseval3": 66.2,
+        "semeval2007": 55.2,
+        "semeval2013": 63.0,
+        "semeval2015": 67.8,
+        "ALL": 65.2,
+        # Peters et al. (2018) Table 5: "WordNet 1st Sense Baseline 65.9" = the four test sets.
+        "ALL-noSE07": 65.9,
+    }
     by_pos = {r["dataset"]: r["n"] for r in res.rows if r["dataset"].startswith("ALL:")}
     assert sum(by_pos.values()) == 7253
 
 
 def test_vectorised_predict_equals_a_plain_loop():
     rng = np.random.default_rng(0)
-    inventory = {("bank", "NOUN"): ["bank%1", "bank%2", "bank%3"], ("play", "VERB"): ["play%1", "play%2"],
-                 ("rare", "ADJ"): ["rare%1"], ("zzz", "NOUN"): []}
+    inventory = {
+        ("bank", "NOUN"): ["bank%1", "bank%2", "bank%3"],
+        ("play", "VERB"): ["play%1", "play%2"],
+        ("rare", "ADJ"): ["rare%1"],
+        ("zzz", "NOUN"): [],
+    }
     first = {k: (v[0] if v else None) for k, v in inventory.items()}
     keys = [["bank%1"], ["bank%2"], ["bank%2", "play%1"], ["play%2"], ["other%1"]] * 20
     X = rng.standard_normal((len(keys), 8)).astype(np.float32)
-    wsd = NearestSenseWSD(senses_fn=lambda l, p: inventory[(l, p)], first_sense_fn=lambda l, p: first[(l, p)],
-                          device="cpu", batch_size=7).fit(X, keys)
+    wsd = NearestSenseWSD(
+        senses_fn=lambda l, p: inventory[(l, p)], first_sense_fn=lambda l, p: first[(l, p)], device="cpu", batch_size=7
+    ).fit(X, keys)
     lemmas = ["bank", "play", "rare", "zzz"] * 25
     poses = ["NOUN", "VERB", "ADJ", "NOUN"] * 25
     Xq = rng.standard_normal((100, 8)).astype(np.float32)
@@ -95,12 +117,12 @@ def test_vectorised_predict_equals_a_plain_loop():
     for q, l, p, g in zip(Xq, lemmas, poses, got):
         seen = [k for k in inventory[(l, p)] if k in cent]
         if not seen:
-            assert g == first[(l, p)]     # MFS backoff: "rare%1" unseen -> first sense; "zzz" -> None
+            assert g == first[(l, p)]  # MFS backoff: "rare%1" unseen -> first sense; "zzz" -> None
             continue
         sims = [float(cent[k] @ q) / np.linalg.norm(q) for k in seen]
         assert g == seen[int(np.argmax(sims))]
     assert got[2] == "rare%1" and got[3] is None
-    assert "bank%3" not in set(got)       # never seen in training: never predicted by 1-NN
+    assert "bank%3" not in set(got)  # never seen in training: never predicted by 1-NN
 
 
 def test_exact_ties_go_to_the_earlier_wordnet_sense():
@@ -109,8 +131,9 @@ def test_exact_ties_go_to_the_earlier_wordnet_sense():
     v = np.random.default_rng(1).standard_normal(16).astype(np.float16).astype(np.float32)
     keys = [["bank%2"]] * 7 + [["bank%1"]] * 3
     inv = {("bank", "NOUN"): ["bank%1", "bank%2"]}
-    wsd = NearestSenseWSD(senses_fn=lambda l, p: inv[(l, p)], first_sense_fn=lambda l, p: None,
-                          device="cpu").fit(np.tile(v, (10, 1)), keys)
+    wsd = NearestSenseWSD(senses_fn=lambda l, p: inv[(l, p)], first_sense_fn=lambda l, p: None, device="cpu").fit(
+        np.tile(v, (10, 1)), keys
+    )
     assert wsd.predict(v[None], ["bank"], ["NOUN"]) == ["bank%1"]
 
 
@@ -128,12 +151,17 @@ def test_random_vectors_lose_to_first_sense_and_glove_does_not_break(tmp_path):
     # Pure per-occurrence noise: 1-NN picks an arbitrary seen sense, far below WordNet's first sense.
     noise = RandomEmbedder(num_layers=2, dim=32, noise=1.0, seed=3, version="noise")
     noise._word_vec = lambda w: np.zeros((2, 32), np.float32)  # only the noise remains
-    res = run_wsd(noise, "0,mean", RunContext(limit=15, device="cpu", show_progress=False, feature_root=tmp_path),
-                  semcor_limit=1500)
+    res = run_wsd(
+        noise,
+        "0,mean",
+        RunContext(limit=15, device="cpu", show_progress=False, feature_root=tmp_path),
+        semcor_limit=1500,
+    )
     f1 = {(r["dataset"], r["layer"]): r["value"] for r in res.rows if r["metric"] == "F1"}
     mfs = {r["dataset"]: r["value"] for r in run_first_sense(limit=15).rows if r["metric"] == "F1"}
-    assert res.extra["eval_instances"] == sum(r["n"] for r in res.rows
-                                                 if r["metric"] == "F1" and r["dataset"].startswith("ALL:") and r["layer"] == "0")
+    assert res.extra["eval_instances"] == sum(
+        r["n"] for r in res.rows if r["metric"] == "F1" and r["dataset"].startswith("ALL:") and r["layer"] == "0"
+    )
     assert 15 < f1[("ALL", "0")] < mfs["ALL"] - 5
     assert 15 < f1[("ALL", "mean")] < mfs["ALL"] - 5
 

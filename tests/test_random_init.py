@@ -1,4 +1,5 @@
 """Random-weight baselines (models/random_init.py): ``random:NAME[@SEED]`` on the real models of the zoo."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,12 +24,12 @@ def test_random_weights_are_seeded_shaped_like_the_model_and_differ_from_it(base
     two = load_spec(get_spec(base))
     rng_before = torch.random.get_rng_state()
     two.reinitialise(2)
-    assert torch.equal(torch.random.get_rng_state(), rng_before)   # the caller's random state is untouched
+    assert torch.equal(torch.random.get_rng_state(), rng_before)  # the caller's random state is untouched
     t, a, b, c = vectors(trained), vectors(one), vectors(again), vectors(two)
     assert a.shape == t.shape == (trained.num_layers, 11, trained.dim)
     assert (one.num_layers, one.dim, one.info.family) == (trained.num_layers, trained.dim, trained.info.family)
-    np.testing.assert_array_equal(a, b)                           # same seed, same weights
-    for layer in range(t.shape[0]):                               # every layer is re-drawn, layer 0 too
+    np.testing.assert_array_equal(a, b)  # same seed, same weights
+    for layer in range(t.shape[0]):  # every layer is re-drawn, layer 0 too
         assert not np.allclose(a[layer], t[layer], atol=1e-3), layer
         assert not np.allclose(a[layer], c[layer], atol=1e-3), layer
     assert np.isfinite(a).all()
@@ -50,12 +51,15 @@ def test_reference_form_works_wherever_a_name_does():
     assert get_spec("random:minilm").random_seed == 0 and random_name("minilm") == "random:minilm@0"
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("random:glove-6b-50d", "static model"),
-    ("random:", "name the model"),
-    ("random:random:minilm", "same thing"),
-    ("random:minilm@-1", "whole number"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("random:glove-6b-50d", "static model"),
+        ("random:", "name the model"),
+        ("random:random:minilm", "same thing"),
+        ("random:minilm@-1", "whole number"),
+    ],
+)
 def test_bad_random_references_give_one_clear_error(text, fragment):
     with pytest.raises(ModelLoadError, match=fragment):
         get_spec(text)

@@ -3,6 +3,7 @@
 A stale row — written by weights other than those in assets/ or the pip packages — is caught by
 ``python -m probes reproduce --verify``: on toy result folders here, and on docs/results itself.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -10,26 +11,35 @@ import sys
 from pathlib import Path
 
 from models.registry import load_embedder
-from probes.results import ProbeResult, read_results, save_result
 from probes.reporting.verify import results_in_use, verify_results
+from probes.results import ProbeResult, read_results, save_result
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _result(model: str, fingerprint: str | None, value: float, stamp: str) -> ProbeResult:
-    return ProbeResult(model, "pos", [{"dataset": "conll2000", "layer": "0", "metric": "accuracy", "value": value,
-                                       "n": 10}], dataset="conll2000", fingerprint=fingerprint, timestamp=stamp)
+    return ProbeResult(
+        model,
+        "pos",
+        [{"dataset": "conll2000", "layer": "0", "metric": "accuracy", "value": value, "n": 10}],
+        dataset="conll2000",
+        fingerprint=fingerprint,
+        timestamp=stamp,
+    )
 
 
 def test_only_results_in_use_are_checked_and_a_stale_one_is_named(tmp_path):
     current = load_embedder("glove-6b-50d").fingerprint()
     save_result(_result("glove-6b-50d", "0ld0ld0ld0ld0ld0", 50.0, "2026-01-01T00:00:00"), tmp_path)  # superseded
     save_result(_result("glove-6b-50d", current, 51.0, "2026-02-01T00:00:00"), tmp_path)
-    save_result(_result("majority-tag", None, 40.0, "2026-02-01T00:00:00"), tmp_path)                 # a baseline
+    save_result(_result("majority-tag", None, 40.0, "2026-02-01T00:00:00"), tmp_path)  # a baseline
     results = read_results(tmp_path)
     assert len(results) == 3
     in_use = results_in_use(results)
-    assert [(r.model, r.rows[0]["value"], n) for r, n in in_use] == [("glove-6b-50d", 51.0, 1), ("majority-tag", 40.0, 1)]
+    assert [(r.model, r.rows[0]["value"], n) for r, n in in_use] == [
+        ("glove-6b-50d", 51.0, 1),
+        ("majority-tag", 40.0, 1),
+    ]
     checks = verify_results(tmp_path, lambda m: current if m == "glove-6b-50d" else None)
     assert [(c.model, c.ok) for c in checks] == [("glove-6b-50d", True)]
     # A newer row from other weights takes over the table: now it is reported.
@@ -49,7 +59,12 @@ def test_verify_command_exit_status(tmp_path):
 
 
 def test_committed_results_were_produced_by_the_shipped_models():
-    out = subprocess.run([sys.executable, "-m", "probes", "reproduce", "--verify", "--out", "docs/results"],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "probes", "reproduce", "--verify", "--out", "docs/results"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert " 0 of " not in out.stdout

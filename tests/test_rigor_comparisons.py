@@ -1,4 +1,5 @@
 """Paired comparisons, claim tests and --seeds on real probe runs (CoNLL-2000 slices)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -6,13 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from probes.stats.claims import CLAIMS, claims_table, verdict
 from probes.cli import main
-from probes.stats.comparisons import compare, layer_comparisons, model_comparisons, outcome_table
 from probes.errors import ProbeInputError
-from probes.stats.intervals import keep_instances
 from probes.registry import ChartSpec, ProbeSpec, RunContext, get_probe
 from probes.results import ProbeResult, load_results
+from probes.stats.claims import CLAIMS, claims_table, verdict
+from probes.stats.comparisons import compare, layer_comparisons, model_comparisons, outcome_table
+from probes.stats.intervals import keep_instances
 from probes.stats.seeds import merge_seeds, run_with_seeds
 from tests.probe_helpers import RandomEmbedder
 
@@ -28,10 +29,12 @@ def pos_runs(tmp_path_factory):
 
 def test_a_model_against_itself_gives_p_1(pos_runs):
     ctx, typed, spec, res = pos_runs
-    again = spec.run(typed, "0,1,2", ctx)                # same seed: the same outcomes
+    again = spec.run(typed, "0,1,2", ctx)  # same seed: the same outcomes
     outcomes = outcome_table([res], "pos", "conll2000-test")
     twin = {("twin", layer): out for (_, layer), out in outcome_table([again], "pos", "conll2000-test").items()}
-    t = compare({**outcomes, **twin}, [(("random-test", "2"), ("twin", "2")), (("random-test", "1"), ("random-test", "1"))])
+    t = compare(
+        {**outcomes, **twin}, [(("random-test", "2"), ("twin", "2")), (("random-test", "1"), ("random-test", "1"))]
+    )
     assert list(t.p) == [1.0, 1.0] and list(t["diff"]) == [0.0, 0.0]
 
 
@@ -63,8 +66,15 @@ def _result(model: str, probe: str, dataset: str, correct_by_layer: dict[str, np
     extra: dict = {}
     rows = []
     for layer, correct in correct_by_layer.items():
-        rows.append({"dataset": dataset, "layer": layer, "metric": "accuracy", "value": round(100 * correct.mean(), 2),
-                     "n": len(correct)})
+        rows.append(
+            {
+                "dataset": dataset,
+                "layer": layer,
+                "metric": "accuracy",
+                "value": round(100 * correct.mean(), 2),
+                "n": len(correct),
+            }
+        )
         if keep:
             keep_instances(extra, dataset, layer, correct)
     return ProbeResult(model, probe, rows, extra=extra)
@@ -73,15 +83,15 @@ def _result(model: str, probe: str, dataset: str, correct_by_layer: dict[str, np
 def test_claim_verdicts_follow_the_paired_test():
     rng = np.random.default_rng(0)
     base = rng.random(4000) < 0.8
-    better = base | (rng.random(4000) < 0.3)                  # fixes many errors, breaks none
+    better = base | (rng.random(4000) < 0.3)  # fixes many errors, breaks none
     same = base.copy()
-    same[:2] = ~same[:2]                                      # two flips: no evidence either way
+    same[:2] = ~same[:2]  # two flips: no evidence either way
     results = [
-        _result("a", "pos", "conll2000-test", {"0": base, "1": better, "2": base}),     # first > top: supported
-        _result("b", "pos", "conll2000-test", {"0": base, "1": base, "2": better}),     # contradicted
-        _result("c", "pos", "conll2000-test", {"0": base, "1": base, "2": same}),       # not significant
+        _result("a", "pos", "conll2000-test", {"0": base, "1": better, "2": base}),  # first > top: supported
+        _result("b", "pos", "conll2000-test", {"0": base, "1": base, "2": better}),  # contradicted
+        _result("c", "pos", "conll2000-test", {"0": base, "1": base, "2": same}),  # not significant
         _result("d", "pos", "conll2000-test", {"0": base, "1": base, "2": base}, keep=False),
-        _result("static", "pos", "conll2000-test", {"0": base}),                        # one layer: no row
+        _result("static", "pos", "conll2000-test", {"0": base}),  # one layer: no row
     ]
     t = claims_table(results)
     got = dict(zip(t.model, t.verdict))
@@ -94,7 +104,7 @@ def test_claim_verdicts_follow_the_paired_test():
 def test_seed_0_alone_is_the_plain_run_and_seeds_average(pos_runs):
     ctx, typed, spec, res = pos_runs
     one = run_with_seeds(spec, typed, "0,1,2", ctx)
-    assert one.rows == res.rows                                       # --seeds 1: today's numbers, same rows
+    assert one.rows == res.rows  # --seeds 1: today's numbers, same rows
     three = run_with_seeds(spec, typed, "0,1,2", dataclasses.replace(ctx, seeds=3))
     per_seed = three.extra["seeds"]["values"]
     assert three.params["seeds"] == [0, 1, 2]
@@ -127,8 +137,24 @@ def test_cli_seeds(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
     assert main(["pos", "--model", "glove-6b-50d", "--limit", "30", "--seeds", "0", "--results", str(tmp_path)]) == 2
     assert "--seeds 0 selects nothing" in capsys.readouterr().err
-    assert main(["pos", "--model", "glove-6b-50d", "--limit", "30", "--seeds", "2", "--threads", "1",
-                 "--results", str(tmp_path / "r")]) == 0
+    assert (
+        main(
+            [
+                "pos",
+                "--model",
+                "glove-6b-50d",
+                "--limit",
+                "30",
+                "--seeds",
+                "2",
+                "--threads",
+                "1",
+                "--results",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
     assert "(2 seeds)" in capsys.readouterr().out
     df = load_results(tmp_path / "r")
     row = df[df.model == "glove-6b-50d"].iloc[0]
@@ -142,7 +168,7 @@ def test_best_layer_table_tests_the_best_against_runner_up_and_layer_0():
     base = rng.random(3000) < 0.7
     best = base | (rng.random(3000) < 0.2)
     near = best.copy()
-    near[np.flatnonzero(near)[:3]] = False                    # runner-up: three fewer right
+    near[np.flatnonzero(near)[:3]] = False  # runner-up: three fewer right
     t = best_layer_table([_result("m", "pos", "conll2000-test", {"0": base, "1": near, "2": best})])
     assert list(zip(t.best, t.against)) == [("m L2", "m L1"), ("m L2", "m L0")]
     assert list(t["significant (p < 0.05)"]) == ["no", "yes"]

@@ -1,4 +1,5 @@
 """Probe families, control tasks and the MDL online code: real properties on real CoNLL-2000 labels."""
+
 from __future__ import annotations
 
 import math
@@ -7,12 +8,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from probes.estimators.classifier import LinearProbe
-from probes.tasks.conll import conll_slice
-from probes.estimators.control import ControlTask, control_correct
 from probes.errors import ProbeInputError
+from probes.estimators.classifier import LinearProbe
+from probes.estimators.control import ControlTask, control_correct
 from probes.estimators.families import ProbeFamily, make_probe, parse_hidden
 from probes.estimators.mdl import SCHEDULE, block_ends, online_codelength, uniform_codelength
+from probes.tasks.conll import conll_slice
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def test_control_labels_follow_the_task_label_distribution(conll):
     words, tags, _, _, _ = conll
     control = ControlTask(seed=0).fit(tags)
     types = np.unique(words)
-    drawn = Counter(control.labels(types))            # one draw per type
+    drawn = Counter(control.labels(types))  # one draw per type
     task = Counter(tags)
     classes = sorted(task)
     p = np.array([task[c] for c in classes]) / len(tags)
@@ -111,10 +112,17 @@ def test_mlp_learns_what_linear_and_rank1_cannot():
     assert drop.fit(X[:3000], quad[:3000]).score(X[3000:], quad[3000:]) > 0.9
 
 
-@pytest.mark.parametrize("kwargs, flag", [({"kind": "cnn"}, "--probe"), ({"kind": "mlp", "hidden": ()}, "--hidden"),
-                                          ({"kind": "mlp", "hidden": (1, 2, 3)}, "--hidden"),
-                                          ({"kind": "rank"}, "--rank"), ({"dropout": 1.0}, "--dropout"),
-                                          ({"weight_decay": -1.0}, "--weight-decay")])
+@pytest.mark.parametrize(
+    "kwargs, flag",
+    [
+        ({"kind": "cnn"}, "--probe"),
+        ({"kind": "mlp", "hidden": ()}, "--hidden"),
+        ({"kind": "mlp", "hidden": (1, 2, 3)}, "--hidden"),
+        ({"kind": "rank"}, "--rank"),
+        ({"dropout": 1.0}, "--dropout"),
+        ({"weight_decay": -1.0}, "--weight-decay"),
+    ],
+)
 def test_bad_probe_options_are_one_clear_error(kwargs, flag):
     with pytest.raises(ProbeInputError, match=flag):
         ProbeFamily(**kwargs)
@@ -125,7 +133,7 @@ def test_bad_probe_options_are_one_clear_error(kwargs, flag):
 def test_block_ends_follow_the_schedule():
     assert SCHEDULE == (0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.25, 12.5, 25.0, 50.0, 100.0)
     assert block_ends(8936) == [8, 17, 35, 71, 142, 285, 558, 1117, 2234, 4468, 8936]
-    assert block_ends(100) == [1, 3, 6, 12, 25, 50, 100]     # empty leading blocks merged away
+    assert block_ends(100) == [1, 3, 6, 12, 25, 50, 100]  # empty leading blocks merged away
     with pytest.raises(ProbeInputError, match="two blocks"):
         block_ends(1)
 
@@ -156,8 +164,8 @@ def test_uniform_predictor_codelength_is_n_log2_k(conll):
 
 def test_online_code_compresses_informative_vectors_not_noise(conll):
     _, tags, _, _, offsets = conll
-    offsets = offsets[:601]                      # the first 600 sentences (~14k tokens) keep it quick
-    tags = tags[:offsets[-1]]
+    offsets = offsets[:601]  # the first 600 sentences (~14k tokens) keep it quick
+    tags = tags[: offsets[-1]]
     classes = np.unique(tags)
     onehot = (tags[:, None] == classes[None, :]).astype(np.float32)
     rng = np.random.default_rng(0)

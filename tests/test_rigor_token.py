@@ -1,12 +1,13 @@
 """The token probes' rigor options (probes/tasks/rigor_options.py): checked once, rows of a layer, and the
 pos probe with --control / --mdl / --probe on a real CoNLL-2000 slice."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from probes.tasks.conll import conll_slice
 from probes.errors import ProbeInputError
+from probes.tasks.conll import conll_slice
 from probes.tasks.rigor_options import RIGOR_OPTIONS, RigorOptions, layer_rows, row_offsets
 
 
@@ -14,8 +15,12 @@ def test_defaults_are_todays_probe_and_bad_options_fail_early():
     assert RigorOptions.from_options({}).is_default and RigorOptions.from_options({}).params() == {}
     opts = RigorOptions.from_options({"probe": "mlp", "hidden": "64,32", "dropout": 0.1, "control": True})
     assert opts.family.hidden == (64, 32) and opts.params()["probe_family"] == "mlp-64x32 (dropout 0.1)"
-    for bad, flag in (({"probe": "svm"}, "--probe"), ({"probe": "rank"}, "--rank"), ({"hidden": "x"}, "--hidden"),
-                      ({"dropout": 1.5}, "--dropout")):
+    for bad, flag in (
+        ({"probe": "svm"}, "--probe"),
+        ({"probe": "rank"}, "--rank"),
+        ({"hidden": "x"}, "--hidden"),
+        ({"dropout": 1.5}, "--dropout"),
+    ):
         with pytest.raises(ProbeInputError, match=flag):
             RigorOptions.from_options(bad)
     assert {o.name for o in RIGOR_OPTIONS} >= {"control", "mdl", "probe", "hidden", "rank", "dropout", "weight_decay"}
@@ -38,22 +43,46 @@ def test_layer_rows_on_word_identity_vectors():
     offsets = np.concatenate([[0], np.cumsum([len(s.words) for s in train])])
     task = np.random.default_rng(1).random(len(twords)) < 0.8
     seen = []
-    rows, details = layer_rows(RigorOptions(control=True, mdl=True), "3", X, tags, words, offsets, "train-split",
-                               Xt, twords, task, [("dev", slice(0, 50)), ("test", slice(50, len(twords)))],
-                               seed=0, device="cpu", progress=lambda f, m: seen.append(f))
+    rows, details = layer_rows(
+        RigorOptions(control=True, mdl=True),
+        "3",
+        X,
+        tags,
+        words,
+        offsets,
+        "train-split",
+        Xt,
+        twords,
+        task,
+        [("dev", slice(0, 50)), ("test", slice(50, len(twords)))],
+        seed=0,
+        device="cpu",
+        progress=lambda f, m: seen.append(f),
+    )
     got = {(r["dataset"], r["metric"]): r for r in rows}
-    assert set(got) == {("dev", "control_accuracy"), ("dev", "selectivity"), ("test", "control_accuracy"),
-                        ("test", "selectivity"), ("train-split", "codelength_kbits"), ("train-split", "compression"),
-                        ("train-split", "control_codelength_kbits"), ("train-split", "control_compression")}
+    assert set(got) == {
+        ("dev", "control_accuracy"),
+        ("dev", "selectivity"),
+        ("test", "control_accuracy"),
+        ("test", "selectivity"),
+        ("train-split", "codelength_kbits"),
+        ("train-split", "compression"),
+        ("train-split", "control_codelength_kbits"),
+        ("train-split", "control_compression"),
+    }
     sel = got[("test", "selectivity")]
-    assert sel["value"] == pytest.approx(round(100 * task[50:].mean(), 2) - got[("test", "control_accuracy")]["value"],
-                                         abs=0.011)
+    assert sel["value"] == pytest.approx(
+        round(100 * task[50:].mean(), 2) - got[("test", "control_accuracy")]["value"], abs=0.011
+    )
     assert sel["lo"] <= sel["value"] <= sel["hi"] and got[("test", "selectivity")]["n"] == len(twords) - 50
     # Word identity is all these vectors hold: the control task (a function of the type) is coded
     # about as well as the real one, both far below the uniform code.
-    assert got[("train-split", "compression")]["value"] > 1.2 and got[("train-split", "control_compression")]["value"] > 1.2
+    assert (
+        got[("train-split", "compression")]["value"] > 1.2
+        and got[("train-split", "control_compression")]["value"] > 1.2
+    )
     blocks = details["mdl"]["task"]
-    assert sum(b["tokens"] for b in blocks) == len(tags) and len(blocks) == 8     # 200 sentences: 8 non-empty blocks
+    assert sum(b["tokens"] for b in blocks) == len(tags) and len(blocks) == 8  # 200 sentences: 8 non-empty blocks
     assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
 
 
@@ -71,16 +100,30 @@ def test_pos_probe_with_control_and_mdl_keeps_its_accuracy_rows(feature_root):
     ctx = RunContext(limit=120, device="cpu", show_progress=False, feature_root=feature_root)
     plain = spec.run(typed, "1", ctx, **spec.options_from({}))
     seen = []
-    full = spec.run(typed, "1", RunContext(limit=120, device="cpu", show_progress=False, feature_root=feature_root,
-                                           progress=lambda f, m: seen.append(f)),
-                    **spec.options_from({"control": True, "mdl": True}))
+    full = spec.run(
+        typed,
+        "1",
+        RunContext(
+            limit=120,
+            device="cpu",
+            show_progress=False,
+            feature_root=feature_root,
+            progress=lambda f, m: seen.append(f),
+        ),
+        **spec.options_from({"control": True, "mdl": True}),
+    )
     by = {(r["dataset"], r["metric"]): r for r in full.rows}
-    assert [r for r in full.rows if r["metric"] == "accuracy"] == plain.rows           # same numbers as before
+    assert [r for r in full.rows if r["metric"] == "accuracy"] == plain.rows  # same numbers as before
     assert {m for d, m in by if d == "conll2000-test"} == {"accuracy", "control_accuracy", "selectivity"}
-    assert {m for d, m in by if d == "conll2000-train"} == {"codelength_kbits", "compression",
-                                                           "control_codelength_kbits", "control_compression"}
+    assert {m for d, m in by if d == "conll2000-train"} == {
+        "codelength_kbits",
+        "compression",
+        "control_codelength_kbits",
+        "control_compression",
+    }
     assert by[("conll2000-test", "selectivity")]["value"] == pytest.approx(
-        by[("conll2000-test", "accuracy")]["value"] - by[("conll2000-test", "control_accuracy")]["value"], abs=0.011)
+        by[("conll2000-test", "accuracy")]["value"] - by[("conll2000-test", "control_accuracy")]["value"], abs=0.011
+    )
     assert full.params["control"] and full.params["mdl"] and "control" not in plain.params
     assert "1" in full.extra["rigor"] and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
     for metric in ("selectivity", "codelength_kbits", "compression"):
@@ -98,9 +141,9 @@ def test_cli_probe_family_options(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "selectivity" in out and "control_accuracy" in out
     # Another probe family is its own probe: its rows never replace the linear probe's in the POS table.
-    from probes.tasks.pos import pos_tables
-    from probes.results import load_results
     from probes.reporting.rigor_tables import selectivity_mdl_table
+    from probes.results import load_results
+    from probes.tasks.pos import pos_tables
 
     assert main(base) == 0
     df = load_results(tmp_path / "r")
@@ -121,8 +164,25 @@ def test_reproduce_rigor_writes_every_rigor_table(tmp_path, monkeypatch):
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
-    assert main(["reproduce", "--models", "glove-6b-50d,gpt-small", "--probes", "pos", "--rigor", "--limit", "30",
-                 "--threads", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "--models",
+                "glove-6b-50d,gpt-small",
+                "--probes",
+                "pos",
+                "--rigor",
+                "--limit",
+                "30",
+                "--threads",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     df = load_results(out / "runs")
     assert set(df.model) == {"glove-6b-50d", "gpt-small", "random:gpt-small@0", "majority-tag"}
     measured = set(df[df.metric == "selectivity"].model)
@@ -131,5 +191,5 @@ def test_reproduce_rigor_writes_every_rigor_table(tmp_path, monkeypatch):
     tables = (out / "tables.md").read_text()
     assert "Control task selectivity" in tables and "random:gpt-small@0" in tables
     ctx = load_results(out / "contextuality" / "runs")
-    assert set(ctx.model) == {"glove-6b-50d", "gpt-small"}          # the trained models, not the twins
+    assert set(ctx.model) == {"glove-6b-50d", "gpt-small"}  # the trained models, not the twins
     assert (out / "contextuality" / "tables.md").is_file()

@@ -1,5 +1,6 @@
 """The one run path (``probes.run.run_probe``): every check before any extraction or file, the Python
 API of the README, and the program's entry point (``python -m probes``) composing the commands."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,18 +18,21 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--dropout", "1.5"], "--dropout 1.5"),                   # an option (checked before the baselines)
-    (["--probe", "svm"], "--probe 'svm'"),
-    (["--probe", "rank"], "--rank"),                           # a combination only the runner checks
-    (["--layers", "0,7"], "out of range"),                     # the layers, against the model
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--dropout", "1.5"], "--dropout 1.5"),  # an option (checked before the baselines)
+        (["--probe", "svm"], "--probe 'svm'"),
+        (["--probe", "rank"], "--rank"),  # a combination only the runner checks
+        (["--layers", "0,7"], "out of range"),  # the layers, against the model
+    ],
+)
 def test_a_bad_request_writes_no_file(extra, message, tmp_path, cache, capsys):
     out = tmp_path / "results"
     assert main(["pos", "--model", "glove-6b-50d", "--limit", "10", "--results", str(out), *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
-    assert not out.exists() or list(out.iterdir()) == []     # the old CLI had saved majority-tag first
+    assert not out.exists() or list(out.iterdir()) == []  # the old CLI had saved majority-tag first
 
 
 def test_options_are_checked_before_the_baselines_run(monkeypatch, cache):
@@ -36,14 +40,14 @@ def test_options_are_checked_before_the_baselines_run(monkeypatch, cache):
     monkeypatch.setattr("probes.tasks.pos.conll_splits", lambda limit: ran.append(limit))
     with pytest.raises(ProbeInputError, match="--dropout"):
         run_probe("pos", "glove-6b-50d", limit=10, options={"dropout": 1.5})
-    assert ran == []                                           # no data read, no baseline computed
+    assert ran == []  # no data read, no baseline computed
 
 
 def test_a_registered_models_bad_layers_are_one_error_line(tmp_path, monkeypatch, cache, capsys):
     from models.tiny import make_tiny_checkpoint
 
     ckpt = make_tiny_checkpoint("bert", tmp_path / "tiny", layers=2, hidden=32, heads=2)
-    capsys.readouterr()                                        # the checkpoint writer's progress bars
+    capsys.readouterr()  # the checkpoint writer's progress bars
     toml = tmp_path / "embprobe.toml"
     toml.write_text(f'[models.mine]\nref = "{ckpt}"\nlayers = [0, 7]\n')
     monkeypatch.setenv("EMBPROBE_MODELS", str(toml))
@@ -60,10 +64,10 @@ def test_the_python_api_of_the_readme(tmp_path, cache):
     assert set(df.model) == {"glove-6b-50d", "majority-tag"} and (df.metric == "accuracy").all()
     emb = load_model("glove-6b-50d")
     run = run_probe("pos", emb, limit=20, results_dir=tmp_path / "res", command="notebook")
-    assert run.result.rows == run_probe(get_probe("pos"), "glove-6b-50d", limit=20).result.rows   # same numbers
+    assert run.result.rows == run_probe(get_probe("pos"), "glove-6b-50d", limit=20).result.rows  # same numbers
     assert [p.name.split("__")[0] for p in run.saved] == ["majority-tag", "glove-6b-50d"]
     assert {r.command for r in run.results} == {"notebook"} and all(r.timestamp for r in run.results)
-    only = run_probe("pos", None, limit=20)                    # baselines only
+    only = run_probe("pos", None, limit=20)  # baselines only
     assert only.result is None and [r.model for r in only.results] == ["majority-tag"] and only.saved == []
     with pytest.raises(ProbeInputError, match="Nothing to run"):
         run_probe("pos", None, baselines=False)
@@ -86,7 +90,7 @@ def test_tables_only_rerenders_every_committed_report_byte_identical(tmp_path, c
     shutil.copytree(REPO_ROOT / "docs" / "results", out)
     assert main(["reproduce", "--out", str(out), "--tables-only"]) == 0
     printed = capsys.readouterr().out
-    assert f"{out}/tables.md" in printed and f"{out}/contextuality/tables.md" in printed   # a probe's own report
+    assert f"{out}/tables.md" in printed and f"{out}/contextuality/tables.md" in printed  # a probe's own report
     for folder in ("", "contextuality"):
         cmp = filecmp.dircmp(REPO_ROOT / "docs" / "results" / folder, out / folder)
         assert cmp.diff_files == [] and cmp.left_only == cmp.right_only == []

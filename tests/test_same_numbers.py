@@ -8,6 +8,7 @@ model fingerprints are not compared: today they include file paths and mtimes, w
 checkouts (content-based fingerprints are issue 13). The full-data check against ``docs/results/``
 is ``python -m probes reproduce`` (docs/results/README.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -40,27 +41,32 @@ def _rows(rows) -> set[tuple]:
 
 @pytest.fixture(scope="module")
 def feature_root(tmp_path_factory):
-    torch.set_num_threads(2)   # the golden runs used --threads 2 (reduction order)
+    torch.set_num_threads(2)  # the golden runs used --threads 2 (reduction order)
     return tmp_path_factory.mktemp("features")
 
 
-@pytest.mark.parametrize("golden", [g for g in _golden() if g["model"] not in ("wordnet-1st-sense", "majority-tag")],
-                         ids=lambda g: f"{g['model']}-{g['probe']}")
+@pytest.mark.parametrize(
+    "golden",
+    [g for g in _golden() if g["model"] not in ("wordnet-1st-sense", "majority-tag")],
+    ids=lambda g: f"{g['model']}-{g['probe']}",
+)
 def test_probe_rows_identical_to_the_pre_refactor_code(golden, feature_root):
     spec = get_probe(golden["probe"])
     emb = load_embedder(golden["model"])
-    ctx = RunContext(limit=_flag(golden["command"], "--limit"), device="cpu", show_progress=False,
-                     feature_root=feature_root)
+    ctx = RunContext(
+        limit=_flag(golden["command"], "--limit"), device="cpu", show_progress=False, feature_root=feature_root
+    )
     options = spec.options_from({"epochs": _flag(golden["command"], "--epochs")} if spec.name == "mix" else {})
     results = [spec.run(emb, None, ctx, **options)]
-    if spec.name == "mix":   # the old `mix` command put the GloVe baseline row into the model's file
+    if spec.name == "mix":  # the old `mix` command put the GloVe baseline row into the model's file
         results += spec.baselines(ctx, **options)
     ours = set().union(*(_rows(r.rows) for r in results))
     assert ours == _rows(golden["rows"])
 
 
-@pytest.mark.parametrize("golden", [g for g in _golden() if g["model"] in ("wordnet-1st-sense", "majority-tag")],
-                         ids=lambda g: g["model"])
+@pytest.mark.parametrize(
+    "golden", [g for g in _golden() if g["model"] in ("wordnet-1st-sense", "majority-tag")], ids=lambda g: g["model"]
+)
 def test_baselines_identical_to_the_pre_refactor_code(golden):
     # A probe may have several baselines (wsd: WordNet's first sense and the most frequent sense in
     # SemCor); the golden one must come out unchanged.
@@ -74,5 +80,5 @@ def test_committed_tables_render_unchanged():
     committed = (REPO / "docs" / "results" / "tables.md").read_text()
     tables = build_tables(REPO / "docs" / "results" / "runs")
     for key, title in titles().items():
-        if key in tables:   # some tables exist only when their runs do (selectivity/MDL, best layer)
+        if key in tables:  # some tables exist only when their runs do (selectivity/MDL, best layer)
             assert f"## {title}\n\n{markdown_table(tables[key])}\n" in committed, key

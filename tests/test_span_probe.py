@@ -1,5 +1,6 @@
 """The ``span`` probe on edge-probing files made from a real UD EWT slice: single spans (UPOS of each word)
 and span pairs (dependency arcs labelled with DEPREL), both poolings, baselines and bad input."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,7 @@ def ewt_records(data_root: Path, split: str, n: int) -> list[dict]:
             if len(cols) == 10 and cols[0].isdigit():
                 rows.append(cols)
             elif not line.strip() and rows:
-                out.append({"text": " ".join(r[1] for r in rows),
-                            "words": rows})
+                out.append({"text": " ".join(r[1] for r in rows), "words": rows})
                 rows = []
                 if len(out) == n:
                     break
@@ -39,8 +39,11 @@ def write(path: Path, records: list[dict], pairs: bool) -> Path:
     for rec in records:
         rows = rec["words"]
         if pairs:
-            targets = [{"span1": [i, i + 1], "span2": [int(r[6]) - 1, int(r[6])], "label": r[7]}
-                       for i, r in enumerate(rows) if r[6] != "0"]
+            targets = [
+                {"span1": [i, i + 1], "span2": [int(r[6]) - 1, int(r[6])], "label": r[7]}
+                for i, r in enumerate(rows)
+                if r[6] != "0"
+            ]
         else:
             targets = [{"span1": [i, i + 1], "label": r[3]} for i, r in enumerate(rows)]
         lines.append(json.dumps({"text": rec["text"], "targets": targets}))
@@ -63,8 +66,10 @@ def test_span_probe_on_ewt_spans_and_arcs(data_root, tmp_path, pairs, pooling):
     ctx = RunContext(device="cpu", show_progress=False, feature_root=tmp_path / "f")
     res = run_span(typed, "0,1", ctx, train=str(train), test=str(test), pooling=pooling)
     targets = [t for line in test.read_text().splitlines() for t in json.loads(line)["targets"]]
-    assert [(r["layer"], r["n"], r["metric"]) for r in res.rows] == [("0", len(targets), "accuracy"),
-                                                                       ("1", len(targets), "accuracy")]
+    assert [(r["layer"], r["n"], r["metric"]) for r in res.rows] == [
+        ("0", len(targets), "accuracy"),
+        ("1", len(targets), "accuracy"),
+    ]
     assert res.rows[0]["dataset"] == f"{res.dataset}:test:span" and res.extra["pairs"] is pairs
     (base,) = span_baselines(ctx, train=str(train), test=str(test))
     share = 100 * Counter(t["label"] for t in targets).most_common(1)[0][1] / len(targets)
@@ -94,7 +99,25 @@ def test_span_bad_input(data_root, tmp_path):
 def test_span_is_a_command_with_its_options():
     from probes.cli import build_parser
 
-    args = build_parser().parse_args(["span", "--model", "minilm", "--train", "a.jsonl", "--test", "b.jsonl",
-                                      "--pooling", "endpoints", "--name", "arcs"])
-    assert (args.train, args.test, args.dev, args.pooling, args.name) == ("a.jsonl", "b.jsonl", None, "endpoints",
-                                                                          "arcs")
+    args = build_parser().parse_args(
+        [
+            "span",
+            "--model",
+            "minilm",
+            "--train",
+            "a.jsonl",
+            "--test",
+            "b.jsonl",
+            "--pooling",
+            "endpoints",
+            "--name",
+            "arcs",
+        ]
+    )
+    assert (args.train, args.test, args.dev, args.pooling, args.name) == (
+        "a.jsonl",
+        "b.jsonl",
+        None,
+        "endpoints",
+        "arcs",
+    )

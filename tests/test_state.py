@@ -1,4 +1,5 @@
 """app_pages/state.py: a page's choices live in the URL; a link restores them; a bad link falls back."""
+
 from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
@@ -40,9 +41,9 @@ def test_a_bad_link_falls_back_to_the_defaults() -> None:
     at = _app(model="<script>", layer="99", **{"3d": "maybe"}, layers=["1", "x"], unit="bits")
     assert not at.exception
     assert at.selectbox(key="m").value == "minilm"
-    assert at.slider(key="layer").value == 6                       # out of range
+    assert at.slider(key="layer").value == 6  # out of range
     assert at.checkbox(key="three_d").value is False
-    assert at.multiselect(key="layers").value == [1, 2]            # one bad item rejects the list
+    assert at.multiselect(key="layers").value == [1, 2]  # one bad item rejects the list
     assert at.segmented_control(key="unit").value is None
     assert at.query_params["model"] == "minilm" and at.query_params["layer"] == "6"
 
@@ -50,7 +51,7 @@ def test_a_bad_link_falls_back_to_the_defaults() -> None:
 def test_changes_are_written_back_to_the_url() -> None:
     at = _app()
     assert at.query_params["model"] == "minilm" and at.query_params["word"] == "bank"
-    assert "unit" not in at.query_params                            # nothing chosen: not in the link
+    assert "unit" not in at.query_params  # nothing chosen: not in the link
     at.selectbox(key="m").set_value("glove-6b-50d").run()
     at.slider(key="layer").set_value(3).run()
     at.text_input(key="word").set_value("play & <b>").run()
@@ -59,7 +60,12 @@ def test_changes_are_written_back_to_the_url() -> None:
     assert not at.exception
     qp = at.query_params
     assert (qp["model"], qp["layer"], qp["word"], qp["layers"], qp["unit"]) == (
-        "glove-6b-50d", "3", "play & <b>", ["4", "0"], "words")
+        "glove-6b-50d",
+        "3",
+        "play & <b>",
+        ["4", "0"],
+        "words",
+    )
     # The written link restores the same view in a fresh session.
     again = _app(**{k: v for k, v in qp.items()})
     assert again.selectbox(key="m").value == "glove-6b-50d" and again.slider(key="layer").value == 3

@@ -1,4 +1,5 @@
 """Static embedders: GloVe 6B, the gensim-trained models, GloVe in torch, the WordNet quality check."""
+
 from __future__ import annotations
 
 import json
@@ -7,11 +8,18 @@ import numpy as np
 import pytest
 import torch
 
-from models.base import ModelLoadError, default_device
 from models.assets import ASSETS
+from models.base import ModelLoadError, default_device
 from models.registry import get_spec, load_embedder, load_spec
-from models.static import (OutOfVocabularyError, StaticEmbedder, SubwordNgrams, load_static_asset,
-                           load_static_dir, load_vectors_file, save_static_dir)
+from models.static import (
+    OutOfVocabularyError,
+    StaticEmbedder,
+    SubwordNgrams,
+    load_static_asset,
+    load_static_dir,
+    load_vectors_file,
+    save_static_dir,
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,12 +38,14 @@ def small_corpus() -> list[list[str]]:
 def tiny_fasttext(small_corpus):
     from models.train.word2vec import train_gensim
 
-    model, _ = train_gensim("fasttext", small_corpus, dim=16, epochs=1, min_count=3, workers=1, bucket=5000,
-                            log=lambda m: None)
+    model, _ = train_gensim(
+        "fasttext", small_corpus, dim=16, epochs=1, min_count=3, workers=1, bucket=5000, log=lambda m: None
+    )
     return model
 
 
 # ---------------------------------------------------------------- GloVe 6B through the interface
+
 
 def test_glove_shapes_layers_and_device(glove):
     assert glove.num_layers == 1 and glove.dim == 50 and glove.info.family == "static"
@@ -49,10 +59,10 @@ def test_glove_shapes_layers_and_device(glove):
 
 def test_glove_lowercase_fallback_and_oov_flags(glove):
     (out,) = glove.embed([["King", "king", "qwzxv_not_a_word", "😀", "\u200b", "مرحبا"]])
-    np.testing.assert_array_equal(out.vectors[0, 0], out.vectors[0, 1])           # "King" -> "king"
+    np.testing.assert_array_equal(out.vectors[0, 0], out.vectors[0, 1])  # "King" -> "king"
     np.testing.assert_array_equal(out.vectors[0, 1], glove.word_vector("king"))
     assert out.oov.tolist() == [False, False, True, True, True, "مرحبا" not in glove.key_to_index]
-    assert not out.vectors[0, 2:5].any()                                           # unknown -> zeros
+    assert not out.vectors[0, 2:5].any()  # unknown -> zeros
     assert np.abs(out.vectors[0, 0]).sum() > 0
 
 
@@ -72,7 +82,7 @@ def test_glove_analogy_3cosadd(glove):
     res = glove.analogy("man", "king", "woman", k=5)
     words = [w for w, _ in res]
     assert "queen" in words
-    assert not {"man", "king", "woman"} & set(words)                               # inputs excluded
+    assert not {"man", "king", "woman"} & set(words)  # inputs excluded
 
 
 def test_unknown_word_queries_raise(glove):
@@ -114,6 +124,7 @@ def test_fingerprint_depends_on_content(glove):
 
 # ---------------------------------------------------------------- fastText: vectors for unseen words
 
+
 def test_fasttext_oov_vectors_match_gensim(tiny_fasttext):
     from models.train.word2vec import to_embedder
 
@@ -122,10 +133,10 @@ def test_fasttext_oov_vectors_match_gensim(tiny_fasttext):
     seen = tiny_fasttext.wv.index_to_key[:3]
     (out,) = emb.embed([seen + unseen])
     assert out.oov.tolist() == [False] * 3 + [w not in emb.key_to_index for w in unseen]
-    assert (np.abs(out.vectors[0, 3:]).sum(-1) > 0).all()                           # n-gram vectors
+    assert (np.abs(out.vectors[0, 3:]).sum(-1) > 0).all()  # n-gram vectors
     for k, w in enumerate(seen + unseen):
         np.testing.assert_allclose(out.vectors[0, k], tiny_fasttext.wv[w], rtol=1e-5, atol=1e-6)
-    assert [w for w, _ in emb.neighbours("blorptastic", 3)]                         # queries work too
+    assert [w for w, _ in emb.neighbours("blorptastic", 3)]  # queries work too
     # A word too short for any n-gram ("" -> "<>") gets zeros, also next to words that have n-grams.
     (out,) = emb.embed([["", "blorptastic", ""]])
     assert out.oov.all() and not out.vectors[0, [0, 2]].any() and out.vectors[0, 1].any()
@@ -150,12 +161,17 @@ def test_fasttext_save_load_round_trip(tmp_path, tiny_fasttext):
 def test_gensim_training_deterministic_with_one_worker(small_corpus):
     from models.train.word2vec import train_gensim
 
-    runs = [train_gensim("word2vec", small_corpus[:1000], dim=12, epochs=1, min_count=2, workers=1, seed=3,
-                         log=lambda m: None)[0] for _ in range(2)]
+    runs = [
+        train_gensim(
+            "word2vec", small_corpus[:1000], dim=12, epochs=1, min_count=2, workers=1, seed=3, log=lambda m: None
+        )[0]
+        for _ in range(2)
+    ]
     assert runs[0].wv.index_to_key == runs[1].wv.index_to_key
     np.testing.assert_array_equal(runs[0].wv.vectors, runs[1].wv.vectors)
-    other = train_gensim("word2vec", small_corpus[:1000], dim=12, epochs=1, min_count=2, workers=1, seed=4,
-                         log=lambda m: None)[0]
+    other = train_gensim(
+        "word2vec", small_corpus[:1000], dim=12, epochs=1, min_count=2, workers=1, seed=4, log=lambda m: None
+    )[0]
     assert not np.array_equal(other.wv.vectors, runs[0].wv.vectors)
 
 
@@ -164,12 +180,41 @@ def test_train_static_cli_writes_loadable_asset(tmp_path, kind):
     from models.train.word2vec import main
 
     out = tmp_path / kind
-    rc = main([kind, "--max-sentences", "3000", "--epochs", "1", "--dim", "16", "--min-count", "2",
-               "--workers", "1", "--out", str(out)] + (["--bucket", "2000"] if kind == "fasttext" else []))
+    rc = main(
+        [
+            kind,
+            "--max-sentences",
+            "3000",
+            "--epochs",
+            "1",
+            "--dim",
+            "16",
+            "--min-count",
+            "2",
+            "--workers",
+            "1",
+            "--out",
+            str(out),
+        ]
+        + (["--bucket", "2000"] if kind == "fasttext" else [])
+    )
     assert rc == 0
     card = json.loads((out / "model_card.json").read_text())
-    for key in ("name", "family", "corpus", "corpus_tokens", "vocab_size", "params", "dim", "layers", "epochs",
-                "wall_time_s", "command", "date", "machine"):
+    for key in (
+        "name",
+        "family",
+        "corpus",
+        "corpus_tokens",
+        "vocab_size",
+        "params",
+        "dim",
+        "layers",
+        "epochs",
+        "wall_time_s",
+        "command",
+        "date",
+        "machine",
+    ):
         assert key in card, key
     assert card["command"].startswith(f"python -m models train {kind} ")
     emb = load_static_dir(out, device="cpu")
@@ -180,6 +225,7 @@ def test_train_static_cli_writes_loadable_asset(tmp_path, kind):
 
 
 # ---------------------------------------------------------------- assets, files and corrupt checkpoints
+
 
 def test_load_vectors_file_any_format(tmp_path):
     from models.formats import write_vectors
@@ -210,14 +256,20 @@ def test_corrupt_checkpoints_give_clear_errors(tmp_path):
         load_static_dir(d)
     with pytest.raises(ModelLoadError, match="No checkpoint for 'word2vec-sg'") as err:
         load_static_asset("word2vec-sg", assets_dir=tmp_path / "nowhere")
-    assert "Train it with" not in str(err.value)   # a loader does not know the registry …
+    assert "Train it with" not in str(err.value)  # a loader does not know the registry …
     with pytest.raises(ModelLoadError, match="No checkpoint .*Train it with: python -m models train word2vec$"):
-        load_spec(get_spec("word2vec-sg"), assets_dir=tmp_path / "nowhere")   # … the registry adds it
+        load_spec(get_spec("word2vec-sg"), assets_dir=tmp_path / "nowhere")  # … the registry adds it
 
 
 def test_corrupt_ngrams_file(tmp_path):
-    emb = StaticEmbedder("ft", ["a", "b"], np.ones((2, 4), np.float32), source="t", device="cpu",
-                         ngrams=SubwordNgrams(np.ones((10, 4), np.float32), 3, 6))
+    emb = StaticEmbedder(
+        "ft",
+        ["a", "b"],
+        np.ones((2, 4), np.float32),
+        source="t",
+        device="cpu",
+        ngrams=SubwordNgrams(np.ones((10, 4), np.float32), 3, 6),
+    )
     d = save_static_dir(emb, tmp_path / "ft", {"name": "ft"})
     (d / "ngrams.safetensors").write_bytes((d / "ngrams.safetensors").read_bytes()[:40])
     with pytest.raises(ModelLoadError, match="ngrams.safetensors"):
@@ -241,7 +293,7 @@ def test_trained_asset_loads_and_beats_random_on_wordnet(name):
     (out,) = emb.embed([["The", "bank", "zzqxj", "😀"]])
     assert out.vectors.shape == (1, 4, emb.dim)
     assert out.oov.tolist()[:2] == [False, False] and out.oov[2] and out.oov[3]
-    assert bool(np.abs(out.vectors[0, 2]).sum() > 0) == (name == "fasttext")    # only fastText builds OOV vectors
+    assert bool(np.abs(out.vectors[0, 2]).sum() > 0) == (name == "fasttext")  # only fastText builds OOV vectors
     q = wordnet_similarity(emb)
     assert q["n_pairs"] >= 1000
     assert q["auc"] > 0.55 and q["mean_cos_synonyms"] > q["mean_cos_random"], q
@@ -253,13 +305,15 @@ def test_glove6b_wordnet_check_and_random_baseline(glove):
     q = wordnet_similarity(glove)
     assert q["auc"] > 0.7 and q["mean_cos_synonyms"] > q["mean_cos_random"]
     # The check itself is fair: random vectors over the same vocabulary score about 0.5.
-    rnd = StaticEmbedder("random", glove.words, np.random.default_rng(0).standard_normal((len(glove), 50)),
-                         source="random", device="cpu")
+    rnd = StaticEmbedder(
+        "random", glove.words, np.random.default_rng(0).standard_normal((len(glove), 50)), source="random", device="cpu"
+    )
     r = wordnet_similarity(rnd)
     assert abs(r["auc"] - 0.5) < 0.03, r
 
 
 # ---------------------------------------------------------------- GloVe in torch
+
 
 def test_cooccurrence_weighting():
     from models.train.glove import cooccurrence, weighting
@@ -267,12 +321,12 @@ def test_cooccurrence_weighting():
     X = cooccurrence([["a", "b", "c", "OOV", "a"], ["c", "a"]], ["a", "b", "c"], window=2).tocsr()
     ia, ib, ic = 0, 1, 2
     # sentence 1 without the OOV word: a b c a ; sentence 2: c a (no pairs across sentences)
-    assert X[ia, ib] == pytest.approx(1 + 1 / 2)          # a-b (d=1), b-a (second a, d=2)
-    assert X[ia, ic] == pytest.approx(1 / 2 + 1 + 1)      # a..c (d=2), c-a (d=1), c-a in sentence 2
+    assert X[ia, ib] == pytest.approx(1 + 1 / 2)  # a-b (d=1), b-a (second a, d=2)
+    assert X[ia, ic] == pytest.approx(1 / 2 + 1 + 1)  # a..c (d=2), c-a (d=1), c-a in sentence 2
     assert X[ib, ic] == pytest.approx(1.0)
     assert (X != X.T).nnz == 0 and X[ia, ia] == 0
     x = torch.tensor([1.0, 50.0, 100.0, 500.0])
-    np.testing.assert_allclose(weighting(x).numpy(), [0.01 ** 0.75, 0.5 ** 0.75, 1.0, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(weighting(x).numpy(), [0.01**0.75, 0.5**0.75, 1.0, 1.0], rtol=1e-6)
 
 
 def test_glove_training_lowers_loss_on_real_text(small_corpus):
@@ -313,7 +367,7 @@ def test_adagrad_step_matches_torch_adagrad():
     params = {n: p.detach().clone().requires_grad_(True) for n, p in model.named_parameters()}
     opt = torch.optim.Adagrad(list(params.values()), lr=0.05, initial_accumulator_value=1.0, eps=0.0)
     for step in range(3):
-        i, j = torch.randint(0, 30, (64,)), torch.randint(0, 30, (64,))   # repeated rows included
+        i, j = torch.randint(0, 30, (64,)), torch.randint(0, 30, (64,))  # repeated rows included
         x = torch.rand(64) * 200 + 0.1
         pred = (params["w"][i] * params["w_tilde"][j]).sum(-1) + params["b"][i] + params["b_tilde"][j]
         ref_loss = glove_loss(pred, x.log(), weighting(x))

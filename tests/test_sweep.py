@@ -1,6 +1,7 @@
 """cluster/ without Ray: the sweep plan and resume, sharded extraction in-process (byte-identical to a
 local extraction), a sweep sharing its feature cache through an fsspec store, and the commands' errors.
 The same on a local Ray instance: tests/test_cluster_ray.py."""
+
 from __future__ import annotations
 
 import json
@@ -68,36 +69,49 @@ def test_shards_are_whole_chunks_of_the_cache_order_balanced_by_words():
     shards = plan_shards(lengths, 3, chunk_size=64)
     order = np.argsort(-lengths, kind="stable")
     flat = np.concatenate([c for s in shards for c in s])
-    np.testing.assert_array_equal(flat, order)                 # every sentence once, in get_features' order
+    np.testing.assert_array_equal(flat, order)  # every sentence once, in get_features' order
     assert all(len(c) == 64 for s in shards for c in s[:-1])
     words = [sum(int(lengths[c].sum()) for c in s) for s in shards]
     assert len(shards) == 3 and max(words) < 1.5 * min(words)
-    assert len(plan_shards(lengths[:100], 8, chunk_size=64)) == 2   # never more shards than chunks
+    assert len(plan_shards(lengths[:100], 8, chunk_size=64)) == 2  # never more shards than chunks
     with pytest.raises(ValueError):
         plan_shards(lengths, 0)
 
 
 def test_sharded_extraction_in_process_is_byte_identical_and_served_by_the_cache(tiny_bert, tmp_path):
-    sentences, keep, key = dataset_request("semcor-tagged", 150)   # keep: only the sense-tagged pieces
+    sentences, keep, key = dataset_request("semcor-tagged", 150)  # keep: only the sense-tagged pieces
     assert keep is not None and key == "semcor-tagged-limit150"
-    feats, stats = extract_sharded(tiny_bert, key, sentences, keep, num_shards=3, root=tmp_path / "sharded",
-                                   chunk_size=32)
+    feats, stats = extract_sharded(
+        tiny_bert, key, sentences, keep, num_shards=3, root=tmp_path / "sharded", chunk_size=32
+    )
     assert stats["shards"] == 3 and stats["model_loads"] == 1
     emb = load_embedder(tiny_bert)
     local = get_features(emb, key, sentences, keep=keep, chunk_size=32, root=tmp_path / "local", show_progress=False)
     assert entry_bytes(feats.directory) == entry_bytes(local.directory)
     assert not (tmp_path / "sharded" / "shards").exists() or not any((tmp_path / "sharded" / "shards").rglob("*.npz"))
     messages = []
-    get_features(emb, key, sentences, keep=keep, root=tmp_path / "sharded", show_progress=False,
-                 progress=lambda f, m: messages.append(m))
+    get_features(
+        emb,
+        key,
+        sentences,
+        keep=keep,
+        root=tmp_path / "sharded",
+        show_progress=False,
+        progress=lambda f, m: messages.append(m),
+    )
     assert messages and messages[-1].endswith("features from cache")
 
 
 def test_an_in_process_sweep_shares_features_through_a_store(tiny_bert, tmp_path, monkeypatch):
     url = f"memory://sweep-{uuid.uuid4().hex[:8]}"
     tasks = [t for t in plan_sweep([tiny_bert], ["pos"], [0], 15, {}) if t.model]
-    first = run_sweep(tasks, InProcess(), TaskEnv(feature_root=str(tmp_path / "node1"), remote=url),
-                      tmp_path / "res1", say=lambda m: None)
+    first = run_sweep(
+        tasks,
+        InProcess(),
+        TaskEnv(feature_root=str(tmp_path / "node1"), remote=url),
+        tmp_path / "res1",
+        say=lambda m: None,
+    )
     assert first.ok and first.run.done == 1
     emb = load_embedder(tiny_bert)
 
@@ -105,23 +119,31 @@ def test_an_in_process_sweep_shares_features_through_a_store(tiny_bert, tmp_path
         raise AssertionError("features were extracted again instead of pulled from the store")
 
     monkeypatch.setattr(emb, "embed", no_extraction)
-    second = run_sweep(tasks, InProcess(), TaskEnv(feature_root=str(tmp_path / "node2"), remote=url),
-                       tmp_path / "res2", say=lambda m: None)
+    second = run_sweep(
+        tasks,
+        InProcess(),
+        TaskEnv(feature_root=str(tmp_path / "node2"), remote=url),
+        tmp_path / "res2",
+        say=lambda m: None,
+    )
     assert second.ok and second.run.done == 1
     rows = [json.loads(next((tmp_path / d).glob("*.json")).read_text())["rows"] for d in ("res1", "res2")]
     assert rows[0] == rows[1]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["sweep", "--models", "x", "--seeds", "a,b"], "--seeds 'a,b'"),
-    (["sweep", "--models", "no-such-model-anywhere", "--probes", "pos"], "no-such-model-anywhere"),
-    (["sweep", "--models", "glove-6b-50d", "--probes", "nope"], "Unknown probe 'nope'"),
-    (["sweep", "--models", "glove-6b-50d", "--limit", "0"], "--limit 0"),
-    (["sweep", "--models", "glove-6b-50d", "--retries", "-1"], "--retries -1"),
-    (["sweep", "--models", "glove-6b-50d", "--probes", "pos", "--ray", "127.0.0.1:1"], "nothing answers there"),
-    (["extract", "--model", "glove-6b-50d", "--dataset", "nope"], "--dataset 'nope'"),
-    (["extract", "--model", "glove-6b-50d", "--dataset", "conll2000-test", "--shards", "0"], "--shards 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["sweep", "--models", "x", "--seeds", "a,b"], "--seeds 'a,b'"),
+        (["sweep", "--models", "no-such-model-anywhere", "--probes", "pos"], "no-such-model-anywhere"),
+        (["sweep", "--models", "glove-6b-50d", "--probes", "nope"], "Unknown probe 'nope'"),
+        (["sweep", "--models", "glove-6b-50d", "--limit", "0"], "--limit 0"),
+        (["sweep", "--models", "glove-6b-50d", "--retries", "-1"], "--retries -1"),
+        (["sweep", "--models", "glove-6b-50d", "--probes", "pos", "--ray", "127.0.0.1:1"], "nothing answers there"),
+        (["extract", "--model", "glove-6b-50d", "--dataset", "nope"], "--dataset 'nope'"),
+        (["extract", "--model", "glove-6b-50d", "--dataset", "conll2000-test", "--shards", "0"], "--shards 0"),
+    ],
+)
 def test_bad_requests_end_with_one_error_line(argv, message, capsys, tmp_path):
     assert main(argv + ["--results", str(tmp_path)] if argv[0] == "sweep" else argv) == 2
     err = capsys.readouterr().err
@@ -129,9 +151,11 @@ def test_bad_requests_end_with_one_error_line(argv, message, capsys, tmp_path):
 
 
 def test_ray_missing_is_one_error_line(monkeypatch, capsys, tmp_path):
-    monkeypatch.setitem(sys.modules, "ray", None)              # as if the optional extra were not installed
-    assert main(["sweep", "--models", "glove-6b-50d", "--probes", "pos", "--ray", "local",
-                 "--results", str(tmp_path)]) == 2
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the optional extra were not installed
+    assert (
+        main(["sweep", "--models", "glove-6b-50d", "--probes", "pos", "--ray", "local", "--results", str(tmp_path)])
+        == 2
+    )
     assert "requirements-cluster.txt" in capsys.readouterr().err
 
 
@@ -145,7 +169,7 @@ def test_the_sweep_command_runs_saves_and_resumes(tiny_bert, tmp_path, monkeypat
     assert saved == [["majority-tag", "pos"], ["tiny-bert", "pos"]]
     result = json.loads(next((tmp_path / "res").glob("tiny-bert__pos__*.json")).read_text())
     assert result["command"].startswith("python -m probes sweep") and result["params"]["limit"] == 12
-    assert main(argv) == 0                                     # resumed: nothing left to run
+    assert main(argv) == 0  # resumed: nothing left to run
     assert "0 run, 2 already done" in capsys.readouterr().out
     assert len(list((tmp_path / "res").glob("*.json"))) == 2
 
@@ -158,7 +182,7 @@ def test_the_extract_command_fills_the_cache_entry_the_probe_reads(tiny_bert, tm
     emb = load_embedder(tiny_bert)
     messages = []
     get_features(emb, key, sentences, show_progress=False, progress=lambda f, m: messages.append(m))
-    assert messages[-1].endswith("features from cache")        # the POS probe's own request is served
+    assert messages[-1].endswith("features from cache")  # the POS probe's own request is served
 
 
 def test_a_task_asks_for_its_models_memory_and_gpus_from_its_files():
@@ -166,10 +190,10 @@ def test_a_task_asks_for_its_models_memory_and_gpus_from_its_files():
     from models.listing import describe
     from models.registry import get_spec
 
-    params = describe(get_spec("minilm"), device="cpu").params   # from the weight-file headers
-    assert params and 20e6 < params < 25e6                     # all-MiniLM-L6-v2: 22.7 M
+    params = describe(get_spec("minilm"), device="cpu").params  # from the weight-file headers
+    assert params and 20e6 < params < 25e6  # all-MiniLM-L6-v2: 22.7 M
     cpu, gpu = estimate("minilm", gpu=False), estimate("minilm", gpu=True)
-    assert cpu.gpus == 0 and cpu.memory > BASE_BYTES + 4 * params   # fp32 weights in host memory, plus activations
+    assert cpu.gpus == 0 and cpu.memory > BASE_BYTES + 4 * params  # fp32 weights in host memory, plus activations
     assert gpu.gpus == 1 and gpu.memory > BASE_BYTES
-    assert estimate("minilm", gpu=True, gpu_memory=10_000_000).gpus == 6   # 1.3 × 45 MB over 10 MB GPUs
-    assert estimate(None, gpu=True).gpus == 0                        # baselines need no model, no GPU
+    assert estimate("minilm", gpu=True, gpu_memory=10_000_000).gpus == 6  # 1.3 × 45 MB over 10 MB GPUs
+    assert estimate(None, gpu=True).gpus == 0  # baselines need no model, no GPU

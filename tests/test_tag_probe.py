@@ -1,5 +1,6 @@
 """The ``tag`` probe on files: CoNLL-2000 as a column file gives the built-in POS numbers; UD EWT slices;
 BIO span F1 equals seqeval's; datasets never mix; bad input is one clear error."""
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,10 @@ from seqeval.metrics import f1_score
 from corpora.conllu import iter_conllu
 from corpora.format_errors import DataFormatError
 from models.registry import load_embedder
-from probes.estimators.bio import span_f1_row
-from probes.tasks.conll import conll_slice
 from probes.errors import ProbeInputError
+from probes.estimators.bio import span_f1_row
 from probes.registry import RunContext, get_probe
+from probes.tasks.conll import conll_slice
 from probes.tasks.tag import run_tag, tag_baselines
 from tests.probe_helpers import RandomEmbedder
 
@@ -29,8 +30,12 @@ GOLDEN = REPO / "tests" / "golden"
 
 def conll_column_file(path: Path, split: str, limit: int) -> Path:
     """CoNLL-2000 sentences written back in their own column format: word POS chunk."""
-    path.write_text("".join("".join(f"{w} {p} {c}\n" for w, p, c in zip(s.words, s.pos, s.chunks)) + "\n"
-                            for s in conll_slice(split, limit)))
+    path.write_text(
+        "".join(
+            "".join(f"{w} {p} {c}\n" for w, p, c in zip(s.words, s.pos, s.chunks)) + "\n"
+            for s in conll_slice(split, limit)
+        )
+    )
     return path
 
 
@@ -64,7 +69,9 @@ def test_conll2000_as_a_column_file_gives_the_builtin_pos_numbers(tmp_path):
     res = run_tag(load_embedder("minilm"), None, ctx, train=str(train), test=str(test), column="1")
     ours = {(r["layer"], r["value"], r["n"]) for r in res.rows}
     assert ours == {(r["layer"], r["value"], r["n"]) for r in golden["rows"]}
-    assert res.rows[0]["dataset"] == f"{res.dataset}:test:col1" and res.dataset.startswith("test@")   # "train", "test": no common name
+    assert res.rows[0]["dataset"] == f"{res.dataset}:test:col1" and res.dataset.startswith(
+        "test@"
+    )  # "train", "test": no common name
     assert res.extra["labels"]["NN"] > 100 and all(r["lo"] <= r["value"] <= r["hi"] for r in res.rows)
     (base,) = tag_baselines(ctx, train=str(train), test=str(test), column="1")
     majority = json.loads(next(GOLDEN.glob("majority-tag__pos__*.json")).read_text())
@@ -99,8 +106,9 @@ def test_ud_ewt_slice_upos_and_a_feats_key(data_root, tmp_path):
     assert upos.dataset.startswith("ewt@") and upos.rows[0]["dataset"].endswith(":test:UPOS")
     (base,) = tag_baselines(ctx, train=str(train), test=str(test), column="UPOS", name="ewt")
     assert 50 < base.rows[0]["value"] < 95
-    number = run_tag(typed, "0", ctx, train=str(train), test=str(test), column="feats:Number", skip_label="_",
-                     name="ewt")
+    number = run_tag(
+        typed, "0", ctx, train=str(train), test=str(test), column="feats:Number", skip_label="_", name="ewt"
+    )
     with_number = sum(t != "_" for s in iter_conllu(test, "feats:Number") for t in s.labels)
     assert number.rows[0]["n"] == with_number < n_test and {"Sing", "Plur"} <= set(number.extra["labels"])
     assert "_" not in number.extra["labels"]
@@ -137,15 +145,25 @@ def test_cli_runs_the_tag_probe_and_a_bad_file_writes_nothing(data_root, tmp_pat
     bad = tmp_path / "bad.conllu"
     bad.write_text(test.read_text().replace("\tPROPN\t", "\t", 1))
     base = [sys.executable, "-m", "probes", "tag", "--model", "glove-6b-50d", "--train", str(train)]
-    out = subprocess.run(base + ["--test", str(bad), "--results", str(tmp_path / "bad-res")], cwd=REPO,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        base + ["--test", str(bad), "--results", str(tmp_path / "bad-res")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.startswith(f"error: {bad}:") and "expected 10 tab-separated fields" in out.stderr
     assert not list((tmp_path / "bad-res").glob("*.json"))
     res_dir = tmp_path / "res"
-    out = subprocess.run(base + ["--test", str(test), "--column", "XPOS", "--results", str(res_dir)], cwd=REPO,
-                         capture_output=True, text=True, timeout=600,
-                         env={**__import__("os").environ, "EMBPROBE_CACHE": str(tmp_path / "cache")})
+    out = subprocess.run(
+        base + ["--test", str(test), "--column", "XPOS", "--results", str(res_dir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**__import__("os").environ, "EMBPROBE_CACHE": str(tmp_path / "cache")},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     files = sorted(res_dir.glob("*.json"))
     assert [f.name.split("__")[:2] for f in files] == [["glove-6b-50d", "tag"], ["majority-label", "tag"]]

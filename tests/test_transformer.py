@@ -4,6 +4,7 @@ Real weights (MiniLM from its pip package) and real sentences (Brown corpus from
 Reference values come from independent computations: a plain ``transformers`` forward pass per
 sentence, pooled with a Python loop over ``word_ids()``.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from models.base import ModelLoadError
 from models import DEFAULT_MODEL
+from models.base import ModelLoadError
 from models.registry import get_spec, load_spec
 from models.transformer import BertEmbedder, GptEmbedder
 
@@ -84,7 +85,7 @@ def test_multi_piece_word_gets_one_vector(minilm, minilm_first):
     words = ["The", "bank", "was", "unbelievably", "crowded", "."]
     pieces = minilm.tokenizer(words, is_split_into_words=True, add_special_tokens=False)
     n_pieces = [sum(1 for w in pieces.word_ids() if w == i) for i in range(len(words))]
-    assert n_pieces[3] > 1 and n_pieces[1] == 1          # "unbelievably" is split, "bank" is not
+    assert n_pieces[3] > 1 and n_pieces[1] == 1  # "unbelievably" is split, "bank" is not
     mean = minilm.embed([words])[0].vectors
     first = minilm_first.embed([words])[0].vectors
     assert mean.shape == first.shape == (7, len(words), 384)
@@ -142,15 +143,15 @@ def test_batched_equals_naive_one_sentence_at_a_time(brown_sents):
 
 
 def test_long_input_windowed_and_stitched(minilm, brown_sents):
-    words = single_piece_words(minilm, brown_sents, 600)   # 600 pieces > 510: two windows, starts 0 and 90
+    words = single_piece_words(minilm, brown_sents, 600)  # 600 pieces > 510: two windows, starts 0 and 90
     assert minilm.window == 510
     out = minilm.embed([words])[0].vectors
     assert out.shape == (7, 600, 384) and np.isfinite(out).all()
-    first = minilm.embed([words[:510]])[0].vectors             # window 1 run on its own
-    second = minilm.embed([words[90:]])[0].vectors             # window 2 run on its own
+    first = minilm.embed([words[:510]])[0].vectors  # window 1 run on its own
+    second = minilm.embed([words[90:]])[0].vectors  # window 2 run on its own
     # each piece comes from the window where it has more context on its poorer side: the cut is mid-overlap (~300)
     np.testing.assert_allclose(out[:, :295], first[:, :295], atol=1e-4)
-    np.testing.assert_allclose(out[:, 305:], second[:, 305 - 90:], atol=1e-4)
+    np.testing.assert_allclose(out[:, 305:], second[:, 305 - 90 :], atol=1e-4)
     with pytest.raises(ValueError, match="window"):
         minilm.embed([words], with_attention=True)
     with pytest.raises(ValueError, match="window"):
@@ -243,7 +244,7 @@ def test_gpt_save_load_round_trip(tiny_gpt_dir, brown_sents):
     emb = GptEmbedder(tiny_gpt_dir, name="tiny")
     assert emb.info.family == "gpt" and emb.num_layers == 3 and emb.dim == 32 and emb.window == 31
     tok = AutoTokenizer.from_pretrained(tiny_gpt_dir)
-    assert tok.tokenize("The JURY said zzzqx") == ["the", "jury", "said", "<unk>"]   # lowercasing word-level
+    assert tok.tokenize("The JURY said zzzqx") == ["the", "jury", "said", "<unk>"]  # lowercasing word-level
     model = GPT2LMHeadModel.from_pretrained(tiny_gpt_dir).eval()
     sent = brown_sents[1][:20]
     ids = torch.tensor([[tok.bos_token_id] + tok.convert_tokens_to_ids([w.lower() for w in sent])])
@@ -266,13 +267,13 @@ def test_gpt_is_causal_and_attention_is_lower_triangular(tiny_gpt_dir, brown_sen
     att = a.attentions
     assert att.shape == (2, 2, len(sent), len(sent))
     np.testing.assert_allclose(att.sum(-1), 1.0, atol=1e-5)
-    assert np.abs(np.triu(att, k=1)).max() == 0.0          # no word attends to a later word
+    assert np.abs(np.triu(att, k=1)).max() == 0.0  # no word attends to a later word
 
 
 def test_gpt_windows_match_unwindowed_on_first_window(tiny_gpt_dir, brown_sents):
     words = [w for s in brown_sents for w in s][:30]
-    full = GptEmbedder(tiny_gpt_dir, name="tiny").embed([words])[0].vectors          # 31 pieces: one window
-    small = GptEmbedder(tiny_gpt_dir, name="tiny", max_length=12)                     # 11 pieces a window
+    full = GptEmbedder(tiny_gpt_dir, name="tiny").embed([words])[0].vectors  # 31 pieces: one window
+    small = GptEmbedder(tiny_gpt_dir, name="tiny", max_length=12)  # 11 pieces a window
     win = small.embed([words])[0].vectors
     assert win.shape == full.shape
     # causal: the first window sees exactly what the full run sees
@@ -311,13 +312,55 @@ def test_gpt_trainer_cli_writes_loadable_asset(tmp_path, monkeypatch):
     from models.train import gpt as train_gpt
 
     out = tmp_path / "gpt-cli"
-    rc = train_gpt.main(["--out", str(out), "--max-sentences", "400", "--vocab-size", "300", "--d-model", "16",
-                         "--layers", "1", "--heads", "2", "--context", "16", "--batch-size", "4", "--steps", "6",
-                         "--warmup", "2", "--checkpoint-every", "3", "--log-every", "0", "--threads", "1"])
+    rc = train_gpt.main(
+        [
+            "--out",
+            str(out),
+            "--max-sentences",
+            "400",
+            "--vocab-size",
+            "300",
+            "--d-model",
+            "16",
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--context",
+            "16",
+            "--batch-size",
+            "4",
+            "--steps",
+            "6",
+            "--warmup",
+            "2",
+            "--checkpoint-every",
+            "3",
+            "--log-every",
+            "0",
+            "--threads",
+            "1",
+        ]
+    )
     assert rc == 0
     card = json.loads((out / "model_card.json").read_text())
-    for key in ("name", "family", "corpus", "corpus_tokens", "vocab_size", "params", "dim", "layers", "steps",
-                "wall_time_s", "final_loss", "perplexity", "command", "date", "machine"):
+    for key in (
+        "name",
+        "family",
+        "corpus",
+        "corpus_tokens",
+        "vocab_size",
+        "params",
+        "dim",
+        "layers",
+        "steps",
+        "wall_time_s",
+        "final_loss",
+        "perplexity",
+        "command",
+        "date",
+        "machine",
+    ):
         assert key in card, key
     assert card["steps"] == 6 and card["perplexity"] > 1 and not (out / "checkpoint.pt").exists()
     emb = GptEmbedder(out, name="gpt-cli")
@@ -337,7 +380,9 @@ def test_model_list_without_assets(tmp_path, capsys):
         assert name in text
     rows = {r.name: r for r in listing.model_rows(assets_dir=tmp_path)}
     assert rows["minilm"].layers == 7 and rows["minilm"].dim == 384 and rows["minilm"].status == "ok"
-    assert rows["gpt-small"].status.startswith("not trained") and "python -m models train gpt" in rows["gpt-small"].status
+    assert (
+        rows["gpt-small"].status.startswith("not trained") and "python -m models train gpt" in rows["gpt-small"].status
+    )
     assert "checkpoint" in rows["gpt-small"].status
 
 
@@ -351,7 +396,7 @@ def test_cpu_token_budget_default_and_bf16_option(minilm, brown_sents):
     for r, o in zip(ref, out):
         assert o.vectors.dtype == np.float32 and o.vectors.shape == r.vectors.shape
         cos = (r.vectors * o.vectors).sum(-1) / np.linalg.norm(r.vectors, axis=-1) / np.linalg.norm(o.vectors, axis=-1)
-        assert cos.min() > 0.99, cos.min()   # close to fp32, not equal: bf16 keeps 8 mantissa bits
+        assert cos.min() > 0.99, cos.min()  # close to fp32, not equal: bf16 keeps 8 mantissa bits
         assert not np.array_equal(r.vectors, o.vectors)
 
 

@@ -3,6 +3,7 @@
 A real static model (300 words of the shipped word2vec-sg vectors, written in tmp_path) stands in for
 "the user's model": registered, listed, loaded, used and removed; every refusal is a clear message.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,11 @@ def small_static(tmp_path_factory) -> Path:
     full = load_static_asset("word2vec-sg")
     words = full.words[:300]
     emb = StaticEmbedder("w2v-300", words, full.vectors[:300].cpu().numpy(), source="test")
-    return save_static_dir(emb, tmp_path_factory.mktemp("models") / "w2v-300",
-                           {"name": "w2v-300", "layers": 1, "dim": emb.dim, "params": 300 * emb.dim})
+    return save_static_dir(
+        emb,
+        tmp_path_factory.mktemp("models") / "w2v-300",
+        {"name": "w2v-300", "layers": 1, "dim": emb.dim, "params": 300 * emb.dim},
+    )
 
 
 @pytest.fixture()
@@ -41,8 +45,14 @@ def registry(tmp_path, monkeypatch) -> Path:
 
 
 def run_cli(module: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
 
 
 def test_options_are_checked_once_with_the_source_named():
@@ -87,7 +97,7 @@ def test_register_list_use_remove_round_trip(small_static, registry):
     rows = {r.name: r for r in model_rows()}
     assert rows["mine"].state == "ok" and (rows["mine"].layers, rows["mine"].dim) == (1, 100)
     assert rows["mine"].params == 30_000 and rows["mine"].size_bytes > 100_000
-    assert "minilm" in rows   # the zoo is still listed beside it
+    assert "minilm" in rows  # the zoo is still listed beside it
     emb = reg.load_embedder("mine")
     assert emb.name == "mine"
     vec = emb.embed([["the", "of", "zzzunknownzzz"]])[0].vectors
@@ -96,8 +106,10 @@ def test_register_list_use_remove_round_trip(small_static, registry):
     ref = load_static_asset("word2vec-sg")
     assert np.array_equal(vec[0, 0], ref.word_vector("the")) and not vec[0, 2].any()
     # The same content elsewhere has the same fingerprint (feature-cache key): no path in it.
-    assert emb.fingerprint() == reg.get_spec(str(small_static)).resolve_loader()(
-        **reg.get_spec(str(small_static)).kwargs).fingerprint()
+    assert (
+        emb.fingerprint()
+        == reg.get_spec(str(small_static)).resolve_loader()(**reg.get_spec(str(small_static)).kwargs).fingerprint()
+    )
     with pytest.raises(ModelLoadError, match="already registered"):
         from models.manage import add_model
 
@@ -145,9 +157,15 @@ def test_hub_id_offline_is_one_clear_message(tmp_path):
     # No network: an endpoint nothing listens on (refused at once, with or without internet), and
     # HF_HUB_OFFLINE=1; an empty hub cache either way.
     for offline in ("0", "1"):
-        out = run_cli("probes", "pos", "--model", "hf:FacebookAI/roberta-base", "--limit", "5",
-                      env={"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_ENDPOINT": "http://127.0.0.1:9",
-                           "HF_HUB_OFFLINE": offline})
+        out = run_cli(
+            "probes",
+            "pos",
+            "--model",
+            "hf:FacebookAI/roberta-base",
+            "--limit",
+            "5",
+            env={"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": offline},
+        )
         assert out.returncode == 2
         err = out.stderr.strip()
         assert err.startswith("error: hf:FacebookAI/roberta-base: the Hugging Face Hub cannot be reached")

@@ -6,6 +6,7 @@ plain ``transformers`` forward gives (AutoModel, the tokenizer's own special tok
 mean-pooled per ``word_ids()``; decoders with a BOS, or the EOS where there is none, in front),
 batched and padded against one sentence at a time.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -22,10 +23,20 @@ from models.transformer.auto import load_hf_checkpoint
 
 DECODERS = {k for k, spec in KINDS.items() if spec.auto_class == "AutoModelForCausalLM"}
 # The special tokens each family's tokenizer puts around a sentence (first, last); None = none.
-SPECIALS = {"bert": ("[CLS]", "[SEP]"), "electra": ("[CLS]", "[SEP]"), "distilbert": ("[CLS]", "[SEP]"),
-            "deberta-v2": ("[CLS]", "[SEP]"), "albert": ("[CLS]", "[SEP]"), "roberta": ("<s>", "</s>"),
-            "llama": ("<s>", None), "opt": ("</s>", None), "t5": (None, "</s>"),
-            "gpt2": (None, None), "gpt-neox": (None, None), "qwen2": (None, None)}
+SPECIALS = {
+    "bert": ("[CLS]", "[SEP]"),
+    "electra": ("[CLS]", "[SEP]"),
+    "distilbert": ("[CLS]", "[SEP]"),
+    "deberta-v2": ("[CLS]", "[SEP]"),
+    "albert": ("[CLS]", "[SEP]"),
+    "roberta": ("<s>", "</s>"),
+    "llama": ("<s>", None),
+    "opt": ("</s>", None),
+    "t5": (None, "</s>"),
+    "gpt2": (None, None),
+    "gpt-neox": (None, None),
+    "qwen2": (None, None),
+}
 # Pre-split words, the transformers way: byte-level BPE is loaded with add_prefix_space=True (what
 # transformers asks for pre-tokenized input); where the byte-level step follows a regex split (Qwen2),
 # that would put a space before every split of a word ("6", "1" -> "Ġ6", "Ġ1"), so each word gets a
@@ -61,10 +72,10 @@ class Reference(NamedTuple):
     """The plain transformers side of one checkpoint."""
 
     tok: transformers.PreTrainedTokenizerFast
-    model: transformers.PreTrainedModel      # eager attention, base model (T5: its encoder)
+    model: transformers.PreTrainedModel  # eager attention, base model (T5: its encoder)
     cfg: transformers.PretrainedConfig
-    bos: int | None                          # decoders: prepended unless the tokenizer adds it
-    prefix: str                              # put before every word
+    bos: int | None  # decoders: prepended unless the tokenizer adds it
+    prefix: str  # put before every word
 
     def pieces(self, words: list[str]) -> tuple[list[int], list[int | None]]:
         return hf_pieces(self.tok, words, self.bos, self.prefix)
@@ -73,17 +84,23 @@ class Reference(NamedTuple):
 @pytest.fixture(scope="session")
 def reference(tiny) -> Reference:
     kind, path = tiny
-    tok = transformers.AutoTokenizer.from_pretrained(path, **({"add_prefix_space": True} if kind in ADD_PREFIX_SPACE
-                                                              else {}))
+    tok = transformers.AutoTokenizer.from_pretrained(
+        path, **({"add_prefix_space": True} if kind in ADD_PREFIX_SPACE else {})
+    )
     model_cls = transformers.T5EncoderModel if kind == "t5" else transformers.AutoModel
     model = model_cls.from_pretrained(path, attn_implementation="eager").eval()
-    return Reference(tok, model, model.config, decoder_bos(tok) if kind in DECODERS else None,
-                     " " if kind in SPACE_BEFORE_WORD else "")
+    return Reference(
+        tok,
+        model,
+        model.config,
+        decoder_bos(tok) if kind in DECODERS else None,
+        " " if kind in SPACE_BEFORE_WORD else "",
+    )
 
 
 def test_tokenizer_is_the_familys_fast_tokenizer_with_its_special_tokens(tiny):
     kind, path = tiny
-    tok = transformers.AutoTokenizer.from_pretrained(path)   # as saved
+    tok = transformers.AutoTokenizer.from_pretrained(path)  # as saved
     assert tok.is_fast and isinstance(tok, transformers.PreTrainedTokenizerFast)
     assert type(tok).__name__ == getattr(transformers, KINDS[kind].tokenizer).__name__  # Electra's is Bert's
     assert len(tok) <= 400 and tok.backend_tokenizer.get_vocab_size() == len(tok)
@@ -93,14 +110,18 @@ def test_tokenizer_is_the_familys_fast_tokenizer_with_its_special_tokens(tiny):
     assert (pieces[0] == first and wids[0] is None) == (first is not None)
     assert (pieces[-1] == last and wids[-1] is None) == (last is not None)
     assert sum(w is None for w in wids) == (first is not None) + (last is not None)
-    assert {p.name for p in path.iterdir()} >= {"config.json", "model.safetensors", "tokenizer.json",
-                                                 "tokenizer_config.json"}
+    assert {p.name for p in path.iterdir()} >= {
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    }
 
 
 def test_loads_by_path_with_every_layer(loaded, reference):
     kind, _, emb = loaded
     cfg = reference.cfg
-    assert emb.info.family == ("gpt" if kind in DECODERS else "bert")   # T5: its encoder
+    assert emb.info.family == ("gpt" if kind in DECODERS else "bert")  # T5: its encoder
     assert emb.num_layers == cfg.num_hidden_layers + 1 == 3
     assert emb.dim == cfg.hidden_size == 32
 
@@ -115,12 +136,12 @@ def test_one_vector_per_word_for_words_split_into_pieces(loaded, reference, sent
     out = emb.embed([words])[0]
     assert out.vectors.shape == (emb.num_layers, len(words), emb.dim)
     assert out.vectors.dtype == np.float32 and np.isfinite(out.vectors).all()
-    assert len({v.tobytes() for v in out.vectors[-1]}) == len(words)   # no word shares another's vector
+    assert len({v.tobytes() for v in out.vectors[-1]}) == len(words)  # no word shares another's vector
 
 
 def test_vectors_match_a_direct_transformers_forward(loaded, reference, sentences):
     kind, _, emb = loaded
-    outs = emb.embed(sentences)   # one call: sorted, batched, padded
+    outs = emb.embed(sentences)  # one call: sorted, batched, padded
     for words, out in zip(sentences, outs):
         ids, wids = reference.pieces(words)
         expected = pool_words(hf_forward(reference.model, ids)[0], wids, len(words))
@@ -140,8 +161,8 @@ def test_word_attention_matches_a_direct_transformers_forward(loaded, reference,
         assert out.attentions.shape == (cfg.num_hidden_layers, cfg.num_attention_heads, W, W)
         np.testing.assert_allclose(out.attentions.sum(-1), 1.0, atol=1e-5)
         ids, wids = reference.pieces(words)
-        att = hf_forward(reference.model, ids, attentions=True)[1]   # (L, H, T, T)
-        K = np.zeros((W, len(ids)), np.float64)   # word membership of the pieces; specials dropped
+        att = hf_forward(reference.model, ids, attentions=True)[1]  # (L, H, T, T)
+        K = np.zeros((W, len(ids)), np.float64)  # word membership of the pieces; specials dropped
         for t, w in enumerate(wids):
             if w is not None:
                 K[w, t] = 1.0
@@ -161,7 +182,7 @@ def test_sentence_longer_than_the_model_maximum(loaded, reference):
 
 
 # ----------------------------------------------------------------------------- models.tiny itself
-@pytest.mark.parametrize("kind", ["bert", "albert", "llama"])   # WordPiece, Unigram, BPE trainers
+@pytest.mark.parametrize("kind", ["bert", "albert", "llama"])  # WordPiece, Unigram, BPE trainers
 def test_make_tiny_checkpoint_is_deterministic_for_a_seed(kind, tmp_path):
     corpus = [s.words for s in load_treebank()[:300]]
 
@@ -171,8 +192,8 @@ def test_make_tiny_checkpoint_is_deterministic_for_a_seed(kind, tmp_path):
         return weights, content_fingerprint(sorted(path.iterdir()), root=path)
 
     first, again, other = digest(0, "a"), digest(0, "b"), digest(1, "c")
-    assert first == again                      # every file, byte for byte
-    assert other[0] != first[0]                # another seed: other weights ...
+    assert first == again  # every file, byte for byte
+    assert other[0] != first[0]  # another seed: other weights ...
     assert (tmp_path / "a" / "tokenizer.json").read_bytes() == (tmp_path / "c" / "tokenizer.json").read_bytes()
 
 
@@ -193,4 +214,4 @@ def test_make_tiny_checkpoint_refuses_bad_input(tmp_path):
     with pytest.raises(FileExistsError, match="not an empty directory"):
         make_tiny_checkpoint("bert", tmp_path / "full", corpus=corpus)
     assert (tmp_path / "full" / "config.json").read_text() == "{}"
-    assert not (tmp_path / "x").exists()   # nothing written on a refused call
+    assert not (tmp_path / "x").exists()  # nothing written on a refused call

@@ -6,6 +6,7 @@ binary, GloVe text, fastText ``.vec`` and ``.bin``, and gensim ``.save()`` files
 to the same vectors; fastText's unknown words must get gensim's own vectors; every bad file must be
 refused with a ModelLoadError naming it.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -36,8 +37,9 @@ def trained():
     from corpora.nltk_corpora import nltk_corpus
 
     sents = [list(s) for s in nltk_corpus("brown").sents(categories="news")[:1500]]
-    model = FastText(sents, vector_size=DIM, min_count=2, max_final_vocab=300, bucket=BUCKET, epochs=1,
-                     workers=1, seed=0)
+    model = FastText(
+        sents, vector_size=DIM, min_count=2, max_final_vocab=300, bucket=BUCKET, epochs=1, workers=1, seed=0
+    )
     assert 250 <= len(model.wv) <= 300
     return model
 
@@ -57,9 +59,9 @@ def files(trained, tmp_path_factory) -> dict[str, Path]:
     plain.add_vectors(wv.index_to_key, wv.vectors)
     plain.save(str(d / "plain.kv"))
     out["gensim"] = d / "plain.kv"
-    wv.save(str(d / "ft.kv"))                         # FastTextKeyedVectors: n-grams included
+    wv.save(str(d / "ft.kv"))  # FastTextKeyedVectors: n-grams included
     out["gensim-fasttext"] = d / "ft.kv"
-    trained.save(str(d / "full.model"))               # a whole FastText model: its .wv is used
+    trained.save(str(d / "full.model"))  # a whole FastText model: its .wv is used
     out["gensim-model"] = d / "full.model"
     return out
 
@@ -72,12 +74,13 @@ def _refused(path, match: str, **kw) -> str:
     with pytest.raises(ModelLoadError) as exc:
         load_vectors_file(path, device="cpu", **kw)
     msg = str(exc.value)
-    assert str(path) in msg, msg                      # every message names the file
+    assert str(path) in msg, msg  # every message names the file
     assert re.search(match, msg), msg
     return msg
 
 
 # ---------------------------------------------------------------- every format, the same vectors
+
 
 def test_every_format_is_sniffed_and_loads_the_same_vectors(trained, files):
     wv = trained.wv
@@ -138,12 +141,13 @@ def test_same_content_in_two_folders_same_fingerprint(files, tmp_path):
 
 # ---------------------------------------------------------------- header-only inspection, folders
 
+
 def test_inspect_reads_only_the_header(trained, files, tmp_path):
     V = len(trained.wv)
     for key, path in files.items():
         info = inspect_vectors(path)
         assert info["size_bytes"] == path.stat().st_size
-        if key.startswith("gensim"):                  # a pickle is never opened to inspect it
+        if key.startswith("gensim"):  # a pickle is never opened to inspect it
             assert info["format"] == "gensim" and info["vocab_size"] is info["dim"] is info["params"] is None
             continue
         assert (info["format"], info["vocab_size"], info["dim"]) == (key, V, DIM)
@@ -178,13 +182,14 @@ def test_find_vector_file(files, tmp_path):
     for f in (d / "cc.bin", d / "vectors.txt"):
         f.unlink()
     (d / "cc.en.vec.gz").write_bytes(gzip.compress(files["vec"].read_bytes()))
-    assert find_vector_file(d) == d / "cc.en.vec.gz"                # found, and loading says what to do:
+    assert find_vector_file(d) == d / "cc.en.vec.gz"  # found, and loading says what to do:
     _refused(d / "cc.en.vec.gz", r"gzip-compressed: decompress it first")
     with pytest.raises(ModelLoadError, match="no such directory"):
         find_vector_file(tmp_path / "nowhere")
 
 
 # ---------------------------------------------------------------- refusals
+
 
 @pytest.mark.parametrize("name", ["e.txt", "e.vec", "e.bin", "e.kv", "e.model", "e"])
 def test_empty_file(tmp_path, name):
@@ -205,10 +210,10 @@ def test_undecidable_content(tmp_path):
 
 
 def test_content_decides_and_fmt_overrides(files, tmp_path):
-    odd = tmp_path / "vectors.dat"                    # unknown extension, GloVe content
+    odd = tmp_path / "vectors.dat"  # unknown extension, GloVe content
     shutil.copy(files["glove"], odd)
     assert guess_format(odd) == "glove" and len(_load(odd)) == len(_load(files["glove"]))
-    text_bin = tmp_path / "text.bin"                  # a .bin holding word2vec text
+    text_bin = tmp_path / "text.bin"  # a .bin holding word2vec text
     shutil.copy(files["word2vec"], text_bin)
     assert guess_format(text_bin) == "word2vec"
     _refused(text_bin, r"Malformed embedding file .*, line \d+: ", fmt="word2vec-bin")
@@ -257,10 +262,12 @@ def test_non_finite_in_gensim_and_fasttext_files(trained, files, tmp_path):
     rows_at = len(data) - 17 - 4 * V * DIM - 4 * (V + BUCKET) * DIM
     used = {h for w in trained.wv.index_to_key for h in ft_ngram_hashes(w, 3, 6, BUCKET)}
     unused = min(set(range(BUCKET)) - used)
-    for row, match in ((5, rf"the vector of {re.escape(repr(trained.wv.index_to_key[5]))}"),
-                       (V + unused, f"n-gram bucket {unused}")):
+    for row, match in (
+        (5, rf"the vector of {re.escape(repr(trained.wv.index_to_key[5]))}"),
+        (V + unused, f"n-gram bucket {unused}"),
+    ):
         at = rows_at + 4 * (row * DIM + 2)
-        (tmp_path / "inf.bin").write_bytes(data[:at] + np.array([np.inf], "<f4").tobytes() + data[at + 4:])
+        (tmp_path / "inf.bin").write_bytes(data[:at] + np.array([np.inf], "<f4").tobytes() + data[at + 4 :])
         _refused(tmp_path / "inf.bin", rf"non-finite value \(nan/inf\) in {match}")
 
 
@@ -268,38 +275,38 @@ def test_repeated_words(files, tmp_path):
     p = tmp_path / "r.vec"
     p.write_text("3 2\nthe 1 2\nof 3 4\nthe 5 6\n", encoding="utf-8")
     _refused(p, r"line 4\b.*'the' is repeated \(first at line 2\)")
-    b = tmp_path / "r.bin"                            # word2vec.c layout, newline after each vector
+    b = tmp_path / "r.bin"  # word2vec.c layout, newline after each vector
     row = np.array([1, 2], "<f4").tobytes()
     b.write_bytes(b"2 2\nof " + row + b"\nof " + row + b"\n")
     _refused(b, r"line 3\b.*'of' is repeated")
     # fastText: the dictionary starts at byte 92 (word, NUL, int64 count, int8 type); word 2 renamed to word 1.
     data = files["fasttext-bin"].read_bytes()
-    first = data[92:data.index(b"\0", 92)]
+    first = data[92 : data.index(b"\0", 92)]
     start2 = 92 + len(first) + 10
     ft = tmp_path / "r-ft.bin"
-    ft.write_bytes(data[:start2] + first + data[data.index(b"\0", start2):])
+    ft.write_bytes(data[:start2] + first + data[data.index(b"\0", start2) :])
     _refused(ft, rf"word 2 {re.escape(repr(first.decode()))}.*repeated")
 
 
 @pytest.mark.parametrize("where", ["dictionary", "input matrix", "output matrix"])
 def test_truncated_fasttext_bin_is_refused_not_hung(files, tmp_path, where):
-    data = files["fasttext-bin"].read_bytes()         # dictionary ~2 KB, input 147 KB, output 19 KB
+    data = files["fasttext-bin"].read_bytes()  # dictionary ~2 KB, input 147 KB, output 19 KB
     keep = {"dictionary": 300, "input matrix": len(data) // 2, "output matrix": len(data) - 3}[where]
     p = tmp_path / "cut.bin"
     p.write_bytes(data[:keep])
     start = time.perf_counter()
-    _refused(p, f"truncated in the {where}")         # gensim alone loops forever on a cut dictionary
+    _refused(p, f"truncated in the {where}")  # gensim alone loops forever on a cut dictionary
     assert time.perf_counter() - start < 5
 
 
 def test_fasttext_header_checks(files, tmp_path):
     data = bytearray(files["fasttext-bin"].read_bytes())
     sup = data.copy()
-    sup[72:76] = struct.pack("<i", 2)                 # nlabels: a supervised classifier
+    sup[72:76] = struct.pack("<i", 2)  # nlabels: a supervised classifier
     (tmp_path / "sup.bin").write_bytes(bytes(sup))
     _refused(tmp_path / "sup.bin", r"supervised fastText model \(2 labels\)")
     dim = data.copy()
-    dim[8:12] = struct.pack("<i", DIM + 1)            # header dim disagrees with the matrix
+    dim[8:12] = struct.pack("<i", DIM + 1)  # header dim disagrees with the matrix
     (tmp_path / "dim.bin").write_bytes(bytes(dim))
     _refused(tmp_path / "dim.bin", rf"input matrix is \d+ x {DIM}, the header says \d+ x {DIM + 1}")
     (tmp_path / "tail.bin").write_bytes(bytes(data) + b"\0\0")
@@ -308,6 +315,7 @@ def test_fasttext_header_checks(files, tmp_path):
 
 
 # ---------------------------------------------------------------- pickles: no code from a planted file
+
 
 class _Planted:
     """Unpickling this runs ``Path.touch(marker)``: the code a planted pickle would run."""
@@ -327,13 +335,13 @@ def test_gensim_files_are_refused_without_opt_in(files):
 
 def test_planted_pickle_never_runs(tmp_path):
     proof = tmp_path / "proof"
-    pickle.loads(pickle.dumps(_Planted(proof), protocol=4))   # the file is really dangerous ...
+    pickle.loads(pickle.dumps(_Planted(proof), protocol=4))  # the file is really dangerous ...
     assert proof.exists()
     marker = tmp_path / "pwned"
     planted = tmp_path / "vectors.kv"
     planted.write_bytes(pickle.dumps(_Planted(marker), protocol=4))
     assert guess_format(planted) == "gensim"
-    _refused(planted, "allow_pickle=True")                     # ... refused by default,
+    _refused(planted, "allow_pickle=True")  # ... refused by default,
     _refused(planted, r"imports pathlib\.", allow_pickle=True)  # and even with the opt-in
     assert not marker.exists()
 
@@ -345,6 +353,7 @@ def test_pickle_of_something_else(tmp_path):
 
 
 # ---------------------------------------------------------------- a binary written by Facebook's fastText
+
 
 def test_real_fasttext_binary_from_gensims_test_data():
     """crime-and-punishment.bin/.vec ship with gensim: written by fastText itself (C++), Cyrillic words."""

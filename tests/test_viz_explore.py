@@ -1,5 +1,6 @@
 """The pure logic behind the Polysemy explorer and the Embedding space (no streamlit): collapsed points,
 metadata colours, search, the projector's uploads, figures, projections of all layers, corpus search."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,12 +32,13 @@ def test_static_occurrences_are_one_marker_each_with_counts_on_a_sane_scale() ->
     X = np.stack([np.ones(5)] * 4 + [np.arange(5.0)] * 2)
     rep, inverse = collapse(X)
     coords, _ = project(X[rep], "PCA", 2)
-    fig = occurrence_scatter(coords[inverse], ["money", "money", "river", "river", "money", "money"],
-                             ["h"] * 6, inverse=inverse, highlight=2)
+    fig = occurrence_scatter(
+        coords[inverse], ["money", "money", "river", "river", "money", "money"], ["h"] * 6, inverse=inverse, highlight=2
+    )
     points = [tr for tr in fig.data if tr.name != "selected"]
-    assert sum(len(tr.x) for tr in points) == 2                    # two distinct vectors, two markers
+    assert sum(len(tr.x) for tr in points) == 2  # two distinct vectors, two markers
     assert sorted(t for tr in points for t in tr.text) == ["×2", "×4"]
-    assert {tr.name.split(" (")[0] for tr in points} == {MIXED, "money"}   # 4 mixed, 2 of one sense
+    assert {tr.name.split(" (")[0] for tr in points} == {MIXED, "money"}  # 4 mixed, 2 of one sense
     # One distinct vector: a fixed frame, not an axis scaled to float noise.
     same = np.zeros((5, 2))
     fig = occurrence_scatter(same, ["a"] * 5, ["h"] * 5, inverse=np.zeros(5, int))
@@ -80,9 +82,14 @@ def test_colour_groups_bin_numbers_and_pool_rare_values() -> None:
 def test_occurrence_metadata_and_genres() -> None:
     occ = Occurrence(("the", "bank", "rose"), 1, 2, keys=("bank%1:14:00::",), source="brown1/br-a01 s3")
     meta = occurrence_metadata([occ], lambda g: f"<{g}>")
-    assert meta.iloc[0].to_dict() | {"context": ""} == {"sense": "<bank%1:14:00::>", "POS": "noun",
-                                                         "genre": "press: reportage", "sentence length": 3,
-                                                         "source": "brown1/br-a01 s3", "context": ""}
+    assert meta.iloc[0].to_dict() | {"context": ""} == {
+        "sense": "<bank%1:14:00::>",
+        "POS": "noun",
+        "genre": "press: reportage",
+        "sentence length": 3,
+        "source": "brown1/br-a01 s3",
+        "context": "",
+    }
     assert genre_of("typed line 2") == "" and genre_of("brown2/br-r07 s1") == "humor"
 
 
@@ -98,7 +105,7 @@ def test_projections_of_all_layers_at_once_match_one_by_one() -> None:
     assert coords.shape == (3, 12, 2) and notes == ["", "", ""]
     for j in range(3):
         np.testing.assert_allclose(coords[j], project(X[j], "PCA", 2)[0], atol=1e-5)
-    X[0, 5:] = X[0, 0]                                  # a layer where 7 rows share one vector
+    X[0, 5:] = X[0, 0]  # a layer where 7 rows share one vector
     inverses = [collapse(X[j])[1] for j in range(3)]
     coords, _ = project_layers(X, "PCA", 2, distinct=inverses)
     assert np.allclose(coords[0, 5:], coords[0, 0])
@@ -187,12 +194,15 @@ def test_semcor_occurrences_read_from_the_feature_cache_equal_their_embedding(tm
     assert has_layers(glove, split.feature_key, range(glove.num_layers))
     sentences, _ = load_semcor()
     index = corpus_index(sentences)
-    occs = [o for word in ("bank", "new_york", "take") for o in
-            semcor_occurrences(sentences, build_lemma_index(sentences), word, cap=15)[0]]
-    assert any(o.end - o.start > 1 for o in occs)            # a multiword token: the mean of its pieces
+    occs = [
+        o
+        for word in ("bank", "new_york", "take")
+        for o in semcor_occurrences(sentences, build_lemma_index(sentences), word, cap=15)[0]
+    ]
+    assert any(o.end - o.start > 1 for o in occs)  # a multiword token: the mean of its pieces
     rows = [index.row_of(*o.ref) for o in occs]
     cached = rows_vectors(split.layout, lambda j: open_layer(glove, split.feature_key, j), glove.num_layers, rows)
-    Xn = corpus_vectors(split.layout, lambda j: open_layer(glove, split.feature_key, j), 0)   # the search matrix
+    Xn = corpus_vectors(split.layout, lambda j: open_layer(glove, split.feature_key, j), 0)  # the search matrix
     assert Xn.shape == (len(index), 50)
     assert np.allclose(Xn[rows], cached[0] / np.linalg.norm(cached[0], axis=1, keepdims=True), atol=1e-6)
     embedded = occurrence_vectors(lambda sents: [o.vectors for o in glove.embed(sents)], occs)

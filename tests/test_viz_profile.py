@@ -1,4 +1,5 @@
 """viz/profile.py: the Layer profile view's choices and figures, on the committed results."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,11 +7,10 @@ import pandas as pd
 import pytest
 
 from corpora.paths import REPO_ROOT
-from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
-from probes.results import load_extras, load_results
 from models.random_init import is_random
-from viz.profile import (choice_label, cka_heatmap, contextuality_metrics, profile_choices, profile_figure,
-                         summary_frame)
+from probes.results import load_extras, load_results
+from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
+from viz.profile import choice_label, cka_heatmap, contextuality_metrics, profile_choices, profile_figure, summary_frame
 
 RUNS = REPO_ROOT / "docs" / "results" / "runs"
 
@@ -20,15 +20,25 @@ def test_choices_are_layered_measures_without_precision_and_recall():
     choices = profile_choices(df)
     assert ("pos", "conll2000-test", "accuracy") in choices and ("wsd", "ALL", "F1") in choices
     assert not any(metric in ("P", "R") for _, _, metric in choices)
-    assert not any(probe == "mix" for probe, _, _ in choices)        # mix rows are λ rows, not layers
+    assert not any(probe == "mix" for probe, _, _ in choices)  # mix rows are λ rows, not layers
     assert choice_label(choices[0]).count(" · ") == 2
     assert profile_choices(df.iloc[0:0]) == []
 
 
 def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():
-    df = pd.DataFrame({"model": ["minilm"] * 3 + ["random:minilm@0"] * 3, "probe": "pos", "dataset": "d",
-                       "metric": "accuracy", "layer": ["0", "1", "2"] * 2, "value": [90, 92, 91, 60, 55, 50],
-                       "n": 1000, "lo": [89, 91, 90, np.nan, np.nan, np.nan], "hi": [91, 93, 92, np.nan, np.nan, np.nan]})
+    df = pd.DataFrame(
+        {
+            "model": ["minilm"] * 3 + ["random:minilm@0"] * 3,
+            "probe": "pos",
+            "dataset": "d",
+            "metric": "accuracy",
+            "layer": ["0", "1", "2"] * 2,
+            "value": [90, 92, 91, 60, 55, 50],
+            "n": 1000,
+            "lo": [89, 91, 90, np.nan, np.nan, np.nan],
+            "hi": [91, 93, 92, np.nan, np.nan, np.nan],
+        }
+    )
     prof = layer_profile(df, "pos", "d", "accuracy")
     fig = profile_figure(prof, title="t <b>", y_title="accuracy", dashed=is_random)
     trained, random = fig.data

@@ -4,6 +4,7 @@ NLTK's reader loads synsets lazily through one shared file handle; without the l
 corpora/wordnet.py concurrent lookups read each other's lines (WordNetError / AttributeError or wrong
 senses), as three browser sessions on the Polysemy explorer did (docs/benchmarks.md, issue 17).
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +30,7 @@ def test_concurrent_lookups_equal_sequential_ones():
         return {p: [(x.key, x.gloss) for x in wn_module.senses(*p)] for p in chunk}
 
     for _ in range(2):
-        _fresh_reader()   # nothing loaded: every lookup reads the data files
+        _fresh_reader()  # nothing loaded: every lookup reads the data files
         with ThreadPoolExecutor(8) as pool:
             parts = list(pool.map(lookup, [pairs[i::8] for i in range(8)]))
         got = {k: v for part in parts for k, v in part.items()}

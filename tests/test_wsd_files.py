@@ -1,5 +1,6 @@
 """The WSD probe on files: SemCor written as framework XML gives the built-in numbers; lexical-sample
 TSVs and XML with own labels (held-out and k-fold); baselines; intervals; bad input on the CLI."""
+
 from __future__ import annotations
 
 import subprocess
@@ -13,13 +14,13 @@ from corpora import wordnet
 from corpora.format_errors import DataFormatError
 from corpora.wsd_eval import write_wsd_files
 from probes.errors import ProbeInputError
-from probes.stats.intervals import instances
 from probes.registry import RunContext
+from probes.results import results_frame
+from probes.stats.intervals import instances
 from probes.tasks.wsd.data import eval_slice, semcor_as_wsd, semcor_slice
 from probes.tasks.wsd.probe import run_wsd, wsd_baselines
 from probes.tasks.wsd.sources import file_split
 from probes.tasks.wsd.tables import wsd_tables
-from probes.results import results_frame
 from tests.probe_helpers import RandomEmbedder
 from tests.test_data_lexical_sample import semcor_lexical_lines
 
@@ -32,8 +33,11 @@ def _ctx(tmp_path, **kw) -> RunContext:
 
 def _f1(result, dataset=None) -> dict[str, tuple]:
     dataset = dataset or result.dataset
-    return {r["layer"]: (r["value"], r["n"], r["lo"], r["hi"]) for r in result.rows
-            if r["dataset"] == dataset and r["metric"] == "F1"}
+    return {
+        r["layer"]: (r["value"], r["n"], r["lo"], r["hi"])
+        for r in result.rows
+        if r["dataset"] == dataset and r["metric"] == "F1"
+    }
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +58,12 @@ def test_semcor_as_framework_xml_gives_the_builtin_numbers(tmp_path):
     assert builtin.dataset == "semcor→ALL" and files.dataset.startswith("semcor@") and "→all4@" in files.dataset
     assert files.extra["inventory"] == "wordnet" and files.extra["train_instances"] == builtin.extra["semcor_tokens"]
     assert _f1(files) == _f1(builtin, "ALL") and len(_f1(files)) == 3
-    for layer in ("0", "6", "mean"):   # the same per-instance outcomes, not only the same totals
+    for layer in ("0", "6", "mean"):  # the same per-instance outcomes, not only the same totals
         assert (instances(files, files.dataset, layer) == instances(builtin, "ALL", layer)).all()
     by_pos = {r["dataset"].split(":")[-1]: r["value"] for r in files.rows if ":" in r["dataset"] and r["layer"] == "6"}
-    assert by_pos == {r["dataset"][4:]: r["value"] for r in builtin.rows if r["dataset"].startswith("ALL:")
-                      and r["layer"] == "6"}
+    assert by_pos == {
+        r["dataset"][4:]: r["value"] for r in builtin.rows if r["dataset"].startswith("ALL:") and r["layer"] == "6"
+    }
 
 
 def test_builtin_baselines_first_sense_and_mfs_in_semcor():
@@ -89,12 +94,12 @@ def test_lexical_sample_k_fold_with_own_labels(tmp_path, tsv):
     tsv = tmp_path / "semcor-sample.tsv"
     tsv.write_text("\n".join(lines) + "\n", encoding="utf-8")
     n = len(lines)
-    static = RandomEmbedder(num_layers=2, dim=16)   # one vector per word form, whatever the context
+    static = RandomEmbedder(num_layers=2, dim=16)  # one vector per word form, whatever the context
     res = run_wsd(static, "0,1", _ctx(tmp_path, seed=3), train=str(tsv), folds=4)
     assert res.dataset.startswith("semcor-sample.tsv@") and res.dataset.endswith("/4-fold")
     assert res.extra["inventory"] == "labels" and res.params["folds"] == 4
     rows = {(r["layer"], r["metric"]): r for r in res.rows}
-    for layer in ("0", "1"):   # every instance answered once: F1 = P = R = accuracy
+    for layer in ("0", "1"):  # every instance answered once: F1 = P = R = accuracy
         assert rows[(layer, "F1")]["n"] == n
         assert rows[(layer, "F1")]["value"] == rows[(layer, "P")]["value"] == rows[(layer, "R")]["value"]
         assert len(instances(res, res.dataset, layer)) == n
@@ -104,8 +109,9 @@ def test_lexical_sample_k_fold_with_own_labels(tmp_path, tsv):
     assert mfl.model == "most-frequent-label" and mfl.dataset == res.dataset
     assert (instances(mfl, res.dataset, "MFS") == instances(res, res.dataset, "0")).all()
     # Seeded folds: the same seed gives the same rows, the folds differ with the seed.
-    assert run_wsd(static, "0", _ctx(tmp_path, seed=3), train=str(tsv), folds=4).rows == \
-        [r for r in res.rows if r["layer"] == "0"]
+    assert run_wsd(static, "0", _ctx(tmp_path, seed=3), train=str(tsv), folds=4).rows == [
+        r for r in res.rows if r["layer"] == "0"
+    ]
     table = wsd_tables(results_frame([res, mfl]), [])
     assert list(table) == [f"wsd_data:{res.dataset}"] and len(table[f"wsd_data:{res.dataset}"]) == 3
 
@@ -113,7 +119,9 @@ def test_lexical_sample_k_fold_with_own_labels(tmp_path, tsv):
 def test_held_out_files_tsv_and_xml_with_own_labels(tmp_path, tsv):
     lines = tsv.read_text(encoding="utf-8").splitlines()
     (tmp_path / "train.tsv").write_text("\n".join(lines[::2]) + "\n", encoding="utf-8")
-    (tmp_path / "test.tsv").write_text("\n".join(lines[1::2] + ["A strange word .\t1\tUNSEEN"]) + "\n", encoding="utf-8")
+    (tmp_path / "test.tsv").write_text(
+        "\n".join(lines[1::2] + ["A strange word .\t1\tUNSEEN"]) + "\n", encoding="utf-8"
+    )
     emb = RandomEmbedder(num_layers=2, dim=16, noise=0.5, seed=1)
     res = run_wsd(emb, "1", _ctx(tmp_path), train=str(tmp_path / "train.tsv"), test=str(tmp_path / "test.tsv"))
     assert res.dataset.startswith("train.tsv@") and "→test.tsv@" in res.dataset
@@ -122,8 +130,10 @@ def test_held_out_files_tsv_and_xml_with_own_labels(tmp_path, tsv):
     # XML with the framework's structure but own labels: the labels inventory, scored per POS too.
     sentences = eval_slice(3)
     xml, key = write_wsd_files(sentences, tmp_path / "own.data.xml", tmp_path / "own.gold.key.txt")
-    key.write_text("".join(f"{i.id} {i.lemma.upper()}-{len(i.gold_keys)}\n" for s in sentences for i in s.instances),
-                   encoding="utf-8")
+    key.write_text(
+        "".join(f"{i.id} {i.lemma.upper()}-{len(i.gold_keys)}\n" for s in sentences for i in s.instances),
+        encoding="utf-8",
+    )
     own = run_wsd(emb, "1", _ctx(tmp_path), train=str(xml), folds=2)
     assert own.extra["inventory"] == "labels"
     assert {r["dataset"] for r in own.rows} >= {own.dataset, f"{own.dataset}:NOUN", f"{own.dataset}:VERB"}
@@ -135,22 +145,25 @@ def test_dataset_names_and_feature_keys_follow_the_content(tmp_path, tsv):
     same_a, same_b = tmp_path / "a" / tsv.name, tmp_path / "b" / tsv.name
     same_a.write_bytes(tsv.read_bytes())
     same_b.write_bytes(tsv.read_bytes())
-    assert file_split(same_a).feature_key == file_split(same_b).feature_key   # same content, another folder
+    assert file_split(same_a).feature_key == file_split(same_b).feature_key  # same content, another folder
     same_b.write_bytes(tsv.read_bytes().replace(b"\t", b" \t", 1))
     assert file_split(same_a).name != file_split(same_b).name
     assert file_split(same_a, limit=5).feature_key.endswith("-limit5")
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"train": "T"}, "needs --test FILE"),
-    ({"train": "T", "folds": 1}, "at least 2 folds"),
-    ({"train": "T", "test": "T", "folds": 3}, "give --train FILE and no --test"),
-    ({"test_keys": "K"}, "--test-keys needs --test"),
-    ({"train": "T", "folds": 2, "semcor_limit": 5}, "--semcor-limit applies"),
-    ({"train": "missing.tsv", "folds": 2}, "no such file"),
-    ({"format": "tsv"}, "--format applies to --train / --test files"),
-    ({"train": "T", "folds": 2, "format": "csv"}, "--format 'csv': choose from xml, tsv"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"train": "T"}, "needs --test FILE"),
+        ({"train": "T", "folds": 1}, "at least 2 folds"),
+        ({"train": "T", "test": "T", "folds": 3}, "give --train FILE and no --test"),
+        ({"test_keys": "K"}, "--test-keys needs --test"),
+        ({"train": "T", "folds": 2, "semcor_limit": 5}, "--semcor-limit applies"),
+        ({"train": "missing.tsv", "folds": 2}, "no such file"),
+        ({"format": "tsv"}, "--format applies to --train / --test files"),
+        ({"train": "T", "folds": 2, "format": "csv"}, "--format 'csv': choose from xml, tsv"),
+    ],
+)
 def test_bad_requests(tmp_path, tsv, options, message):
     options = {k: (str(tsv) if v == "T" else v) for k, v in options.items()}
     with pytest.raises(ProbeInputError, match=message):
@@ -171,13 +184,26 @@ def test_cli_bad_file_is_one_error_line_and_nothing_is_written(tmp_path, tsv):
     bad = tmp_path / "bad.tsv"
     bad.write_bytes(tsv.read_bytes() + b"the bank\t7\tX\n")
     out = tmp_path / "results"
-    cmd = [sys.executable, "-m", "probes", "wsd", "--model", "glove-6b-50d", "--train", str(bad), "--folds", "3",
-           "--results", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "probes",
+        "wsd",
+        "--model",
+        "glove-6b-50d",
+        "--train",
+        str(bad),
+        "--folds",
+        "3",
+        "--results",
+        str(out),
+    ]
     res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     n = len(tsv.read_text(encoding="utf-8").splitlines())
     assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert res.stderr.strip().splitlines() == [f"error: {bad}:{n + 1}: target word index 7 is out of range: "
-                                               "the sentence has 2 words (indices 0..1)"]
+    assert res.stderr.strip().splitlines() == [
+        f"error: {bad}:{n + 1}: target word index 7 is out of range: the sentence has 2 words (indices 0..1)"
+    ]
     assert not list(out.glob("*.json"))
 
 
@@ -188,9 +214,13 @@ def test_lexical_sample_with_wordnet_keys_and_pos_uses_wordnet(tmp_path, tsv):
     for ln in tsv.read_text(encoding="utf-8").splitlines():
         sentence, index, _label, lemma = ln.split("\t")
         lines.append((sentence, index, lemma))
-    keys = [tok.sense_keys[0] for s, sel in zip(sentences, selected) for t in sel
-            for tok in [s.tokens[t]] if (tok.lemma or "").lower() in {"man", "time", "year", "say", "make"}
-            and len(tok.pieces) == 1]
+    keys = [
+        tok.sense_keys[0]
+        for s, sel in zip(sentences, selected)
+        for t in sel
+        for tok in [s.tokens[t]]
+        if (tok.lemma or "").lower() in {"man", "time", "year", "say", "make"} and len(tok.pieces) == 1
+    ]
     assert len(keys) == len(lines)
     letters = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "s"}
     rows = [f"{s}\t{i}\t{k}\t{lem}.{letters[k.split('%')[1][0]]}" for (s, i, lem), k in zip(lines, keys)]
@@ -203,7 +233,8 @@ def test_lexical_sample_with_wordnet_keys_and_pos_uses_wordnet(tmp_path, tsv):
     assert (first.model, mfl.model) == ("wordnet-1st-sense", "most-frequent-label")
     test_rows = [r.split("\t") for r in rows[1::2]]
     upos = {"n": "NOUN", "v": "VERB", "a": "ADJ", "r": "ADV", "s": "ADJ"}
-    expected = [wordnet.first_sense_key(lem.rsplit(".", 1)[0], upos[lem.rsplit(".", 1)[1]]) == k
-                for _, _, k, lem in test_rows]
+    expected = [
+        wordnet.first_sense_key(lem.rsplit(".", 1)[0], upos[lem.rsplit(".", 1)[1]]) == k for _, _, k, lem in test_rows
+    ]
     assert list(instances(first, first.dataset, "first-sense")) == expected
     assert {r["dataset"] for r in res.rows} >= {res.dataset, f"{res.dataset}:NOUN", f"{res.dataset}:VERB"}

@@ -8,6 +8,7 @@ att arrays are (layers, heads, n, n) with rows (queries) summing to 1.
 - :func:`query_key_figure` — the selected token's q·k/√d with every key (recovered exactly, up to
   the row's constant, from the softmax) beside the weight each becomes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from viz.text import escape_html, shorten
 # form (titles as dict(text=…)); tests/test_attention_views.py checks what they draw.
 FAST = {"_validate": False}
 TEMPLATE = pio.templates["plotly_white"]
-BLUES = get_colorscale("Blues")   # plotly.js's own "Blues" runs the other way: the full scale, as validated
+BLUES = get_colorscale("Blues")  # plotly.js's own "Blues" runs the other way: the full scale, as validated
 
 
 def check_attention(att: np.ndarray) -> np.ndarray:
@@ -70,12 +71,20 @@ def strongest_links(att2d: np.ndarray, tokens: list[str], k: int = 10, skip_self
         i, j = divmod(int(f), n)
         if a[i, j] < 0:
             continue
-        rows.append({"query": tokens[i], "key": tokens[j], "weight": round(float(a[i, j]), 4),
-                     "query position": i + 1, "key position": j + 1})
+        rows.append(
+            {
+                "query": tokens[i],
+                "key": tokens[j],
+                "weight": round(float(a[i, j]), 4),
+                "query position": i + 1,
+                "key position": j + 1,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------- figures
+
 
 def mosaic(att: np.ndarray, gap: int = 1) -> np.ndarray:
     """Every head's (n, n) map tiled into one (L·(n+gap)−gap, H·(n+gap)−gap) image, NaN between tiles.
@@ -89,7 +98,7 @@ def mosaic(att: np.ndarray, gap: int = 1) -> np.ndarray:
     z = np.full((L * step - gap, H * step - gap), np.nan, np.float32)
     for li in range(L):
         for h in range(H):
-            z[li * step:li * step + n, h * step:h * step + n] = att[li, h]
+            z[li * step : li * step + n, h * step : h * step + n] = att[li, h]
     return z
 
 
@@ -106,31 +115,80 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, hei
     z = mosaic(att, gap)
     height = height or int(min(640, max(220, 48 * L + 50)))
     cell_px = max(12, (height - 50) / L * 0.92)
-    fig = go.Figure(go.Heatmap(z=z, colorscale=BLUES, zmin=0, zmax=float(np.nanmax(z)) if z.size else 1,
-                               showscale=False, hoverinfo="skip", **FAST), **FAST)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            colorscale=BLUES,
+            zmin=0,
+            zmax=float(np.nanmax(z)) if z.size else 1,
+            showscale=False,
+            hoverinfo="skip",
+            **FAST,
+        ),
+        **FAST,
+    )
     ls, hs = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
     centre = (n - 1) / 2
-    fig.add_trace(go.Scatter(
-        x=(hs.ravel() * step + centre), y=(ls.ravel() * step + centre), mode="markers", showlegend=False,
-        marker=dict(symbol="square", size=cell_px, color="rgba(0,0,0,0)"),
-        selected=dict(marker=dict(opacity=1)), unselected=dict(marker=dict(opacity=1)),
-        customdata=np.stack([ls.ravel() + 1, hs.ravel() + 1], -1),
-        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}: click to open<extra></extra>", **FAST))
+    fig.add_trace(
+        go.Scatter(
+            x=(hs.ravel() * step + centre),
+            y=(ls.ravel() * step + centre),
+            mode="markers",
+            showlegend=False,
+            marker=dict(symbol="square", size=cell_px, color="rgba(0,0,0,0)"),
+            selected=dict(marker=dict(opacity=1)),
+            unselected=dict(marker=dict(opacity=1)),
+            customdata=np.stack([ls.ravel() + 1, hs.ravel() + 1], -1),
+            hovertemplate="layer %{customdata[0]}, head %{customdata[1]}: click to open<extra></extra>",
+            **FAST,
+        )
+    )
     if selected is not None:
         li, h = selected[0] - 1, selected[1] - 1
-        fig.add_shape(type="rect", x0=h * step - 0.9, x1=h * step + n - 0.1, y0=li * step - 0.9, y1=li * step + n - 0.1,
-                      line=dict(color="#d62728", width=3))
-    fig.update_xaxes(tickvals=[h * step + centre for h in range(H)], ticktext=[f"H{h + 1}" for h in range(H)],
-                     showgrid=False, zeroline=False, range=[-1, H * step - gap], fixedrange=True)
-    fig.update_yaxes(tickvals=[li * step + centre for li in range(L)], ticktext=[f"L{li + 1}" for li in range(L)],
-                     showgrid=False, zeroline=False, range=[L * step - gap, -1], fixedrange=True)
-    fig.update_layout(template=TEMPLATE, height=height, margin=dict(l=10, r=10, t=28, b=10),
-                      dragmode=False, hovermode="closest", clickmode="event+select")
+        fig.add_shape(
+            type="rect",
+            x0=h * step - 0.9,
+            x1=h * step + n - 0.1,
+            y0=li * step - 0.9,
+            y1=li * step + n - 0.1,
+            line=dict(color="#d62728", width=3),
+        )
+    fig.update_xaxes(
+        tickvals=[h * step + centre for h in range(H)],
+        ticktext=[f"H{h + 1}" for h in range(H)],
+        showgrid=False,
+        zeroline=False,
+        range=[-1, H * step - gap],
+        fixedrange=True,
+    )
+    fig.update_yaxes(
+        tickvals=[li * step + centre for li in range(L)],
+        ticktext=[f"L{li + 1}" for li in range(L)],
+        showgrid=False,
+        zeroline=False,
+        range=[L * step - gap, -1],
+        fixedrange=True,
+    )
+    fig.update_layout(
+        template=TEMPLATE,
+        height=height,
+        margin=dict(l=10, r=10, t=28, b=10),
+        dragmode=False,
+        hovermode="closest",
+        clickmode="event+select",
+    )
     return fig
 
 
-def line_view(att2d: np.ndarray, tokens: Sequence[str], *, query: int | None = None, threshold: float = 0.02,
-              title: str | None = None, height: int | None = None) -> go.Figure:
+def line_view(
+    att2d: np.ndarray,
+    tokens: Sequence[str],
+    *,
+    query: int | None = None,
+    threshold: float = 0.02,
+    title: str | None = None,
+    height: int | None = None,
+) -> go.Figure:
     """bertviz's head view: the tokens twice (queries left, keys right), a line from each query to
     each key it attends to, its opacity and width the weight; the lines of ``query`` (0-based) in red.
 
@@ -155,26 +213,58 @@ def line_view(att2d: np.ndarray, tokens: Sequence[str], *, query: int | None = N
         xs = np.column_stack([np.zeros(len(qs)), np.ones(len(qs)), np.full(len(qs), np.nan)]).ravel()
         ys = np.column_stack([-qs, -ks, np.full(len(qs), np.nan)]).ravel()
         level = (b + 1) / 8
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-                                 line=dict(color=f"rgba(31,119,180,{0.15 + 0.75 * level:.2f})", width=1 + 4 * level),
-                                 **FAST))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                hoverinfo="skip",
+                showlegend=False,
+                line=dict(color=f"rgba(31,119,180,{0.15 + 0.75 * level:.2f})", width=1 + 4 * level),
+                **FAST,
+            )
+        )
     if query is not None and 0 <= query < n:
         for k in np.nonzero(a[query] >= threshold)[0]:
             w = float(a[query, k])
-            fig.add_trace(go.Scatter(x=[0, 1], y=[-query, -k], mode="lines", showlegend=False,
-                                     line=dict(color=f"rgba(214,39,40,{0.25 + 0.75 * w / max(top, 1e-6):.2f})",
-                                               width=1 + 6 * w / max(top, 1e-6)),
-                                     hovertemplate=f"{labels[query]} → {labels[k]}: {w:.3f}<extra></extra>", **FAST))
+            fig.add_trace(
+                go.Scatter(
+                    x=[0, 1],
+                    y=[-query, -k],
+                    mode="lines",
+                    showlegend=False,
+                    line=dict(
+                        color=f"rgba(214,39,40,{0.25 + 0.75 * w / max(top, 1e-6):.2f})",
+                        width=1 + 6 * w / max(top, 1e-6),
+                    ),
+                    hovertemplate=f"{labels[query]} → {labels[k]}: {w:.3f}<extra></extra>",
+                    **FAST,
+                )
+            )
     ys = -np.arange(n)
     for x, position in ((0, "middle left"), (1, "middle right")):
         colours = ["#d62728" if (query == i and x == 0) else "#222" for i in range(n)]
-        fig.add_trace(go.Scatter(x=[x] * n, y=ys, mode="text", text=labels, showlegend=False, hoverinfo="skip",
-                                 textposition=position, textfont=dict(size=12, color=colours), **FAST))
+        fig.add_trace(
+            go.Scatter(
+                x=[x] * n,
+                y=ys,
+                mode="text",
+                text=labels,
+                showlegend=False,
+                hoverinfo="skip",
+                textposition=position,
+                textfont=dict(size=12, color=colours),
+                **FAST,
+            )
+        )
     fig.update_xaxes(visible=False, range=[-0.9, 1.9])
     fig.update_yaxes(visible=False, range=[-n + 0.4, 0.6])
-    fig.update_layout(template=TEMPLATE, height=height or min(900, max(300, 22 * n + 70)),
-                      margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      title=dict(text=escape_html(title) if title else None, x=0))
+    fig.update_layout(
+        template=TEMPLATE,
+        height=height or min(900, max(300, 22 * n + 70)),
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+        title=dict(text=escape_html(title) if title else None, x=0),
+    )
     return fig
 
 
@@ -196,18 +286,40 @@ def query_key_figure(att2d: np.ndarray, tokens: Sequence[str], query: int, *, ti
     labels = [escape_html(shorten(str(t), 20)) for t in tokens]
     weights = np.asarray(att2d, np.float64)[query]
     fig = go.Figure(**FAST)
-    fig.add_trace(go.Bar(x=list(range(len(tokens))), y=scores, name="q·k/√d (centred)",
-                         marker=dict(color=["#d62728" if i == query else "#7f7f7f" for i in range(len(tokens))]),
-                         customdata=labels, hovertemplate="key %{customdata}: %{y:.2f}<extra></extra>", **FAST))
-    fig.add_trace(go.Scatter(x=list(range(len(tokens))), y=weights, name="attention weight", mode="markers", yaxis="y2",
-                             marker=dict(size=9, color="#1f77b4"), customdata=labels,
-                             hovertemplate="key %{customdata}: weight %{y:.3f}<extra></extra>", **FAST))
+    fig.add_trace(
+        go.Bar(
+            x=list(range(len(tokens))),
+            y=scores,
+            name="q·k/√d (centred)",
+            marker=dict(color=["#d62728" if i == query else "#7f7f7f" for i in range(len(tokens))]),
+            customdata=labels,
+            hovertemplate="key %{customdata}: %{y:.2f}<extra></extra>",
+            **FAST,
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=list(range(len(tokens))),
+            y=weights,
+            name="attention weight",
+            mode="markers",
+            yaxis="y2",
+            marker=dict(size=9, color="#1f77b4"),
+            customdata=labels,
+            hovertemplate="key %{customdata}: weight %{y:.3f}<extra></extra>",
+            **FAST,
+        )
+    )
     fig.update_layout(
-        template=TEMPLATE, height=360, margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        template=TEMPLATE,
+        height=360,
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         title=dict(text=escape_html(title) if title else None, x=0),
         xaxis=dict(tickvals=list(range(len(tokens))), ticktext=labels, tickangle=-50),
         yaxis=dict(title=dict(text="q·k/√d − row mean"), zeroline=True),
-        yaxis2=dict(title=dict(text="weight"), range=[0, 1.05], dtick=0.25, overlaying="y", side="right",
-                    showgrid=False),
-        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+        yaxis2=dict(
+            title=dict(text="weight"), range=[0, 1.05], dtick=0.25, overlaying="y", side="right", showgrid=False
+        ),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
+    )
     return fig

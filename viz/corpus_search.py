@@ -17,6 +17,7 @@ button) a search reads one layer file and is one matrix-vector product.
 Nothing here imports streamlit; the page caches ``corpus_index`` per process and ``corpus_vectors``
 per (model, layer).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -31,7 +32,7 @@ from viz.points import genre_of
 from viz.polysemy import key_pos
 from viz.text import shorten
 
-if TYPE_CHECKING:   # the layout module imports torch; only its type is named here
+if TYPE_CHECKING:  # the layout module imports torch; only its type is named here
     from probes.tasks.wsd.layout import PieceLayout
 
 #: ``piece_rows(layer)``: the (rows, dim) stored rows of the WSD probe's SemCor feature-cache entry at
@@ -43,8 +44,8 @@ PieceRows = Callable[[int], np.ndarray]
 class CorpusIndex:
     """Where each row of the corpus matrix comes from: (sentence, token) in SemCor, lemma and first sense."""
 
-    sentence: np.ndarray             # (N,) index into the SemCor sentence list
-    token: np.ndarray                # (N,) token index in that sentence
+    sentence: np.ndarray  # (N,) index into the SemCor sentence list
+    token: np.ndarray  # (N,) token index in that sentence
     lemma: list[str]
     key: list[str]
     _rows: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
@@ -108,8 +109,13 @@ def nearest(Xn: np.ndarray, query: np.ndarray, k: int = 20, exclude: int | None 
     return [(int(r), float(sims[r])) for r in top]
 
 
-def hits_frame(hits: Sequence[tuple[int, float]], index: CorpusIndex, sentences: Sequence[SemcorSentence],
-               sense_name: Callable[[str], str], query_key: str | None = None) -> pd.DataFrame:
+def hits_frame(
+    hits: Sequence[tuple[int, float]],
+    index: CorpusIndex,
+    sentences: Sequence[SemcorSentence],
+    sense_name: Callable[[str], str],
+    query_key: str | None = None,
+) -> pd.DataFrame:
     """One row per hit: cosine, lemma, sense, POS, genre, context ([target] marked), source; ``same sense``
     (✓/✗) when the query's sense key is known."""
     rows = []
@@ -117,10 +123,16 @@ def hits_frame(hits: Sequence[tuple[int, float]], index: CorpusIndex, sentences:
         sent = sentences[int(index.sentence[r])]
         t = int(index.token[r])
         words = [tok.text for tok in sent.tokens]
-        left, right = " ".join(words[max(0, t - 8):t]), " ".join(words[t + 1:t + 9])
-        row = {"cosine": round(sim, 4), "lemma": index.lemma[r], "sense": sense_name(index.key[r]),
-               "POS": key_pos(index.key[r]), "genre": genre_of(sent.doc),
-               "context": shorten(f"{left} [{words[t]}] {right}".strip(), 150), "source": f"{sent.doc} s{sent.snum}"}
+        left, right = " ".join(words[max(0, t - 8) : t]), " ".join(words[t + 1 : t + 9])
+        row = {
+            "cosine": round(sim, 4),
+            "lemma": index.lemma[r],
+            "sense": sense_name(index.key[r]),
+            "POS": key_pos(index.key[r]),
+            "genre": genre_of(sent.doc),
+            "context": shorten(f"{left} [{words[t]}] {right}".strip(), 150),
+            "source": f"{sent.doc} s{sent.snum}",
+        }
         if query_key is not None:
             row["same sense"] = "✓" if index.key[r] == query_key else "✗"
         rows.append(row)

@@ -19,11 +19,13 @@ Pure helpers (no streamlit); pages hand their bytes to ``st.download_button``:
     >>> figure_frame(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="a"))).to_dict("records")
     [{'trace': 'a', 'x': 1, 'y': 3}, {'trace': 'a', 'x': 2, 'y': 4}]
 """
+
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,8 +42,14 @@ def file_stem(*parts: Any) -> str:
     return text[:120] or "chart"
 
 
-def chart_config(name: str, fmt: str = "svg", *, width: int | None = IMAGE_WIDTH,
-                 height: int | None = IMAGE_HEIGHT, modebar: bool = True) -> dict:
+def chart_config(
+    name: str,
+    fmt: str = "svg",
+    *,
+    width: int | None = IMAGE_WIDTH,
+    height: int | None = IMAGE_HEIGHT,
+    modebar: bool = True,
+) -> dict:
     """plotly ``config`` for ``st.plotly_chart``: the download button saves ``<name>.<fmt>``.
 
     ``width``/``height`` None keep the size drawn on screen (a tall attention grid, say).
@@ -50,12 +58,16 @@ def chart_config(name: str, fmt: str = "svg", *, width: int | None = IMAGE_WIDTH
         raise ValueError(f"Image format {fmt!r} is not one of {', '.join(FORMATS)}.")
     image = {"format": fmt, "filename": file_stem(name), "scale": PNG_SCALE if fmt == "png" else 1}
     image |= {k: v for k, v in (("width", width), ("height", height)) if v is not None}
-    return {"displaylogo": False, "displayModeBar": True if modebar else "hover",
-            "toImageButtonOptions": image,
-            "modeBarButtonsToRemove": ["lasso2d", "select2d", "autoScale2d"]}
+    return {
+        "displaylogo": False,
+        "displayModeBar": True if modebar else "hover",
+        "toImageButtonOptions": image,
+        "modeBarButtonsToRemove": ["lasso2d", "select2d", "autoScale2d"],
+    }
 
 
 # ---------------------------------------------------------------------------- figure data
+
 
 def _values(v: Any) -> list | None:
     if v is None:
@@ -71,8 +83,11 @@ def _trace_rows(trace: Any) -> list[dict]:
         z = np.asarray(trace.z, dtype=float) if trace.z is not None else np.empty((0, 0))
         xs = list(trace.x) if trace.x is not None else list(range(z.shape[1] if z.ndim == 2 else 0))
         ys = list(trace.y) if trace.y is not None else list(range(z.shape[0] if z.ndim == 2 else 0))
-        return [{"trace": name, "x": xs[j], "y": ys[i], "z": float(z[i, j])}
-                for i in range(z.shape[0]) for j in range(z.shape[1])]
+        return [
+            {"trace": name, "x": xs[j], "y": ys[i], "z": float(z[i, j])}
+            for i in range(z.shape[0])
+            for j in range(z.shape[1])
+        ]
     cols = {axis: _values(getattr(trace, axis, None)) for axis in ("x", "y", "z")}
     cols = {k: v for k, v in cols.items() if v is not None}
     n = max((len(v) for v in cols.values()), default=0)
@@ -98,7 +113,7 @@ def figure_frame(fig: go.Figure) -> pd.DataFrame:
     """One row per drawn point (scatter/line/bar) or cell (heatmap), tagged with its trace's name."""
     rows = [row for trace in fig.data for row in _trace_rows(trace)]
     frame = pd.DataFrame(rows)
-    if "hover" in frame:   # plotly hover text is HTML: line breaks back to text
+    if "hover" in frame:  # plotly hover text is HTML: line breaks back to text
         frame["hover"] = frame["hover"].map(lambda h: re.sub(r"<br\s*/?>", " | ", str(h)) if h is not None else h)
     return frame
 
@@ -119,48 +134,73 @@ def frame_json(df: pd.DataFrame) -> bytes:
 
 # ---------------------------------------------------------------------------- attention
 
+
 def _check_attention(att: np.ndarray, tokens: Sequence[str]) -> np.ndarray:
     att = np.asarray(att, dtype=np.float32)
     if att.ndim == 2:
         att = att[None, None]
     if att.ndim != 4 or att.shape[-1] != att.shape[-2] or att.shape[-1] != len(tokens):
-        raise ValueError(f"Attention of shape {att.shape} does not fit {len(tokens)} tokens "
-                         "(expected (layers, heads, n, n) or (n, n)).")
+        raise ValueError(
+            f"Attention of shape {att.shape} does not fit {len(tokens)} tokens "
+            "(expected (layers, heads, n, n) or (n, n))."
+        )
     return att
 
 
-def attention_frame(att: np.ndarray, tokens: Sequence[str], *, layers: Sequence[int] | None = None,
-                    heads: Sequence[int] | None = None) -> pd.DataFrame:
+def attention_frame(
+    att: np.ndarray, tokens: Sequence[str], *, layers: Sequence[int] | None = None, heads: Sequence[int] | None = None
+) -> pd.DataFrame:
     """Long table: layer, head (1-based unless given), query/key position (1-based) and token, weight."""
     att = _check_attention(att, tokens)
     L, H, n, _ = att.shape
     layers = list(layers) if layers is not None else list(range(1, L + 1))
     heads = list(heads) if heads is not None else list(range(1, H + 1))
-    li, hi, qi, ki = (g.ravel() for g in np.meshgrid(np.arange(L), np.arange(H), np.arange(n), np.arange(n),
-                                                     indexing="ij"))
+    li, hi, qi, ki = (
+        g.ravel() for g in np.meshgrid(np.arange(L), np.arange(H), np.arange(n), np.arange(n), indexing="ij")
+    )
     tok = np.asarray(list(tokens), dtype=object)
-    return pd.DataFrame({"layer": np.asarray(layers)[li], "head": np.asarray(heads)[hi],
-                         "query position": qi + 1, "query": tok[qi], "key position": ki + 1, "key": tok[ki],
-                         "weight": att.ravel().astype(float)})
+    return pd.DataFrame(
+        {
+            "layer": np.asarray(layers)[li],
+            "head": np.asarray(heads)[hi],
+            "query position": qi + 1,
+            "query": tok[qi],
+            "key position": ki + 1,
+            "key": tok[ki],
+            "weight": att.ravel().astype(float),
+        }
+    )
 
 
 def attention_csv(att: np.ndarray, tokens: Sequence[str], **kwargs: Any) -> bytes:
     return frame_csv(attention_frame(att, tokens, **kwargs))
 
 
-def attention_json(att: np.ndarray, tokens: Sequence[str], *, model: str = "", unit: str = "words",
-                   layers: Sequence[int] | None = None, heads: Sequence[int] | None = None) -> bytes:
+def attention_json(
+    att: np.ndarray,
+    tokens: Sequence[str],
+    *,
+    model: str = "",
+    unit: str = "words",
+    layers: Sequence[int] | None = None,
+    heads: Sequence[int] | None = None,
+) -> bytes:
     """{"model", "unit", "tokens", "layers", "heads", "attention": [layer][head][query][key]}."""
     att = _check_attention(att, tokens)
     L, H = att.shape[:2]
-    doc = {"model": model, "unit": unit, "tokens": list(tokens),
-           "layers": list(layers) if layers is not None else list(range(1, L + 1)),
-           "heads": list(heads) if heads is not None else list(range(1, H + 1)),
-           "attention": np.round(att.astype(float), 6).tolist()}
+    doc = {
+        "model": model,
+        "unit": unit,
+        "tokens": list(tokens),
+        "layers": list(layers) if layers is not None else list(range(1, L + 1)),
+        "heads": list(heads) if heads is not None else list(range(1, H + 1)),
+        "attention": np.round(att.astype(float), 6).tolist(),
+    }
     return json.dumps(doc, ensure_ascii=False).encode("utf-8")
 
 
 # ---------------------------------------------------------------------------- probe runs
+
 
 def run_record(result: Any, *, command: str | None = None, data_hash: str | None = None) -> dict:
     """What reproduces one probe run (a ``probes.results.ProbeResult``): model and its content
@@ -171,17 +211,24 @@ def run_record(result: Any, *, command: str | None = None, data_hash: str | None
     if layers is None:
         layers = list(dict.fromkeys(str(r["layer"]) for r in result.rows))
     return {
-        "model": result.model, "fingerprint": result.fingerprint, "probe": result.probe,
-        "seed": params.get("seed"), "layers": layers,
-        "data": {"dataset": result.dataset, "limit": params.get("limit"),
-                 "hash": data_hash or extra.get("data_hash") or params.get("data_hash")},
-        "params": params, "command": command or result.command, "timestamp": result.timestamp,
+        "model": result.model,
+        "fingerprint": result.fingerprint,
+        "probe": result.probe,
+        "seed": params.get("seed"),
+        "layers": layers,
+        "data": {
+            "dataset": result.dataset,
+            "limit": params.get("limit"),
+            "hash": data_hash or extra.get("data_hash") or params.get("data_hash"),
+        },
+        "params": params,
+        "command": command or result.command,
+        "timestamp": result.timestamp,
         "rows": [dict(r) for r in result.rows],
     }
 
 
-def run_record_json(results: Iterable[Any], *, command: str | None = None,
-                    data_hash: str | None = None) -> bytes:
+def run_record_json(results: Iterable[Any], *, command: str | None = None, data_hash: str | None = None) -> bytes:
     """A list of :func:`run_record` (a probe run and its baselines) as JSON bytes."""
     records = [run_record(r, command=command, data_hash=data_hash) for r in results]
     return json.dumps(records, ensure_ascii=False, indent=1, default=_jsonable).encode("utf-8")

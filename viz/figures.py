@@ -3,6 +3,7 @@
 Every label that can contain user text is passed through :func:`viz.text.escape_html`, because
 plotly renders a subset of HTML in labels and hover text.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -24,9 +25,14 @@ _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 def base_layout(title: str | None = None, height: int | None = None) -> dict:
     """The app's figure layout (template, font, title, margins), in full form: fit for a figure built
     without validation as well as for ``update_layout``."""
-    return dict(template=TEMPLATE, font=_FONT, title=dict(text=escape_html(title) if title else None, x=0.0),
-                margin=dict(l=10, r=10, t=50 if title else 20, b=10), height=height,
-                legend=dict(itemsizing="constant"))
+    return dict(
+        template=TEMPLATE,
+        font=_FONT,
+        title=dict(text=escape_html(title) if title else None, x=0.0),
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        height=height,
+        legend=dict(itemsizing="constant"),
+    )
 
 
 def _layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
@@ -75,31 +81,57 @@ def scatter_points(
             continue
         colour = PALETTE[gi % len(PALETTE)]
         common = dict(
-            name=escape_html(shorten(group, 60)), mode="markers+text" if text_labels else "markers",
+            name=escape_html(shorten(group, 60)),
+            mode="markers+text" if text_labels else "markers",
             text=[escape_html(text_labels[i]) for i in idx] if text_labels else None,
             textposition="top center",
-            hovertext=[hover_html[i] for i in idx], hoverinfo="text",
+            hovertext=[hover_html[i] for i in idx],
+            hoverinfo="text",
             customdata=idx,
         )
         if dims == 3:
-            fig.add_trace(go.Scatter3d(x=coords[idx, 0], y=coords[idx, 1], z=coords[idx, 2],
-                                       marker=dict(size=5, color=colour, opacity=0.85,
-                                                   line=dict(width=0.5, color="white")), **common))
+            fig.add_trace(
+                go.Scatter3d(
+                    x=coords[idx, 0],
+                    y=coords[idx, 1],
+                    z=coords[idx, 2],
+                    marker=dict(size=5, color=colour, opacity=0.85, line=dict(width=0.5, color="white")),
+                    **common,
+                )
+            )
         else:
-            fig.add_trace(go.Scatter(x=coords[idx, 0], y=coords[idx, 1],
-                                     marker=dict(size=10, color=colour, opacity=0.85,
-                                                 line=dict(width=1, color="white")), **common))
+            fig.add_trace(
+                go.Scatter(
+                    x=coords[idx, 0],
+                    y=coords[idx, 1],
+                    marker=dict(size=10, color=colour, opacity=0.85, line=dict(width=1, color="white")),
+                    **common,
+                )
+            )
     if highlight is not None and 0 <= highlight < n:
         h = highlight
         ring = dict(name="selected", mode="markers", hoverinfo="skip", showlegend=True)
         if dims == 3:
-            fig.add_trace(go.Scatter3d(x=[coords[h, 0]], y=[coords[h, 1]], z=[coords[h, 2]],
-                                       marker=dict(size=10, color="rgba(0,0,0,0)",
-                                                   line=dict(width=3, color="black")), **ring))
+            fig.add_trace(
+                go.Scatter3d(
+                    x=[coords[h, 0]],
+                    y=[coords[h, 1]],
+                    z=[coords[h, 2]],
+                    marker=dict(size=10, color="rgba(0,0,0,0)", line=dict(width=3, color="black")),
+                    **ring,
+                )
+            )
         else:
-            fig.add_trace(go.Scatter(x=[coords[h, 0]], y=[coords[h, 1]],
-                                     marker=dict(size=20, color="rgba(0,0,0,0)", symbol="circle-open",
-                                                 line=dict(width=3, color="black")), **ring))
+            fig.add_trace(
+                go.Scatter(
+                    x=[coords[h, 0]],
+                    y=[coords[h, 1]],
+                    marker=dict(
+                        size=20, color="rgba(0,0,0,0)", symbol="circle-open", line=dict(width=3, color="black")
+                    ),
+                    **ring,
+                )
+            )
     _layout(fig, title, height)
     if dims == 2:
         fig.update_xaxes(showticklabels=False, zeroline=False, title=None)
@@ -107,14 +139,24 @@ def scatter_points(
     else:
         axis = dict(showticklabels=False, title="")
         fig.update_layout(scene=dict(xaxis=axis, yaxis=axis, zaxis=axis))
-    fig.update_layout(legend=dict(title=dict(text=escape_html(legend_title)), font=dict(size=12),
-                                  orientation="v", x=1.01, y=1, xanchor="left", yanchor="top",
-                                  bgcolor="rgba(255,255,255,0.8)"))
+    fig.update_layout(
+        legend=dict(
+            title=dict(text=escape_html(legend_title)),
+            font=dict(size=12),
+            orientation="v",
+            x=1.01,
+            y=1,
+            xanchor="left",
+            yanchor="top",
+            bgcolor="rgba(255,255,255,0.8)",
+        )
+    )
     return fig
 
 
-def attention_grid(att: np.ndarray, tokens: Sequence[str] | None = None, *, title: str | None = None,
-                   cell_px: int = 70) -> go.Figure:
+def attention_grid(
+    att: np.ndarray, tokens: Sequence[str] | None = None, *, title: str | None = None, cell_px: int = 70
+) -> go.Figure:
     """Grid of heatmaps: one row per layer, one column per head.
 
     att: (layers, heads, n, n), rows (queries) sum to 1. Small multiples without tick labels,
@@ -124,9 +166,14 @@ def attention_grid(att: np.ndarray, tokens: Sequence[str] | None = None, *, titl
     if att.ndim != 4:
         raise ValueError(f"Expected (layers, heads, n, n) attention, got shape {att.shape}")
     L, H = att.shape[:2]
-    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.006, vertical_spacing=0.012,
-                        row_titles=[f"L{li + 1}" for li in range(L)],
-                        column_titles=[f"H{h + 1}" for h in range(H)])
+    fig = make_subplots(
+        rows=L,
+        cols=H,
+        horizontal_spacing=0.006,
+        vertical_spacing=0.012,
+        row_titles=[f"L{li + 1}" for li in range(L)],
+        column_titles=[f"H{h + 1}" for h in range(H)],
+    )
     zmax = float(att.max()) if att.size else 1.0
     labels = unique_labels(tokens, 25) if tokens is not None else None
     if labels is not None and len(labels) != att.shape[-1]:
@@ -134,10 +181,16 @@ def attention_grid(att: np.ndarray, tokens: Sequence[str] | None = None, *, titl
     for li in range(L):
         for h in range(H):
             fig.add_trace(
-                go.Heatmap(z=att[li, h], x=labels, y=labels, coloraxis="coloraxis",
-                           hovertemplate=f"layer {li + 1}, head {h + 1}<br>query %{{y}} → key %{{x}}"
-                                         "<br>weight %{z:.2f}<extra></extra>"),
-                row=li + 1, col=h + 1,
+                go.Heatmap(
+                    z=att[li, h],
+                    x=labels,
+                    y=labels,
+                    coloraxis="coloraxis",
+                    hovertemplate=f"layer {li + 1}, head {h + 1}<br>query %{{y}} → key %{{x}}"
+                    "<br>weight %{z:.2f}<extra></extra>",
+                ),
+                row=li + 1,
+                col=h + 1,
             )
     fig.update_xaxes(showticklabels=False, ticks="", showgrid=False)
     fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, autorange="reversed")
@@ -146,8 +199,9 @@ def attention_grid(att: np.ndarray, tokens: Sequence[str] | None = None, *, titl
     return _layout(fig, title, height=max(220, int(L * cell_px * 1.02) + 60))
 
 
-def attention_heatmap(att: np.ndarray, tokens: Sequence[str], *, title: str | None = None,
-                      height: int | None = None) -> go.Figure:
+def attention_heatmap(
+    att: np.ndarray, tokens: Sequence[str], *, title: str | None = None, height: int | None = None
+) -> go.Figure:
     """One token-to-token heatmap: row = query token, column = key token it attends to.
 
     Redrawn on every head, layer or query step: built without plotly's validation (like
@@ -157,20 +211,37 @@ def attention_heatmap(att: np.ndarray, tokens: Sequence[str], *, title: str | No
     if att.shape != (n, n):
         raise ValueError(f"Attention shape {att.shape} does not match {n} tokens")
     labels = unique_labels(tokens, 25)
-    heat = go.Heatmap(z=att, x=labels, y=labels, colorscale=BLUES, zmin=0, zmax=float(att.max()) if n else 1,
-                      hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>",
-                      colorbar=dict(title=dict(text="weight"), thickness=12), **FAST)
+    heat = go.Heatmap(
+        z=att,
+        x=labels,
+        y=labels,
+        colorscale=BLUES,
+        zmin=0,
+        zmax=float(att.max()) if n else 1,
+        hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>",
+        colorbar=dict(title=dict(text="weight"), thickness=12),
+        **FAST,
+    )
     layout = base_layout(title, height or min(900, max(380, 24 * n + 160))) | dict(
         yaxis=dict(autorange="reversed", title=dict(text="query (attending)"), tickfont=dict(size=11)),
-        xaxis=dict(title=dict(text="key (attended to)"), tickangle=-50, tickfont=dict(size=11), side="bottom"))
+        xaxis=dict(title=dict(text="key (attended to)"), tickangle=-50, tickfont=dict(size=11), side="bottom"),
+    )
     return go.Figure(data=[heat], layout=layout, **FAST)
 
 
-def layer_curves(df: pd.DataFrame, *, x: str = "layer", y: str = "score", color: str = "model",
-                 title: str | None = None, y_title: str | None = None, height: int = 420) -> go.Figure:
+def layer_curves(
+    df: pd.DataFrame,
+    *,
+    x: str = "layer",
+    y: str = "score",
+    color: str = "model",
+    title: str | None = None,
+    y_title: str | None = None,
+    height: int = 420,
+) -> go.Figure:
     """Per-layer line chart comparing models (the layer-probe comparison)."""
     fig = px.line(df, x=x, y=y, color=color, markers=True, color_discrete_sequence=PALETTE)
-    fig.update_traces(marker=dict(size=9), line=dict(width=2.5))   # a one-layer model is one visible dot
+    fig.update_traces(marker=dict(size=9), line=dict(width=2.5))  # a one-layer model is one visible dot
     fig.update_xaxes(dtick=1, title=x)
     fig.update_yaxes(title=y_title or y)
     return _layout(fig, title, height)

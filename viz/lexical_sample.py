@@ -18,6 +18,7 @@ too when the label is a WordNet sense key (so the page can show its gloss), and 
 ``"<file> line N"``. Targets are matched case-insensitively on the lemma column (default: the target
 word lower-cased). Nothing here imports streamlit; the page caches ``from_upload`` by the bytes.
 """
+
 from __future__ import annotations
 
 import io
@@ -43,8 +44,9 @@ def _is_sense_key(label: str) -> bool:
 
 def to_occurrence(item: LexicalItem, name: str) -> Occurrence:
     keys = (item.label,) if _is_sense_key(item.label) else ()
-    return Occurrence(item.words, item.index, item.index + 1, keys=keys, label=item.label,
-                      source=f"{name} line {item.line}")
+    return Occurrence(
+        item.words, item.index, item.index + 1, keys=keys, label=item.label, source=f"{name} line {item.line}"
+    )
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,7 @@ class LexicalSampleSource:
     items: tuple[LexicalItem, ...]
 
     @classmethod
-    def from_upload(cls, data: bytes, name: str = "upload.tsv",
-                    max_mb: float = MAX_UPLOAD_MB) -> LexicalSampleSource:
+    def from_upload(cls, data: bytes, name: str = "upload.tsv", max_mb: float = MAX_UPLOAD_MB) -> LexicalSampleSource:
         """Parse uploaded bytes; ``DataFormatError`` (``name:line: …``) when malformed, UploadTooLarge when big."""
         if len(data) > max_mb * 2**20:
             raise UploadTooLarge(f"{name} is {len(data) / 2**20:.1f} MB; the limit is {max_mb:g} MB.")
@@ -87,10 +88,21 @@ class LexicalSampleSource:
 
     def summary(self) -> dict[str, int]:
         """What was parsed, for the page to show before embedding anything."""
-        return {"occurrences": len(self.items), "targets": len({it.lemma.lower() for it in self.items}),
-                "labels": len({it.label for it in self.items}), "sentences": len({it.words for it in self.items})}
+        return {
+            "occurrences": len(self.items),
+            "targets": len({it.lemma.lower() for it in self.items}),
+            "labels": len({it.label for it in self.items}),
+            "sentences": len({it.words for it in self.items}),
+        }
 
     def sample(self, n: int = 5) -> list[dict[str, str]]:
         """The first ``n`` occurrences as rows (line, target, label, context) for a preview table."""
-        return [{"line": str(it.line), "target": it.target, "label": it.label,
-                 "context": to_occurrence(it, self.name).context()} for it in self.items[:n]]
+        return [
+            {
+                "line": str(it.line),
+                "target": it.target,
+                "label": it.label,
+                "context": to_occurrence(it, self.name).context(),
+            }
+            for it in self.items[:n]
+        ]

@@ -12,6 +12,7 @@ styling arrays the browser must re-layout) and truthful:
 
 User text (labels, hover) is escaped here: plotly renders a subset of HTML.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -34,9 +35,17 @@ def _hover_html(text: str) -> str:
 
 
 def occurrence_scatter(
-    coords: np.ndarray, groups: Sequence[str], hover: Sequence[str], *,
-    inverse: np.ndarray | None = None, highlight: int | None = None, matched: np.ndarray | None = None,
-    isolate: bool = False, title: str | None = None, legend_title: str = "sense", height: int = 520,
+    coords: np.ndarray,
+    groups: Sequence[str],
+    hover: Sequence[str],
+    *,
+    inverse: np.ndarray | None = None,
+    highlight: int | None = None,
+    matched: np.ndarray | None = None,
+    isolate: bool = False,
+    title: str | None = None,
+    legend_title: str = "sense",
+    height: int = 520,
     legend_below: bool = False,
 ) -> go.Figure:
     """Scatter of occurrences (coords (n, 2|3)), one trace per group.
@@ -83,41 +92,67 @@ def occurrence_scatter(
                 lines = [f"{len(m)} occurrences share this vector:"] + [f"{c} × {shorten(g, 60)}" for g, c in mix]
                 hov.append(_hover_html("\n".join(lines)))
         hit = [bool(matched[r]) for r in reps]
-        size = [(10 if dims == 2 else 5) * (np.sqrt(c) if collapsed else 1.0) * (1.5 if h else 1.0)
-                for c, h in zip(counts, hit)]
+        size = [
+            (10 if dims == 2 else 5) * (np.sqrt(c) if collapsed else 1.0) * (1.5 if h else 1.0)
+            for c, h in zip(counts, hit)
+        ]
         colour = "#888888" if group == MIXED else PALETTE[gi % len(PALETTE)]
         if dims == 2:
             line = dict(width=[2.5 if h else 1 for h in hit], color=["#222222" if h else "white" for h in hit])
-        else:   # scatter3d takes one line width per trace: matches stand out by size only
+        else:  # scatter3d takes one line width per trace: matches stand out by size only
             line = dict(width=0.5, color="white")
         marker = dict(size=[min(s, 48) for s in size], color=colour, opacity=0.85, line=line)
         xyz = dict(x=coords[reps, 0], y=coords[reps, 1]) | ({"z": coords[reps, 2]} if dims == 3 else {})
         label = escape_html(shorten(group, 60)) + (f" ({sum(counts)})" if collapsed else "")
-        fig.add_trace(trace_cls(
-            **xyz, name=label, mode="markers+text" if collapsed else "markers",
-            text=[f"×{c}" if c > 1 else "" for c in counts] if collapsed else None, textposition="top center",
-            hovertext=hov, hoverinfo="text", customdata=reps, marker=marker))
+        fig.add_trace(
+            trace_cls(
+                **xyz,
+                name=label,
+                mode="markers+text" if collapsed else "markers",
+                text=[f"×{c}" if c > 1 else "" for c in counts] if collapsed else None,
+                textposition="top center",
+                hovertext=hov,
+                hoverinfo="text",
+                customdata=reps,
+                marker=marker,
+            )
+        )
     if highlight is not None and 0 <= highlight < n and shown[highlight]:
         h = int(highlight)
         rep = points[int(inverse[h])][0]
         xyz = dict(x=[coords[rep, 0]], y=[coords[rep, 1]]) | ({"z": [coords[rep, 2]]} if dims == 3 else {})
-        fig.add_trace(trace_cls(**xyz, name="selected", mode="markers", hoverinfo="skip", showlegend=True,
-                                marker=dict(size=22 if dims == 2 else 12, symbol="circle-open", color=RING,
-                                            line=dict(width=3, color=RING))))
+        fig.add_trace(
+            trace_cls(
+                **xyz,
+                name="selected",
+                mode="markers",
+                hoverinfo="skip",
+                showlegend=True,
+                marker=dict(
+                    size=22 if dims == 2 else 12, symbol="circle-open", color=RING, line=dict(width=3, color=RING)
+                ),
+            )
+        )
     _layout(fig, title, height)
     if dims == 2:
         fig.update_xaxes(showticklabels=False, zeroline=False, title=None)
         fig.update_yaxes(showticklabels=False, zeroline=False, title=None)
-        if len(points) <= 1:   # one spot: a fixed frame, never an axis scaled to float noise
+        if len(points) <= 1:  # one spot: a fixed frame, never an axis scaled to float noise
             fig.update_xaxes(range=[-1, 1])
             fig.update_yaxes(range=[-1, 1])
     else:
         axis = dict(showticklabels=False, title="")
         fig.update_layout(scene=dict(xaxis=axis, yaxis=axis, zaxis=axis))
-    where = (dict(orientation="h", x=0, y=-0.02, xanchor="left", yanchor="top") if legend_below else
-             dict(orientation="v", x=1.01, y=1, xanchor="left", yanchor="top"))   # below: narrow side-by-side panels
-    fig.update_layout(legend=dict(title=dict(text=escape_html(legend_title)), font=dict(size=12),
-                                  bgcolor="rgba(255,255,255,0.8)", **where))
+    where = (
+        dict(orientation="h", x=0, y=-0.02, xanchor="left", yanchor="top")
+        if legend_below
+        else dict(orientation="v", x=1.01, y=1, xanchor="left", yanchor="top")
+    )  # below: narrow side-by-side panels
+    fig.update_layout(
+        legend=dict(
+            title=dict(text=escape_html(legend_title)), font=dict(size=12), bgcolor="rgba(255,255,255,0.8)", **where
+        )
+    )
     return fig
 
 
@@ -128,19 +163,31 @@ def layer_measures_figure(df: pd.DataFrame, *, title: str | None = None, height:
     return fig
 
 
-def hit_histograms(df: pd.DataFrame, columns: Sequence[str] = ("sense", "POS"), top: int = 8,
-                   height: int = 300) -> go.Figure:
+def hit_histograms(
+    df: pd.DataFrame, columns: Sequence[str] = ("sense", "POS"), top: int = 8, height: int = 300
+) -> go.Figure:
     """Horizontal bars: how many corpus hits have each value of ``columns`` (top values, rest pooled)."""
     cols = [c for c in columns if c in df.columns]
-    fig = make_subplots(rows=1, cols=max(1, len(cols)), subplot_titles=[escape_html(c) for c in cols],
-                        horizontal_spacing=0.25)
+    fig = make_subplots(
+        rows=1, cols=max(1, len(cols)), subplot_titles=[escape_html(c) for c in cols], horizontal_spacing=0.25
+    )
     for ci, col in enumerate(cols):
         counts = df[col].astype(str).value_counts()
         if len(counts) > top:
-            counts = pd.concat([counts.iloc[: top - 1], pd.Series({"(other)": int(counts.iloc[top - 1:].sum())})])
+            counts = pd.concat([counts.iloc[: top - 1], pd.Series({"(other)": int(counts.iloc[top - 1 :].sum())})])
         counts = counts.iloc[::-1]
-        fig.add_trace(go.Bar(x=counts.values, y=[escape_html(shorten(v, 45)) for v in counts.index], orientation="h",
-                             marker_color=PALETTE[ci], name=escape_html(col), showlegend=False,
-                             hovertemplate="%{y}: %{x} hits<extra></extra>"), row=1, col=ci + 1)
+        fig.add_trace(
+            go.Bar(
+                x=counts.values,
+                y=[escape_html(shorten(v, 45)) for v in counts.index],
+                orientation="h",
+                marker_color=PALETTE[ci],
+                name=escape_html(col),
+                showlegend=False,
+                hovertemplate="%{y}: %{x} hits<extra></extra>",
+            ),
+            row=1,
+            col=ci + 1,
+        )
         fig.update_xaxes(title="hits", rangemode="tozero", row=1, col=ci + 1)
     return _layout(fig, None, height)

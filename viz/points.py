@@ -18,6 +18,7 @@ concerns live here, none of them streamlit:
     groups = colour_groups(meta, "sentence length")
     mask = search_mask(meta, "river", columns=("context", "sense"))
 """
+
 from __future__ import annotations
 
 import re
@@ -31,10 +32,21 @@ from viz.text import InputError
 
 #: Brown corpus genres (SemCor documents are named br-<letter><number>).
 BROWN_GENRES = {
-    "a": "press: reportage", "b": "press: editorial", "c": "press: reviews", "d": "religion",
-    "e": "skill and hobbies", "f": "popular lore", "g": "belles-lettres", "h": "miscellaneous",
-    "j": "learned", "k": "general fiction", "l": "mystery", "m": "science fiction", "n": "adventure",
-    "p": "romance", "r": "humor",
+    "a": "press: reportage",
+    "b": "press: editorial",
+    "c": "press: reviews",
+    "d": "religion",
+    "e": "skill and hobbies",
+    "f": "popular lore",
+    "g": "belles-lettres",
+    "h": "miscellaneous",
+    "j": "learned",
+    "k": "general fiction",
+    "l": "mystery",
+    "m": "science fiction",
+    "n": "adventure",
+    "p": "romance",
+    "r": "humor",
 }
 COLOUR_COLUMNS = ("sense", "POS", "genre", "sentence length", "source")
 MAX_SEARCH_CHARS = 200
@@ -57,7 +69,7 @@ def collapse(X: np.ndarray, decimals: int = 5) -> tuple[np.ndarray, np.ndarray]:
     scale = float(np.abs(X).max()) or 1.0
     rounded = np.round(X / scale, decimals)
     _, first, inverse = np.unique(rounded, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")            # distinct rows in order of first appearance
+    order = np.argsort(first, kind="stable")  # distinct rows in order of first appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return first[order].astype(np.int64), rank[np.asarray(inverse).ravel()].astype(np.int64)
@@ -68,9 +80,16 @@ def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str])
     rows = []
     for o in occs:
         key = o.keys[0] if getattr(o, "keys", ()) else None
-        rows.append({"sense": sense_name(o.group), "POS": key_pos(key) if key else "?",
-                     "genre": genre_of(o.source) or "(not SemCor)", "sentence length": len(o.words),
-                     "source": o.source, "context": o.context(8)})
+        rows.append(
+            {
+                "sense": sense_name(o.group),
+                "POS": key_pos(key) if key else "?",
+                "genre": genre_of(o.source) or "(not SemCor)",
+                "sentence length": len(o.words),
+                "source": o.source,
+                "context": o.context(8),
+            }
+        )
     return pd.DataFrame(rows, columns=["sense", "POS", "genre", "sentence length", "source", "context"])
 
 
@@ -109,10 +128,10 @@ def search_mask(meta: pd.DataFrame, query: str | None, columns: Sequence[str] | 
             pattern = re.compile(query[3:], re.IGNORECASE)
         except re.error as exc:
             raise InputError(f"“{query[3:]}” is not a valid regular expression ({exc}).") from None
-        match = lambda s: bool(pattern.search(s))   # noqa: E731
+        match = lambda s: bool(pattern.search(s))  # noqa: E731
     else:
         needle = query.lower()
-        match = lambda s: needle in s.lower()   # noqa: E731
+        match = lambda s: needle in s.lower()  # noqa: E731
     mask = np.zeros(n, bool)
     for c in cols:
         mask |= np.fromiter((match(str(v)) for v in meta[c]), bool, count=n)

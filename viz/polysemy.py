@@ -7,6 +7,7 @@
 A SemCor multiword token (``river_bank``) is fed to the models as its pieces, and its vector is
 the mean over the pieces, as in the WSD probe.
 """
+
 from __future__ import annotations
 
 import random
@@ -28,21 +29,21 @@ SUGGESTED_WORDS = ("bank", "play", "interest", "run", "line", "power", "state", 
 
 @dataclass(frozen=True)
 class Occurrence:
-    words: tuple[str, ...]      # the sentence as fed to a model
-    start: int                  # target span [start, end) in ``words``
+    words: tuple[str, ...]  # the sentence as fed to a model
+    start: int  # target span [start, end) in ``words``
     end: int
     keys: tuple[str, ...] = ()  # WordNet sense keys (SemCor), () for typed sentences
-    label: str | None = None    # user label for typed sentences
-    source: str = ""            # "brown1/br-a01 s12" or "typed line 3"
-    ref: tuple[int, int] | None = None   # SemCor (sentence index, token index): its corpus-search row
+    label: str | None = None  # user label for typed sentences
+    source: str = ""  # "brown1/br-a01 s12" or "typed line 3"
+    ref: tuple[int, int] | None = None  # SemCor (sentence index, token index): its corpus-search row
 
     @property
     def target(self) -> str:
-        return " ".join(self.words[self.start:self.end])
+        return " ".join(self.words[self.start : self.end])
 
     def context(self, width: int = 8) -> str:
-        left = " ".join(self.words[max(0, self.start - width):self.start])
-        right = " ".join(self.words[self.end:self.end + width])
+        left = " ".join(self.words[max(0, self.start - width) : self.start])
+        right = " ".join(self.words[self.end : self.end + width])
         pre = "… " if self.start > width else ""
         post = " …" if self.end + width < len(self.words) else ""
         return f"{pre}{left} [{self.target}] {right}{post}".strip()
@@ -85,8 +86,12 @@ def _expand(sent: SemcorSentence, ti: int) -> tuple[tuple[str, ...], int, int]:
 
 
 def semcor_occurrences(
-    sentences: Sequence[SemcorSentence], index: dict[str, list[tuple[int, int]]], lemma: str,
-    pos: str = "any", cap: int = 300, seed: int = 0,
+    sentences: Sequence[SemcorSentence],
+    index: dict[str, list[tuple[int, int]]],
+    lemma: str,
+    pos: str = "any",
+    cap: int = 300,
+    seed: int = 0,
 ) -> tuple[list[Occurrence], int]:
     """Sense-tagged occurrences of ``lemma`` (optionally one POS), a seeded sample of at most ``cap``.
 
@@ -105,8 +110,16 @@ def semcor_occurrences(
     for si, ti in hits:
         sent = sentences[si]
         words, start, end = _expand(sent, ti)
-        occs.append(Occurrence(words, start, end, keys=tuple(sent.tokens[ti].sense_keys),
-                               source=f"{sent.doc} s{sent.snum}", ref=(si, ti)))
+        occs.append(
+            Occurrence(
+                words,
+                start,
+                end,
+                keys=tuple(sent.tokens[ti].sense_keys),
+                source=f"{sent.doc} s{sent.snum}",
+                ref=(si, ti),
+            )
+        )
     return occs, total
 
 
@@ -156,7 +169,7 @@ def occurrence_vectors(embed_fn: EmbedFn, occs: Sequence[Occurrence]) -> np.ndar
     for o in occs:
         uniq.setdefault(o.words, len(uniq))
     outs = embed_fn([list(s) for s in uniq])
-    vecs = [outs[uniq[o.words]][:, o.start:o.end].mean(axis=1) for o in occs]
+    vecs = [outs[uniq[o.words]][:, o.start : o.end].mean(axis=1) for o in occs]
     return np.stack(vecs, axis=1).astype(np.float32)
 
 
@@ -173,8 +186,10 @@ def layer_agreement(X: np.ndarray, groups: Sequence[str | None]) -> pd.DataFrame
     for g in known:
         counts[g] = counts.get(g, 0) + 1
     chance = sum(c * (c - 1) for c in counts.values()) / (n * (n - 1)) if n > 1 else float("nan")
-    rows = [{"layer": layer, "1-NN same sense": nn_label_agreement(X[layer], labels), "chance": chance}
-            for layer in range(X.shape[0])]
+    rows = [
+        {"layer": layer, "1-NN same sense": nn_label_agreement(X[layer], labels), "chance": chance}
+        for layer in range(X.shape[0])
+    ]
     return pd.DataFrame(rows)
 
 
@@ -191,9 +206,11 @@ def separability_problem(groups: Sequence[str | None]) -> str | None:
     if len(counts) < 2:
         return "Only one sense (or label) among these occurrences: there is nothing to separate."
     if max(counts.values()) < 2:
-        return (f"Each of the {len(counts)} senses (or labels) has a single occurrence, so no occurrence can have "
-                "a same-sense neighbour and the curve would be 0 at every layer whatever the model does. "
-                "Give at least two sentences per label (or pick a word with more occurrences).")
+        return (
+            f"Each of the {len(counts)} senses (or labels) has a single occurrence, so no occurrence can have "
+            "a same-sense neighbour and the curve would be 0 at every layer whatever the model does. "
+            "Give at least two sentences per label (or pick a word with more occurrences)."
+        )
     return None
 
 
@@ -203,30 +220,35 @@ def layer_measures(X: np.ndarray, occs: Sequence[Occurrence], *, with_agreement:
     self-similarity and explainable variance, over one occurrence per distinct sentence."""
     parts = []
     if with_agreement:
-        parts.append(layer_agreement(X, [o.group for o in occs]).melt(id_vars="layer", var_name="measure",
-                                                                      value_name="value"))
+        parts.append(
+            layer_agreement(X, [o.group for o in occs]).melt(id_vars="layer", var_name="measure", value_name="value")
+        )
     one_per_sentence = sorted({o.words: i for i, o in enumerate(occs)}.values())
     if len(one_per_sentence) >= 2:
         prof = word_profile(X[:, one_per_sentence])
         layers = np.arange(X.shape[0])
         parts.append(pd.DataFrame({"layer": layers, "measure": "self-similarity", "value": prof["self_similarity"]}))
-        parts.append(pd.DataFrame({"layer": layers, "measure": "explainable variance",
-                                   "value": prof["explainable_variance"]}))
+        parts.append(
+            pd.DataFrame({"layer": layers, "measure": "explainable variance", "value": prof["explainable_variance"]})
+        )
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["layer", "measure", "value"])
 
 
-def neighbour_table(X_layer: np.ndarray, occs: Sequence[Occurrence], i: int, k: int,
-                    sense_name: Callable[[str | None], str]) -> pd.DataFrame:
+def neighbour_table(
+    X_layer: np.ndarray, occs: Sequence[Occurrence], i: int, k: int, sense_name: Callable[[str | None], str]
+) -> pd.DataFrame:
     """The ``k`` occurrences nearest (cosine, full dimension) to occurrence ``i``."""
     me = occs[i].group
     rows = []
     for j, sim in cosine_neighbours(X_layer, i, k):
         g = occs[j].group
-        rows.append({
-            "cosine": round(sim, 4),
-            "same sense": "✓" if (g is not None and g == me) else ("?" if g is None or me is None else "✗"),
-            "context": shorten(occs[j].context(), 140),
-            "sense": sense_name(g),
-            "source": occs[j].source,
-        })
+        rows.append(
+            {
+                "cosine": round(sim, 4),
+                "same sense": "✓" if (g is not None and g == me) else ("?" if g is None or me is None else "✗"),
+                "context": shorten(occs[j].context(), 140),
+                "sense": sense_name(g),
+                "source": occs[j].source,
+            }
+        )
     return pd.DataFrame(rows)

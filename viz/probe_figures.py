@@ -7,9 +7,10 @@ percentage axis spans at least :data:`MIN_SPAN` points within [0, 100] (:func:`h
 metrics get their unit and start at 0 (:func:`metric_axis`); a slice of fewer than :data:`SMALL_N`
 test instances says so in the title. Pure: figures from DataFrames, no streamlit.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,8 +31,12 @@ def interval_error(part: pd.DataFrame, value: str = "value", **style) -> dict | 
     None when any row lacks one (no bar rather than a zero-width one)."""
     if not has_intervals(part):
         return None
-    return dict(type="data", array=(part["hi"] - part[value]).clip(lower=0),
-                arrayminus=(part[value] - part["lo"]).clip(lower=0), **({"thickness": 1.2, "width": 4} | style))
+    return dict(
+        type="data",
+        array=(part["hi"] - part[value]).clip(lower=0),
+        arrayminus=(part[value] - part["lo"]).clip(lower=0),
+        **({"thickness": 1.2, "width": 4} | style),
+    )
 
 
 def _extent(part: pd.DataFrame) -> list[float]:
@@ -42,33 +47,56 @@ def _extent(part: pd.DataFrame) -> list[float]:
 def _baseline_line(row, x: Sequence, **kwargs) -> go.Scatter:
     """A baseline (``row``: label, value) as a dashed series of its own across ``x``, in the legend."""
     label = escape_html(f"{row['label']} (baseline)")
-    return go.Scatter(x=list(x), y=[row["value"]] * len(x), name=label, mode="lines",
-                      line=dict(dash="dash", width=2, color="#555"),
-                      hovertemplate=f"{label}: {row['value']:.2f}<extra></extra>", **kwargs)
+    return go.Scatter(
+        x=list(x),
+        y=[row["value"]] * len(x),
+        name=label,
+        mode="lines",
+        line=dict(dash="dash", width=2, color="#555"),
+        hovertemplate=f"{label}: {row['value']:.2f}<extra></extra>",
+        **kwargs,
+    )
 
 
-def grouped_bars(df: pd.DataFrame, *, x: str, y: str, color: str, title: str | None = None,
-                 y_title: str | None = None, height: int = 400, category_orders: dict | None = None) -> go.Figure:
+def grouped_bars(
+    df: pd.DataFrame,
+    *,
+    x: str,
+    y: str,
+    color: str,
+    title: str | None = None,
+    y_title: str | None = None,
+    height: int = 400,
+    category_orders: dict | None = None,
+) -> go.Figure:
     """Grouped bars from 0; with ``lo``/``hi`` columns (95% intervals) each bar that has one gets its
     error bar (a result without intervals: none drawn, rather than a zero-width one)."""
     has_ci = {"lo", "hi"} <= set(df) and bool(df[["lo", "hi"]].notna().all(axis=1).any())
     if has_ci:
         df = df.assign(_plus=(df["hi"] - df[y]).clip(lower=0), _minus=(df[y] - df["lo"]).clip(lower=0))
-    fig = px.bar(df, x=x, y=y, color=color, barmode="group", color_discrete_sequence=PALETTE,
-                 error_y="_plus" if has_ci else None, error_y_minus="_minus" if has_ci else None,
-                 category_orders=category_orders)
+    fig = px.bar(
+        df,
+        x=x,
+        y=y,
+        color=color,
+        barmode="group",
+        color_discrete_sequence=PALETTE,
+        error_y="_plus" if has_ci else None,
+        error_y_minus="_minus" if has_ci else None,
+        category_orders=category_orders,
+    )
     fig.update_yaxes(title=y_title or y, rangemode="tozero")
-    return _layout(fig, title + (" (error bars: 95% intervals)" if has_ci and title else "") if title else None,
-                   height)
+    return _layout(fig, title + (" (error bars: 95% intervals)" if has_ci and title else "") if title else None, height)
 
 
 #: Fewer test instances than this make a "small slice": its 95% interval is drawn and the title says so.
 SMALL_N = 1000
-MIN_SPAN = 20.0   # percentage points: a y axis never zooms closer, so noise does not look like a trend
+MIN_SPAN = 20.0  # percentage points: a y axis never zooms closer, so noise does not look like a trend
 
 
-def honest_range(values: Sequence[float], *, min_span: float = MIN_SPAN, bounds: tuple[float, float] = (0, 100)
-                 ) -> list[float]:
+def honest_range(
+    values: Sequence[float], *, min_span: float = MIN_SPAN, bounds: tuple[float, float] = (0, 100)
+) -> list[float]:
     """A y range holding every value (and interval bound) that spans at least ``min_span`` points,
     within ``bounds``: a 1-point difference never fills the whole height."""
     vals = [float(v) for v in values if v is not None and np.isfinite(v)]
@@ -112,7 +140,7 @@ def metric_axis(metric: str, values: Sequence[float]) -> tuple[str, list[float]]
 
 
 def small_sample_note(curves: pd.DataFrame, small_n: int = SMALL_N) -> str | None:
-    """"small slice: n = …" when the smallest evaluation behind the curves has fewer than ``small_n``."""
+    """ "small slice: n = …" when the smallest evaluation behind the curves has fewer than ``small_n``."""
     n = pd.to_numeric(curves.get("n"), errors="coerce").dropna() if "n" in curves else pd.Series(dtype=float)
     if n.empty or n.min() >= small_n:
         return None
@@ -120,9 +148,17 @@ def small_sample_note(curves: pd.DataFrame, small_n: int = SMALL_N) -> str | Non
     return f"small slice: n = {low if low == high else f'{low}–{high}'}"
 
 
-def layer_probe_figure(curves: pd.DataFrame, base: pd.DataFrame | None = None, *, title: str,
-                       y_title: str | None = None, metric: str = "accuracy", height: int = 440,
-                       small_n: int = SMALL_N, y_range: tuple[float, float] | None = None) -> go.Figure:
+def layer_probe_figure(
+    curves: pd.DataFrame,
+    base: pd.DataFrame | None = None,
+    *,
+    title: str,
+    y_title: str | None = None,
+    metric: str = "accuracy",
+    height: int = 440,
+    small_n: int = SMALL_N,
+    y_range: tuple[float, float] | None = None,
+) -> go.Figure:
     """Per-layer scores of each model, with their 95% intervals (``lo``/``hi``) as error bars, and
     each baseline as its own dashed series (a line across every layer, in the legend).
 
@@ -137,20 +173,39 @@ def layer_probe_figure(curves: pd.DataFrame, base: pd.DataFrame | None = None, *
     bounds: list[float] = []
     for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
         part = part.sort_values("layer")
-        fig.add_trace(go.Scatter(
-            x=part["layer"], y=part["value"], name=escape_html(str(model)), mode="lines+markers",
-            marker=dict(size=9, color=PALETTE[i % len(PALETTE)]), line=dict(width=2.5, color=PALETTE[i % len(PALETTE)]),
-            error_y=interval_error(part), customdata=part[["n"]] if "n" in part else None,
-            hovertemplate=f"{escape_html(str(model))} layer %{{x}}: %{{y:.2f}}"
-                          + (" (n = %{customdata[0]})" if "n" in part else "") + "<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=part["layer"],
+                y=part["value"],
+                name=escape_html(str(model)),
+                mode="lines+markers",
+                marker=dict(size=9, color=PALETTE[i % len(PALETTE)]),
+                line=dict(width=2.5, color=PALETTE[i % len(PALETTE)]),
+                error_y=interval_error(part),
+                customdata=part[["n"]] if "n" in part else None,
+                hovertemplate=f"{escape_html(str(model))} layer %{{x}}: %{{y:.2f}}"
+                + (" (n = %{customdata[0]})" if "n" in part else "")
+                + "<extra></extra>",
+            )
+        )
         bounds += _extent(part)
     for _, row in (base if base is not None else pd.DataFrame()).iterrows():
         fig.add_trace(_baseline_line(row, [x0, x1], legendgroup="baselines"))
         bounds.append(row["value"])
         if pd.notna(row.get("lo")) and pd.notna(row.get("hi")):
-            fig.add_trace(go.Scatter(x=[x0, x1, x1, x0], y=[row["lo"], row["lo"], row["hi"], row["hi"]],
-                                     fill="toself", fillcolor="rgba(85,85,85,0.12)", line=dict(width=0),
-                                     mode="lines", hoverinfo="skip", showlegend=False, legendgroup="baselines"))
+            fig.add_trace(
+                go.Scatter(
+                    x=[x0, x1, x1, x0],
+                    y=[row["lo"], row["lo"], row["hi"], row["hi"]],
+                    fill="toself",
+                    fillcolor="rgba(85,85,85,0.12)",
+                    line=dict(width=0),
+                    mode="lines",
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup="baselines",
+                )
+            )
             bounds += [row["lo"], row["hi"]]
     note = small_sample_note(curves, small_n)
     intervals = "95% intervals" if has_intervals(curves) else "no intervals recorded"
@@ -162,19 +217,34 @@ def layer_probe_figure(curves: pd.DataFrame, base: pd.DataFrame | None = None, *
     return fig
 
 
-def named_rows_figure(rows: pd.DataFrame, base: pd.DataFrame | None = None, *, order: Sequence[str], title: str,
-                      metric: str = "accuracy", height: int = 420) -> go.Figure:
+def named_rows_figure(
+    rows: pd.DataFrame,
+    base: pd.DataFrame | None = None,
+    *,
+    order: Sequence[str],
+    title: str,
+    metric: str = "accuracy",
+    height: int = 420,
+) -> go.Figure:
     """Bars per named row (e.g. the λ ablation's "last", "all λ=1", "all λ=0.001"), grouped by model, from
     0, with their 95% intervals as error bars; each baseline a dashed line of its own (legend entry).
 
     rows: model, layer, value[, lo, hi] (``viz.results.named_rows_frame``); base: label, value[, lo, hi]."""
     fig = go.Figure()
     for i, (model, part) in enumerate(rows.groupby("model", sort=False)):
-        fig.add_trace(go.Bar(
-            x=part["layer"], y=part["value"], name=escape_html(str(model)), marker_color=PALETTE[i % len(PALETTE)],
-            error_y=interval_error(part),
-            text=[f"{v:.2f}" for v in part["value"]], textposition="outside", cliponaxis=False,
-            hovertemplate=f"{escape_html(str(model))} %{{x}}: %{{y:.2f}}<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=part["layer"],
+                y=part["value"],
+                name=escape_html(str(model)),
+                marker_color=PALETTE[i % len(PALETTE)],
+                error_y=interval_error(part),
+                text=[f"{v:.2f}" for v in part["value"]],
+                textposition="outside",
+                cliponaxis=False,
+                hovertemplate=f"{escape_html(str(model))} %{{x}}: %{{y:.2f}}<extra></extra>",
+            )
+        )
     for _, row in (base if base is not None else pd.DataFrame()).iterrows():
         fig.add_trace(_baseline_line(row, order))
     _layout(fig, title, height)
@@ -185,8 +255,9 @@ def named_rows_figure(rows: pd.DataFrame, base: pd.DataFrame | None = None, *, o
     return fig
 
 
-def task_vs_control_figure(task: pd.DataFrame, control: pd.DataFrame, *, metric: str, title: str,
-                           height: int = 380) -> go.Figure:
+def task_vs_control_figure(
+    task: pd.DataFrame, control: pd.DataFrame, *, metric: str, title: str, height: int = 380
+) -> go.Figure:
     """Per model, the task's per-layer score (solid) and its control task's (dashed, same colour):
     the gap is Hewitt & Liang's selectivity (accuracy) or the control task's extra codelength (MDL).
 
@@ -200,10 +271,19 @@ def task_vs_control_figure(task: pd.DataFrame, control: pd.DataFrame, *, metric:
             if part.empty:
                 continue
             label = escape_html(f"{model} — {what}")
-            fig.add_trace(go.Scatter(
-                x=part["layer"], y=part["value"], name=label, mode="lines+markers", legendgroup=escape_html(str(model)),
-                line=dict(color=colour, dash=dash, width=2.5), marker=dict(size=8, color=colour),
-                error_y=interval_error(part), hovertemplate=f"{label} layer %{{x}}: %{{y:.2f}}<extra></extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=part["layer"],
+                    y=part["value"],
+                    name=label,
+                    mode="lines+markers",
+                    legendgroup=escape_html(str(model)),
+                    line=dict(color=colour, dash=dash, width=2.5),
+                    marker=dict(size=8, color=colour),
+                    error_y=interval_error(part),
+                    hovertemplate=f"{label} layer %{{x}}: %{{y:.2f}}<extra></extra>",
+                )
+            )
             values += _extent(part)
     _layout(fig, title, height)
     axis_title, y_range = metric_axis(metric, values)

@@ -6,6 +6,7 @@ breakdown; ``rigor_view`` is a token probe's control task and MDL (task vs contr
 codelength per layer, the selectivity/MDL table). The page caches both per results snapshot
 (``frame_signature``), so a picker that comes back to a view only redraws it.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -16,8 +17,10 @@ from viz.probe_figures import grouped_bars, layer_probe_figure, named_rows_figur
 from viz.results import baseline_frame, breakdown_frame, layer_curves_frame, named_rows_frame, wide_table
 
 #: The two control-task panels: (task metric, control metric, on the training split?, what, the flag that measures it).
-RIGOR_PANELS = (("accuracy", "control_accuracy", False, "accuracy", "--control"),
-                ("codelength_kbits", "control_codelength_kbits", True, "online codelength", "--mdl"))
+RIGOR_PANELS = (
+    ("accuracy", "control_accuracy", False, "accuracy", "--control"),
+    ("codelength_kbits", "control_codelength_kbits", True, "online codelength", "--mdl"),
+)
 
 
 def frame_signature(df: pd.DataFrame) -> int:
@@ -37,22 +40,41 @@ def probe_view(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> 
     curves = layer_curves_frame(df, spec.name, dataset, metric, exclude=set(spec.baseline_models))
     base = baseline_frame(df, spec, dataset, metric)
     rows = named_rows_frame(df, spec, dataset, metric) if curves.empty and spec.chart.layer_order else pd.DataFrame()
-    view = {"curves": curves, "base": base, "rows": rows,
-            "rows_figure": named_rows_figure(rows, base, order=spec.chart.layer_order, metric=metric,
-                                             title=f"{name}: {metric} on {dataset}") if not rows.empty else None,
-            "layer_figure": layer_probe_figure(curves, base, metric=metric, y_range=spec.chart.y_range,
-                                               title=f"{name}: {metric} on {dataset}, by layer")
-            if not curves.empty else None,
-            "table": styled(wide_table(df[~df["model"].isin(list(spec.baseline_models))], spec.name, dataset,
-                                       metric, spec.chart.layer_order)),
-            "breakdown": None, "breakdown_figure": None}
+    view = {
+        "curves": curves,
+        "base": base,
+        "rows": rows,
+        "rows_figure": named_rows_figure(
+            rows, base, order=spec.chart.layer_order, metric=metric, title=f"{name}: {metric} on {dataset}"
+        )
+        if not rows.empty
+        else None,
+        "layer_figure": layer_probe_figure(
+            curves, base, metric=metric, y_range=spec.chart.y_range, title=f"{name}: {metric} on {dataset}, by layer"
+        )
+        if not curves.empty
+        else None,
+        "table": styled(
+            wide_table(
+                df[~df["model"].isin(list(spec.baseline_models))], spec.name, dataset, metric, spec.chart.layer_order
+            )
+        ),
+        "breakdown": None,
+        "breakdown_figure": None,
+    }
     if spec.chart.breakdown:
         breakdown = breakdown_frame(df, spec, metric, dataset)
         if not breakdown.empty:
             view["breakdown"] = breakdown
-            view["breakdown_figure"] = grouped_bars(breakdown, x="category", y="value", color="model",
-                                                    y_title=f"{metric} (%)", height=360,
-                                                    title=f"{name}: {metric} by {spec.chart.breakdown_label}")
+            view["breakdown_figure"] = grouped_bars(
+                breakdown,
+                x="category",
+                y="value",
+                color="model",
+                y_title=f"{metric} (%)",
+                height=360,
+                title=f"{name}: {metric} by {spec.chart.breakdown_label}",
+            )
     return view
 
 
@@ -65,16 +87,23 @@ def rigor_view(df: pd.DataFrame, probe: str) -> dict | None:
     panels = []
     for task_metric, control_metric, on_train, what, _flag in RIGOR_PANELS:
         rows = df[(df["probe"] == probe) & df["metric"].isin([task_metric, control_metric])]
-        rows = rows[rows["dataset"].str.endswith("-train") == on_train]   # MDL codes the training split
+        rows = rows[rows["dataset"].str.endswith("-train") == on_train]  # MDL codes the training split
         control = rows[rows["metric"] == control_metric]
         if control.empty:
             panels.append(None)
             continue
         measured, dataset = control["model"].unique(), control["dataset"].iloc[-1]
-        curves = {m: layer_curves_frame(df[df["model"].isin(measured)], probe, dataset, m)
-                  for m in (task_metric, control_metric)}
-        fig = task_vs_control_figure(curves[task_metric], curves[control_metric], metric=task_metric,
-                                     title=f"{what}: task vs control task on {dataset}")
-        panels.append((fig, pd.concat([curves[task_metric].assign(task="task"),
-                                       curves[control_metric].assign(task="control")])))
+        curves = {
+            m: layer_curves_frame(df[df["model"].isin(measured)], probe, dataset, m)
+            for m in (task_metric, control_metric)
+        }
+        fig = task_vs_control_figure(
+            curves[task_metric],
+            curves[control_metric],
+            metric=task_metric,
+            title=f"{what}: task vs control task on {dataset}",
+        )
+        panels.append(
+            (fig, pd.concat([curves[task_metric].assign(task="task"), curves[control_metric].assign(task="control")]))
+        )
     return {"table": table, "panels": panels}

@@ -57,8 +57,14 @@ def contextuality_metrics(df: pd.DataFrame) -> list[str]:
     return [m for m in order if m in present]
 
 
-def profile_figure(profile: pd.DataFrame, *, title: str, y_title: str, height: int = 440,
-                   dashed: Callable[[str], bool] = lambda model: False) -> go.Figure:
+def profile_figure(
+    profile: pd.DataFrame,
+    *,
+    title: str,
+    y_title: str,
+    height: int = 440,
+    dashed: Callable[[str], bool] = lambda model: False,
+) -> go.Figure:
     """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns).
 
     dashed: which models draw dashed (the app passes ``models.random_init.is_random``: viz imports no models).

@@ -1,8 +1,9 @@
 """Projections of vectors to 2-D/3-D and cosine neighbourhoods, for the app's plots.
 
-    coords, note = project(X, "PCA", dims=2)          # X: (n, dim) -> coords: (n, 2)
-    cosine_neighbours(X, i=0, k=5)                     # [(j, cos), ...] nearest first, i excluded
+coords, note = project(X, "PCA", dims=2)          # X: (n, dim) -> coords: (n, 2)
+cosine_neighbours(X, i=0, k=5)                     # [(j, cos), ...] nearest first, i excluded
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,7 +20,9 @@ def _pad(coords: np.ndarray, n: int, dims: int) -> np.ndarray:
 def is_degenerate(X: np.ndarray, tol: float = 1e-6) -> bool:
     """True when all rows are (numerically) the same vector — e.g. a static model's occurrences."""
     X = np.asarray(X, np.float64)
-    return X.shape[0] < 2 or float(np.abs(X - X[:1]).max(initial=0.0)) <= tol * (1.0 + float(np.abs(X).max(initial=0.0)))
+    return X.shape[0] < 2 or float(np.abs(X - X[:1]).max(initial=0.0)) <= tol * (
+        1.0 + float(np.abs(X).max(initial=0.0))
+    )
 
 
 def project(X: np.ndarray, method: str = "PCA", dims: int = 2, seed: int = 0) -> tuple[np.ndarray, str]:
@@ -56,19 +59,31 @@ def project(X: np.ndarray, method: str = "PCA", dims: int = 2, seed: int = 0) ->
         perplexity = float(min(30.0, max(2.0, (n - 1) / 3.0)))
         # 500 iterations (sklearn's default is 1000) and the exact gradient (faster than Barnes-Hut
         # below ~500 points, and better in 3-D) keep a few hundred points at a few seconds.
-        coords = TSNE(n_components=dims, perplexity=perplexity, init="pca", metric="cosine", max_iter=500,
-                      method="exact" if n <= 500 else "barnes_hut", random_state=seed).fit_transform(X)
+        coords = TSNE(
+            n_components=dims,
+            perplexity=perplexity,
+            init="pca",
+            metric="cosine",
+            max_iter=500,
+            method="exact" if n <= 500 else "barnes_hut",
+            random_state=seed,
+        ).fit_transform(X)
     else:
         import umap  # lazy: umap (numba) takes seconds to import and compile
 
-        coords = umap.UMAP(n_components=dims, n_neighbors=int(min(15, n - 1)), metric="cosine",
-                           random_state=seed, init="random" if n <= dims + 1 else "spectral"
-                           ).fit_transform(X)
+        coords = umap.UMAP(
+            n_components=dims,
+            n_neighbors=int(min(15, n - 1)),
+            metric="cosine",
+            random_state=seed,
+            init="random" if n <= dims + 1 else "spectral",
+        ).fit_transform(X)
     return _pad(np.asarray(coords, np.float32), n, dims), note
 
 
-def project_layers(X: np.ndarray, method: str = "PCA", dims: int = 2, seed: int = 0,
-                   distinct: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+def project_layers(
+    X: np.ndarray, method: str = "PCA", dims: int = 2, seed: int = 0, distinct: list[np.ndarray] | None = None
+) -> tuple[np.ndarray, list[str]]:
     """Projections of every layer of ``X`` (layers, n, dim) at once: (coords (layers, n, dims), notes).
 
     ``distinct[layer]``: indices of the rows to lay out (the others copy the coordinates of an equal

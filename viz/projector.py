@@ -13,6 +13,7 @@ Uploads use the Projector's own formats, so files exported from it (or from gens
 
 Nothing here imports streamlit.
 """
+
 from __future__ import annotations
 
 import io
@@ -52,8 +53,9 @@ def parse_vectors(data: bytes | str) -> np.ndarray:
             row = [float(p) for p in parts]
         except ValueError:
             bad = next(p for p in parts if not _is_number(p))
-            raise InputError(f"Vectors line {ln}: “{bad[:30]}” is not a number (one vector per line, "
-                             "numbers separated by tabs).") from None
+            raise InputError(
+                f"Vectors line {ln}: “{bad[:30]}” is not a number (one vector per line, numbers separated by tabs)."
+            ) from None
         if not all(np.isfinite(row)):
             raise InputError(f"Vectors line {ln}: NaN or infinity is not a vector component.")
         if dim is None:
@@ -61,8 +63,9 @@ def parse_vectors(data: bytes | str) -> np.ndarray:
             if dim > MAX_DIM:
                 raise InputError(f"Vectors of {dim} dimensions; at most {MAX_DIM} are supported.")
         elif len(row) != dim:
-            raise InputError(f"Vectors line {ln} has {len(row)} numbers; line 1 has {dim}. Every vector needs "
-                             "the same dimension.")
+            raise InputError(
+                f"Vectors line {ln} has {len(row)} numbers; line 1 has {dim}. Every vector needs the same dimension."
+            )
         rows.append(row)
         if len(rows) > MAX_POINTS:
             raise InputError(f"More than {MAX_POINTS:,} vectors; upload a sample.")
@@ -95,9 +98,11 @@ def parse_metadata(data: bytes | str | None, n: int) -> pd.DataFrame:
     else:
         df = pd.DataFrame({"label": lines})
     if len(df) != n:
-        raise InputError(f"The metadata has {len(df)} rows{' (after its header)' if multi else ''} but there "
-                         f"are {n} vectors; give one metadata line per vector.")
-    for col in df.columns:   # numeric columns become numbers (coloured by range)
+        raise InputError(
+            f"The metadata has {len(df)} rows{' (after its header)' if multi else ''} but there "
+            f"are {n} vectors; give one metadata line per vector."
+        )
+    for col in df.columns:  # numeric columns become numbers (coloured by range)
         num = pd.to_numeric(df[col], errors="coerce")
         if num.notna().all():
             df[col] = num

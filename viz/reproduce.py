@@ -3,6 +3,7 @@
 Tables come from :func:`probes.reporting.tables.build_tables` (the same code that writes
 ``docs/results/tables.md``), so the app and the committed tables never disagree.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,16 +13,24 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from probes.reporting import paper
-from probes.tasks.wsd.scoring import EVAL_LABELS, PAPER_ALL
-from probes.tasks.wsd.tables import BASELINE_MODELS as WSD_BASELINES   # baselines: rows of their own
 from probes.reporting.tables import build_tables, markdown_table, paper_tables, titles
+from probes.tasks.wsd.scoring import EVAL_LABELS, PAPER_ALL
+from probes.tasks.wsd.tables import BASELINE_MODELS as WSD_BASELINES  # baselines: rows of their own
 from viz.probe_figures import interval_error
 
-PAPER_WSD = {"WordNet 1st sense": "WordNet 1st Sense Baseline", "biLM layer 1": "biLM, First layer",
-             "biLM layer 2": "biLM, Second layer", "CoVe layer 1": "CoVe, First Layer",
-             "CoVe layer 2": "CoVe, Second Layer"}
-PAPER_POS = {"biLM layer 1": "biLM, First Layer", "biLM layer 2": "biLM, Second Layer",
-             "CoVe layer 1": "CoVe, First Layer", "CoVe layer 2": "CoVe, Second Layer"}
+PAPER_WSD = {
+    "WordNet 1st sense": "WordNet 1st Sense Baseline",
+    "biLM layer 1": "biLM, First layer",
+    "biLM layer 2": "biLM, Second layer",
+    "CoVe layer 1": "CoVe, First Layer",
+    "CoVe layer 2": "CoVe, Second Layer",
+}
+PAPER_POS = {
+    "biLM layer 1": "biLM, First Layer",
+    "biLM layer 2": "biLM, Second Layer",
+    "CoVe layer 1": "CoVe, First Layer",
+    "CoVe layer 2": "CoVe, Second Layer",
+}
 
 
 def load_tables(results_dir: Path | None) -> dict[str, pd.DataFrame]:
@@ -59,8 +68,12 @@ def _lohi(results: pd.DataFrame | None, task: str, model: str, layer: str | None
     if results is None or results.empty or not {"lo", "hi"} <= set(results):
         return none
     probe, dataset, metric = RESULT_ROWS[task]
-    sel = results[(results["model"] == model) & (results["probe"] == probe) & (results["dataset"] == dataset)
-                  & (results["metric"] == metric)]
+    sel = results[
+        (results["model"] == model)
+        & (results["probe"] == probe)
+        & (results["dataset"] == dataset)
+        & (results["metric"] == metric)
+    ]
     if layer is not None:
         sel = sel[sel["layer"].astype(str) == layer]
     return none if sel.empty else {"lo": float(sel["lo"].iloc[-1]), "hi": float(sel["hi"].iloc[-1])}
@@ -76,33 +89,79 @@ def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | No
     """
     rows = []
     for label, key in PAPER_WSD.items():
-        rows.append({"task": WSD_TASK, "system": label, "source": "paper", "test set": WSD_COLUMN,
-                     "score": paper.WSD_TABLE5[key]})
+        rows.append(
+            {
+                "task": WSD_TASK,
+                "system": label,
+                "source": "paper",
+                "test set": WSD_COLUMN,
+                "score": paper.WSD_TABLE5[key],
+            }
+        )
     for label, key in PAPER_POS.items():
-        rows.append({"task": POS_TASK, "system": label, "source": "paper", "test set": "PTB (WSJ 22-24)",
-                     "score": paper.POS_TABLE6[key]})
+        rows.append(
+            {
+                "task": POS_TASK,
+                "system": label,
+                "source": "paper",
+                "test set": "PTB (WSJ 22-24)",
+                "score": paper.POS_TABLE6[key],
+            }
+        )
     ours = 0
     wsd = tables.get("wsd")
     if wsd is not None and WSD_COLUMN in wsd.columns:
-        for baseline, label in WSD_BASELINES.items():   # baselines are rows of their own, never "our systems"
+        for baseline, label in WSD_BASELINES.items():  # baselines are rows of their own, never "our systems"
             value = pd.to_numeric(wsd[wsd["model"] == baseline][WSD_COLUMN], errors="coerce").dropna()
             if len(value):
-                rows.append({"task": WSD_TASK, "system": label, "source": "ours", "test set": WSD_COLUMN,
-                             "score": float(value.iloc[0]), **_lohi(results, WSD_TASK, baseline, None)})
+                rows.append(
+                    {
+                        "task": WSD_TASK,
+                        "system": label,
+                        "source": "ours",
+                        "test set": WSD_COLUMN,
+                        "score": float(value.iloc[0]),
+                        **_lohi(results, WSD_TASK, baseline, None),
+                    }
+                )
                 ours += 1
         for model, layer, value in _best_rows(wsd[~wsd["model"].isin(list(WSD_BASELINES))], WSD_COLUMN):
-            rows.append({"task": WSD_TASK, "system": f"{model} layer {layer}", "source": "ours",
-                         "test set": WSD_COLUMN, "score": value, **_lohi(results, WSD_TASK, model, layer)})
+            rows.append(
+                {
+                    "task": WSD_TASK,
+                    "system": f"{model} layer {layer}",
+                    "source": "ours",
+                    "test set": WSD_COLUMN,
+                    "score": value,
+                    **_lohi(results, WSD_TASK, model, layer),
+                }
+            )
             ours += 1
     pos = tables.get("pos")
     if pos is not None and POS_COLUMN in pos.columns:
         base = pos[pos["model"] == "majority-tag"]
         if len(base):
-            rows.append({"task": POS_TASK, "system": "majority tag", "source": "ours", "test set": "CoNLL-2000",
-                         "score": float(base[POS_COLUMN].iloc[0]), **_lohi(results, POS_TASK, "majority-tag", None)})
+            rows.append(
+                {
+                    "task": POS_TASK,
+                    "system": "majority tag",
+                    "source": "ours",
+                    "test set": "CoNLL-2000",
+                    "score": float(base[POS_COLUMN].iloc[0]),
+                    **_lohi(results, POS_TASK, "majority-tag", None),
+                }
+            )
         for model, layer, value in _best_rows(pos[pos["model"] != "majority-tag"], POS_COLUMN):
-            rows.append({"task": POS_TASK, "system": f"{model} layer {layer}", "source": "ours",
-                         "test set": "CoNLL-2000", "score": value, **_lohi(results, POS_TASK, model, layer)})
+            rows.append(
+                {
+                    "task": POS_TASK,
+                    "system": f"{model} layer {layer}",
+                    "source": "ours",
+                    "test set": "CoNLL-2000",
+                    "score": value,
+                    **_lohi(results, POS_TASK, model, layer),
+                }
+            )
             ours += 1
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS) if ours else pd.DataFrame(columns=COMPARISON_COLUMNS)
 
@@ -116,24 +175,39 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
         sel = part[part["source"] == source]
         if sel.empty:
             continue
-        fig.add_trace(go.Bar(
-            x=sel["score"], y=sel["system"], orientation="h", name=f"{source} ({sel['test set'].iloc[0]})",
-            marker_color=colour, text=[f"{v:.1f}" for v in sel["score"]], textposition="outside", cliponaxis=False,
-            error_x=interval_error(sel, "score", width=3, color="#333"),
-            hovertemplate="%{y}: %{x:.2f}<extra>" + source + "</extra>"))
-    fig.update_yaxes(categoryorder="array", categoryarray=list(part["system"])[::-1], automargin=True,
-                     tickfont=dict(size=12))
+        fig.add_trace(
+            go.Bar(
+                x=sel["score"],
+                y=sel["system"],
+                orientation="h",
+                name=f"{source} ({sel['test set'].iloc[0]})",
+                marker_color=colour,
+                text=[f"{v:.1f}" for v in sel["score"]],
+                textposition="outside",
+                cliponaxis=False,
+                error_x=interval_error(sel, "score", width=3, color="#333"),
+                hovertemplate="%{y}: %{x:.2f}<extra>" + source + "</extra>",
+            )
+        )
+    fig.update_yaxes(
+        categoryorder="array", categoryarray=list(part["system"])[::-1], automargin=True, tickfont=dict(size=12)
+    )
     fig.update_xaxes(range=[0, 105], title="score (%)", dtick=20)
-    fig.update_layout(template="plotly_white", height=90 + 26 * len(part), bargap=0.25, barmode="overlay",
-                      title=dict(text=title, x=0, font=dict(size=14)), margin=dict(l=10, r=30, t=50, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left", title=None))
+    fig.update_layout(
+        template="plotly_white",
+        height=90 + 26 * len(part),
+        bargap=0.25,
+        barmode="overlay",
+        title=dict(text=title, x=0, font=dict(size=14)),
+        margin=dict(l=10, r=30, t=50, b=10),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left", title=None),
+    )
     return fig
 
 
 def tables_markdown(tables: dict[str, pd.DataFrame]) -> str:
     """Every table as one Markdown document (what the download button gives)."""
-    parts = ["# Embedding Probe Lab — Peters et al. (2018) §5 reproduced", "",
-             f"Paper numbers: {paper.SOURCE}.", ""]
+    parts = ["# Embedding Probe Lab — Peters et al. (2018) §5 reproduced", "", f"Paper numbers: {paper.SOURCE}.", ""]
     for key, title in titles().items():
         if key in tables:
             parts += [f"## {title}", "", markdown_table(tables[key]), ""]

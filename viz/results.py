@@ -6,6 +6,7 @@ What to draw for a probe comes from its registry entry (``probes.registry.ChartS
 metrics, the order of datasets and of non-numeric layers, the baseline models (their own series)
 and the per-category breakdown.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,7 +49,7 @@ def load_dir(d: Path) -> pd.DataFrame:
     return df.assign(source=label_dir(d)) if not df.empty else pd.DataFrame(columns=[*COLUMNS, "source"])
 
 
-OPTIONAL = ("n", "lo", "hi")   # result columns an older or a baseline result may lack
+OPTIONAL = ("n", "lo", "hi")  # result columns an older or a baseline result may lack
 
 
 def with_optional(sel: pd.DataFrame, columns: tuple[str, ...] = OPTIONAL) -> pd.DataFrame:
@@ -69,13 +70,18 @@ def metrics_of(df: pd.DataFrame, spec: ProbeSpec, dataset: str) -> list[str]:
     return [m for m in spec.chart.metrics if m in present]
 
 
-def layer_curves_frame(df: pd.DataFrame, probe: str, dataset: str, metric: str,
-                       exclude: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
+def layer_curves_frame(
+    df: pd.DataFrame, probe: str, dataset: str, metric: str, exclude: set[str] | frozenset[str] = frozenset()
+) -> pd.DataFrame:
     """model, layer (int), value, n, lo, hi for the numbered layers of one probe/dataset/metric, sorted.
 
     ``lo``/``hi`` are the rows' bootstrap 95% interval (NaN where a result has none)."""
-    sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)
-             & ~df["model"].isin(list(exclude))]
+    sel = df[
+        (df["probe"] == probe)
+        & (df["dataset"] == dataset)
+        & (df["metric"] == metric)
+        & ~df["model"].isin(list(exclude))
+    ]
     sel = sel[sel["layer"].astype(str).str.fullmatch(r"\d+")]
     sel = with_optional(sel)
     out = sel.assign(layer=sel["layer"].astype(int))[["model", "layer", "value", "n", "lo", "hi"]]
@@ -87,12 +93,21 @@ def named_rows_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: st
     """model, layer, value, n, lo, hi of the probe's named (non-numeric) layer rows in the spec's order,
     e.g. the λ ablation's "last", "all λ=1", "all λ=0.001"; baseline models left out."""
     order = list(spec.chart.layer_order)
-    sel = df[(df["probe"] == spec.name) & (df["dataset"] == dataset) & (df["metric"] == metric)
-             & ~df["model"].isin(list(spec.baseline_models)) & df["layer"].astype(str).isin(order)]
+    sel = df[
+        (df["probe"] == spec.name)
+        & (df["dataset"] == dataset)
+        & (df["metric"] == metric)
+        & ~df["model"].isin(list(spec.baseline_models))
+        & df["layer"].astype(str).isin(order)
+    ]
     sel = with_optional(sel)
     out = sel[["model", "layer", "value", "n", "lo", "hi"]].astype({"value": float, "lo": float, "hi": float})
-    return out.assign(_o=out["layer"].map(order.index)).sort_values(["model", "_o"]).drop(columns="_o") \
+    return (
+        out.assign(_o=out["layer"].map(order.index))
+        .sort_values(["model", "_o"])
+        .drop(columns="_o")
         .reset_index(drop=True)
+    )
 
 
 def baselines(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> dict[str, float]:
@@ -103,8 +118,12 @@ def baselines(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> d
 
 def baseline_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> pd.DataFrame:
     """label, model, value, n, lo, hi of the probe's baseline results: each its own series."""
-    sel = df[(df["probe"] == spec.name) & (df["dataset"] == dataset) & (df["metric"] == metric)
-             & df["model"].isin(list(spec.baseline_models))]
+    sel = df[
+        (df["probe"] == spec.name)
+        & (df["dataset"] == dataset)
+        & (df["metric"] == metric)
+        & df["model"].isin(list(spec.baseline_models))
+    ]
     sel = with_optional(sel)
     out = sel.assign(label=sel["model"].map(spec.baseline_models))[["label", "model", "value", "n", "lo", "hi"]]
     return out.astype({"value": float, "lo": float, "hi": float}).reset_index(drop=True)
@@ -141,13 +160,22 @@ def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str
             label = f"{model} (layer {layer})"
         sel = with_optional(sel, ("lo", "hi"))
         for ds, v, n, lo, hi in zip(sel["dataset"], sel["value"], sel["n"], sel["lo"], sel["hi"]):
-            rows.append({"model": label, "category": ds[len(prefix):], "value": float(v), "n": n,
-                         "lo": _num(lo), "hi": _num(hi)})
+            rows.append(
+                {
+                    "model": label,
+                    "category": ds[len(prefix) :],
+                    "value": float(v),
+                    "n": n,
+                    "lo": _num(lo),
+                    "hi": _num(hi),
+                }
+            )
     return pd.DataFrame(rows, columns=["model", "category", "value", "n", "lo", "hi"])
 
 
-def wide_table(df: pd.DataFrame, probe: str, dataset: str, metric: str,
-               layer_order: tuple[str, ...] = ()) -> pd.DataFrame:
+def wide_table(
+    df: pd.DataFrame, probe: str, dataset: str, metric: str, layer_order: tuple[str, ...] = ()
+) -> pd.DataFrame:
     """model × layer table of one measure: numbered layers, then ``layer_order``, then the rest."""
     sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)]
     if sel.empty:

@@ -3,6 +3,7 @@
 A thin layer over :mod:`corpora.wordnet` (NLTK's reader on the data dir's WordNet) that never
 raises for an unknown key (the app shows a placeholder instead) and adds a short legend label.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,9 +17,9 @@ POS_LETTERS = {"noun": "n", "verb": "v", "adjective": "a", "adverb": "r"}
 @dataclass(frozen=True)
 class SenseInfo:
     key: str
-    synset: str          # e.g. "bank.n.01"
+    synset: str  # e.g. "bank.n.01"
     gloss: str
-    lexname: str         # e.g. "noun.object"
+    lexname: str  # e.g. "noun.object"
 
     @property
     def short(self) -> str:

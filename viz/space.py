@@ -1,4 +1,5 @@
 """Logic of the Embedding-space page: word lists, static vectors, contextual token neighbours."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -63,8 +64,8 @@ def static_vectors(emb, words: list[str]) -> tuple[np.ndarray, list[str], list[s
 class TokenTable:
     """All tokens of some typed sentences at one layer, for token-to-token neighbours."""
 
-    vectors: np.ndarray            # (num_tokens, dim)
-    rows: pd.DataFrame             # sentence, position, token, context
+    vectors: np.ndarray  # (num_tokens, dim)
+    rows: pd.DataFrame  # sentence, position, token, context
 
 
 def is_word(token: str) -> bool:
@@ -81,10 +82,11 @@ def token_table(outs: list[dict], layer: int, words_only: bool = True) -> TokenT
             if words_only and not is_word(w):
                 continue
             vecs.append(o["vectors"][layer, wi])
-            left = " ".join(words[max(0, wi - 4):wi])
-            right = " ".join(words[wi + 1: wi + 5])
-            rows.append({"sentence": si + 1, "position": wi + 1, "token": w,
-                         "context": f"{left} [{w}] {right}".strip()})
+            left = " ".join(words[max(0, wi - 4) : wi])
+            right = " ".join(words[wi + 1 : wi + 5])
+            rows.append(
+                {"sentence": si + 1, "position": wi + 1, "token": w, "context": f"{left} [{w}] {right}".strip()}
+            )
     dim = outs[0]["vectors"].shape[-1] if outs else 0
     return TokenTable(np.stack(vecs) if vecs else np.zeros((0, dim), np.float32), pd.DataFrame(rows))
 

@@ -7,16 +7,18 @@ Markdown in the input is displayed, never rendered.
     >>> parse_sentences("The bank closed.\\nShe sat on the bank.", one_per_line=True).sentences
     [['The', 'bank', 'closed', '.'], ['She', 'sat', 'on', 'the', 'bank', '.']]
 """
+
 from __future__ import annotations
 
-from corpora.errors import RequestError
 import html
 import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from corpora.errors import RequestError
+
 # Caps that keep every page responsive on a 2-core CPU. Pages may pass smaller ones.
-MAX_CHARS = 200_000            # beyond this the text is cut before tokenizing (a paste of a book)
+MAX_CHARS = 200_000  # beyond this the text is cut before tokenizing (a paste of a book)
 MAX_WORDS_PER_SENTENCE = 60
 MAX_SENTENCES = 50
 MAX_TOTAL_WORDS = 600
@@ -35,7 +37,7 @@ class InputError(RequestError):
 class ParsedText:
     sentences: list[list[str]]
     warnings: list[str] = field(default_factory=list)
-    labels: list[str | None] = field(default_factory=list)   # optional "sentence | label" labels
+    labels: list[str | None] = field(default_factory=list)  # optional "sentence | label" labels
 
     @property
     def num_words(self) -> int:
@@ -87,7 +89,7 @@ def tokenize(text: str) -> list[str]:
                     j += 1
                 tokens.append(chunk[i:j])
                 i = j
-            elif unicodedata.category(ch)[0] == "C":   # control / format characters: drop
+            elif unicodedata.category(ch)[0] == "C":  # control / format characters: drop
                 i += 1
             else:
                 tokens.append(ch)
@@ -99,8 +101,7 @@ def _clean(text: str) -> str:
     # Drop control characters except newlines and tabs (NULs, escape sequences, bidi overrides
     # are harmless to the model but confuse tables); keep everything else as typed.
     return "".join(
-        ch for ch in text
-        if ch in "\n\t" or ch in ("\u200c", "\u200d") or unicodedata.category(ch) not in ("Cc", "Cf")
+        ch for ch in text if ch in "\n\t" or ch in ("\u200c", "\u200d") or unicodedata.category(ch) not in ("Cc", "Cf")
     )
 
 
@@ -163,7 +164,7 @@ def parse_sentences(
                 break
             kept.append(s)
             count += len(s)
-        if not kept:   # a single sentence over the total cap: cut it
+        if not kept:  # a single sentence over the total cap: cut it
             kept = [sentences[0][:max_total_words]]
         warnings.append(
             f"The text has {total:,} words; only the first {sum(len(s) for s in kept):,} "

@@ -27,6 +27,7 @@ One concern a module:
     embedder.py    ElmoEmbedder, load_elmo_asset, load_allennlp_elmo (+ find/inspect the original files)
 The trainer is ``models/train/elmo.py`` (``python -m models train elmo``).
 """
+
 from models.elmo.bilm import Elmo, ElmoBiLm  # noqa: F401
 from models.elmo.char_cnn import CharCNNEncoder, Highway  # noqa: F401
 from models.elmo.characters import ElmoCharacterMapper, batch_to_ids  # noqa: F401

@@ -1,8 +1,9 @@
 """The ELMo biLM (char-CNN + biLSTM, <S>/</S> handled inside) and ``Elmo``, its scalar mixes.
 
-    char ids (B, T, 50) ──ElmoBiLm.layers──▶ (L+1, B, T, 2D), layer 0 = [x; x]
-    Elmo:   ELMo_k = γ_k Σ_j s_kj h_j            (models.scalar_mix.ScalarMix)
+char ids (B, T, 50) ──ElmoBiLm.layers──▶ (L+1, B, T, 2D), layer 0 = [x; x]
+Elmo:   ELMo_k = γ_k Σ_j s_kj h_j            (models.scalar_mix.ScalarMix)
 """
+
 from __future__ import annotations
 
 import copy
@@ -12,15 +13,19 @@ import torch
 from torch import nn
 
 from models.elmo.char_cnn import CharCNNEncoder, activation_function
-from models.elmo.characters import (ElmoCharacterMapper, add_sentence_boundary_token_ids,
-                                    remove_sentence_boundaries)
+from models.elmo.characters import ElmoCharacterMapper, add_sentence_boundary_token_ids, remove_sentence_boundaries
 from models.elmo.lstm import ElmoLstm
 from models.scalar_mix import ScalarMix
 
-
 # The keys an original options.json must have; the rest have the defaults below.
-REQUIRED_OPTIONS = ("lstm.projection_dim", "lstm.dim", "lstm.n_layers",
-                    "char_cnn.filters", "char_cnn.n_highway", "char_cnn.embedding.dim")
+REQUIRED_OPTIONS = (
+    "lstm.projection_dim",
+    "lstm.dim",
+    "lstm.n_layers",
+    "char_cnn.filters",
+    "char_cnn.n_highway",
+    "char_cnn.embedding.dim",
+)
 
 
 def _missing_options(options: dict[str, Any]) -> list[str]:

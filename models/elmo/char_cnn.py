@@ -1,8 +1,9 @@
 """ELMo's context-independent token encoder: character CNN + highway layers + projection.
 
-    char ids (B, T, 50) → char embedding → Conv1d per filter width → max over time → activation
-    → concat (n_filters) → Highway × n_highway → Linear → token vectors (B, T, D)
+char ids (B, T, 50) → char embedding → Conv1d per filter width → max over time → activation
+→ concat (n_filters) → Highway × n_highway → Linear → token vectors (B, T, D)
 """
+
 from __future__ import annotations
 
 from typing import Any

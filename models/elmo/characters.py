@@ -1,12 +1,13 @@
 """ELMo's character input: words → 50 byte ids, and <S>/</S> sentence boundaries.
 
-    words ──ElmoCharacterMapper──▶ char ids (B, T, 50)   (0 = padded word; ids 1..261)
-    add_sentence_boundary_token_ids:  (B, T, 50) → (B, T+2, 50) with <S> first and </S> after each sentence
-    remove_sentence_boundaries:       activations (B, T+2, dim) → (B, T, dim)
+words ──ElmoCharacterMapper──▶ char ids (B, T, 50)   (0 = padded word; ids 1..261)
+add_sentence_boundary_token_ids:  (B, T, 50) → (B, T+2, 50) with <S> first and </S> after each sentence
+remove_sentence_boundaries:       activations (B, T+2, dim) → (B, T, dim)
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

@@ -1,11 +1,12 @@
 """Our own ELMo checkpoints: ``options.json`` (original format) + ``model.safetensors`` (+ LM head).
 
-    <dir>/options.json          the AllenNLP/bilm-tf options dict
-    <dir>/model.safetensors     ElmoBiLm state dict (char-CNN + biLSTM), float32
-    <dir>/softmax.safetensors   optional: AdaptiveLogSoftmaxWithLoss of the LM head
-    <dir>/softmax.json          optional: {"vocab_size", "cutoffs", "div_value"}
-    <dir>/vocab.txt             optional: softmax vocabulary, one word a line, id = line number
+<dir>/options.json          the AllenNLP/bilm-tf options dict
+<dir>/model.safetensors     ElmoBiLm state dict (char-CNN + biLSTM), float32
+<dir>/softmax.safetensors   optional: AdaptiveLogSoftmaxWithLoss of the LM head
+<dir>/softmax.json          optional: {"vocab_size", "cutoffs", "div_value"}
+<dir>/vocab.txt             optional: softmax vocabulary, one word a line, id = line number
 """
+
 from __future__ import annotations
 
 import json
@@ -30,15 +31,18 @@ def save_bilm(directory: str | Path, bilm: ElmoBiLm) -> None:
     save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt", "model": "ElmoBiLm"})
 
 
-def save_language_model(directory: str | Path, lm: BiLMLanguageModel, vocab: list[str], with_softmax: bool = True) -> None:
+def save_language_model(
+    directory: str | Path, lm: BiLMLanguageModel, vocab: list[str], with_softmax: bool = True
+) -> None:
     """biLM always; the softmax + vocabulary when ``with_softmax`` (needed to compute perplexities)."""
     directory = Path(directory)
     save_bilm(directory, lm.bilm)
     if with_softmax:
         state = {k: v.detach().float().contiguous().cpu() for k, v in lm.softmax.state_dict().items()}
         save_file(state, str(directory / "softmax.safetensors"), metadata={"format": "pt"})
-        (directory / "softmax.json").write_text(json.dumps(
-            {"vocab_size": lm.vocab_size, "cutoffs": lm.cutoffs, "div_value": lm.div_value}, indent=2) + "\n")
+        (directory / "softmax.json").write_text(
+            json.dumps({"vocab_size": lm.vocab_size, "cutoffs": lm.cutoffs, "div_value": lm.div_value}, indent=2) + "\n"
+        )
         (directory / "vocab.txt").write_text("".join(w + "\n" for w in vocab), encoding="utf-8")
 
 
@@ -61,7 +65,9 @@ def load_bilm(directory: str | Path, device: str | torch.device = "cpu") -> Elmo
     return bilm.to(device).eval()
 
 
-def load_language_model(directory: str | Path, device: str | torch.device = "cpu") -> tuple[BiLMLanguageModel, list[str]]:
+def load_language_model(
+    directory: str | Path, device: str | torch.device = "cpu"
+) -> tuple[BiLMLanguageModel, list[str]]:
     directory = Path(directory)
     options = read_options(directory / "options.json")
     head = read_options(directory / "softmax.json")
@@ -88,7 +94,9 @@ def _load_state(module: torch.nn.Module, path: Path) -> None:
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
     if missing or unexpected:
-        raise ModelLoadError(f"Checkpoint {path} does not match the options: missing {missing[:5]}, unexpected {unexpected[:5]}")
+        raise ModelLoadError(
+            f"Checkpoint {path} does not match the options: missing {missing[:5]}, unexpected {unexpected[:5]}"
+        )
     for key, value in state.items():
         if tuple(value.shape) != tuple(expected[key].shape):
             raise ModelLoadError(

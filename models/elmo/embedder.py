@@ -19,10 +19,12 @@ names like ``elmo_2x4096_512_2048cnn_2xhighway_options.json`` / ``…_weights.hd
 ``options.json`` / ``weights.hdf5``), ``inspect_allennlp_elmo`` gives its shape and size from the
 hdf5 metadata (``python -m models list``), ``load_allennlp_elmo`` loads it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -66,13 +68,20 @@ class ElmoEmbedder(Embedder):
         self.half_on_cuda = half_on_cuda
         self._fp_extra = fingerprint_extra
         self._char_cache: dict[str, list[int]] = {}
-        self.info = ModelInfo(name=name, family=ELMO.name, num_layers=bilm.num_layers, dim=2 * bilm.projection_dim,
-                              source=source, description=description, card=card or {})
+        self.info = ModelInfo(
+            name=name,
+            family=ELMO.name,
+            num_layers=bilm.num_layers,
+            dim=2 * bilm.projection_dim,
+            source=source,
+            description=description,
+            card=card or {},
+        )
         self.device = torch.device("cpu")
         self.dtype = torch.float32
         self.to(device or default_device())
 
-    def to(self, device: str | torch.device) -> "ElmoEmbedder":
+    def to(self, device: str | torch.device) -> ElmoEmbedder:
         self.device = torch.device(device)
         self.dtype = torch.float16 if (self.device.type == "cuda" and self.half_on_cuda) else torch.float32
         self.bilm.to(self.device, dtype=self.dtype)
@@ -164,9 +173,7 @@ class ElmoEmbedder(Embedder):
                 for b, i in enumerate(batch):
                     n = len(sentences[i])
                     results[i] = SentenceEmbedding(
-                        words=list(sentences[i]),
-                        vectors=np.ascontiguousarray(layers[:, b, :n]),
-                        oov=np.zeros(n, bool),
+                        words=list(sentences[i]), vectors=np.ascontiguousarray(layers[:, b, :n]), oov=np.zeros(n, bool)
                     )
         return results  # type: ignore[return-value]
 
@@ -175,8 +182,9 @@ def _file_fingerprint(paths: Sequence[Path]) -> str:
     return content_fingerprint(paths)
 
 
-def load_elmo_asset(name: str = "elmo-small", device: str | torch.device | None = None,
-                    assets_dir: str | Path | None = None, **kwargs) -> ElmoEmbedder:
+def load_elmo_asset(
+    name: str = "elmo-small", device: str | torch.device | None = None, assets_dir: str | Path | None = None, **kwargs
+) -> ElmoEmbedder:
     """Our own checkpoint in ``assets/<name>/`` (options.json + model.safetensors + model_card.json)."""
     path = Path(assets_dir) / name if assets_dir else ASSETS / name
     if not (path / "options.json").is_file() or not (path / "model.safetensors").is_file():
@@ -185,14 +193,27 @@ def load_elmo_asset(name: str = "elmo-small", device: str | torch.device | None 
     bilm = load_bilm(path)
     card = read_model_card(path) or {}
     desc = "ELMo biLM (char-CNN + 2-layer LSTMP) trained here on the LM corpus"
-    return ElmoEmbedder(bilm, name=name, source=str(path), device=device, card=card, description=desc,
-                        fingerprint_extra=_file_fingerprint([path / "options.json", path / "model.safetensors"]),
-                        **kwargs)
+    return ElmoEmbedder(
+        bilm,
+        name=name,
+        source=str(path),
+        device=device,
+        card=card,
+        description=desc,
+        fingerprint_extra=_file_fingerprint([path / "options.json", path / "model.safetensors"]),
+        **kwargs,
+    )
 
 
-def load_allennlp_elmo(options_path: str | Path, weights_path: str | Path, name: str = "elmo-original", *,
-                      stateful: bool = False, device: str | torch.device | None = None,
-                      **kwargs: Any) -> ElmoEmbedder:
+def load_allennlp_elmo(
+    options_path: str | Path,
+    weights_path: str | Path,
+    name: str = "elmo-original",
+    *,
+    stateful: bool = False,
+    device: str | torch.device | None = None,
+    **kwargs: Any,
+) -> ElmoEmbedder:
     """The original AllenNLP / bilm-tf ELMo (``options.json`` + ``weights.hdf5``) as a user model.
 
     ``stateful=True`` carries the LSTM states from call to call as the original did (``embed``).
@@ -205,9 +226,16 @@ def load_allennlp_elmo(options_path: str | Path, weights_path: str | Path, name:
 
     options_path, weights_path = Path(options_path), Path(weights_path)
     bilm = load_bilm_from_hdf5(options_path, weights_path)
-    return ElmoEmbedder(bilm, name=name, source=str(weights_path), device=device, stateful=stateful,
-                        description="ELMo from the original options.json + weights.hdf5 (AllenNLP / bilm-tf)",
-                        fingerprint_extra=_original_fingerprint(options_path, weights_path), **kwargs)
+    return ElmoEmbedder(
+        bilm,
+        name=name,
+        source=str(weights_path),
+        device=device,
+        stateful=stateful,
+        description="ELMo from the original options.json + weights.hdf5 (AllenNLP / bilm-tf)",
+        fingerprint_extra=_original_fingerprint(options_path, weights_path),
+        **kwargs,
+    )
 
 
 load_elmo_hdf5 = load_allennlp_elmo  # the earlier name
@@ -253,12 +281,16 @@ def inspect_allennlp_elmo(options_path: str | Path, weights_path: str | Path) ->
     biLM datasets' shapes), size_bytes (both files). ModelLoadError as ``load_allennlp_elmo``,
     except for damage inside the weight data, which only loading reads.
     """
-    from models.elmo.hdf5_io import check_layout, open_weights, read_original_options   # lazy: h5py
+    from models.elmo.hdf5_io import check_layout, open_weights, read_original_options  # lazy: h5py
 
     options_path, weights_path = Path(options_path), Path(weights_path)
     options = read_original_options(options_path)
     with open_weights(weights_path) as fin:
         shapes = check_layout(fin, weights_path, options)
-    return {"family": ELMO.name, "layers": options["lstm"]["n_layers"] + 1, "dim": 2 * options["lstm"]["projection_dim"],
-            "params": sum(int(np.prod(shape)) for shape in shapes.values()),
-            "size_bytes": options_path.stat().st_size + weights_path.stat().st_size}
+    return {
+        "family": ELMO.name,
+        "layers": options["lstm"]["n_layers"] + 1,
+        "dim": 2 * options["lstm"]["projection_dim"],
+        "params": sum(int(np.prod(shape)) for shape in shapes.values()),
+        "size_bytes": options_path.stat().st_size + weights_path.stat().st_size,
+    }

@@ -15,13 +15,15 @@ Every problem (missing file or dataset, wrong shape, datasets the options do not
 truncated file) raises ``models.base.ModelLoadError`` naming the file and the dataset path;
 ``check_layout`` checks the whole layout from the file's metadata before any weight is read.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import h5py
 import numpy as np
@@ -72,7 +74,9 @@ def open_weights(weights_path: str | Path) -> h5py.File:
     try:
         return h5py.File(weights_path, "r")
     except OSError as exc:
-        raise ModelLoadError(f"ELMo weight file {weights_path} is not a readable HDF5 file (truncated?): {exc}") from exc
+        raise ModelLoadError(
+            f"ELMo weight file {weights_path} is not a readable HDF5 file (truncated?): {exc}"
+        ) from exc
 
 
 def dataset_shapes(fin: h5py.File, path: Path) -> dict[str, tuple[int, ...]]:
@@ -106,12 +110,15 @@ def check_layout(fin: h5py.File, path: Path, options: dict[str, Any]) -> dict[st
         if name not in have:
             raise ModelLoadError(f"ELMo weight file {path} has no dataset '{name}'.")
         if have[name] != shape:
-            raise ModelLoadError(f"ELMo weight file {path}: dataset '{name}' has shape {have[name]}, "
-                                 f"the options need {shape}.")
+            raise ModelLoadError(
+                f"ELMo weight file {path}: dataset '{name}' has shape {have[name]}, the options need {shape}."
+            )
     extra = sorted(n for n in have if n not in want and n.startswith(BILM_PREFIXES))
     if extra:
-        raise ModelLoadError(f"ELMo weight file {path} has datasets the options do not describe: "
-                             f"{', '.join(extra[:5])}{' …' if len(extra) > 5 else ''} (options of another model?)")
+        raise ModelLoadError(
+            f"ELMo weight file {path} has datasets the options do not describe: "
+            f"{', '.join(extra[:5])}{' …' if len(extra) > 5 else ''} (options of another model?)"
+        )
     return want
 
 
@@ -126,7 +133,9 @@ def load_hdf5_weights(bilm: ElmoBiLm, weights_path: str | Path) -> ElmoBiLm:
             try:
                 return np.asarray(fin[name][...], dtype=np.float32)
             except (OSError, RuntimeError, ValueError, KeyError) as exc:
-                raise ModelLoadError(f"ELMo weight file {weights_path}: cannot read '{name}' (truncated?): {exc}") from exc
+                raise ModelLoadError(
+                    f"ELMo weight file {weights_path}: cannot read '{name}' (truncated?): {exc}"
+                ) from exc
 
         _load_char_cnn(bilm, read)
         for layer in range(bilm.lstm.num_layers):

@@ -1,4 +1,5 @@
 """The biLM's language-model head (training and perplexity only): one adaptive softmax, both directions."""
+
 from __future__ import annotations
 
 import math

@@ -12,6 +12,7 @@ state of row b in the next batch. "Final" is each row's own last real step (bilm
 direction (which reads the row reversed within its length) after ``<S>``; padding never touches
 a state. Rows beyond a smaller next batch keep their states (bilm-tf's ``max_batch_size`` buffer).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -119,8 +120,11 @@ class LstmCellWithProjection(nn.Module):
         c0 = x.new_zeros(1, b, self.cell_size)
         zero_bias = torch.zeros_like(self.state_linearity.bias)
         params = [
-            self.input_linearity.weight, self.state_linearity.weight,
-            zero_bias, self.state_linearity.bias, self.state_projection.weight,
+            self.input_linearity.weight,
+            self.state_linearity.weight,
+            zero_bias,
+            self.state_linearity.bias,
+            self.state_projection.weight,
         ]
         params = [p.to(x.dtype) for p in params]
         with warnings.catch_warnings():
@@ -191,10 +195,7 @@ class ElmoLstm(nn.Module):
         self.hidden_size = lstm["projection_dim"]
         self.cell_size = lstm["dim"]
         self.use_skip_connections = bool(lstm.get("use_skip_connections", True))
-        kwargs = dict(
-            memory_cell_clip_value=lstm.get("cell_clip"),
-            state_projection_clip_value=lstm.get("proj_clip"),
-        )
+        kwargs = dict(memory_cell_clip_value=lstm.get("cell_clip"), state_projection_clip_value=lstm.get("proj_clip"))
         d, c = self.hidden_size, self.cell_size
         self.forward_layers = nn.ModuleList(
             [LstmCellWithProjection(d, d, c, go_forward=True, **kwargs) for _ in range(self.num_layers)]
@@ -258,6 +259,8 @@ class ElmoLstm(nn.Module):
             outputs.append(torch.cat(streams, dim=-1))
         if finals:
             shape = (self.num_layers, 2, b)
-            self._carry(torch.stack([h for h, _ in finals]).view(*shape, self.hidden_size),
-                        torch.stack([c for _, c in finals]).view(*shape, self.cell_size))
+            self._carry(
+                torch.stack([h for h, _ in finals]).view(*shape, self.hidden_size),
+                torch.stack([c for _, c in finals]).view(*shape, self.cell_size),
+            )
         return torch.stack(outputs)

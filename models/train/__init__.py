@@ -10,11 +10,12 @@ load, with a ``model_card.json`` written last. Importing this package imports no
     elmo.py      the command line of the ELMo biLM trainer; elmo_data.py its batches and vocabulary
     common.py    what model cards record about every run (date, machine)
 """
+
 from __future__ import annotations
 
 # KIND -> trainer module. The word2vec module serves three kinds and reads the kind from argv[0].
 TRAINERS: dict[str, str] = {
-    "word2vec": "models.train.word2vec",     # skip-gram
+    "word2vec": "models.train.word2vec",  # skip-gram
     "cbow": "models.train.word2vec",
     "fasttext": "models.train.word2vec",
     "glove": "models.train.glove",

@@ -1,18 +1,21 @@
 """What every trainer shares: what model cards record about the run (date, machine), argparse checks
 (positive counts, an available device) and safe resumable checkpoints (``weights_only`` loading)."""
+
 from __future__ import annotations
 
-from corpora.errors import LabError
 import argparse
 import datetime as dt
 import math
 import os
 import pickle
 import platform
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import torch
+
+from corpora.errors import LabError
 
 T = TypeVar("T")
 
@@ -24,7 +27,7 @@ def machine_description() -> str:
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ----------------------------------------------------------------------------- argument checks
@@ -48,11 +51,13 @@ def _int(text: str) -> int:
 
 def _at_least(convert, low: float, strict: bool, what: str):
     """An argparse type: ``convert(text)`` that must be > ``low`` (``strict``) or >= ``low``."""
+
     def check(text: str):
         value = convert(text)
         if value < low or (strict and value == low):
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
         return value
+
     return check
 
 
@@ -70,8 +75,10 @@ def device_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(f"unknown device {text!r} (use cpu or cuda)") from None
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise argparse.ArgumentTypeError(f"{text!r} asked for, but CUDA is not available on this machine "
-                                             "(no GPU, or a CPU-only torch build); use --device cpu")
+            raise argparse.ArgumentTypeError(
+                f"{text!r} asked for, but CUDA is not available on this machine "
+                "(no GPU, or a CPU-only torch build); use --device cpu"
+            )
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise argparse.ArgumentTypeError(f"{text!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     elif device.type == "mps" and not torch.backends.mps.is_available():
@@ -104,16 +111,20 @@ def load_checkpoint(path: Path, map_location=None) -> dict:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:
         # torch's message advises weights_only=False; keep only its diagnosis line, never that advice.
-        lines = [ln.strip() for ln in str(exc).splitlines()
-                 if "GLOBAL" in ln or "Unsupported" in ln or "Unpickler" in ln]
+        lines = [
+            ln.strip() for ln in str(exc).splitlines() if "GLOBAL" in ln or "Unsupported" in ln or "Unpickler" in ln
+        ]
         detail = lines[-1] if lines else type(exc).__name__
-        if "GLOBAL" not in detail:   # not a forbidden object: a damaged or foreign file
-            raise CheckpointError(f"cannot read checkpoint {path}: not a torch checkpoint, or damaged "
-                                  f"({detail}); delete it and start again without --resume") from None
+        if "GLOBAL" not in detail:  # not a forbidden object: a damaged or foreign file
+            raise CheckpointError(
+                f"cannot read checkpoint {path}: not a torch checkpoint, or damaged "
+                f"({detail}); delete it and start again without --resume"
+            ) from None
         raise CheckpointError(
             f"refusing to load {path}: it holds objects other than tensors and plain data, which could run "
             f"code when unpickled (only checkpoints written by this trainer are accepted; delete it and start "
-            f"again without --resume). {detail}") from None
+            f"again without --resume). {detail}"
+        ) from None
     except Exception as exc:  # truncated, not a torch file, unreadable
         raise CheckpointError(f"cannot read checkpoint {path}: {type(exc).__name__}: {exc}") from None
     if not isinstance(state, dict):
@@ -136,5 +147,6 @@ def resume_checkpoint(path: Path, restore: Callable[[dict], T], map_location=Non
     try:
         return restore(state)
     except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-        raise CheckpointError(f"checkpoint {path} does not fit this model and options: "
-                              f"{type(exc).__name__}: {exc}") from None
+        raise CheckpointError(
+            f"checkpoint {path} does not fit this model and options: {type(exc).__name__}: {exc}"
+        ) from None

@@ -16,6 +16,7 @@ A resumable checkpoint (model, optimizer, step, data position, RNG) goes to
 usable model. At the end: held-out forward/backward perplexity, the asset (options.json +
 model.safetensors + softmax) and ``model_card.json`` in ``--out``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,9 @@ import random
 import shlex
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -37,10 +39,18 @@ from corpora.lm_corpus import corpus_stats, load_lm_corpus
 from corpora.paths import REPO_ROOT
 from models.assets import ASSETS
 from models.base import default_device
-from models.train.common import (CheckpointError, device_arg, nonnegative_float, nonnegative_int,
-                                 positive_float, positive_int, resume_checkpoint, save_checkpoint)
 from models.elmo.checkpoint import save_language_model
 from models.elmo.lm import BiLMLanguageModel, perplexity
+from models.train.common import (
+    CheckpointError,
+    device_arg,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    resume_checkpoint,
+    save_checkpoint,
+)
 from models.train.elmo_data import BatchEncoder, build_vocab, chop, make_batches
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -48,33 +58,65 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # No clipping so the fused torch.lstm kernel can be used (3× faster than the clipped time loop).
     "small": {
         "options": {
-            "lstm": {"use_skip_connections": True, "projection_dim": 128, "cell_clip": None,
-                     "proj_clip": None, "dim": 512, "n_layers": 2},
-            "char_cnn": {"activation": "relu", "filters": [[1, 32], [2, 32], [3, 64], [4, 64], [5, 64]],
-                         "n_highway": 1, "embedding": {"dim": 16}, "n_characters": 262,
-                         "max_characters_per_token": 50},
+            "lstm": {
+                "use_skip_connections": True,
+                "projection_dim": 128,
+                "cell_clip": None,
+                "proj_clip": None,
+                "dim": 512,
+                "n_layers": 2,
+            },
+            "char_cnn": {
+                "activation": "relu",
+                "filters": [[1, 32], [2, 32], [3, 64], [4, 64], [5, 64]],
+                "n_highway": 1,
+                "embedding": {"dim": 16},
+                "n_characters": 262,
+                "max_characters_per_token": 50,
+            },
         },
-        "vocab_size": 30000, "batch_tokens": 1600, "lr": 2e-3, "dropout": 0.1,
+        "vocab_size": 30000,
+        "batch_tokens": 1600,
+        "lr": 2e-3,
+        "dropout": 0.1,
     },
     # The size of the paper's "original" ELMo (4096 cells, 512 projection, 2048 char filters): needs a GPU.
     "original-like": {
         "options": {
-            "lstm": {"use_skip_connections": True, "projection_dim": 512, "cell_clip": 3,
-                     "proj_clip": 3, "dim": 4096, "n_layers": 2},
-            "char_cnn": {"activation": "relu",
-                         "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
-                         "n_highway": 2, "embedding": {"dim": 16}, "n_characters": 262,
-                         "max_characters_per_token": 50},
+            "lstm": {
+                "use_skip_connections": True,
+                "projection_dim": 512,
+                "cell_clip": 3,
+                "proj_clip": 3,
+                "dim": 4096,
+                "n_layers": 2,
+            },
+            "char_cnn": {
+                "activation": "relu",
+                "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]],
+                "n_highway": 2,
+                "embedding": {"dim": 16},
+                "n_characters": 262,
+                "max_characters_per_token": 50,
+            },
         },
-        "vocab_size": 60000, "batch_tokens": 8000, "lr": 1e-3, "dropout": 0.1,
+        "vocab_size": 60000,
+        "batch_tokens": 8000,
+        "lr": 1e-3,
+        "dropout": 0.1,
     },
 }
 
 
 # ----------------------------------------------------------------------------- evaluation
 @torch.inference_mode()
-def evaluate(lm: BiLMLanguageModel, encoder: BatchEncoder, sentences: Sequence[Sequence[str]],
-             batch_tokens: int, device: torch.device) -> dict[str, float]:
+def evaluate(
+    lm: BiLMLanguageModel,
+    encoder: BatchEncoder,
+    sentences: Sequence[Sequence[str]],
+    batch_tokens: int,
+    device: torch.device,
+) -> dict[str, float]:
     """Held-out perplexity of each direction: exp(total NLL / number of targets)."""
     was_training = lm.training
     lm.eval()
@@ -86,14 +128,20 @@ def evaluate(lm: BiLMLanguageModel, encoder: BatchEncoder, sentences: Sequence[S
         bwd += float(out["backward_nll"])
         n += float(out["num_targets"])
     lm.train(was_training)
-    return {"ppl_forward": perplexity(fwd, n), "ppl_backward": perplexity(bwd, n),
-            "nll_forward": fwd / max(n, 1), "nll_backward": bwd / max(n, 1), "targets": int(n)}
+    return {
+        "ppl_forward": perplexity(fwd, n),
+        "ppl_backward": perplexity(bwd, n),
+        "nll_forward": fwd / max(n, 1),
+        "nll_backward": bwd / max(n, 1),
+        "targets": int(n),
+    }
 
 
 # ----------------------------------------------------------------------------- main
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m models train elmo", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m models train elmo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--config", default="small", help="small | original-like | path to an options.json")
     p.add_argument("--name", default=None, help="model name (default: elmo-<config>)")
     p.add_argument("--out", default=None, help="asset directory (default: assets/<name>)")
@@ -113,7 +161,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--log-every", type=positive_int, default=20)
     p.add_argument("--checkpoint-minutes", type=positive_float, default=5.0)
     p.add_argument("--resume", action="store_true", help="continue from <run-dir>/checkpoint.pt")
-    p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (1 is fastest on a busy 2-core box)")
+    p.add_argument(
+        "--threads", type=positive_int, default=None, help="torch CPU threads (1 is fastest on a busy 2-core box)"
+    )
     p.add_argument("--device", type=device_arg, default=None, help="cpu | cuda (default: cuda when available)")
     p.add_argument("--no-asset-softmax", action="store_true", help="leave the softmax out of the asset dir")
     args = p.parse_args(list(argv))
@@ -122,12 +172,31 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def checkpoint_state(lm, optimizer, *, step: int, epoch: int, position: int, tokens_seen: int,
-                     wall_time_s: float, config: dict, vocab: list[str]) -> dict:
+def checkpoint_state(
+    lm,
+    optimizer,
+    *,
+    step: int,
+    epoch: int,
+    position: int,
+    tokens_seen: int,
+    wall_time_s: float,
+    config: dict,
+    vocab: list[str],
+) -> dict:
     """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``)."""
-    return {"model": lm.state_dict(), "optimizer": optimizer.state_dict(), "step": int(step), "epoch": int(epoch),
-            "position": int(position), "tokens_seen": int(tokens_seen), "wall_time_s": float(wall_time_s),
-            "torch_rng": torch.get_rng_state(), "config": json.loads(json.dumps(config)), "vocab": list(vocab)}
+    return {
+        "model": lm.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "step": int(step),
+        "epoch": int(epoch),
+        "position": int(position),
+        "tokens_seen": int(tokens_seen),
+        "wall_time_s": float(wall_time_s),
+        "torch_rng": torch.get_rng_state(),
+        "config": json.loads(json.dumps(config)),
+        "vocab": list(vocab),
+    }
 
 
 def resolve_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -170,14 +239,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         heldout = heldout[: args.eval_sentences]
     vocab = build_vocab(corpus.vocab, cfg["vocab_size"])
     encoder = BatchEncoder(vocab)
-    print(f"corpus: {stats} ({time.time() - t_load:.1f}s); {len(train)} training pieces, "
-          f"softmax vocab {len(vocab)}", flush=True)
+    print(
+        f"corpus: {stats} ({time.time() - t_load:.1f}s); {len(train)} training pieces, softmax vocab {len(vocab)}",
+        flush=True,
+    )
 
     lm = BiLMLanguageModel(cfg["options"], len(vocab), dropout=cfg["dropout"]).to(device)
     n_bilm = sum(p.numel() for p in lm.bilm.parameters())
     n_softmax = sum(p.numel() for p in lm.softmax.parameters())
-    print(f"model: biLM {n_bilm:,} params, softmax {n_softmax:,}; device {device}, "
-          f"threads {torch.get_num_threads()}", flush=True)
+    print(
+        f"model: biLM {n_bilm:,} params, softmax {n_softmax:,}; device {device}, threads {torch.get_num_threads()}",
+        flush=True,
+    )
     optimizer = torch.optim.Adam(lm.parameters(), lr=cfg["lr"])
 
     def lr_at(step: int) -> float:
@@ -189,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     step, epoch, position, tokens_seen, elapsed_before = 0, 0, 0, 0, 0.0
     ckpt_path = run_dir / "checkpoint.pt"
     if args.resume:
+
         def restore(ckpt: dict) -> tuple:
             lm.load_state_dict(ckpt["model"])
             optimizer.load_state_dict(ckpt["optimizer"])
@@ -203,9 +277,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"resumed from {ckpt_path} at step {step} (epoch {epoch}, batch {position})", flush=True)
 
     def write_checkpoint() -> None:
-        save_checkpoint(ckpt_path, checkpoint_state(
-            lm, optimizer, step=step, epoch=epoch, position=position, tokens_seen=tokens_seen,
-            wall_time_s=elapsed_before + time.time() - t_start, config=cfg, vocab=vocab))
+        save_checkpoint(
+            ckpt_path,
+            checkpoint_state(
+                lm,
+                optimizer,
+                step=step,
+                epoch=epoch,
+                position=position,
+                tokens_seen=tokens_seen,
+                wall_time_s=elapsed_before + time.time() - t_start,
+                config=cfg,
+                vocab=vocab,
+            ),
+        )
 
     t_start = time.time()
     last_ckpt = time.time()
@@ -236,10 +321,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             window_n += float(out["num_targets"])
             if step % args.log_every == 0:
                 dt = time.time() - window_t0
-                print(f"step {step}/{args.steps} epoch {epoch} loss {window_loss / args.log_every:.3f} "
-                      f"ppl fwd {perplexity(window_fwd, window_n):.1f} bwd {perplexity(window_bwd, window_n):.1f} "
-                      f"lr {lr_at(step):.2e} {window_tokens / dt:.0f} tok/s "
-                      f"elapsed {(elapsed_before + time.time() - t_start) / 60:.1f} min", flush=True)
+                print(
+                    f"step {step}/{args.steps} epoch {epoch} loss {window_loss / args.log_every:.3f} "
+                    f"ppl fwd {perplexity(window_fwd, window_n):.1f} bwd {perplexity(window_bwd, window_n):.1f} "
+                    f"lr {lr_at(step):.2e} {window_tokens / dt:.0f} tok/s "
+                    f"elapsed {(elapsed_before + time.time() - t_start) / 60:.1f} min",
+                    flush=True,
+                )
                 window_loss = window_fwd = window_bwd = window_n = 0.0
                 window_tokens, window_t0 = 0, time.time()
             if time.time() - last_ckpt > args.checkpoint_minutes * 60:
@@ -254,13 +342,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             epoch, position = epoch + 1, 0
     wall = elapsed_before + time.time() - t_start
     write_checkpoint()
-    print(f"training done: {step} steps, {tokens_seen:,} tokens, {wall / 60:.1f} min"
-          + (" (stopped by --max-minutes)" if stopped_early else ""), flush=True)
+    print(
+        f"training done: {step} steps, {tokens_seen:,} tokens, {wall / 60:.1f} min"
+        + (" (stopped by --max-minutes)" if stopped_early else ""),
+        flush=True,
+    )
 
     t_eval = time.time()
     metrics = evaluate(lm, encoder, heldout, cfg["batch_tokens"] * 2, device)
-    print(f"held-out: ppl forward {metrics['ppl_forward']:.2f} backward {metrics['ppl_backward']:.2f} "
-          f"over {metrics['targets']:,} targets per direction ({time.time() - t_eval:.0f}s)", flush=True)
+    print(
+        f"held-out: ppl forward {metrics['ppl_forward']:.2f} backward {metrics['ppl_backward']:.2f} "
+        f"over {metrics['targets']:,} targets per direction ({time.time() - t_eval:.0f}s)",
+        flush=True,
+    )
 
     save_language_model(run_dir, lm, vocab, with_softmax=True)
     save_language_model(out_dir, lm, vocab, with_softmax=not args.no_asset_softmax)
@@ -268,8 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "name": name,
         "family": "elmo",
         "architecture": "char-CNN + highway + 2-layer LSTMP biLM (Peters et al. 2018), PyTorch, models/elmo",
-        "corpus": "corpora.lm_corpus.load_lm_corpus(): " + ", ".join(corpus.sources)
-                  + (f" (first {args.max_sentences} sentences)" if args.max_sentences else ""),
+        "corpus": "corpora.lm_corpus.load_lm_corpus(): "
+        + ", ".join(corpus.sources)
+        + (f" (first {args.max_sentences} sentences)" if args.max_sentences else ""),
         "corpus_tokens": stats["train_tokens"],
         "heldout_tokens": stats["heldout_tokens"],
         "tokens_seen": tokens_seen,
@@ -282,20 +377,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         "options": lm.bilm.options,
         "steps": step,
         "batch_tokens": cfg["batch_tokens"],
-        "lr": cfg["lr"], "dropout": cfg["dropout"], "max_len": args.max_len, "clip_norm": args.clip_norm,
+        "lr": cfg["lr"],
+        "dropout": cfg["dropout"],
+        "max_len": args.max_len,
+        "clip_norm": args.clip_norm,
         "stopped_early": stopped_early,
         "wall_time_s": round(wall, 1),
         "final_loss": round(metrics["nll_forward"] + metrics["nll_backward"], 4),
-        "perplexity": {"forward": round(metrics["ppl_forward"], 2), "backward": round(metrics["ppl_backward"], 2),
-                       "heldout_targets_per_direction": metrics["targets"],
-                       "definition": "exp(mean NLL) over held-out pieces (≤ max_len tokens), targets include "
-                                     "</S> (forward) / <S> (backward) and <UNK> for words outside the softmax vocab"},
+        "perplexity": {
+            "forward": round(metrics["ppl_forward"], 2),
+            "backward": round(metrics["ppl_backward"], 2),
+            "heldout_targets_per_direction": metrics["targets"],
+            "definition": "exp(mean NLL) over held-out pieces (≤ max_len tokens), targets include "
+            "</S> (forward) / <S> (backward) and <UNK> for words outside the softmax vocab",
+        },
         "softmax_in_asset": not args.no_asset_softmax,
         "checkpoint": str(run_dir / "checkpoint.pt"),
         "command": "python -m models train elmo " + shlex.join(argv),
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": (f"{torch.cuda.get_device_name(0)}" if device.type == "cuda"
-                    else f"{os.cpu_count()}-core CPU, no GPU ({platform.machine()}, {torch.get_num_threads()} torch threads)"),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": (
+            f"{torch.cuda.get_device_name(0)}"
+            if device.type == "cuda"
+            else f"{os.cpu_count()}-core CPU, no GPU ({platform.machine()}, {torch.get_num_threads()} torch threads)"
+        ),
     }
     (out_dir / "model_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     (run_dir / "model_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")

@@ -3,10 +3,11 @@
 Used by ``models.train.elmo`` (``python -m models train elmo``). A batch is encoded as char ids
 (B, T, 50) and word ids (B, T+2) with ``<S>``/``</S>`` around every sentence.
 """
+
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -77,8 +78,9 @@ class BatchEncoder:
         char_rows, word_rows = [], []
         for s in sentences:
             char_rows.append([self.chars(w) for w in s] + [pad_chars] * (t - len(s)))
-            word_rows.append([self.bos] + [self.word_to_id.get(w, self.unk) for w in s] + [self.eos]
-                             + [0] * (t - len(s)))
+            word_rows.append(
+                [self.bos] + [self.word_to_id.get(w, self.unk) for w in s] + [self.eos] + [0] * (t - len(s))
+            )
         return torch.tensor(char_rows, dtype=torch.long), torch.tensor(word_rows, dtype=torch.long)
 
 

@@ -20,6 +20,7 @@ touches (``GloVeModel.adagrad_step``): the update of ``torch.optim.Adagrad`` on 
 gradients, several times faster on CPU. Runs on CUDA when present, else CPU. The default run
 (``--epochs 15``) was shortened to 10 epochs for the shipped asset (see docs/models.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,8 @@ import shlex
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,8 +41,7 @@ from models.assets import ASSETS
 from models.base import default_device
 from models.quality import wordnet_similarity
 from models.static import StaticEmbedder, save_static_dir
-from models.train.common import (device_arg, machine_description, nonnegative_int, positive_float, positive_int,
-                                 utc_now)
+from models.train.common import device_arg, machine_description, nonnegative_int, positive_float, positive_int, utc_now
 
 
 def build_vocab(sentences: Sequence[Sequence[str]], min_count: int = 5, max_vocab: int | None = None) -> list[str]:
@@ -69,12 +69,12 @@ def cooccurrence(sentences: Sequence[Sequence[str]], vocab: Sequence[str], windo
     V = len(vocab)
     X = sp.csr_matrix((V, V), dtype=np.float64)
     for d in range(1, window + 1):
-        same = sent_a[:-d] == sent_a[d:]                  # both words in the same sentence
+        same = sent_a[:-d] == sent_a[d:]  # both words in the same sentence
         if not same.any():
             break
         left, right = ids_a[:-d][same], ids_a[d:][same]
         X = X + sp.coo_matrix((np.full(len(left), 1.0 / d), (left, right)), shape=(V, V)).tocsr()
-    X = X + X.T                                            # symmetric window: count both directions
+    X = X + X.T  # symmetric window: count both directions
     return X.tocoo()
 
 
@@ -88,8 +88,10 @@ class GloVeModel(nn.Module):
 
     def __init__(self, vocab_size: int, dim: int) -> None:
         super().__init__()
-        init = lambda *shape: nn.Parameter(torch.empty(*shape).uniform_(-0.5 / dim, 0.5 / dim),  # glove.c's init
-                                           requires_grad=False)
+        init = lambda *shape: nn.Parameter(
+            torch.empty(*shape).uniform_(-0.5 / dim, 0.5 / dim),  # glove.c's init
+            requires_grad=False,
+        )
         self.w, self.w_tilde = init(vocab_size, dim), init(vocab_size, dim)
         self.b, self.b_tilde = init(vocab_size), init(vocab_size)
         for name in ("w", "w_tilde", "b", "b_tilde"):
@@ -104,22 +106,22 @@ class GloVeModel(nn.Module):
         return (self.w + self.w_tilde).detach()
 
     @torch.no_grad()
-    def adagrad_step(self, i: torch.Tensor, j: torch.Tensor, log_x: torch.Tensor, fx: torch.Tensor,
-                     lr: float) -> float:
+    def adagrad_step(self, i: torch.Tensor, j: torch.Tensor, log_x: torch.Tensor, fx: torch.Tensor, lr: float) -> float:
         """One AdaGrad step on the batch loss Σ f(X_ij)(pred − log X_ij)² / 2; returns that loss.
 
         i, j, log_x, fx: (B,). The gradients are written out in closed form (d loss / d w_i =
         f·diff·w̃_j, …) and summed per row, so only the rows in the batch are touched: the same
         update as ``torch.optim.Adagrad`` on sparse gradients, several times faster on CPU.
         """
-        wi, wj = self.w[i], self.w_tilde[j]                          # (B, dim)
+        wi, wj = self.w[i], self.w_tilde[j]  # (B, dim)
         diff = (wi * wj).sum(-1) + self.b[i] + self.b_tilde[j] - log_x
-        fdiff = fx * diff                                            # (B,)
+        fdiff = fx * diff  # (B,)
         loss = 0.5 * float((fdiff * diff).sum())
         # Sum the gradients of repeated rows (one unique() per side serves vector and bias).
-        for ids, updates in ((i, ((self.w, self.gsq_w, fdiff[:, None] * wj), (self.b, self.gsq_b, fdiff))),
-                             (j, ((self.w_tilde, self.gsq_w_tilde, fdiff[:, None] * wi),
-                                  (self.b_tilde, self.gsq_b_tilde, fdiff)))):
+        for ids, updates in (
+            (i, ((self.w, self.gsq_w, fdiff[:, None] * wj), (self.b, self.gsq_b, fdiff))),
+            (j, ((self.w_tilde, self.gsq_w_tilde, fdiff[:, None] * wi), (self.b_tilde, self.gsq_b_tilde, fdiff))),
+        ):
             rows, inverse = torch.unique(ids, return_inverse=True)
             for param, gsq, grad in updates:
                 g = grad.new_zeros((len(rows),) + grad.shape[1:]).index_add_(0, inverse, grad)
@@ -140,9 +142,17 @@ def weighting(x: torch.Tensor, x_max: float = 100.0, alpha: float = 0.75) -> tor
 
 
 def train_glove(
-    X: sp.coo_matrix, dim: int = 100, epochs: int = 15, lr: float = 0.05, x_max: float = 100.0,
-    alpha: float = 0.75, batch_size: int = 32_768, seed: int = 0, device: torch.device | None = None,
-    max_minutes: float | None = None, log=print,
+    X: sp.coo_matrix,
+    dim: int = 100,
+    epochs: int = 15,
+    lr: float = 0.05,
+    x_max: float = 100.0,
+    alpha: float = 0.75,
+    batch_size: int = 32_768,
+    seed: int = 0,
+    device: torch.device | None = None,
+    max_minutes: float | None = None,
+    log=print,
 ) -> tuple[GloVeModel, list[float]]:
     """Fit GloVe to co-occurrence matrix ``X`` ((V, V) sparse). Returns (model, per-epoch mean cost).
 
@@ -168,7 +178,7 @@ def train_glove(
         perm = torch.randperm(nnz, generator=gen).to(device)
         total = 0.0
         for start in range(0, nnz, batch_size):
-            idx = perm[start:start + batch_size]
+            idx = perm[start : start + batch_size]
             total += model.adagrad_step(rows[idx], cols[idx], log_x[idx], fx[idx], lr)
         losses.append(total / nnz)
         log(f"  epoch {epoch}/{epochs}  cost {losses[-1]:.4f}  {time.time() - t0:6.1f}s")
@@ -179,8 +189,9 @@ def train_glove(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m models train glove",
-                                description="Train GloVe in torch (GPU if present) on the LM corpus.")
+    p = argparse.ArgumentParser(
+        prog="python -m models train glove", description="Train GloVe in torch (GPU if present) on the LM corpus."
+    )
     p.add_argument("--out", type=Path, default=None, help="output directory (default assets/glove-lm/)")
     p.add_argument("--dim", type=positive_int, default=100)
     p.add_argument("--epochs", type=positive_int, default=15)
@@ -189,7 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=positive_float, default=0.75)
     p.add_argument("--lr", type=positive_float, default=0.05)
     p.add_argument("--batch-size", type=positive_int, default=32_768)
-    p.add_argument("--max-minutes", type=positive_float, default=None, help="stop after the epoch that passes this time")
+    p.add_argument(
+        "--max-minutes", type=positive_float, default=None, help="stop after the epoch that passes this time"
+    )
     p.add_argument("--min-count", type=nonnegative_int, default=5)
     p.add_argument("--max-vocab", type=positive_int, default=40_000)
     p.add_argument("--max-sentences", type=positive_int, default=None)
@@ -207,43 +220,83 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     t0 = time.time()
     print(f"[glove-lm] loading LM corpus (lowercase={args.lowercase}, max_sentences={args.max_sentences})", flush=True)
-    corpus = load_lm_corpus(lowercase=args.lowercase, max_sentences=args.max_sentences)  # fixed split; --seed seeds training
+    corpus = load_lm_corpus(
+        lowercase=args.lowercase, max_sentences=args.max_sentences
+    )  # fixed split; --seed seeds training
     vocab = build_vocab(corpus.train, args.min_count, args.max_vocab)
-    print(f"[glove-lm] {len(corpus.train):,} sentences, {corpus.num_train_tokens:,} tokens, vocab {len(vocab):,}", flush=True)
+    print(
+        f"[glove-lm] {len(corpus.train):,} sentences, {corpus.num_train_tokens:,} tokens, vocab {len(vocab):,}",
+        flush=True,
+    )
     t1 = time.time()
     X = cooccurrence(corpus.train, vocab, args.window)
     print(f"[glove-lm] co-occurrence matrix: {X.nnz:,} non-zeros ({time.time() - t1:.1f}s)", flush=True)
     device = torch.device(args.device) if args.device else default_device()
     print(f"[glove-lm] training on {device}", flush=True)
     t2 = time.time()
-    model, losses = train_glove(X, dim=args.dim, epochs=args.epochs, lr=args.lr, x_max=args.x_max,
-                                alpha=args.alpha, batch_size=args.batch_size, seed=args.seed, device=device,
-                                max_minutes=args.max_minutes,
-                                log=lambda m: print(f"[glove-lm]{m}", flush=True))
+    model, losses = train_glove(
+        X,
+        dim=args.dim,
+        epochs=args.epochs,
+        lr=args.lr,
+        x_max=args.x_max,
+        alpha=args.alpha,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        device=device,
+        max_minutes=args.max_minutes,
+        log=lambda m: print(f"[glove-lm]{m}", flush=True),
+    )
     train_time = time.time() - t2
-    emb = StaticEmbedder("glove-lm", vocab, model.word_vectors().cpu().numpy(), source="models.train.glove", device="cpu")
+    emb = StaticEmbedder(
+        "glove-lm", vocab, model.word_vectors().cpu().numpy(), source="models.train.glove", device="cpu"
+    )
     quality = wordnet_similarity(emb)
-    print(f"[glove-lm] WordNet synonym check: AUC {quality['auc']:.3f} (synonyms {quality['mean_cos_synonyms']:.3f}"
-          f" vs random {quality['mean_cos_random']:.3f}, {quality['n_pairs']} pairs)", flush=True)
+    print(
+        f"[glove-lm] WordNet synonym check: AUC {quality['auc']:.3f} (synonyms {quality['mean_cos_synonyms']:.3f}"
+        f" vs random {quality['mean_cos_random']:.3f}, {quality['n_pairs']} pairs)",
+        flush=True,
+    )
     card = {
-        "name": "glove-lm", "family": "static",
+        "name": "glove-lm",
+        "family": "static",
         "description": "GloVe trained here in torch on the LM corpus (vectors w + w̃)",
         "corpus": "LM corpus (corpora.lm_corpus): " + ", ".join(corpus.sources) + " — train split",
-        "corpus_tokens": corpus.num_train_tokens, "corpus_sentences": len(corpus.train),
-        "lowercased": args.lowercase, "vocab_size": len(vocab), "cooccurrence_nnz": int(X.nnz),
-        "params": int(sum(p.numel() for p in model.parameters())), "dim": args.dim, "layers": 1,
-        "epochs": len(losses), "steps": len(losses) * -(-X.nnz // args.batch_size),
-        "hyperparameters": {"window": args.window, "x_max": args.x_max, "alpha": args.alpha, "lr": args.lr,
-                            "optimizer": "AdaGrad (accumulators start at 1)", "batch_size": args.batch_size,
-                            "min_count": args.min_count, "max_vocab": args.max_vocab, "seed": args.seed},
-        "wall_time_s": round(train_time, 1), "cooccurrence_time_s": round(t2 - t1, 1),
-        "final_loss": round(losses[-1], 5), "epoch_losses": [round(l, 5) for l in losses],
+        "corpus_tokens": corpus.num_train_tokens,
+        "corpus_sentences": len(corpus.train),
+        "lowercased": args.lowercase,
+        "vocab_size": len(vocab),
+        "cooccurrence_nnz": int(X.nnz),
+        "params": int(sum(p.numel() for p in model.parameters())),
+        "dim": args.dim,
+        "layers": 1,
+        "epochs": len(losses),
+        "steps": len(losses) * -(-X.nnz // args.batch_size),
+        "hyperparameters": {
+            "window": args.window,
+            "x_max": args.x_max,
+            "alpha": args.alpha,
+            "lr": args.lr,
+            "optimizer": "AdaGrad (accumulators start at 1)",
+            "batch_size": args.batch_size,
+            "min_count": args.min_count,
+            "max_vocab": args.max_vocab,
+            "seed": args.seed,
+        },
+        "wall_time_s": round(train_time, 1),
+        "cooccurrence_time_s": round(t2 - t1, 1),
+        "final_loss": round(losses[-1], 5),
+        "epoch_losses": [round(l, 5) for l in losses],
         "loss_note": "glove.c cost: mean over non-zeros of f(X_ij)(w_i·w̃_j + b_i + b̃_j − log X_ij)² / 2",
-        "quality": {"wordnet_synonym_auc": round(quality["auc"], 4),
-                    "mean_cos_synonyms": round(quality["mean_cos_synonyms"], 4),
-                    "mean_cos_random": round(quality["mean_cos_random"], 4), "pairs": quality["n_pairs"]},
+        "quality": {
+            "wordnet_synonym_auc": round(quality["auc"], 4),
+            "mean_cos_synonyms": round(quality["mean_cos_synonyms"], 4),
+            "mean_cos_random": round(quality["mean_cos_random"], 4),
+            "pairs": quality["n_pairs"],
+        },
         "command": "python -m models train glove " + " ".join(shlex.quote(a) for a in argv),
-        "date": utc_now(), "machine": machine_description() + f", trained on {device}",
+        "date": utc_now(),
+        "machine": machine_description() + f", trained on {device}",
     }
     save_static_dir(emb, out, card)
     size = sum(f.stat().st_size for f in Path(out).iterdir())

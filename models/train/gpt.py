@@ -15,6 +15,7 @@ clipping; a resumable checkpoint (model + optimizer + schedule + RNG) is written
 perplexity is exp(mean NLL) over every predicted token of the held-out split (``<unk>`` and ``</s>``
 are targets too, as in word-level WikiText perplexities).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,8 @@ import platform
 import shlex
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -36,16 +37,24 @@ from safetensors.torch import load_file
 from corpora.lm_corpus import load_lm_corpus
 from corpora.paths import DataMissingError
 from models.base import default_device
-from models.train.common import (CheckpointError, device_arg, nonnegative_float, nonnegative_int,
-                                 positive_float, positive_int, resume_checkpoint, save_checkpoint)
-from models.train.gpt_lm import (build_model, build_word_tokenizer, encode_stream, evaluate, make_optimizer,
-                                 train_steps)
+from models.train.common import (
+    CheckpointError,
+    device_arg,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    resume_checkpoint,
+    save_checkpoint,
+)
+from models.train.gpt_lm import build_model, build_word_tokenizer, encode_stream, evaluate, make_optimizer, train_steps
 
 
 # ----------------------------------------------------------------------------- CLI
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m models train gpt", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m models train gpt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--out", default="assets/gpt-small", help="output dir (weights, tokenizer, model_card.json)")
     p.add_argument("--name", default=None, help="model name in the card (default: out dir name)")
     p.add_argument("--vocab-size", type=positive_int, default=20_000)
@@ -66,9 +75,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     p.add_argument("--device", type=device_arg, default=None, help="cuda / cpu (default: cuda when present)")
-    p.add_argument("--max-minutes", type=positive_float, default=None,
-                   help="wall-time budget: the LR schedule follows elapsed time and training stops when spent "
-                        "(for an exactly reproducible run give --steps only)")
+    p.add_argument(
+        "--max-minutes",
+        type=positive_float,
+        default=None,
+        help="wall-time budget: the LR schedule follows elapsed time and training stops when spent "
+        "(for an exactly reproducible run give --steps only)",
+    )
     p.add_argument("--checkpoint-every", type=nonnegative_int, default=250, help="0: never")
     p.add_argument("--resume", action="store_true", help="continue from <out>/checkpoint.pt")
     p.add_argument("--eval-max-tokens", type=positive_int, default=None, help="cap held-out tokens (default: all)")
@@ -83,9 +96,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def checkpoint_state(model, optimizer, rng: np.random.Generator, step: int, wall_time_s: float) -> dict:
     """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``)."""
-    return {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "rng": json.loads(json.dumps(rng.bit_generator.state)),  # numpy's state: a dict of str/int
-            "torch_rng": torch.get_rng_state(), "step": int(step), "wall_time_s": float(wall_time_s)}
+    return {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "rng": json.loads(json.dumps(rng.bit_generator.state)),  # numpy's state: a dict of str/int
+        "torch_rng": torch.get_rng_state(),
+        "step": int(step),
+        "wall_time_s": float(wall_time_s),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,8 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     t_start = time.time()
 
     try:
-        corpus = load_lm_corpus(lowercase=False, min_count=args.min_count, seed=args.seed,
-                                max_sentences=args.max_sentences)
+        corpus = load_lm_corpus(
+            lowercase=False, min_count=args.min_count, seed=args.seed, max_sentences=args.max_sentences
+        )
     except DataMissingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -110,23 +129,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     train = encode_stream(corpus.train, tokenizer, lowercase)
     heldout = encode_stream(corpus.heldout, tokenizer, lowercase)
     unk = tokenizer.get_vocab()["<unk>"]
-    print(f"corpus: {len(corpus.train):,} train sentences ({len(train):,} tokens incl. <s> </s>), "
-          f"{len(corpus.heldout):,} held-out ({len(heldout):,} tokens); vocab {len(tokenizer):,}; "
-          f"<unk> rate train {np.mean(train == unk):.2%} held-out {np.mean(heldout == unk):.2%}", flush=True)
+    print(
+        f"corpus: {len(corpus.train):,} train sentences ({len(train):,} tokens incl. <s> </s>), "
+        f"{len(corpus.heldout):,} held-out ({len(heldout):,} tokens); vocab {len(tokenizer):,}; "
+        f"<unk> rate train {np.mean(train == unk):.2%} held-out {np.mean(heldout == unk):.2%}",
+        flush=True,
+    )
     if len(train) <= args.context:
         print(f"error: training stream ({len(train)} tokens) shorter than the context {args.context}", file=sys.stderr)
         return 2
 
-    model = build_model(len(tokenizer), args.d_model, args.layers, args.heads, args.context, args.dropout,
-                        tokenizer).to(device)
+    model = build_model(
+        len(tokenizer), args.d_model, args.layers, args.heads, args.context, args.dropout, tokenizer
+    ).to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: GPT-2 {args.layers} layers, {args.heads} heads, d={args.d_model}, context {args.context}, "
-          f"{n_params:,} parameters, device {device}", flush=True)
+    print(
+        f"model: GPT-2 {args.layers} layers, {args.heads} heads, d={args.d_model}, context {args.context}, "
+        f"{n_params:,} parameters, device {device}",
+        flush=True,
+    )
     optimizer = make_optimizer(model, args.lr, args.weight_decay)
     rng = np.random.default_rng(args.seed)
     start_step, prior_time = 0, 0.0
     ckpt_path = out / "checkpoint.pt"
     if args.resume:
+
         def restore(state: dict) -> tuple[int, float]:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
@@ -145,11 +172,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.checkpoint_every and step % args.checkpoint_every == 0 and step < args.steps:
             save_checkpoint(ckpt_path, checkpoint_state(model, opt, gen, step, prior_time + time.time() - t_start))
 
-    losses = train_steps(model, train, args.steps - start_step, batch_size=args.batch_size, context=args.context,
-                         lr=args.lr, warmup=args.warmup, weight_decay=args.weight_decay, clip=args.clip,
-                         device=device, start_step=start_step, optimizer=optimizer, rng=rng,
-                         log_every=args.log_every, on_step=on_step, total_steps=args.steps,
-                         max_seconds=None if args.max_minutes is None else args.max_minutes * 60 - prior_time)
+    losses = train_steps(
+        model,
+        train,
+        args.steps - start_step,
+        batch_size=args.batch_size,
+        context=args.context,
+        lr=args.lr,
+        warmup=args.warmup,
+        weight_decay=args.weight_decay,
+        clip=args.clip,
+        device=device,
+        start_step=start_step,
+        optimizer=optimizer,
+        rng=rng,
+        log_every=args.log_every,
+        on_step=on_step,
+        total_steps=args.steps,
+        max_seconds=None if args.max_minutes is None else args.max_minutes * 60 - prior_time,
+    )
     steps_done = start_step + len(losses)
     nll, n_eval = evaluate(model, heldout, args.context, device, max_tokens=args.eval_max_tokens)
     ppl = math.exp(nll)
@@ -159,23 +200,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     tokenizer.save_pretrained(out)
     load_file(str(out / "model.safetensors"))  # fail loudly now, not in the app, if the write was bad
     wall = prior_time + time.time() - t_start
-    final_loss = float(np.mean(losses[-min(len(losses), 100):])) if losses else float("nan")
+    final_loss = float(np.mean(losses[-min(len(losses), 100) :])) if losses else float("nan")
     card = {
-        "name": name, "family": "gpt",
+        "name": name,
+        "family": "gpt",
         "corpus": "corpora.lm_corpus DEFAULT_SOURCES (NLTK text corpora + WikiText-103 valid/test)"
-                  + (f", first {args.max_sentences} sentences" if args.max_sentences else ""),
-        "corpus_tokens": int(len(train)), "heldout_tokens": int(len(heldout)),
-        "vocab_size": len(tokenizer), "lowercase": lowercase,
+        + (f", first {args.max_sentences} sentences" if args.max_sentences else ""),
+        "corpus_tokens": int(len(train)),
+        "heldout_tokens": int(len(heldout)),
+        "vocab_size": len(tokenizer),
+        "lowercase": lowercase,
         "unk_rate_heldout": float(np.mean(heldout == unk)) if len(heldout) else None,
-        "params": int(n_params), "dim": args.d_model, "layers": args.layers + 1, "transformer_layers": args.layers,
-        "heads": args.heads, "context": args.context, "steps": steps_done, "planned_steps": args.steps,
-        "batch_size": args.batch_size, "tokens_seen": int(steps_done * args.batch_size * args.context),
-        "wall_time_s": round(wall, 1), "final_loss": round(final_loss, 4),
-        "heldout_nll": round(nll, 4), "perplexity": round(ppl, 2), "seed": args.seed,
-        "command": command, "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": (f"{torch.cuda.get_device_name(0)}" if device.type == "cuda"
-                    else f"{os.cpu_count()}-core CPU ({platform.machine()}), no GPU; {torch.get_num_threads()} torch "
-                         f"thread(s); load average at the end {os.getloadavg()[0]:.1f}"),
+        "params": int(n_params),
+        "dim": args.d_model,
+        "layers": args.layers + 1,
+        "transformer_layers": args.layers,
+        "heads": args.heads,
+        "context": args.context,
+        "steps": steps_done,
+        "planned_steps": args.steps,
+        "batch_size": args.batch_size,
+        "tokens_seen": int(steps_done * args.batch_size * args.context),
+        "wall_time_s": round(wall, 1),
+        "final_loss": round(final_loss, 4),
+        "heldout_nll": round(nll, 4),
+        "perplexity": round(ppl, 2),
+        "seed": args.seed,
+        "command": command,
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": (
+            f"{torch.cuda.get_device_name(0)}"
+            if device.type == "cuda"
+            else f"{os.cpu_count()}-core CPU ({platform.machine()}), no GPU; {torch.get_num_threads()} torch "
+            f"thread(s); load average at the end {os.getloadavg()[0]:.1f}"
+        ),
     }
     (out / "model_card.json").write_text(json.dumps(card, indent=2) + "\n")
     if ckpt_path.exists():

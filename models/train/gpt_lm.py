@@ -3,11 +3,12 @@
 Used by ``models.train.gpt`` (the command line, ``python -m models train gpt``); see its docstring
 for the recipe. Shapes: the token stream is (num_tokens,) int32; a batch is (batch, context) int64.
 """
+
 from __future__ import annotations
 
 import math
 import time
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -41,7 +42,11 @@ def build_word_tokenizer(vocab: dict[str, int], max_size: int = 20_000, lowercas
     # Whitespace*Split*: the corpus is tokenized already; "don't"-style tokens stay one word.
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
         model_max_length=1_000_000,
     )
 
@@ -63,13 +68,29 @@ def encode_stream(sentences: Iterable[Sequence[str]], tokenizer, lowercase: bool
 
 
 # ----------------------------------------------------------------------------- model
-def build_model(vocab_size: int, d_model: int = 128, n_layer: int = 4, n_head: int = 4, context: int = 128,
-                dropout: float = 0.1, tokenizer=None) -> GPT2LMHeadModel:
+def build_model(
+    vocab_size: int,
+    d_model: int = 128,
+    n_layer: int = 4,
+    n_head: int = 4,
+    context: int = 128,
+    dropout: float = 0.1,
+    tokenizer=None,
+) -> GPT2LMHeadModel:
     ids = tokenizer.get_vocab() if tokenizer is not None else {}
     config = GPT2Config(
-        vocab_size=vocab_size, n_positions=context, n_embd=d_model, n_layer=n_layer, n_head=n_head,
-        n_inner=4 * d_model, resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout,
-        bos_token_id=ids.get("<s>", 2), eos_token_id=ids.get("</s>", 3), pad_token_id=ids.get("<pad>", 0),
+        vocab_size=vocab_size,
+        n_positions=context,
+        n_embd=d_model,
+        n_layer=n_layer,
+        n_head=n_head,
+        n_inner=4 * d_model,
+        resid_pdrop=dropout,
+        embd_pdrop=dropout,
+        attn_pdrop=dropout,
+        bos_token_id=ids.get("<s>", 2),
+        eos_token_id=ids.get("</s>", 3),
+        pad_token_id=ids.get("<pad>", 0),
         tie_word_embeddings=True,
     )
     return GPT2LMHeadModel(config)
@@ -86,12 +107,13 @@ def lr_at(step: int, total: int, warmup: int, peak: float, floor_ratio: float = 
 def sample_blocks(stream: np.ndarray, batch_size: int, context: int, rng: np.random.Generator) -> torch.Tensor:
     """(batch_size, context) random contiguous blocks of the token stream."""
     starts = rng.integers(0, len(stream) - context, size=batch_size)
-    return torch.from_numpy(np.stack([stream[s:s + context] for s in starts]).astype(np.int64))
+    return torch.from_numpy(np.stack([stream[s : s + context] for s in starts]).astype(np.int64))
 
 
 @torch.inference_mode()
-def evaluate(model, stream: np.ndarray, context: int, device: torch.device, batch_size: int = 32,
-             max_tokens: int | None = None) -> tuple[float, int]:
+def evaluate(
+    model, stream: np.ndarray, context: int, device: torch.device, batch_size: int = 32, max_tokens: int | None = None
+) -> tuple[float, int]:
     """Mean NLL (nats) over the held-out stream cut into consecutive non-overlapping blocks.
 
     Returns (mean_nll, predicted_tokens). Every token but each block's first is a target.
@@ -106,21 +128,38 @@ def evaluate(model, stream: np.ndarray, context: int, device: torch.device, batc
         blocks = torch.from_numpy(stream[: n_blocks * context].astype(np.int64)).view(n_blocks, context)
     total, count = 0.0, 0
     for i in range(0, len(blocks), batch_size):
-        x = blocks[i:i + batch_size].to(device)
+        x = blocks[i : i + batch_size].to(device)
         logits = model(input_ids=x).logits.float()
         nll = torch.nn.functional.cross_entropy(
-            logits[:, :-1].reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1), reduction="sum")
+            logits[:, :-1].reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1), reduction="sum"
+        )
         total += nll.item()
         count += x[:, 1:].numel()
     model.train()
     return total / max(1, count), count
 
 
-def train_steps(model, stream: np.ndarray, steps: int, *, batch_size: int, context: int, lr: float,
-                warmup: int, weight_decay: float = 0.01, clip: float = 1.0, seed: int = 0,
-                device: torch.device | None = None, start_step: int = 0, optimizer=None,
-                rng: np.random.Generator | None = None, log_every: int = 50, on_step=None,
-                total_steps: int | None = None, max_seconds: float | None = None) -> list[float]:
+def train_steps(
+    model,
+    stream: np.ndarray,
+    steps: int,
+    *,
+    batch_size: int,
+    context: int,
+    lr: float,
+    warmup: int,
+    weight_decay: float = 0.01,
+    clip: float = 1.0,
+    seed: int = 0,
+    device: torch.device | None = None,
+    start_step: int = 0,
+    optimizer=None,
+    rng: np.random.Generator | None = None,
+    log_every: int = 50,
+    on_step=None,
+    total_steps: int | None = None,
+    max_seconds: float | None = None,
+) -> list[float]:
     """Run up to ``steps`` optimisation steps from ``start_step``; returns the per-step training losses.
 
     ``on_step(step, loss, optimizer, rng)`` is called after every step (checkpointing, logging).
@@ -161,8 +200,11 @@ def train_steps(model, stream: np.ndarray, steps: int, *, batch_size: int, conte
         if log_every and (step + 1) % log_every == 0:
             recent = float(np.mean(losses[-log_every:]))
             rate = (step + 1 - start_step) * batch_size * context / (time.time() - t0)
-            print(f"step {step + 1}/{total_steps}  loss {recent:.3f}  ppl {math.exp(recent):.1f}  "
-                  f"lr {optimizer.param_groups[0]['lr']:.2e}  {rate:,.0f} tok/s", flush=True)
+            print(
+                f"step {step + 1}/{total_steps}  loss {recent:.3f}  ppl {math.exp(recent):.1f}  "
+                f"lr {optimizer.param_groups[0]['lr']:.2e}  {rate:,.0f} tok/s",
+                flush=True,
+            )
         if on_step is not None:
             on_step(step + 1, losses[-1], optimizer, rng)
     return losses
@@ -173,5 +215,8 @@ def make_optimizer(model, lr: float, weight_decay: float):
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         (decay if p.dim() >= 2 and "wte" not in name and "wpe" not in name else no_decay).append(p)
-    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr,
+        betas=(0.9, 0.95),
+    )

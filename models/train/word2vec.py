@@ -11,6 +11,7 @@ Determinism: gensim seeds its initial vectors from ``--seed``; with ``--workers 
 give identical vectors. With more workers the thread scheduling changes the order of updates,
 so vectors differ slightly from run to run (quality does not).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,9 @@ KINDS = {"word2vec": "word2vec-sg", "cbow": "word2vec-cbow", "fasttext": "fastte
 
 
 def build_parser(kind: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m models train {kind}",
-                                description=f"Train {KINDS[kind]} with gensim on the LM corpus.")
+    p = argparse.ArgumentParser(
+        prog=f"python -m models train {kind}", description=f"Train {KINDS[kind]} with gensim on the LM corpus."
+    )
     p.add_argument("--out", type=Path, default=None, help=f"output directory (default assets/{KINDS[kind]}/)")
     p.add_argument("--dim", type=positive_int, default=100)
     p.add_argument("--epochs", type=positive_int, default=5)
@@ -44,9 +46,13 @@ def build_parser(kind: str) -> argparse.ArgumentParser:
     p.add_argument("--negative", type=positive_int, default=5, help="negative samples per positive")
     p.add_argument("--min-count", type=nonnegative_int, default=5, help="ignore words seen fewer times")
     p.add_argument("--max-vocab", type=positive_int, default=40_000, help="training vocabulary cap (most frequent)")
-    p.add_argument("--save-vocab", type=positive_int, default=None,
-                   help="store only the N most frequent word vectors (fastText default 20000: the rest "
-                        "get n-gram vectors, which keeps the asset small)")
+    p.add_argument(
+        "--save-vocab",
+        type=positive_int,
+        default=None,
+        help="store only the N most frequent word vectors (fastText default 20000: the rest "
+        "get n-gram vectors, which keeps the asset small)",
+    )
     p.add_argument("--max-sentences", type=positive_int, default=None, help="use only the first N corpus sentences")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lowercase", action="store_true", help="lower-case the corpus")
@@ -59,15 +65,29 @@ def build_parser(kind: str) -> argparse.ArgumentParser:
     return p
 
 
-def train_gensim(kind: str, sentences: list[list[str]], *, dim: int = 100, epochs: int = 5, window: int = 5,
-                 negative: int = 5, min_count: int = 5, max_vocab: int | None = None, seed: int = 0,
-                 workers: int = 1, bucket: int = 50_000, min_n: int = 3, max_n: int = 6,
-                 log=print):
+def train_gensim(
+    kind: str,
+    sentences: list[list[str]],
+    *,
+    dim: int = 100,
+    epochs: int = 5,
+    window: int = 5,
+    negative: int = 5,
+    min_count: int = 5,
+    max_vocab: int | None = None,
+    seed: int = 0,
+    workers: int = 1,
+    bucket: int = 50_000,
+    min_n: int = 3,
+    max_n: int = 6,
+    log=print,
+):
     """Train a gensim Word2Vec (kind word2vec / cbow) or FastText model; logs loss per epoch.
 
     Returns (model, per-epoch losses). gensim's FastText does not compute a training loss, so its
     losses are None.
     """
+
     class EpochLogger(CallbackAny2Vec):
         """Prints epoch, wall time and the epoch's summed loss.
 
@@ -89,8 +109,17 @@ def train_gensim(kind: str, sentences: list[list[str]], *, dim: int = 100, epoch
             msg = f"  epoch {self.epoch}/{epochs}  {time.time() - self.t0:6.1f}s"
             log(msg + (f"  loss {loss:.4g}" if loss is not None else "  (gensim FastText reports no loss)"))
 
-    common = dict(vector_size=dim, window=window, negative=negative, min_count=min_count,
-                  max_final_vocab=max_vocab, seed=seed, workers=workers, epochs=epochs, sg=0 if kind == "cbow" else 1)
+    common = dict(
+        vector_size=dim,
+        window=window,
+        negative=negative,
+        min_count=min_count,
+        max_final_vocab=max_vocab,
+        seed=seed,
+        workers=workers,
+        epochs=epochs,
+        sg=0 if kind == "cbow" else 1,
+    )
     cb = EpochLogger()
     if kind == "fasttext":
         model = FastText(sentences=sentences, bucket=bucket, min_n=min_n, max_n=max_n, callbacks=[cb], **common)
@@ -109,8 +138,9 @@ def to_embedder(model, name: str, save_vocab: int | None = None):
     if hasattr(wv, "vectors_ngrams"):
         ngrams = SubwordNgrams(np.array(wv.vectors_ngrams, dtype=np.float32), min_n=wv.min_n, max_n=wv.max_n)
     # gensim sorts index_to_key by descending frequency, so the first n are the most frequent.
-    return StaticEmbedder(name, wv.index_to_key[:n], np.array(wv.vectors[:n]), source="gensim", ngrams=ngrams,
-                          device="cpu")
+    return StaticEmbedder(
+        name, wv.index_to_key[:n], np.array(wv.vectors[:n]), source="gensim", ngrams=ngrams, device="cpu"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,51 +157,91 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.time()
     print(f"[{name}] loading LM corpus (lowercase={args.lowercase}, max_sentences={args.max_sentences})", flush=True)
-    corpus = load_lm_corpus(lowercase=args.lowercase, max_sentences=args.max_sentences)  # fixed split; --seed seeds training
+    corpus = load_lm_corpus(
+        lowercase=args.lowercase, max_sentences=args.max_sentences
+    )  # fixed split; --seed seeds training
     tokens = corpus.num_train_tokens
     print(f"[{name}] {len(corpus.train):,} sentences, {tokens:,} tokens ({time.time() - t0:.1f}s)", flush=True)
 
     t1 = time.time()
     model, losses = train_gensim(
-        kind, corpus.train, dim=args.dim, epochs=args.epochs, window=args.window, negative=args.negative,
-        min_count=args.min_count, max_vocab=args.max_vocab, seed=args.seed, workers=args.workers,
+        kind,
+        corpus.train,
+        dim=args.dim,
+        epochs=args.epochs,
+        window=args.window,
+        negative=args.negative,
+        min_count=args.min_count,
+        max_vocab=args.max_vocab,
+        seed=args.seed,
+        workers=args.workers,
         log=lambda m: print(f"[{name}]{m}", flush=True),
         **({"bucket": args.bucket, "min_n": args.min_n, "max_n": args.max_n} if kind == "fasttext" else {}),
     )
     train_time = time.time() - t1
     emb = to_embedder(model, name, save_vocab)
-    print(f"[{name}] trained in {train_time:.1f}s; training vocab {len(model.wv.index_to_key):,}, "
-          f"saved vocab {len(emb.words):,}", flush=True)
+    print(
+        f"[{name}] trained in {train_time:.1f}s; training vocab {len(model.wv.index_to_key):,}, "
+        f"saved vocab {len(emb.words):,}",
+        flush=True,
+    )
 
     quality = wordnet_similarity(emb)
-    print(f"[{name}] WordNet synonym check: AUC {quality['auc']:.3f} "
-          f"(synonyms {quality['mean_cos_synonyms']:.3f} vs random {quality['mean_cos_random']:.3f}, "
-          f"{quality['n_pairs']} pairs)", flush=True)
+    print(
+        f"[{name}] WordNet synonym check: AUC {quality['auc']:.3f} "
+        f"(synonyms {quality['mean_cos_synonyms']:.3f} vs random {quality['mean_cos_random']:.3f}, "
+        f"{quality['n_pairs']} pairs)",
+        flush=True,
+    )
 
     params = emb.vectors.numel() + (emb.ngrams.vectors.numel() if emb.ngrams is not None else 0)
     card = {
-        "name": name, "family": "static",
-        "description": {"word2vec": "word2vec skip-gram", "cbow": "word2vec CBOW",
-                        "fasttext": "fastText skip-gram with character n-grams"}[kind] + " (gensim) trained on the LM corpus",
+        "name": name,
+        "family": "static",
+        "description": {
+            "word2vec": "word2vec skip-gram",
+            "cbow": "word2vec CBOW",
+            "fasttext": "fastText skip-gram with character n-grams",
+        }[kind]
+        + " (gensim) trained on the LM corpus",
         "corpus": "LM corpus (corpora.lm_corpus): " + ", ".join(corpus.sources) + " — train split",
-        "corpus_tokens": tokens, "corpus_sentences": len(corpus.train), "lowercased": args.lowercase,
-        "vocab_size": len(emb.words), "training_vocab_size": len(model.wv.index_to_key),
-        "params": int(params), "dim": args.dim, "layers": 1, "epochs": args.epochs,
-        "hyperparameters": {"sg": 0 if kind == "cbow" else 1, "window": args.window, "negative": args.negative,
-                            "min_count": args.min_count, "max_vocab": args.max_vocab, "seed": args.seed,
-                            "workers": args.workers, "library": "gensim " + gensim.__version__,
-                            **({"bucket": args.bucket, "min_n": args.min_n, "max_n": args.max_n}
-                               if kind == "fasttext" else {})},
+        "corpus_tokens": tokens,
+        "corpus_sentences": len(corpus.train),
+        "lowercased": args.lowercase,
+        "vocab_size": len(emb.words),
+        "training_vocab_size": len(model.wv.index_to_key),
+        "params": int(params),
+        "dim": args.dim,
+        "layers": 1,
+        "epochs": args.epochs,
+        "hyperparameters": {
+            "sg": 0 if kind == "cbow" else 1,
+            "window": args.window,
+            "negative": args.negative,
+            "min_count": args.min_count,
+            "max_vocab": args.max_vocab,
+            "seed": args.seed,
+            "workers": args.workers,
+            "library": "gensim " + gensim.__version__,
+            **({"bucket": args.bucket, "min_n": args.min_n, "max_n": args.max_n} if kind == "fasttext" else {}),
+        },
         "wall_time_s": round(train_time, 1),
         "final_loss": losses[-1] if losses and losses[-1] is not None else None,
         "epoch_losses": [l for l in losses if l is not None],
-        "loss_note": ("gensim's summed negative-sampling loss of the last epoch (tally reset every epoch)" if kind != "fasttext"
-                      else "gensim FastText does not report a training loss"),
-        "quality": {"wordnet_synonym_auc": round(quality["auc"], 4),
-                    "mean_cos_synonyms": round(quality["mean_cos_synonyms"], 4),
-                    "mean_cos_random": round(quality["mean_cos_random"], 4), "pairs": quality["n_pairs"]},
+        "loss_note": (
+            "gensim's summed negative-sampling loss of the last epoch (tally reset every epoch)"
+            if kind != "fasttext"
+            else "gensim FastText does not report a training loss"
+        ),
+        "quality": {
+            "wordnet_synonym_auc": round(quality["auc"], 4),
+            "mean_cos_synonyms": round(quality["mean_cos_synonyms"], 4),
+            "mean_cos_random": round(quality["mean_cos_random"], 4),
+            "pairs": quality["n_pairs"],
+        },
         "command": "python -m models train " + " ".join(shlex.quote(a) for a in argv),
-        "date": utc_now(), "machine": machine_description(),
+        "date": utc_now(),
+        "machine": machine_description(),
     }
     save_static_dir(emb, out, card, ngram_dtype=getattr(args, "ngram_dtype", "float16"))
     size = sum(f.stat().st_size for f in Path(out).iterdir())

@@ -33,6 +33,7 @@ query pieces). Special tokens ([CLS], [SEP], <s>) are dropped and every row reno
 gives the raw piece view, special tokens included. Attention needs the whole sentence in one
 window: a longer sentence gives a ValueError saying how many windows it would need.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,7 +58,17 @@ from models.transformer.embedder import POOLINGS, TransformerEmbedder  # noqa: E
 from models.transformer.gpt import GptEmbedder, load_gpt_asset  # noqa: E402
 from models.transformer.memory import estimate_memory  # noqa: E402
 
-_TransformerEmbedder = TransformerEmbedder   # the former private name
+_TransformerEmbedder = TransformerEmbedder  # the former private name
 
-__all__ = ["POOLINGS", "BertEmbedder", "GptEmbedder", "TransformerEmbedder", "architecture_role", "estimate_memory",
-           "inspect_checkpoint", "load_gpt_asset", "load_hf_checkpoint", "load_minilm"]
+__all__ = [
+    "POOLINGS",
+    "BertEmbedder",
+    "GptEmbedder",
+    "TransformerEmbedder",
+    "architecture_role",
+    "estimate_memory",
+    "inspect_checkpoint",
+    "load_gpt_asset",
+    "load_hf_checkpoint",
+    "load_minilm",
+]

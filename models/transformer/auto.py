@@ -15,10 +15,12 @@ What is refused, and why, is in ``refusals.py``; dtype and memory in ``memory.py
 and ``source_label`` only describe where the files came from (``ModelInfo.source`` /
 ``description``); the fingerprint holds the files' content, the options and the revision, never a path.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from transformers import PretrainedConfig
@@ -39,7 +41,7 @@ _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
 def architecture_role(config: PretrainedConfig | dict) -> str:
-    """"encoder", "decoder" or "encoder-decoder" for a config (object or raw config.json dict), see module doc."""
+    """ "encoder", "decoder" or "encoder-decoder" for a config (object or raw config.json dict), see module doc."""
     get = config.get if isinstance(config, dict) else (lambda key, default=None: getattr(config, key, default))
     if get("is_encoder_decoder", False):
         return ENCODER_DECODER
@@ -56,10 +58,19 @@ def family_of_config(path: str | Path) -> str:
     return FAMILY[architecture_role(read_config(Path(path)))]
 
 
-def load_hf_checkpoint(path: str | Path, name: str | None = None, *, pooling: str = "mean", dtype: str = "auto",
-                       layers: Sequence[int] | None = None, window: int | None = None, stride: int | None = None,
-                       device: str | torch.device | None = None, revision: str | None = None,
-                       source_label: str | None = None) -> TransformerEmbedder:
+def load_hf_checkpoint(
+    path: str | Path,
+    name: str | None = None,
+    *,
+    pooling: str = "mean",
+    dtype: str = "auto",
+    layers: Sequence[int] | None = None,
+    window: int | None = None,
+    stride: int | None = None,
+    device: str | torch.device | None = None,
+    revision: str | None = None,
+    source_label: str | None = None,
+) -> TransformerEmbedder:
     """Load a local checkpoint folder as an embedder (class chosen by :func:`architecture_role`).
 
     Args:
@@ -83,9 +94,22 @@ def load_hf_checkpoint(path: str | Path, name: str | None = None, *, pooling: st
     cls = GptEmbedder if role == DECODER else BertEmbedder
     source = source_label or str(path)
     kind = "encoder of an encoder-decoder" if role == ENCODER_DECODER else role
-    description = f"{config.get('model_type', '?')} {kind} from {source}" + (f" (revision {revision})" if revision else "")
-    return cls(path, name or path.resolve().name, pooling=pooling, device=device, stride=stride, dtype=dtype,
-               layers=layers, window=window, source=source, revision=revision, description=description)
+    description = f"{config.get('model_type', '?')} {kind} from {source}" + (
+        f" (revision {revision})" if revision else ""
+    )
+    return cls(
+        path,
+        name or path.resolve().name,
+        pooling=pooling,
+        device=device,
+        stride=stride,
+        dtype=dtype,
+        layers=layers,
+        window=window,
+        source=source,
+        revision=revision,
+        description=description,
+    )
 
 
 def _raw(config: dict, *keys: str) -> int | None:
@@ -112,20 +136,31 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
     reason = remote_code_reason(raw)
     files = check_weight_files(path)
     facts: dict[str, Any] = {
-        "model_type": raw["model_type"], "architectures": list(raw.get("architectures") or []),
-        "role": architecture_role(raw), "needs_remote_code": reason is not None, "remote_code_reason": reason,
-        "weights": [f.name for f in files], "size_bytes": sum(f.stat().st_size for f in files),
-        "device": default_device().type, "dtype": "auto"}
+        "model_type": raw["model_type"],
+        "architectures": list(raw.get("architectures") or []),
+        "role": architecture_role(raw),
+        "needs_remote_code": reason is not None,
+        "remote_code_reason": reason,
+        "weights": [f.name for f in files],
+        "size_bytes": sum(f.stat().st_size for f in files),
+        "device": default_device().type,
+        "dtype": "auto",
+    }
     facts["family"] = FAMILY[facts["role"]]
     if reason is None:
         config = load_config(path)
-        facts.update(layers=int(config.num_hidden_layers) + 1, dim=int(config.hidden_size),
-                     heads=getattr(config, "num_attention_heads", None))
+        facts.update(
+            layers=int(config.num_hidden_layers) + 1,
+            dim=int(config.hidden_size),
+            heads=getattr(config, "num_attention_heads", None),
+        )
     else:
         layers = _raw(raw, "num_hidden_layers", "n_layer", "num_layers")
-        facts.update(layers=None if layers is None else layers + 1, dim=_raw(raw, "hidden_size", "n_embd", "d_model"),
-                     heads=_raw(raw, "num_attention_heads", "n_head", "num_heads"))
+        facts.update(
+            layers=None if layers is None else layers + 1,
+            dim=_raw(raw, "hidden_size", "n_embd", "d_model"),
+            heads=_raw(raw, "num_attention_heads", "n_head", "num_heads"),
+        )
     facts["params"] = header_tensors(files)[0]
     facts["memory_bytes"] = estimate_memory(path, "auto", facts["device"])
     return facts
-

@@ -1,5 +1,6 @@
 """Encoders (BERT, RoBERTa, DeBERTa, ELECTRA, ALBERT, DistilBERT, XLM-R, ModernBERT; the encoder of T5 and BART)
 from any local checkpoint, and the default one, all-MiniLM-L6-v2 (from the folder of its pip package)."""
+
 from __future__ import annotations
 
 import inspect
@@ -30,7 +31,7 @@ class BertEmbedder(TransformerEmbedder):
 
     def _forward_kwargs(self, ids: torch.Tensor, mask: torch.Tensor) -> dict:
         kwargs = {"input_ids": ids, "attention_mask": mask}
-        if self._takes_token_types:   # segment A for every piece: layer 0 = token + position + segment-0
+        if self._takes_token_types:  # segment A for every piece: layer 0 = token + position + segment-0
             kwargs["token_type_ids"] = torch.zeros_like(ids)
         return kwargs
 

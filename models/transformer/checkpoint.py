@@ -9,6 +9,7 @@ The tokenizer is the fast (``tokenizers``) one wherever transformers has or can 
 tokenizer that exists only in Python (no tokenizer.json, not convertible, e.g. ByT5's) is returned
 too, and the embedder falls back to tokenizing each word on its own (``models.transformer.tokens``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,7 +36,9 @@ def load_config(path: Path) -> PretrainedConfig:
     try:
         return AutoConfig.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # a config transformers rejects (bad values for its class)
-        raise ModelLoadError(f"{path / 'config.json'}: transformers cannot read it ({type(exc).__name__}: {exc}).") from exc
+        raise ModelLoadError(
+            f"{path / 'config.json'}: transformers cannot read it ({type(exc).__name__}: {exc})."
+        ) from exc
 
 
 def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
@@ -48,8 +51,18 @@ def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
 
 
 # Files that decide what a checkpoint computes, besides its weights (tokenizer files of every family).
-CONTENT_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                 "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "tokenizer.model", "sentencepiece.bpe.model")
+CONTENT_FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "tokenizer.model",
+    "sentencepiece.bpe.model",
+)
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
 
 

@@ -15,22 +15,38 @@ Out of GPU memory during ``embed`` (``torch.OutOfMemoryError``): the token budge
 warning line logged, the remaining rows re-packed and the run goes on, with the same vectors; a
 single row that does not fit raises ``torch.OutOfMemoryError`` with an estimate of what it needs.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
 
-from models.base import (Embedder, ModelInfo, ModelLoadError, PieceAttention, SentenceEmbedding, check_unicode,
-                         default_device, seeded)
+from models.base import (
+    Embedder,
+    ModelInfo,
+    ModelLoadError,
+    PieceAttention,
+    SentenceEmbedding,
+    check_unicode,
+    default_device,
+    seeded,
+)
 from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_config, load_tokenizer
 from models.transformer.loading import context_size, init_kwargs, load_model, model_class, select_layers
 from models.transformer.memory import check_fits, device_kind, estimate_memory, oom_message, resolve_dtype
-from models.transformer.pieces import (Row, make_rows, pack_batches, per_word_pieces, piece_weights, word_attention,
-                                       word_pieces)
+from models.transformer.pieces import (
+    Row,
+    make_rows,
+    pack_batches,
+    per_word_pieces,
+    piece_weights,
+    word_attention,
+    word_pieces,
+)
 from models.transformer.tokens import alignment_problems, prepare_word_alignment, special_layout
 
 POOLINGS = ("mean", "first", "last")
@@ -44,11 +60,26 @@ class TransformerEmbedder(Embedder):
     family = ""
     decoder = False
 
-    def __init__(self, path: str | Path, name: str, pooling: str = "mean", device: str | torch.device | None = None,
-                 max_tokens: int | None = None, stride: int | None = None, max_length: int | None = None,
-                 half_on_cuda: bool = True, cpu_bf16: bool = False, description: str = "", card: dict | None = None,
-                 *, dtype: str | None = None, layers: Sequence[int] | None = None, window: int | None = None,
-                 source: str | None = None, revision: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        name: str,
+        pooling: str = "mean",
+        device: str | torch.device | None = None,
+        max_tokens: int | None = None,
+        stride: int | None = None,
+        max_length: int | None = None,
+        half_on_cuda: bool = True,
+        cpu_bf16: bool = False,
+        description: str = "",
+        card: dict | None = None,
+        *,
+        dtype: str | None = None,
+        layers: Sequence[int] | None = None,
+        window: int | None = None,
+        source: str | None = None,
+        revision: str | None = None,
+    ) -> None:
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if max_tokens is not None and max_tokens < 1:
@@ -89,9 +120,16 @@ class TransformerEmbedder(Embedder):
             log.warning("%s: %s", self.path, flag)
             card.setdefault("word_alignment", flag)
             description = f"{description} [{flag}]".strip()
-        self.info = ModelInfo(name=name, family=self.family, num_layers=len(self.layer_ids or range(total)),
-                              dim=int(self.config.hidden_size), source=source or str(self.path),
-                              description=description, card=card, layer_ids=self.layer_ids)
+        self.info = ModelInfo(
+            name=name,
+            family=self.family,
+            num_layers=len(self.layer_ids or range(total)),
+            dim=int(self.config.hidden_size),
+            source=source or str(self.path),
+            description=description,
+            card=card,
+            layer_ids=self.layer_ids,
+        )
 
     # -- subclass hooks
     def _best_window(self, starts: np.ndarray, n: int) -> np.ndarray:
@@ -118,14 +156,16 @@ class TransformerEmbedder(Embedder):
 
     def _alignment_flags(self) -> list[str]:
         if not getattr(self.tokenizer, "is_fast", False):
-            return ["per-word tokenization: a Python-only tokenizer has no word_ids(), so each word is tokenized "
-                    "on its own, out of context"]
+            return [
+                "per-word tokenization: a Python-only tokenizer has no word_ids(), so each word is tokenized "
+                "on its own, out of context"
+            ]
         problems = alignment_problems(self.tokenizer, self._prefix)
         return [f"pre-split words tokenize unlike running text: {'; '.join(problems[:3])}"] if problems else []
 
     # -- loading
     def _load_model(self, device: str | torch.device | None) -> torch.nn.Module:
-        if self._dtype_option is None:   # built-in rule: fp32 weights on the CPU, then .to() casts and moves
+        if self._dtype_option is None:  # built-in rule: fp32 weights on the CPU, then .to() casts and moves
             self.model = load_model(self.path, self.config, torch.float32)
             self.to(device or default_device())
             return self.model
@@ -135,7 +175,7 @@ class TransformerEmbedder(Embedder):
         target = torch.device(device) if kind != "auto" and device is not None else default_device()
         device_map = "auto" if kind == "auto" else ({"": str(target)} if target.type == "cuda" else None)
         self.model = load_model(self.path, self.config, dtype, device_map)
-        if self._dispatched:   # accelerate placed the layers; inputs go where the first parameters are
+        if self._dispatched:  # accelerate placed the layers; inputs go where the first parameters are
             self.device, self.dtype = next(self.model.parameters()).device, dtype
             self.max_tokens = self._max_tokens_arg or (8192 if self.device.type == "cuda" else 2048)
         else:
@@ -146,23 +186,33 @@ class TransformerEmbedder(Embedder):
         """One tiny forward pass: hidden states as the config says, finite, attention or not. Returns L+1."""
         ids, _ = self._wrap([self._unk_id] * 2)
         with torch.inference_mode():
-            out = self.model(**self._forward_kwargs(*self._inputs([ids])), output_hidden_states=True,
-                             output_attentions=True, return_dict=True)
+            out = self.model(
+                **self._forward_kwargs(*self._inputs([ids])),
+                output_hidden_states=True,
+                output_attentions=True,
+                return_dict=True,
+            )
         hidden, expected = out.hidden_states, int(self.config.num_hidden_layers) + 1
         if hidden is None or len(hidden) != expected:
-            raise ModelLoadError(f"{self.path}: the model returns {len(hidden or ())} hidden states; config.json "
-                                 f"declares {expected - 1} layers (+ the embedding output).")
+            raise ModelLoadError(
+                f"{self.path}: the model returns {len(hidden or ())} hidden states; config.json "
+                f"declares {expected - 1} layers (+ the embedding output)."
+            )
         dims = sorted({int(h.shape[-1]) for h in hidden})
         if dims != [int(self.config.hidden_size)]:
-            raise ModelLoadError(f"{self.path}: hidden states of sizes {dims}, config hidden_size "
-                                 f"{self.config.hidden_size}: layers of different widths are not supported.")
+            raise ModelLoadError(
+                f"{self.path}: hidden states of sizes {dims}, config hidden_size "
+                f"{self.config.hidden_size}: layers of different widths are not supported."
+            )
         if not all(bool(torch.isfinite(h).all()) for h in hidden):
-            raise ModelLoadError(f"{self.path}: the weights give NaN/inf in {self.dtype} (overflow?); try dtype='fp32'.")
+            raise ModelLoadError(
+                f"{self.path}: the weights give NaN/inf in {self.dtype} (overflow?); try dtype='fp32'."
+            )
         atts = out.attentions
         self.has_attention = bool(atts) and len(atts) == expected - 1 and all(a is not None for a in atts)
         return expected
 
-    def to(self, device: str | torch.device) -> "TransformerEmbedder":
+    def to(self, device: str | torch.device) -> TransformerEmbedder:
         if self._dispatched:
             raise ValueError(f"{self.path} is spread over several devices (device='auto'); it cannot be moved.")
         self.device = torch.device(device)
@@ -232,14 +282,19 @@ class TransformerEmbedder(Embedder):
 
     def _run(self, ids: list[list[int]], with_attention: bool):
         """Pad right and run: returns (L+1 hidden states (B, T, D), attentions (L, B, H, T, T) or None)."""
-        out = self.model(**self._forward_kwargs(*self._inputs(ids)), output_hidden_states=True,
-                         output_attentions=with_attention, return_dict=True)
+        out = self.model(
+            **self._forward_kwargs(*self._inputs(ids)),
+            output_hidden_states=True,
+            output_attentions=with_attention,
+            return_dict=True,
+        )
         if not with_attention:
             return out.hidden_states, None
         return out.hidden_states, torch.stack([a.to(self.device) for a in out.attentions])
 
-    def _word_parts(self, brows: list[Row], piece_weight: list[np.ndarray], n_words: np.ndarray,
-                    with_attention: bool) -> tuple[list[torch.Tensor], dict[int, np.ndarray]]:
+    def _word_parts(
+        self, brows: list[Row], piece_weight: list[np.ndarray], n_words: np.ndarray, with_attention: bool
+    ) -> tuple[list[torch.Tensor], dict[int, np.ndarray]]:
         """One batch: per kept layer the pooling-weighted vectors of the pieces that supply words (CPU), word attention."""
         hidden, att = self._run([r.ids for r in brows], with_attention)
         T = hidden[0].shape[1]
@@ -248,24 +303,35 @@ class TransformerEmbedder(Embedder):
         weight = np.concatenate([piece_weight[r.sentence][r.start + np.flatnonzero(r.sel)] for r in brows])
         weight_t = torch.from_numpy(weight.astype(np.float32))[:, None]
         layers = hidden if self.layer_ids is None else [hidden[i] for i in self.layer_ids]
-        parts = [(h.reshape(-1, self.dim).index_select(0, src.to(h.device)).float() * weight_t.to(h.device)).cpu()
-                 for h in layers]   # per layer: no (L+1, B, T, D) stack copy
+        parts = [
+            (h.reshape(-1, self.dim).index_select(0, src.to(h.device)).float() * weight_t.to(h.device)).cpu()
+            for h in layers
+        ]  # per layer: no (L+1, B, T, D) stack copy
         return parts, (word_attention(brows, att, n_words) if att is not None else {})
 
-    def _repack_after_oom(self, exc: BaseException, rows: list[Row], todo: list[list[int]],
-                          with_attention: bool) -> list[list[int]]:
+    def _repack_after_oom(
+        self, exc: BaseException, rows: list[Row], todo: list[list[int]], with_attention: bool
+    ) -> list[list[int]]:
         """Halve the token budget and re-pack the rows not yet run; a lone row that does not fit is an error."""
         failed = todo[0]
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         longest = max(len(rows[i].ids) for i in failed)
         if len(failed) == 1:
-            raise torch.OutOfMemoryError(oom_message(self.name, self.config, longest, self.window, self.dtype,
-                                                     self.device, with_attention)) from exc
+            raise torch.OutOfMemoryError(
+                oom_message(self.name, self.config, longest, self.window, self.dtype, self.device, with_attention)
+            ) from exc
         self.max_tokens = max(1, self.max_tokens // 2)
         remaining = [i for batch in todo for i in batch]
-        log.warning("%s: out of memory on a batch of %d rows x %d pieces; token budget halved to %d, re-packing "
-                    "the %d remaining rows.", self.name, len(failed), longest, self.max_tokens, len(remaining))
+        log.warning(
+            "%s: out of memory on a batch of %d rows x %d pieces; token budget halved to %d, re-packing "
+            "the %d remaining rows.",
+            self.name,
+            len(failed),
+            longest,
+            self.max_tokens,
+            len(remaining),
+        )
         return [[remaining[j] for j in b] for b in self._batches([rows[i] for i in remaining], with_attention)]
 
     def _embed_batch(self, sentences: list[list[str]], with_attention: bool) -> list[SentenceEmbedding]:
@@ -283,7 +349,7 @@ class TransformerEmbedder(Embedder):
                 brows = [rows[i] for i in todo[0]]
                 try:
                     parts, batch_atts = self._word_parts(brows, piece_weight, n_words, with_attention)
-                except torch.OutOfMemoryError as exc:   # nothing of this batch was added yet: re-run it smaller
+                except torch.OutOfMemoryError as exc:  # nothing of this batch was added yet: re-run it smaller
                     todo = self._repack_after_oom(exc, rows, todo, with_attention)
                     continue
                 todo.pop(0)
@@ -293,9 +359,15 @@ class TransformerEmbedder(Embedder):
                     acc[layer].index_add_(0, dst, part)
                 atts.update(batch_atts)
         vectors = acc.numpy()
-        return [SentenceEmbedding(words=list(words), vectors=vectors[:, offsets[s]:offsets[s + 1]],
-                                  oov=np.zeros(len(words), bool), attentions=atts.get(s))
-                for s, words in enumerate(sentences)]
+        return [
+            SentenceEmbedding(
+                words=list(words),
+                vectors=vectors[:, offsets[s] : offsets[s + 1]],
+                oov=np.zeros(len(words), bool),
+                attentions=atts.get(s),
+            )
+            for s, words in enumerate(sentences)
+        ]
 
     def piece_attention(self, words: Sequence[str]) -> PieceAttention:
         if not self.has_attention:
@@ -303,7 +375,7 @@ class TransformerEmbedder(Embedder):
         words = [str(w) for w in words]
         if not words:
             raise ValueError("piece_attention needs at least one word.")
-        check_unicode(0, words)   # the same check as Embedder.embed: no lone surrogates
+        check_unicode(0, words)  # the same check as Embedder.embed: no lone surrogates
         rows, _ = self._rows([words], whole_only=True)
         r = rows[0]
         with torch.inference_mode():
@@ -313,4 +385,3 @@ class TransformerEmbedder(Embedder):
             word_ids[int(p)] = int(w)
         pieces = self.tokenizer.convert_ids_to_tokens(r.ids)
         return PieceAttention(pieces=list(pieces), word_ids=word_ids, attentions=att[:, 0].float().cpu().numpy())
-

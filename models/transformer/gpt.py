@@ -1,5 +1,6 @@
 """Decoders (GPT-2, GPT-Neo, GPT-NeoX/Pythia, OPT, Llama, Mistral, Qwen2, Gemma …) from any local checkpoint,
 and the GPT-2 trained here, ``assets/gpt-small``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,14 @@ class GptEmbedder(TransformerEmbedder):
 def load_gpt_asset(name: str = "gpt-small", pooling: str = "mean", device: str | None = None) -> GptEmbedder:
     """A GPT-2 checkpoint trained here, from ``assets/<name>/`` (see ``python -m models train gpt``)."""
     path = ASSETS / name
-    if not path.exists():   # models.registry.load_spec adds how to train it
+    if not path.exists():  # models.registry.load_spec adds how to train it
         raise ModelLoadError(f"{path} does not exist (see docs/models.md).")
     card = read_model_card(path) or {}
-    return GptEmbedder(path, name=name, pooling=pooling, device=device, card=card,
-                       description=f"GPT-2 architecture trained here ({card.get('params', '?')} parameters)")
+    return GptEmbedder(
+        path,
+        name=name,
+        pooling=pooling,
+        device=device,
+        card=card,
+        description=f"GPT-2 architecture trained here ({card.get('params', '?')} parameters)",
+    )

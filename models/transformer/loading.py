@@ -12,13 +12,14 @@ runs with ``output_loading_info=True`` and ``ignore_mismatched_sizes=True`` so t
 extra or mis-shaped tensor is named by ``refusals.check_loading_info`` rather than reported in a
 generic error; transformers' own loading report is silenced for the call, since ours replaces it.
 """
+
 from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import torch
 from transformers import PretrainedConfig
@@ -57,16 +58,25 @@ def _without_load_report(name: str = "transformers.modeling_utils") -> Iterator[
         log.removeFilter(_not_load_report)
 
 
-def load_model(path: Path, config: PretrainedConfig, dtype: torch.dtype,
-               device_map: str | dict | None = None) -> torch.nn.Module:
+def load_model(
+    path: Path, config: PretrainedConfig, dtype: torch.dtype, device_map: str | dict | None = None
+) -> torch.nn.Module:
     """The model whose hidden states the embedder reads: the base model, or the encoder of an encoder-decoder.
 
     Raises:
         ModelLoadError: transformers cannot load the files, or ``check_loading_info`` refuses them.
     """
     cls = model_class(config)
-    kwargs = dict(config=config, local_files_only=True, trust_remote_code=False, attn_implementation="eager",
-                  dtype=dtype, output_loading_info=True, ignore_mismatched_sizes=True, **init_kwargs(cls))
+    kwargs = dict(
+        config=config,
+        local_files_only=True,
+        trust_remote_code=False,
+        attn_implementation="eager",
+        dtype=dtype,
+        output_loading_info=True,
+        ignore_mismatched_sizes=True,
+        **init_kwargs(cls),
+    )
     if device_map is not None:
         kwargs["device_map"] = device_map
     try:
@@ -83,12 +93,12 @@ def load_model(path: Path, config: PretrainedConfig, dtype: torch.dtype,
 
 def context_size(config: PretrainedConfig, model: torch.nn.Module, tokenizer_max: int) -> int:
     """Positions one forward pass may use: the config's, capped by the tokenizer's ``model_max_length``."""
-    tok_max = int(min(tokenizer_max, 10**9))   # transformers' "no limit" is 1e30
+    tok_max = int(min(tokenizer_max, 10**9))  # transformers' "no limit" is 1e30
     n = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-    n = min(int(n), tok_max) if n else (tok_max if tok_max < 10**6 else 512)   # relative positions (T5): 512
+    n = min(int(n), tok_max) if n else (tok_max if tok_max < 10**6 else 512)  # relative positions (T5): 512
     emb = getattr(model, "embeddings", None)
     pad = getattr(emb, "padding_idx", None)
-    if isinstance(pad, int) and hasattr(emb, "position_embeddings"):   # RoBERTa: positions start after padding
+    if isinstance(pad, int) and hasattr(emb, "position_embeddings"):  # RoBERTa: positions start after padding
         n = min(n, emb.position_embeddings.num_embeddings - pad - 1)
     return n
 
@@ -101,8 +111,9 @@ def select_layers(layers: Sequence[int] | None, total: int, name: str) -> tuple[
     ids = []
     for i in layers:
         if isinstance(i, bool) or not hasattr(i, "__index__") or not -total <= int(i) < total:
-            raise RequestError(f"layers: {i!r} is not a layer of {name}, which has layers 0..{total - 1} "
-                             f"(0 = embedding output).")
+            raise RequestError(
+                f"layers: {i!r} is not a layer of {name}, which has layers 0..{total - 1} (0 = embedding output)."
+            )
         ids.append(int(i) % total)
     if not ids or len(set(ids)) != len(ids):
         raise RequestError(f"layers must name at least one layer, each once; got {list(layers)}")

@@ -10,6 +10,7 @@
 - :func:`check_fits` refuses a model whose weights alone exceed the free memory of the device
   (``torch.cuda.mem_get_info`` on a GPU, ``psutil`` on the CPU; every GPU plus the CPU for ``"auto"``).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,7 @@ def gib(n: float) -> str:
 
 
 def device_kind(device: str | torch.device | None) -> str:
-    """"auto", "cuda" or "cpu" for a device argument (None = this machine's default)."""
+    """ "auto", "cuda" or "cpu" for a device argument (None = this machine's default)."""
     if device == "auto":
         return "auto"
     return torch.device(device).type if device is not None else default_device().type
@@ -72,18 +73,19 @@ def header_tensors(files: list[Path]) -> tuple[int, int]:
 
 
 def _meta_model_bytes(config: PretrainedConfig, dtype: torch.dtype) -> int:
-    from accelerate import init_empty_weights   # lazy: accelerate, only memory estimates need it
+    from accelerate import init_empty_weights  # lazy: accelerate, only memory estimates need it
 
     with init_empty_weights(include_buffers=False):
         model = AutoModel.from_config(config, **init_kwargs(model_class(config)))
-    model.tie_weights()   # on the meta device from_config leaves tied embeddings as separate tensors
+    model.tie_weights()  # on the meta device from_config leaves tied embeddings as separate tensors
     item = torch.empty((), dtype=dtype).element_size()
     params = sum(p.numel() for p in model.parameters()) * item
     return params + sum(b.numel() * b.element_size() for b in model.buffers())
 
 
-def estimate_memory(path_or_config: str | Path | PretrainedConfig, dtype: str = "auto",
-                    device: str | torch.device | None = None) -> int:
+def estimate_memory(
+    path_or_config: str | Path | PretrainedConfig, dtype: str = "auto", device: str | torch.device | None = None
+) -> int:
     """Bytes the weights take once loaded in ``dtype`` on ``device`` (module doc), before loading anything.
 
     Raises:
@@ -95,7 +97,7 @@ def estimate_memory(path_or_config: str | Path | PretrainedConfig, dtype: str = 
     path = Path(path_or_config)
     if remote_code_reason(read_config(path)) is None:
         return _meta_model_bytes(load_config(path), torch_dtype)
-    count, _ = header_tensors(weight_files(path))   # custom code: count the tensors in the files
+    count, _ = header_tensors(weight_files(path))  # custom code: count the tensors in the files
     return count * torch.empty((), dtype=torch_dtype).element_size()
 
 
@@ -118,7 +120,8 @@ def check_fits(what: str | Path, estimate: int, device: str | torch.device | Non
         raise ModelLoadError(
             f"{what}: its weights need about {gib(estimate)} in {str(dtype).removeprefix('torch.')}, but only "
             f"{gib(free)} is free on {where}. Use a smaller dtype (fp16/bf16), device='auto' to spread it over "
-            f"several GPUs, or a machine with more memory.")
+            f"several GPUs, or a machine with more memory."
+        )
 
 
 def forward_bytes(config: PretrainedConfig, pieces: int, rows: int, dtype: torch.dtype, with_attention: bool) -> int:
@@ -129,14 +132,23 @@ def forward_bytes(config: PretrainedConfig, pieces: int, rows: int, dtype: torch
     hidden = int(config.hidden_size)
     inner = int(getattr(config, "intermediate_size", 0) or 4 * hidden)
     kept = (layers + 1) * pieces * hidden + (layers * heads * pieces * pieces if with_attention else 0)
-    transient = heads * pieces * pieces + pieces * inner   # one layer's attention scores and MLP
+    transient = heads * pieces * pieces + pieces * inner  # one layer's attention scores and MLP
     return rows * (kept + transient) * item
 
 
-def oom_message(name: str, config: PretrainedConfig, pieces: int, window: int, dtype: torch.dtype,
-                device: torch.device, with_attention: bool) -> str:
+def oom_message(
+    name: str,
+    config: PretrainedConfig,
+    pieces: int,
+    window: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    with_attention: bool,
+) -> str:
     """Why a single row does not fit, with the estimate of what its forward pass needs."""
     need = forward_bytes(config, pieces, 1, dtype, with_attention)
-    return (f"{name}: one window of {pieces} pieces does not fit in {device} memory even alone: its forward pass "
-            f"needs about {gib(need)} beyond the weights, {gib(available_memory(device))} is free. Use a smaller "
-            f"window (now {window} pieces), dtype='fp16'/'bf16', or device='auto'.")
+    return (
+        f"{name}: one window of {pieces} pieces does not fit in {device} memory even alone: its forward pass "
+        f"needs about {gib(need)} beyond the weights, {gib(available_memory(device))} is free. Use a smaller "
+        f"window (now {window} pieces), dtype='fp16'/'bf16', or device='auto'."
+    )

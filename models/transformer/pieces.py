@@ -3,10 +3,11 @@
 Pure functions over numpy/torch arrays (no model): steps 1, 2 and 4 of the pipeline described in
 ``models.transformer``, and the word-level attention A_word = Q · A_piece · Kᵀ.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -31,8 +32,9 @@ class Row:
     sel: np.ndarray
 
 
-def word_pieces(tokenizer, sentences: list[list[str]], unk_id: int,
-                prefix: str = "") -> list[tuple[list[int], np.ndarray]]:
+def word_pieces(
+    tokenizer, sentences: list[list[str]], unk_id: int, prefix: str = ""
+) -> list[tuple[list[int], np.ndarray]]:
     """Per sentence: content piece ids and the word index of each piece (every word ≥ 1 piece).
 
     One fast-tokenizer call over all sentences; a word the tokenizer drops entirely (e.g. a
@@ -41,8 +43,13 @@ def word_pieces(tokenizer, sentences: list[list[str]], unk_id: int,
     """
     if prefix:
         sentences = [[prefix + w for w in s] for s in sentences]
-    enc = tokenizer(sentences, is_split_into_words=True, add_special_tokens=False,
-                    return_attention_mask=False, return_token_type_ids=False)
+    enc = tokenizer(
+        sentences,
+        is_split_into_words=True,
+        add_special_tokens=False,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+    )
     out = []
     for i, words in enumerate(sentences):
         ids = enc["input_ids"][i]
@@ -85,10 +92,15 @@ def per_word_pieces(tokenizer, sentences: list[list[str]], unk_id: int) -> list[
     return out
 
 
-def make_rows(pieces: list[tuple[list[int], np.ndarray]], window: int, stride: int,
-              wrap: Callable[[list[int]], tuple[list[int], int]],
-              best_window: Callable[[np.ndarray, int], np.ndarray],
-              whole_only: bool = False, model_name: str = "the model") -> list[Row]:
+def make_rows(
+    pieces: list[tuple[list[int], np.ndarray]],
+    window: int,
+    stride: int,
+    wrap: Callable[[list[int]], tuple[list[int], int]],
+    best_window: Callable[[np.ndarray, int], np.ndarray],
+    whole_only: bool = False,
+    model_name: str = "the model",
+) -> list[Row]:
     """Forward-pass rows of all sentences: one per sentence, or overlapping windows of ``window`` pieces.
 
     wrap(pieces) -> (ids with special tokens, offset of the first content piece);
@@ -107,10 +119,11 @@ def make_rows(pieces: list[tuple[list[int], np.ndarray]], window: int, stride: i
             raise ValueError(
                 f"Sentence {s} has {n} pieces; {model_name} takes at most {window} in one window. "
                 f"Vectors for it are computed in {len(starts)} overlapping windows, but attention maps "
-                f"cannot be stitched across windows: shorten the text to ≤ {window} pieces for attention.")
+                f"cannot be stitched across windows: shorten the text to ≤ {window} pieces for attention."
+            )
         best = best_window(np.asarray(starts), n)
         for w, st in enumerate(starts):
-            wrapped, off = wrap(ids[st:st + window])
+            wrapped, off = wrap(ids[st : st + window])
             sl = slice(st, st + window)
             rows.append(Row(s, st, wrapped, np.arange(off, off + window), word_of[sl], best[sl] == w))
     return rows
@@ -132,8 +145,9 @@ def best_window_left(starts: np.ndarray, n: int, window: int) -> np.ndarray:
     return np.where(inside, ctx, -1).argmax(1)
 
 
-def pack_batches(rows: Sequence[Row], max_tokens: int, attn_cost: int = 0,
-                 attn_budget: int = 64 * 2**20) -> list[list[int]]:
+def pack_batches(
+    rows: Sequence[Row], max_tokens: int, attn_cost: int = 0, attn_budget: int = 64 * 2**20
+) -> list[list[int]]:
     """Row indices grouped into padding-aware batches, longest first (fail early on memory).
 
     rows × padded length ≤ ``max_tokens``; with ``attn_cost`` (layers × heads, attention asked
@@ -185,5 +199,7 @@ def word_attention(brows: Sequence[Row], att: torch.Tensor, n_words: np.ndarray)
     word_att = torch.einsum("bwt,lbhts,bvs->blhwv", Q, att.float(), Kt)
     word_att = word_att / word_att.sum(-1, keepdim=True).clamp_min(1e-12)
     word_att = word_att.cpu().numpy()
-    return {r.sentence: np.ascontiguousarray(word_att[b, :, :, : n_words[r.sentence], : n_words[r.sentence]])
-            for b, r in enumerate(brows)}
+    return {
+        r.sentence: np.ascontiguousarray(word_att[b, :, :, : n_words[r.sentence], : n_words[r.sentence]])
+        for b, r in enumerate(brows)
+    }

@@ -15,6 +15,7 @@ Never run with random weights, never run code shipped with a checkpoint:
   ``num_hidden_layers``), and a shape the config and the weights disagree on are refused. Tensors
   of task heads (``cls.*``, ``lm_head.*``, a pooler the embedder does not build …) are fine.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -29,8 +30,13 @@ from models.base import ModelLoadError
 
 REMOTE_CODE = "needs custom code (trust_remote_code), which this lab never enables"
 # What transformers reads, in its own order of preference (the first one present wins).
-WEIGHT_NAMES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
-MAX_NAMED = 10   # tensors named in one message
+WEIGHT_NAMES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+MAX_NAMED = 10  # tensors named in one message
 
 
 def remote_code_reason(config: dict) -> str | None:
@@ -78,11 +84,12 @@ def weight_files(path: Path) -> list[Path]:
         files = [path / str(shard) for shard in sorted(set(shards.values()))]
         missing = [f.name for f in files if not f.is_file()]
         if missing:
-            raise ModelLoadError(f"{file} lists {len(files)} shards; missing: {', '.join(missing[:MAX_NAMED])} "
-                                 f"(an interrupted download?).")
+            raise ModelLoadError(
+                f"{file} lists {len(files)} shards; missing: {', '.join(missing[:MAX_NAMED])} "
+                f"(an interrupted download?)."
+            )
         return files
-    raise ModelLoadError(f"{path}: no weights file (model.safetensors, pytorch_model.bin or a sharded "
-                         f"*.index.json).")
+    raise ModelLoadError(f"{path}: no weights file (model.safetensors, pytorch_model.bin or a sharded *.index.json).")
 
 
 def check_torch_pickle(file: Path) -> None:
@@ -91,9 +98,11 @@ def check_torch_pickle(file: Path) -> None:
         torch.load(file, map_location="meta", weights_only=True)
     except pickle.UnpicklingError as exc:
         first = str(exc).strip().splitlines()[0][:200]
-        raise ModelLoadError(f"{file}: this pickle needs code to load ({first}); only plain tensors are read "
-                             f"(torch.load weights_only=True). Convert it to safetensors where it came from.") from None
-    except Exception as exc:   # zip/EOF/OS errors: a truncated or corrupt file
+        raise ModelLoadError(
+            f"{file}: this pickle needs code to load ({first}); only plain tensors are read "
+            f"(torch.load weights_only=True). Convert it to safetensors where it came from."
+        ) from None
+    except Exception as exc:  # zip/EOF/OS errors: a truncated or corrupt file
         raise ModelLoadError(f"{file}: corrupt or truncated torch file ({type(exc).__name__}: {exc}).") from None
 
 
@@ -128,20 +137,23 @@ def check_loading_info(path: Path, model: torch.nn.Module, kept: torch.nn.Module
                 return id(getter(key)) in kept_ids
             except AttributeError:
                 continue
-        return True   # a key transformers expects but no tensor answers to: treat as needed
+        return True  # a key transformers expects but no tensor answers to: treat as needed
 
     missing = [k for k in info.get("missing_keys", ()) if needed(k)]
     if missing:
         raise ModelLoadError(
             f"{path}: {len(missing)} tensor(s) the model needs are missing from the weights: {_named(missing)}. "
             f"Refusing to run with randomly initialised weights (a truncated conversion, or a config that does "
-            f"not match the weights?).")
+            f"not match the weights?)."
+        )
     mismatched = info.get("mismatched_keys", ())
     if mismatched:
         shown = sorted(mismatched)[:MAX_NAMED]
         details = ", ".join(f"{k} (weights {tuple(a)} vs config {tuple(b)})" for k, a, b in shown)
-        raise ModelLoadError(f"{path}: config.json and the weights disagree on {len(mismatched)} tensor shape(s): "
-                             f"{details}{' …' if len(mismatched) > len(shown) else ''}.")
+        raise ModelLoadError(
+            f"{path}: config.json and the weights disagree on {len(mismatched)} tensor shape(s): "
+            f"{details}{' …' if len(mismatched) > len(shown) else ''}."
+        )
     own = {name for name, _ in model.named_children()}
     prefix = f"{model.base_model_prefix}." if getattr(model, "base_model_prefix", "") else ""
     extra = [k for k in info.get("unexpected_keys", ()) if k.removeprefix(prefix).split(".")[0] in own]
@@ -149,4 +161,5 @@ def check_loading_info(path: Path, model: torch.nn.Module, kept: torch.nn.Module
         layers = getattr(model.config, "num_hidden_layers", "?")
         raise ModelLoadError(
             f"{path}: the weights hold {len(extra)} tensor(s) of the model's own submodules that config.json "
-            f"does not declare (more layers than num_hidden_layers={layers}, or another size?): {_named(extra)}.")
+            f"does not declare (more layers than num_hidden_layers={layers}, or another size?): {_named(extra)}."
+        )

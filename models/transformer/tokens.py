@@ -20,6 +20,7 @@ fast tokenizer's ``word_ids()``. Each word must be tokenized as it is in running
 must get the same pieces pre-split as in the joined text. A tokenizer that exists only in Python has
 no ``word_ids()``: each word is tokenized on its own (``pieces.per_word_pieces``), flagged by the embedder.
 """
+
 from __future__ import annotations
 
 from tokenizers import pre_tokenizers
@@ -33,11 +34,13 @@ def special_layout(tokenizer, decoder: bool) -> tuple[list[int], list[int]]:
     """(ids before the content, ids after it) for every window, derived from the tokenizer (module doc)."""
     bare = tokenizer("hello", add_special_tokens=False)["input_ids"]
     full = tokenizer("hello", add_special_tokens=True)["input_ids"]
-    at = next((i for i in range(len(full) - len(bare) + 1) if full[i:i + len(bare)] == bare), None)
+    at = next((i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare), None)
     if not bare or at is None:
-        raise ModelLoadError(f"{getattr(tokenizer, 'name_or_path', 'tokenizer')}: cannot find the content among the "
-                             f"special tokens ({full} with, {bare} without them); cannot place special tokens.")
-    head, tail = list(full[:at]), list(full[at + len(bare):])
+        raise ModelLoadError(
+            f"{getattr(tokenizer, 'name_or_path', 'tokenizer')}: cannot find the content among the "
+            f"special tokens ({full} with, {bare} without them); cannot place special tokens."
+        )
+    head, tail = list(full[:at]), list(full[at + len(bare) :])
     if not decoder:
         return head, tail
     if head:
@@ -63,14 +66,14 @@ def prepare_word_alignment(tokenizer) -> str:
     backend = tokenizer.backend_tokenizer
     pre = backend.pre_tokenizer
     if isinstance(pre, pre_tokenizers.ByteLevel):
-        pre.add_prefix_space = True          # mutates the backend's own pre-tokenizer
+        pre.add_prefix_space = True  # mutates the backend's own pre-tokenizer
         tokenizer.add_prefix_space = True
         return ""
     if not isinstance(pre, pre_tokenizers.Sequence):
         return ""
     nested = [part for part in _parts(pre) if isinstance(part, pre_tokenizers.ByteLevel)]
     for part in nested:
-        part.add_prefix_space = False       # the leading space given to each word marks its start once
+        part.add_prefix_space = False  # the leading space given to each word marks its start once
     return " " if nested else ""
 
 
@@ -101,5 +104,8 @@ def alignment_problems(tokenizer, prefix: str, words: tuple[str, ...] = PROBE) -
     """Words (after the first) whose pre-split pieces differ from their pieces in running text; [] = aligned."""
     words = list(words)
     split, running = _pieces_by_word(tokenizer, words, prefix), _running_text_pieces(tokenizer, words)
-    return [f"{w!r}: {tokenizer.convert_ids_to_tokens(a)} pre-split vs {tokenizer.convert_ids_to_tokens(b)} in text"
-            for w, a, b in zip(words[1:], split[1:], running[1:]) if a != b]
+    return [
+        f"{w!r}: {tokenizer.convert_ids_to_tokens(a)} pre-split vs {tokenizer.convert_ids_to_tokens(b)} in text"
+        for w, a, b in zip(words[1:], split[1:], running[1:])
+        if a != b
+    ]

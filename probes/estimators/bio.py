@@ -6,10 +6,11 @@ conlleval's: an I-X after O or another type starts a chunk). F1 = 2·tp / (predi
 whole test set, i.e. seqeval's micro F1; here it is summed from each sentence's (tp, predicted, gold)
 so that the interval resamples sentences (``probes.stats.intervals.grouped_interval``).
 """
+
 from __future__ import annotations
 
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from seqeval.metrics.sequence_labeling import get_entities
@@ -28,7 +29,7 @@ def bad_bio_label(labels: Sequence[str]) -> str | None:
 
 
 def _chunks(labels: Sequence[str]) -> set[tuple]:
-    with warnings.catch_warnings():          # a wrong prediction may be any label; not a format problem
+    with warnings.catch_warnings():  # a wrong prediction may be any label; not a format problem
         warnings.simplefilter("ignore")
         return set(get_entities(list(labels)))
 
@@ -47,11 +48,19 @@ def _f1(sums: np.ndarray) -> np.ndarray:
     return np.where(denom > 0, 100.0 * 2 * sums[:, 0] / np.maximum(denom, 1), 0.0)
 
 
-def span_f1_row(dataset: str, layer: str, gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
-                *, seed: int = 0) -> dict:
+def span_f1_row(
+    dataset: str, layer: str, gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], *, seed: int = 0
+) -> dict:
     """A result row: metric "F1" (conlleval span F1, percent), n = gold chunks, sentence-bootstrap interval."""
     counts = sentence_counts(gold, pred)
     value = float(_f1(counts.sum(0, keepdims=True))[0])
     lo, hi = grouped_interval(counts, _f1, seed=seed)
-    return {"dataset": dataset, "layer": layer, "metric": "F1", "value": round(value, 2),
-            "n": int(counts[:, 2].sum()), "lo": lo, "hi": hi}
+    return {
+        "dataset": dataset,
+        "layer": layer,
+        "metric": "F1",
+        "value": round(value, 2),
+        "n": int(counts[:, 2].sum()),
+        "lo": lo,
+        "hi": hi,
+    }

@@ -17,10 +17,11 @@ Other probe families (``probes.estimators.families``: MLP, rank-limited) overrid
 family shares the standardisation, the held-out split, the seeding and this loop. ``classes`` fixes
 the label set up front (the MDL probe trains on blocks that may miss a label but must code all K).
 """
+
 from __future__ import annotations
 
 import copy
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -57,11 +58,12 @@ def train_with_early_stopping(
     for epoch in range(epochs):
         model.train()
         perm = torch.randperm(len(train_rows), generator=generator)
-        order = train_rows[perm.to(train_rows.device)] if isinstance(train_rows, torch.Tensor) \
-            else train_rows[perm.numpy()]
+        order = (
+            train_rows[perm.to(train_rows.device)] if isinstance(train_rows, torch.Tensor) else train_rows[perm.numpy()]
+        )
         total = 0.0
         for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             loss = batch_loss(rows)
             optimizer.zero_grad()
             loss.backward()
@@ -97,9 +99,18 @@ class LinearProbe:
         classes: the label set (default: the labels seen by ``fit``).
     """
 
-    def __init__(self, epochs: int = 10, batch_size: int = 2048, lr: float = 2e-2, weight_decay: float = 1e-6,
-                 val_fraction: float = 0.1, patience: int = 2, seed: int = 0,
-                 device: str | torch.device | None = None, classes: Sequence | None = None) -> None:
+    def __init__(
+        self,
+        epochs: int = 10,
+        batch_size: int = 2048,
+        lr: float = 2e-2,
+        weight_decay: float = 1e-6,
+        val_fraction: float = 0.1,
+        patience: int = 2,
+        seed: int = 0,
+        device: str | torch.device | None = None,
+        classes: Sequence | None = None,
+    ) -> None:
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -135,7 +146,7 @@ class LinearProbe:
         X = torch.as_tensor(np.asarray(X, dtype=np.float32), device=self.device)
         return (X - self.mean_) / self.std_
 
-    def fit(self, X: np.ndarray, y: Sequence) -> "LinearProbe":
+    def fit(self, X: np.ndarray, y: Sequence) -> LinearProbe:
         """X: (num_tokens, dim); y: (num_tokens,) labels of any hashable type."""
         y = np.asarray(y)
         if len(X) == 0:
@@ -161,12 +172,20 @@ class LinearProbe:
 
         @torch.inference_mode()
         def val_accuracy() -> float:
-            self.model_.eval()   # no dropout when measuring (the loop sets train() each epoch)
+            self.model_.eval()  # no dropout when measuring (the loop sets train() each epoch)
             return float((self.model_(Xt[val_idx]).argmax(1) == yt[val_idx]).float().mean())
 
         self.history_ = train_with_early_stopping(
-            self.model_, opt, tr_idx, batch_loss, val_accuracy if n_val else None,
-            epochs=self.epochs, batch_size=self.batch_size, patience=self.patience, generator=gen)
+            self.model_,
+            opt,
+            tr_idx,
+            batch_loss,
+            val_accuracy if n_val else None,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            patience=self.patience,
+            generator=gen,
+        )
         return self
 
     @torch.inference_mode()
@@ -175,8 +194,9 @@ class LinearProbe:
         if self.model_ is None:
             raise RuntimeError("Call fit() before predict().")
         self.model_.eval()
-        return [fn(self.model_(self._tensor(X[start:start + 65536]))).cpu().numpy()
-                for start in range(0, len(X), 65536)]
+        return [
+            fn(self.model_(self._tensor(X[start : start + 65536]))).cpu().numpy() for start in range(0, len(X), 65536)
+        ]
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         out = self._logits(X, lambda z: z.argmax(1))

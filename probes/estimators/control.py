@@ -17,24 +17,33 @@ training gets one too. Types are case-sensitive, as the task's words are.
     control = ControlTask(seed=0).fit(train_tags)
     control.labels(train_words)      # the control labels of the training tokens
 """
+
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from probes.stats.intervals import accuracy_row, paired_test
 
-_SCALE = float(2 ** 64)
+_SCALE = float(2**64)
 
 
 def type_uniforms(words: Sequence[str], seed: int = 0) -> np.ndarray:
     """(n,) numbers in [0, 1), one per word, equal for equal words, independent across types."""
     types, inverse = np.unique(np.asarray(words, dtype=object).astype(str), return_inverse=True)
     key = str(int(seed)).encode()
-    u = np.array([int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8, key=key).digest(), "little")
-                  for t in types], dtype=np.float64) / _SCALE
+    u = (
+        np.array(
+            [
+                int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8, key=key).digest(), "little")
+                for t in types
+            ],
+            dtype=np.float64,
+        )
+        / _SCALE
+    )
     return u[inverse]
 
 
@@ -46,7 +55,7 @@ class ControlTask:
         self.classes_: np.ndarray | None = None
         self.probs_: np.ndarray | None = None
 
-    def fit(self, labels: Sequence) -> "ControlTask":
+    def fit(self, labels: Sequence) -> ControlTask:
         labels = np.asarray(labels)
         if len(labels) == 0:
             raise ValueError("Cannot build a control task from zero labels.")
@@ -63,21 +72,35 @@ class ControlTask:
         return self.classes_[np.minimum(idx, len(self.classes_) - 1)]
 
 
-def control_correct(make_probe, X_train: np.ndarray, words_train: Sequence[str], y_train: Sequence,
-                    X_test: np.ndarray, words_test: Sequence[str], seed: int = 0) -> np.ndarray:
+def control_correct(
+    make_probe,
+    X_train: np.ndarray,
+    words_train: Sequence[str],
+    y_train: Sequence,
+    X_test: np.ndarray,
+    words_test: Sequence[str],
+    seed: int = 0,
+) -> np.ndarray:
     """Per-test-token correctness of a probe (``make_probe()``, unfitted) trained on the control task."""
     control = ControlTask(seed).fit(y_train)
     probe = make_probe().fit(X_train, control.labels(words_train))
     return probe.predict(X_test) == control.labels(words_test)
 
 
-def selectivity_rows(dataset: str, layer: str, task_correct: np.ndarray, ctrl_correct: np.ndarray,
-                     *, seed: int = 0) -> list[dict]:
+def selectivity_rows(
+    dataset: str, layer: str, task_correct: np.ndarray, ctrl_correct: np.ndarray, *, seed: int = 0
+) -> list[dict]:
     """Rows ``control_accuracy`` and ``selectivity`` (task − control, points, paired-bootstrap interval)."""
     ctrl = accuracy_row(dataset, layer, np.asarray(ctrl_correct, bool), metric="control_accuracy", seed=seed)
     test = paired_test(np.asarray(task_correct, bool), np.asarray(ctrl_correct, bool), seed=seed)
     task_value = round(100 * float(np.mean(task_correct)), 2)
-    sel = {"dataset": dataset, "layer": layer, "metric": "selectivity",
-           "value": round(task_value - ctrl["value"], 2), "n": int(len(ctrl_correct)),
-           "lo": test["lo"], "hi": test["hi"]}
+    sel = {
+        "dataset": dataset,
+        "layer": layer,
+        "metric": "selectivity",
+        "value": round(task_value - ctrl["value"], 2),
+        "n": int(len(ctrl_correct)),
+        "lo": test["lo"],
+        "hi": test["hi"],
+    }
     return [ctrl, sel]

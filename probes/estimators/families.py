@@ -15,18 +15,19 @@ command line and the app give (``ProbeFamily``):
 
     make_probe(ProbeFamily("mlp", hidden=(256,), dropout=0.2), seed=0).fit(X, y).score(Xt, yt)
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from torch import nn
 
-from probes.estimators.classifier import LinearProbe
 from probes.errors import ProbeInputError
+from probes.estimators.classifier import LinearProbe
 
 KINDS = ("linear", "mlp", "rank")
-DEFAULT_WEIGHT_DECAY = 1e-6   # LinearProbe's
+DEFAULT_WEIGHT_DECAY = 1e-6  # LinearProbe's
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,9 @@ class ProbeFamily:
         if self.kind not in KINDS:
             raise ProbeInputError(f"--probe {self.kind!r}: choose from {', '.join(KINDS)}.")
         if self.kind == "mlp" and not (1 <= len(self.hidden) <= 2 and all(h > 0 for h in self.hidden)):
-            raise ProbeInputError(f"--hidden {','.join(map(str, self.hidden))}: give one or two positive widths, "
-                                  "e.g. 256 or 512,256.")
+            raise ProbeInputError(
+                f"--hidden {','.join(map(str, self.hidden))}: give one or two positive widths, e.g. 256 or 512,256."
+            )
         if self.kind == "rank" and (self.rank is None or self.rank <= 0):
             raise ProbeInputError("--probe rank needs --rank R with R a positive number.")
         if not 0.0 <= self.dropout < 1.0:
@@ -62,10 +64,12 @@ class ProbeFamily:
     @property
     def label(self) -> str:
         """A short name for tables and params ("linear", "mlp-512x256", "rank-16")."""
-        base = {"linear": "linear", "mlp": "mlp-" + "x".join(map(str, self.hidden)),
-                "rank": f"rank-{self.rank}"}[self.kind]
-        extra = [f"dropout {self.dropout:g}"] * (self.dropout > 0) + \
-            [f"wd {self.weight_decay:g}"] * (self.weight_decay != DEFAULT_WEIGHT_DECAY)
+        base = {"linear": "linear", "mlp": "mlp-" + "x".join(map(str, self.hidden)), "rank": f"rank-{self.rank}"}[
+            self.kind
+        ]
+        extra = [f"dropout {self.dropout:g}"] * (self.dropout > 0) + [f"wd {self.weight_decay:g}"] * (
+            self.weight_decay != DEFAULT_WEIGHT_DECAY
+        )
         return base + (f" ({', '.join(extra)})" if extra else "")
 
     @property
@@ -75,7 +79,7 @@ class ProbeFamily:
 
 
 def parse_hidden(text: str | Sequence[int]) -> tuple[int, ...]:
-    """"512" or "512,256" -> (512,) / (512, 256); ProbeInputError on anything else."""
+    """ "512" or "512,256" -> (512,) / (512, 256); ProbeInputError on anything else."""
     if not isinstance(text, str):
         return tuple(int(h) for h in text)
     try:
@@ -107,8 +111,9 @@ class RankProbe(LinearProbe):
         self.rank, self.dropout = rank, dropout
 
     def _build(self, dim: int, num_classes: int) -> nn.Module:
-        return nn.Sequential(nn.Dropout(self.dropout), nn.Linear(dim, self.rank, bias=False),
-                             nn.Linear(self.rank, num_classes))
+        return nn.Sequential(
+            nn.Dropout(self.dropout), nn.Linear(dim, self.rank, bias=False), nn.Linear(self.rank, num_classes)
+        )
 
 
 class DropoutLinearProbe(LinearProbe):

@@ -5,10 +5,11 @@ frequent label overall. Ties go to the label more frequent overall, then alphabe
 baseline is deterministic. It is the floor a probe has to beat: a probe that only recognises word
 identity scores about this much (Hewitt & Liang 2019 make the same point with control tasks).
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,7 +17,7 @@ import numpy as np
 class MajorityLabelBaseline:
     """Each word's most frequent training label; unseen words get the overall most frequent label."""
 
-    def fit(self, words: Sequence[str], labels: Sequence[str]) -> "MajorityLabelBaseline":
+    def fit(self, words: Sequence[str], labels: Sequence[str]) -> MajorityLabelBaseline:
         if len(words) == 0:
             raise ValueError("Cannot fit on zero tokens.")
         overall = Counter(labels)

@@ -22,11 +22,12 @@ evaluation notebook (so our numbers compare with theirs).
     code = online_codelength(lambda **kw: LinearProbe(seed=0, **kw), X, y, offsets, seed=0)
     code.kbits, code.compression
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -65,10 +66,22 @@ class OnlineCode:
 
     def rows(self, dataset: str, layer: str, prefix: str = "") -> list[dict]:
         """``{prefix}codelength_kbits`` and ``{prefix}compression`` rows (n = tokens coded)."""
-        return [{"dataset": dataset, "layer": layer, "metric": f"{prefix}codelength_kbits",
-                 "value": round(self.kbits, 2), "n": self.num_tokens},
-                {"dataset": dataset, "layer": layer, "metric": f"{prefix}compression",
-                 "value": round(self.compression, 2), "n": self.num_tokens}]
+        return [
+            {
+                "dataset": dataset,
+                "layer": layer,
+                "metric": f"{prefix}codelength_kbits",
+                "value": round(self.kbits, 2),
+                "n": self.num_tokens,
+            },
+            {
+                "dataset": dataset,
+                "layer": layer,
+                "metric": f"{prefix}compression",
+                "value": round(self.compression, 2),
+                "n": self.num_tokens,
+            },
+        ]
 
 
 def uniform_codelength(num_tokens: int, num_classes: int) -> float:
@@ -80,15 +93,26 @@ def block_ends(num_sentences: int, schedule: tuple[float, ...] = SCHEDULE) -> li
     """Sentence counts at which the blocks end (empty leading blocks of a tiny set are merged away)."""
     ends = sorted({int(f / 100 * num_sentences) for f in schedule} - {0})
     if len(ends) < 2 or ends[-1] != num_sentences:
-        raise ProbeInputError(f"MDL needs at least two blocks of the schedule; {num_sentences} training "
-                              "sentences give fewer (use more sentences, e.g. a larger --limit).")
+        raise ProbeInputError(
+            f"MDL needs at least two blocks of the schedule; {num_sentences} training "
+            "sentences give fewer (use more sentences, e.g. a larger --limit)."
+        )
     return ends
 
 
-def online_codelength(make_probe: Callable[..., object], X: np.ndarray, y: np.ndarray, offsets: np.ndarray,
-                      *, classes: np.ndarray | None = None, seed: int = 0,
-                      schedule: tuple[float, ...] = SCHEDULE, progress: ProgressFn | None = None,
-                      show_progress: bool = False, desc: str = "MDL") -> OnlineCode:
+def online_codelength(
+    make_probe: Callable[..., object],
+    X: np.ndarray,
+    y: np.ndarray,
+    offsets: np.ndarray,
+    *,
+    classes: np.ndarray | None = None,
+    seed: int = 0,
+    schedule: tuple[float, ...] = SCHEDULE,
+    progress: ProgressFn | None = None,
+    show_progress: bool = False,
+    desc: str = "MDL",
+) -> OnlineCode:
     """The online codelength of labels ``y`` given vectors ``X``.
 
     make_probe: (**kwargs) -> unfitted estimator with fit / predict_log_proba and a ``classes_``
@@ -113,13 +137,13 @@ def online_codelength(make_probe: Callable[..., object], X: np.ndarray, y: np.nd
     blocks = [{"sentences": ends[0], "tokens": first, "bits": round(total, 3)}]
     bar = tqdm(total=len(ends) - 1, unit="block", desc=desc, disable=not show_progress, leave=False)
     for i in range(len(ends) - 1):
-        seen, block = tokens[:token_ends[i]], tokens[token_ends[i]:token_ends[i + 1]]
-        if len(seen) == 0 or len(block) == 0:          # nothing sent yet (or to send): the uniform code
+        seen, block = tokens[: token_ends[i]], tokens[token_ends[i] : token_ends[i + 1]]
+        if len(seen) == 0 or len(block) == 0:  # nothing sent yet (or to send): the uniform code
             bits = uniform_codelength(len(block), len(classes))
         else:
             batch = int(min(2048, max(MIN_BATCH, len(seen) // 16)))
             probe = make_probe(classes=classes, batch_size=batch).fit(X[seen], y[seen])
-            log_p = probe.predict_log_proba(X[block])                    # natural log, (B, K)
+            log_p = probe.predict_log_proba(X[block])  # natural log, (B, K)
             cols = np.searchsorted(probe.classes_, y[block])
             bits = float(-log_p[np.arange(len(block)), cols].astype(np.float64).sum() / math.log(2))
         total += bits

@@ -11,10 +11,11 @@ tokens (a fixed version of ScalarMix's layer norm, so layers of very different s
 Chunking is scored by chunk-level F1 as conlleval defines it (``seqeval``'s default mode).
 Training is ``probes.estimators.classifier.train_with_early_stopping`` (held-out tenth of the sentences).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -67,8 +68,8 @@ class MixTagger(nn.Module):
         if static is not None:
             parts.append(static)
         if self.mix is not None and ctx is not None:
-            parts.append(self.mix(ctx))                       # (B, W, d)
-        z = torch.cat(parts, dim=-1)                          # (B, W, ds + d)
+            parts.append(self.mix(ctx))  # (B, W, d)
+        z = torch.cat(parts, dim=-1)  # (B, W, ds + d)
         return self.out(z.flatten(1))
 
     def penalty(self) -> torch.Tensor:
@@ -94,7 +95,9 @@ class TokenData:
         self.window = window_index(self.offsets)
 
 
-def standardise_layers(train_layers: list[np.ndarray], test_layers: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+def standardise_layers(
+    train_layers: list[np.ndarray], test_layers: list[np.ndarray]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Stack layers as (L, N, d) float16, each scaled by the train split's scalar mean/std."""
     tr, te = [], []
     for a, b in zip(train_layers, test_layers):
@@ -115,8 +118,16 @@ class MixProbe:
             training sentences (token accuracy), patience 2.
     """
 
-    def __init__(self, lam: float = 0.0, epochs: int = 10, batch_size: int = 2048, lr: float = 1e-2,
-                 seed: int = 0, device: str | torch.device | None = None, patience: int = 2) -> None:
+    def __init__(
+        self,
+        lam: float = 0.0,
+        epochs: int = 10,
+        batch_size: int = 2048,
+        lr: float = 1e-2,
+        seed: int = 0,
+        device: str | torch.device | None = None,
+        patience: int = 2,
+    ) -> None:
         self.lam = lam
         self.epochs = epochs
         self.batch_size = batch_size
@@ -128,18 +139,18 @@ class MixProbe:
         self.classes_: np.ndarray | None = None
 
     def _batch(self, data: TokenData, rows: np.ndarray):
-        win = torch.as_tensor(data.window[rows])               # (B, W), -1 = outside sentence
+        win = torch.as_tensor(data.window[rows])  # (B, W), -1 = outside sentence
         valid = (win >= 0).unsqueeze(-1)
         safe = win.clamp(min=0)
         ctx = static = None
         if data.ctx is not None:
-            ctx = data.ctx[:, safe].float() * valid.float()    # (L, B, W, d)
+            ctx = data.ctx[:, safe].float() * valid.float()  # (L, B, W, d)
             ctx = ctx.to(self.device)
         if data.static is not None:
-            static = (data.static[safe] * valid.float()).to(self.device)   # (B, W, ds)
+            static = (data.static[safe] * valid.float()).to(self.device)  # (B, W, ds)
         return ctx, static
 
-    def fit(self, data: TokenData) -> "MixProbe":
+    def fit(self, data: TokenData) -> MixProbe:
         if len(data.labels) == 0:
             raise ValueError("Cannot fit on zero tokens.")
         torch.manual_seed(self.seed)
@@ -169,8 +180,16 @@ class MixProbe:
             return float((self._predict_idx(data, val_rows) == y_val).mean())
 
         self.history_ = train_with_early_stopping(
-            self.model_, opt, tr_rows, batch_loss, val_accuracy if len(val_rows) else None,
-            epochs=self.epochs, batch_size=self.batch_size, patience=self.patience, generator=gen)
+            self.model_,
+            opt,
+            tr_rows,
+            batch_loss,
+            val_accuracy if len(val_rows) else None,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            patience=self.patience,
+            generator=gen,
+        )
         return self
 
     @torch.inference_mode()
@@ -178,7 +197,7 @@ class MixProbe:
         self.model_.eval()
         out = []
         for start in range(0, len(rows), 4096):
-            ctx, static = self._batch(data, rows[start:start + 4096])
+            ctx, static = self._batch(data, rows[start : start + 4096])
             out.append(self.model_(ctx, static).argmax(1).cpu().numpy())
         return np.concatenate(out) if out else np.zeros(0, np.int64)
 
@@ -191,5 +210,7 @@ class MixProbe:
         """Learned s (softmax weights) and γ, or {} for the static baseline."""
         if self.model_ is None or self.model_.mix is None:
             return {}
-        return {"s": [round(float(v), 4) for v in self.model_.mix.weights.detach().cpu()],
-                "gamma": round(float(self.model_.mix.gamma.detach().cpu()), 4)}
+        return {
+            "s": [round(float(v), 4) for v in self.model_.mix.weights.detach().cpu()],
+            "gamma": round(float(self.model_.mix.gamma.detach().cpu()), 4),
+        }

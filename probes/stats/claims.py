@@ -15,15 +15,16 @@ difference has the claimed sign and p < 0.05, *contradicted* when it has the opp
 p < 0.05, and *not significant* otherwise — "≥" is never shown by a non-significant difference.
 Results saved before per-instance outcomes were kept say so (re-run them).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pandas as pd
 
-from probes.stats.comparisons import Side, compare, outcome_table
 from probes.results import ProbeResult
+from probes.stats.comparisons import Side, compare, outcome_table
 
 ALPHA = 0.05
 COLUMNS = ["model", "claim", "A", "B", "A − B (points)", "95% interval", "p", "verdict"]
@@ -68,7 +69,9 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
     measured: dict[str, set[str]] = {}
     for res in results:
         if res.probe == claim.probe and (models is None or res.model in models):
-            measured.setdefault(res.model, set()).update(str(r["layer"]) for r in res.rows if r["dataset"] == claim.dataset)
+            measured.setdefault(res.model, set()).update(
+                str(r["layer"]) for r in res.rows if r["dataset"] == claim.dataset
+            )
     rows = []
     for model, layers in sorted(measured.items()):
         numbered = sorted((l for l in layers if l.isdigit()), key=int)
@@ -76,15 +79,33 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
         if a is None or b is None or a not in layers or b not in layers:
             continue
         sides: tuple[Side, Side] = ((model, a), (model, b))
-        row = {"model": model, "claim": claim.text, "A": f"layer {a}" if a.isdigit() else a,
-               "B": f"layer {b}" if b.isdigit() else b}
+        row = {
+            "model": model,
+            "claim": claim.text,
+            "A": f"layer {a}" if a.isdigit() else a,
+            "B": f"layer {b}" if b.isdigit() else b,
+        }
         if any(s not in outcomes for s in sides) or len(outcomes[sides[0]]) != len(outcomes[sides[1]]):
-            rows.append({**row, "A − B (points)": None, "95% interval": "n/a", "p": None,
-                         "verdict": "n/a: no per-instance outcomes (result saved before intervals; re-run)"})
+            rows.append(
+                {
+                    **row,
+                    "A − B (points)": None,
+                    "95% interval": "n/a",
+                    "p": None,
+                    "verdict": "n/a: no per-instance outcomes (result saved before intervals; re-run)",
+                }
+            )
             continue
         t = compare(outcomes, [sides]).iloc[0]
-        rows.append({**row, "A − B (points)": float(t["diff"]), "95% interval": f"[{t['lo']:.2f}, {t['hi']:.2f}]",
-                     "p": _p_text(float(t["p"])), "verdict": verdict(float(t["diff"]), float(t["p"]))})
+        rows.append(
+            {
+                **row,
+                "A − B (points)": float(t["diff"]),
+                "95% interval": f"[{t['lo']:.2f}, {t['hi']:.2f}]",
+                "p": _p_text(float(t["p"])),
+                "verdict": verdict(float(t["diff"]), float(t["p"])),
+            }
+        )
     return rows
 
 

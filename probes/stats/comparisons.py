@@ -13,19 +13,20 @@ differs) is never compared.
 
 Frames have the columns ``COLUMNS`` (a, b, diff, lo, hi, p, n); the tables and the app read them.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from probes.errors import ProbeInputError
-from probes.stats.intervals import instances, paired_test
 from probes.results import ProbeResult
+from probes.stats.intervals import instances, paired_test
 
 COLUMNS = ["a", "b", "diff", "lo", "hi", "p", "n"]
-Side = tuple[str, str]          # (model, layer label)
+Side = tuple[str, str]  # (model, layer label)
 AGAINST = ("previous", "first")
 
 
@@ -57,11 +58,15 @@ def compare(outcomes: dict[Side, np.ndarray], pairs: Sequence[tuple[Side, Side]]
     for a, b in pairs:
         for side in (a, b):
             if side not in outcomes:
-                raise ProbeInputError(f"No per-instance outcomes for {side_label(side)}: re-run it "
-                                      "(results written before intervals existed keep none).")
+                raise ProbeInputError(
+                    f"No per-instance outcomes for {side_label(side)}: re-run it "
+                    "(results written before intervals existed keep none)."
+                )
         if len(outcomes[a]) != len(outcomes[b]):
-            raise ProbeInputError(f"{side_label(a)} ({len(outcomes[a])} instances) and {side_label(b)} "
-                                  f"({len(outcomes[b])}) were measured on different data; compare runs on the same slice.")
+            raise ProbeInputError(
+                f"{side_label(a)} ({len(outcomes[a])} instances) and {side_label(b)} "
+                f"({len(outcomes[b])}) were measured on different data; compare runs on the same slice."
+            )
         test = paired_test(outcomes[a], outcomes[b], seed=seed)
         rows.append({"a": side_label(a), "b": side_label(b), **{k: test[k] for k in ("diff", "lo", "hi", "p", "n")}})
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -72,20 +77,25 @@ def numbered_layers(outcomes: dict[Side, np.ndarray], model: str) -> list[str]:
     return sorted((layer for m, layer in outcomes if m == model and layer.isdigit()), key=int)
 
 
-def layer_comparisons(outcomes: dict[Side, np.ndarray], model: str, against: str = "previous", *,
-                      seed: int = 0) -> pd.DataFrame:
+def layer_comparisons(
+    outcomes: dict[Side, np.ndarray], model: str, against: str = "previous", *, seed: int = 0
+) -> pd.DataFrame:
     """Each numbered layer against the one before it ("previous") or against layer 0 / the first kept ("first")."""
     if against not in AGAINST:
         raise ProbeInputError(f"against={against!r}: choose {' or '.join(AGAINST)}.")
     layers = numbered_layers(outcomes, model)
-    pairs = [((model, layers[i]), (model, layers[i - 1] if against == "previous" else layers[0]))
-             for i in range(1, len(layers))]
+    pairs = [
+        ((model, layers[i]), (model, layers[i - 1] if against == "previous" else layers[0]))
+        for i in range(1, len(layers))
+    ]
     return compare(outcomes, pairs, seed=seed)
 
 
-def model_comparisons(outcomes: dict[Side, np.ndarray], models: Sequence[str], layer: str = "best", *,
-                      seed: int = 0) -> pd.DataFrame:
+def model_comparisons(
+    outcomes: dict[Side, np.ndarray], models: Sequence[str], layer: str = "best", *, seed: int = 0
+) -> pd.DataFrame:
     """Every pair of ``models`` at one layer label, or each at its best numbered layer ("best")."""
+
     def pick(model: str) -> Side | None:
         if layer != "best":
             return (model, layer) if (model, layer) in outcomes else None
@@ -93,6 +103,10 @@ def model_comparisons(outcomes: dict[Side, np.ndarray], models: Sequence[str], l
         return (model, max(layers, key=lambda l: outcomes[(model, l)].mean())) if layers else None
 
     sides = [s for s in (pick(m) for m in models) if s is not None]
-    pairs = [(sides[i], sides[j]) for i in range(len(sides)) for j in range(i + 1, len(sides))
-             if len(outcomes[sides[i]]) == len(outcomes[sides[j]])]
+    pairs = [
+        (sides[i], sides[j])
+        for i in range(len(sides))
+        for j in range(i + 1, len(sides))
+        if len(outcomes[sides[i]]) == len(outcomes[sides[j]])
+    ]
     return compare(outcomes, pairs, seed=seed)

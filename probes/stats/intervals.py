@@ -22,17 +22,18 @@ Per-instance outcomes of a result are kept, packed eight to a byte, in
 ``result.extra["instances"]["<dataset>|<layer>"]`` so that comparisons can be made later from
 saved results (``keep_instances`` / ``instances``).
 """
+
 from __future__ import annotations
 
 import base64
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.stats import binomtest
 
 RESAMPLES = 1000
 LEVEL = 0.95
-_GROUP_CHUNK = 4_000_000   # resample weights per chunk (resamples × groups) ~ 32 MB of int64
+_GROUP_CHUNK = 4_000_000  # resample weights per chunk (resamples × groups) ~ 32 MB of int64
 
 
 def _percentiles(samples: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
@@ -56,17 +57,26 @@ def accuracy_interval(correct, *, seed: int = 0, resamples: int = RESAMPLES) -> 
     return _percentiles(100.0 * hits / n)
 
 
-def accuracy_row(dataset: str, layer: str, correct, *, metric: str = "accuracy", seed: int = 0,
-                 resamples: int = RESAMPLES) -> dict:
+def accuracy_row(
+    dataset: str, layer: str, correct, *, metric: str = "accuracy", seed: int = 0, resamples: int = RESAMPLES
+) -> dict:
     """A result row: value = round(100 · mean, 2) as every probe reports it, n, and its interval."""
     correct = _as_bool(correct)
     lo, hi = accuracy_interval(correct, seed=seed, resamples=resamples)
-    return {"dataset": dataset, "layer": layer, "metric": metric, "value": round(100 * float(correct.mean()), 2),
-            "n": int(correct.size), "lo": lo, "hi": hi}
+    return {
+        "dataset": dataset,
+        "layer": layer,
+        "metric": metric,
+        "value": round(100 * float(correct.mean()), 2),
+        "n": int(correct.size),
+        "lo": lo,
+        "hi": hi,
+    }
 
 
-def categorical_interval(counts, statistic: Callable[[np.ndarray], np.ndarray], *, seed: int = 0,
-                         resamples: int = RESAMPLES) -> tuple[float, float]:
+def categorical_interval(
+    counts, statistic: Callable[[np.ndarray], np.ndarray], *, seed: int = 0, resamples: int = RESAMPLES
+) -> tuple[float, float]:
     """Interval of ``statistic(resampled counts (R, k)) -> (R,)`` (percent) for k outcome categories.
 
     ``counts[j]`` is how many test instances had outcome j; e.g. WSD (correct, wrong, unanswered)
@@ -80,8 +90,9 @@ def categorical_interval(counts, statistic: Callable[[np.ndarray], np.ndarray], 
     return _percentiles(np.asarray(statistic(draws), dtype=float))
 
 
-def grouped_interval(stats_per_group, statistic: Callable[[np.ndarray], np.ndarray], *, seed: int = 0,
-                     resamples: int = RESAMPLES) -> tuple[float, float]:
+def grouped_interval(
+    stats_per_group, statistic: Callable[[np.ndarray], np.ndarray], *, seed: int = 0, resamples: int = RESAMPLES
+) -> tuple[float, float]:
     """Interval of a statistic of summed per-group counts, resampling groups (e.g. sentences).
 
     stats_per_group: (groups, k) counts, e.g. each sentence's (tp, n_pred, n_gold).
@@ -96,7 +107,7 @@ def grouped_interval(stats_per_group, statistic: Callable[[np.ndarray], np.ndarr
     values = []
     for start in range(0, resamples, per_chunk):
         size = min(per_chunk, resamples - start)
-        weights = rng.multinomial(groups, np.full(groups, 1.0 / groups), size=size)   # (size, groups)
+        weights = rng.multinomial(groups, np.full(groups, 1.0 / groups), size=size)  # (size, groups)
         values.append(np.asarray(statistic(weights @ stats), dtype=float))
     return _percentiles(np.concatenate(values))
 
@@ -107,7 +118,7 @@ def paired_test(a_correct, b_correct, *, seed: int = 0, resamples: int = RESAMPL
     if a.size != b.size:
         raise ValueError(f"Paired outcomes need the same instances ({a.size} vs {b.size}).")
     n = a.size
-    cells = np.array([np.sum(a & ~b), np.sum(~a & b), np.sum(a == b)])   # a only, b only, agree
+    cells = np.array([np.sum(a & ~b), np.sum(~a & b), np.sum(a == b)])  # a only, b only, agree
     diff = 100.0 * (cells[0] - cells[1]) / n
     draws = np.random.default_rng(seed).multinomial(n, cells / n, size=resamples)
     lo, hi = _percentiles(100.0 * (draws[:, 0] - draws[:, 1]) / n)
@@ -135,8 +146,7 @@ def instance_key(dataset: str, layer: str) -> str:
 def keep_instances(extra: dict, dataset: str, layer: str, correct) -> None:
     """Store one row's per-instance outcomes in a result's ``extra`` (for later paired tests)."""
     correct = _as_bool(correct)
-    extra.setdefault("instances", {})[instance_key(dataset, layer)] = {"n": int(correct.size),
-                                                                       "bits": pack(correct)}
+    extra.setdefault("instances", {})[instance_key(dataset, layer)] = {"n": int(correct.size), "bits": pack(correct)}
 
 
 def instances(result, dataset: str, layer: str) -> np.ndarray | None:

@@ -20,9 +20,10 @@ P(ℓ) is the score of a probe on a *cumulative* scalar mix of layers 0 … ℓ.
 so P(ℓ) here is the best single-layer score among layers 0 … ℓ (a cumulative mix can use any of them); Δ ≥ 0.
 No gain above layer 0 leaves it undefined (NaN). Both are in layer units and are also given as relative depth.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,8 +36,9 @@ def relative_depth(layer: int | np.ndarray, last_layer: int) -> float | np.ndarr
     return np.asarray(layer, dtype=float) / last_layer if last_layer > 0 else np.zeros_like(layer, dtype=float)
 
 
-def layer_profile(df: pd.DataFrame, probe: str, dataset: str, metric: str,
-                  models: Sequence[str] | None = None) -> pd.DataFrame:
+def layer_profile(
+    df: pd.DataFrame, probe: str, dataset: str, metric: str, models: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Numbered-layer rows of one probe/dataset/metric with their relative depth (``PROFILE_COLUMNS``)."""
     sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)]
     if models is not None:
@@ -77,13 +79,19 @@ def centres_of_gravity(profile: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for model, part in profile.groupby("model", sort=False):
         part = part.sort_values("layer")
-        if list(part["layer"]) != list(range(len(part))):   # a layer missing: gains would skip it
+        if list(part["layer"]) != list(range(len(part))):  # a layer missing: gains would skip it
             cog = float("nan")
         else:
             cog = centre_of_gravity(part["value"].to_numpy())
         last = int(part["layers"].iloc[0])
-        rows.append({"model": model, "layers": last, "centre_of_gravity": cog,
-                     "depth": float(relative_depth(cog, last)) if not np.isnan(cog) else float("nan")})
+        rows.append(
+            {
+                "model": model,
+                "layers": last,
+                "centre_of_gravity": cog,
+                "depth": float(relative_depth(cog, last)) if not np.isnan(cog) else float("nan"),
+            }
+        )
     return pd.DataFrame(rows, columns=["model", "layers", "centre_of_gravity", "depth"])
 
 

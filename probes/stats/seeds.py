@@ -13,6 +13,7 @@ the rest of ``extra`` are the first seed's (paired tests compare like with like:
 ``seeds = 1`` is the plain run (the numbers before this module, to the digit). A probe whose result
 records no ``seed`` in its params (the 1-NN WSD probe) does not depend on one and is run once.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,10 +21,10 @@ import statistics
 
 import numpy as np
 
-from probes.stats.intervals import grouped_interval, instances
 from probes.layers import LayerSpec
 from probes.registry import ProbeSpec, RunContext
 from probes.results import ProbeResult
+from probes.stats.intervals import grouped_interval, instances
 
 
 def row_key(row: dict) -> str:
@@ -36,7 +37,7 @@ def _interval(runs: list[ProbeResult], row: dict, seed: int) -> tuple[float, flo
     outs = [instances(r, row["dataset"], row["layer"]) for r in runs]
     if any(o is None for o in outs) or len({len(o) for o in outs}) != 1:
         return None
-    mean = np.mean(np.stack(outs), axis=0)[:, None]                    # (instances, 1): share of seeds right
+    mean = np.mean(np.stack(outs), axis=0)[:, None]  # (instances, 1): share of seeds right
     n = len(mean)
     return grouped_interval(mean, lambda sums: 100.0 * sums[:, 0] / n, seed=seed)
 
@@ -53,8 +54,12 @@ def merge_seeds(runs: list[ProbeResult]) -> ProbeResult:
     rows = []
     for row in first.rows:
         values = per_seed[row_key(row)]
-        merged = {**row, "value": round(statistics.fmean(values), 2), "seeds": len(values),
-                  "std": round(statistics.stdev(values), 2) if len(values) > 1 else 0.0}
+        merged = {
+            **row,
+            "value": round(statistics.fmean(values), 2),
+            "seeds": len(values),
+            "std": round(statistics.stdev(values), 2) if len(values) > 1 else 0.0,
+        }
         merged.pop("lo", None), merged.pop("hi", None)
         if row["metric"] == "accuracy":
             interval = _interval(runs, row, seed0)
@@ -62,16 +67,22 @@ def merge_seeds(runs: list[ProbeResult]) -> ProbeResult:
                 merged["lo"], merged["hi"] = interval
         rows.append(merged)
     seeds = [int(r.params.get("seed", 0)) for r in runs]
-    return dataclasses.replace(first, rows=rows, params={**first.params, "seeds": seeds},
-                               extra={**first.extra, "seeds": {"seeds": seeds, "values": per_seed}})
+    return dataclasses.replace(
+        first,
+        rows=rows,
+        params={**first.params, "seeds": seeds},
+        extra={**first.extra, "seeds": {"seeds": seeds, "values": per_seed}},
+    )
 
 
-def run_with_seeds(spec: ProbeSpec, embedder, layers: list[LayerSpec] | None, ctx: RunContext,
-                   **options) -> ProbeResult:
+def run_with_seeds(
+    spec: ProbeSpec, embedder, layers: list[LayerSpec] | None, ctx: RunContext, **options
+) -> ProbeResult:
     """``spec.run`` with ``ctx.seeds`` seeds (one plain run when 1), merged by ``merge_seeds``."""
     first = spec.run(embedder, layers, ctx, **options)
     if ctx.seeds <= 1 or "seed" not in first.params:
         return first
-    runs = [first] + [spec.run(embedder, layers, dataclasses.replace(ctx, seed=ctx.seed + i), **options)
-                      for i in range(1, ctx.seeds)]
+    runs = [first] + [
+        spec.run(embedder, layers, dataclasses.replace(ctx, seed=ctx.seed + i), **options) for i in range(1, ctx.seeds)
+    ]
     return merge_seeds(runs)

@@ -2,6 +2,7 @@
 
 CoNLL-2000 train is WSJ sections 15–18 (8,936 sentences), test is section 20 (2,012).
 """
+
 from __future__ import annotations
 
 from corpora.types import TaggedSentence

@@ -13,6 +13,7 @@ DEPREL of one treebank share their extracted vectors.
     files.row_dataset("test", "UPOS")        # "en_ewt-ud@1a2b3c4d:test:UPOS"
     files.feature_key("train", limit=200)    # "en_ewt-ud-train-<file hash>-limit200"
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,16 +38,21 @@ ROLES = ("train", "dev", "test")
 def file_options(formats: tuple[str, ...]) -> tuple[Option, ...]:
     """The options every probe on the user's files shares: ``--train``, ``--dev``, ``--test`` (files in
     ``formats``) and ``--name``."""
-    return (Option("train", help=f"training file ({' or '.join(formats)})"),
-            Option("dev", help="development file, scored like --test (optional)"),
-            Option("test", help="test file"),
-            Option("name", help="the dataset's name in results and tables (default: from the file names)"))
+    return (
+        Option("train", help=f"training file ({' or '.join(formats)})"),
+        Option("dev", help="development file, scored like --test (optional)"),
+        Option("test", help="test file"),
+        Option("name", help="the dataset's name in results and tables (default: from the file names)"),
+    )
 
 
 def file_inputs(formats: tuple[str, ...]) -> tuple[InputFile, ...]:
     """The files of ``file_options`` as the app's upload tab offers them: train and test, dev optional."""
-    return (InputFile("train", formats), InputFile("dev", formats, required=False, help="scored like the test file"),
-            InputFile("test", formats))
+    return (
+        InputFile("train", formats),
+        InputFile("dev", formats, required=False, help="scored like the test file"),
+        InputFile("test", formats),
+    )
 
 
 def _common_name(a: Path, b: Path) -> str:
@@ -68,12 +74,21 @@ class DataFiles:
     settings: str = ""
 
     @classmethod
-    def checked(cls, probe: str, train: str | Path | None, test: str | Path | None, dev: str | Path | None = None,
-                name: str | None = None, settings: str = "") -> DataFiles:
+    def checked(
+        cls,
+        probe: str,
+        train: str | Path | None,
+        test: str | Path | None,
+        dev: str | Path | None = None,
+        name: str | None = None,
+        settings: str = "",
+    ) -> DataFiles:
         """The files of a ``probe`` run; ProbeInputError when --train/--test is missing or a file is absent."""
         if not train or not test:
-            raise ProbeInputError(f"The {probe} probe reads your files: give --train FILE and --test FILE "
-                                  "(and optionally --dev FILE); see docs/datasets.md.")
+            raise ProbeInputError(
+                f"The {probe} probe reads your files: give --train FILE and --test FILE "
+                "(and optionally --dev FILE); see docs/datasets.md."
+            )
         paths = {}
         for role, p in (("train", train), ("test", test), ("dev", dev)):
             if p is None or p == "":
@@ -83,8 +98,13 @@ class DataFiles:
                 raise ProbeInputError(f"--{role} {p}: no such file.")
             paths[role] = path
         clean = re.sub(r"[^0-9A-Za-z._-]+", "_", name.strip()) if name else ""
-        return cls(paths["train"], paths["test"], paths.get("dev"),
-                   clean or _common_name(paths["train"], paths["test"]), settings)
+        return cls(
+            paths["train"],
+            paths["test"],
+            paths.get("dev"),
+            clean or _common_name(paths["train"], paths["test"]),
+            settings,
+        )
 
     def paths(self) -> dict[str, Path]:
         """Role -> file, in the order train, dev, test (dev only when given)."""

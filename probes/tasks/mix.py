@@ -7,29 +7,30 @@ Like the paper, the contextual vectors are *added* to the baseline's input; the 
 is the same for every row. The baseline row does not depend on the probed model, so it is this
 probe's baseline result (model ``glove-6b-50d``), run once per reproduction.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
+from features.extract import get_features
+from features.store import data_hash
 from models.registry import load_embedder
-from probes.reporting import paper
-from probes.tasks.conll import DATASET, conll_slice, feature_key
 from probes.errors import ProbeInputError, check_positive
 from probes.estimators.bio import sentence_counts
-from features.store import data_hash
-from features.extract import get_features
-from probes.stats.intervals import accuracy_interval, grouped_interval, keep_instances
 from probes.estimators.mix_tagger import MixProbe, TokenData, chunk_f1, standardise_layers
 from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.reporting import paper
 from probes.results import ProbeResult
+from probes.stats.intervals import accuracy_interval, grouped_interval, keep_instances
+from probes.tasks.conll import DATASET, conll_slice, feature_key
 
 ROWS = ("baseline", "last", "all λ=1", "all λ=0.001")
-MODEL_ROWS = ROWS[1:]     # the rows that read the probed model
+MODEL_ROWS = ROWS[1:]  # the rows that read the probed model
 ROW_LAMBDA = {"all λ=1": 1.0, "all λ=0.001": 0.001}
 BASELINE_MODEL = "glove-6b-50d"
 TASKS = ("pos", "chunk")
@@ -39,8 +40,17 @@ def _labels(sents, task: str) -> np.ndarray:
     return np.array([t for s in sents for t in (s.pos if task == "pos" else s.chunks)])
 
 
-def _score(task: str, gold: np.ndarray, pred: np.ndarray, offsets: np.ndarray, *, seed: int = 0,
-           extra: dict | None = None, dataset: str = "", layer: str = "") -> tuple[str, float, tuple[float, float]]:
+def _score(
+    task: str,
+    gold: np.ndarray,
+    pred: np.ndarray,
+    offsets: np.ndarray,
+    *,
+    seed: int = 0,
+    extra: dict | None = None,
+    dataset: str = "",
+    layer: str = "",
+) -> tuple[str, float, tuple[float, float]]:
     """Metric, value and its bootstrap 95% interval: POS accuracy (per-token outcomes kept in ``extra``
     for paired tests) or conlleval chunk F1 (interval over sentences)."""
     if task == "pos":
@@ -48,14 +58,14 @@ def _score(task: str, gold: np.ndarray, pred: np.ndarray, offsets: np.ndarray, *
         if extra is not None:
             keep_instances(extra, dataset, layer, correct)
         return "accuracy", 100.0 * float(correct.mean()), accuracy_interval(correct, seed=seed)
-    split = lambda a: [list(a[offsets[i]:offsets[i + 1]]) for i in range(len(offsets) - 1)]  # noqa: E731
+    split = lambda a: [list(a[offsets[i] : offsets[i + 1]]) for i in range(len(offsets) - 1)]  # noqa: E731
     counts = sentence_counts(split(gold), split(pred))
     f1 = lambda s: 200.0 * s[:, 0] / np.maximum(s[:, 1] + s[:, 2], 1)  # noqa: E731
     return "chunk_F1", chunk_f1(split(gold), split(pred)), grouped_interval(counts, f1, seed=seed)
 
 
 def _parse_rows(text: str | Sequence[str]) -> tuple[str, ...]:
-    """"all" (the model's rows), or rows separated by ';'."""
+    """ "all" (the model's rows), or rows separated by ';'."""
     if not isinstance(text, str):
         return tuple(text)
     return MODEL_ROWS if text == "all" else tuple(r.strip() for r in text.split(";") if r.strip())
@@ -65,8 +75,15 @@ def _parse_tasks(text: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(",") if t.strip()) if isinstance(text, str) else tuple(text)
 
 
-def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequence[str] = MODEL_ROWS,
-            tasks: Sequence[str] = TASKS, epochs: int = 10, train_limit: int | None = None) -> ProbeResult:
+def run_mix(
+    embedder,
+    layers=None,
+    ctx: RunContext = RunContext(),
+    rows: Sequence[str] = MODEL_ROWS,
+    tasks: Sequence[str] = TASKS,
+    epochs: int = 10,
+    train_limit: int | None = None,
+) -> ProbeResult:
     """The λ ablation rows ``rows`` for one model (the "baseline" row uses GloVe alone).
 
     ``train_limit`` trains on the first N training sentences only, slicing the cached features of
@@ -82,8 +99,9 @@ def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequenc
     check_positive(train_limit, "--train-limit")
     needs_ctx = [r for r in rows if r != "baseline"]
     if needs_ctx and embedder.num_layers < 2:
-        raise ProbeInputError(f"{embedder.name} has a single layer: the λ ablation needs a contextual model "
-                              f"(rows {needs_ctx}).")
+        raise ProbeInputError(
+            f"{embedder.name} has a single layer: the λ ablation needs a contextual model (rows {needs_ctx})."
+        )
     t0 = time.perf_counter()
     limit, show = ctx.limit, ctx.show_progress
     train, test = conll_slice("train", limit), conll_slice("test", limit)
@@ -92,7 +110,7 @@ def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequenc
     g_tr = get_features(glove, feature_key("train", limit), w_tr, show_progress=show, root=ctx.feature_root)
     g_te = get_features(glove, feature_key("test", limit), w_te, show_progress=show, root=ctx.feature_root)
     n_tr = len(train) if train_limit is None else min(train_limit, len(train))
-    train, tr_offsets = train[:n_tr], g_tr.offsets[:n_tr + 1]
+    train, tr_offsets = train[:n_tr], g_tr.offsets[: n_tr + 1]
     n_rows = int(tr_offsets[-1])
     static_tr = torch.from_numpy(np.asarray(g_tr.layer(0)[:n_rows], np.float32))
     static_te = torch.from_numpy(np.asarray(g_te.layer(0), np.float32))
@@ -101,8 +119,9 @@ def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequenc
         f_tr = get_features(embedder, feature_key("train", limit), w_tr, show_progress=show, root=ctx.feature_root)
         f_te = get_features(embedder, feature_key("test", limit), w_te, show_progress=show, root=ctx.feature_root)
         L = embedder.num_layers
-        all_tr, all_te = standardise_layers([f_tr.layer(j)[:n_rows] for j in range(L)],
-                                            [f_te.layer(j) for j in range(L)])
+        all_tr, all_te = standardise_layers(
+            [f_tr.layer(j)[:n_rows] for j in range(L)], [f_te.layer(j) for j in range(L)]
+        )
         ctx_layers = {"all": (all_tr, all_te), "last": (all_tr[-1:], all_te[-1:])}
     t_feat = time.perf_counter() - t0
     out_rows, mixes, kept, k = [], {}, {}, 0
@@ -114,31 +133,75 @@ def run_mix(embedder, layers=None, ctx: RunContext = RunContext(), rows: Sequenc
             d_te = TokenData(c_te, static_te, g_te.offsets, y_te)
             probe = MixProbe(lam=ROW_LAMBDA.get(row, 0.0), epochs=epochs, seed=ctx.seed, device=ctx.device).fit(d_tr)
             dataset = f"conll2000-test:{task}"
-            metric, value, (lo, hi) = _score(task, y_te, probe.predict(d_te), g_te.offsets, seed=ctx.seed,
-                                             extra=kept, dataset=dataset, layer=row)
-            out_rows.append({"dataset": dataset, "layer": row, "metric": metric, "value": round(value, 2),
-                             "n": len(y_te), "lo": lo, "hi": hi})
+            metric, value, (lo, hi) = _score(
+                task, y_te, probe.predict(d_te), g_te.offsets, seed=ctx.seed, extra=kept, dataset=dataset, layer=row
+            )
+            out_rows.append(
+                {
+                    "dataset": dataset,
+                    "layer": row,
+                    "metric": metric,
+                    "value": round(value, 2),
+                    "n": len(y_te),
+                    "lo": lo,
+                    "hi": hi,
+                }
+            )
             mixes.setdefault(task, {})[row] = probe.mix_weights()
             k += 1
             if ctx.progress is not None:
                 ctx.progress(k / (len(tasks) * len(rows)), f"{task} / {row}: {value:.1f}")
     model = embedder if needs_ctx else glove
     return ProbeResult(
-        model.name, "mix", out_rows, dataset=DATASET, fingerprint=model.fingerprint(),
-        params={"rows": list(rows), "tasks": list(tasks), "limit": limit, "train_limit": train_limit,
-                "seed": ctx.seed, "epochs": epochs},
-        extra={"mix": mixes, "feature_s": round(t_feat, 1), "total_s": round(time.perf_counter() - t0, 1),
-               "train_tokens": n_rows, "test_tokens": int(g_te.num_words),
-               "data_hash": data_hash(*(part for sents in (train, test) for part in (
-                   [list(s.words) for s in sents], [list(s.pos) for s in sents], [list(s.chunks) for s in sents]))),
-               **kept})
+        model.name,
+        "mix",
+        out_rows,
+        dataset=DATASET,
+        fingerprint=model.fingerprint(),
+        params={
+            "rows": list(rows),
+            "tasks": list(tasks),
+            "limit": limit,
+            "train_limit": train_limit,
+            "seed": ctx.seed,
+            "epochs": epochs,
+        },
+        extra={
+            "mix": mixes,
+            "feature_s": round(t_feat, 1),
+            "total_s": round(time.perf_counter() - t0, 1),
+            "train_tokens": n_rows,
+            "test_tokens": int(g_te.num_words),
+            "data_hash": data_hash(
+                *(
+                    part
+                    for sents in (train, test)
+                    for part in (
+                        [list(s.words) for s in sents],
+                        [list(s.pos) for s in sents],
+                        [list(s.chunks) for s in sents],
+                    )
+                )
+            ),
+            **kept,
+        },
+    )
 
 
-def mix_baselines(ctx: RunContext, tasks: Sequence[str] = TASKS, epochs: int = 10, train_limit: int | None = None,
-                  **_options) -> list[ProbeResult]:
+def mix_baselines(
+    ctx: RunContext, tasks: Sequence[str] = TASKS, epochs: int = 10, train_limit: int | None = None, **_options
+) -> list[ProbeResult]:
     """The "baseline" row: GloVe 6B 50d input only (it does not depend on the probed model)."""
-    return [run_mix(load_embedder(BASELINE_MODEL), ctx=ctx, rows=("baseline",), tasks=tasks, epochs=epochs,
-                    train_limit=train_limit)]
+    return [
+        run_mix(
+            load_embedder(BASELINE_MODEL),
+            ctx=ctx,
+            rows=("baseline",),
+            tasks=tasks,
+            epochs=epochs,
+            train_limit=train_limit,
+        )
+    ]
 
 
 def mix_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
@@ -163,8 +226,13 @@ def mix_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
                 cell["γ (λ=0.001)"] = f"{w['gamma']:.2f}" if "gamma" in w else "n/a"
             rows.append(cell)
     for task, vals in paper.LAMBDA_TABLE2.items():
-        rows.append({"model": "paper: ELMo (Table 2)", "task": task,
-                     **{c: paper.fmt(v) for c, v in zip(paper.LAMBDA_COLUMNS, vals)}})
+        rows.append(
+            {
+                "model": "paper: ELMo (Table 2)",
+                "task": task,
+                **{c: paper.fmt(v) for c, v in zip(paper.LAMBDA_COLUMNS, vals)},
+            }
+        )
     return {"mix": pd.DataFrame(rows)}
 
 
@@ -176,17 +244,35 @@ PROBE = ProbeSpec(
     baselines=mix_baselines,
     tables=mix_tables,
     table_titles={"mix": "Scalar-mix λ ablation on CoNLL-2000 (ours) and the paper's Table 2 (dev sets)"},
-    chart=ChartSpec(metrics=("accuracy", "chunk_F1"), datasets=("conll2000-test:pos", "conll2000-test:chunk"),
-                    layer_order=ROWS),
-    options=(Option("rows", str, "all", "'all' (last; all λ=1; all λ=0.001) or rows separated by ';' "
-                                        "(the baseline row runs as the probe's baseline)", _parse_rows),
-             Option("tasks", str, "pos,chunk", "comma-separated tasks: pos, chunk", _parse_tasks),
-             Option("epochs", int, 6, "maximum training epochs per row", positive=True),
-             Option("train_limit", int, None, "train on the first N CoNLL-2000 train sentences (cached full-split "
-                                              "features)", positive=True)),
+    chart=ChartSpec(
+        metrics=("accuracy", "chunk_F1"), datasets=("conll2000-test:pos", "conll2000-test:chunk"), layer_order=ROWS
+    ),
+    options=(
+        Option(
+            "rows",
+            str,
+            "all",
+            "'all' (last; all λ=1; all λ=0.001) or rows separated by ';' "
+            "(the baseline row runs as the probe's baseline)",
+            _parse_rows,
+        ),
+        Option("tasks", str, "pos,chunk", "comma-separated tasks: pos, chunk", _parse_tasks),
+        Option("epochs", int, 6, "maximum training epochs per row", positive=True),
+        Option(
+            "train_limit",
+            int,
+            None,
+            "train on the first N CoNLL-2000 train sentences (cached full-split features)",
+            positive=True,
+        ),
+    ),
     baseline_models={BASELINE_MODEL: "GloVe 6B 50d input only"},
     min_layers=2,
     uses_layers=False,
-    summary=lambda res: [f"  {task:<6} {row:<12} s = {w['s']}  γ = {w['gamma']}"
-                         for task, per_row in res.extra["mix"].items() for row, w in per_row.items() if w],
+    summary=lambda res: [
+        f"  {task:<6} {row:<12} s = {w['s']}  γ = {w['gamma']}"
+        for task, per_row in res.extra["mix"].items()
+        for row, w in per_row.items()
+        if w
+    ],
 )

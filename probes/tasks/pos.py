@@ -9,17 +9,18 @@ This is the generic token-labelling probe (``probes.tasks.token_labels``, also b
 on the built-in CoNLL-2000 files: a column file of the same sentences gives the same numbers
 (tests/test_tag_probe.py), and the numbers of the code before it (tests/test_same_numbers.py).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
 from corpora.types import TaggedSentence
-from probes.tasks.conll import DATASET, conll_slice, feature_key
-from probes.layers import LayerSpec, as_layer_specs
 from probes.estimators.majority import MajorityLabelBaseline
+from probes.layers import LayerSpec, as_layer_specs
 from probes.registry import ChartSpec, ProbeSpec, RunContext
 from probes.results import ProbeResult
+from probes.tasks.conll import DATASET, conll_slice, feature_key
 from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_OPTIONS, RigorOptions
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
@@ -36,8 +37,10 @@ def pos_split(name: str, key: str, sentences: list[TaggedSentence]) -> TokenSpli
 
 def conll_splits(limit: int | None) -> tuple[TokenSplit, TokenSplit]:
     """CoNLL-2000 train and test (first ``limit`` sentences) as the token probe reads them."""
-    return (pos_split("conll2000-train", feature_key("train", limit), conll_slice("train", limit)),
-            pos_split(TEST_SET, feature_key("test", limit), conll_slice("test", limit)))
+    return (
+        pos_split("conll2000-train", feature_key("train", limit), conll_slice("train", limit)),
+        pos_split(TEST_SET, feature_key("test", limit), conll_slice("test", limit)),
+    )
 
 
 def run_pos_baseline(limit: int | None = None) -> ProbeResult:
@@ -51,8 +54,9 @@ def pos_baselines(ctx: RunContext, **_options) -> list[ProbeResult]:
     return [run_pos_baseline(ctx.limit)]
 
 
-def run_pos(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(),
-            **rigor_options) -> ProbeResult:
+def run_pos(
+    embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(), **rigor_options
+) -> ProbeResult:
     """Linear POS probe on every requested layer spec (indices, "mean", "mix:w…"): the generic token
     probe (``probes.tasks.token_labels``) on CoNLL-2000. ``rigor_options``: probe family, ``control``, ``mdl``
     (``probes.tasks.rigor_options``)."""
@@ -61,9 +65,14 @@ def run_pos(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunConte
     train, test = conll_splits(ctx.limit)
     rows, extra = run_layers(embedder, specs, ctx, train, [test], what="POS probe", rigor=rigor)
     return ProbeResult(
-        embedder.name, rigor.probe_name("pos"), rows, dataset=DATASET, fingerprint=embedder.fingerprint(),
+        embedder.name,
+        rigor.probe_name("pos"),
+        rows,
+        dataset=DATASET,
+        fingerprint=embedder.fingerprint(),
         params={"layers": [s.label for s in specs], "limit": ctx.limit, "seed": ctx.seed, **rigor.params()},
-        extra=extra)
+        extra=extra,
+    )
 
 
 def pos_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:

@@ -16,11 +16,12 @@ calls ``layer_rows`` for the extra rows:
 
 The defaults (linear, no control, no MDL) leave the probe exactly as it was: same rows, same numbers.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -30,15 +31,24 @@ from probes.estimators.families import DEFAULT_WEIGHT_DECAY, KINDS, ProbeFamily,
 from probes.estimators.mdl import online_codelength
 from probes.registry import Option, ProgressFn
 
-RIGOR_METRICS = ("accuracy", "control_accuracy", "selectivity", "codelength_kbits", "compression",
-                 "control_codelength_kbits", "control_compression")
+RIGOR_METRICS = (
+    "accuracy",
+    "control_accuracy",
+    "selectivity",
+    "codelength_kbits",
+    "compression",
+    "control_codelength_kbits",
+    "control_compression",
+)
 
 
 def _checked(name: str):
     """``Option.parse``: the value as ``ProbeFamily`` checks it, so a bad one fails before any baseline."""
+
     def parse(value):
         ProbeFamily(**{name: parse_hidden(value) if name == "hidden" else value})
         return value
+
     return parse
 
 
@@ -46,17 +56,31 @@ RIGOR_OPTIONS = (
     Option("probe", str, "linear", f"probe family: {', '.join(KINDS)} (Hewitt & Liang 2019)", choices=KINDS),
     Option("hidden", str, "256", "MLP hidden widths, one or two (e.g. 512,256)", parse=_checked("hidden")),
     Option("rank", int, None, "rank of a rank-limited linear probe (--probe rank)", positive=True),
-    Option("dropout", float, 0.0, "dropout probability (input; after each hidden layer of an MLP)",
-           parse=_checked("dropout")),
-    Option("weight_decay", float, DEFAULT_WEIGHT_DECAY, "Adam L2 weight decay of the probe",
-           parse=_checked("weight_decay")),
-    Option("control", bool, False, "also train on the control task (word type -> fixed random label): "
-                                   "control accuracy and selectivity per layer"),
-    Option("mdl", bool, False, "also the online MDL codelength of the task and its control task per layer "
-                               "(Voita & Titov 2020)"),
+    Option(
+        "dropout",
+        float,
+        0.0,
+        "dropout probability (input; after each hidden layer of an MLP)",
+        parse=_checked("dropout"),
+    ),
+    Option(
+        "weight_decay", float, DEFAULT_WEIGHT_DECAY, "Adam L2 weight decay of the probe", parse=_checked("weight_decay")
+    ),
+    Option(
+        "control",
+        bool,
+        False,
+        "also train on the control task (word type -> fixed random label): control accuracy and selectivity per layer",
+    ),
+    Option(
+        "mdl",
+        bool,
+        False,
+        "also the online MDL codelength of the task and its control task per layer (Voita & Titov 2020)",
+    ),
 )
 RIGOR_NAMES = tuple(o.name for o in RIGOR_OPTIONS)
-FAMILY_SEPARATOR = "+"   # "pos+mlp-256": the probe run with another family (``RigorOptions.probe_name``)
+FAMILY_SEPARATOR = "+"  # "pos+mlp-256": the probe run with another family (``RigorOptions.probe_name``)
 
 
 def base_probe(probe: str) -> str:
@@ -71,12 +95,17 @@ class RigorOptions:
     mdl: bool = False
 
     @classmethod
-    def from_options(cls, options: dict) -> "RigorOptions":
+    def from_options(cls, options: dict) -> RigorOptions:
         """From runner keywords (missing ones: defaults); ProbeInputError on a bad combination."""
-        family = ProbeFamily(kind=options.get("probe") or "linear", hidden=parse_hidden(options.get("hidden") or "256"),
-                             rank=options.get("rank"), dropout=float(options.get("dropout") or 0.0),
-                             weight_decay=float(DEFAULT_WEIGHT_DECAY if options.get("weight_decay") is None
-                                                else options["weight_decay"]))
+        family = ProbeFamily(
+            kind=options.get("probe") or "linear",
+            hidden=parse_hidden(options.get("hidden") or "256"),
+            rank=options.get("rank"),
+            dropout=float(options.get("dropout") or 0.0),
+            weight_decay=float(
+                DEFAULT_WEIGHT_DECAY if options.get("weight_decay") is None else options["weight_decay"]
+            ),
+        )
         return cls(family, bool(options.get("control")), bool(options.get("mdl")))
 
     @property
@@ -107,10 +136,24 @@ def row_offsets(offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
-def layer_rows(opts: RigorOptions, layer: str, Xtr: np.ndarray, ytr: np.ndarray, words_tr: Sequence[str],
-               offsets_tr: np.ndarray | None, train_name: str, Xte: np.ndarray, words_te: Sequence[str],
-               task_correct: np.ndarray, evals: Sequence[tuple[str, slice]], *, seed: int, device: str | None,
-               progress: ProgressFn | None = None, show_progress: bool = False) -> tuple[list[dict], dict]:
+def layer_rows(
+    opts: RigorOptions,
+    layer: str,
+    Xtr: np.ndarray,
+    ytr: np.ndarray,
+    words_tr: Sequence[str],
+    offsets_tr: np.ndarray | None,
+    train_name: str,
+    Xte: np.ndarray,
+    words_te: Sequence[str],
+    task_correct: np.ndarray,
+    evals: Sequence[tuple[str, slice]],
+    *,
+    seed: int,
+    device: str | None,
+    progress: ProgressFn | None = None,
+    show_progress: bool = False,
+) -> tuple[list[dict], dict]:
     """Control and MDL rows of one layer spec, and per-layer details for ``extra``.
 
     evals: (split name, its slice of the concatenated evaluation rows). ``offsets_tr``: sentence
@@ -131,15 +174,31 @@ def layer_rows(opts: RigorOptions, layer: str, Xtr: np.ndarray, ytr: np.ndarray,
         t0 = time.perf_counter()
         offsets = np.arange(len(ytr) + 1) if offsets_tr is None else offsets_tr
         classes = np.unique(ytr)
-        sub = (lambda lo, hi: None if progress is None else (lambda f, m: progress(lo + (hi - lo) * f, m)))
+        sub = lambda lo, hi: None if progress is None else (lambda f, m: progress(lo + (hi - lo) * f, m))
         start = 0.3 if opts.control else 0.0
-        task = online_codelength(new, Xtr, ytr, offsets, classes=classes, seed=seed,
-                                 progress=sub(start, start + (1 - start) / 2), show_progress=show_progress,
-                                 desc=f"MDL layer {layer}")
+        task = online_codelength(
+            new,
+            Xtr,
+            ytr,
+            offsets,
+            classes=classes,
+            seed=seed,
+            progress=sub(start, start + (1 - start) / 2),
+            show_progress=show_progress,
+            desc=f"MDL layer {layer}",
+        )
         control_labels = ControlTask(seed).fit(ytr).labels(words_tr)
-        ctrl_code = online_codelength(new, Xtr, control_labels, offsets, classes=classes, seed=seed,
-                                      progress=sub(start + (1 - start) / 2, 1.0), show_progress=show_progress,
-                                      desc=f"MDL control layer {layer}")
+        ctrl_code = online_codelength(
+            new,
+            Xtr,
+            control_labels,
+            offsets,
+            classes=classes,
+            seed=seed,
+            progress=sub(start + (1 - start) / 2, 1.0),
+            show_progress=show_progress,
+            desc=f"MDL control layer {layer}",
+        )
         rows += task.rows(train_name, layer) + ctrl_code.rows(train_name, layer, prefix="control_")
         details["mdl"] = {"task": task.blocks, "control": ctrl_code.blocks, "num_classes": task.num_classes}
         details["mdl_s"] = round(time.perf_counter() - t0, 1)

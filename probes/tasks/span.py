@@ -12,6 +12,7 @@ Per layer spec: accuracy on each evaluation file (``probes.stats.intervals``); t
 majority label of each span's text (span1 text ‖ span2 text; unseen: the overall majority label).
 Files: ``corpora.edge_probing``.
 """
+
 from __future__ import annotations
 
 import time
@@ -40,8 +41,8 @@ FILE_FORMATS = ("edge-probing JSON lines",)
 
 
 def span_text(words, s: SpanSentence, t) -> str:
-    text = " ".join(words[t.span1[0]:t.span1[1]])
-    return text if t.span2 is None else text + " ‖ " + " ".join(words[t.span2[0]:t.span2[1]])
+    text = " ".join(words[t.span1[0] : t.span1[1]])
+    return text if t.span2 is None else text + " ‖ " + " ".join(words[t.span2[0] : t.span2[1]])
 
 
 class SpanSplit:
@@ -56,8 +57,11 @@ class SpanSplit:
         if not targets:
             raise ProbeInputError(f"--{role} {files.paths()[role]}: no targets in the first {limit} lines.")
         self.span1 = np.array([(o + t.span1[0], o + t.span1[1]) for o, t in targets], dtype=np.int64)
-        self.span2 = None if targets[0][1].span2 is None else \
-            np.array([(o + t.span2[0], o + t.span2[1]) for o, t in targets], dtype=np.int64)
+        self.span2 = (
+            None
+            if targets[0][1].span2 is None
+            else np.array([(o + t.span2[0], o + t.span2[1]) for o, t in targets], dtype=np.int64)
+        )
         self.labels = np.array([t.label for _, t in targets])
         self.texts = [span_text(s.words, s, t) for s in sents for t in s.targets]
 
@@ -76,17 +80,20 @@ def span_vectors(feats: Features, spec: LayerSpec, split: SpanSplit, num_layers:
     return np.concatenate(parts, 1) if len(parts) > 1 else parts[0]
 
 
-def load_splits(limit: int | None, train=None, test=None, dev=None, name=None, pooling="mean",
-                **_ignored) -> tuple[DataFiles, SpanSplit, list[SpanSplit]]:
+def load_splits(
+    limit: int | None, train=None, test=None, dev=None, name=None, pooling="mean", **_ignored
+) -> tuple[DataFiles, SpanSplit, list[SpanSplit]]:
     if pooling not in POOLINGS:
         raise ProbeInputError(f"--pooling {pooling!r}: choose mean or endpoints.")
     files = DataFiles.checked("span", train, test, dev, name, settings="edge-probing")
     data = read_roles(files, iter_edge_probing, limit)
-    kinds = {role: sents[0].targets[0].span2 is not None for role, sents in data.items()
-             if sents and sents[0].targets}
+    kinds = {role: sents[0].targets[0].span2 is not None for role, sents in data.items() if sents and sents[0].targets}
     if len(set(kinds.values())) > 1:
-        raise ProbeInputError("The files mix single spans and span pairs: " +
-                              ", ".join(f"--{r} {'pairs' if k else 'single spans'}" for r, k in kinds.items()) + ".")
+        raise ProbeInputError(
+            "The files mix single spans and span pairs: "
+            + ", ".join(f"--{r} {'pairs' if k else 'single spans'}" for r, k in kinds.items())
+            + "."
+        )
     splits = {role: SpanSplit(files, role, sents, limit) for role, sents in data.items()}
     return files, splits.pop("train"), list(splits.values())
 
@@ -95,17 +102,24 @@ def preview_files(limit: int, options: dict) -> Preview:
     """The app's preview: the files read as ``run_span`` reads them."""
     files, train, evals = load_splits(limit, **options)
     kind = "span pairs" if train.span2 is not None else "single spans"
-    return Preview(files.label, f"**{files.label}** — {kind}, first {limit} lines of each file",
-                   *span_preview(train, evals))
+    return Preview(
+        files.label, f"**{files.label}** — {kind}, first {limit} lines of each file", *span_preview(train, evals)
+    )
 
 
 def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
-    return {"pooling": options.get("pooling") or "mean", "name": options.get("name"),
-            **{role: str(p) for role, p in files.paths().items()}, "limit": ctx.limit, "seed": ctx.seed}
+    return {
+        "pooling": options.get("pooling") or "mean",
+        "name": options.get("name"),
+        **{role: str(p) for role, p in files.paths().items()},
+        "limit": ctx.limit,
+        "seed": ctx.seed,
+    }
 
 
-def run_span(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(),
-             **options) -> ProbeResult:
+def run_span(
+    embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(), **options
+) -> ProbeResult:
     """Linear probe on pooled span (pair) vectors at every requested layer spec."""
     pooling = options.get("pooling") or "mean"
     specs = as_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids)
@@ -114,20 +128,36 @@ def run_span(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunCont
     L = embedder.num_layers
     needed = needed_layers(specs, L)
     parts = 1 + len(evals)
-    feats = [get_features(embedder, s.key, s.sentences, needed, progress=ctx.sub_progress(0.7 * i / parts,
-                                                                                           0.7 * (i + 1) / parts),
-                          show_progress=ctx.show_progress, root=ctx.feature_root)
-             for i, s in enumerate([train, *evals])]
+    feats = [
+        get_features(
+            embedder,
+            s.key,
+            s.sentences,
+            needed,
+            progress=ctx.sub_progress(0.7 * i / parts, 0.7 * (i + 1) / parts),
+            show_progress=ctx.show_progress,
+            root=ctx.feature_root,
+        )
+        for i, s in enumerate([train, *evals])
+    ]
     y_te = np.concatenate([s.labels for s in evals])
     bounds = np.cumsum([0] + [len(s.labels) for s in evals])
     rows, extra, history = [], {}, {}
     for k, spec in enumerate(specs):
         Xtr = span_vectors(feats[0], spec, train, L, pooling)
         Xte = np.concatenate([span_vectors(f, spec, s, L, pooling) for f, s in zip(feats[1:], evals)])
-        fit = fit_and_score(Xtr, train.labels, Xte, y_te, train.texts, [t for s in evals for t in s.texts],
-                            seed=ctx.seed, device=ctx.device)
+        fit = fit_and_score(
+            Xtr,
+            train.labels,
+            Xte,
+            y_te,
+            train.texts,
+            [t for s in evals for t in s.texts],
+            seed=ctx.seed,
+            device=ctx.device,
+        )
         for i, s in enumerate(evals):
-            correct = fit.correct[bounds[i]:bounds[i + 1]]
+            correct = fit.correct[bounds[i] : bounds[i + 1]]
             rows.append(accuracy_row(s.name, spec.label, correct))
             keep_instances(extra, s.name, spec.label, correct)
         history[spec.label] = fit.history
@@ -135,12 +165,27 @@ def run_span(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunCont
             ctx.progress(0.7 + 0.3 * (k + 1) / len(specs), f"span probe layer {spec.label}")
     test = Counter(evals[-1].labels.tolist())
     seen = set(train.labels.tolist())
-    extra.update({"train_targets": len(train.labels), "test_targets": len(evals[-1].labels), "history": history,
-                  "labels": dict(Counter(train.labels.tolist()).most_common()), "test_labels": dict(test.most_common()),
-                  "unseen_test_labels": {k: v for k, v in test.items() if k not in seen},
-                  "pairs": train.span2 is not None, "total_s": round(time.perf_counter() - t0, 1)})
-    return ProbeResult(embedder.name, "span", rows, dataset=files.label, fingerprint=embedder.fingerprint(),
-                       params={**_params(files, ctx, options), "layers": [s.label for s in specs]}, extra=extra)
+    extra.update(
+        {
+            "train_targets": len(train.labels),
+            "test_targets": len(evals[-1].labels),
+            "history": history,
+            "labels": dict(Counter(train.labels.tolist()).most_common()),
+            "test_labels": dict(test.most_common()),
+            "unseen_test_labels": {k: v for k, v in test.items() if k not in seen},
+            "pairs": train.span2 is not None,
+            "total_s": round(time.perf_counter() - t0, 1),
+        }
+    )
+    return ProbeResult(
+        embedder.name,
+        "span",
+        rows,
+        dataset=files.label,
+        fingerprint=embedder.fingerprint(),
+        params={**_params(files, ctx, options), "layers": [s.label for s in specs]},
+        extra=extra,
+    )
 
 
 def span_baselines(ctx: RunContext, **options) -> list[ProbeResult]:
@@ -163,9 +208,14 @@ PROBE = ProbeSpec(
     tables=lambda df, extras: dataset_tables(df, "span"),
     table_titles={},
     chart=ChartSpec(metrics=("accuracy",)),
-    options=file_options(FILE_FORMATS) + (
-        Option("pooling", default="mean", help="span vector: mean of its words, or endpoints (first ‖ last)",
-               choices=POOLINGS),
+    options=file_options(FILE_FORMATS)
+    + (
+        Option(
+            "pooling",
+            default="mean",
+            help="span vector: mean of its words, or endpoints (first ‖ last)",
+            choices=POOLINGS,
+        ),
     ),
     baseline_models={MAJORITY: "majority label per span text"},
     needs_files=True,

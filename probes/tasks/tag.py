@@ -16,6 +16,7 @@ Per layer spec: accuracy (and span F1) on each evaluation file; the majority-lab
 baseline as its own result; the label set and counts in ``extra``. The core is
 ``probes.tasks.token_labels`` — the built-in POS probe is the same code on CoNLL-2000.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -46,9 +47,18 @@ SCHEMES = ("tag", "bio")
 FILE_FORMATS = ("CoNLL-U", "column file")
 
 
-def resolve(train=None, test=None, dev=None, format=None, column=None, word_column=0, scheme="tag",
-            skip_label=None, name=None, probe: str = "tag",
-            ) -> tuple[DataFiles, str, Callable[[Path], Iterator[LabelledSentence]]]:
+def resolve(
+    train=None,
+    test=None,
+    dev=None,
+    format=None,
+    column=None,
+    word_column=0,
+    scheme="tag",
+    skip_label=None,
+    name=None,
+    probe: str = "tag",
+) -> tuple[DataFiles, str, Callable[[Path], Iterator[LabelledSentence]]]:
     """The dataset, the task's name in rows ("UPOS", "col2", "feats:Number (not _)") and the file reader."""
     fmt = format or ("conllu" if Path(str(test or "")).suffix.lower() == ".conllu" else "columns")
     word_column = int(word_column or 0)
@@ -63,8 +73,9 @@ def resolve(train=None, test=None, dev=None, format=None, column=None, word_colu
         try:
             column = int(column)
         except ValueError:
-            raise ProbeInputError(f"--column {column!r}: a column file's label column is a field index "
-                                  "(0, 1, …; -1 for the last).") from None
+            raise ProbeInputError(
+                f"--column {column!r}: a column file's label column is a field index (0, 1, …; -1 for the last)."
+            ) from None
         what = f"col{column}"
         reader = lambda p: iter_columns(p, column, word_column)  # noqa: E731
     if skip_label is not None:
@@ -81,12 +92,14 @@ def _split(files: DataFiles, role: str, what: str, sents: list[LabelledSentence]
         if len(rows) == 0:
             raise ProbeInputError(f"--{role} {files.paths()[role]}: every word has label {skip!r}; nothing to score.")
         labels = labels[rows]
-    return TokenSplit(files.row_dataset(role, what), files.feature_key(role, limit), [list(s.words) for s in sents],
-                      labels, rows)
+    return TokenSplit(
+        files.row_dataset(role, what), files.feature_key(role, limit), [list(s.words) for s in sents], labels, rows
+    )
 
 
-def load_splits(limit: int | None, scheme: str = "tag", skip_label=None,
-                **options) -> tuple[DataFiles, str, TokenSplit, list[TokenSplit]]:
+def load_splits(
+    limit: int | None, scheme: str = "tag", skip_label=None, **options
+) -> tuple[DataFiles, str, TokenSplit, list[TokenSplit]]:
     """Train and the evaluation splits (dev, test), every file read and checked first."""
     if scheme not in SCHEMES:
         raise ProbeInputError(f"--scheme {scheme!r}: choose tag or bio.")
@@ -96,8 +109,12 @@ def load_splits(limit: int | None, scheme: str = "tag", skip_label=None,
         for role, sents in data.items():
             for s in sents:
                 if (bad := bad_bio_label(s.labels)) is not None:
-                    raise DataFormatError(files.paths()[role], s.line, f"label {bad!r} in this sentence is not a "
-                                          "BIO tag (O, B-TYPE, I-TYPE; E-/S- for IOBES): --scheme bio needs one.")
+                    raise DataFormatError(
+                        files.paths()[role],
+                        s.line,
+                        f"label {bad!r} in this sentence is not a "
+                        "BIO tag (O, B-TYPE, I-TYPE; E-/S- for IOBES): --scheme bio needs one.",
+                    )
     splits = {role: _split(files, role, what, sents, limit, skip_label) for role, sents in data.items()}
     return files, what, splits.pop("train"), list(splits.values())
 
@@ -105,13 +122,20 @@ def load_splits(limit: int | None, scheme: str = "tag", skip_label=None,
 def label_counts(train: TokenSplit, evals: list[TokenSplit]) -> dict:
     seen = set(train.labels.tolist())
     test = Counter(evals[-1].labels.tolist())
-    return {"labels": dict(Counter(train.labels.tolist()).most_common()), "test_labels": dict(test.most_common()),
-            "unseen_test_labels": {k: v for k, v in test.items() if k not in seen}}
+    return {
+        "labels": dict(Counter(train.labels.tolist()).most_common()),
+        "test_labels": dict(test.most_common()),
+        "unseen_test_labels": {k: v for k, v in test.items() if k not in seen},
+    }
 
 
 def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
-    return {**{k: v for k, v in options.items() if k not in ("train", "dev", "test")},
-            **{role: str(p) for role, p in files.paths().items()}, "limit": ctx.limit, "seed": ctx.seed}
+    return {
+        **{k: v for k, v in options.items() if k not in ("train", "dev", "test")},
+        **{role: str(p) for role, p in files.paths().items()},
+        "limit": ctx.limit,
+        "seed": ctx.seed,
+    }
 
 
 def _task_options(options: dict) -> dict:
@@ -122,38 +146,66 @@ def _task_options(options: dict) -> dict:
 def preview_files(limit: int, options: dict) -> Preview:
     """The app's preview: the files read as ``run_tag`` reads them."""
     files, what, train, evals = load_splits(limit, **_task_options(options))
-    return Preview(files.label, f"**{files.label}** — label column **{what}**, first {limit} sentences of each file",
-                   *token_preview(train, evals))
+    return Preview(
+        files.label,
+        f"**{files.label}** — label column **{what}**, first {limit} sentences of each file",
+        *token_preview(train, evals),
+    )
 
 
-def run_tag(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(),
-            **options) -> ProbeResult:
+def run_tag(
+    embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(), **options
+) -> ProbeResult:
     """The linear probe on every requested layer spec, trained on --train, scored on --dev and --test.
     The rigor options (``probes.tasks.rigor_options``: probe family, control task, MDL) are checked first."""
     rigor = RigorOptions.from_options(options)
     options = _task_options(options)
     specs = as_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids)
     files, what, train, evals = load_splits(ctx.limit, **options)
-    rows, extra = run_layers(embedder, specs, ctx, train, evals, scheme=options.get("scheme") or "tag",
-                             what=f"tag probe ({what})", rigor=rigor)
-    return ProbeResult(embedder.name, rigor.probe_name("tag"), rows, dataset=files.label,
-                       fingerprint=embedder.fingerprint(),
-                       params={**_params(files, ctx, options), "layers": [s.label for s in specs], **rigor.params()},
-                       extra={**extra, **label_counts(train, evals), "task": what})
+    rows, extra = run_layers(
+        embedder,
+        specs,
+        ctx,
+        train,
+        evals,
+        scheme=options.get("scheme") or "tag",
+        what=f"tag probe ({what})",
+        rigor=rigor,
+    )
+    return ProbeResult(
+        embedder.name,
+        rigor.probe_name("tag"),
+        rows,
+        dataset=files.label,
+        fingerprint=embedder.fingerprint(),
+        params={**_params(files, ctx, options), "layers": [s.label for s in specs], **rigor.params()},
+        extra={**extra, **label_counts(train, evals), "task": what},
+    )
 
 
 def tag_baselines(ctx: RunContext, **options) -> list[ProbeResult]:
     options = _task_options(options)
     files, what, train, evals = load_splits(ctx.limit, **options)
     rows, extra = baseline_rows(train, evals, options.get("scheme") or "tag")
-    return [ProbeResult(MAJORITY, "tag", rows, dataset=files.label, params=_params(files, ctx, options),
-                        extra={**extra, "task": what})]
+    return [
+        ProbeResult(
+            MAJORITY,
+            "tag",
+            rows,
+            dataset=files.label,
+            params=_params(files, ctx, options),
+            extra={**extra, "task": what},
+        )
+    ]
 
 
 OPTIONS = file_options(FILE_FORMATS) + (
     Option("format", help="conllu or columns (default: conllu for *.conllu, else columns)", choices=FORMATS),
-    Option("column", help="label column: UPOS, XPOS, DEPREL, LEMMA, feats:KEY, misc:KEY (CoNLL-U, default UPOS) "
-                          "or a field index (column files, default -1 = last)"),
+    Option(
+        "column",
+        help="label column: UPOS, XPOS, DEPREL, LEMMA, feats:KEY, misc:KEY (CoNLL-U, default UPOS) "
+        "or a field index (column files, default -1 = last)",
+    ),
     Option("word_column", type=int, default=0, help="column files: the word's field index (default 0)"),
     Option("scheme", default="tag", help="tag (token accuracy) or bio (also conlleval span F1)", choices=SCHEMES),
     Option("skip_label", help="leave words with this label out of training and scoring (e.g. _ for feats:KEY)"),

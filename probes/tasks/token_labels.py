@@ -17,21 +17,22 @@ Rows: "accuracy" per evaluation split (``probes.stats.intervals.accuracy_row``, 
 With ``rigor`` (``probes.tasks.rigor_options``) the probe may be an MLP or rank-limited, and each layer also
 gets control-task selectivity and MDL codelength rows.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from probes.estimators.bio import span_f1_row
-from features.store import data_hash
 from features.extract import Features, get_features
-from probes.stats.intervals import accuracy_row, keep_instances
-from probes.layers import LayerSpec, needed_layers
+from features.store import data_hash
+from probes.estimators.bio import span_f1_row
 from probes.estimators.majority import MajorityLabelBaseline
+from probes.layers import LayerSpec, needed_layers
 from probes.registry import RunContext
+from probes.stats.intervals import accuracy_row, keep_instances
 from probes.tasks.rigor_options import RigorOptions, layer_rows, row_offsets
 
 
@@ -69,7 +70,7 @@ class TokenSplit:
     def by_sentence(self, flat: np.ndarray) -> list[np.ndarray]:
         """Per-sentence pieces of a flat array over every word (``rows`` None only)."""
         off = self.offsets
-        return [flat[off[i]:off[i + 1]] for i in range(len(self.sentences))]
+        return [flat[off[i] : off[i + 1]] for i in range(len(self.sentences))]
 
 
 @dataclass
@@ -81,9 +82,18 @@ class LayerFit:
     history: list[dict]
 
 
-def fit_and_score(Xtr: np.ndarray, ytr: np.ndarray, Xte: np.ndarray, yte: np.ndarray,
-                  words_tr: Sequence[str], words_te: Sequence[str], *, seed: int = 0,
-                  device: str | None = None, rigor: RigorOptions | None = None) -> LayerFit:
+def fit_and_score(
+    Xtr: np.ndarray,
+    ytr: np.ndarray,
+    Xte: np.ndarray,
+    yte: np.ndarray,
+    words_tr: Sequence[str],
+    words_te: Sequence[str],
+    *,
+    seed: int = 0,
+    device: str | None = None,
+    rigor: RigorOptions | None = None,
+) -> LayerFit:
     """Fit the probe on one layer's training vectors and predict the evaluation vectors.
 
     ``words_*`` are the tokens themselves (unused by the linear probe; a control task or a
@@ -108,12 +118,20 @@ def layer_matrix(feats: Features, spec: LayerSpec, num_layers: int, rows: np.nda
 
 
 def extract(embedder, split: TokenSplit, needed: list[int], ctx: RunContext, lo: float, hi: float) -> Features:
-    return get_features(embedder, split.key, split.sentences, needed, progress=ctx.sub_progress(lo, hi),
-                        show_progress=ctx.show_progress, root=ctx.feature_root)
+    return get_features(
+        embedder,
+        split.key,
+        split.sentences,
+        needed,
+        progress=ctx.sub_progress(lo, hi),
+        show_progress=ctx.show_progress,
+        root=ctx.feature_root,
+    )
 
 
-def split_rows(split: TokenSplit, layer: str, correct: np.ndarray, predictions: np.ndarray, scheme: str,
-               extra: dict) -> list[dict]:
+def split_rows(
+    split: TokenSplit, layer: str, correct: np.ndarray, predictions: np.ndarray, scheme: str, extra: dict
+) -> list[dict]:
     """The result rows of one evaluation split at one layer (and its kept per-token outcomes)."""
     rows = [accuracy_row(split.name, layer, correct)]
     keep_instances(extra, split.name, layer, correct)
@@ -122,9 +140,17 @@ def split_rows(split: TokenSplit, layer: str, correct: np.ndarray, predictions: 
     return rows
 
 
-def run_layers(embedder, specs: Sequence[LayerSpec], ctx: RunContext, train: TokenSplit,
-               evals: Sequence[TokenSplit], *, scheme: str = "tag", what: str = "tag probe",
-               rigor: RigorOptions | None = None) -> tuple[list[dict], dict]:
+def run_layers(
+    embedder,
+    specs: Sequence[LayerSpec],
+    ctx: RunContext,
+    train: TokenSplit,
+    evals: Sequence[TokenSplit],
+    *,
+    scheme: str = "tag",
+    what: str = "tag probe",
+    rigor: RigorOptions | None = None,
+) -> tuple[list[dict], dict]:
     """Result rows (every spec × evaluation split) and ``extra`` (counts, timings, histories, outcomes).
 
     ``rigor``: probe family, control task and MDL (``probes.tasks.rigor_options``; default: none of them)."""
@@ -132,8 +158,10 @@ def run_layers(embedder, specs: Sequence[LayerSpec], ctx: RunContext, train: Tok
     L = embedder.num_layers
     needed = needed_layers(specs, L)
     ftr = extract(embedder, train, needed, ctx, 0.0, 0.6)
-    fevs = [extract(embedder, s, needed, ctx, 0.6 + 0.15 * i / len(evals), 0.6 + 0.15 * (i + 1) / len(evals))
-            for i, s in enumerate(evals)]
+    fevs = [
+        extract(embedder, s, needed, ctx, 0.6 + 0.15 * i / len(evals), 0.6 + 0.15 * (i + 1) / len(evals))
+        for i, s in enumerate(evals)
+    ]
     t_feat = time.perf_counter() - t0
     y_te = np.concatenate([s.labels for s in evals])
     words_tr, words_te = train.words, [w for s in evals for w in s.words]
@@ -144,11 +172,15 @@ def run_layers(embedder, specs: Sequence[LayerSpec], ctx: RunContext, train: Tok
     fit_s: dict[str, float] = {}  # per spec: the probe's own fit + predict (the rigor rows time themselves)
     for k, spec in enumerate(specs):
         Xtr = layer_matrix(ftr, spec, L, train.rows)
-        Xte = np.concatenate([layer_matrix(f, spec, L, s.rows) for f, s in zip(fevs, evals)]) if len(evals) > 1 \
+        Xte = (
+            np.concatenate([layer_matrix(f, spec, L, s.rows) for f, s in zip(fevs, evals)])
+            if len(evals) > 1
             else layer_matrix(fevs[0], spec, L, evals[0].rows)
+        )
         t_fit = time.perf_counter()
-        fit = fit_and_score(Xtr, train.labels, Xte, y_te, words_tr, words_te, seed=ctx.seed, device=ctx.device,
-                            rigor=rigor)
+        fit = fit_and_score(
+            Xtr, train.labels, Xte, y_te, words_tr, words_te, seed=ctx.seed, device=ctx.device, rigor=rigor
+        )
         fit_s[spec.label] = round(time.perf_counter() - t_fit, 1)
         for i, s in enumerate(evals):
             part = slice(bounds[i], bounds[i + 1])
@@ -156,19 +188,40 @@ def run_layers(embedder, specs: Sequence[LayerSpec], ctx: RunContext, train: Tok
         history[spec.label] = fit.history
         if rigor is not None and (rigor.control or rigor.mdl):
             more, details = layer_rows(
-                rigor, spec.label, Xtr, train.labels, words_tr, row_offsets(train.offsets, train.rows), train.name,
-                Xte, words_te, fit.correct, [(s.name, slice(bounds[i], bounds[i + 1])) for i, s in enumerate(evals)],
-                seed=ctx.seed, device=ctx.device, show_progress=ctx.show_progress,
-                progress=ctx.sub_progress(0.75 + 0.25 * k / len(specs), 0.75 + 0.25 * (k + 1) / len(specs)))
+                rigor,
+                spec.label,
+                Xtr,
+                train.labels,
+                words_tr,
+                row_offsets(train.offsets, train.rows),
+                train.name,
+                Xte,
+                words_te,
+                fit.correct,
+                [(s.name, slice(bounds[i], bounds[i + 1])) for i, s in enumerate(evals)],
+                seed=ctx.seed,
+                device=ctx.device,
+                show_progress=ctx.show_progress,
+                progress=ctx.sub_progress(0.75 + 0.25 * k / len(specs), 0.75 + 0.25 * (k + 1) / len(specs)),
+            )
             rows += more
             extra.setdefault("rigor", {})[spec.label] = details
         if ctx.progress is not None:
-            ctx.progress(0.75 + 0.25 * (k + 1) / len(specs),
-                         f"{what} layer {spec.label}: {100 * fit.correct[bounds[-2]:].mean():.1f}%")
-    extra.update({"train_tokens": len(train.labels), "test_tokens": len(evals[-1].labels),
-                  "data_hash": splits_hash(train, *evals),
-                  "feature_s": round(t_feat, 1), "fit_s": fit_s,
-                  "total_s": round(time.perf_counter() - t0, 1), "history": history})
+            ctx.progress(
+                0.75 + 0.25 * (k + 1) / len(specs),
+                f"{what} layer {spec.label}: {100 * fit.correct[bounds[-2] :].mean():.1f}%",
+            )
+    extra.update(
+        {
+            "train_tokens": len(train.labels),
+            "test_tokens": len(evals[-1].labels),
+            "data_hash": splits_hash(train, *evals),
+            "feature_s": round(t_feat, 1),
+            "fit_s": fit_s,
+            "total_s": round(time.perf_counter() - t0, 1),
+            "history": history,
+        }
+    )
     return rows, extra
 
 

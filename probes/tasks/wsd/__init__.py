@@ -11,11 +11,26 @@
 - ``tables``:    the built-in table, F1 per POS, one table per user dataset.
 - ``probe``:     ``run_wsd`` end to end, the baselines, the registry entry.
 """
+
 from probes.tasks.wsd.estimator import NearestSenseWSD, SenseAssignments, first_sense_predictions
 from probes.tasks.wsd.layout import PieceLayout, build_layout, eval_word_pieces
 from probes.tasks.wsd.probe import evaluate_predictions, run_first_sense, run_wsd
 from probes.tasks.wsd.scoring import EVAL_LABELS, EVAL_SETS, PAPER_ALL, score, score_by_pos, write_key_file
 
-__all__ = ["NearestSenseWSD", "SenseAssignments", "first_sense_predictions", "PieceLayout", "build_layout",
-           "eval_word_pieces", "evaluate_predictions", "run_first_sense", "run_wsd", "EVAL_LABELS", "EVAL_SETS",
-           "PAPER_ALL", "score", "score_by_pos", "write_key_file"]
+__all__ = [
+    "NearestSenseWSD",
+    "SenseAssignments",
+    "first_sense_predictions",
+    "PieceLayout",
+    "build_layout",
+    "eval_word_pieces",
+    "evaluate_predictions",
+    "run_first_sense",
+    "run_wsd",
+    "EVAL_LABELS",
+    "EVAL_SETS",
+    "PAPER_ALL",
+    "score",
+    "score_by_pos",
+    "write_key_file",
+]

@@ -4,6 +4,7 @@ Slices take the first N sentences (of SemCor; of each evaluation set). The SemCo
 probe reads — a piece layout restricted to the tagged tokens and their sense assignments — is
 cached on disk under SemCor's fingerprint, because building it walks 838k tokens in Python (~4 s).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,8 +44,13 @@ def semcor_view(limit: int | None) -> tuple[PieceLayout, np.ndarray, SenseAssign
         keep, layout = layout.restrict()
         return layout, keep, keys, len(sentences)
 
-    return cached("wsd-semcor-view", SEMCOR_VIEW_VERSION, {"semcor": semcor_fingerprint(), "limit": limit}, build,
-                  types=(PieceLayout, SenseAssignments))
+    return cached(
+        "wsd-semcor-view",
+        SEMCOR_VIEW_VERSION,
+        {"semcor": semcor_fingerprint(), "limit": limit},
+        build,
+        types=(PieceLayout, SenseAssignments),
+    )
 
 
 def eval_slice(limit: int | None) -> list[WsdSentence]:
@@ -71,9 +77,23 @@ def semcor_as_wsd(limit: int | None) -> list[WsdSentence]:
     out = []
     for i, (s, sel) in enumerate(zip(sentences, selected)):
         sid = f"semcor.s{i:06d}"
-        instances = tuple(WsdInstance(id=f"{sid}.t{t:03d}", index=t, lemma=s.tokens[t].lemma or s.tokens[t].text,
-                                      pos=s.tokens[t].pos or "X", gold_keys=s.tokens[t].sense_keys) for t in sel)
-        out.append(WsdSentence(id=sid, words=tuple(" ".join(tok.pieces) for tok in s.tokens),
-                               lemmas=tuple(tok.lemma or tok.text for tok in s.tokens),
-                               pos=tuple(tok.pos or "X" for tok in s.tokens), instances=instances))
+        instances = tuple(
+            WsdInstance(
+                id=f"{sid}.t{t:03d}",
+                index=t,
+                lemma=s.tokens[t].lemma or s.tokens[t].text,
+                pos=s.tokens[t].pos or "X",
+                gold_keys=s.tokens[t].sense_keys,
+            )
+            for t in sel
+        )
+        out.append(
+            WsdSentence(
+                id=sid,
+                words=tuple(" ".join(tok.pieces) for tok in s.tokens),
+                lemmas=tuple(tok.lemma or tok.text for tok in s.tokens),
+                pos=tuple(tok.pos or "X" for tok in s.tokens),
+                instances=instances,
+            )
+        )
     return out

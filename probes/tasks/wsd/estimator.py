@@ -7,10 +7,11 @@ lemma+POS that were seen in training; when none was seen it backs off to WordNet
     wsd = NearestSenseWSD().fit(X_semcor, keys_semcor)          # X: (num_tokens, dim)
     pred = wsd.predict(X_eval, lemmas, poses)                    # list of sense keys (or None)
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -35,7 +36,7 @@ class SenseAssignments:
     num_tokens: int
 
     @classmethod
-    def from_keys(cls, sense_keys: Sequence[Sequence[str]]) -> "SenseAssignments":
+    def from_keys(cls, sense_keys: Sequence[Sequence[str]]) -> SenseAssignments:
         index: dict[str, int] = {}
         token, sense = [], []
         for i, keys in enumerate(sense_keys):
@@ -58,10 +59,14 @@ class NearestSenseWSD:
         tie_tol: cosines within this of the best count as ties, resolved in WordNet sense order.
     """
 
-    def __init__(self, senses_fn: Callable[[str, str], Sequence[str]] | None = None,
-                 first_sense_fn: Callable[[str, str], str | None] | None = None,
-                 device: str | torch.device | None = None, batch_size: int = 2048,
-                 tie_tol: float = 1e-5) -> None:
+    def __init__(
+        self,
+        senses_fn: Callable[[str, str], Sequence[str]] | None = None,
+        first_sense_fn: Callable[[str, str], str | None] | None = None,
+        device: str | torch.device | None = None,
+        batch_size: int = 2048,
+        tie_tol: float = 1e-5,
+    ) -> None:
         if senses_fn is None or first_sense_fn is None:
             senses_fn = senses_fn or (lambda lemma, pos: [s.key for s in wordnet.senses(lemma, pos)])
             first_sense_fn = first_sense_fn or wordnet.first_sense_key
@@ -71,10 +76,10 @@ class NearestSenseWSD:
         self.batch_size = batch_size
         self.tie_tol = tie_tol
         self.sense_index_: dict[str, int] = {}
-        self.centroids_: torch.Tensor | None = None   # (num_senses, dim), L2-normalised
+        self.centroids_: torch.Tensor | None = None  # (num_senses, dim), L2-normalised
         self.counts_: np.ndarray | None = None
 
-    def fit(self, X: np.ndarray, sense_keys: Sequence[Sequence[str]] | SenseAssignments) -> "NearestSenseWSD":
+    def fit(self, X: np.ndarray, sense_keys: Sequence[Sequence[str]] | SenseAssignments) -> NearestSenseWSD:
         """X: (num_tokens, dim) vectors of SemCor tagged tokens; sense_keys[i]: that token's keys
         (or a prebuilt :class:`SenseAssignments` of them, to share across layers).
 
@@ -108,7 +113,7 @@ class NearestSenseWSD:
         if not (len(X) == len(lemmas) == len(poses)):
             raise ValueError("X, lemmas and poses must have the same length.")
         keys = list(self.sense_index_)
-        memo: dict[tuple[str, str], list[int]] = {}   # many instances share a lemma+POS
+        memo: dict[tuple[str, str], list[int]] = {}  # many instances share a lemma+POS
         cand = []
         for pair in zip(lemmas, poses):
             if pair not in memo:
@@ -125,31 +130,33 @@ class NearestSenseWSD:
         # Padded candidate matrix (num_instances, width); -1 pads are masked to -inf below.
         pad = np.full((len(with_cand), width), -1, dtype=np.int64)
         for r, i in enumerate(with_cand):
-            pad[r, :len(cand[i])] = cand[i]
+            pad[r, : len(cand[i])] = cand[i]
         X_all = torch.as_tensor(np.asarray(X, dtype=np.float32)[with_cand], device=self.device)
         pad_t = torch.as_tensor(pad, device=self.device)
         for start in range(0, len(with_cand), self.batch_size):
-            xb = torch.nn.functional.normalize(X_all[start:start + self.batch_size], dim=1)   # (B, d)
-            cb = pad_t[start:start + self.batch_size]                                         # (B, width)
-            sims = torch.einsum("bd,bwd->bw", xb, self.centroids_[cb.clamp(min=0)])          # (B, width)
+            xb = torch.nn.functional.normalize(X_all[start : start + self.batch_size], dim=1)  # (B, d)
+            cb = pad_t[start : start + self.batch_size]  # (B, width)
+            sims = torch.einsum("bd,bwd->bw", xb, self.centroids_[cb.clamp(min=0)])  # (B, width)
             sims = sims.masked_fill(cb < 0, float("-inf"))
             # Ties (e.g. a static model gives every sense seen only with one word form the same
             # centroid) go to the candidate earliest in WordNet order, not to rounding noise.
             near_best = sims >= sims.max(dim=1, keepdim=True).values - self.tie_tol
-            first = near_best.to(torch.uint8).argmax(dim=1, keepdim=True)     # first True
+            first = near_best.to(torch.uint8).argmax(dim=1, keepdim=True)  # first True
             best = cb.gather(1, first).squeeze(1).cpu().numpy()
             for r, b in enumerate(best, start=start):
                 preds[with_cand[r]] = keys[int(b)]
         return preds
 
-    def score(self, X: np.ndarray, lemmas: Sequence[str], poses: Sequence[str],
-              golds: Sequence[Sequence[str]]) -> float:
+    def score(
+        self, X: np.ndarray, lemmas: Sequence[str], poses: Sequence[str], golds: Sequence[Sequence[str]]
+    ) -> float:
         """F1 (percent) of ``predict`` against gold keys."""
         return score(self.predict(X, lemmas, poses), golds)["F1"]
 
 
-def first_sense_predictions(lemmas: Sequence[str], poses: Sequence[str],
-                            first_sense_fn: Callable[[str, str], str | None] | None = None) -> list[str | None]:
+def first_sense_predictions(
+    lemmas: Sequence[str], poses: Sequence[str], first_sense_fn: Callable[[str, str], str | None] | None = None
+) -> list[str | None]:
     """The WordNet first-sense baseline (no embeddings)."""
     first_sense_fn = first_sense_fn or wordnet.first_sense_key
     return [first_sense_fn(l, p) for l, p in zip(lemmas, poses)]

@@ -14,18 +14,19 @@ Two kinds, chosen from the data (``Inventory.build``):
 
 Counts come only from the training instances given (in k-fold evaluation, the other folds).
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from corpora import wordnet
 from corpora.semcor import wordnet_sense_keys
 
 WORDNET, LABELS = "wordnet", "labels"
 
-Target = tuple[str, str]   # (lemma, pos); pos is "" for lexical-sample data
+Target = tuple[str, str]  # (lemma, pos); pos is "" for lexical-sample data
 
 
 def is_sense_key(label: str, known: frozenset[str] | set[str]) -> bool:
@@ -45,11 +46,16 @@ class Inventory:
     counts: Counter
     by_target: dict[Target, Counter] = field(default_factory=dict)
     wordnet: dict[Target, tuple[str, ...]] = field(default_factory=dict)
-    order: dict[str, int] = field(default_factory=dict)   # label -> first occurrence in training
+    order: dict[str, int] = field(default_factory=dict)  # label -> first occurrence in training
 
     @classmethod
-    def build(cls, kind: str, train_targets: Sequence[Target] | None, train_golds: Sequence[Sequence[str]],
-              test_targets: Iterable[Target]) -> "Inventory":
+    def build(
+        cls,
+        kind: str,
+        train_targets: Sequence[Target] | None,
+        train_golds: Sequence[Sequence[str]],
+        test_targets: Iterable[Target],
+    ) -> Inventory:
         counts: Counter = Counter()
         order: dict[str, int] = {}
         for golds in train_golds:

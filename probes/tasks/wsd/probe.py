@@ -13,6 +13,7 @@ inventory chosen from the labels (``probes.tasks.wsd.inventory``), rows named by
 the feature cache. Without ``--train`` a ``--test`` file is evaluated from SemCor.
 Every row carries its 95% interval; per-instance outcomes are kept in ``extra["instances"]``.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,13 +36,20 @@ from probes.tasks.wsd.scoring import EVAL_SETS, PAPER_ALL, write_key_file
 from probes.tasks.wsd.tables import BASELINE_MODELS, FIRST_SENSE, SEMCOR_MFS, TRAIN_MFS, wsd_tables
 
 DATASET = "semcor→ALL"
-FOLDS = 5   # uploads without a test file: k-fold cross-validation on the training file
+FOLDS = 5  # uploads without a test file: k-fold cross-validation on the training file
 TSV = ("lexical-sample TSV",)
 
 
-def make_plan(ctx: RunContext, semcor_limit: int | None = None, train: str | None = None,
-              train_keys: str | None = None, test: str | None = None, test_keys: str | None = None,
-              format: str | None = None, folds: int | None = None) -> tuple[Plan, str]:
+def make_plan(
+    ctx: RunContext,
+    semcor_limit: int | None = None,
+    train: str | None = None,
+    train_keys: str | None = None,
+    test: str | None = None,
+    test_keys: str | None = None,
+    format: str | None = None,
+    folds: int | None = None,
+) -> tuple[Plan, str]:
     """(what to train and evaluate on, the dataset's name); ProbeInputError for an unusable request."""
     check_positive(ctx.limit, "--limit")
     check_positive(semcor_limit, "--semcor-limit")
@@ -76,8 +84,10 @@ def make_plan(ctx: RunContext, semcor_limit: int | None = None, train: str | Non
     labels = list(tr.labels.keys) + list(evaluated.labels.keys)
     kind = choose_kind(labels, tr.has_pos and evaluated.has_pos)
     if train is None and kind != WORDNET:
-        raise ProbeInputError(f"{te.name}: its labels are not all WordNet 3.0 sense keys with a lemma and POS, "
-                              "so SemCor cannot train for it; give --train FILE with the same labels.")
+        raise ProbeInputError(
+            f"{te.name}: its labels are not all WordNet 3.0 sense keys with a lemma and POS, "
+            "so SemCor cannot train for it; give --train FILE with the same labels."
+        )
     name = f"{tr.name}/{folds}-fold" if te is None else f"{tr.name}→{te.name}"
     evaluated.groups = {name: list(range(len(evaluated)))}
     evaluated.by_pos = name if evaluated.has_pos else None
@@ -86,8 +96,9 @@ def make_plan(ctx: RunContext, semcor_limit: int | None = None, train: str | Non
 
 def _rows(plan: Plan, preds, label: str, seed: int, extra: dict | None) -> list[dict]:
     ev = plan.evaluated
-    return evaluate(preds, ev.golds, ev.poses or [""] * len(ev), ev.groups, label, by_pos=ev.by_pos,
-                    seed=seed, extra=extra)
+    return evaluate(
+        preds, ev.golds, ev.poses or [""] * len(ev), ev.groups, label, by_pos=ev.by_pos, seed=seed, extra=extra
+    )
 
 
 def baseline_predictions(plan: Plan, which: str) -> list[str | None]:
@@ -124,14 +135,22 @@ def wsd_baselines(ctx: RunContext, keys: str | Path | None = None, **options) ->
         if keys is not None:
             write_key_file(Path(keys) / f"{model}.key.txt", plan.evaluated.ids, preds)
         extra: dict = {"data_hash": plan.data_hash}
-        out.append(ProbeResult(model, "wsd", _rows(plan, preds, label, ctx.seed, extra), dataset=name,
-                               params={"limit": ctx.limit, **{k: v for k, v in options.items() if v is not None}},
-                               extra=extra))
+        out.append(
+            ProbeResult(
+                model,
+                "wsd",
+                _rows(plan, preds, label, ctx.seed, extra),
+                dataset=name,
+                params={"limit": ctx.limit, **{k: v for k, v in options.items() if v is not None}},
+                extra=extra,
+            )
+        )
     return out
 
 
-def run_first_sense(limit: int | None = None, keys: str | Path | None = None, seed: int = 0,
-                    plan: Plan | None = None) -> ProbeResult:
+def run_first_sense(
+    limit: int | None = None, keys: str | Path | None = None, seed: int = 0, plan: Plan | None = None
+) -> ProbeResult:
     """The WordNet first-sense baseline on the built-in evaluation sets (no embeddings)."""
     plan = plan or make_plan(RunContext(limit=limit, seed=seed))[0]
     ev = plan.evaluated
@@ -139,23 +158,41 @@ def run_first_sense(limit: int | None = None, keys: str | Path | None = None, se
     if keys is not None:
         write_key_file(Path(keys) / "wordnet-first-sense.key.txt", ev.ids, preds)
     extra: dict = {"data_hash": plan.data_hash}
-    return ProbeResult(FIRST_SENSE, "wsd", _rows(plan, preds, "first-sense", seed, extra), dataset=DATASET,
-                       params={"limit": limit}, extra=extra)
+    return ProbeResult(
+        FIRST_SENSE,
+        "wsd",
+        _rows(plan, preds, "first-sense", seed, extra),
+        dataset=DATASET,
+        params={"limit": limit},
+        extra=extra,
+    )
 
 
 def evaluate_predictions(instances, preds: list[str | None], label: str, seed: int = 0) -> list[dict]:
     """Rows of built-in-style evaluation (per set, ALL, ALL w/o SE07, POS on ALL) of framework instances."""
     sets = [inst.id.split(".")[0] for inst in instances]
-    groups = {n: [i for i, s in enumerate(sets) if n == "ALL" or s == n or (n == PAPER_ALL and s != "semeval2007")]
-              for n in EVAL_SETS + (PAPER_ALL,)}
-    return evaluate(preds, [i.gold_keys for i in instances], [i.pos for i in instances], groups, label,
-                    by_pos="ALL", seed=seed)
+    groups = {
+        n: [i for i, s in enumerate(sets) if n == "ALL" or s == n or (n == PAPER_ALL and s != "semeval2007")]
+        for n in EVAL_SETS + (PAPER_ALL,)
+    }
+    return evaluate(
+        preds, [i.gold_keys for i in instances], [i.pos for i in instances], groups, label, by_pos="ALL", seed=seed
+    )
 
 
-def run_wsd(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunContext = RunContext(),
-            semcor_limit: int | None = None, keys: str | Path | None = None, train: str | None = None,
-            train_keys: str | None = None, test: str | None = None, test_keys: str | None = None,
-            format: str | None = None, folds: int | None = None) -> ProbeResult:
+def run_wsd(
+    embedder,
+    layers: str | list[LayerSpec] | None = None,
+    ctx: RunContext = RunContext(),
+    semcor_limit: int | None = None,
+    keys: str | Path | None = None,
+    train: str | None = None,
+    train_keys: str | None = None,
+    test: str | None = None,
+    test_keys: str | None = None,
+    format: str | None = None,
+    folds: int | None = None,
+) -> ProbeResult:
     """1-NN WSD for every requested layer spec (see the module docstring for the data).
 
     ``ctx.limit``: first N sentences (lines) of every dataset; ``semcor_limit`` overrides it for SemCor.
@@ -176,18 +213,41 @@ def run_wsd(embedder, layers: str | list[LayerSpec] | None = None, ctx: RunConte
 
     coverage = layer_predictions(embedder, specs, ctx, plan, collect)
     tr = plan.train
-    info = {"train": tr.name, "train_sentences": tr.sentences, "train_instances": len(tr),
-            "eval_instances": len(plan.evaluated), "inventory": plan.kind}
+    info = {
+        "train": tr.name,
+        "train_sentences": tr.sentences,
+        "train_instances": len(tr),
+        "eval_instances": len(plan.evaluated),
+        "inventory": plan.kind,
+    }
     if train is None:
         info.update(semcor_sentences=tr.sentences, semcor_tokens=len(tr))
     params = {"layers": [s.label for s in specs], "limit": ctx.limit, "semcor_limit": semcor_limit}
-    params.update({k: v for k, v in (("train", train), ("train_keys", train_keys), ("test", test),
-                                      ("test_keys", test_keys), ("format", format), ("folds", folds)) if v})
+    params.update(
+        {
+            k: v
+            for k, v in (
+                ("train", train),
+                ("train_keys", train_keys),
+                ("test", test),
+                ("test_keys", test_keys),
+                ("format", format),
+                ("folds", folds),
+            )
+            if v
+        }
+    )
     if folds:
         params["seed"] = ctx.seed
-    return ProbeResult(embedder.name, "wsd", rows, dataset=name, fingerprint=embedder.fingerprint(), params=params,
-                       extra={**info, "total_s": round(time.perf_counter() - t0, 1),
-                              **coverage, **extra})
+    return ProbeResult(
+        embedder.name,
+        "wsd",
+        rows,
+        dataset=name,
+        fingerprint=embedder.fingerprint(),
+        params=params,
+        extra={**info, "total_s": round(time.perf_counter() - t0, 1), **coverage, **extra},
+    )
 
 
 def wsd_summary(res: ProbeResult) -> list[str]:
@@ -195,11 +255,15 @@ def wsd_summary(res: ProbeResult) -> list[str]:
     ex = res.extra
     if "train" not in ex:
         return []
-    inventories = {WORDNET: "WordNet 3.0 (labels are WordNet sense keys; first-sense backoff)",
-                   LABELS: "labels seen in training per lemma (most-frequent-label backoff)"}
+    inventories = {
+        WORDNET: "WordNet 3.0 (labels are WordNet sense keys; first-sense backoff)",
+        LABELS: "labels seen in training per lemma (most-frequent-label backoff)",
+    }
     inventory = inventories.get(ex.get("inventory"), "?")
-    return [f"  data {res.dataset}: {ex['train_instances']} training and {ex['eval_instances']} evaluated instances; "
-            f"sense inventory: {inventory}"]
+    return [
+        f"  data {res.dataset}: {ex['train_instances']} training and {ex['eval_instances']} evaluated instances; "
+        f"sense inventory: {inventory}"
+    ]
 
 
 def preview_files(limit: int, options: dict) -> Preview:
@@ -214,35 +278,63 @@ PROBE = ProbeSpec(
     name="wsd",
     title="WSD — 1-NN word senses (SemCor → Senseval/SemEval, or your data)",
     description="1-nearest-neighbour word sense disambiguation per layer (SemCor -> SE2..SE15, ALL; "
-                "or --train/--test files: framework XML + keys, lexical-sample TSV)",
+    "or --train/--test files: framework XML + keys, lexical-sample TSV)",
     run=run_wsd,
     baselines=wsd_baselines,
     tables=wsd_tables,
-    table_titles={"wsd": "WSD: 1-NN on SemCor sense centroids, F1 (Raganato et al. framework)",
-                  "wsd_by_pos": "WSD on ALL by part of speech, F1"},
-    chart=ChartSpec(metrics=("F1",), datasets=("ALL",) + EVAL_SETS[:-1] + (PAPER_ALL,), breakdown="ALL:",
-                    breakdown_label="part of speech"),
-    options=(Option("semcor_limit", int, None, "train on the first N SemCor sentences only", positive=True,
-                    in_app=False),
-             Option("keys", str, None, "also write predictions as key files (Scorer.java input) in this directory",
-                    in_app=False),
-             Option("train", str, None, "training data: a framework XML file or a lexical-sample TSV "
-                                        "(default: SemCor)"),
-             Option("train_keys", str, None, "gold keys of --train XML (default NAME.gold.key.txt beside it)",
-                    in_app=False),
-             Option("test", str, None, "evaluation data, same formats (default: ALL)"),
-             Option("test_keys", str, None, "gold keys of --test XML (default NAME.gold.key.txt beside it)",
-                    in_app=False),
-             Option("format", str, None, "xml or tsv (default: from the file suffix, .xml or anything else)",
-                    choices=sources.FORMATS, in_app=False),
-             Option("folds", int, None, "k-fold cross-validation on --train (seeded by --seed) instead of --test",
-                    positive=True, in_app=False)),
+    table_titles={
+        "wsd": "WSD: 1-NN on SemCor sense centroids, F1 (Raganato et al. framework)",
+        "wsd_by_pos": "WSD on ALL by part of speech, F1",
+    },
+    chart=ChartSpec(
+        metrics=("F1",),
+        datasets=("ALL",) + EVAL_SETS[:-1] + (PAPER_ALL,),
+        breakdown="ALL:",
+        breakdown_label="part of speech",
+    ),
+    options=(
+        Option("semcor_limit", int, None, "train on the first N SemCor sentences only", positive=True, in_app=False),
+        Option(
+            "keys", str, None, "also write predictions as key files (Scorer.java input) in this directory", in_app=False
+        ),
+        Option("train", str, None, "training data: a framework XML file or a lexical-sample TSV (default: SemCor)"),
+        Option("train_keys", str, None, "gold keys of --train XML (default NAME.gold.key.txt beside it)", in_app=False),
+        Option("test", str, None, "evaluation data, same formats (default: ALL)"),
+        Option("test_keys", str, None, "gold keys of --test XML (default NAME.gold.key.txt beside it)", in_app=False),
+        Option(
+            "format",
+            str,
+            None,
+            "xml or tsv (default: from the file suffix, .xml or anything else)",
+            choices=sources.FORMATS,
+            in_app=False,
+        ),
+        Option(
+            "folds",
+            int,
+            None,
+            "k-fold cross-validation on --train (seeded by --seed) instead of --test",
+            positive=True,
+            in_app=False,
+        ),
+    ),
     baseline_models=BASELINE_MODELS,
     summary=wsd_summary,
-    inputs=(InputFile("train", TSV, help="one occurrence per line: sentence<TAB>target word index (from 0)<TAB>"
-                                         "label[<TAB>lemma]; framework XML + gold keys: use the command line "
-                                         "(python -m probes wsd --train FILE.xml …)"),
-            InputFile("test", TSV, required=False, if_absent={"folds": FOLDS},
-                      help=f"without it, {FOLDS}-fold cross-validation on the training file")),
+    inputs=(
+        InputFile(
+            "train",
+            TSV,
+            help="one occurrence per line: sentence<TAB>target word index (from 0)<TAB>"
+            "label[<TAB>lemma]; framework XML + gold keys: use the command line "
+            "(python -m probes wsd --train FILE.xml …)",
+        ),
+        InputFile(
+            "test",
+            TSV,
+            required=False,
+            if_absent={"folds": FOLDS},
+            help=f"without it, {FOLDS}-fold cross-validation on the training file",
+        ),
+    ),
     preview=preview_files,
 )

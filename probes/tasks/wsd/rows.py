@@ -8,16 +8,17 @@ categories (``categorical_interval``), with the same seed for F1, P and R. Each 
 per-instance outcomes are kept in ``extra`` (``keep_instances``) for paired tests; the POS
 breakdown rows are subsets of ALL and are not kept separately.
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from probes.stats.intervals import accuracy_interval, categorical_interval, keep_instances
 from probes.tasks.wsd.scoring import UPOS, score
 
-_STATISTICS = {   # resampled (correct, wrong, unanswered) counts (R, 3) -> percent
+_STATISTICS = {  # resampled (correct, wrong, unanswered) counts (R, 3) -> percent
     "F1": lambda c: 200.0 * c[:, 0] / np.maximum(2 * c[:, 0] + 2 * c[:, 1] + c[:, 2], 1),
     "P": lambda c: 100.0 * c[:, 0] / np.maximum(c[:, 0] + c[:, 1], 1),
     "R": lambda c: 100.0 * c[:, 0] / np.maximum(c.sum(1), 1),
@@ -31,8 +32,15 @@ def outcomes(preds: Sequence[str | None], golds: Sequence[Sequence[str]]) -> tup
     return correct, answered
 
 
-def split_rows(dataset: str, layer: str, preds: Sequence[str | None], golds: Sequence[Sequence[str]], *,
-               metrics: Sequence[str] = ("F1", "P", "R"), seed: int = 0) -> list[dict]:
+def split_rows(
+    dataset: str,
+    layer: str,
+    preds: Sequence[str | None],
+    golds: Sequence[Sequence[str]],
+    *,
+    metrics: Sequence[str] = ("F1", "P", "R"),
+    seed: int = 0,
+) -> list[dict]:
     """Rows of one split: each metric's value (framework scoring, 2 decimals), n, lo, hi."""
     sc = score(preds, golds)
     correct, answered = outcomes(preds, golds)
@@ -43,14 +51,31 @@ def split_rows(dataset: str, layer: str, preds: Sequence[str | None], golds: Seq
             lo, hi = accuracy_interval(correct, seed=seed)
         else:
             lo, hi = categorical_interval(counts, _STATISTICS[metric], seed=seed)
-        rows.append({"dataset": dataset, "layer": layer, "metric": metric, "value": round(sc[metric], 2),
-                     "n": sc["n"], "lo": lo, "hi": hi})
+        rows.append(
+            {
+                "dataset": dataset,
+                "layer": layer,
+                "metric": metric,
+                "value": round(sc[metric], 2),
+                "n": sc["n"],
+                "lo": lo,
+                "hi": hi,
+            }
+        )
     return rows
 
 
-def evaluate(preds: Sequence[str | None], golds: Sequence[Sequence[str]], poses: Sequence[str],
-             splits: Mapping[str, Sequence[int]], layer: str, *, by_pos: str | None, seed: int = 0,
-             extra: dict | None = None) -> list[dict]:
+def evaluate(
+    preds: Sequence[str | None],
+    golds: Sequence[Sequence[str]],
+    poses: Sequence[str],
+    splits: Mapping[str, Sequence[int]],
+    layer: str,
+    *,
+    by_pos: str | None,
+    seed: int = 0,
+    extra: dict | None = None,
+) -> list[dict]:
     """Rows for one layer spec: F1/P/R of every split (name -> instance indices, in order), then F1 per
     universal POS on the split ``by_pos`` (``"<split>:NOUN"`` …). Outcomes kept in ``extra``."""
     rows = []
@@ -66,6 +91,12 @@ def evaluate(preds: Sequence[str | None], golds: Sequence[Sequence[str]], poses:
         for tag in UPOS:
             idx = [i for i in base if poses[i] == tag]
             if idx:
-                rows += split_rows(f"{by_pos}:{tag}", layer, [preds[i] for i in idx], [golds[i] for i in idx],
-                                   metrics=("F1",), seed=seed)
+                rows += split_rows(
+                    f"{by_pos}:{tag}",
+                    layer,
+                    [preds[i] for i in idx],
+                    [golds[i] for i in idx],
+                    metrics=("F1",),
+                    seed=seed,
+                )
     return rows

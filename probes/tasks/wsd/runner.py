@@ -6,18 +6,19 @@ others and pools the predictions, so every instance is predicted exactly once by
 saw it. Layer combinations (``mean``, ``mix:…``) are weighted sums of the single layers' token
 vectors, accumulated in place. The built-in SemCor → ALL run and a run on files are this same loop.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
-from features.store import data_hash
 from features.extract import get_features
+from features.store import data_hash
 from probes.layers import LayerSpec, needed_layers
 from probes.registry import RunContext
 from probes.tasks.wsd.estimator import NearestSenseWSD, SenseAssignments
@@ -70,8 +71,9 @@ class Plan:
         return Inventory.build(self.kind, targets, golds, self.evaluated.targets)
 
 
-def _fit_predict(plan: Plan, inventories: list[Inventory], Xs: np.ndarray, Xe: np.ndarray | None,
-                 fold: np.ndarray | None, device) -> tuple[Preds, NearestSenseWSD]:
+def _fit_predict(
+    plan: Plan, inventories: list[Inventory], Xs: np.ndarray, Xe: np.ndarray | None, fold: np.ndarray | None, device
+) -> tuple[Preds, NearestSenseWSD]:
     ev = plan.evaluated
     lemmas, poses = ev.lemmas, ev.poses
 
@@ -91,29 +93,48 @@ def _fit_predict(plan: Plan, inventories: list[Inventory], Xs: np.ndarray, Xe: n
     return preds, wsd
 
 
-def layer_predictions(embedder, specs: list[LayerSpec], ctx: RunContext, plan: Plan,
-                      on_predictions: Callable[[str, Preds], None]) -> dict:
+def layer_predictions(
+    embedder, specs: list[LayerSpec], ctx: RunContext, plan: Plan, on_predictions: Callable[[str, Preds], None]
+) -> dict:
     """Call ``on_predictions(spec label, predictions of the evaluated split)`` for every spec, in the
     order single layers then combinations; returns extras (coverage, timings)."""
     needed = needed_layers(specs, embedder.num_layers)
     held_out = plan.test is not None
     t0 = time.perf_counter()
-    train_feats = get_features(embedder, plan.train.feature_key, plan.train.layout.sentences, needed,
-                               keep=plan.train.keep, progress=ctx.sub_progress(0.0, 0.8 if held_out else 0.9),
-                               show_progress=ctx.show_progress, root=ctx.feature_root)
-    test_feats = None if not held_out else get_features(
-        embedder, plan.test.feature_key, plan.test.layout.sentences, needed, keep=plan.test.keep,
-        progress=ctx.sub_progress(0.8, 0.9), show_progress=ctx.show_progress, root=ctx.feature_root)
+    train_feats = get_features(
+        embedder,
+        plan.train.feature_key,
+        plan.train.layout.sentences,
+        needed,
+        keep=plan.train.keep,
+        progress=ctx.sub_progress(0.0, 0.8 if held_out else 0.9),
+        show_progress=ctx.show_progress,
+        root=ctx.feature_root,
+    )
+    test_feats = (
+        None
+        if not held_out
+        else get_features(
+            embedder,
+            plan.test.feature_key,
+            plan.test.layout.sentences,
+            needed,
+            keep=plan.test.keep,
+            progress=ctx.sub_progress(0.8, 0.9),
+            show_progress=ctx.show_progress,
+            root=ctx.feature_root,
+        )
+    )
     feature_s = round(time.perf_counter() - t0, 1)
     fold = None if held_out else plan.fold_ids()
-    if held_out or plan.kind == WORDNET:   # a WordNet inventory does not depend on the training counts
+    if held_out or plan.kind == WORDNET:  # a WordNet inventory does not depend on the training counts
         inventories = [plan.inventory()] * (1 if held_out else plan.folds)
     else:
         inventories = [plan.inventory(np.flatnonzero(fold != f)) for f in range(plan.folds)]
 
     singles = {s.index: s for s in specs if s.is_single}
     combos = {s.label: s.weights(embedder.num_layers) for s in specs if not s.is_single}
-    acc: dict[str, list[torch.Tensor | None]] = {}   # weighted sums of (train, test) token vectors
+    acc: dict[str, list[torch.Tensor | None]] = {}  # weighted sums of (train, test) token vectors
     extra: dict = {}
     for j in needed:
         Xs = plan.train.layout.token_vectors(train_feats.layer(j))
@@ -121,12 +142,15 @@ def layer_predictions(embedder, specs: list[LayerSpec], ctx: RunContext, plan: P
         if j in singles:
             preds, wsd = _fit_predict(plan, inventories, Xs, Xe, fold, ctx.device)
             on_predictions(singles[j].label, preds)
-            if not extra and held_out:   # the same for every layer: one inventory, one set of seen senses
+            if not extra and held_out:  # the same for every layer: one inventory, one set of seen senses
                 ev = plan.evaluated
-                extra = {"senses": len(wsd.sense_index_),
-                         "instances_with_seen_sense": int(sum(bool(wsd.candidates(l, p))
-                                                              for l, p in zip(ev.lemmas, ev.poses)))}
-        for label, w in combos.items():   # in place, multi-threaded: SemCor is ~226k x dim per layer
+                extra = {
+                    "senses": len(wsd.sense_index_),
+                    "instances_with_seen_sense": int(
+                        sum(bool(wsd.candidates(l, p)) for l, p in zip(ev.lemmas, ev.poses))
+                    ),
+                }
+        for label, w in combos.items():  # in place, multi-threaded: SemCor is ~226k x dim per layer
             if label not in acc:
                 acc[label] = [torch.zeros(Xs.shape), None if Xe is None else torch.zeros(Xe.shape)]
             acc[label][0].add_(torch.from_numpy(Xs), alpha=float(w[j]))

@@ -3,15 +3,23 @@
 P = correct/answered, R = correct/total, F1; an instance with several gold keys is correct when the
 answer is any of them. ``write_key_file`` writes predictions in the framework's key format.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 #: The framework's five test sets, in the paper's order, then their concatenation.
 EVAL_SETS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015", "ALL")
-EVAL_LABELS = {"senseval2": "SE2", "senseval3": "SE3", "semeval2007": "SE07", "semeval2013": "SE13",
-               "semeval2015": "SE15", "ALL": "ALL", "ALL-noSE07": "ALL w/o SE07"}
+EVAL_LABELS = {
+    "senseval2": "SE2",
+    "senseval3": "SE3",
+    "semeval2007": "SE07",
+    "semeval2013": "SE13",
+    "semeval2015": "SE15",
+    "ALL": "ALL",
+    "ALL-noSE07": "ALL w/o SE07",
+}
 #: Peters et al. (2018, Table 5) report the four test sets of Raganato et al. (2017a) together:
 #: ALL without SemEval-07 (their development set). WordNet's first sense scores 65.9 there.
 PAPER_ALL = "ALL-noSE07"
@@ -34,8 +42,9 @@ def score(predictions: Sequence[str | None], golds: Sequence[Sequence[str]]) -> 
     return {"P": 100 * p, "R": 100 * r, "F1": 100 * f1, "n": n, "answered": answered, "correct": correct}
 
 
-def score_by_pos(predictions: Sequence[str | None], golds: Sequence[Sequence[str]],
-                 poses: Sequence[str]) -> dict[str, dict]:
+def score_by_pos(
+    predictions: Sequence[str | None], golds: Sequence[Sequence[str]], poses: Sequence[str]
+) -> dict[str, dict]:
     """``score`` restricted to each universal POS present (NOUN, VERB, ADJ, ADV)."""
     out = {}
     for tag in UPOS:

@@ -11,12 +11,13 @@ the evaluation split each belongs to, and a feature-cache key that names the dat
 
 ``limit`` keeps the first N sentences (XML; of each set for ALL) or lines (TSV).
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -89,14 +90,27 @@ def _feature_key(name: str, limit: int | None) -> str:
 def builtin_train(limit: int | None) -> WsdSplit:
     """SemCor's sense-tagged tokens (the first ``limit`` sentences)."""
     layout, keep, keys, num = semcor_view(limit)
-    return WsdSplit("semcor", layout, keep, f"semcor-tagged{_suffix(limit)}", keys, None, None, [],
-                    {"semcor": list(range(keys.num_tokens))}, None, num)
+    return WsdSplit(
+        "semcor",
+        layout,
+        keep,
+        f"semcor-tagged{_suffix(limit)}",
+        keys,
+        None,
+        None,
+        [],
+        {"semcor": list(range(keys.num_tokens))},
+        None,
+        num,
+    )
 
 
 def _from_sentences(name: str, sentences: Sequence[WsdSentence], key: str) -> tuple:
     instances = [inst for s in sentences for inst in s.instances]
-    keep, layout = build_layout([[eval_word_pieces(w) for w in s.words] for s in sentences],
-                                [[inst.index for inst in s.instances] for s in sentences]).restrict()
+    keep, layout = build_layout(
+        [[eval_word_pieces(w) for w in s.words] for s in sentences],
+        [[inst.index for inst in s.instances] for s in sentences],
+    ).restrict()
     labels = SenseAssignments.from_keys([inst.gold_keys for inst in instances])
     return instances, keep, layout, labels
 
@@ -116,9 +130,19 @@ def builtin_test(limit: int | None) -> WsdSplit:
             groups[name] = [i for i, s in enumerate(sets) if s != "semeval2007"]
         else:
             groups[name] = [i for i, s in enumerate(sets) if s == name]
-    return WsdSplit("ALL", layout, keep, f"wsd-ALL-instances{_suffix(limit)}", labels,
-                    [i.lemma for i in instances], [i.pos for i in instances], [i.id for i in instances],
-                    groups, "ALL", len(sentences))
+    return WsdSplit(
+        "ALL",
+        layout,
+        keep,
+        f"wsd-ALL-instances{_suffix(limit)}",
+        labels,
+        [i.lemma for i in instances],
+        [i.pos for i in instances],
+        [i.id for i in instances],
+        groups,
+        "ALL",
+        len(sentences),
+    )
 
 
 def guess_format(path: Path) -> str:
@@ -128,7 +152,7 @@ def guess_format(path: Path) -> str:
 def dataset_name(files: Sequence[Path]) -> str:
     """``<first file's name>@<content hash of the files>``: two datasets never share a name."""
     base = files[0].name
-    base = base[:-len(".data.xml")] if base.endswith(".data.xml") else base
+    base = base[: -len(".data.xml")] if base.endswith(".data.xml") else base
     return f"{base}@{content_fingerprint(files)[:8]}"
 
 
@@ -137,8 +161,13 @@ def _check_file(path: Path, flag: str) -> None:
         raise ProbeInputError(f"{flag} {path}: no such file.")
 
 
-def file_split(path: str | Path, keys: str | Path | None = None, fmt: str | None = None,
-               limit: int | None = None, flag: str = "--train") -> WsdSplit:
+def file_split(
+    path: str | Path,
+    keys: str | Path | None = None,
+    fmt: str | None = None,
+    limit: int | None = None,
+    flag: str = "--train",
+) -> WsdSplit:
     """A dataset from files: framework XML (+ gold keys, default ``NAME.gold.key.txt`` beside it) or TSV."""
     path = Path(path)
     _check_file(path, flag)
@@ -148,15 +177,28 @@ def file_split(path: str | Path, keys: str | Path | None = None, fmt: str | None
     if fmt == "xml":
         key_path = Path(keys) if keys else default_key_file(path)
         if not key_path.is_file():
-            raise DataFormatError(path, None, f"XML without gold keys: no key file {key_path.name} beside it; "
-                                              f"give one with {flag}-keys FILE")
+            raise DataFormatError(
+                path,
+                None,
+                f"XML without gold keys: no key file {key_path.name} beside it; give one with {flag}-keys FILE",
+            )
         ds = read_wsd_files(path, key_path)
         name = dataset_name([path, key_path])
         sentences = [s for s in ds.sentences if s.instances][:limit]
         instances, keep, layout, labels = _from_sentences(name, sentences, "")
-        return WsdSplit(name, layout, keep, _feature_key(name, limit), labels,
-                        [i.lemma for i in instances], [i.pos for i in instances], [i.id for i in instances],
-                        {name: list(range(len(instances)))}, name, len(sentences))
+        return WsdSplit(
+            name,
+            layout,
+            keep,
+            _feature_key(name, limit),
+            labels,
+            [i.lemma for i in instances],
+            [i.pos for i in instances],
+            [i.id for i in instances],
+            {name: list(range(len(instances)))},
+            name,
+            len(sentences),
+        )
     if keys:
         raise ProbeInputError(f"{flag}-keys applies to --format xml; a TSV holds its labels.")
     items: list[LexicalItem] = []
@@ -186,6 +228,17 @@ def lexical_split(name: str, items: Sequence[LexicalItem], limit: int | None = N
     has_pos = all(pos for _, pos in targets)
     if not has_pos:
         targets = [(it.lemma, "") for it in items]
-    return WsdSplit(name, layout, keep, _feature_key(name, limit), labels,
-                    [t[0] for t in targets], [t[1] for t in targets], [f"line{it.line}" for it in items],
-                    {name: list(range(len(items)))}, None, len(items), has_pos=has_pos)
+    return WsdSplit(
+        name,
+        layout,
+        keep,
+        _feature_key(name, limit),
+        labels,
+        [t[0] for t in targets],
+        [t[1] for t in targets],
+        [f"line{it.line}" for it in items],
+        {name: list(range(len(items)))},
+        None,
+        len(items),
+        has_pos=has_pos,
+    )

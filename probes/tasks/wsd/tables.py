@@ -1,5 +1,6 @@
 """The WSD probe's tables: the built-in SemCor → all-words table with the paper beside, F1 per POS,
 and one table per user dataset (F1 per layer, with its 95% interval)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -10,8 +11,11 @@ from probes.tasks.wsd.scoring import EVAL_LABELS, EVAL_SETS, PAPER_ALL
 FIRST_SENSE = "wordnet-1st-sense"
 SEMCOR_MFS = "semcor-mfs"
 TRAIN_MFS = "most-frequent-label"
-BASELINE_MODELS = {FIRST_SENSE: "WordNet 1st sense", SEMCOR_MFS: "MFS in SemCor",
-                   TRAIN_MFS: "most frequent training label"}
+BASELINE_MODELS = {
+    FIRST_SENSE: "WordNet 1st sense",
+    SEMCOR_MFS: "MFS in SemCor",
+    TRAIN_MFS: "most frequent training label",
+}
 BUILTIN_SPLITS = EVAL_SETS + (PAPER_ALL,)
 
 
@@ -41,8 +45,11 @@ def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
         p = by_pos.pivot_table(index=["model", "layer"], columns="dataset", values="value", aggfunc="last")
         p.columns = [c.split(":")[1] for c in p.columns]
         tables["wsd_by_pos"] = p[[c for c in ("NOUN", "VERB", "ADJ", "ADV") if c in p.columns]].reset_index()
-    user = wsd[~wsd.dataset.isin(BUILTIN_SPLITS) & ~wsd.dataset.str.startswith("ALL:")
-               & ~wsd.dataset.str.contains(":", regex=False)]
+    user = wsd[
+        ~wsd.dataset.isin(BUILTIN_SPLITS)
+        & ~wsd.dataset.str.startswith("ALL:")
+        & ~wsd.dataset.str.contains(":", regex=False)
+    ]
     for name, rows in user.groupby("dataset", sort=True):
         cols = ["model", "layer", "value", "n"] + [c for c in ("lo", "hi") if c in rows.columns]
         t = rows[cols].rename(columns={"value": "F1"}).sort_values(["model", "layer"]).reset_index(drop=True)
