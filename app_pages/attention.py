@@ -230,7 +230,7 @@ def averages(att: np.ndarray, tokens: list[str], model: str) -> None:
         go.Heatmap(
             z=ent,
             x=[f"H{h + 1}" for h in range(H)],
-            y=[f"L{l + 1}" for l in range(L)],
+            y=[f"L{layer + 1}" for layer in range(L)],
             colorscale="Viridis",
             colorbar=dict(title="bits", thickness=12),
             hovertemplate="%{y} %{x}: %{z:.2f} bits<extra></extra>",

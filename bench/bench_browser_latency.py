@@ -74,7 +74,8 @@ SETTLED_JS = """([needle, rerun]) => {
   if (!main) return false;
   if (!needle) return true;
   // text of the page, including SVG text (chart titles, axis labels)
-  return main.innerText.includes(needle) || [...main.querySelectorAll('svg text')].some(t => t.textContent.includes(needle));
+  return main.innerText.includes(needle)
+    || [...main.querySelectorAll('svg text')].some(t => t.textContent.includes(needle));
 }"""
 
 

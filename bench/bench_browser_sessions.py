@@ -52,7 +52,7 @@ TIMEOUT_MS = 300_000
 ERRORS = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 SETTLED_JS = (
     """(word) => {
-  const ERRORS = '%s';
+  const ERRORS = '__ERRORS__';
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
   if (document.querySelector('[data-testid="stSkeleton"]')) return false;
@@ -64,8 +64,7 @@ SETTLED_JS = (
   const title = charts[0].querySelector('.gtitle');
   return !!title && title.textContent.includes(word) && charts[0].querySelectorAll('.scatterlayer .point').length >= 10;
 }"""
-    % ERRORS
-)
+).replace("__ERRORS__", ERRORS)
 
 
 def cpu_sample(pid: int) -> dict:

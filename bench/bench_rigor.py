@@ -168,7 +168,7 @@ def section(res: dict, command: str, threads: int) -> str:
     if len(layers) >= 3:
         from probes.stats.comparisons import compare
 
-        ranked = sorted(layers, key=lambda l: -outcomes[(res["model"], l)].mean())
+        ranked = sorted(layers, key=lambda layer: -outcomes[(res["model"], layer)].mean())
         pairs = [
             ((res["model"], layers[1]), (res["model"], layers[-1])),
             ((res["model"], ranked[0]), (res["model"], ranked[1])),

@@ -174,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{r['pieces_with_specials']} pieces; torch threads {torch.get_num_threads()}"
     )
     print(
-        f"naive   (one sentence a forward): {r['naive_words_per_s']:8.0f} words/s  {r['naive_pieces_per_s']:8.0f} pieces/s"
+        f"naive   (one sentence a forward): {r['naive_words_per_s']:8.0f} words/s  "
+        f"{r['naive_pieces_per_s']:8.0f} pieces/s"
     )
     print(
         f"batched (max_tokens={emb.max_tokens}):     {r['batched_words_per_s']:8.0f} words/s  "
@@ -187,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             f"({r[k + '_speedup']:.2f}x naive, max diff {r[k + '_max_abs_diff']:.2e})"
         )
     print(
-        f"speed-up {r['speedup']:.2f}x, max |batched - naive| = {r['max_abs_diff']:.2e}, peak RSS {r['peak_rss_mb']:.0f} MB"
+        f"speed-up {r['speedup']:.2f}x, max |batched - naive| = {r['max_abs_diff']:.2e}, "
+        f"peak RSS {r['peak_rss_mb']:.0f} MB"
     )
     return 0
 

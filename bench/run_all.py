@@ -524,7 +524,8 @@ def print_report(info: dict, parts: dict, rat: dict, args) -> None:
         )
         p(
             f"{'':<8} SemCor {ex['semcor_sentences']:,} sentences / {ex['semcor_tokens']:,} tagged tokens -> "
-            f"ALL {ex['eval_instances']:,} instances, {len(cold['f1_all'])} layer specs{lim}; process peak RSS cold {cold['process_peak_rss_mb']:,.0f} MB, warm "
+            f"ALL {ex['eval_instances']:,} instances, {len(cold['f1_all'])} layer specs{lim}; "
+            f"process peak RSS cold {cold['process_peak_rss_mb']:,.0f} MB, warm "
             f"{warm.get('process_peak_rss_mb', float('nan')):,.0f} MB; model load {cold['load_s']:.1f} s (not timed)"
         )
         if "rows" in warm:

@@ -40,7 +40,8 @@ class SentenceEmbedding:
     """Embeddings of one sentence.
 
     vectors:    (num_layers, num_words, dim) float32; layer 0 = context-independent layer.
-    oov:        (num_words,) bool, True where a static model had no vector for the word (zeros, or for fastText its subword n-gram vector).
+    oov:        (num_words,) bool, True where a static model had no vector for the word (zeros, or for
+                fastText its subword n-gram vector).
     attentions: (num_attn_layers, num_heads, num_words, num_words) float32 or None; rows sum to 1,
                 subword pieces pooled to words (sum over key pieces, mean over query pieces).
     """

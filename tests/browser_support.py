@@ -16,6 +16,7 @@ tests/conftest.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -139,10 +140,8 @@ def wait_idle(pg, timeout_s: float = 120) -> None:
     """Wait until the script run triggered by the last action has finished."""
     pg.locator('[data-testid="stApp"]').wait_for()
     # A rerun starts a moment after the interaction; give it that moment, then wait for the end.
-    try:
+    with contextlib.suppress(Exception):  # it may already have finished
         pg.wait_for_selector('[data-testid="stApp"]:not([data-test-script-state="notRunning"])', timeout=1500)
-    except Exception:  # noqa: BLE001 — it may already have finished
-        pass
     pg.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_s * 1000)
     # Widgets, tables and charts load their JavaScript lazily and show a skeleton until then.
     pg.wait_for_function(

@@ -457,7 +457,7 @@ def _page_with_a_bug() -> None:
 
     with safe("divide the numbers"):
         st.write("before")
-        1 / 0
+        1 / 0  # noqa: B018 — deliberately raises ZeroDivisionError inside safe()
     st.write("after the error the page goes on")
 
 

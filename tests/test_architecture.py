@@ -37,7 +37,9 @@ ENTRY_POINTS = ("app.py",)  # plus every */__main__.py
 #: further imports a package must not make although they run down the layers.
 ALSO_FORBIDDEN = {"viz": {"models", "features"}}  # viz takes callbacks instead
 STREAMLIT_ALLOWED = {"app_pages", "app"}
-MAX_LINES = 330  # "about 300": one concern per module, app_pages/ too
+# "about 300 lines": one concern per module, app_pages/ too. The same cap as the former 330, measured
+# on `ruff format`ted code, which runs about 16 % longer (330 × 1.16 ≈ 380).
+MAX_LINES = 380
 MAX_LOCAL_IMPORTS = 40
 LAZY_COMMENT = re.compile(r"#.*\blazy\b", re.IGNORECASE)  # e.g. `# lazy: torch`
 #: a string that names a module: "pkg.mod" or "pkg.mod:attr" (checked against the files below)

@@ -39,7 +39,6 @@ def test_mosaic_tiles_every_head_where_the_grid_clicks(att) -> None:
 
 def test_line_view_draws_each_link_over_the_threshold_once(att) -> None:
     a = att[1, 0]
-    n = len(WORDS)
     fig = line_view(a, WORDS, query=1, threshold=0.05)
     segments = sum(int(np.isnan(np.asarray(t.x, float)).sum()) for t in fig.data if t.mode == "lines" and len(t.x) != 2)
     query_lines = [t for t in fig.data if t.mode == "lines" and len(t.x) == 2]

@@ -43,7 +43,7 @@ def test_bench_user_models_runs_and_reports_identical_vectors(tmp_path, capsys):
     assert rc == 0
     results = json.loads(out.read_text())["results"]
     assert set(results) == {"bert", "gpt2"}
-    for name, r in results.items():
+    for _name, r in results.items():
         assert "error" not in r, r
         assert (r["sentences"], r["layers"], r["dim"]) == (8, 2, 32)
         assert r["pieces_with_specials"] > r["words"] > 8

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -91,7 +92,7 @@ def test_svg_download_of_a_chart_is_valid_svg(page, server) -> None:
         chart.locator('.modebar-btn[data-title^="Download plot"]').first.click()
     download = info.value
     assert download.suggested_filename.endswith(".svg"), download.suggested_filename
-    text = open(download.path(), encoding="utf-8").read()
+    text = Path(download.path()).read_text(encoding="utf-8")
     root = ET.fromstring(text)  # well-formed XML ...
     assert root.tag.endswith("svg") and "king" in text  # ... an <svg> with the map's words
     assert_clean(page)

@@ -256,7 +256,7 @@ def test_truncated_corrupt_and_unknown_format_entries_are_rebuilt(cache, caplog)
         path.write_bytes(blob)
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="corpora.cache"):
-            assert cached("thing", 1, {}, lambda: what) == what, what
+            assert cached("thing", 1, {}, lambda what=what: what) == what, what
         assert "rebuilding" in caplog.text, what
         assert cached("thing", 1, {}, lambda: "not again") == what  # the rebuilt entry is good
     assert list(cache.glob("*.tmp")) == []

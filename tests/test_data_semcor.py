@@ -77,7 +77,7 @@ def test_kept_and_dropped_keys_agree_with_nltk_wordnet(semcor, data_root):
     dropped = []
     for f in sorted((data_root / "semcor3.0").glob("brown*/tagfiles/*")):
         text = f.read_text(encoding="latin-1")
-        for lemma, wnsn, lexsn in re.findall(r"lemma=(\S+) wnsn=([1-9]\d*) lexsn=([^\s;>]+)>", text):
+        for lemma, _wnsn, lexsn in re.findall(r"lemma=(\S+) wnsn=([1-9]\d*) lexsn=([^\s;>]+)>", text):
             if f"{lemma}%{lexsn}" not in keys:
                 dropped.append(f"{lemma}%{lexsn}")
         if len(dropped) >= 20:

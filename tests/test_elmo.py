@@ -53,7 +53,7 @@ def randomized_bilm(options=None, seed=0) -> ElmoBiLm:
     torch.manual_seed(seed)
     bilm = ElmoBiLm(options or tiny_options())
     with torch.no_grad():
-        for name, p in bilm.named_parameters():
+        for _name, p in bilm.named_parameters():
             p.copy_(torch.randn_like(p) * 0.5)
         bilm.char_cnn.char_embedding.weight[0].zero_()
     return bilm.eval()

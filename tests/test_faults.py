@@ -235,7 +235,7 @@ def test_results_saved_in_the_same_second_never_collide_and_the_last_wins(tmp_pa
 # 4. Crash leftovers ----------------------------------------------------------------------------
 
 BLOCKING = textwrap.dedent(
-    """
+    f"""
     import logging, sys, time
     from pathlib import Path
     import numpy as np
@@ -253,10 +253,9 @@ BLOCKING = textwrap.dedent(
             return super()._embed_batch(sentences, with_attention)
 
     emb = Blocking()
-    f = get_features(emb, "toy", %r, root=root, show_progress=False)
+    f = get_features(emb, "toy", {SENTS!r}, root=root, show_progress=False)
     print(emb.calls, float(np.asarray(f.layer(2), dtype=np.float64).sum()))
 """
-    % (SENTS,)
 )
 
 

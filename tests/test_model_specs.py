@@ -49,7 +49,10 @@ def test_every_built_in_family_says_what_it_can_do():
 
 
 def test_importing_models_is_light():
-    code = "import sys, models, models.spec, models.random_init; print(sorted({'torch', 'transformers'} & set(sys.modules)))"
+    code = (
+        "import sys, models, models.spec, models.random_init; "
+        "print(sorted({'torch', 'transformers'} & set(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 

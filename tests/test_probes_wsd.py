@@ -102,7 +102,10 @@ def test_vectorised_predict_equals_a_plain_loop():
     keys = [["bank%1"], ["bank%2"], ["bank%2", "play%1"], ["play%2"], ["other%1"]] * 20
     X = rng.standard_normal((len(keys), 8)).astype(np.float32)
     wsd = NearestSenseWSD(
-        senses_fn=lambda l, p: inventory[(l, p)], first_sense_fn=lambda l, p: first[(l, p)], device="cpu", batch_size=7
+        senses_fn=lambda lemma, p: inventory[(lemma, p)],
+        first_sense_fn=lambda lemma, p: first[(lemma, p)],
+        device="cpu",
+        batch_size=7,
     ).fit(X, keys)
     lemmas = ["bank", "play", "rare", "zzz"] * 25
     poses = ["NOUN", "VERB", "ADJ", "NOUN"] * 25
@@ -114,10 +117,10 @@ def test_vectorised_predict_equals_a_plain_loop():
         rows = [i for i, ks in enumerate(keys) if k in ks]
         c = X[rows].mean(0)
         cent[k] = c / np.linalg.norm(c)
-    for q, l, p, g in zip(Xq, lemmas, poses, got):
-        seen = [k for k in inventory[(l, p)] if k in cent]
+    for q, lemma, p, g in zip(Xq, lemmas, poses, got):
+        seen = [k for k in inventory[(lemma, p)] if k in cent]
         if not seen:
-            assert g == first[(l, p)]  # MFS backoff: "rare%1" unseen -> first sense; "zzz" -> None
+            assert g == first[(lemma, p)]  # MFS backoff: "rare%1" unseen -> first sense; "zzz" -> None
             continue
         sims = [float(cent[k] @ q) / np.linalg.norm(q) for k in seen]
         assert g == seen[int(np.argmax(sims))]
@@ -131,9 +134,9 @@ def test_exact_ties_go_to_the_earlier_wordnet_sense():
     v = np.random.default_rng(1).standard_normal(16).astype(np.float16).astype(np.float32)
     keys = [["bank%2"]] * 7 + [["bank%1"]] * 3
     inv = {("bank", "NOUN"): ["bank%1", "bank%2"]}
-    wsd = NearestSenseWSD(senses_fn=lambda l, p: inv[(l, p)], first_sense_fn=lambda l, p: None, device="cpu").fit(
-        np.tile(v, (10, 1)), keys
-    )
+    wsd = NearestSenseWSD(
+        senses_fn=lambda lemma, p: inv[(lemma, p)], first_sense_fn=lambda lemma, p: None, device="cpu"
+    ).fit(np.tile(v, (10, 1)), keys)
     assert wsd.predict(v[None], ["bank"], ["NOUN"]) == ["bank%1"]
 
 

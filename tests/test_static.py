@@ -366,7 +366,7 @@ def test_adagrad_step_matches_torch_adagrad():
     model = GloVeModel(30, 8)
     params = {n: p.detach().clone().requires_grad_(True) for n, p in model.named_parameters()}
     opt = torch.optim.Adagrad(list(params.values()), lr=0.05, initial_accumulator_value=1.0, eps=0.0)
-    for step in range(3):
+    for _step in range(3):
         i, j = torch.randint(0, 30, (64,)), torch.randint(0, 30, (64,))  # repeated rows included
         x = torch.rand(64) * 200 + 0.1
         pred = (params["w"][i] * params["w_tilde"][j]).sum(-1) + params["b"][i] + params["b_tilde"][j]

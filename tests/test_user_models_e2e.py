@@ -67,7 +67,7 @@ def test_six_families_run_wsd_pos_and_the_lambda_ablation_by_path(checkpoints, t
     assert res.returncode == 0, res.stderr[-3000:]
     results = [json.loads(p.read_text()) for p in (out / "runs").glob("*.json")]
     by = {(r["model"], r["probe"]): r for r in results}
-    for kind, path in checkpoints.items():
+    for _kind, path in checkpoints.items():
         name = path.name
         for probe in ("wsd", "pos", "mix"):
             assert (name, probe) in by, f"no {probe} result for {name}"

@@ -68,7 +68,7 @@ class CharCNNEncoder(nn.Module):
         self.activation = activation_function(cnn["activation"])
         self.highways = Highway(self.n_filters, cnn["n_highway"], activation="relu")
         self.projection = nn.Linear(self.n_filters, self.output_dim, bias=True)
-        for width, num in self.filters:
+        for width, _num in self.filters:
             if width > self.max_chars:
                 raise ValueError(f"Filter width {width} exceeds max_characters_per_token {self.max_chars}.")
 

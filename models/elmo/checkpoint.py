@@ -100,6 +100,7 @@ def _load_state(module: torch.nn.Module, path: Path) -> None:
     for key, value in state.items():
         if tuple(value.shape) != tuple(expected[key].shape):
             raise ModelLoadError(
-                f"Checkpoint {path}: tensor '{key}' has shape {tuple(value.shape)}, expected {tuple(expected[key].shape)}"
+                f"Checkpoint {path}: tensor '{key}' has shape {tuple(value.shape)}, "
+                f"expected {tuple(expected[key].shape)}"
             )
     module.load_state_dict(state)

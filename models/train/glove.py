@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall_time_s": round(train_time, 1),
         "cooccurrence_time_s": round(t2 - t1, 1),
         "final_loss": round(losses[-1], 5),
-        "epoch_losses": [round(l, 5) for l in losses],
+        "epoch_losses": [round(loss, 5) for loss in losses],
         "loss_note": "glove.c cost: mean over non-zeros of f(X_ij)(w_i·w̃_j + b_i + b̃_j − log X_ij)² / 2",
         "quality": {
             "wordnet_synonym_auc": round(quality["auc"], 4),

@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "wall_time_s": round(train_time, 1),
         "final_loss": losses[-1] if losses and losses[-1] is not None else None,
-        "epoch_losses": [l for l in losses if l is not None],
+        "epoch_losses": [loss for loss in losses if loss is not None],
         "loss_note": (
             "gensim's summed negative-sampling loss of the last epoch (tally reset every epoch)"
             if kind != "fasttext"

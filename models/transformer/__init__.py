@@ -44,11 +44,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 # Modules, one concern each:
 #   checkpoint.py  a local checkpoint folder: validated files, config, tokenizer, fingerprint
-#   refusals.py    what is refused (custom code, missing/corrupt/extra tensors), naming files and tensors
+#   refusals.py    what is refused (custom code, missing/corrupt/extra tensors, a bad first forward
+#                  pass), naming files and tensors
 #   loading.py     the base model class and from_pretrained, loading report checked
 #   memory.py      dtype choice, weights' size before loading, free memory, forward-pass estimate
 #   tokens.py      special tokens and pre-split word alignment, read from the tokenizer
-#   pieces.py      word ↔ piece alignment, windows, batches, pooling weights, word attention
+#   pieces.py      word ↔ piece alignment, windows, batches, padding, pooling weights, word attention
 #   embedder.py    TransformerEmbedder: the shared embed / piece_attention machinery, OOM back-off
 #   bert.py        BertEmbedder (encoders), load_minilm(its pip folder)   gpt.py  GptEmbedder (decoders), load_gpt_asset
 #   auto.py        load_hf_checkpoint / inspect_checkpoint: any local checkpoint, class from its config

@@ -122,7 +122,8 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
 
     Keys: family ("bert" | "gpt"), role, model_type, architectures, layers (incl. layer 0), dim,
     heads, params (tensor elements in the weight files: safetensors headers, torch pickles on the
-    meta device), size_bytes (the weight files), needs_remote_code (then not loadable here) and its reason, weights (file names),
+    meta device), size_bytes (the weight files), needs_remote_code (then not loadable here) and its
+    reason, weights (file names),
     device, dtype and memory_bytes (:func:`~models.transformer.memory.estimate_memory` for this
     machine with dtype "auto").
 

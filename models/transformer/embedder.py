@@ -3,7 +3,8 @@
 Subclasses (``bert.py``, ``gpt.py``) say whether the model is a decoder, which extra inputs its
 forward takes and which window a piece of a long sentence takes its vector from. Special tokens
 and word alignment come from the tokenizer (``tokens.py``), weights through ``loading.py`` (which
-refuses missing or extra tensors), memory checks from ``memory.py``.
+refuses missing or extra tensors), memory checks from ``memory.py``, the check of a first tiny
+forward pass from ``refusals.py``, word/piece bookkeeping and padding from ``pieces.py``.
 
 Options beyond the pipeline's: ``dtype`` None keeps the built-in rule (fp32 on CPU unless
 ``cpu_bf16``, fp16 on CUDA unless ``half_on_cuda=False``; weights loaded in fp32, then cast); a string
@@ -25,16 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from models.base import (
-    Embedder,
-    ModelInfo,
-    ModelLoadError,
-    PieceAttention,
-    SentenceEmbedding,
-    check_unicode,
-    default_device,
-    seeded,
-)
+from models.base import Embedder, ModelInfo, PieceAttention, SentenceEmbedding, check_unicode, default_device, seeded
 from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_config, load_tokenizer
 from models.transformer.loading import context_size, init_kwargs, load_model, model_class, select_layers
 from models.transformer.memory import check_fits, device_kind, estimate_memory, oom_message, resolve_dtype
@@ -42,11 +34,13 @@ from models.transformer.pieces import (
     Row,
     make_rows,
     pack_batches,
+    pad_right,
     per_word_pieces,
     piece_weights,
     word_attention,
     word_pieces,
 )
+from models.transformer.refusals import check_probe_output
 from models.transformer.tokens import alignment_problems, prepare_word_alignment, special_layout
 
 POOLINGS = ("mean", "first", "last")
@@ -192,25 +186,8 @@ class TransformerEmbedder(Embedder):
                 output_attentions=True,
                 return_dict=True,
             )
-        hidden, expected = out.hidden_states, int(self.config.num_hidden_layers) + 1
-        if hidden is None or len(hidden) != expected:
-            raise ModelLoadError(
-                f"{self.path}: the model returns {len(hidden or ())} hidden states; config.json "
-                f"declares {expected - 1} layers (+ the embedding output)."
-            )
-        dims = sorted({int(h.shape[-1]) for h in hidden})
-        if dims != [int(self.config.hidden_size)]:
-            raise ModelLoadError(
-                f"{self.path}: hidden states of sizes {dims}, config hidden_size "
-                f"{self.config.hidden_size}: layers of different widths are not supported."
-            )
-        if not all(bool(torch.isfinite(h).all()) for h in hidden):
-            raise ModelLoadError(
-                f"{self.path}: the weights give NaN/inf in {self.dtype} (overflow?); try dtype='fp32'."
-            )
-        atts = out.attentions
-        self.has_attention = bool(atts) and len(atts) == expected - 1 and all(a is not None for a in atts)
-        return expected
+        self.has_attention = check_probe_output(self.path, self.config, out.hidden_states, out.attentions, self.dtype)
+        return int(self.config.num_hidden_layers) + 1
 
     def to(self, device: str | torch.device) -> TransformerEmbedder:
         if self._dispatched:
@@ -267,13 +244,8 @@ class TransformerEmbedder(Embedder):
     # -- forward
     def _inputs(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Right-padded ids and attention mask on the input device."""
-        T = max(len(x) for x in ids)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        arr = np.full((len(ids), T), pad, dtype=np.int64)
-        mask = np.zeros((len(ids), T), dtype=np.int64)
-        for b, x in enumerate(ids):
-            arr[b, : len(x)] = x
-            mask[b, : len(x)] = 1
+        arr, mask = pad_right(ids, pad)
         t_ids, t_mask = torch.from_numpy(arr), torch.from_numpy(mask)
         if self.device.type == "cuda":
             t_ids = t_ids.pin_memory().to(self.device, non_blocking=True)
@@ -295,7 +267,8 @@ class TransformerEmbedder(Embedder):
     def _word_parts(
         self, brows: list[Row], piece_weight: list[np.ndarray], n_words: np.ndarray, with_attention: bool
     ) -> tuple[list[torch.Tensor], dict[int, np.ndarray]]:
-        """One batch: per kept layer the pooling-weighted vectors of the pieces that supply words (CPU), word attention."""
+        """One batch: per kept layer the pooling-weighted vectors of the pieces that supply words (CPU),
+        word attention."""
         hidden, att = self._run([r.ids for r in brows], with_attention)
         T = hidden[0].shape[1]
         # Every selected piece: its flat (row, position) in the batch and its pooling weight.

@@ -65,7 +65,7 @@ def header_tensors(files: list[Path]) -> tuple[int, int]:
                 count, size = count + t.numel(), size + t.numel() * t.element_size()
             continue
         with safe_open(str(file), framework="pt") as f:
-            for key in f.keys():
+            for key in f.keys():  # noqa: SIM118 — a safe_open handle, not a dict: not iterable
                 piece = f.get_slice(key)
                 n = math.prod(int(d) for d in piece.get_shape())
                 count, size = count + n, size + n * _HEADER_BYTES.get(piece.get_dtype(), 4)

@@ -171,6 +171,17 @@ def pack_batches(
     return batches
 
 
+def pad_right(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of piece ids right-padded with ``pad_id`` to the longest: (ids, 0/1 attention mask), both (B, T) int64."""
+    T = max(len(x) for x in ids)
+    arr = np.full((len(ids), T), pad_id, dtype=np.int64)
+    mask = np.zeros((len(ids), T), dtype=np.int64)
+    for b, x in enumerate(ids):
+        arr[b, : len(x)] = x
+        mask[b, : len(x)] = 1
+    return arr, mask
+
+
 def piece_weights(word_of: np.ndarray, n_words: int, pooling: str) -> np.ndarray:
     """(num_pieces,) pooling weight: 1/count for "mean", 1 on a word's first ("first") or last ("last") piece."""
     if pooling == "mean":

@@ -14,6 +14,8 @@ Never run with random weights, never run code shipped with a checkpoint:
   submodule of the base model that the config does not declare (e.g. more layers than
   ``num_hidden_layers``), and a shape the config and the weights disagree on are refused. Tensors
   of task heads (``cls.*``, ``lm_head.*``, a pooler the embedder does not build …) are fine.
+- **First forward pass.** The embedder runs one tiny input once loaded: hidden states other than
+  the config's L + 1 of one width ``hidden_size``, or NaN/inf in them, are refused.
 """
 
 from __future__ import annotations
@@ -163,3 +165,25 @@ def check_loading_info(path: Path, model: torch.nn.Module, kept: torch.nn.Module
             f"{path}: the weights hold {len(extra)} tensor(s) of the model's own submodules that config.json "
             f"does not declare (more layers than num_hidden_layers={layers}, or another size?): {_named(extra)}."
         )
+
+
+def check_probe_output(path: Path, config, hidden, attentions, dtype: torch.dtype) -> bool:
+    """Refuse what a first tiny forward pass returned (module doc); True when it gave every layer's attention.
+
+    ``hidden``/``attentions``: the outputs' ``hidden_states`` and ``attentions`` (either may be None).
+    """
+    expected = int(config.num_hidden_layers) + 1
+    if hidden is None or len(hidden) != expected:
+        raise ModelLoadError(
+            f"{path}: the model returns {len(hidden or ())} hidden states; config.json "
+            f"declares {expected - 1} layers (+ the embedding output)."
+        )
+    dims = sorted({int(h.shape[-1]) for h in hidden})
+    if dims != [int(config.hidden_size)]:
+        raise ModelLoadError(
+            f"{path}: hidden states of sizes {dims}, config hidden_size "
+            f"{config.hidden_size}: layers of different widths are not supported."
+        )
+    if not all(bool(torch.isfinite(h).all()) for h in hidden):
+        raise ModelLoadError(f"{path}: the weights give NaN/inf in {dtype} (overflow?); try dtype='fp32'.")
+    return bool(attentions) and len(attentions) == expected - 1 and all(a is not None for a in attentions)

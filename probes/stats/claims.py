@@ -74,7 +74,7 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
             )
     rows = []
     for model, layers in sorted(measured.items()):
-        numbered = sorted((l for l in layers if l.isdigit()), key=int)
+        numbered = sorted((layer for layer in layers if layer.isdigit()), key=int)
         a, b = _resolve(claim.a, numbered), _resolve(claim.b, numbered)
         if a is None or b is None or a not in layers or b not in layers:
             continue

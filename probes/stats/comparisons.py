@@ -100,7 +100,7 @@ def model_comparisons(
         if layer != "best":
             return (model, layer) if (model, layer) in outcomes else None
         layers = numbered_layers(outcomes, model)
-        return (model, max(layers, key=lambda l: outcomes[(model, l)].mean())) if layers else None
+        return (model, max(layers, key=lambda layer: outcomes[(model, layer)].mean())) if layers else None
 
     sides = [s for s in (pick(m) for m in models) if s is not None]
     pairs = [

@@ -48,7 +48,7 @@ def layer_profile(
         return pd.DataFrame(columns=PROFILE_COLUMNS)
     out = sel.assign(layer=sel["layer"].astype(int), value=sel["value"].astype(float))
     out["layers"] = out.groupby("model")["layer"].transform("max")
-    out["depth"] = [float(relative_depth(l, L)) for l, L in zip(out["layer"], out["layers"])]
+    out["depth"] = [float(relative_depth(layer, L)) for layer, L in zip(out["layer"], out["layers"])]
     for col in ("n", "lo", "hi"):
         if col not in out:
             out[col] = np.nan

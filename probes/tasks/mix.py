@@ -213,7 +213,7 @@ def mix_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
     base = mix[mix.layer == "baseline"]
     extras = [e for e in extras if e.get("probe") == "mix"]
     for model in [m for m in mix.model.unique() if m != BASELINE_MODEL] or [BASELINE_MODEL]:
-        for task, metric in (("pos", "accuracy"), ("chunk", "chunk_F1")):
+        for task, _metric in (("pos", "accuracy"), ("chunk", "chunk_F1")):
             cell = {"model": model, "task": f"CoNLL-2000 {'POS acc.' if task == 'pos' else 'chunk F1'}"}
             for col, layer in zip(paper.LAMBDA_COLUMNS, ROWS):
                 src = base if layer == "baseline" else mix[mix.model == model]

@@ -159,4 +159,4 @@ def first_sense_predictions(
 ) -> list[str | None]:
     """The WordNet first-sense baseline (no embeddings)."""
     first_sense_fn = first_sense_fn or wordnet.first_sense_key
-    return [first_sense_fn(l, p) for l, p in zip(lemmas, poses)]
+    return [first_sense_fn(lemma, p) for lemma, p in zip(lemmas, poses)]

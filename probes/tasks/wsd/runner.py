@@ -147,7 +147,7 @@ def layer_predictions(
                 extra = {
                     "senses": len(wsd.sense_index_),
                     "instances_with_seen_sense": int(
-                        sum(bool(wsd.candidates(l, p)) for l, p in zip(ev.lemmas, ev.poses))
+                        sum(bool(wsd.candidates(lemma, p)) for lemma, p in zip(ev.lemmas, ev.poses))
                     ),
                 }
         for label, w in combos.items():  # in place, multi-threaded: SemCor is ~226k x dim per layer
