@@ -1,1 +1,4 @@
-"""x"""
+"""Statistics over probe results: bootstrap intervals and paired tests (``intervals``), several seeds
+merged (``seeds``), layer-vs-layer and model-vs-model comparisons (``comparisons``), the paper's claims as
+tests (``claims``) and layer profiles across models of any depth (``profiles``).
+"""
