@@ -1,9 +1,12 @@
-"""Content digests of files, computed once: SHA-256 of the bytes, remembered by (path, size, mtime).
+"""Content digests of files, computed once: SHA-256 of the bytes, remembered by the file's state.
 
 Model weights (hundreds of MB to GB) and data files are keyed by what they contain, not where they
 are: a retrained checkpoint at the same path gets a new digest, a moved or copied one keeps it. Hashing
 a big file takes seconds, so each digest is remembered in ``cache_dir()/file-digests.json`` under the
-file's resolved path, size and modification time; a file whose size or mtime changed is hashed again.
+file's resolved path and its state (size, mtime, inode, ctime); a file whose state changed is hashed again.
+The inode and the status-change time are there because size and mtime alone can be forged by accident:
+a same-size edit followed by ``touch -r`` (or a copy tool that restores mtimes) keeps both, but every
+write and every ``utime`` moves ctime, which no user call can set back; a replaced file has a new inode.
 
 The memo is only a speed-up: a corrupt or unreadable memo is ignored (and rewritten), a read-only
 cache directory means hashing every time. Writes are atomic (temp file + rename) under a file lock,
@@ -64,7 +67,7 @@ def _write_memo(memo: Path, updates: dict[str, list]) -> None:
 
 
 def file_digests(paths: Iterable[str | Path]) -> dict[Path, str]:
-    """SHA-256 hex digest of each file's bytes (hashed once per size + mtime, see module doc)."""
+    """SHA-256 hex digest of each file's bytes (hashed once per file state, see module doc)."""
     files = [Path(p) for p in paths]
     memo = _memo_path()
     known = _read_memo(memo) if memo is not None else {}
@@ -73,12 +76,13 @@ def file_digests(paths: Iterable[str | Path]) -> dict[Path, str]:
     for f in files:
         st = f.stat()  # FileNotFoundError for a missing file: the caller names what it expected
         key = str(f.resolve())
+        state = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
         entry = known.get(key)
-        if isinstance(entry, list) and len(entry) == 3 and entry[:2] == [st.st_size, st.st_mtime_ns]:
-            out[f] = str(entry[2])
+        if isinstance(entry, list) and len(entry) == len(state) + 1 and entry[:-1] == state:
+            out[f] = str(entry[-1])
             continue
         out[f] = _hash_file(f)
-        updates[key] = [st.st_size, st.st_mtime_ns, out[f]]
+        updates[key] = [*state, out[f]]
     if updates and memo is not None:
         _write_memo(memo, updates)
     return out

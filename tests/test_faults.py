@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from corpora.digests import content_fingerprint, file_digest
 from features import checks as feature_checks
 from features.extract import FeatureCacheError, NonFiniteFeaturesError, get_features
 from probes.results import ProbeResult, load_results, read_results, save_result
@@ -420,3 +421,19 @@ def test_full_disk_when_reserving_space_computes_in_memory(tmp_path, caplog, mon
     assert f.directory is None and "No space left" in caplog.text
     np.testing.assert_array_equal(f.layer(2), _expected(emb, SENTS, 2))
     assert _files(tmp_path / "features" / emb.fingerprint() / "toy") == {}
+
+
+def test_same_size_edit_with_the_mtime_restored_gets_a_new_digest(tmp_path, monkeypatch):
+    """Issue 27, fault 3: `touch -r` after a same-size edit kept the memoised digest (keyed by size + mtime)."""
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"\x00" * 4096)
+    before = weights.stat()
+    old_digest, old_fp = file_digest(weights), content_fingerprint([weights])
+    assert json.loads((tmp_path / "cache" / "file-digests.json").read_text())  # memoised
+    weights.write_bytes(b"\x01" + b"\x00" * 4095)  # same size, other content
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))  # what `touch -r` does
+    assert weights.stat().st_size == before.st_size and weights.stat().st_mtime_ns == before.st_mtime_ns
+    assert file_digest(weights) != old_digest
+    assert content_fingerprint([weights]) != old_fp
+    assert file_digest(weights) == file_digest(weights)  # and memoised again under its new state
