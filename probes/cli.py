@@ -135,8 +135,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         return 0
     setup(args)
     models = reproduce.split_references(args.models)
-    if not models:
-        raise ProbeInputError("--models is empty.")
+    if not models:  # the obvious default: every model of the built-in zoo that is usable here
+        models = reproduce.zoo_models()
+        if not models:
+            raise ProbeInputError(
+                "No --models given and no model of the built-in zoo is usable here (python -m models list says why)."
+            )
+        print(f"reproducing the built-in zoo: {', '.join(models)} (choose others with --models)")
     if args.rigor:  # the token probes' control task and MDL
         args.control = args.mdl = True
     specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
@@ -232,7 +237,11 @@ def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) 
         spec.add_arguments(p)
         p.set_defaults(func=lambda args, spec=spec: cmd_probe(spec, args))
     p = sub.add_parser("reproduce", help="run every probe on several models and write paper-style tables")
-    p.add_argument("--models", default="", help="comma-separated models (names or references, as --model)")
+    p.add_argument(
+        "--models",
+        default="",
+        help="comma-separated models (names or references, as --model; default: every usable model of the zoo)",
+    )
     p.add_argument("--out", required=True, help="output directory (tables.md, *.csv, runs/*.json)")
     p.add_argument(
         "--probes",

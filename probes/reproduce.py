@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from models.base import Embedder, UnknownModelError
+from models.listing import OK, describe
 from models.random_init import PREFIX as RANDOM, parse_random
 from models.references import split_references
 from models.registry import REGISTRY, load_embedder
@@ -33,7 +34,13 @@ from probes.results import ProbeResult
 from probes.run import run_probe
 from probes.tasks import contextuality
 
-__all__ = ["RANDOM", "random_twins", "reproduce", "split_references", "verify", "write_reports"]
+__all__ = ["RANDOM", "random_twins", "reproduce", "split_references", "verify", "write_reports", "zoo_models"]
+
+
+def zoo_models() -> list[str]:
+    """The built-in zoo's models that are usable here (installed or trained), in registry order:
+    what ``reproduce`` runs when no ``--models`` is given."""
+    return [name for name, spec in REGISTRY.items() if describe(spec).state == OK]
 
 
 def reproduce(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -133,3 +134,27 @@ def test_compare_finds_a_moved_number(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     assert "0 of 1 rows equal" in capsys.readouterr().out
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--tolerance", "0.02"]) == 0
+
+
+def test_reproduce_without_models_runs_the_usable_zoo_and_says_which(tmp_path, capsys, monkeypatch):
+    """Issue 31, item 4: `reproduce --out DIR` with no --models reproduces the built-in zoo (was: an error)."""
+    from models.listing import NOT_TRAINED, describe
+    from probes import reproduce
+    from probes.cli import main
+
+    assert set(reproduce.zoo_models()) <= set(reproduce.REGISTRY)
+    real = describe
+    monkeypatch.setattr(  # one zoo model left usable: the test runs in seconds
+        reproduce,
+        "describe",
+        lambda spec: real(spec) if spec.name == "glove-6b-50d" else dataclasses.replace(real(spec), state=NOT_TRAINED),
+    )
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    assert (
+        main(["reproduce", "--out", str(tmp_path / "out"), "--probes", "pos", "--limit", "20", "--threads", "1"]) == 0
+    )
+    assert "reproducing the built-in zoo: glove-6b-50d (choose others with --models)" in capsys.readouterr().out
+    assert set(load_results(tmp_path / "out" / "runs").model) == {"glove-6b-50d", "majority-tag"}
+    monkeypatch.setattr(reproduce, "describe", lambda spec: dataclasses.replace(real(spec), state=NOT_TRAINED))
+    assert main(["reproduce", "--out", str(tmp_path / "none"), "--probes", "pos"]) == 2
+    assert "no model of the built-in zoo is usable here" in capsys.readouterr().err
