@@ -30,6 +30,8 @@ Fishermen lined the river bank at dawn. | river"""
 SOURCES = ("SemCor", "my sentences", "upload")
 COMPARE = ("one panel", "two models", "two layers")
 DIMS = ("2-D", "3-D")
+#: The URL parameters of each source's own controls (the others are dropped from the URL).
+SOURCE_PARAMS = {"SemCor": ("pos", "cap"), "my sentences": ("text",)}
 
 
 def controls() -> dict | None:
@@ -92,8 +94,8 @@ def controls() -> dict | None:
         text=None,
         upload=None,
     )
-    for p in ("pos", "cap", "text"):
-        state.forget(p)
+    for p in {"pos", "cap", "text"} - set(SOURCE_PARAMS.get(source, ())):  # only the hidden controls' params:
+        state.forget(p)  # a shown control reads its own from the URL (a shared link) when it binds
     if source == "SemCor":
         c1, c2 = st.columns([1, 3])
         c["pos"] = c1.selectbox(

@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 600  # first runs load models, read WordNet/SemCor and (cold cache) embed SemCor on a busy 2-core CPU
 
 
-def open_page(name: str) -> AppTest:
-    return open_app_page(name, timeout=TIMEOUT)
+def open_page(name: str, **params: str) -> AppTest:
+    return open_app_page(name, timeout=TIMEOUT, **params)
 
 
 def build(at: AppTest, key: str) -> None:
@@ -234,3 +234,15 @@ def test_projector_colours_searches_and_isolates() -> None:
     assert f"all layers: PCA of {7 * n} points" in fig["layout"]["title"]["text"]
     # Layer 0 is context-independent: occurrences of one form share a vector and are drawn once.
     assert 6 * n < drawn_points(fig) < 7 * n
+
+
+def test_issue30_bug1_a_polysemy_link_restores_pos_sample_size_and_typed_sentences() -> None:
+    """The page dropped pos/cap/text from the URL before their widgets read it: a link showed noun / 120."""
+    at = open_page("polysemy", word="play", pos="verb", cap="50")
+    assert at.text_input(key="poly_word").value == "play"
+    assert at.selectbox(key="poly_pos").value == "verb" and at.slider(key="poly_cap").value == 50
+    assert at.query_params["pos"] == "verb" and at.query_params["cap"] == "50"
+    typed = "The band will play tonight. | music\nThe children play outside. | game"
+    at = open_page("polysemy", source="my sentences", word="play", text=typed)
+    assert at.text_area(key="poly_text").value == typed
+    assert "pos" not in at.query_params and "cap" not in at.query_params  # the hidden controls' params are dropped
