@@ -73,6 +73,8 @@ def test_colour_groups_bin_numbers_and_pool_rare_values() -> None:
     meta = pd.DataFrame({"sentence length": list(range(5, 65)), "genre": [f"g{i % 20}" for i in range(60)]})
     bins = colour_groups(meta, "sentence length")
     assert 2 <= len(set(bins)) <= 6 and bins[0].startswith("sentence length 5")
+    layers = colour_groups(pd.DataFrame({"layer": [0, 1, 2, 3, 4, 5, 6] * 40}), "layer")  # issue 30, bug 4
+    assert len(set(layers)) == 7 and layers[:2] == ["layer 0", "layer 1"]
     genres = colour_groups(meta, "genre", max_groups=5)
     assert len(set(genres)) == 5 and any(g.startswith("other (") for g in genres)
     with pytest.raises(InputError):

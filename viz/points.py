@@ -94,11 +94,14 @@ def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str])
 
 
 def colour_groups(meta: pd.DataFrame, column: str, max_groups: int = 12) -> list[str]:
-    """Legend group of every row by ``column``: numbers binned into ≤ 6 ranges, rare text values pooled."""
+    """Legend group of every row by ``column``: numbers with ≤ ``max_groups`` values one group each (MiniLM's 7
+    layers are 7 colours, not 6 ranges), more binned into ≤ 6 ranges; rare text values pooled."""
     if column not in meta.columns:
         raise InputError(f"Cannot colour by “{column}”: choose one of {', '.join(map(str, meta.columns))}.")
     values = meta[column]
-    if pd.api.types.is_numeric_dtype(values) and values.nunique() > 6:
+    if pd.api.types.is_numeric_dtype(values) and values.nunique() <= max_groups:
+        return [f"{column} {v:g}" for v in values.astype(float)]
+    if pd.api.types.is_numeric_dtype(values):
         edges = np.unique(np.quantile(values.astype(float), np.linspace(0, 1, 7)))
         bins = pd.cut(values.astype(float), edges, include_lowest=True, duplicates="drop")
         return [f"{column} {int(np.ceil(b.left))}–{int(b.right)}" for b in bins]
