@@ -196,6 +196,12 @@ class ProbeSpec:
             )
 
 
+def no_baselines(ctx: RunContext, **options) -> list[ProbeResult]:
+    """``ProbeSpec.baselines`` of a probe whose reference values are rows of its own result (contextuality's
+    anisotropy baselines) or that has none (CKA)."""
+    return []
+
+
 #: Probe name -> "module:attribute" of its ProbeSpec, in the order tables and pages show them.
 PROBES: dict[str, str] = {
     "wsd": "probes.tasks.wsd.probe:PROBE",

@@ -23,7 +23,7 @@ from typing import Any
 
 from models.base import Embedder, UnknownModelError
 from models.listing import OK, describe
-from models.random_init import PREFIX as RANDOM, parse_random
+from models.random_init import is_random, parse_random, random_name
 from models.references import split_references
 from models.registry import REGISTRY, load_embedder
 from probes.errors import ProbeInputError
@@ -34,7 +34,7 @@ from probes.results import ProbeResult
 from probes.run import run_probe
 from probes.tasks import contextuality
 
-__all__ = ["RANDOM", "random_twins", "reproduce", "split_references", "verify", "write_reports", "zoo_models"]
+__all__ = ["random_twins", "reproduce", "split_references", "verify", "write_reports", "zoo_models"]
 
 
 def zoo_models() -> list[str]:
@@ -72,7 +72,7 @@ def reproduce(
     own = {s.name: (s, embedders, run) for s in specs if s.report is not None}
     if rigor:
         limit = min(run.get("limit") or contextuality.DEFAULT_LIMIT, contextuality.DEFAULT_LIMIT)
-        trained = {m: e for m, e in embedders.items() if not m.startswith(RANDOM)}
+        trained = {m: e for m, e in embedders.items() if not is_random(m)}
         own[contextuality.NAME] = (contextuality.PROBE, trained, {**run, "limit": limit})
     for spec, models, kw in own.values():
         folder = out / spec.name
@@ -117,9 +117,9 @@ def write_reports(out: Path) -> list[Path]:
 def random_twins(embedders: dict[str, Embedder]) -> list[str]:
     """``random:NAME@0`` for every contextual model of ``embedders`` (a static model has no layers to re-draw)."""
     return [
-        f"{RANDOM}{m}@0"
+        random_name(m, 0)
         for m, e in embedders.items()
-        if e.num_layers > 1 and not m.startswith(RANDOM) and f"{RANDOM}{m}@0" not in embedders
+        if e.num_layers > 1 and not is_random(m) and random_name(m, 0) not in embedders
     ]
 
 
@@ -130,7 +130,7 @@ def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
 
     def shipped(model: str) -> bool:
         """A model of the zoo, or the zoo's architecture with random weights (``random:NAME@SEED``)."""
-        return (parse_random(model)[0] if model.startswith(RANDOM) else model) in REGISTRY
+        return (parse_random(model)[0] if is_random(model) else model) in REGISTRY
 
     def fingerprint_of(model: str) -> str | None:
         try:

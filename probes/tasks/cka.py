@@ -30,7 +30,7 @@ import pandas as pd
 from models.registry import load_embedder
 from probes.errors import ProbeInputError
 from probes.estimators.cka import cka_matrix
-from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.registry import ChartSpec, Option, ProbeSpec, RunContext, no_baselines
 from probes.results import ProbeResult
 from probes.tasks.contextuality import semcor_sentences
 
@@ -151,7 +151,7 @@ PROBE = ProbeSpec(
     description="linear CKA (Kornblith et al. 2019) between every two layers of a model, or of two models "
     "(--against), on SemCor's words",
     run=run_cka,
-    baselines=lambda ctx, **options: [],
+    baselines=no_baselines,
     tables=cka_tables,
     table_titles={"cka": "Linear CKA between layers (Kornblith et al. 2019): row layer × column layer, SemCor words"},
     chart=ChartSpec(metrics=tuple(f"cka_{j}" for j in range(CHART_LAYERS)), y_range=(0.0, 1.0)),

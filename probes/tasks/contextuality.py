@@ -41,7 +41,7 @@ from features.extract import get_features
 from probes.errors import ProbeInputError
 from probes.estimators.contextuality import METRICS, layer_measures, select_words
 from probes.inputs import InputFile, Preview
-from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.registry import ChartSpec, Option, ProbeSpec, RunContext, no_baselines
 from probes.reporting.tables import markdown_table
 from probes.results import ProbeResult, latest_rows, read_results
 
@@ -299,7 +299,7 @@ PROBE = ProbeSpec(
     description="Ethayarajh (2019) contextuality per layer: self-similarity, intra-sentence similarity, "
     "maximum explainable variance, anisotropy-adjusted",
     run=run_contextuality,
-    baselines=lambda ctx, **options: [],
+    baselines=no_baselines,
     tables=contextuality_tables,
     table_titles=TITLES,
     chart=ChartSpec(metrics=tuple(TITLES), y_range=(-1.0, 1.0)),
