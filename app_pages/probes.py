@@ -18,6 +18,7 @@ from app_pages import state
 from app_pages.common import chart, download, get_embedder, log, model_select, page, page_header, safe, wait_warmup
 from app_pages.probe_upload import upload_tab
 from models import DEFAULT_MODEL
+from probes.estimate import estimate_run
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, read_results, results_frame
 from probes.run import run_probe
@@ -206,6 +207,16 @@ def saved_tab() -> None:
         commands.code("\n".join(cmds) or "(not recorded)", language="bash")
 
 
+@st.cache_data(show_spinner=False, max_entries=64, ttl=600)  # ttl: the command line may fill the cache too
+def quick_estimate(probe: str, model: str, limit: int, runs_done: int) -> str | None:
+    """The estimate of a quick run (``probes.estimate``: data, cache, a measured warm-up); recomputed when
+    another quick run has finished (``runs_done``: it may have filled the feature cache)."""
+    emb = get_embedder(model)
+    wait_warmup()
+    est = estimate_run(get_probe(probe), emb, limit=limit)
+    return None if est is None else est.text()
+
+
 def quick_run(probe: str, model: str, limit: int, progress) -> list[ProbeResult]:
     """One probe and its baselines on a small slice (the first ``limit`` sentences of each dataset), not saved."""
     emb = get_embedder(model)
@@ -242,11 +253,17 @@ def quick_tab() -> None:
         return
     runs, lock = _quick_runs()
     run_key = (model, probe, int(limit))
+    with safe(f"estimate the {probe.upper()} probe on {model}", kind="warning"):
+        with st.spinner("Estimating (a short warm-up of the model)…"):
+            estimate = quick_estimate(probe, model, int(limit), len(runs))
+        st.caption(f"⏱️ Estimate: {estimate}" if estimate else "⏱️ No estimate: this probe reads its data as it runs.")
     if st.button("Run probe", type="primary", key="probe_run"):
         with safe(f"run the {probe.upper()} probe on {model}"):
             bar = st.progress(0.0, text=f"Starting {probe.upper()} on {model}…")
+            last = [""]
 
             def progress(frac: float, msg: str = "") -> None:
+                last[0] = msg or last[0]
                 bar.progress(float(min(max(frac, 0.0), 1.0)), text=msg or f"{probe.upper()} on {model}")
 
             t0 = time.perf_counter()
@@ -255,7 +272,7 @@ def quick_tab() -> None:
             log.info("quick %s probe on %s (limit %s) took %.1f s", probe, model, limit, wall_s)
             with lock:
                 runs[run_key] = (results, wall_s)
-            bar.empty()
+            bar.progress(1.0, text=f"Done in {wall_s} s (last step: {last[0]})")
     done = runs.get(run_key)
     if done is None:
         st.info("Choose a probe, a model and a size, then press **Run probe**.")

@@ -23,6 +23,7 @@ from cluster.tasks import FAULT_ENV, TaskEnv
 from corpora.paths import cache_dir
 from probes.cli import add_all_options, command_line, print_rows
 from probes.errors import ProbeInputError
+from probes.progress import TerminalProgress
 from probes.registry import all_probes, builtin_probe_names, get_probe
 from probes.run import writable_dir
 
@@ -76,7 +77,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         fault=os.environ.get(FAULT_ENV) if ray else None,
     )
     executor = OnRay(ray, retries=args.retries, fixed_size=args.ray == "local") if ray else InProcess()
-    report = run_sweep(tasks, executor, env, out, command_line(args.argv), resume=not args.no_resume, report=print_rows)
+    with TerminalProgress("sweep") as bar:  # tasks done/failed/remaining on stderr (when it is a terminal)
+        report = run_sweep(
+            tasks,
+            executor,
+            env,
+            out,
+            command_line(args.argv),
+            resume=not args.no_resume,
+            say=bar.write,
+            report=lambda res: print_rows(res, bar.write),
+            progress=bar.callback,
+        )
     run = report.run
     print(
         f"sweep: {run.done} run, {report.skipped} already done, {run.retried} retried, "

@@ -19,6 +19,7 @@ from pathlib import Path
 from cluster.executors import RunReport
 from cluster.plan import SweepTask, finished
 from cluster.tasks import TaskEnv
+from probes.progress import ProgressFn
 from probes.results import ProbeResult, save_result
 
 
@@ -43,8 +44,11 @@ def run_sweep(
     resume: bool = True,
     say: Callable[[str], None] = print,
     report: Callable[[ProbeResult], None] = lambda res: None,
+    progress: ProgressFn | None = None,
 ) -> SweepReport:
-    """Run the tasks not yet in ``results_dir`` (all with ``resume=False``) and save their results there."""
+    """Run the tasks not yet in ``results_dir`` (all with ``resume=False``) and save their results there;
+    ``progress`` is told "N done, N failed, N remaining" as each task ends (a failure: the executor's
+    "FAILED" line)."""
     t0 = time.perf_counter()
     done = finished(results_dir) if resume else {}
     todo = [t for t in tasks if t.task_id not in done]
@@ -52,7 +56,19 @@ def run_sweep(
         f"sweep: {len(tasks)} tasks, {len(tasks) - len(todo)} already in {results_dir}, "
         f"{len(todo)} to run ({executor.name})"
     )
-    count = [0]
+    count, failed = [0], [0]
+
+    def tell(last: str) -> None:
+        if progress is not None:
+            ended = count[0] + failed[0]
+            rest = len(todo) - ended
+            progress(ended / max(len(todo), 1), f"{count[0]} done, {failed[0]} failed, {rest} remaining ({last})")
+
+    def say_and_count(line: str) -> None:
+        say(line)
+        if line.lstrip().startswith("FAILED "):  # the executors' line for a task that will not be retried
+            failed[0] += 1
+            tell(line.strip())
 
     def on_done(task: SweepTask, payload: dict) -> None:
         count[0] += 1
@@ -62,6 +78,8 @@ def run_sweep(
             save_result(res, results_dir)
         note = f"skipped: {payload['skipped']}" if payload.get("skipped") else f"{payload['seconds']:.1f} s"
         say(f"[{count[0]}/{len(todo)}] {task.label}: done ({note}, {payload.get('host', '?')})")
+        tell(f"last: {task.label}")
 
-    run = executor.run(todo, env, command, on_done, say)
+    tell("starting")
+    run = executor.run(todo, env, command, on_done, say_and_count)
     return SweepReport(len(tasks), len(tasks) - len(todo), run, time.perf_counter() - t0)

@@ -7,17 +7,20 @@ numeric arrays plus a ``spec`` member, a UTF-8 JSON structure describing the val
 dataclass is rebuilt only if its type is in the ``types`` the caller passes.
 
 A missing or stale entry is rebuilt silently; a corrupt, truncated or unknown-format one is
-rebuilt with a log warning. Entries of the old pickle format (``*.pkl``) are never loaded: they
-are removed when the entry is written anew. The cache never decides a result, it only saves time.
+rebuilt with a log warning. A write goes to a temporary named after its writer (``corpora.temps``);
+those of writers that are gone (``kill -9``) are removed once per process, when the cache is first
+used. Entries of the old pickle format (``*.pkl``) are never loaded: they are removed when the entry
+is written anew. The cache never decides a result, it only saves time.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +29,7 @@ import numpy as np
 
 from corpora.codec import decode, encode, whitelist
 from corpora.paths import cache_dir
+from corpora.temps import remove_stale_temps, temp_path
 
 T = TypeVar("T")
 FORMAT = "embprobe-cache"
@@ -61,7 +65,9 @@ def cached(name: str, version: int, params: Any, build: Callable[[], T], *, type
     """
     allowed = whitelist(types)
     path = cache_key(name, version, params)
-    path.with_suffix(".pkl").unlink(missing_ok=True)  # this entry in the old pickle format: never loaded
+    _sweep_once(path.parent)
+    with contextlib.suppress(OSError):  # an unusable cache directory (cache_dir warned): nothing to remove
+        path.with_suffix(".pkl").unlink(missing_ok=True)  # this entry in the old pickle format: never loaded
     if path.is_file():
         try:
             return read_entry(path, name, version, allowed)
@@ -70,6 +76,13 @@ def cached(name: str, version: int, params: Any, build: Callable[[], T], *, type
     value = build()
     write_entry(path, name, version, value, allowed)
     return value
+
+
+@functools.cache
+def _sweep_once(directory: Path) -> None:
+    """Remove, once per process and cache folder, the temporaries of writers that are gone (``corpora.temps``)."""
+    with contextlib.suppress(OSError):
+        remove_stale_temps(directory, log)
 
 
 def read_entry(path: Path, name: str, version: int, types: dict[str, type]) -> Any:
@@ -110,11 +123,11 @@ def write_entry(path: Path, name: str, version: int, value: Any, types: dict[str
     members = {f"a{i}": a for i, a in enumerate(arrays)}
     members["spec"] = np.frombuffer(json.dumps(head, separators=(",", ":")).encode("utf-8"), dtype=np.uint8)
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        tmp = temp_path(path)  # named after this writer: a killed one's is removed later (_sweep_once)
     except OSError:
         return  # read-only cache dir: the caller still gets its value
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(tmp, "wb") as fh:
             np.savez(fh, **members)
         os.replace(tmp, path)
     except OSError:  # disk full, cache dir gone: the caller still gets its value

@@ -16,12 +16,24 @@ of each line and must say ``FILE:LINE`` for every problem. The reader below is t
 
     for sent in iter_conllu("en_ewt-ud-train.conllu", "feats:Number"):
         sent.words, sent.labels        # ("Al", "-", "Zaman", …), ("Sing", "_", "Sing", …)
+    for tree in iter_trees("en_ewt-ud-train.conllu"):
+        tree.heads, tree.deprels       # (0, 1, 1, …) 1-based, 0 = root; ("root", "punct", "flat", …)
+
+Trees (``iter_trees``, for the structural and attention-head probes): each word's HEAD and DEPREL as a
+:class:`DepTree`, checked as a tree — a HEAD that is no word of the sentence, a sentence without exactly
+one root (HEAD 0) or heads that form a cycle is a DataFormatError at its line. Punctuation stays in the
+tree (``upos``); ``DepTree.scored`` marks the non-PUNCT words that structural metrics count.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from corpora.format_errors import DataFormatError
 from corpora.labelled import LabelledSentence, labelled_sentences
@@ -29,6 +41,7 @@ from corpora.labelled import LabelledSentence, labelled_sentences
 FIELDS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 COLUMNS = ("UPOS", "XPOS", "DEPREL", "LEMMA")
 NO_VALUE = "_"
+PUNCT = "PUNCT"
 USAGE = "choose UPOS, XPOS, DEPREL, LEMMA, feats:KEY (e.g. feats:Number) or misc:KEY"
 
 
@@ -56,6 +69,35 @@ def _keyed(path: str | Path, number: int, field: str, key: str) -> tuple[str, se
     return pairs.get(key, NO_VALUE), set(pairs)
 
 
+def _word_fields(path: str | Path, number: int, line: str, in_sentence: int) -> list[str] | None:
+    """The ten fields of a word line, checked; None for a comment, a multiword token or an empty node."""
+    if line.startswith("#"):
+        return None
+    cols = line.split("\t")
+    if len(cols) != 10:
+        raise DataFormatError(
+            path, number, f"expected 10 tab-separated fields ({' '.join(FIELDS)}), found {len(cols)}."
+        )
+    wid = cols[0]
+    if "-" in wid or "." in wid:  # multiword token range or empty node: not a word
+        lo, sep, hi = wid.partition("-" if "-" in wid else ".")
+        if not (lo.isdigit() and hi.isdigit()):
+            raise DataFormatError(path, number, f"bad word ID {wid!r}.")
+        return None
+    if not wid.isdigit():
+        raise DataFormatError(path, number, f"bad word ID {wid!r}: expected 1, 2, 3 …, a range 1-2 or 1.1.")
+    if int(wid) != in_sentence + 1:
+        raise DataFormatError(
+            path,
+            number,
+            f"word ID {wid} follows word {in_sentence}: IDs run 1, 2, 3 … "
+            "within a sentence, and a blank line ends each sentence.",
+        )
+    if not cols[1]:
+        raise DataFormatError(path, number, "empty FORM field.")
+    return cols
+
+
 def iter_conllu(path: str | Path, column: str = "UPOS") -> Iterator[LabelledSentence]:
     """The sentences of a CoNLL-U file with the chosen label column, read as a stream.
 
@@ -69,30 +111,9 @@ def iter_conllu(path: str | Path, column: str = "UPOS") -> Iterator[LabelledSent
 
     def read_token(number: int, line: str, in_sentence: int) -> tuple[str, str] | None:
         nonlocal any_label
-        if line.startswith("#"):
+        cols = _word_fields(path, number, line, in_sentence)
+        if cols is None:
             return None
-        cols = line.split("\t")
-        if len(cols) != 10:
-            raise DataFormatError(
-                path, number, f"expected 10 tab-separated fields ({' '.join(FIELDS)}), found {len(cols)}."
-            )
-        wid = cols[0]
-        if "-" in wid or "." in wid:  # multiword token range or empty node: not a word
-            lo, sep, hi = wid.partition("-" if "-" in wid else ".")
-            if not (lo.isdigit() and hi.isdigit()):
-                raise DataFormatError(path, number, f"bad word ID {wid!r}.")
-            return None
-        if not wid.isdigit():
-            raise DataFormatError(path, number, f"bad word ID {wid!r}: expected 1, 2, 3 …, a range 1-2 or 1.1.")
-        if int(wid) != in_sentence + 1:
-            raise DataFormatError(
-                path,
-                number,
-                f"word ID {wid} follows word {in_sentence}: IDs run 1, 2, 3 … "
-                "within a sentence, and a blank line ends each sentence.",
-            )
-        if not cols[1]:
-            raise DataFormatError(path, number, "empty FORM field.")
         if key is None:
             label = cols[index]
         else:
@@ -105,3 +126,66 @@ def iter_conllu(path: str | Path, column: str = "UPOS") -> Iterator[LabelledSent
     if not any_label:
         found = f" (keys present: {', '.join(sorted(seen_keys)[:12])})" if key is not None and seen_keys else ""
         raise DataFormatError(path, None, f"no word has a value in label column {column!r}{found}.")
+
+
+@dataclass(frozen=True)
+class DepTree:
+    """One sentence's basic dependency tree: word i (0-based) hangs from ``heads[i]`` (1-based, 0 = root).
+
+    ``upos`` keeps punctuation in the tree; ``scored`` is the mask of the words a structural metric counts
+    (not UPOS ``PUNCT``, as Hewitt & Manning leave punctuation out). ``lines``: each word's line in the file.
+    """
+
+    words: tuple[str, ...]
+    heads: tuple[int, ...]
+    deprels: tuple[str, ...]
+    upos: tuple[str, ...]
+    line: int = 0
+    lines: tuple[int, ...] = ()
+
+    @property
+    def scored(self) -> np.ndarray:
+        return np.array([u != PUNCT for u in self.upos], dtype=bool)
+
+
+def _checked_tree(path: str | Path, sent: LabelledSentence) -> DepTree:
+    """The sentence's tree; DataFormatError at the word's line for a HEAD that is no word of the sentence,
+    a sentence without exactly one root, or words whose heads form a cycle (never reach the root)."""
+    fields = [label.split("\t") for label in sent.labels]
+    lines = tuple(int(f[0]) for f in fields)
+    n = len(fields)
+    heads = []
+    for (number, head, _, _), word in zip(fields, sent.words):
+        if not head.isdigit() or int(head) > n:
+            raise DataFormatError(
+                path, int(number), f"HEAD {head!r} of {word!r} is no word of its {n}-word sentence (0 = root, 1…{n})."
+            )
+        heads.append(int(head))
+    roots = [i for i, h in enumerate(heads) if h == 0]
+    if len(roots) != 1:
+        raise DataFormatError(path, sent.line, f"the sentence has {len(roots)} roots (HEAD 0); a tree has one.")
+    # node 0 is the root, node i the word i: a tree iff every word is connected to node 0
+    graph = csr_matrix((np.ones(n), (np.arange(1, n + 1), heads)), shape=(n + 1, n + 1))
+    _, component = connected_components(graph, directed=False)
+    cut = np.flatnonzero(component[1:] != component[0])
+    if cut.size:
+        i = int(cut[0])
+        raise DataFormatError(
+            path, lines[i], f"HEAD of {sent.words[i]!r} leads into a cycle of heads that never reaches the root."
+        )
+    return DepTree(sent.words, tuple(heads), tuple(f[2] for f in fields), tuple(f[3] for f in fields), sent.line, lines)
+
+
+def iter_trees(path: str | Path) -> Iterator[DepTree]:
+    """The sentences of a CoNLL-U file as dependency trees (HEAD, DEPREL, UPOS per word), read as a stream.
+
+    The same checks as ``iter_conllu``, and each sentence's heads checked as one tree (``_checked_tree``).
+    """
+
+    def read_token(number: int, line: str, in_sentence: int) -> tuple[str, str] | None:
+        cols = _word_fields(path, number, line, in_sentence)
+        # the fields a tree needs, tab-joined as the sentence's "label" (a tab is in no field)
+        return None if cols is None else (cols[1], f"{number}\t{cols[6]}\t{cols[7]}\t{cols[3]}")
+
+    for sent in labelled_sentences(path, read_token, "no sentences: no word lines (ID FORM … MISC) in the file."):
+        yield _checked_tree(path, sent)

@@ -101,6 +101,12 @@ def iter_edge_probing(path: str | Path) -> Iterator[SpanSentence]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataFormatError(path, number, f"not JSON ({exc.msg} at column {exc.colno}).") from None
+        if "\\u" in line:  # an escape may decode to a lone surrogate: not text (issue 27, fault 8)
+            try:
+                json.dumps(record, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad = f"U+{ord(exc.object[exc.start]):04X}"
+                raise DataFormatError(path, number, f"lone surrogate {bad} (a \\u escape): not Unicode text.") from None
         sent = parse_record(path, number, record)
         for t in sent.targets:
             if pairs is None:

@@ -6,6 +6,8 @@ Nothing under the data directory is ever copied into the repository.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 from pathlib import Path
 
@@ -49,7 +51,10 @@ class DataMissingError(LabError, RuntimeError):
 def data_dir_or_none() -> Path | None:
     env = os.environ.get("EMBPROBE_DATA")
     if env:
-        return Path(env).expanduser().resolve()
+        try:
+            return Path(env).expanduser().resolve()
+        except (OSError, RuntimeError):  # a symlink loop: data_dir() then says it is not a directory
+            return Path(os.path.abspath(Path(env).expanduser()))
     default = (REPO_ROOT.parent / "shared" / "data").resolve()
     return default if default.is_dir() else None
 
@@ -92,7 +97,25 @@ def setup_nltk() -> Path:
 
 
 def cache_dir() -> Path:
-    """Project cache (parsed datasets, features): ``$EMBPROBE_CACHE`` or ``<repo>/cache``."""
+    """Project cache (parsed datasets, features): ``$EMBPROBE_CACHE`` or ``<repo>/cache``.
+
+    When it cannot be created (a file, under a file, a dangling link, a symlink loop) one warning says
+    so and the path is returned as it is: the feature cache then computes in memory, the reader cache
+    and the digest memo go on without caching, and a results folder under it is refused with one error.
+    """
     path = Path(os.environ.get("EMBPROBE_CACHE", REPO_ROOT / "cache")).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _warn_unusable_cache(str(path), f"{type(exc).__name__}: {exc.strerror or exc}")
     return path
+
+
+@functools.cache
+def _warn_unusable_cache(path: str, reason: str) -> None:
+    logging.getLogger(__name__).warning(
+        "Cache directory %s cannot be created (%s); nothing is cached in this run. Set EMBPROBE_CACHE to a "
+        "writable directory.",
+        path,
+        reason,
+    )

@@ -6,13 +6,16 @@ a chunk, a too-long sentence fails early), every vector is checked (shape, finit
 dtype: ``checks.check_vectors``), and the layers are written to temporaries, checksummed and moved
 into place with ``meta.json`` removed first and written last (an interrupted commit reads as absent).
 ``CannotWrite``: the entry cannot be written at all (read-only, no space), so the caller computes
-in memory (``embed_into`` fills arrays it is given).
+in memory (``embed_into`` fills arrays it is given). A ``meta.json`` that cannot be written once the
+layers are in place (the disk filled up meanwhile) is a warning: the run uses the layers it wrote, and
+the entry, never committed, is rebuilt by the next run.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,8 +113,13 @@ def extract_to_disk(job: Job, directory: Path) -> dict:
     }
     try:
         atomic_write_text(directory / META_FILE, meta_text(meta))
-    except OSError as exc:
-        raise FeatureCacheError(f"Writing {directory / META_FILE} failed: {exc}") from exc
+    except OSError as exc:  # e.g. the disk filled up: the layers are in place, checksummed; use them
+        log.warning(
+            "Writing %s failed (%s): this run uses the features it computed, but the entry is not committed "
+            "and will be rebuilt next time.",
+            directory / META_FILE,
+            exc,
+        )
     return meta
 
 
@@ -127,7 +135,14 @@ def embed_into(job: Job, arrays: dict[int, np.ndarray]) -> None:
     # Longest first: similar lengths share a chunk, and a too-long sentence fails early.
     order = np.argsort(-lengths, kind="stable")
     bar = tqdm(total=total, unit="word", desc=f"{emb.name}/{job.key}", disable=not job.show_progress, mininterval=2.0)
-    done = 0
+    done, t0 = 0, time.perf_counter()
+
+    def say(k: int) -> str:  # k sentences embedded so far
+        rate = k / max(time.perf_counter() - t0, 1e-9)
+        return f"{emb.name}/{job.key}: {k:,}/{len(order):,} sentences, {rate:.0f} sentences/s, {done:,}/{total:,} words"
+
+    if job.progress is not None:
+        job.progress(0.0, say(0))
     try:
         for start in range(0, len(order), job.chunk_size):
             idx = order[start : start + job.chunk_size]
@@ -153,6 +168,6 @@ def embed_into(job: Job, arrays: dict[int, np.ndarray]) -> None:
                 done += n
             bar.update(sum(int(lengths[i]) for i in idx))
             if job.progress is not None:
-                job.progress(done / max(total, 1), f"{emb.name}/{job.key}: {done:,}/{total:,} words")
+                job.progress(done / max(total, 1), say(start + len(idx)))
     finally:
         bar.close()

@@ -122,7 +122,8 @@ def install_entry(
                 tmps[j] = temp_path(directory / layer_file(j))
                 fetch(layer_file(j), tmps[j])
                 want = meta["layers"][str(j)]
-                if tmps[j].stat().st_size != want.get("nbytes") or file_checksum(tmps[j]) != want.get("checksum"):
+                sums = want.get("checksum")
+                if tmps[j].stat().st_size != want.get("nbytes") or file_checksum(tmps[j], like=sums) != sums:
                     raise FeatureCacheError(
                         f"{source or directory}/{layer_file(j)} does not match its {META_FILE} "
                         "(size or checksum): not installed; re-publish the entry."

@@ -12,6 +12,8 @@ The names of those files are written only here (``entry_rel``, ``layer_file``, `
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from corpora.paths import cache_dir
-from features.checks import temp_path, verify_layer_file
+from features.checks import remove_stale_temps, temp_path, verify_layer_file
 
 FORMAT_VERSION = 2  # 2: per-layer checksums (entries of version 1 are rebuilt once)
 META_FILE = "meta.json"  # an entry's commit marker: written last, removed first; without it there is no entry
@@ -59,7 +61,17 @@ def entry_rel(fingerprint: str, dataset_key: str | None = None) -> str:
 
 
 def feature_dir(fingerprint: str, dataset_key: str, root: Path | None = None) -> Path:
-    return (root or cache_dir()) / entry_rel(fingerprint, dataset_key)
+    root = root or cache_dir()
+    _sweep_once(root / "features")
+    return root / entry_rel(fingerprint, dataset_key)
+
+
+@functools.cache
+def _sweep_once(features: Path) -> None:
+    """The first time a process opens the cache: remove the temporaries of every entry whose writer is gone
+    (a run killed mid-write leaves one per layer; the next run may use another entry and never see them)."""
+    with contextlib.suppress(OSError):
+        remove_stale_temps(features, "*/*/*.tmp")
 
 
 def layer_file(j: int) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from corpora.errors import RequestError
 from models.errors import ModelLoadError, UnknownModelError
 
 __all__ = [
@@ -91,7 +92,7 @@ def seeded(seed: int) -> Iterator[None]:
 
 
 def check_unicode(sentence_index: int, words: list[str]) -> None:
-    """ValueError naming the first word with a lone surrogate (text that is not valid Unicode)."""
+    """RequestError (a ValueError) naming the first word with a lone surrogate (text that is not valid Unicode)."""
     try:
         "\n".join(words).encode("utf-8")  # one C-speed pass over the whole sentence
         return
@@ -101,7 +102,7 @@ def check_unicode(sentence_index: int, words: list[str]) -> None:
         try:
             word.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise ValueError(
+            raise RequestError(  # a LabError: one line in the CLI and the app, whichever reader let it through
                 f"Sentence {sentence_index + 1}, word {i + 1} ({word!r}) contains a lone surrogate "
                 f"U+{ord(word[exc.start]):04X} at character {exc.start + 1}: not valid Unicode text "
                 f"(a broken file or copy-paste?). Remove or replace it."

@@ -155,10 +155,25 @@ def describe_reference(spec: ModelSpec, device: str) -> ModelRow:
     if not facts["downloaded"]:
         row.state, row.status = NOT_INSTALLED, f"not downloaded yet ({spec.source.install_hint()})"
         return row
+    problem = facts.get("refused") or _options_problem(spec.kwargs.get("options", {}), facts)
+    if problem:  # the loader would refuse it: never "ok" (issue 27)
+        row.state, row.status = BROKEN, problem
+        return row
     keep = spec.kwargs.get("options", {}).get("layers")
     row.layers = len(keep) if keep else facts["layers"]
     row.dim, row.params, row.size_bytes = facts["dim"], facts["params"], facts["size_bytes"]
     return row
+
+
+def _options_problem(options: dict, facts: dict) -> str | None:
+    """An option the model cannot take: ``layers`` it does not have, a ``window`` past its positions."""
+    total, keep, window = facts.get("layers"), options.get("layers"), options.get("window")
+    if total and keep and not all(-total <= int(i) < total for i in keep):
+        return f"layers {list(keep)}: the model has layers 0..{total - 1} (0 = the embedding output)."
+    positions = facts.get("positions")
+    if positions and window and int(window) > int(positions):
+        return f"window {window}: the model reads at most {positions} positions per forward pass."
+    return None
 
 
 def model_rows(assets_dir: str | Path | None = None) -> list[ModelRow]:

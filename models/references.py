@@ -177,7 +177,15 @@ def spec_for_reference(
 
 def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | None = None) -> Embedder:
     """Load any reference with its options (the loader of every spec made by ``spec_for_reference``)."""
-    parsed = parse_reference(ref)
+    try:
+        parsed = parse_reference(ref)
+    except UnknownModelError:
+        if name is None:
+            raise
+        raise ModelLoadError(  # a registered model whose files were moved or deleted (issue 27)
+            f"Model {name!r} is registered as {ref}, which no longer exists (moved or deleted?). "
+            f"Register it again (python -m models add {name} NEW_PATH --replace) or remove it."
+        ) from None
     opts = dict(options or {})
     name = name or parsed.default_name
     device = opts.pop("device", None)
@@ -216,7 +224,8 @@ def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | 
 def inspect_reference(text: str) -> dict[str, Any]:
     """Shape and size of a referenced model from its config and file headers, without loading weights.
 
-    Keys: layers (incl. layer 0), dim, params, size_bytes (None where unknown). A hub model not in
+    Keys: layers (incl. layer 0), dim, params, size_bytes, positions, refused (None where unknown or none:
+    ``inspect_checkpoint``). A hub model not in
     the cache gives ``{"downloaded": False}``. Malformed files raise ModelLoadError.
     """
     ref = parse_reference(text)
@@ -254,4 +263,4 @@ def _facts(ref: Reference, signature: tuple) -> dict[str, Any]:
             "params": card.get("params"),
             "size_bytes": sum(f.stat().st_size for f in Path(ref.path).iterdir() if f.is_file()),
         }
-    return {k: facts.get(k) for k in ("layers", "dim", "params", "size_bytes")}
+    return {k: facts.get(k) for k in ("layers", "dim", "params", "size_bytes", "positions", "refused")}

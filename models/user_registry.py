@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,14 +109,20 @@ def _plain(value):
 
 
 def _write_document(file: Path, doc: tomlkit.TOMLDocument) -> None:
+    """Atomic write of the file a symlink points to (``embprobe.toml -> dotfiles/real.toml`` stays a link
+    and the real file gets the change), keeping its mode; a new file gets the umask's (not mkstemp's 0600)."""
+    file = file.resolve()
     file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
+    tmp = file.parent / f".{file.name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(tomlkit.dumps(doc))
+        if file.exists():
+            os.chmod(tmp, stat.S_IMODE(file.stat().st_mode))
         os.replace(tmp, file)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -32,12 +32,14 @@ from models.spec import STATIC
 from models.static_embedder import StaticEmbedder, keyed_vectors_arrays
 
 PICKLE_REFUSAL = (
-    "{path} is a gensim .save() file, i.e. a Python pickle: loading a pickle runs code named in the "
-    "file, so it is refused unless you trust the file and pass allow_pickle=True. Better, convert it "
-    'once to the word2vec binary format, which holds only data: python -c "from gensim.utils import '
-    "SaveLoad; m = SaveLoad.load('{path}'); getattr(m, 'wv', m).save_word2vec_format('{path}.bin', "
-    "binary=True)\" (this drops a fastText model's subword n-grams; to keep them load it here once "
-    "with allow_pickle=True and write it with models.static.save_static_dir)."
+    "{path} is a gensim .save() file, i.e. a Python pickle, which can run code named in the file: refused. "
+    "Load pickles only from sources you trust. If you trust this one, register it with "
+    "`python -m models add NAME {path} --allow-pickle` (option allow_pickle=true): this lab then unpickles "
+    "it with a restricted loader that accepts only gensim's vector classes and numpy arrays, never other "
+    "code. Then keep a copy that holds only data: models.static.save_static_dir(load_vectors_file('{path}', "
+    "allow_pickle=True), DIR, {{}}) writes word2vec binary vectors (and a fastText model's subword n-grams as "
+    "safetensors). Do not open it with gensim's own SaveLoad.load / KeyedVectors.load: they unpickle without "
+    "any restriction and would run a planted payload."
 )
 # The only imports a gensim vectors pickle makes (gensim 3.x-4.4, numpy 1-2, Python 2 and 3 pickles).
 _PICKLE_IMPORTS = {

@@ -8,11 +8,16 @@
     python -m probes reproduce --models glove-6b-50d,minilm --out docs/results/
 
 A probe command is ``probes.run.run_probe``: it checks the request, runs the probe's baselines and the
-probe, prints the rows and saves each result (``probes.results``) under ``--results`` (default
-``<cache>/results``), which the app reads; ``reproduce`` (``probes.reproduce``) writes under ``--out``
-and renders the paper-style tables. A bad request (unknown model or probe, bad option, layer out of
-range, empty slice, missing data, unusable cache or output path: any ``LabError``) ends with one
-``error:`` line on stderr and exit status 2, before any extraction.
+probe with a progress bar on stderr (``probes.progress``; none when stderr is not a terminal or with
+``--quiet``), saves each result (``probes.results``) under ``--results`` (default ``<cache>/results``),
+which the app reads, and ends with the summary a person reads: one line per layer (and evaluation set)
+with the score, its 95% interval, the baselines and n (``summary_table``), then the result file.
+``--quiet`` prints the table alone; ``--json`` prints the model's ``ProbeResult`` as JSON, alone on
+stdout (the table and the file go to stderr). Before the run (every check passed), the command prints
+what it will embed and how long that should take (``probes.estimate``). ``reproduce`` (``probes.reproduce``)
+writes under ``--out`` and renders the paper-style tables. A bad request (unknown model or probe, bad
+option, layer out of range, empty slice, missing data, unusable cache or output path: any ``LabError``)
+ends with one ``error:`` line on stderr and exit status 2, before any extraction.
 
 The program (``python -m probes``, ``probes/__main__.py``) adds the commands of higher layers (``sweep``,
 ``extract`` from ``cluster.cli``) through ``main(argv, commands)``; this module imports no higher layer.
@@ -21,6 +26,7 @@ The program (``python -m probes``, ``probes/__main__.py``) adds the commands of 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import shlex
 import sys
@@ -28,15 +34,18 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pandas as pd
+
 from corpora.errors import LabError
 from corpora.paths import cache_dir
 from corpora.stats import dataset_table, format_table
 from models.allocator import reuse_freed_memory
 from probes.errors import ProbeInputError
+from probes.progress import TerminalProgress
 from probes.registry import Option, ProbeSpec, all_probes, builtin_probe_names, get_probe
 from probes.reporting.result_diff import compare_results
 from probes.results import ProbeResult
-from probes.run import load_model, run_probe, writable_dir
+from probes.run import ProbeRun, load_model, run_probe, writable_dir
 
 EXIT_USAGE = 2
 PRINTED_METRICS = (
@@ -58,14 +67,55 @@ def command_line(argv: list[str]) -> str:
     return "python -m probes " + " ".join(shlex.quote(a) for a in argv)
 
 
-def print_rows(res: ProbeResult) -> None:
+def print_rows(res: ProbeResult, say: Callable[[str], None] = print) -> None:
+    """One line per row of ``PRINTED_METRICS`` (``reproduce`` and ``sweep`` as results arrive)."""
     for r in res.rows:
         if r["metric"] in PRINTED_METRICS:
             spread = f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else ""
-            print(
+            say(
                 f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} "
                 f"{r['value']:6.2f}{spread}"
             )
+
+
+def summary_table(spec: ProbeSpec, run: ProbeRun) -> pd.DataFrame:
+    """The summary of a probe command: one row per layer and shown (evaluation set, metric).
+
+    Metrics: those of ``PRINTED_METRICS`` the result has (else the first of the probe's chart metrics);
+    per metric, the probe's first chart evaluation set that has it (all sets when the probe names
+    none); never a breakdown category (WSD's "ALL:NOUN"). Columns: score (± std over seeds), the 95%
+    interval, each baseline's score on the same set and metric, n, and "unit"/"clusters" where the
+    rows have them (what the interval resamples and how many of them).
+    """
+    rows = [r for r in run.result.rows if not (spec.chart.breakdown and r["dataset"].startswith(spec.chart.breakdown))]
+    present = list(dict.fromkeys(r["metric"] for r in rows))
+    metrics = [m for m in PRINTED_METRICS if m in present] or [m for m in spec.chart.metrics if m in present][:1]
+    shown = set()
+    for m in metrics:
+        sets = list(dict.fromkeys(r["dataset"] for r in rows if r["metric"] == m))
+        first = [d for d in spec.chart.datasets if d in sets][:1]
+        shown |= {(d, m) for d in (first or sets)}
+    base = {(b.model, r["dataset"], r["metric"]): r["value"] for b in run.baselines for r in b.rows}
+    table = []
+    for r in (r for r in rows if (r["dataset"], r["metric"]) in shown):
+        line = {"layer": r["layer"], "dataset": r["dataset"], "metric": r["metric"]}
+        line["score"] = f"{r['value']:.2f}" + (f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else "")
+        line["95% interval"] = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if "lo" in r and "hi" in r else "-"
+        for b in run.baselines:
+            value = base.get((b.model, r["dataset"], r["metric"]))
+            line[b.model] = "-" if value is None else f"{value:.2f}"
+        line["n"] = r.get("n", "")
+        for key in ("unit", "clusters"):
+            if key in r:
+                line[key] = r[key]
+        table.append(line)
+    return pd.DataFrame(table).fillna("-")
+
+
+def print_summary(spec: ProbeSpec, run: ProbeRun, file=None) -> None:
+    """The summary table (``summary_table``) as text, or a line saying the result has no rows to show."""
+    table = summary_table(spec, run)
+    print("(no rows to summarise)" if table.empty else table.to_string(index=False), file=file)
 
 
 def setup(args: argparse.Namespace) -> None:
@@ -106,20 +156,39 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
     setup(args)
-    run = run_probe(
-        spec,
-        args.model,
-        layers=args.layers,
-        options=vars(args),
-        **run_options(args),
-        results_dir=args.results or cache_dir() / "results",
-        command=command_line(args.argv),
-        report=print_rows,
-    )
+    talk = sys.stderr if args.json else sys.stdout  # what a person reads; stdout is the JSON's alone
+    with TerminalProgress(f"{spec.name} {args.model}", quiet=args.quiet) as bar:
+        run = run_probe(
+            spec,
+            args.model,
+            layers=args.layers,
+            options=vars(args),
+            **run_options(args),
+            results_dir=args.results or cache_dir() / "results",
+            command=command_line(args.argv),
+            progress=bar.callback,
+            show_progress=False,
+            before=None if args.quiet else lambda emb: bar.write(estimate_line(spec, emb, args), file=talk),
+        )
+    if args.json:
+        print(json.dumps(run.result.to_json(), ensure_ascii=False, default=float))
+    if args.quiet:
+        if not args.json:
+            print_summary(spec, run)
+        return 0
     for line in spec.summary(run.result) if spec.summary else []:
-        print(line)
-    print(f"saved {run.saved[-1]}")
+        print(line, file=talk)
+    print_summary(spec, run, file=talk)
+    print(f"saved {run.saved[-1]}", file=talk)
     return 0
+
+
+def estimate_line(spec: ProbeSpec, embedder, args: argparse.Namespace) -> str:
+    """The line printed before a probe run: what it embeds and how long it should take (``probes.estimate``)."""
+    from probes.estimate import estimate_run  # lazy: torch (the warm-up; `python -m probes stats` stays light)
+
+    est = estimate_run(spec, embedder, layers=args.layers, limit=args.limit, options=vars(args), device=args.device)
+    return "estimate: " + (est.text() if est is not None else f"{spec.name} reads its data when it runs (no estimate)")
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -152,16 +221,20 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.rigor:
         embedders |= {m: load_model(m, args.device) for m in reproduce.random_twins(embedders)}
     command = command_line(args.argv)
-    timings = reproduce.reproduce(
-        embedders,
-        specs,
-        out,
-        options=vars(args),
-        rigor=args.rigor,
-        command=command,
-        report=print_rows,
-        **run_options(args),
-    )
+    with TerminalProgress("reproduce", quiet=args.quiet) as bar:  # model i/N, probe j/M and each run's steps
+        timings = reproduce.reproduce(
+            embedders,
+            specs,
+            out,
+            options=vars(args),
+            rigor=args.rigor,
+            command=command,
+            report=lambda res: print_rows(res, bar.write),
+            say=bar.write,
+            progress=bar.callback,
+            show_progress=False,
+            **run_options(args),
+        )
     print(f"tables written to {out}/ (total {timings['total']:.0f} s)")
     return 0
 
@@ -202,6 +275,12 @@ def add_common(p: argparse.ArgumentParser, model: bool = True) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--results", default=None, help="directory for result JSON (default <cache>/results)")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar or estimate (a probe prints its summary table alone)",
+    )
 
 
 def add_all_options(p: argparse.ArgumentParser, specs: Sequence[ProbeSpec]) -> None:
@@ -234,6 +313,7 @@ def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) 
     for spec in specs:
         p = sub.add_parser(spec.name, help=spec.description)
         add_common(p, model=True)
+        p.add_argument("--json", action="store_true", help="print the result as JSON on stdout (notes go to stderr)")
         spec.add_arguments(p)
         p.set_defaults(func=lambda args, spec=spec: cmd_probe(spec, args))
     p = sub.add_parser("reproduce", help="run every probe on several models and write paper-style tables")

@@ -24,9 +24,12 @@ import pandas as pd
 from probes.errors import ProbeInputError, check_positive
 from probes.inputs import InputFile, Preview
 from probes.layers import LayerSpec
+from probes.progress import ProgressFn, scaled
 from probes.results import ProbeResult
 
-ProgressFn = Callable[[float, str], None]
+#: What a run embeds, known before it runs (``ProbeSpec.embeds``, ``probes.estimate``): per dataset its
+#: feature-cache key (None: embedded without the cache) and its sentences; the training split first.
+Embeds = list[tuple[str | None, list[list[str]]]]
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Option:
 
     def add_to(self, parser: argparse.ArgumentParser, help: str | None = None) -> None:
         """Its command-line flag (``type=bool``: a switch, ``--control``)."""
+        help = (help or self.help).replace("%", "%%")  # argparse formats help text with %
         if self.type is bool:
             parser.add_argument(self.flag, dest=self.name, action="store_true", help=help or self.help)
         else:
@@ -97,10 +101,10 @@ class RunContext:
         check_positive(self.limit, "--limit")
         check_positive(self.seeds, "--seeds")
 
-    def sub_progress(self, lo: float, hi: float) -> ProgressFn | None:
-        """``progress`` for one part of the run, mapping its 0..1 onto ``lo``..``hi`` of the whole."""
-        progress = self.progress
-        return None if progress is None else (lambda f, m: progress(lo + (hi - lo) * f, m))
+    def sub_progress(self, lo: float, hi: float, prefix: str = "") -> ProgressFn | None:
+        """``progress`` for one part of the run, mapping its 0..1 onto ``lo``..``hi`` of the whole
+        (``probes.progress.scaled``)."""
+        return scaled(self.progress, lo, hi, prefix)
 
 
 class Runner(Protocol):
@@ -154,6 +158,8 @@ class ProbeSpec:
     report:          (runs folder, out folder) -> the Markdown file written: a probe with a report of its
                      own (contextuality) has ``reproduce`` save its results under ``OUT/<name>/runs`` and
                      write its tables with this into ``OUT/<name>/``, not into ``OUT/tables.md``.
+    embeds:          (limit, runner options) -> what a run will embed (``Embeds``; None: not known before
+                     the run): the estimate printed before a run (``probes.estimate``).
     """
 
     name: str
@@ -174,6 +180,7 @@ class ProbeSpec:
     preview: Callable[[int, dict], Preview] | None = None
     in_default_reproduce: bool = True
     report: Callable[[Path, Path], Path] | None = None
+    embeds: Callable[[int | None, dict], Embeds | None] | None = None
 
     @property
     def short_title(self) -> str:
@@ -211,6 +218,8 @@ PROBES: dict[str, str] = {
     "span": "probes.tasks.span:PROBE",
     "contextuality": "probes.tasks.contextuality:PROBE",
     "cka": "probes.tasks.cka:PROBE",
+    "structural": "probes.tasks.structural:PROBE",
+    "head_syntax": "probes.tasks.head_syntax:PROBE",
 }
 
 

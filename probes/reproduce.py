@@ -27,6 +27,7 @@ from models.random_init import is_random, parse_random, random_name
 from models.references import split_references
 from models.registry import REGISTRY, load_embedder
 from probes.errors import ProbeInputError
+from probes.progress import ProgressFn, scaled
 from probes.registry import ProbeSpec, all_probes
 from probes.reporting.tables import write_tables
 from probes.reporting.verify import report, verify_results
@@ -53,6 +54,7 @@ def reproduce(
     command: str = "",
     report: Callable[[ProbeResult], None] = lambda res: None,
     say: Callable[[str], None] = print,
+    progress: ProgressFn | None = None,
     **run: Any,
 ) -> dict[str, float]:
     """Run and save everything; returns wall times in seconds of the probes in ``OUT/tables.md`` (per step and
@@ -62,21 +64,27 @@ def reproduce(
     it is saved. ``run``: ``run_probe``'s other keywords (limit, seed, seeds, device). A probe with a report
     of its own (``ProbeSpec.report``) goes to ``OUT/<probe>/runs`` and its report to ``OUT/<probe>``;
     ``rigor`` adds contextuality on the trained models (at most ``contextuality.DEFAULT_LIMIT`` sentences).
+    ``progress``: told "model i/N NAME · probe j/M PROBE: …" and each run's own progress, as a share of all runs.
     """
     common = dict(options=options, command=command, report=report, say=say, **run)
     timings: dict[str, float] = {}
-    t_all = time.perf_counter()
-    _run_all(embedders, [s for s in specs if s.report is None], out / "runs", timings, **common)
-    timings["total"] = time.perf_counter() - t_all
-    write_tables(out / "runs", out, None, timings=timings, command=command)
+    main = [s for s in specs if s.report is None]
     own = {s.name: (s, embedders, run) for s in specs if s.report is not None}
     if rigor:
         limit = min(run.get("limit") or contextuality.DEFAULT_LIMIT, contextuality.DEFAULT_LIMIT)
         trained = {m: e for m, e in embedders.items() if not is_random(m)}
         own[contextuality.NAME] = (contextuality.PROBE, trained, {**run, "limit": limit})
-    for spec, models, kw in own.values():
+    runs = [len(main) * (1 + len(embedders))] + [1 + len(models) for _, models, _ in own.values()]
+    ends = [sum(runs[: k + 1]) / max(sum(runs), 1) for k in range(len(runs))]  # each part's share of all runs
+    t_all = time.perf_counter()
+    _run_all(embedders, main, out / "runs", timings, progress=scaled(progress, 0.0, ends[0]), **common)
+    timings["total"] = time.perf_counter() - t_all
+    write_tables(out / "runs", out, None, timings=timings, command=command)
+    for k, (spec, models, kw) in enumerate(own.values()):
         folder = out / spec.name
-        _run_all(models, [spec], folder / "runs", {}, **{**common, **kw})
+        _run_all(
+            models, [spec], folder / "runs", {}, progress=scaled(progress, ends[k], ends[k + 1]), **{**common, **kw}
+        )
         say(f"{spec.name} tables written to {spec.report(folder / 'runs', folder)}")
     return timings
 
@@ -87,15 +95,21 @@ def _run_all(
     results_dir: Path,
     timings: dict[str, float],
     say: Callable[[str], None],
+    progress: ProgressFn | None = None,
     **request: Any,
 ) -> None:
     """Every probe's baselines once, then every (model, probe) into ``results_dir``; wall times into ``timings``."""
-    for spec in specs:
+    total, m = len(specs) * (1 + len(embedders)), len(specs)
+    step = lambda k, what: scaled(progress, k / total, (k + 1) / total, what)  # noqa: E731 - run k of all
+    for j, spec in enumerate(specs):
         t = time.perf_counter()
-        run_probe(spec, None, results_dir=results_dir, **request)
+        run_probe(
+            spec, None, results_dir=results_dir, progress=step(j, f"baselines {j + 1}/{m} {spec.name}: "), **request
+        )
         timings[f"{spec.name} baselines"] = time.perf_counter() - t
-    for name, emb in embedders.items():
-        for spec in specs:
+    for i, (name, emb) in enumerate(embedders.items()):
+        for j, spec in enumerate(specs):
+            told = step(m * (1 + i) + j, f"model {i + 1}/{len(embedders)} {name} · probe {j + 1}/{m} {spec.name}: ")
             try:
                 spec.check_model(emb)
             except ProbeInputError:
@@ -103,7 +117,7 @@ def _run_all(
                 continue
             t = time.perf_counter()
             say(f"== {name}: {spec.name}")
-            run_probe(spec, emb, baselines=False, results_dir=results_dir, **request)
+            run_probe(spec, emb, baselines=False, results_dir=results_dir, progress=told, **request)
             timings[f"{name} {spec.name}"] = time.perf_counter() - t
 
 
@@ -143,9 +157,10 @@ def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
         raise ProbeInputError(f"--verify: no model results in {runs}.")
     table = report(checks)
     say(table.to_string(index=False))
-    stale = table[~table["ok"]]
+    bad, stale, edited = ~table["ok"], table["recorded"] != table["current"], table["rows"] != "ok"
     say(
-        f"\n{len(table) - len(stale)} of {len(table)} results in use were produced by the shipped model"
-        + ("" if stale.empty else f"; stale: {', '.join(sorted(set(stale['model'])))} (re-run them)")
+        f"\n{(~bad).sum()} of {len(table)} results in use were produced by the shipped model, as written"
+        + ("" if not stale.any() else f"; stale: {', '.join(sorted(set(table[stale]['model'])))} (re-run them)")
+        + ("" if not edited.any() else f"; rows edited or unsigned: {', '.join(table[edited]['result'])}")
     )
-    return stale.empty
+    return not bad.any()

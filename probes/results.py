@@ -7,20 +7,27 @@ One probe run = one JSON file ``<out_dir>/<model>__<probe>__<stamp>_<random>.jso
      "extra": {...},                         # free-form (e.g. learned scalar-mix weights)
      "command": "python -m probes wsd --model minilm", "timestamp": "2026-11-22T05:10:00+00:00"}
 
+``digest`` (written by ``save_result``) is the SHA-256 of the canonical JSON of model, probe, dataset,
+fingerprint and rows (:func:`content_digest`): ``reproduce --verify`` recomputes it, so a value edited by
+hand, or a fingerprint set to null, is reported. The committed files of docs/results were given theirs
+once (their rows unchanged).
+
 ``load_results(out_dir)`` flattens every file into a DataFrame with the columns ``COLUMNS`` (one row
 per measurement; ``layer`` is a string: "0", "1", …, "mean", "baseline", "all λ=1" …). When the same
-(model, probe, dataset, layer, metric) appears in several files, the newest file wins. Files written
-before ``ProbeResult`` existed (no top-level ``dataset``) read back unchanged.
+(model, probe, dataset, layer, metric) appears in several files, the newest file wins. A run on a slice
+(``--limit N``, ``params["limit"]``) is another dataset: its rows read back as ``DATASET (limit N)``
+(:func:`sliced`), so a slice never replaces the full run in a table, nor its baseline the full baseline.
+Files written before ``ProbeResult`` existed (no top-level ``dataset``) read back unchanged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
 import secrets
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,9 +37,25 @@ from typing import Any
 
 import pandas as pd
 
-COLUMNS = ["model", "probe", "dataset", "layer", "metric", "value", "n", "lo", "hi", "std", "timestamp", "command"]
+COLUMNS = [
+    "model",
+    "probe",
+    "dataset",
+    "layer",
+    "metric",
+    "value",
+    "n",
+    "lo",
+    "hi",
+    "unit",
+    "clusters",
+    "std",
+    "timestamp",
+    "command",
+]
 KEY = ["model", "probe", "dataset", "layer", "metric"]
 ROW_FIELDS = ("dataset", "layer", "metric", "value")
+DIGESTED = ("model", "probe", "dataset", "fingerprint", "rows")  # what ``digest`` vouches for
 
 
 def now_iso() -> str:
@@ -60,6 +83,7 @@ class ProbeResult:
     extra: dict = field(default_factory=dict)
     command: str = ""
     timestamp: str = ""
+    digest: str | None = field(default=None, compare=False)  # as read from the file; save_result writes it
 
     def __post_init__(self) -> None:
         for row in self.rows:
@@ -83,9 +107,28 @@ class ProbeResult:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known and (v is not None or k == "fingerprint")})
 
-    def stamped(self, command: str = "") -> ProbeResult:
-        """A copy with the time (if unset) and the command line that produced it."""
-        return dataclasses.replace(self, timestamp=self.timestamp or now_iso(), command=command or self.command)
+    def stamped(self, command: str = "", limit: int | None = None) -> ProbeResult:
+        """A copy with the time (if unset), the command line that produced it and the slice it ran on
+        (``params["limit"]``, where the probe did not record it: :func:`sliced`)."""
+        params = self.params if limit is None or "limit" in self.params else {**self.params, "limit": limit}
+        return dataclasses.replace(
+            self, timestamp=self.timestamp or now_iso(), command=command or self.command, params=params
+        )
+
+
+def content_digest(result: ProbeResult) -> str:
+    """SHA-256 of the canonical JSON of ``DIGESTED`` (numbers as they read back from the file)."""
+    data = {k: getattr(result, k) for k in DIGESTED}
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=float, separators=(",", ":"))
+    return hashlib.sha256(json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def sliced(dataset: str, limit: Any) -> str:
+    """A row's dataset as tables show it: ``DATASET (limit N)`` for a run on a slice, unless the name
+    already says which (``semcor-first2000``); unchanged for a full run (``limit`` None)."""
+    if limit is None or re.search(rf"(first|limit) ?{re.escape(str(limit))}\b", dataset):
+        return dataset
+    return f"{dataset} (limit {limit})"
 
 
 def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
@@ -94,12 +137,14 @@ def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
         {
             "model": r.model,
             "probe": r.probe,
-            "dataset": str(row["dataset"]),
+            "dataset": sliced(str(row["dataset"]), (r.params or {}).get("limit")),
             "layer": str(row["layer"]),
             "metric": row["metric"],
             "value": row["value"],
             "n": row.get("n"),
             "lo": row.get("lo"),
+            "unit": row.get("unit"),
+            "clusters": row.get("clusters"),
             "hi": row.get("hi"),
             "std": row.get("std"),
             "timestamp": r.timestamp,
@@ -124,10 +169,12 @@ def save_result(result: ProbeResult, out_dir: str | Path) -> Path:
     stamp = re.sub(r"[^0-9A-Za-z]", "", result.timestamp)
     safe = lambda s: re.sub(r"[^0-9A-Za-z._-]", "_", str(s))  # noqa: E731
     base = f"{safe(result.model)}__{safe(result.probe)}__{stamp}"
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{base}.", suffix=".tmp")
+    tmp = out / f".{base}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides who may read it
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({**result.to_json(), "saved_ns": time.time_ns()}, fh, indent=1, ensure_ascii=False, default=float)
+            data = {**result.to_json(), "digest": content_digest(result), "saved_ns": time.time_ns()}
+            json.dump(data, fh, indent=1, ensure_ascii=False, default=float)
             fh.flush()
             os.fsync(fh.fileno())
         for _ in range(100):

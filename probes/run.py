@@ -119,13 +119,17 @@ def run_probe(
     show_progress: bool = True,
     feature_root: Path | None = None,
     report: ReportFn | None = None,
+    before: Callable[[Embedder], None] | None = None,
 ) -> ProbeRun:
     """Run ``probe`` on ``model`` (a name, a reference or a loaded ``Embedder``; None: baselines only).
 
     layers:  ``--layers`` of a probe that reads layers ("all", None = "all", "0,2", "mean", "mix:…").
     options: the probe's own options by name (CLI strings or values; ``ProbeSpec.options``); names of
              other probes' options are ignored, so a whole parsed command line can be passed.
-    report:  sees each result, stamped, as soon as it is done (the command line prints its rows).
+    report:  sees each result, stamped, as soon as it is done.
+    before:  called with the loaded model once every check has passed, before any baseline or probe runs
+             (the command line prints its estimate there: ``probes.estimate``).
+    progress: told (fraction of the whole, what is happening now) all along (``probes.progress``).
     Every bad request raises a ``LabError`` (``ProbeInputError``, ``UnknownModelError``, …) before any
     feature is extracted or any file written.
     """
@@ -142,20 +146,26 @@ def run_probe(
         seeds=seeds,
     )
     opts = spec.options_from(options or {})
+    if progress is not None and isinstance(model, str):
+        progress(0.0, f"loading {model}")
     emb = None if model is None else load_model(model, device)
     specs = None
     if emb is not None:
         spec.check_model(emb)
         specs = parse_layer_specs(layers, emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
     out = None if results_dir is None else writable_dir(results_dir, "--results")
+    if before is not None and emb is not None:
+        before(emb)
     seed_everything(seed)
 
     def done(res: ProbeResult) -> ProbeResult:
-        res = res.stamped(command or "")
+        res = res.stamped(command or "", limit=limit)
         if report is not None:
             report(res)
         return res
 
+    if progress is not None and baselines:
+        progress(0.0, f"{spec.name} baselines")
     run = ProbeRun(None, [done(b) for b in spec.baselines(ctx, **opts)] if baselines else [])
     if emb is not None:
         run.result = done(run_with_seeds(spec, emb, specs, ctx, **opts))

@@ -315,7 +315,7 @@ def test_probes_page_quick_runs_with_progress() -> None:
     at = open_page("probes", tab="Run a quick probe")
     # Probes without built-in data (tag, span) are run from the "Your data" tab, not here.
     kinds = at.selectbox(key="probe_kind").options  # the probes' titles
-    assert len(kinds) == 5 and not any(k.startswith(("Tag", "Span")) for k in kinds), kinds
+    assert len(kinds) == 7 and not any(k.startswith(("Tag", "Span")) for k in kinds), kinds  # + structural, head_syntax
     at.selectbox(key="probe_kind").set_value("pos").run()
     at.selectbox(key="probe_model").set_value("glove-6b-50d").run()
     at.number_input(key="probe_limit").set_value(5).run()

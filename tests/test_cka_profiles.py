@@ -76,7 +76,9 @@ def test_the_cka_probe_within_a_model_and_across_two():
     np.testing.assert_array_equal(full.extra["matrix"], cka_matrix(layer_vectors(elmo, semcor_sentences(5)[1])))
     table = cka_tables(results_frame([res]))["cka"]
     assert list(table.columns) == ["model", "dataset", "layer", *"0123456"] and len(table) == 6
-    assert table.iloc[0, 3:6].tolist() == [round(v, 4) for v in within[0]]
+    lo, hi = np.array(res.extra["lo"]), np.array(res.extra["hi"])
+    assert table.iloc[0, 3:6].tolist() == [f"{v:.3f} [{a:.3f}, {b:.3f}]" for v, a, b in zip(within[0], lo[0], hi[0])]
+    assert all(r["lo"] <= r["value"] <= r["hi"] and r["unit"] == "sentence" and r["clusters"] == 12 for r in res.rows)
 
 
 def test_cka_is_a_probe_of_the_command_line_and_reproduce(tmp_path, monkeypatch, capsys):
@@ -114,6 +116,8 @@ def test_cka_is_a_probe_of_the_command_line_and_reproduce(tmp_path, monkeypatch,
     assert "## Linear CKA between layers" in (out / "tables.md").read_text()
     assert main(["cka", "--model", "glove-6b-50d", "--max-vectors", "0", "--results", str(tmp_path / "r")]) == 2
     assert "--max-vectors 0" in capsys.readouterr().err
+    assert main(["cka", "--model", "glove-6b-50d", "--max-vectors", "5000", "--results", str(tmp_path / "r")]) == 2
+    assert "at most 4,000" in capsys.readouterr().err  # the interval's bootstrap holds a words² Gram matrix
 
 
 def test_relative_depth_and_profile_from_the_committed_results():

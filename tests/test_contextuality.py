@@ -60,13 +60,17 @@ def test_adjusted_measures_of_random_isotropic_vectors_are_about_zero():
     sentence_of_row = np.repeat(np.arange(sentences), lengths)
     keys = np.array([f"w{i}" for i in rng.integers(0, 60, size=offsets[-1])], dtype=object)
     X = rng.normal(size=(offsets[-1], 256))
-    sel = select_words(keys, sentence_of_row, min_occurrences=5, max_occurrences=40, pairs=3000, seed=0)
-    m = layer_measures(X, sel, offsets)
-    assert abs(m["anisotropy"][0]) < 0.01
-    assert abs(m["self_similarity_adj"][0]) < 0.01
-    assert abs(m["explainable_variance_adj"][0]) < 0.01
+    sel = select_words(keys, sentence_of_row, min_occurrences=5, max_occurrences=40, seed=0)
+    m = layer_measures(X, sel, offsets, min_pairs=3000)
+    assert abs(m["anisotropy"]["value"]) < 0.01
+    assert abs(m["self_similarity_adj"]["value"]) < 0.01
+    assert abs(m["explainable_variance_adj"]["value"]) < 0.01
     # The sentence mean contains the word itself: for n random words E[cos] ≈ 1/√n, not 0 (as defined).
-    assert m["intra_sentence_similarity_adj"][0] == pytest.approx(1 / np.sqrt(10), abs=0.02)
+    assert m["intra_sentence_similarity_adj"]["value"] == pytest.approx(1 / np.sqrt(10), abs=0.02)
+    for measure in m.values():  # ... and each with its interval, which holds the true value 0 (or 1/√10)
+        assert measure["lo"] <= measure["value"] <= measure["hi"] and measure["clusters"] >= measure["n"] > 0
+    assert m["self_similarity_adj"]["lo"] < 0 < m["self_similarity_adj"]["hi"]
+    assert m["anisotropy"]["se"] < 0.0005 and m["anisotropy"]["lo"] < 0 < m["anisotropy"]["hi"]
 
 
 def test_selection_is_seeded_one_occurrence_per_sentence_and_refuses_rare_words():
@@ -74,10 +78,13 @@ def test_selection_is_seeded_one_occurrence_per_sentence_and_refuses_rare_words(
     sent = np.array([0, 0, 0, 1, 1, 2, 2, 3])
     sel = select_words(keys, sent, min_occurrences=4, seed=3)
     assert sel.words == ("a",) and list(sel.rows[0]) == [0, 3, 5, 7]
-    assert (sent[sel.pairs[:, 0]] != sent[sel.pairs[:, 1]]).all() and (keys[sel.pairs] != "").all()
-    assert (keys[sel.pairs[:, 0]] != keys[sel.pairs[:, 1]]).all()
+    pairs = sel.pairs(500)
+    assert len(pairs) == 500 and (sent[pairs[:, 0]] != sent[pairs[:, 1]]).all() and (keys[pairs] != "").all()
+    assert (keys[pairs[:, 0]] != keys[pairs[:, 1]]).all()
     again = select_words(keys, sent, min_occurrences=4, seed=3)
-    np.testing.assert_array_equal(sel.pairs, again.pairs)
+    np.testing.assert_array_equal(pairs, again.pairs(500))
+    np.testing.assert_array_equal(pairs[:100], again.pairs(100))  # one stream: more pairs extend it
+    assert len(sel.random_sets(0)[0]) == 4 and len(set(sel.random_sets(0)[0])) == 4
     with pytest.raises(ValueError, match="at least 5 sentences"):
         select_words(keys, sent, min_occurrences=5)
 

@@ -85,10 +85,10 @@ def test_each_layer_file_is_verified_once_per_process(tmp_path, monkeypatch):
     emb = RandomEmbedder()
     _get(emb, tmp_path)
     meta = json.loads((tmp_path / "features" / emb.fingerprint() / "toy" / "meta.json").read_text())
-    assert all(entry["checksum"].startswith("blake2b-pagesum64:") for entry in meta["layers"].values())
+    assert all(entry["checksum"].startswith("blake2b-pagewsum64:") for entry in meta["layers"].values())
     hashed = []
     real = feature_checks.file_checksum
-    monkeypatch.setattr(feature_checks, "file_checksum", lambda p: hashed.append(p.name) or real(p))
+    monkeypatch.setattr(feature_checks, "file_checksum", lambda p, **kw: hashed.append(p.name) or real(p, **kw))
     _get(emb, tmp_path)
     assert hashed == []  # written by this process: already known good
     _new_process()

@@ -127,7 +127,17 @@ def toy_files(tmp_path, monkeypatch):
 
 
 def test_registry_lists_the_paper_probes_in_order():
-    assert [spec.name for spec in all_probes()] == ["wsd", "pos", "mix", "tag", "span", "contextuality", "cka"]
+    assert [spec.name for spec in all_probes()] == [
+        "wsd",
+        "pos",
+        "mix",
+        "tag",
+        "span",
+        "contextuality",
+        "cka",
+        "structural",
+        "head_syntax",
+    ]
     assert builtin_probe_names() == ["wsd", "pos", "mix"]  # tag, span: the user's files; the analyses on request
     with pytest.raises(ValueError, match="Unknown probe 'ner'"):
         get_probe("ner")

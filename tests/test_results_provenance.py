@@ -40,12 +40,16 @@ def test_only_results_in_use_are_checked_and_a_stale_one_is_named(tmp_path):
         ("glove-6b-50d", 51.0, 1),
         ("majority-tag", 40.0, 1),
     ]
-    checks = verify_results(tmp_path, lambda m: current if m == "glove-6b-50d" else None)
-    assert [(c.model, c.ok) for c in checks] == [("glove-6b-50d", True)]
+    fingerprint_of = lambda m: current if m == "glove-6b-50d" else None  # noqa: E731
+    checks = verify_results(tmp_path, fingerprint_of)
+    assert [(c.model, c.ok) for c in checks] == [("glove-6b-50d", True), ("majority-tag", True)]  # rows: digest
     # A newer row from other weights takes over the table: now it is reported.
     save_result(_result("glove-6b-50d", "beefbeefbeefbeef", 52.0, "2026-03-01T00:00:00"), tmp_path)
-    checks = verify_results(tmp_path, lambda m: current)
-    assert [(c.model, c.recorded, c.ok) for c in checks] == [("glove-6b-50d", "beefbeefbeefbeef", False)]
+    checks = verify_results(tmp_path, fingerprint_of)
+    assert [(c.model, c.recorded, c.ok) for c in checks] == [
+        ("majority-tag", None, True),
+        ("glove-6b-50d", "beefbeefbeefbeef", False),
+    ]
 
 
 def test_verify_command_exit_status(tmp_path):

@@ -171,5 +171,6 @@ def test_best_layer_table_tests_the_best_against_runner_up_and_layer_0():
     near[np.flatnonzero(near)[:3]] = False  # runner-up: three fewer right
     t = best_layer_table([_result("m", "pos", "conll2000-test", {"0": base, "1": near, "2": best})])
     assert list(zip(t.best, t.against)) == [("m L2", "m L1"), ("m L2", "m L0")]
-    assert list(t["significant (p < 0.05)"]) == ["no", "yes"]
+    assert list(t["significant (Holm p < 0.05)"]) == ["no", "yes"]
+    assert set(t["ranked on"]) == {"conll2000-test (no dev split: exploratory)"}  # said, not hidden
     assert best_layer_table([_result("m", "pos", "conll2000-test", {"0": base}, keep=False)]) is None

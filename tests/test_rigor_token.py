@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from probes.errors import ProbeInputError
+from probes.stats.units import Units
 from probes.tasks.conll import conll_slice
 from probes.tasks.rigor_options import RIGOR_OPTIONS, RigorOptions, layer_rows, row_offsets
 
@@ -54,7 +55,10 @@ def test_layer_rows_on_word_identity_vectors():
         Xt,
         twords,
         task,
-        [("dev", slice(0, 50)), ("test", slice(50, len(twords)))],
+        [
+            ("dev", slice(0, 50), Units.instances(50)),
+            ("test", slice(50, len(twords)), Units.instances(len(twords) - 50)),
+        ],
         seed=0,
         device="cpu",
         progress=lambda f, m: seen.append(f),
@@ -81,8 +85,11 @@ def test_layer_rows_on_word_identity_vectors():
         got[("train-split", "compression")]["value"] > 1.2
         and got[("train-split", "control_compression")]["value"] > 1.2
     )
-    blocks = details["mdl"]["task"]
+    assert len(details["mdl"]["task"]) == details["mdl"]["orders"] == 3  # three data orders by default
+    blocks = details["mdl"]["task"][0]
     assert sum(b["tokens"] for b in blocks) == len(tags) and len(blocks) == 8  # 200 sentences: 8 non-empty blocks
+    code = got[("train-split", "codelength_kbits")]
+    assert code["unit"] == "data order" and code["clusters"] == 3 and code["lo"] <= code["value"] <= code["hi"]
     assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
 
 
@@ -152,7 +159,7 @@ def test_cli_probe_family_options(tmp_path, capsys, monkeypatch):
     mlp = df[(df.probe == "pos+mlp-16") & (df.metric == "accuracy")].value.item()
     assert linear != mlp
     table = pos_tables(df, [])["pos"]
-    assert table[table.model == "glove-6b-50d"].iloc[:, -1].tolist() == [linear]
+    assert table[table.model == "glove-6b-50d"]["accuracy (CoNLL-2000 test)"].tolist() == [linear]
     assert set(selectivity_mdl_table(df).probe) == {"pos+mlp-16"}
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from probes.stats.units import over_text
 from viz.figures import PALETTE, _layout
 from viz.text import escape_html
 
@@ -24,6 +25,14 @@ from viz.text import escape_html
 def has_intervals(part: pd.DataFrame) -> bool:
     """Every row has its 95% interval (``lo`` and ``hi``)."""
     return {"lo", "hi"} <= set(part) and not part.empty and bool(part[["lo", "hi"]].notna().all(axis=None))
+
+
+def interval_note(part: pd.DataFrame) -> str:
+    """What the error bars are: "95% CI over 23 documents" (the rows' resampling unit), or that there are none."""
+    if not has_intervals(part):
+        return "no intervals recorded"
+    stated = part.dropna(subset=["unit"]) if "unit" in part else part.iloc[:0]
+    return f"95% CI over {over_text(stated.unit.iloc[0], stated.clusters.iloc[0])}" if len(stated) else "95% intervals"
 
 
 def interval_error(part: pd.DataFrame, value: str = "value", **style) -> dict | None:
@@ -208,8 +217,7 @@ def layer_probe_figure(
             )
             bounds += [row["lo"], row["hi"]]
     note = small_sample_note(curves, small_n)
-    intervals = "95% intervals" if has_intervals(curves) else "no intervals recorded"
-    full_title = f"{title} — {note}, {intervals}" if note else title
+    full_title = f"{title} — {', '.join(x for x in (note, interval_note(curves)) if x)}"
     _layout(fig, full_title, height)
     fig.update_xaxes(dtick=1, title="layer", range=[x0 - 0.1, x1 + 0.1])
     axis_title, axis_range = metric_axis(metric, bounds) if y_range is None else (metric, list(y_range))
@@ -247,7 +255,7 @@ def named_rows_figure(
         )
     for _, row in (base if base is not None else pd.DataFrame()).iterrows():
         fig.add_trace(_baseline_line(row, order))
-    _layout(fig, title, height)
+    _layout(fig, f"{title} — {interval_note(rows)}", height)
     fig.update_layout(barmode="group")
     fig.update_xaxes(categoryorder="array", categoryarray=list(order), title=None)
     unit = METRIC_AXES.get(metric, PERCENT)[0]
@@ -285,7 +293,7 @@ def task_vs_control_figure(
                 )
             )
             values += _extent(part)
-    _layout(fig, title, height)
+    _layout(fig, f"{title} — {interval_note(task)}", height)
     axis_title, y_range = metric_axis(metric, values)
     fig.update_xaxes(dtick=1, title="layer")
     fig.update_yaxes(title=axis_title, range=y_range)

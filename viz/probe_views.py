@@ -87,7 +87,8 @@ def rigor_view(df: pd.DataFrame, probe: str) -> dict | None:
     panels = []
     for task_metric, control_metric, on_train, what, _flag in RIGOR_PANELS:
         rows = df[(df["probe"] == probe) & df["metric"].isin([task_metric, control_metric])]
-        rows = rows[rows["dataset"].str.endswith("-train") == on_train]  # MDL codes the training split
+        # MDL codes the training split ("conll2000-train", or "… (limit N)" for a slice)
+        rows = rows[rows["dataset"].str.contains(r"-train(?: \(limit \d+\))?$") == on_train]
         control = rows[rows["metric"] == control_metric]
         if control.empty:
             panels.append(None)

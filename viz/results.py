@@ -49,7 +49,7 @@ def load_dir(d: Path) -> pd.DataFrame:
     return df.assign(source=label_dir(d)) if not df.empty else pd.DataFrame(columns=[*COLUMNS, "source"])
 
 
-OPTIONAL = ("n", "lo", "hi")  # result columns an older or a baseline result may lack
+OPTIONAL = ("n", "lo", "hi", "unit", "clusters")  # result columns an older or a baseline result may lack
 
 
 def with_optional(sel: pd.DataFrame, columns: tuple[str, ...] = OPTIONAL) -> pd.DataFrame:
@@ -73,9 +73,10 @@ def metrics_of(df: pd.DataFrame, spec: ProbeSpec, dataset: str) -> list[str]:
 def layer_curves_frame(
     df: pd.DataFrame, probe: str, dataset: str, metric: str, exclude: set[str] | frozenset[str] = frozenset()
 ) -> pd.DataFrame:
-    """model, layer (int), value, n, lo, hi for the numbered layers of one probe/dataset/metric, sorted.
+    """model, layer (int), value, n, lo, hi, unit, clusters for the numbered layers of one probe/dataset/metric.
 
-    ``lo``/``hi`` are the rows' bootstrap 95% interval (NaN where a result has none)."""
+    ``lo``/``hi`` are the rows' bootstrap 95% interval (NaN where a result has none), resampling ``clusters``
+    ``unit`` s (documents, sentences)."""
     sel = df[
         (df["probe"] == probe)
         & (df["dataset"] == dataset)
@@ -84,7 +85,7 @@ def layer_curves_frame(
     ]
     sel = sel[sel["layer"].astype(str).str.fullmatch(r"\d+")]
     sel = with_optional(sel)
-    out = sel.assign(layer=sel["layer"].astype(int))[["model", "layer", "value", "n", "lo", "hi"]]
+    out = sel.assign(layer=sel["layer"].astype(int))[["model", "layer", "value", "n", "lo", "hi", "unit", "clusters"]]
     out = out.astype({"value": float, "lo": float, "hi": float})
     return out.sort_values(["model", "layer"]).reset_index(drop=True)
 
@@ -101,7 +102,8 @@ def named_rows_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: st
         & df["layer"].astype(str).isin(order)
     ]
     sel = with_optional(sel)
-    out = sel[["model", "layer", "value", "n", "lo", "hi"]].astype({"value": float, "lo": float, "hi": float})
+    out = sel[["model", "layer", "value", "n", "lo", "hi", "unit", "clusters"]]
+    out = out.astype({"value": float, "lo": float, "hi": float})
     return (
         out.assign(_o=out["layer"].map(order.index))
         .sort_values(["model", "_o"])

@@ -29,11 +29,12 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 from models.base import ModelLoadError, default_device
 from models.spec import BERT, GPT
 from models.transformer.bert import BertEmbedder
-from models.transformer.checkpoint import load_config
+from models.transformer.checkpoint import load_config, load_tokenizer
 from models.transformer.embedder import TransformerEmbedder
 from models.transformer.gpt import GptEmbedder
 from models.transformer.memory import estimate_memory, header_tensors
-from models.transformer.refusals import check_weight_files, read_config, remote_code_reason
+from models.transformer.refusals import REMOTE_CODE, check_weight_files, read_config, remote_code_reason
+from models.transformer.tokens import check_vocabulary
 
 ENCODER, DECODER, ENCODER_DECODER = "encoder", "decoder", "encoder-decoder"
 FAMILY = {ENCODER: BERT.name, ENCODER_DECODER: BERT.name, DECODER: GPT.name}
@@ -123,7 +124,8 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
     Keys: family ("bert" | "gpt"), role, model_type, architectures, layers (incl. layer 0), dim,
     heads, params (tensor elements in the weight files: safetensors headers, torch pickles on the
     meta device), size_bytes (the weight files), needs_remote_code (then not loadable here) and its
-    reason, weights (file names),
+    reason, refused (why the loader will refuse it: custom code, tokenizer; else None), positions (the
+    config's maximum positions, where it has one), weights (file names),
     device, dtype and memory_bytes (:func:`~models.transformer.memory.estimate_memory` for this
     machine with dtype "auto").
 
@@ -154,6 +156,7 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
             layers=int(config.num_hidden_layers) + 1,
             dim=int(config.hidden_size),
             heads=getattr(config, "num_attention_heads", None),
+            positions=getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None),
         )
     else:
         layers = _raw(raw, "num_hidden_layers", "n_layer", "num_layers")
@@ -164,4 +167,20 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
         )
     facts["params"] = header_tensors(files)[0]
     facts["memory_bytes"] = estimate_memory(path, "auto", facts["device"])
+    facts["refused"] = _refusal(path, reason)
     return facts
+
+
+def _refusal(path: Path, remote_code: str | None) -> str | None:
+    """Why the loader will refuse this checkpoint, from files only (custom code, no tokenizer or one that
+    does not match the embedding matrix), or None; ``models add`` / ``models list`` report it as broken."""
+    if remote_code is not None:
+        return f"{path / 'config.json'}: this model {REMOTE_CODE}: {remote_code}."
+    config = load_config(path)
+    try:
+        tokenizer = load_tokenizer(path)
+        if isinstance(getattr(config, "vocab_size", None), int):
+            check_vocabulary(path, tokenizer, config.vocab_size)
+    except ModelLoadError as exc:
+        return str(exc)
+    return None

@@ -42,9 +42,15 @@ def load_config(path: Path) -> PretrainedConfig:
 
 
 def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
-    """The fast tokenizer where there is one; else the Python one (``is_fast`` False: per-word fallback)."""
+    """The fast tokenizer where there is one; else the Python one (``is_fast`` False: per-word fallback).
+
+    ``split_special_tokens``: a word of the text that is literally ``[SEP]`` or ``<|endoftext|>`` is text,
+    tokenized like any other, never the control token (the special tokens a window needs are added by
+    id, ``tokens.special_layout``)."""
     try:
-        return AutoTokenizer.from_pretrained(str(path), use_fast=True, local_files_only=True, trust_remote_code=False)
+        return AutoTokenizer.from_pretrained(
+            str(path), use_fast=True, local_files_only=True, trust_remote_code=False, split_special_tokens=True
+        )
     except Exception as exc:  # transformers raises OSError/ValueError/JSON errors depending on the file
         files = ", ".join(sorted(p.name for p in path.glob("*token*"))) or "none"
         raise ModelLoadError(f"{path}: cannot load the tokenizer (tokenizer files: {files}): {exc}") from exc

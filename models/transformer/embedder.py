@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from corpora.errors import RequestError
 from models.base import Embedder, ModelInfo, PieceAttention, SentenceEmbedding, check_unicode, default_device, seeded
 from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_config, load_tokenizer
 from models.transformer.loading import context_size, init_kwargs, load_model, model_class, select_layers
@@ -41,7 +42,13 @@ from models.transformer.pieces import (
     word_pieces,
 )
 from models.transformer.refusals import check_probe_output
-from models.transformer.tokens import alignment_problems, prepare_word_alignment, special_layout
+from models.transformer.tokens import (
+    alignment_problems,
+    check_known_words,
+    check_vocabulary,
+    prepare_word_alignment,
+    special_layout,
+)
 
 POOLINGS = ("mean", "first", "last")
 log = logging.getLogger(__name__)
@@ -75,11 +82,11 @@ class TransformerEmbedder(Embedder):
         revision: str | None = None,
     ) -> None:
         if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+            raise RequestError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if max_tokens is not None and max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+            raise RequestError(f"max_tokens must be >= 1, got {max_tokens}")
         if window is not None and max_length is not None:
-            raise ValueError("give window (content pieces) or max_length (pieces with special tokens), not both")
+            raise RequestError("give window (content pieces) or max_length (pieces with special tokens), not both")
         self.path = Path(path)
         check_checkpoint_dir(self.path)
         self.config = load_config(self.path)
@@ -91,19 +98,22 @@ class TransformerEmbedder(Embedder):
         self._head, self._tail = special_layout(self.tokenizer, self.decoder)
         self._prefix = prepare_word_alignment(self.tokenizer)
         self.model = self._load_model(device)
+        check_vocabulary(self.path, self.tokenizer, self.model.get_input_embeddings().num_embeddings)
         self.max_positions = context_size(self.config, self.model, self.tokenizer.model_max_length)
         limit = self.max_positions - self._num_specials()
         if max_length is not None and not self._num_specials() < max_length <= self.max_positions:
-            raise ValueError(f"max_length must be in ({self._num_specials()}, {self.max_positions}], got {max_length}")
+            raise RequestError(
+                f"max_length must be in ({self._num_specials()}, {self.max_positions}], got {max_length}"
+            )
         if window is not None and not 0 < window <= limit:
-            raise ValueError(f"window must be in [1, {limit}] pieces for {name}, got {window}")
+            raise RequestError(f"window must be in [1, {limit}] pieces for {name}, got {window}")
         # Content pieces per forward pass; max_length (pieces incl. specials) may shrink it, e.g. for tests.
         self.window = window or (max_length or self.max_positions) - self._num_specials()
         self.tokenizer.model_max_length = 10**9  # we window long inputs ourselves; silence the length warning
         if stride is None:
             stride = max(1, self.window // 2)
         if not 0 < stride <= self.window:
-            raise ValueError(f"stride must be in [1, {self.window}], got {stride}")
+            raise RequestError(f"stride must be in [1, {self.window}], got {stride}")
         self.stride = stride
         self._unk_id = self._unknown_id()
         total = self._probe()
@@ -226,8 +236,11 @@ class TransformerEmbedder(Embedder):
     def _pieces(self, sentences: list[list[str]]) -> list[tuple[list[int], np.ndarray]]:
         """Per sentence: content piece ids and the word index of each piece (every word ≥ 1 piece)."""
         if not getattr(self.tokenizer, "is_fast", False):
-            return per_word_pieces(self.tokenizer, sentences, self._unk_id)
-        return word_pieces(self.tokenizer, sentences, self._unk_id, self._prefix)
+            pieces = per_word_pieces(self.tokenizer, sentences, self._unk_id)
+        else:
+            pieces = word_pieces(self.tokenizer, sentences, self._unk_id, self._prefix)
+        check_known_words(self.path, self.tokenizer, pieces)
+        return pieces
 
     def _rows(self, sentences: list[list[str]], whole_only: bool = False) -> tuple[list[Row], list[np.ndarray]]:
         """Forward-pass rows (windows) of all sentences, and each sentence's piece->word index."""

@@ -21,6 +21,7 @@ import torch
 from safetensors import safe_open
 from transformers import AutoModel, PretrainedConfig
 
+from corpora.errors import RequestError
 from models.base import ModelLoadError, default_device
 from models.transformer.checkpoint import load_config
 from models.transformer.loading import init_kwargs, model_class
@@ -45,7 +46,7 @@ def resolve_dtype(dtype: str, device: str | torch.device | None) -> torch.dtype:
     """The torch dtype for an option value (module doc)."""
     if dtype != "auto":
         if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of auto, {', '.join(DTYPES)}; got {dtype!r}")
+            raise RequestError(f"dtype must be one of auto, {', '.join(DTYPES)}; got {dtype!r}")
         return DTYPES[dtype]
     kind = device_kind(device)
     if kind == "cpu" or (kind == "auto" and not torch.cuda.is_available()):

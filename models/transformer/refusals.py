@@ -185,5 +185,6 @@ def check_probe_output(path: Path, config, hidden, attentions, dtype: torch.dtyp
             f"{config.hidden_size}: layers of different widths are not supported."
         )
     if not all(bool(torch.isfinite(h).all()) for h in hidden):
-        raise ModelLoadError(f"{path}: the weights give NaN/inf in {dtype} (overflow?); try dtype='fp32'.")
+        advice = "the weights hold NaN/inf)" if dtype == torch.float32 else "overflow?); try dtype='fp32'"
+        raise ModelLoadError(f"{path}: NaN/inf in the hidden states in {dtype} ({advice}.")
     return bool(attentions) and len(attentions) == expected - 1 and all(a is not None for a in attentions)

@@ -23,6 +23,9 @@ no ``word_ids()``: each word is tokenized on its own (``pieces.per_word_pieces``
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 from tokenizers import pre_tokenizers
 
 from models.base import ModelLoadError
@@ -109,3 +112,49 @@ def alignment_problems(tokenizer, prefix: str, words: tuple[str, ...] = PROBE) -
         for w, a, b in zip(words[1:], split[1:], running[1:])
         if a != b
     ]
+
+
+def _files(path: Path) -> str:
+    return ", ".join(sorted(p.name for p in path.glob("*token*") if p.is_file())) or "none"
+
+
+MISMATCH = (
+    "the tokenizer (files: {files}) does not match the model: {what}. "
+    "Copy the tokenizer files of the checkpoint this model was trained with into the folder."
+)
+
+
+def check_vocabulary(path: Path, tokenizer, rows: int) -> None:
+    """Refuse a tokenizer that does not belong to the model (a checkpoint without its tokenizer files, or
+    another model's): more ids than the embedding matrix has ``rows``, a special token outside it, or fewer
+    than half its rows (transformers builds a 5-token tokenizer from ``config.json`` alone). Such a model
+    runs on ``[UNK]`` and garbage ids and gives plausible-looking numbers. Padded matrices (Qwen2, T5,
+    phi: a few hundred spare rows) pass."""
+    n = len(tokenizer)
+    outside = sorted({int(i) for i in tokenizer.all_special_ids if not 0 <= int(i) < rows})
+    what = None
+    if n > rows or outside:
+        ids = f"special token ids {outside}" if outside else f"{n} token ids"
+        what = f"{ids} but the embedding matrix has {rows} rows"
+    elif n < rows / 2:
+        what = f"{n} tokens for an embedding matrix of {rows} rows"
+    if what:
+        raise ModelLoadError(f"{path}: " + MISMATCH.format(files=_files(path), what=what))
+
+
+def check_known_words(path: Path, tokenizer, pieces: list[tuple[list[int], np.ndarray]], least: int = 8) -> None:
+    """Refuse a batch (of at least ``least`` words) in which most words are nothing but the unknown token:
+    a tokenizer that is not the model's, or text the model cannot read; either way the vectors would be
+    the ``[UNK]`` vector. Tokenizers without an unknown token (byte-level BPE) always pass.
+    ``pieces``: per sentence, piece ids and each piece's word index (``pieces.word_pieces``)."""
+    unk = tokenizer.unk_token_id
+    if unk is None:
+        return
+    words = unknown = 0
+    for ids, word_of in pieces:
+        if len(ids):
+            known = np.bincount(word_of, weights=np.asarray(ids) != unk)
+            words, unknown = words + len(known), unknown + int((known == 0).sum())
+    if words >= least and unknown > words / 2:
+        what = f"{unknown} of {words} words of a batch are the unknown token {tokenizer.unk_token!r}"
+        raise ModelLoadError(f"{path}: " + MISMATCH.format(files=_files(path), what=what))

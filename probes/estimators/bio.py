@@ -16,6 +16,7 @@ import numpy as np
 from seqeval.metrics.sequence_labeling import get_entities
 
 from probes.stats.intervals import grouped_interval
+from probes.stats.units import SENTENCE
 
 PREFIXES = ("B-", "I-", "E-", "S-")
 
@@ -63,4 +64,6 @@ def span_f1_row(
         "n": int(counts[:, 2].sum()),
         "lo": lo,
         "hi": hi,
+        "unit": SENTENCE,
+        "clusters": len(counts),
     }

@@ -13,6 +13,20 @@ For representations X (n × p) and Y (n × q) of the same n words, both centred 
 orthogonal transform and to an isotropic scaling of either side (not to any invertible linear map), and
 defined across different widths p ≠ q. Computed in feature space (p × p products), so cost grows with the
 number of words only linearly; float64 throughout.
+
+**Uncertainty** (``cka_interval``): a 95% bootstrap interval per cell over *sentences* (the words of a
+sentence are not independent): each of ``RESAMPLES`` (200) resamples draws the sentences with replacement
+and recomputes linear CKA on all their words (a word counted as often as its sentence was drawn). All
+resamples of a cell come from the sentence-block sums of the Gram matrices XXᵀ∘YYᵀ and XXᵀ·m (weighted
+centring), so a cell costs O(words²) once and O(sentences²) per resample: 7 layers, 3,000 words of 500
+sentences, 200 resamples take about 10 s on 2 cores (``tests/test_uncertainty.py`` checks it against a plain
+loop); memory: one words × words Gram matrix per layer (the probe caps the words at 4,000). A resample
+repeats words, and linear CKA is biased upward on few distinct rows (its HSIC terms are the biased
+estimator), so the bootstrap distribution sits above the estimate by that bias (a plain percentile interval
+missed the value in 2 of 30 cells of elmo-small × minilm on 40 sentences); the interval is the percentile
+interval of the resamples shifted by their mean minus the estimate. It is thus an interval for linear CKA
+*as measured on this many words* (what the value reports), centred on the value; the finite-sample bias of
+linear CKA itself is not corrected (debiased CKA would change every value).
 """
 
 from __future__ import annotations
@@ -20,6 +34,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.sparse import csr_matrix
+
+RESAMPLES = 200  # bootstrap resamples of sentences (a cell costs O(S²) per resample, S sentences)
 
 
 def _centred(X: np.ndarray) -> np.ndarray:
@@ -55,3 +72,54 @@ def cka_matrix(layers_a: Sequence[np.ndarray], layers_b: Sequence[np.ndarray] | 
                 continue
             out[i, j] = np.linalg.norm(Y.T @ X) ** 2 / (norm_a[i] * norm_b[j])
     return out
+
+
+def cka_interval(
+    layers_a: Sequence[np.ndarray],
+    layers_b: Sequence[np.ndarray] | None,
+    groups: np.ndarray,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval (lo, hi), each (len(a), len(b)), of ``cka_matrix(layers_a, layers_b)``
+    resampling the groups of rows (``groups[i]``: row i's sentence) with replacement; see the module doc."""
+    codes = np.unique(np.asarray(groups), return_inverse=True)[1]
+    G_a = [_gram(X) for X in layers_a]
+    G_b = G_a if layers_b is None else [_gram(Y) for Y in layers_b]
+    if len(codes) != len(G_a[0]) or any(len(G) != len(codes) for G in G_a + G_b):
+        raise ValueError("CKA's bootstrap needs one group per row of every layer.")
+    S = int(codes.max()) + 1
+    P = csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(S, len(codes)))  # group sums
+    W = np.random.default_rng(seed).multinomial(S, np.full(S, 1.0 / S), size=resamples).T.astype(np.float64)
+    M = W[codes]  # (rows, R): each row's multiplicity in each resample
+    N = M.sum(axis=0)
+    GM_a = [(P @ G).T @ W for G in G_a]  # G m per resample, (rows, R) (every G is symmetric)
+    GM_b = GM_a if layers_b is None else [(P @ G).T @ W for G in G_b]
+
+    def hsic(Ga, Gb, GMa, GMb):  # ‖X̃ᵀ D Ỹ‖²_F of every resample (D: the multiplicities, weighted centring)
+        H = P @ (P @ (Ga * Gb)).T  # (S, S): the sums over sentence blocks
+        mGm_a, mGm_b = np.einsum("ir,ir->r", M, GMa), np.einsum("ir,ir->r", M, GMb)
+        return np.einsum("sr,sr->r", W, H @ W) - 2 * np.einsum("ir,ir,ir->r", M, GMa, GMb) / N + mGm_a * mGm_b / N**2
+
+    self_a = [hsic(G, G, GM, GM) for G, GM in zip(G_a, GM_a)]
+    self_b = self_a if layers_b is None else [hsic(G, G, GM, GM) for G, GM in zip(G_b, GM_b)]
+    draws = np.empty((len(G_a), len(G_b), resamples))
+    for i in range(len(G_a)):
+        for j in range(len(G_b)):
+            if layers_b is None and j < i:
+                draws[i, j] = draws[j, i]
+                continue
+            cross = hsic(G_a[i], G_b[j], GM_a[i], GM_b[j])
+            draws[i, j] = cross / np.sqrt(self_a[i] * self_b[j])
+    # centred on the estimate: resampled rows repeat, which biases a resample's CKA upward (see the module doc)
+    draws -= draws.mean(axis=2, keepdims=True) - cka_matrix(layers_a, layers_b)[..., None]
+    lo, hi = np.percentile(draws, [50 * (1 - level), 50 * (1 + level)], axis=2)
+    return lo, hi
+
+
+def _gram(X: np.ndarray) -> np.ndarray:
+    """X Xᵀ of the rows centred by their mean (the weighted centring in ``cka_interval`` does the rest)."""
+    X = _centred(X)
+    return X @ X.T

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from models.base import default_device
+from probes.progress import ProgressFn
 
 RowIndex = np.ndarray | torch.Tensor
 
@@ -43,6 +44,7 @@ def train_with_early_stopping(
     batch_size: int,
     patience: int,
     generator: torch.Generator,
+    progress: ProgressFn | None = None,
 ) -> list[dict]:
     """Train ``model`` in place and leave it at its best held-out state; returns the per-epoch history.
 
@@ -50,6 +52,8 @@ def train_with_early_stopping(
     batch_loss:   rows -> scalar loss of that batch (forward pass included).
     val_accuracy: () -> held-out accuracy, or None to train all ``epochs`` without early stopping.
     generator:    seeds the shuffles (the same seed gives the same run).
+    progress:     told after each epoch: "epoch 3/10, patience 1/2, dev 91.2% (best 91.4%)" (nothing else
+                  changes: the callback sees the history, it never steers the loop).
 
     History entries: {"epoch", "train_loss" (mean over the epoch's rows)[, "val_acc"]}.
     """
@@ -78,6 +82,10 @@ def train_with_early_stopping(
             else:
                 bad += 1
         history.append(entry)
+        if progress is not None:
+            dev = "" if val_accuracy is None else f", patience {bad}/{patience}, dev {100 * entry['val_acc']:.1f}%"
+            best_dev = "" if val_accuracy is None else f" (best {100 * best:.1f}%)"
+            progress((epoch + 1) / epochs, f"epoch {epoch + 1}/{epochs}{dev}{best_dev}")
         if val_accuracy is not None and bad >= patience:
             break
     if best_state is not None:
@@ -146,8 +154,9 @@ class LinearProbe:
         X = torch.as_tensor(np.asarray(X, dtype=np.float32), device=self.device)
         return (X - self.mean_) / self.std_
 
-    def fit(self, X: np.ndarray, y: Sequence) -> LinearProbe:
-        """X: (num_tokens, dim); y: (num_tokens,) labels of any hashable type."""
+    def fit(self, X: np.ndarray, y: Sequence, progress: ProgressFn | None = None) -> LinearProbe:
+        """X: (num_tokens, dim); y: (num_tokens,) labels of any hashable type; ``progress``: told after
+        each epoch (``train_with_early_stopping``)."""
         y = np.asarray(y)
         if len(X) == 0:
             raise ValueError("Cannot fit a probe on zero tokens.")
@@ -185,6 +194,7 @@ class LinearProbe:
             batch_size=self.batch_size,
             patience=self.patience,
             generator=gen,
+            progress=progress,
         )
         return self
 

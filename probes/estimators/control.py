@@ -25,7 +25,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from probes.progress import ProgressFn
 from probes.stats.intervals import accuracy_row, paired_test
+from probes.stats.units import Units
 
 _SCALE = float(2**64)
 
@@ -80,19 +82,30 @@ def control_correct(
     X_test: np.ndarray,
     words_test: Sequence[str],
     seed: int = 0,
+    progress: ProgressFn | None = None,
 ) -> np.ndarray:
-    """Per-test-token correctness of a probe (``make_probe()``, unfitted) trained on the control task."""
+    """Per-test-token correctness of a probe (``make_probe()``, unfitted) trained on the control task;
+    ``progress`` is told the fit's epochs (``LinearProbe.fit``)."""
     control = ControlTask(seed).fit(y_train)
-    probe = make_probe().fit(X_train, control.labels(words_train))
+    probe = make_probe().fit(X_train, control.labels(words_train), progress=progress)
     return probe.predict(X_test) == control.labels(words_test)
 
 
 def selectivity_rows(
-    dataset: str, layer: str, task_correct: np.ndarray, ctrl_correct: np.ndarray, *, seed: int = 0
+    dataset: str,
+    layer: str,
+    task_correct: np.ndarray,
+    ctrl_correct: np.ndarray,
+    *,
+    seed: int = 0,
+    units: Units | None = None,
 ) -> list[dict]:
-    """Rows ``control_accuracy`` and ``selectivity`` (task − control, points, paired-bootstrap interval)."""
-    ctrl = accuracy_row(dataset, layer, np.asarray(ctrl_correct, bool), metric="control_accuracy", seed=seed)
-    test = paired_test(np.asarray(task_correct, bool), np.asarray(ctrl_correct, bool), seed=seed)
+    """Rows ``control_accuracy`` and ``selectivity`` (task − control, points, paired-bootstrap interval over
+    ``units``)."""
+    ctrl = accuracy_row(
+        dataset, layer, np.asarray(ctrl_correct, bool), metric="control_accuracy", seed=seed, units=units
+    )
+    test = paired_test(np.asarray(task_correct, bool), np.asarray(ctrl_correct, bool), seed=seed, units=units)
     task_value = round(100 * float(np.mean(task_correct)), 2)
     sel = {
         "dataset": dataset,
@@ -102,5 +115,7 @@ def selectivity_rows(
         "n": int(len(ctrl_correct)),
         "lo": test["lo"],
         "hi": test["hi"],
+        "unit": test["unit"],
+        "clusters": test["clusters"],
     }
     return [ctrl, sel]

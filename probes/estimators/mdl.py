@@ -21,25 +21,39 @@ evaluation notebook (so our numbers compare with theirs).
 
     code = online_codelength(lambda **kw: LinearProbe(seed=0, **kw), X, y, offsets, seed=0)
     code.kbits, code.compression
+
+**Data orders and uncertainty.** The codelength depends on the order in which the sentences are sent
+(another shuffle moved elmo-small's layer 0 from 116.4 to 128.4 kbits, issue 26), so a measurement is K
+data orders (``online_codelengths``, ``ORDERS`` = 3 by default; order 0 is the one-order shuffle of ``seed``,
+order k ≥ 1 the shuffle of ``order_seed(seed, k)``). Rows report the mean codelength over the orders and
+the compression of that mean, with a 95% interval that combines the orders: the Student t-interval of the
+mean over K orders (mean ± t₀.₉₇₅,K−1 · s/√K), widened where needed to contain every order's own value
+(for K ≤ 4 the t-interval always does), and for compression the same interval mapped through
+N·log2 K / codelength. Rows carry unit "data order", clusters = K and every order's value ("orders");
+one order gives no interval (lo/hi None). An ordering of two codelengths (e.g. layer 1 codes POS shorter
+than layer 0) is claimed only if it holds in every order: ``shorter_in_all_orders(a, b)``.
+
+    codes = online_codelengths(lambda **kw: LinearProbe(seed=0, **kw), X, y, offsets, orders=3, seed=0)
+    codes.rows("conll2000-train", "1")   # mean kbits [lo, hi] over 3 orders, compression likewise
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import t as student_t
 from tqdm.auto import tqdm
 
 from probes.errors import ProbeInputError
+from probes.progress import ProgressFn, scaled
 
 #: Block ends, percent of the training sentences (Voita & Titov 2020, section 3.2.2).
 SCHEDULE = (0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.25, 12.5, 25.0, 50.0, 100.0)
 BITS_PER_KBIT = 1024
 MIN_BATCH = 32
-
-ProgressFn = Callable[[float, str], None]
 
 
 @dataclass
@@ -116,10 +130,12 @@ def online_codelength(
     """The online codelength of labels ``y`` given vectors ``X``.
 
     make_probe: (**kwargs) -> unfitted estimator with fit / predict_log_proba and a ``classes_``
-        order; it is called with ``classes`` and ``batch_size``.
+        order; it is called with ``classes`` and ``batch_size`` (and ``fit`` with ``progress=`` when
+        ``progress`` is given: ``LinearProbe.fit``).
     X: (N, d) token vectors; y: (N,) labels; offsets: (S + 1,) sentence boundaries in the token order.
     classes: the label set (default: the labels of ``y``); K = len(classes).
-    progress / show_progress: a callback (fraction, message) and a tqdm bar over the blocks.
+    progress / show_progress: a callback (fraction, message: the block, and each block's probe's epochs) and a
+        tqdm bar over the blocks.
     """
     y = np.asarray(y)
     offsets = np.asarray(offsets)
@@ -142,7 +158,11 @@ def online_codelength(
             bits = uniform_codelength(len(block), len(classes))
         else:
             batch = int(min(2048, max(MIN_BATCH, len(seen) // 16)))
-            probe = make_probe(classes=classes, batch_size=batch).fit(X[seen], y[seen])
+            probe = make_probe(classes=classes, batch_size=batch)
+            told = scaled(
+                progress, i / (len(ends) - 1), (i + 1) / (len(ends) - 1), f"{desc}: block {i + 2}/{len(ends)}: "
+            )
+            probe = probe.fit(X[seen], y[seen]) if told is None else probe.fit(X[seen], y[seen], progress=told)
             log_p = probe.predict_log_proba(X[block])  # natural log, (B, K)
             cols = np.searchsorted(probe.classes_, y[block])
             bits = float(-log_p[np.arange(len(block)), cols].astype(np.float64).sum() / math.log(2))
@@ -153,3 +173,121 @@ def online_codelength(
             progress((i + 1) / (len(ends) - 1), f"{desc}: block {i + 2}/{len(ends)}")
     bar.close()
     return OnlineCode(total, uniform_codelength(len(y), len(classes)), len(y), len(classes), blocks)
+
+
+#: Data orders of an MDL measurement (issue 26: a codelength moves by ~10 % with the order).
+ORDERS = 3
+LEVEL = 0.95
+
+
+def order_seed(seed: int, k: int) -> int:
+    """The shuffle seed of data order k: order 0 is ``seed`` itself (the one-order result), the others are
+    drawn from (seed, k) so they never coincide with another run's order 0."""
+    return seed if k == 0 else int(np.random.SeedSequence([seed, k]).generate_state(1)[0])
+
+
+def order_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float]:
+    """The t-interval of the mean over K ≥ 2 orders, widened to every order's value (NaN, NaN for K = 1)."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    half = student_t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    return float(min(v.mean() - half, v.min())), float(max(v.mean() + half, v.max()))
+
+
+@dataclass
+class OrderedCodes:
+    """One task's online code on one layer under K data orders (``online_codelengths``).
+
+    kbits: the mean codelength over orders; its interval ``order_interval`` of the orders' codelengths;
+    compression: N·log2 K / the mean codelength, its interval the same map of the codelength interval (so
+    each order's own compression lies in it too).
+    """
+
+    codes: list[OnlineCode]
+
+    @property
+    def orders_kbits(self) -> np.ndarray:
+        return np.array([c.kbits for c in self.codes])
+
+    @property
+    def kbits(self) -> float:
+        return float(self.orders_kbits.mean())
+
+    @property
+    def compression(self) -> float:
+        return self.codes[0].uniform_bits / (self.kbits * BITS_PER_KBIT)
+
+    @property
+    def blocks(self) -> list[list[dict]]:
+        return [c.blocks for c in self.codes]
+
+    @property
+    def num_classes(self) -> int:
+        return self.codes[0].num_classes
+
+    def rows(self, dataset: str, layer: str, prefix: str = "") -> list[dict]:
+        """``{prefix}codelength_kbits`` and ``{prefix}compression`` rows: the means, n = tokens coded, the
+        interval over orders (lo/hi None for one order), unit "data order", clusters = K, and each order's value."""
+        lo, hi = order_interval(self.orders_kbits)
+        uniform = self.codes[0].uniform_bits / BITS_PER_KBIT
+        bounds = {"codelength_kbits": (lo, hi), "compression": (uniform / hi, uniform / lo)}
+        per_order = {"codelength_kbits": self.orders_kbits, "compression": [c.compression for c in self.codes]}
+        out = []
+        for metric, value in (("codelength_kbits", self.kbits), ("compression", self.compression)):
+            b = [None if np.isnan(x) else round(float(x), 2) for x in bounds[metric]]
+            out.append(
+                {
+                    "dataset": dataset,
+                    "layer": layer,
+                    "metric": prefix + metric,
+                    "value": round(value, 2),
+                    "n": self.codes[0].num_tokens,
+                    "lo": b[0],
+                    "hi": b[1],
+                    "unit": "data order",
+                    "clusters": len(self.codes),
+                    "orders": [round(float(x), 2) for x in per_order[metric]],
+                }
+            )
+        return out
+
+
+def online_codelengths(
+    make_probe: Callable[..., object],
+    X: np.ndarray,
+    y: np.ndarray,
+    offsets: np.ndarray,
+    *,
+    orders: int = ORDERS,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    desc: str = "MDL",
+    **kwargs,
+) -> OrderedCodes:
+    """``online_codelength`` under ``orders`` data orders (shuffle seeds ``order_seed(seed, k)``)."""
+    if orders < 1:
+        raise ProbeInputError(f"MDL needs at least one data order, got {orders}.")
+    return OrderedCodes(
+        [
+            online_codelength(
+                make_probe,
+                X,
+                y,
+                offsets,
+                seed=order_seed(seed, k),
+                progress=scaled(progress, k / orders, (k + 1) / orders, f"order {k + 1}/{orders}: "),
+                desc=f"{desc} order {k + 1}/{orders}",
+                **kwargs,
+            )
+            for k in range(orders)
+        ]
+    )
+
+
+def shorter_in_all_orders(a: OrderedCodes, b: OrderedCodes) -> bool:
+    """Whether ``a``'s codelength is below ``b``'s in every data order (paired: the same orders, same data
+    size); a claim "a codes the labels shorter than b" needs this, not only the means."""
+    if len(a.codes) != len(b.codes):
+        raise ValueError(f"Orderings compare the same data orders ({len(a.codes)} vs {len(b.codes)}).")
+    return bool(np.all(a.orders_kbits < b.orders_kbits))

@@ -7,8 +7,9 @@ two never disagree.
 ``dataset_tables`` is the table builder of the probes that read a user's files (``tag``, ``span``): one
 table per dataset, label column and metric. A row's ``dataset`` names the data (``NAME@HASH``), the split
 and the task (``en_ewt-ud@1a2b3c4d:test:UPOS``), so two datasets or two label columns never share a table.
-Each table is model × layer spec (``0``, ``1``, …, ``mean``, ``mix:…``), the majority-label baseline under
-``baseline`` and ``n`` (test instances). ``write_dataset_tables`` writes them alone (docs/results/ud_ewt).
+Each table is model × layer spec (``0``, ``1``, …, ``mean``, ``mix:…``), each cell its value and 95% interval,
+the majority-label baseline under ``baseline``, ``n`` (test instances) and what the intervals resample.
+``write_dataset_tables`` writes them alone (docs/results/ud_ewt).
 
 Every Markdown table is ``markdown_table``; only the mark of a missing cell differs (``n/a`` in tables.md,
 ``—`` in the per-dataset tables).
@@ -24,6 +25,7 @@ from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
 from probes.results import extras_of, latest_rows, read_results
+from probes.stats.units import interval_text, over_text
 
 TABLE_NOTES = RIGOR_NOTES  # table key -> a note printed under it (tables.md, the Reproduce page)
 PAPER_TITLES = {
@@ -130,10 +132,14 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
     sel = df[df["probe"] == probe]
     out: dict[str, pd.DataFrame] = {}
     for (dataset, metric), part in sel.groupby(["dataset", "metric"], sort=False):
-        wide = part.pivot_table(index="model", columns="layer", values="value", aggfunc="first")
+        part = part.assign(cell=[f"{v:.2f} {interval_text(lo, hi)}" for v, lo, hi in zip(part.value, part.lo, part.hi)])
+        wide = part.pivot_table(index="model", columns="layer", values="cell", aggfunc="first")
         wide = wide[_layer_order(wide.columns)]
         n = part.groupby("model")["n"].max()
-        wide = wide.assign(n=n.reindex(wide.index).astype("Int64"))
+        over = part.groupby("model").apply(
+            lambda g: over_text(g.unit.iloc[-1], g.clusters.iloc[-1]), include_groups=False
+        )
+        wide = wide.assign(n=n.reindex(wide.index).astype("Int64"), **{"CI over": over.reindex(wide.index)})
         out[f"{probe}:{dataset}:{metric}"] = wide.reset_index().rename_axis(columns=None)
     return out
 

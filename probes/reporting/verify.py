@@ -1,12 +1,19 @@
-"""Were the committed results produced by the models that ship? (``python -m probes reproduce --verify``)
+"""Were the committed results produced by the models that ship, and are their numbers as written?
+(``python -m probes reproduce --verify``)
 
 Every result file records the content fingerprint of the model that produced it
 (``Embedder.fingerprint``: a hash of the weights, config, tokenizer and options — no path, so the same
-on every clone). A result is *in use* when at least one of its rows is the newest for its key, i.e.
-shows up in the tables. For each result in use whose model is registered, the fingerprint must equal
-the fingerprint of the model as it is on disk now; otherwise the row describes other weights (a
-retrained asset, an older vectors file) and is reported as stale. Baseline rows (first sense,
-majority tag) come from the data, not from a model, and have no fingerprint.
+on every clone) and the ``digest`` of its content (``probes.results.content_digest``: model, probe,
+dataset, fingerprint and rows). A result is *in use* when at least one of its rows is the newest for its
+key, i.e. shows up in the tables. For each result in use:
+
+- the digest must equal the one recomputed from the file: a number edited by hand, or a fingerprint
+  removed, is reported as "edited"; a file with no digest (not written by ``save_result``) as "no digest";
+- a result of a registered model must carry a fingerprint equal to the fingerprint of the model as it is
+  on disk now; otherwise the row describes other weights (a retrained asset, an older vectors file) and
+  is reported as stale. A missing fingerprint on a model's result is an error too (it would pass for a
+  baseline). Baseline rows (first sense, majority tag) come from the data, not from a model: no
+  fingerprint, but their digest is checked.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from probes.results import KEY, ProbeResult, read_results, results_frame
+from probes.results import KEY, ProbeResult, content_digest, read_results, results_frame
 
 
 @dataclass(frozen=True)
@@ -28,10 +35,11 @@ class Check:
     recorded: str | None
     current: str | None
     rows_in_use: int
+    rows: str = "ok"  # "ok", "edited" or "no digest"
 
     @property
     def ok(self) -> bool:
-        return self.recorded == self.current
+        return self.recorded == self.current and self.rows == "ok"
 
 
 def results_in_use(results: list[ProbeResult]) -> list[tuple[ProbeResult, int]]:
@@ -45,24 +53,21 @@ def results_in_use(results: list[ProbeResult]) -> list[tuple[ProbeResult, int]]:
     return [(results[i], int(n)) for i, n in sorted(winners.items())]
 
 
+def rows_state(result: ProbeResult) -> str:
+    """ "ok" when the recorded digest matches the content, else "edited" or "no digest"."""
+    if not result.digest:
+        return "no digest"
+    return "ok" if result.digest == content_digest(result) else "edited"
+
+
 def verify_results(runs_dir: str | Path, fingerprint_of: Callable[[str], str | None]) -> list[Check]:
-    """A Check per result in use under ``runs_dir`` that names a model (``fingerprint_of(model)``:
-    the current fingerprint, or None for a name that is not a model, e.g. a baseline)."""
+    """A Check per result in use under ``runs_dir`` (``fingerprint_of(model)``: the current fingerprint,
+    or None for a name that is not a model, e.g. a baseline)."""
     checks = []
     for result, n in results_in_use(read_results(runs_dir)):
-        if result.fingerprint is None:
-            continue  # a data baseline
         current = fingerprint_of(result.model)
-        checks.append(
-            Check(
-                f"{result.model}__{result.probe} of {result.timestamp}",
-                result.model,
-                result.probe,
-                result.fingerprint,
-                current,
-                n,
-            )
-        )
+        name = f"{result.model}__{result.probe} of {result.timestamp}"
+        checks.append(Check(name, result.model, result.probe, result.fingerprint, current, n, rows_state(result)))
     return checks
 
 
@@ -76,6 +81,7 @@ def report(checks: list[Check]) -> pd.DataFrame:
                 "rows in use": c.rows_in_use,
                 "recorded": c.recorded,
                 "current": c.current,
+                "rows": c.rows,
                 "ok": c.ok,
             }
             for c in checks

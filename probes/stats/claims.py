@@ -1,18 +1,23 @@
-"""The paper's claims, tested on our results per model (paired tests at p < 0.05).
+"""The paper's claims, tested per model: paired tests on the test set's unit, Holm-corrected.
 
 Peters et al. (2018) read three orderings off their tables; each becomes a paired test between two
 rows of the same model on the same test instances (``probes.stats.comparisons``):
 
 - Table 5, WSD: the top biLM layer is better than the first (69.0 vs 67.4 F1);
 - Table 6, POS: the first layer is better than the top (97.3 vs 96.8);
-- Table 2, λ: all layers with λ=0.001 ≥ all layers with λ=1 ≥ the last layer only (here on
-  CoNLL-2000 POS accuracy, whose outcomes are per token).
+- Table 2's λ ordering (there on SQuAD, SNLI and SRL dev sets): all layers with λ=0.001 ≥ all layers
+  with λ=1 ≥ the last layer only — tested here on CoNLL-2000 POS accuracy, not on Table 2's tasks.
 
 "First" is the first contextual layer (layer 1; the paper's "first layer" is the first biLSTM's
 output, not the character CNN) and "top" the last; a model needs three numbered layers (0, 1, top).
-WSD is read on ALL without SemEval-07 (the paper's ALL column). A verdict says *supported* when the
-difference has the claimed sign and p < 0.05, *contradicted* when it has the opposite sign and
-p < 0.05, and *not significant* otherwise — "≥" is never shown by a non-significant difference.
+WSD is read on ALL without SemEval-07 (the paper's ALL column).
+
+The test resamples the test set's unit (WSD: 23 documents; POS: sentences), which the table states.
+The claims table is one family of tests: every row reports its raw p and its Holm-adjusted p (over
+all rows of the table), and the verdict reads the adjusted one: *supported* when the difference has
+the claimed sign and adjusted p < 0.05, *contradicted* when it has the opposite sign and adjusted
+p < 0.05, *not significant* otherwise — "≥" is never shown by a non-significant difference. ``seeds``
+says how many training seeds the compared rows average (WSD's 1-NN probe trains nothing: "—").
 Results saved before per-instance outcomes were kept say so (re-run them).
 """
 
@@ -24,10 +29,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from probes.results import ProbeResult
-from probes.stats.comparisons import Side, compare, outcome_table
+from probes.stats.comparisons import Side, compare, holm, outcome_table
 
 ALPHA = 0.05
-COLUMNS = ["model", "claim", "A", "B", "A − B (points)", "95% interval", "p", "verdict"]
+COLUMNS = ["model", "claim", "A", "B", "A − B (points)", "95% interval", "unit", "p", "p (Holm)", "seeds", "verdict"]
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,20 @@ class Claim:
 CLAIMS = (
     Claim("wsd", "WSD: top layer better than the first (Table 5)", "ALL-noSE07", "top", "first"),
     Claim("pos", "POS: first layer better than the top (Table 6)", "conll2000-test", "first", "top"),
-    Claim("mix", "POS: all layers λ=0.001 ≥ all layers λ=1 (Table 2)", "conll2000-test:pos", "all λ=0.001", "all λ=1"),
-    Claim("mix", "POS: all layers λ=1 ≥ last layer only (Table 2)", "conll2000-test:pos", "all λ=1", "last"),
+    Claim(
+        "mix",
+        "POS: all layers λ=0.001 ≥ all layers λ=1 (Table 2's ordering, there on SQuAD/SNLI/SRL)",
+        "conll2000-test:pos",
+        "all λ=0.001",
+        "all λ=1",
+    ),
+    Claim(
+        "mix",
+        "POS: all layers λ=1 ≥ last layer only (Table 2's ordering, there on SQuAD/SNLI/SRL)",
+        "conll2000-test:pos",
+        "all λ=1",
+        "last",
+    ),
 )
 
 
@@ -63,15 +80,25 @@ def _resolve(layer: str, numbered: list[str]) -> str | None:
     return layer
 
 
+def _seeds(res: ProbeResult) -> str:
+    """How many training seeds a result's rows average ("—": the probe trains nothing, e.g. 1-NN WSD)."""
+    if "seeds" in res.params:
+        return str(len(res.params["seeds"]))
+    return "1" if "seed" in res.params else "—"
+
+
 def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[str] | None = None) -> list[dict]:
-    """One row per model that has the claim's two rows (models with too few layers are left out)."""
+    """One row per model that has the claim's two rows (models with too few layers are left out); raw p only
+    (``claims_table`` adds the family's adjusted p and the verdict)."""
     outcomes = outcome_table(results, claim.probe, claim.dataset)
     measured: dict[str, set[str]] = {}
+    seeds: dict[str, str] = {}
     for res in results:
         if res.probe == claim.probe and (models is None or res.model in models):
-            measured.setdefault(res.model, set()).update(
-                str(r["layer"]) for r in res.rows if r["dataset"] == claim.dataset
-            )
+            layers = {str(r["layer"]) for r in res.rows if r["dataset"] == claim.dataset}
+            measured.setdefault(res.model, set()).update(layers)
+            if layers:
+                seeds[res.model] = _seeds(res)
     rows = []
     for model, layers in sorted(measured.items()):
         numbered = sorted((layer for layer in layers if layer.isdigit()), key=int)
@@ -84,17 +111,10 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
             "claim": claim.text,
             "A": f"layer {a}" if a.isdigit() else a,
             "B": f"layer {b}" if b.isdigit() else b,
+            "seeds": seeds.get(model, "—"),
         }
         if any(s not in outcomes for s in sides) or len(outcomes[sides[0]]) != len(outcomes[sides[1]]):
-            rows.append(
-                {
-                    **row,
-                    "A − B (points)": None,
-                    "95% interval": "n/a",
-                    "p": None,
-                    "verdict": "n/a: no per-instance outcomes (result saved before intervals; re-run)",
-                }
-            )
+            rows.append({**row, "verdict": "n/a: no per-instance outcomes (result saved before intervals; re-run)"})
             continue
         t = compare(outcomes, [sides]).iloc[0]
         rows.append(
@@ -102,18 +122,30 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
                 **row,
                 "A − B (points)": float(t["diff"]),
                 "95% interval": f"[{t['lo']:.2f}, {t['hi']:.2f}]",
-                "p": _p_text(float(t["p"])),
-                "verdict": verdict(float(t["diff"]), float(t["p"])),
+                "unit": f"{t['clusters']} {t['unit']}s",
+                "p": float(t["p"]),
             }
         )
     return rows
 
 
-def _p_text(p: float) -> str:
+def decide(rows: list[dict], p_key: str = "p") -> list[dict]:
+    """Add the family's Holm-adjusted p (``p (Holm)``) and the verdict from it to rows with a raw ``p_key``;
+    p-values become text."""
+    tested = [i for i, r in enumerate(rows) if isinstance(r.get(p_key), float)]
+    adjusted = holm([rows[i][p_key] for i in tested])
+    for i, p_adj in zip(tested, adjusted):
+        r = rows[i]
+        r.update({p_key: p_text(r[p_key]), "p (Holm)": p_text(float(p_adj))})
+        r.setdefault("verdict", verdict(r["A − B (points)"], float(p_adj)) if "A − B (points)" in r else None)
+    return rows
+
+
+def p_text(p: float) -> str:
     return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
 def claims_table(results: Sequence[ProbeResult], models: Sequence[str] | None = None) -> pd.DataFrame:
     """Every claim × model that has the rows (empty frame with ``COLUMNS`` when none)."""
-    rows = [r for claim in CLAIMS for r in claim_rows(results, claim, models)]
+    rows = decide([r for claim in CLAIMS for r in claim_rows(results, claim, models)])
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -11,7 +11,16 @@ differs) is never compared.
     layer_comparisons(outcomes, "minilm", against="previous")    # 1 vs 0, 2 vs 1, …
     compare(outcomes, [(("minilm", "6"), ("elmo-small", "2"))])  # any pairs
 
-Frames have the columns ``COLUMNS`` (a, b, diff, lo, hi, p, n); the tables and the app read them.
+The paired test resamples and flips the test set's unit (``probes.stats.units``: documents, sentences)
+that the results kept beside their outcomes; results saved before units existed are compared instance
+by instance, which their ``unit`` column says. Sides measured with several seeds (``--seeds N``, every seed's
+outcomes kept) are compared by ``paired_seed_test``: the interval resamples seeds and clusters, ``seeds`` says
+how many. A family of comparisons (a layer sweep, a table) is
+corrected for multiple testing by ``holm`` (Holm 1979: controls the family-wise error rate without
+assuming independence); decisions read the adjusted p.
+
+Frames have the columns ``COLUMNS`` (a, b, diff, lo, hi, p, n, unit, clusters); the tables and the app read
+them.
 """
 
 from __future__ import annotations
@@ -20,19 +29,35 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+from statsmodels.stats.multitest import multipletests
 
 from probes.errors import ProbeInputError
 from probes.results import ProbeResult
-from probes.stats.intervals import instances, paired_test
+from probes.stats.intervals import instances, paired_seed_test, paired_test, seed_outcomes
+from probes.stats.units import Units, units_of
 
-COLUMNS = ["a", "b", "diff", "lo", "hi", "p", "n"]
+
+class Outcomes(dict):
+    """(model, layer) -> kept per-instance outcomes on one dataset; ``units``: the dataset's resampling units by
+    number of instances (a test set measured whole has one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.units: dict[int, Units] = {}
+        self.by_seed: dict[Side, np.ndarray] = {}  # (seeds, n) for sides measured with several seeds
+
+    def units_for(self, n: int) -> Units | None:
+        return self.units.get(n)
+
+
+COLUMNS = ["a", "b", "diff", "lo", "hi", "p", "n", "unit", "clusters", "seeds"]
 Side = tuple[str, str]  # (model, layer label)
 AGAINST = ("previous", "first")
 
 
-def outcome_table(results: Iterable[ProbeResult], probe: str, dataset: str) -> dict[Side, np.ndarray]:
+def outcome_table(results: Iterable[ProbeResult], probe: str, dataset: str) -> Outcomes:
     """(model, layer) -> kept per-instance outcomes on ``dataset``; ``results`` oldest first, the newest wins."""
-    table: dict[Side, np.ndarray] = {}
+    table = Outcomes()
     for res in results:
         if res.probe != probe:
             continue
@@ -40,7 +65,16 @@ def outcome_table(results: Iterable[ProbeResult], probe: str, dataset: str) -> d
             if row["dataset"] == dataset:
                 out = instances(res, dataset, str(row["layer"]))
                 if out is not None:
-                    table[(res.model, str(row["layer"]))] = out
+                    side = (res.model, str(row["layer"]))
+                    table[side] = out
+                    seeds = seed_outcomes(res, dataset, side[1])
+                    if seeds is not None:
+                        table.by_seed[side] = seeds
+                    else:
+                        table.by_seed.pop(side, None)
+                    units = units_of(res, dataset, len(out))
+                    if not units.is_instance:
+                        table.units[len(out)] = units
     return table
 
 
@@ -67,9 +101,21 @@ def compare(outcomes: dict[Side, np.ndarray], pairs: Sequence[tuple[Side, Side]]
                 f"{side_label(a)} ({len(outcomes[a])} instances) and {side_label(b)} "
                 f"({len(outcomes[b])}) were measured on different data; compare runs on the same slice."
             )
-        test = paired_test(outcomes[a], outcomes[b], seed=seed)
-        rows.append({"a": side_label(a), "b": side_label(b), **{k: test[k] for k in ("diff", "lo", "hi", "p", "n")}})
+        units = outcomes.units_for(len(outcomes[a])) if isinstance(outcomes, Outcomes) else None
+        by_seed = outcomes.by_seed if isinstance(outcomes, Outcomes) else {}
+        if a in by_seed and b in by_seed:
+            units = units or Units.instances(len(outcomes[a]))
+            test = paired_seed_test(by_seed[a], by_seed[b], units, seed=seed)
+        else:
+            test = {**paired_test(outcomes[a], outcomes[b], units=units, seed=seed), "seeds": "1"}
+        rows.append({"a": side_label(a), "b": side_label(b), **{k: test[k] for k in COLUMNS[2:]}})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm-adjusted p-values of one family of tests (statsmodels' ``multipletests``, method "holm")."""
+    p = np.asarray(p_values, dtype=float)
+    return multipletests(p, method="holm")[1] if p.size else p
 
 
 def numbered_layers(outcomes: dict[Side, np.ndarray], model: str) -> list[str]:

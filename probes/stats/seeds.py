@@ -6,10 +6,14 @@ held-out split, shuffles). With ``RunContext.seeds = N`` the run is repeated wit
 
     value = mean over seeds (2 decimals),  std = sample standard deviation (ddof 1),  seeds = N
 
-and, where every seed kept its per-instance outcomes (``probes.stats.intervals``), ``lo``/``hi`` = the
-bootstrap interval of the seed-averaged per-instance outcomes (``grouped_interval`` over instances);
-otherwise no interval. ``extra["seeds"]`` holds each seed's value per row; ``extra["instances"]`` and
-the rest of ``extra`` are the first seed's (paired tests compare like with like: seed ``seed``).
+and, where every seed kept its per-instance outcomes (``probes.stats.intervals``), ``lo``/``hi`` = an
+interval that combines seed and sample variance: a two-way bootstrap that resamples the seeds and the
+test set's clusters (its ``probes.stats.units``) independently in each of 1,000 draws
+(``seed_cluster_interval``); a row without kept outcomes (span F1) gets the envelope of its seeds' intervals.
+Every seed's outcomes are kept (``extra["seed_instances"]``) for tests that combine seeds
+(``probes.stats.intervals.paired_seed_test``). ``extra["seeds"]`` holds each seed's value per
+row; ``extra["instances"]`` and the rest of ``extra`` are the first seed's (paired tests compare like
+with like: seed ``seed``).
 ``seeds = 1`` is the plain run (the numbers before this module, to the digit). A probe whose result
 records no ``seed`` in its params (the 1-NN WSD probe) does not depend on one and is run once.
 """
@@ -24,7 +28,8 @@ import numpy as np
 from probes.layers import LayerSpec
 from probes.registry import ProbeSpec, RunContext
 from probes.results import ProbeResult
-from probes.stats.intervals import grouped_interval, instances
+from probes.stats.intervals import instances, seed_cluster_interval
+from probes.stats.units import units_of
 
 
 def row_key(row: dict) -> str:
@@ -32,14 +37,19 @@ def row_key(row: dict) -> str:
 
 
 def _interval(runs: list[ProbeResult], row: dict, seed: int) -> tuple[float, float] | None:
-    """Bootstrap interval of the seed-averaged accuracy of one accuracy row, when every run kept its
-    per-instance outcomes for it (None otherwise)."""
+    """Seed × cluster bootstrap interval of the seed-averaged accuracy of one accuracy row, when every run kept
+    its per-instance outcomes for it (None otherwise)."""
     outs = [instances(r, row["dataset"], row["layer"]) for r in runs]
     if any(o is None for o in outs) or len({len(o) for o in outs}) != 1:
         return None
-    mean = np.mean(np.stack(outs), axis=0)[:, None]  # (instances, 1): share of seeds right
-    n = len(mean)
-    return grouped_interval(mean, lambda sums: 100.0 * sums[:, 0] / n, seed=seed)
+    return seed_cluster_interval(np.stack(outs), units_of(runs[0], row["dataset"], len(outs[0])), seed=seed)
+
+
+def _envelope(runs: list[ProbeResult], row: dict) -> tuple[float, float] | None:
+    """A metric whose outcomes are not kept per instance (span F1): the envelope of the seeds' intervals, from the
+    lowest lower bound to the highest upper bound (conservative)."""
+    bounds = [(r["lo"], r["hi"]) for run in runs for r in run.rows if row_key(r) == row_key(row) and "lo" in r]
+    return (min(b[0] for b in bounds), max(b[1] for b in bounds)) if len(bounds) == len(runs) else None
 
 
 def merge_seeds(runs: list[ProbeResult]) -> ProbeResult:
@@ -61,28 +71,36 @@ def merge_seeds(runs: list[ProbeResult]) -> ProbeResult:
             "std": round(statistics.stdev(values), 2) if len(values) > 1 else 0.0,
         }
         merged.pop("lo", None), merged.pop("hi", None)
-        if row["metric"] == "accuracy":
-            interval = _interval(runs, row, seed0)
-            if interval is not None:
-                merged["lo"], merged["hi"] = interval
+        interval = _interval(runs, row, seed0) if row["metric"] == "accuracy" else _envelope(runs, row)
+        if interval is not None:
+            merged["lo"], merged["hi"] = interval
         rows.append(merged)
     seeds = [int(r.params.get("seed", 0)) for r in runs]
     return dataclasses.replace(
         first,
         rows=rows,
         params={**first.params, "seeds": seeds},
-        extra={**first.extra, "seeds": {"seeds": seeds, "values": per_seed}},
+        extra={
+            **first.extra,
+            "seeds": {"seeds": seeds, "values": per_seed},
+            "seed_instances": {str(k): r.extra.get("instances", {}) for k, r in zip(seeds, runs)},
+        },
     )
 
 
 def run_with_seeds(
     spec: ProbeSpec, embedder, layers: list[LayerSpec] | None, ctx: RunContext, **options
 ) -> ProbeResult:
-    """``spec.run`` with ``ctx.seeds`` seeds (one plain run when 1), merged by ``merge_seeds``."""
-    first = spec.run(embedder, layers, ctx, **options)
-    if ctx.seeds <= 1 or "seed" not in first.params:
+    """``spec.run`` with ``ctx.seeds`` seeds (one plain run when 1), merged by ``merge_seeds``; each seed's
+    progress is its share of the whole, its messages after "seed k/N: "."""
+    n = ctx.seeds
+
+    def seed_ctx(i: int) -> RunContext:
+        told = ctx.sub_progress(i / n, (i + 1) / n, f"seed {i + 1}/{n}: ") if n > 1 else ctx.progress
+        return dataclasses.replace(ctx, seed=ctx.seed + i, progress=told)
+
+    first = spec.run(embedder, layers, seed_ctx(0), **options)
+    if n <= 1 or "seed" not in first.params:
         return first
-    runs = [first] + [
-        spec.run(embedder, layers, dataclasses.replace(ctx, seed=ctx.seed + i), **options) for i in range(1, ctx.seeds)
-    ]
+    runs = [first] + [spec.run(embedder, layers, seed_ctx(i), **options) for i in range(1, n)]
     return merge_seeds(runs)

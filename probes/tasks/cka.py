@@ -12,12 +12,15 @@ split, as ``probes.tasks.contextuality.semcor_sentences`` reads them), each laye
 Every layer of the model is compared (``--layers`` does not apply).
 
 Rows, one per cell of the matrix: ``{"dataset": "semcor-first40", "layer": "i", "metric": "cka_j",
-"value", "n": words compared}`` = CKA between the model's layers i and j (4 decimals; the matrix at full
-precision is ``extra["matrix"]``, its labels ``extra["layers"]``). With ``--against B`` also the
-cross-model cells, dataset ``"semcor-first40 vs B"``: CKA between the model's layer i and B's layer j
-(``extra["against"]``). On the Probes page the metric ``cka_j`` draws, for each model, how similar
-every layer is to its layer j. No baselines; ``PROBE.tables`` gives one model × layer table of the cells
-(``tables.md`` with the other probes'); not in ``reproduce``'s default probes.
+"value", "n": words compared, "lo", "hi", "unit": "sentence", "clusters": sentences}`` = CKA between the
+model's layers i and j (4 decimals) and its 95% bootstrap interval over the sentences of the compared words
+(``cka_interval``, ``--resamples`` = 200; ``extra["bootstrap_s"]`` its cost: about 4 s of a 45 s
+elmo-small × minilm run on 40 sentences). The matrix at full precision is ``extra["matrix"]`` (its interval
+``extra["lo"]``, ``extra["hi"]``), its labels ``extra["layers"]``; the command line prints "value [lo, hi]".
+With ``--against B`` also the cross-model cells, dataset ``"semcor-first40 vs B"``: CKA between the model's
+layer i and B's layer j (``extra["against"]``). On the Probes page the metric ``cka_j`` draws, for each
+model, how similar every layer is to its layer j. No baselines; ``PROBE.tables`` gives one model × layer
+table of the cells, "value [lo, hi]" (``tables.md`` with the other probes'); not in ``reproduce``'s default probes.
 """
 
 from __future__ import annotations
@@ -29,14 +32,15 @@ import pandas as pd
 
 from models.registry import load_embedder
 from probes.errors import ProbeInputError
-from probes.estimators.cka import cka_matrix
-from probes.registry import ChartSpec, Option, ProbeSpec, RunContext, no_baselines
+from probes.estimators.cka import RESAMPLES, cka_interval, cka_matrix
+from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext, no_baselines
 from probes.results import ProbeResult
-from probes.tasks.contextuality import semcor_sentences
+from probes.tasks.contextuality import interval_cell, semcor_sentences
 
 NAME = "cka"
 DEFAULT_LIMIT = 500
 MAX_VECTORS = 3000
+MAX_BOOTSTRAP_WORDS = 4000  # the sentence bootstrap holds a words × words Gram matrix per layer (128 MB at 4,000)
 CHART_LAYERS = 64  # the Probes page offers cka_0 … cka_63 (those present)
 
 
@@ -50,16 +54,44 @@ def layer_labels(embedder) -> list[str]:
     return [str(i) for i in (embedder.info.layer_ids or range(embedder.num_layers))]
 
 
-def cells(dataset: str, rows: list[str], cols: list[str], matrix: np.ndarray, n: int) -> list[dict]:
+def cells(dataset: str, rows: list[str], cols: list[str], matrix: np.ndarray, n: int, interval, clusters: int):
+    """One row per cell, with its bootstrap interval over ``clusters`` sentences (``interval``: (lo, hi))."""
+    lo, hi = interval
     return [
-        {"dataset": dataset, "layer": r, "metric": f"cka_{c}", "value": round(float(matrix[i, j]), 4), "n": n}
+        {
+            "dataset": dataset,
+            "layer": r,
+            "metric": f"cka_{c}",
+            "value": round(float(matrix[i, j]), 4),
+            "n": n,
+            "lo": round(float(lo[i, j]), 4),
+            "hi": round(float(hi[i, j]), 4),
+            "unit": "sentence",
+            "clusters": clusters,
+        }
         for i, r in enumerate(rows)
         for j, c in enumerate(cols)
     ]
 
 
+def cka_sentences(limit: int | None) -> tuple[str, list[list[str]]]:
+    """(dataset name, sentences) a run compares layers on: SemCor's first ``limit`` (default ``DEFAULT_LIMIT``)."""
+    return semcor_sentences(limit if limit is not None else DEFAULT_LIMIT)
+
+
+def embeds(limit: int | None, options: dict) -> Embeds:
+    """What a run embeds (``ProbeSpec.embeds``): SemCor's first sentences, never cached (key None)."""
+    return [(None, cka_sentences(limit)[1])]
+
+
 def run_cka(
-    embedder, layers=None, ctx: RunContext = RunContext(), *, against=None, max_vectors: int | None = MAX_VECTORS
+    embedder,
+    layers=None,
+    ctx: RunContext = RunContext(),
+    *,
+    against=None,
+    max_vectors: int | None = MAX_VECTORS,
+    resamples: int = RESAMPLES,
 ) -> ProbeResult:
     """The layer × layer CKA matrix of ``embedder`` (and, with ``against``, a model name or a loaded
     Embedder, its layers × the other model's) on SemCor's first sentences; see the module doc."""
@@ -67,36 +99,48 @@ def run_cka(
     other = load_embedder(against) if isinstance(against, str) else against
     if isinstance(against, str) and ctx.device is not None:
         other.to(ctx.device)
-    dataset, sentences = semcor_sentences(ctx.limit if ctx.limit is not None else DEFAULT_LIMIT)
+    dataset, sentences = cka_sentences(ctx.limit)
     if not sentences:
         raise ProbeInputError(f"{dataset}: no sentences to compare layers on.")
     a = layer_vectors(embedder, sentences)
     total = len(a[0])
+    if min(max_vectors or total, total) > MAX_BOOTSTRAP_WORDS:
+        raise ProbeInputError(_too_many(min(max_vectors or total, total)))
+    groups = np.repeat(np.arange(len(sentences)), [len(s) for s in sentences])  # each word's sentence
     rows = None
     if max_vectors is not None and total > max_vectors:
         rows = np.sort(np.random.default_rng(ctx.seed).choice(total, size=max_vectors, replace=False))
-        a = [X[rows] for X in a]
+        a, groups = [X[rows] for X in a], groups[rows]
     if ctx.progress is not None:
         ctx.progress(0.5 if other is not None else 0.9, f"{embedder.name} embedded")
-    la, n = layer_labels(embedder), len(a[0])
+    la, n, clusters = layer_labels(embedder), len(a[0]), len(np.unique(groups))
     try:
         within = cka_matrix(a)
-        out = cells(dataset, la, la, within, n)
+        t1 = time.perf_counter()
+        interval = cka_interval(a, None, groups, resamples=resamples, seed=ctx.seed)
+        boot = time.perf_counter() - t1
+        out = cells(dataset, la, la, within, n, interval, clusters)
         extra = {"sentences": len(sentences), "words": total, "compared": n, "layers": la, "matrix": within.tolist()}
+        extra |= {"lo": interval[0].tolist(), "hi": interval[1].tolist(), "resamples": resamples}
         if other is not None:
             b = layer_vectors(other, sentences)
-            across = cka_matrix(a, [Y[rows] for Y in b] if rows is not None else b)
+            b = [Y[rows] for Y in b] if rows is not None else b
+            across, t1 = cka_matrix(a, b), time.perf_counter()
+            interval = cka_interval(a, b, groups, resamples=resamples, seed=ctx.seed)
+            boot += time.perf_counter() - t1
             lb = layer_labels(other)
-            out += cells(f"{dataset} vs {other.name}", la, lb, across, n)
+            out += cells(f"{dataset} vs {other.name}", la, lb, across, n, interval, clusters)
             extra["against"] = {
                 "model": other.name,
                 "fingerprint": other.fingerprint(),
                 "layers": lb,
                 "matrix": across.tolist(),
+                "lo": interval[0].tolist(),
+                "hi": interval[1].tolist(),
             }
     except ValueError as exc:  # too few words, a constant layer, two models that split words differently
         raise ProbeInputError(f"CKA on {dataset}: {exc}") from None
-    extra["total_s"] = round(time.perf_counter() - t0, 1)
+    extra["total_s"], extra["bootstrap_s"] = round(time.perf_counter() - t0, 1), round(boot, 1)
     return ProbeResult(
         embedder.name,
         NAME,
@@ -107,23 +151,42 @@ def run_cka(
             "limit": ctx.limit,
             "seed": ctx.seed,
             "max_vectors": max_vectors,
+            "resamples": resamples,
             "against": None if other is None else other.name,
         },
         extra=extra,
     )
 
 
-def _matrix_text(matrix: list[list[float]], rows: list[str], cols: list[str]) -> str:
-    return pd.DataFrame(matrix, index=rows, columns=cols).to_string(float_format=lambda v: f"{v:.3f}")
+def _too_many(words) -> str:
+    return (
+        f"CKA on {words} words: at most {MAX_BOOTSTRAP_WORDS:,} (--max-vectors; the interval's bootstrap holds words²)."
+    )
+
+
+def _max_vectors(raw) -> int:
+    if int(raw) > MAX_BOOTSTRAP_WORDS:
+        raise ProbeInputError(_too_many(raw))
+    return int(raw)
+
+
+def _matrix_text(part: dict, rows: list[str], cols: list[str]) -> str:
+    """ "value [lo, hi]" cells (the value alone for a result saved before the intervals)."""
+    v, lo, hi = (np.asarray(part.get(k, part["matrix"])) for k in ("matrix", "lo", "hi"))
+    text = [
+        [f"{v[i, j]:.3f}" + (f" [{lo[i, j]:.3f}, {hi[i, j]:.3f}]" if "lo" in part else "") for j in range(v.shape[1])]
+        for i in range(v.shape[0])
+    ]
+    return pd.DataFrame(text, index=rows, columns=cols).to_string()
 
 
 def summary(res: ProbeResult) -> list[str]:
-    """The command line's printout: the matrix (and the cross-model one), rows = the model's layers."""
-    la = res.extra["layers"]
-    out = [f"{res.model}: CKA, layer × layer", _matrix_text(res.extra["matrix"], la, la)]
+    """The command line's printout: the matrix (and the cross-model one) with 95% intervals over sentences."""
+    la, how = res.extra["layers"], "value [95% interval over sentences]"
+    out = [f"{res.model}: CKA, layer × layer, {how}", _matrix_text(res.extra, la, la)]
     if "against" in res.extra:
         b = res.extra["against"]
-        out += [f"{res.model} layers × {b['model']} layers", _matrix_text(b["matrix"], la, b["layers"])]
+        out += [f"{res.model} layers × {b['model']} layers, {how}", _matrix_text(b, la, b["layers"])]
     return out
 
 
@@ -132,11 +195,12 @@ def _layer_key(label) -> tuple:
 
 
 def cka_tables(df: pd.DataFrame, extras: list[dict] | None = None) -> dict[str, pd.DataFrame]:
-    """ "cka": one row per (model, dataset, layer i), one column per layer j (CKA of i and j)."""
+    """ "cka": one row per (model, dataset, layer i), one column per layer j: "CKA of i and j [95% interval]"."""
     sel = df[df["probe"] == NAME]
     if sel.empty:
         return {}
-    wide = sel.pivot_table(index=["model", "dataset", "layer"], columns="metric", values="value", aggfunc="last")
+    sel = sel.assign(cell=[interval_cell(*v) for v in zip(sel["value"], sel["lo"], sel["hi"])])
+    wide = sel.pivot_table(index=["model", "dataset", "layer"], columns="metric", values="cell", aggfunc="last")
     wide.columns = [c.removeprefix("cka_") for c in wide.columns]
     wide = wide[sorted(wide.columns, key=_layer_key)].reset_index()
     wide = wide.sort_values(
@@ -162,10 +226,19 @@ PROBE = ProbeSpec(
             type=int,
             default=MAX_VECTORS,
             positive=True,
-            help=f"compare at most this many words (a seeded sample, default {MAX_VECTORS})",
+            parse=_max_vectors,
+            help=f"compare at most this many words (a seeded sample, default {MAX_VECTORS}, ≤ {MAX_BOOTSTRAP_WORDS})",
+        ),
+        Option(
+            "resamples",
+            type=int,
+            default=RESAMPLES,
+            positive=True,
+            help=f"bootstrap resamples of the sentences for each cell's 95% interval (default {RESAMPLES})",
         ),
     ),
     uses_layers=False,
     summary=summary,
     in_default_reproduce=False,
+    embeds=embeds,
 )

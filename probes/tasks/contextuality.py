@@ -5,7 +5,7 @@
     python -m probes contextuality --model minilm --corpus my_sentences.txt   # one sentence a line
     python -m probes reproduce --models glove-6b-50d,minilm --probes contextuality --out results/
     res = run_contextuality(load_embedder("minilm"), None, RunContext(limit=2000))
-    res.rows   # {"dataset": "semcor-first2000", "layer": "3", "metric": "self_similarity_adj", "value": 0.41, "n": 812}
+    res.rows   # {"dataset", "layer": "3", "metric": "self_similarity_adj", "value": 0.643, "lo": 0.638, "hi": 0.648, …}
 
 The corpus is SemCor's first ``ctx.limit`` sentences (default 2000: every word, tagged or not; a multiword
 token is its words) or a text file (``--corpus``: one sentence a line, words split at white space). A word
@@ -18,13 +18,15 @@ optional; ``preview_corpus`` shows what it holds), so it is also a task of the a
 
 Results and tables. A run is one ``ProbeResult`` per model (probe ``contextuality``), saved like every
 probe's. ``PROBE.tables`` gives one model × layer table per measure (``contextuality_tables``, keys =
-the metric names, titles ``TITLES``). The probe keeps a report of its own, ``PROBE.report`` =
-``write_tables(runs, out)``: ``out/tables.md`` (three decimals, "—" for a layer a model lacks, the
-command recorded in the results) and ``out/<metric>.csv``, which is how docs/results/contextuality/ is
-rendered from its ``runs/``. So ``reproduce`` saves this probe's results under ``OUT/contextuality/runs``
-and calls ``PROBE.report(OUT/contextuality/runs, OUT/contextuality)``, never touching ``OUT/tables.md``;
-the probe is not in ``reproduce``'s default probes (``in_default_reproduce=False``): ``--probes
-contextuality`` (or the rigor run: trained models only, at most ``DEFAULT_LIMIT`` sentences) asks for it.
+the metric names, titles ``TITLES``; each cell "value [lo, hi]"). Every row carries its 95% interval,
+unit and number of units (``probes.estimators.contextuality``: words, sentences, or the baselines'
+random pairs / sets, whose number the Monte-Carlo SE picks). The probe keeps a report of its own,
+``PROBE.report`` = ``write_tables(runs, out)``: ``out/tables.md`` (three decimals, "—" for a layer a model
+lacks, the command recorded in the results) and ``out/<metric>.csv`` (value, lo, hi, n, unit, clusters,
+se per model and layer): docs/results/contextuality/ is rendered so from its ``runs/``. ``reproduce`` saves
+its results under ``OUT/contextuality/runs``, calls ``PROBE.report(OUT/contextuality/runs, OUT/contextuality)``,
+never touching ``OUT/tables.md``; not in ``reproduce``'s default probes (``in_default_reproduce=False``):
+``--probes contextuality`` (or the rigor run: trained models only, ≤ ``DEFAULT_LIMIT`` sentences) asks for it.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from features.extract import get_features
 from probes.errors import ProbeInputError
 from probes.estimators.contextuality import METRICS, layer_measures, select_words
 from probes.inputs import InputFile, Preview
-from probes.registry import ChartSpec, Option, ProbeSpec, RunContext, no_baselines
+from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext, no_baselines
 from probes.reporting.tables import markdown_table
 from probes.results import ProbeResult, latest_rows, read_results
 
@@ -58,6 +60,7 @@ TITLES = {
     "mev_baseline": "MEV of random occurrence sets (size-matched baseline)",
 }
 assert set(TITLES) == set(METRICS)
+CSV_COLUMNS = ["model", "dataset", "layer", "metric", "value", "lo", "hi", "n", "unit", "clusters", "se"]
 SUMMARY_METRICS = ("self_similarity_adj", "intra_sentence_similarity_adj", "explainable_variance_adj", "anisotropy")
 
 
@@ -94,6 +97,24 @@ def corpus_sentences(path: str | Path, limit: int | None) -> tuple[str, list[lis
     return f"{path.stem}-{digest}" + (f"-first{limit}" if limit is not None else ""), sentences
 
 
+def corpus_of(limit: int | None, corpus: str | None) -> tuple[str, list[list[str]]]:
+    """(dataset name, non-empty sentences) a run reads: ``corpus`` or SemCor, the first ``limit``
+    (default ``DEFAULT_LIMIT``)."""
+    limit = limit if limit is not None else DEFAULT_LIMIT
+    dataset, sentences = corpus_sentences(corpus, limit) if corpus else semcor_sentences(limit)
+    return dataset, [list(map(str, s)) for s in sentences if len(s)]
+
+
+def embeds(limit: int | None, options: dict) -> Embeds:
+    """What a run embeds (``ProbeSpec.embeds``): its corpus, under the key ``run_contextuality`` reads."""
+    dataset, sentences = corpus_of(limit, options.get("corpus"))
+    return [(feature_key(dataset), sentences)]
+
+
+def feature_key(dataset: str) -> str:
+    return f"contextuality-{dataset}"
+
+
 def corpus_words(sentences: list[list[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(offsets of the sentences, sentence of each row, word key of each row) of the concatenated words."""
     lengths = np.array([len(s) for s in sentences])
@@ -108,7 +129,7 @@ def preview_corpus(limit: int, options: dict) -> Preview:
         options.get("corpus"),
         {
             k: options[k]
-            for k in ("min_occurrences", "max_occurrences", "max_words", "words", "pairs")
+            for k in ("min_occurrences", "max_occurrences", "max_words", "words")
             if options.get(k) is not None
         },
     )
@@ -156,8 +177,7 @@ def run_contextuality(
     module doc); ``layers`` is unused (every layer is measured)."""
     t0 = time.perf_counter()
     limit = ctx.limit if ctx.limit is not None else DEFAULT_LIMIT
-    dataset, sentences = corpus_sentences(corpus, limit) if corpus else semcor_sentences(limit)
-    sentences = [list(map(str, s)) for s in sentences if len(s)]
+    dataset, sentences = corpus_of(limit, corpus)
     offsets, sentence_of_row, keys = corpus_words(sentences)
     try:
         selection = select_words(
@@ -167,31 +187,20 @@ def run_contextuality(
             max_occurrences=max_occurrences,
             max_words=max_words,
             words=words,
-            pairs=pairs,
             seed=ctx.seed,
         )
     except ValueError as exc:
         raise ProbeInputError(f"{dataset}: {exc}") from None
     feats = get_features(
-        embedder, f"contextuality-{dataset}", sentences, show_progress=ctx.show_progress, root=ctx.feature_root
+        embedder, feature_key(dataset), sentences, show_progress=ctx.show_progress, root=ctx.feature_root
     )
     t_feat = time.perf_counter() - t0
     ids = embedder.info.layer_ids or tuple(range(embedder.num_layers))
-    rows = []
+    rows, baselines = [], {}
     for j in range(embedder.num_layers):
-        X = np.asarray(feats.layer(j), dtype=np.float32)
-        measures = layer_measures(X, selection, offsets)
-        for metric in METRICS:
-            value, n = measures[metric]
-            rows.append(
-                {
-                    "dataset": dataset,
-                    "layer": str(ids[j]),
-                    "metric": metric,
-                    "value": None if np.isnan(value) else round(value, 4),
-                    "n": n,
-                }
-            )
+        measures = layer_measures(np.asarray(feats.layer(j), dtype=np.float32), selection, offsets, min_pairs=pairs)
+        rows += [{"dataset": dataset, "layer": str(ids[j]), "metric": m, **_rounded(measures[m])} for m in METRICS]
+        baselines[str(ids[j])] = {m: measures[m]["clusters"] for m in ("anisotropy", "mev_baseline")}
         if ctx.progress is not None:
             ctx.progress((j + 1) / embedder.num_layers, f"layer {ids[j]}")
     occurrences = [len(r) for r in selection.rows]
@@ -216,7 +225,7 @@ def run_contextuality(
             "words_measured": len(selection.words),
             "occurrences": int(sum(occurrences)),
             "median_occurrences": float(np.median(occurrences)),
-            "random_pairs": int(len(selection.pairs)),
+            "baseline_draws": baselines,  # per layer: random pairs, random sets (the SE picks them)
             "example_words": list(selection.words[:20]),
             "feature_s": round(t_feat, 1),
             "total_s": round(time.perf_counter() - t0, 1),
@@ -224,52 +233,69 @@ def run_contextuality(
     )
 
 
+def _rounded(measure: dict) -> dict:
+    """A measure as a row: value, lo, hi to 4 decimals, se to 6 (None: not measurable)."""
+    digits = {"value": 4, "lo": 4, "hi": 4, "se": 6}
+    return {k: (None if np.isnan(v) else round(v, digits[k])) if k in digits else v for k, v in measure.items()}
+
+
 def summary(res: ProbeResult) -> list[str]:
-    """The command line's printout: the adjusted measures and the anisotropy, layer by layer."""
-    table = pd.DataFrame(res.rows).pivot_table(
-        index="layer", columns="metric", values="value", aggfunc="last", sort=False
-    )
+    """The command line's printout: the adjusted measures and the anisotropy per layer, with 95% intervals."""
+    df = pd.DataFrame(res.rows).reindex(columns=["layer", "metric", "value", "lo", "hi"])
+    df["cell"] = [interval_cell(*v) for v in zip(df["value"], df["lo"], df["hi"])]
+    table = df.pivot_table(index="layer", columns="metric", values="cell", aggfunc="last", sort=False)
     cols = [c for c in SUMMARY_METRICS if c in table]
-    return [f"{res.model}:", table[cols].to_string(float_format=lambda v: f"{v:.3f}")]
+    return [f"{res.model}: value [95% interval]", table[cols].to_string()]
+
+
+def interval_cell(value, lo, hi) -> str:
+    """ "0.901 [0.897, 0.905]" (three decimals), the value alone for a row without an interval; "—": none."""
+    if value is None or value != value:  # NaN: a layer the model lacks
+        return "—"
+    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]" if lo == lo and hi == hi and None not in (lo, hi) else f"{value:.3f}"
 
 
 def contextuality_tables(df: pd.DataFrame, extras: list[dict] | None = None) -> dict[str, pd.DataFrame]:
-    """metric → a model × layer table (layers as numbers, then the relative depth is layer / last layer)."""
+    """metric → a model × layer table of "value [95% interval]" cells ("—": a layer the model lacks)."""
     df = df[df["probe"] == NAME]
     out = {}
     for metric in TITLES:
         sel = df[df["metric"] == metric]
         if sel.empty:
             continue
-        wide = sel.pivot_table(index=["model", "dataset"], columns="layer", values="value", aggfunc="last")
-        wide = wide[sorted(wide.columns, key=lambda c: int(c) if str(c).isdigit() else 10**6)]
+        sel = sel.assign(cell=[interval_cell(*v) for v in zip(sel["value"], sel["lo"], sel["hi"])])
+        wide = sel.pivot_table(index=["model", "dataset"], columns="layer", values="cell", aggfunc="last")
+        wide = wide[sorted(wide.columns, key=lambda c: int(c) if str(c).isdigit() else 10**6)].fillna("—")
         out[metric] = wide.reset_index().rename_axis(columns=None)
     return out
 
 
 def write_tables(runs: Path, out: Path, command: str | None = None) -> Path:
-    """``out/tables.md`` (+ one CSV per measure) from the contextuality results in ``runs``; ``command``
+    """``out/tables.md`` (value [95% interval] per model × layer) and ``out/<metric>.csv`` (one row per model
+    and layer: value, lo, hi, n, unit, clusters, se) from the contextuality results in ``runs``; ``command``
     None: the command line the results record (when they all record the same one)."""
     results = [r for r in read_results(runs) if r.probe == NAME]
     if command is None:
         commands = {r.command for r in results}
         command = commands.pop() if len(commands) == 1 else ""
     tables = contextuality_tables(latest_rows(results)) if results else {}
+    rows = pd.DataFrame([{"model": r.model, **row} for r in results for row in r.rows], columns=CSV_COLUMNS)
+    rows = rows.drop_duplicates(["model", "dataset", "layer", "metric"], keep="last")
     lines = ["# Contextuality per layer (Ethayarajh 2019)", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
     lines += [
         "Values in [−1, 1] (cosines) or [0, 1] (MEV); layer 0 is the context-independent layer. "
-        "Adjusted = measure − its anisotropy baseline at that layer (probes/estimators/contextuality.py).",
+        "Adjusted = measure − its anisotropy baseline at that layer (probes/estimators/contextuality.py). "
+        "Each cell: value [95% interval]: bootstrap over the measured words (self-similarity, MEV) or sentences "
+        "(intra-sentence similarity); the baselines' Monte-Carlo interval (SE < 0.0005: the CSVs' `se`).",
         "",
     ]
     out.mkdir(parents=True, exist_ok=True)
     for metric, table in tables.items():
-        table.to_csv(out / f"{metric}.csv", index=False)
-        shown = table.map(
-            lambda v: ("—" if v != v else f"{v:.3f}") if isinstance(v, float) else v
-        )  # NaN: no such layer
-        lines += [f"## {TITLES[metric]}", "", markdown_table(shown), ""]
+        part = rows[rows["metric"] == metric].drop(columns="metric")
+        part.dropna(axis=1, how="all").to_csv(out / f"{metric}.csv", index=False)
+        lines += [f"## {TITLES[metric]}", "", markdown_table(table), ""]
     path = out / "tables.md"
     path.write_text("\n".join(lines))
     return path
@@ -333,7 +359,8 @@ PROBE = ProbeSpec(
             type=int,
             default=2000,
             positive=True,
-            help="random occurrence pairs for the anisotropy baseline (default 2000)",
+            help="at least this many random pairs for the anisotropy baseline (default 2000; more are drawn "
+            "until its Monte-Carlo SE < 0.0005)",
         ),
     ),
     uses_layers=False,
@@ -349,4 +376,5 @@ PROBE = ProbeSpec(
     preview=preview_corpus,
     in_default_reproduce=False,
     report=write_tables,
+    embeds=embeds,
 )

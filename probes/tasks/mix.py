@@ -27,7 +27,9 @@ from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
 from probes.reporting import paper
 from probes.results import ProbeResult
 from probes.stats.intervals import accuracy_interval, grouped_interval, keep_instances
+from probes.stats.units import SENTENCE, Units, interval_text, over_text
 from probes.tasks.conll import DATASET, conll_slice, feature_key
+from probes.tasks.pos import conll_embeds
 
 ROWS = ("baseline", "last", "all λ=1", "all λ=0.001")
 MODEL_ROWS = ROWS[1:]  # the rows that read the probed model
@@ -51,28 +53,39 @@ def _score(
     dataset: str = "",
     layer: str = "",
 ) -> tuple[str, float, tuple[float, float]]:
-    """Metric, value and its bootstrap 95% interval: POS accuracy (per-token outcomes kept in ``extra``
-    for paired tests) or conlleval chunk F1 (interval over sentences)."""
+    """Metric, value and its bootstrap 95% interval over sentences: POS accuracy (per-token outcomes kept in
+    ``extra`` for paired tests) or conlleval chunk F1."""
     if task == "pos":
         correct = gold == pred
+        units = Units.from_sizes(SENTENCE, np.diff(offsets))
         if extra is not None:
-            keep_instances(extra, dataset, layer, correct)
-        return "accuracy", 100.0 * float(correct.mean()), accuracy_interval(correct, seed=seed)
+            keep_instances(extra, dataset, layer, correct, units)
+        return "accuracy", 100.0 * float(correct.mean()), accuracy_interval(correct, units=units, seed=seed)
     split = lambda a: [list(a[offsets[i] : offsets[i + 1]]) for i in range(len(offsets) - 1)]  # noqa: E731
     counts = sentence_counts(split(gold), split(pred))
     f1 = lambda s: 200.0 * s[:, 0] / np.maximum(s[:, 1] + s[:, 2], 1)  # noqa: E731
     return "chunk_F1", chunk_f1(split(gold), split(pred)), grouped_interval(counts, f1, seed=seed)
 
 
+def _known(values: tuple[str, ...], allowed: Sequence[str], what: str) -> tuple[str, ...]:
+    """``values``, or ProbeInputError (at option parsing: before any extraction) naming the unknown ones."""
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        raise ProbeInputError(f"Unknown {what}(s) {bad}; choose from {', '.join(allowed)}.")
+    return values
+
+
 def _parse_rows(text: str | Sequence[str]) -> tuple[str, ...]:
     """ "all" (the model's rows), or rows separated by ';'."""
     if not isinstance(text, str):
-        return tuple(text)
-    return MODEL_ROWS if text == "all" else tuple(r.strip() for r in text.split(";") if r.strip())
+        return _known(tuple(text), ROWS, "row")
+    rows = MODEL_ROWS if text == "all" else tuple(r.strip() for r in text.split(";") if r.strip())
+    return _known(rows, ROWS, "row")
 
 
 def _parse_tasks(text: str | Sequence[str]) -> tuple[str, ...]:
-    return tuple(t.strip() for t in text.split(",") if t.strip()) if isinstance(text, str) else tuple(text)
+    tasks = tuple(t.strip() for t in text.split(",") if t.strip()) if isinstance(text, str) else tuple(text)
+    return _known(tasks, TASKS, "task")
 
 
 def run_mix(
@@ -90,12 +103,7 @@ def run_mix(
     the full split (no new extraction); the test split stays complete. ``layers`` is unused: the
     rows choose their layers. ``extra["mix"][task][row]`` holds the learned s and γ.
     """
-    bad = [r for r in rows if r not in ROWS]
-    if bad:
-        raise ProbeInputError(f"Unknown row(s) {bad}; choose from {', '.join(ROWS)}.")
-    bad = [t for t in tasks if t not in TASKS]
-    if bad:
-        raise ProbeInputError(f"Unknown task(s) {bad}; choose from {', '.join(TASKS)}.")
+    rows, tasks = _parse_rows(rows), _parse_tasks(tasks)
     check_positive(train_limit, "--train-limit")
     needs_ctx = [r for r in rows if r != "baseline"]
     if needs_ctx and embedder.num_layers < 2:
@@ -107,8 +115,18 @@ def run_mix(
     train, test = conll_slice("train", limit), conll_slice("test", limit)
     w_tr, w_te = [list(s.words) for s in train], [list(s.words) for s in test]
     glove = embedder if embedder.name == BASELINE_MODEL else load_embedder(BASELINE_MODEL)
-    g_tr = get_features(glove, feature_key("train", limit), w_tr, show_progress=show, root=ctx.feature_root)
-    g_te = get_features(glove, feature_key("test", limit), w_te, show_progress=show, root=ctx.feature_root)
+
+    def features(model, split: str, words, lo: float, hi: float):  # extraction: the first 20 % of the progress
+        return get_features(
+            model,
+            feature_key(split, limit),
+            words,
+            progress=ctx.sub_progress(lo, hi),
+            show_progress=show,
+            root=ctx.feature_root,
+        )
+
+    g_tr, g_te = features(glove, "train", w_tr, 0.0, 0.02), features(glove, "test", w_te, 0.02, 0.03)
     n_tr = len(train) if train_limit is None else min(train_limit, len(train))
     train, tr_offsets = train[:n_tr], g_tr.offsets[: n_tr + 1]
     n_rows = int(tr_offsets[-1])
@@ -116,8 +134,7 @@ def run_mix(
     static_te = torch.from_numpy(np.asarray(g_te.layer(0), np.float32))
     ctx_layers = {}
     if needs_ctx:
-        f_tr = get_features(embedder, feature_key("train", limit), w_tr, show_progress=show, root=ctx.feature_root)
-        f_te = get_features(embedder, feature_key("test", limit), w_te, show_progress=show, root=ctx.feature_root)
+        f_tr, f_te = features(embedder, "train", w_tr, 0.03, 0.16), features(embedder, "test", w_te, 0.16, 0.2)
         L = embedder.num_layers
         all_tr, all_te = standardise_layers(
             [f_tr.layer(j)[:n_rows] for j in range(L)], [f_te.layer(j) for j in range(L)]
@@ -145,12 +162,14 @@ def run_mix(
                     "n": len(y_te),
                     "lo": lo,
                     "hi": hi,
+                    "unit": SENTENCE,
+                    "clusters": len(test),
                 }
             )
             mixes.setdefault(task, {})[row] = probe.mix_weights()
             k += 1
             if ctx.progress is not None:
-                ctx.progress(k / (len(tasks) * len(rows)), f"{task} / {row}: {value:.1f}")
+                ctx.progress(0.2 + 0.8 * k / (len(tasks) * len(rows)), f"{task} / {row}: {value:.1f}")
     model = embedder if needs_ctx else glove
     return ProbeResult(
         model.name,
@@ -215,10 +234,17 @@ def mix_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
     for model in [m for m in mix.model.unique() if m != BASELINE_MODEL] or [BASELINE_MODEL]:
         for task, _metric in (("pos", "accuracy"), ("chunk", "chunk_F1")):
             cell = {"model": model, "task": f"CoNLL-2000 {'POS acc.' if task == 'pos' else 'chunk F1'}"}
+            over = "n/a"
             for col, layer in zip(paper.LAMBDA_COLUMNS, ROWS):
                 src = base if layer == "baseline" else mix[mix.model == model]
                 v = src[(src.layer == layer) & (src.dataset == f"conll2000-test:{task}")]
-                cell[col] = paper.fmt(float(v.value.iloc[-1]), 2) if len(v) else "n/a"
+                cell[col] = (
+                    f"{paper.fmt(float(v.value.iloc[-1]), 2)} {interval_text(v.lo.iloc[-1], v.hi.iloc[-1])}"
+                    if len(v)
+                    else "n/a"
+                )
+                over = over_text(v.unit.iloc[-1], v.clusters.iloc[-1]) if len(v) else over
+            cell["CI over"] = over
             mixes = [e for e in extras if e["model"] == model and "mix" in e]
             if mixes:
                 w = mixes[-1]["mix"].get(task, {}).get("all λ=0.001") or {}
@@ -269,6 +295,7 @@ PROBE = ProbeSpec(
     baseline_models={BASELINE_MODEL: "GloVe 6B 50d input only"},
     min_layers=2,
     uses_layers=False,
+    embeds=conll_embeds,
     summary=lambda res: [
         f"  {task:<6} {row:<12} s = {w['s']}  γ = {w['gamma']}"
         for task, per_row in res.extra["mix"].items()

@@ -18,8 +18,9 @@ import pandas as pd
 from corpora.types import TaggedSentence
 from probes.estimators.majority import MajorityLabelBaseline
 from probes.layers import LayerSpec, as_layer_specs
-from probes.registry import ChartSpec, ProbeSpec, RunContext
+from probes.registry import ChartSpec, Embeds, ProbeSpec, RunContext
 from probes.results import ProbeResult
+from probes.stats.units import interval_text, over_text
 from probes.tasks.conll import DATASET, conll_slice, feature_key
 from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_OPTIONS, RigorOptions
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
@@ -41,6 +42,11 @@ def conll_splits(limit: int | None) -> tuple[TokenSplit, TokenSplit]:
         pos_split("conll2000-train", feature_key("train", limit), conll_slice("train", limit)),
         pos_split(TEST_SET, feature_key("test", limit), conll_slice("test", limit)),
     )
+
+
+def conll_embeds(limit: int | None, options: dict | None = None) -> Embeds:
+    """What a run on CoNLL-2000 embeds (``ProbeSpec.embeds``): train, then test."""
+    return [(s.key, s.sentences) for s in conll_splits(limit)]
 
 
 def run_pos_baseline(limit: int | None = None) -> ProbeResult:
@@ -80,6 +86,8 @@ def pos_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
     if pos.empty:
         return {}
     t = pos[["model", "layer", "value"]].rename(columns={"value": "accuracy (CoNLL-2000 test)"})
+    t["95% CI"] = [interval_text(lo, hi) for lo, hi in zip(pos.lo, pos.hi)]
+    t["CI over"] = [over_text(u, k) for u, k in zip(pos.unit, pos.clusters)]
     return {"pos": t.reset_index(drop=True)}
 
 
@@ -94,4 +102,5 @@ PROBE = ProbeSpec(
     chart=ChartSpec(metrics=("accuracy", *RIGOR_METRICS[1:]), datasets=(TEST_SET, "conll2000-train")),
     options=RIGOR_OPTIONS,
     baseline_models={MAJORITY: "majority tag per word"},
+    embeds=conll_embeds,
 )

@@ -28,8 +28,10 @@ import numpy as np
 from probes.estimators.classifier import LinearProbe
 from probes.estimators.control import ControlTask, control_correct, selectivity_rows
 from probes.estimators.families import DEFAULT_WEIGHT_DECAY, KINDS, ProbeFamily, make_probe, parse_hidden
-from probes.estimators.mdl import online_codelength
-from probes.registry import Option, ProgressFn
+from probes.estimators.mdl import ORDERS, online_codelengths
+from probes.progress import ProgressFn, scaled
+from probes.registry import Option
+from probes.stats.units import Units
 
 RIGOR_METRICS = (
     "accuracy",
@@ -78,6 +80,7 @@ RIGOR_OPTIONS = (
         False,
         "also the online MDL codelength of the task and its control task per layer (Voita & Titov 2020)",
     ),
+    Option("mdl_orders", int, ORDERS, "MDL: data orders, each its own online code (mean and interval)", positive=True),
 )
 RIGOR_NAMES = tuple(o.name for o in RIGOR_OPTIONS)
 FAMILY_SEPARATOR = "+"  # "pos+mlp-256": the probe run with another family (``RigorOptions.probe_name``)
@@ -93,6 +96,7 @@ class RigorOptions:
     family: ProbeFamily = ProbeFamily()
     control: bool = False
     mdl: bool = False
+    mdl_orders: int = ORDERS
 
     @classmethod
     def from_options(cls, options: dict) -> RigorOptions:
@@ -106,7 +110,8 @@ class RigorOptions:
                 DEFAULT_WEIGHT_DECAY if options.get("weight_decay") is None else options["weight_decay"]
             ),
         )
-        return cls(family, bool(options.get("control")), bool(options.get("mdl")))
+        orders = int(options.get("mdl_orders") or ORDERS)
+        return cls(family, bool(options.get("control")), bool(options.get("mdl")), orders)
 
     @property
     def is_default(self) -> bool:
@@ -116,7 +121,8 @@ class RigorOptions:
         """What a result's params record (nothing for the defaults: old results stay comparable)."""
         if self.is_default:
             return {}
-        return {"probe_family": self.family.label, "control": self.control, "mdl": self.mdl}
+        orders = {"mdl_orders": self.mdl_orders} if self.mdl else {}
+        return {"probe_family": self.family.label, "control": self.control, "mdl": self.mdl, **orders}
 
     def probe_name(self, base: str) -> str:
         """The results' probe name: ``base`` for the default family, else ``base+FAMILY`` ("pos+mlp-256"),
@@ -147,7 +153,7 @@ def layer_rows(
     Xte: np.ndarray,
     words_te: Sequence[str],
     task_correct: np.ndarray,
-    evals: Sequence[tuple[str, slice]],
+    evals: Sequence[tuple[str, slice, Units]],
     *,
     seed: int,
     device: str | None,
@@ -156,7 +162,7 @@ def layer_rows(
 ) -> tuple[list[dict], dict]:
     """Control and MDL rows of one layer spec, and per-layer details for ``extra``.
 
-    evals: (split name, its slice of the concatenated evaluation rows). ``offsets_tr``: sentence
+    evals: (split name, its slice of the concatenated evaluation rows, its resampling units). ``offsets_tr``: sentence
     boundaries of the training rows (MDL blocks are sentences; None: every row its own "sentence").
     """
     rows: list[dict] = []
@@ -164,9 +170,10 @@ def layer_rows(
     new = lambda **kw: opts.new_probe(seed=seed, device=device, **kw)  # noqa: E731
     if opts.control:
         t0 = time.perf_counter()
-        ctrl = control_correct(new, Xtr, words_tr, ytr, Xte, words_te, seed=seed)
-        for name, part in evals:
-            rows += selectivity_rows(name, layer, task_correct[part], ctrl[part], seed=seed)
+        told = scaled(progress, 0.0, 0.3 if opts.mdl else 1.0, f"control task layer {layer}: ")
+        ctrl = control_correct(new, Xtr, words_tr, ytr, Xte, words_te, seed=seed, progress=told)
+        for name, part, units in evals:
+            rows += selectivity_rows(name, layer, task_correct[part], ctrl[part], seed=seed, units=units)
         details["control_s"] = round(time.perf_counter() - t0, 1)
         if progress is not None:
             progress(0.3 if opts.mdl else 1.0, f"control task layer {layer}: {100 * ctrl.mean():.1f}%")
@@ -174,32 +181,38 @@ def layer_rows(
         t0 = time.perf_counter()
         offsets = np.arange(len(ytr) + 1) if offsets_tr is None else offsets_tr
         classes = np.unique(ytr)
-        sub = lambda lo, hi: None if progress is None else (lambda f, m: progress(lo + (hi - lo) * f, m))
         start = 0.3 if opts.control else 0.0
-        task = online_codelength(
+        task = online_codelengths(
             new,
             Xtr,
             ytr,
             offsets,
             classes=classes,
             seed=seed,
-            progress=sub(start, start + (1 - start) / 2),
+            orders=opts.mdl_orders,
+            progress=scaled(progress, start, start + (1 - start) / 2),
             show_progress=show_progress,
             desc=f"MDL layer {layer}",
         )
         control_labels = ControlTask(seed).fit(ytr).labels(words_tr)
-        ctrl_code = online_codelength(
+        ctrl_code = online_codelengths(
             new,
             Xtr,
             control_labels,
             offsets,
             classes=classes,
             seed=seed,
-            progress=sub(start + (1 - start) / 2, 1.0),
+            orders=opts.mdl_orders,
+            progress=scaled(progress, start + (1 - start) / 2, 1.0),
             show_progress=show_progress,
             desc=f"MDL control layer {layer}",
         )
         rows += task.rows(train_name, layer) + ctrl_code.rows(train_name, layer, prefix="control_")
-        details["mdl"] = {"task": task.blocks, "control": ctrl_code.blocks, "num_classes": task.num_classes}
+        details["mdl"] = {
+            "task": task.blocks,
+            "control": ctrl_code.blocks,
+            "num_classes": task.num_classes,
+            "orders": opts.mdl_orders,
+        }
         details["mdl_s"] = round(time.perf_counter() - t0, 1)
     return rows, details

@@ -31,6 +31,7 @@ from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.stats.intervals import accuracy_row, keep_instances
+from probes.stats.units import SENTENCE, Units
 from probes.tasks.datafiles import DataFiles, file_inputs, file_options, read_roles
 from probes.tasks.preview import span_preview
 from probes.tasks.token_labels import fit_and_score, layer_matrix
@@ -63,6 +64,7 @@ class SpanSplit:
             else np.array([(o + t.span2[0], o + t.span2[1]) for o, t in targets], dtype=np.int64)
         )
         self.labels = np.array([t.label for _, t in targets])
+        self.units = Units.from_sizes(SENTENCE, [len(s.targets) for s in sents])  # targets of one sentence
         self.texts = [span_text(s.words, s, t) for s in sents for t in s.targets]
 
 
@@ -158,8 +160,8 @@ def run_span(
         )
         for i, s in enumerate(evals):
             correct = fit.correct[bounds[i] : bounds[i + 1]]
-            rows.append(accuracy_row(s.name, spec.label, correct))
-            keep_instances(extra, s.name, spec.label, correct)
+            rows.append(accuracy_row(s.name, spec.label, correct, units=s.units))
+            keep_instances(extra, s.name, spec.label, correct, s.units)
         history[spec.label] = fit.history
         if ctx.progress is not None:
             ctx.progress(0.7 + 0.3 * (k + 1) / len(specs), f"span probe layer {spec.label}")
@@ -194,8 +196,8 @@ def span_baselines(ctx: RunContext, **options) -> list[ProbeResult]:
     rows, extra = [], {}
     for s in evals:
         correct = base.predict(s.texts) == s.labels
-        rows.append(accuracy_row(s.name, "baseline", correct))
-        keep_instances(extra, s.name, "baseline", correct)
+        rows.append(accuracy_row(s.name, "baseline", correct, units=s.units))
+        keep_instances(extra, s.name, "baseline", correct, s.units)
     return [ProbeResult(MAJORITY, "span", rows, dataset=files.label, params=_params(files, ctx, options), extra=extra)]
 
 

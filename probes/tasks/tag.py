@@ -33,7 +33,7 @@ from probes.errors import ProbeInputError
 from probes.estimators.bio import bad_bio_label
 from probes.inputs import Preview
 from probes.layers import LayerSpec, as_layer_specs
-from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.tasks.datafiles import DataFiles, file_inputs, file_options, read_roles
@@ -143,6 +143,12 @@ def _task_options(options: dict) -> dict:
     return {k: v for k, v in options.items() if k not in RIGOR_NAMES}
 
 
+def tag_embeds(limit: int | None, options: dict) -> Embeds:
+    """What a run embeds (``ProbeSpec.embeds``): the training file, then the evaluation files."""
+    _, _, train, evals = load_splits(limit, **_task_options(options))
+    return [(s.key, s.sentences) for s in (train, *evals)]
+
+
 def preview_files(limit: int, options: dict) -> Preview:
     """The app's preview: the files read as ``run_tag`` reads them."""
     files, what, train, evals = load_splits(limit, **_task_options(options))
@@ -225,4 +231,5 @@ PROBE = ProbeSpec(
     needs_files=True,
     inputs=file_inputs(FILE_FORMATS),
     preview=preview_files,
+    embeds=tag_embeds,
 )

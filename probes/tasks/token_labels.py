@@ -13,7 +13,9 @@ the one place where a probe is fitted and evaluated. Evaluation splits are score
 rows concatenated) and split again, so a dev file costs no second fit.
 
 Rows: "accuracy" per evaluation split (``probes.stats.intervals.accuracy_row``, per-token outcomes kept in
-``extra["instances"]``), and for ``scheme="bio"`` also "F1", the conlleval span F1 (``probes.estimators.bio``).
+``extra["instances"]``; the interval resamples sentences, ``TokenSplit.units``), and for ``scheme="bio"``
+also "F1", the conlleval span
+F1 (``probes.estimators.bio``).
 With ``rigor`` (``probes.tasks.rigor_options``) the probe may be an MLP or rank-limited, and each layer also
 gets control-task selectivity and MDL codelength rows.
 """
@@ -31,8 +33,10 @@ from features.store import data_hash
 from probes.estimators.bio import span_f1_row
 from probes.estimators.majority import MajorityLabelBaseline
 from probes.layers import LayerSpec, needed_layers
+from probes.progress import ProgressFn
 from probes.registry import RunContext
 from probes.stats.intervals import accuracy_row, keep_instances
+from probes.stats.units import SENTENCE, Units
 from probes.tasks.rigor_options import RigorOptions, layer_rows, row_offsets
 
 
@@ -67,6 +71,12 @@ class TokenSplit:
         rows = [] if self.rows is None else [[str(i) for i in self.rows]]
         return self.sentences, [[str(label) for label in self.labels]], rows
 
+    @property
+    def units(self) -> Units:
+        """The resampling unit of a token task: the sentence of each scored word."""
+        per_word = np.repeat(np.arange(len(self.sentences), dtype=np.int64), [len(s) for s in self.sentences])
+        return Units(SENTENCE, per_word if self.rows is None else per_word[self.rows])
+
     def by_sentence(self, flat: np.ndarray) -> list[np.ndarray]:
         """Per-sentence pieces of a flat array over every word (``rows`` None only)."""
         off = self.offsets
@@ -93,13 +103,15 @@ def fit_and_score(
     seed: int = 0,
     device: str | None = None,
     rigor: RigorOptions | None = None,
+    progress: ProgressFn | None = None,
 ) -> LayerFit:
     """Fit the probe on one layer's training vectors and predict the evaluation vectors.
 
     ``words_*`` are the tokens themselves (unused by the linear probe; a control task or a
     word-identity probe needs them). ``rigor``: the probe family (default: the linear probe).
+    ``progress``: told each epoch (``LinearProbe.fit``).
     """
-    probe = (rigor or RigorOptions()).new_probe(seed=seed, device=device).fit(Xtr, ytr)
+    probe = (rigor or RigorOptions()).new_probe(seed=seed, device=device).fit(Xtr, ytr, progress=progress)
     pred = probe.predict(Xte)
     return LayerFit(pred, pred == np.asarray(yte), probe.history_)
 
@@ -133,8 +145,9 @@ def split_rows(
     split: TokenSplit, layer: str, correct: np.ndarray, predictions: np.ndarray, scheme: str, extra: dict
 ) -> list[dict]:
     """The result rows of one evaluation split at one layer (and its kept per-token outcomes)."""
-    rows = [accuracy_row(split.name, layer, correct)]
-    keep_instances(extra, split.name, layer, correct)
+    units = split.units
+    rows = [accuracy_row(split.name, layer, correct, units=units)]
+    keep_instances(extra, split.name, layer, correct, units)
     if scheme == "bio":
         rows.append(span_f1_row(split.name, layer, split.by_sentence(split.labels), split.by_sentence(predictions)))
     return rows
@@ -177,16 +190,29 @@ def run_layers(
             if len(evals) > 1
             else layer_matrix(fevs[0], spec, L, evals[0].rows)
         )
+        lo, hi = 0.75 + 0.25 * k / len(specs), 0.75 + 0.25 * (k + 1) / len(specs)
+        more_rows = rigor is not None and (rigor.control or rigor.mdl)
+        mid = lo + (hi - lo) / 3 if more_rows else hi  # the control task and MDL fit more probes
         t_fit = time.perf_counter()
+        told = ctx.sub_progress(lo, mid, f"{what} layer {spec.label}: ")
         fit = fit_and_score(
-            Xtr, train.labels, Xte, y_te, words_tr, words_te, seed=ctx.seed, device=ctx.device, rigor=rigor
+            Xtr,
+            train.labels,
+            Xte,
+            y_te,
+            words_tr,
+            words_te,
+            seed=ctx.seed,
+            device=ctx.device,
+            rigor=rigor,
+            progress=told,
         )
         fit_s[spec.label] = round(time.perf_counter() - t_fit, 1)
         for i, s in enumerate(evals):
             part = slice(bounds[i], bounds[i + 1])
             rows += split_rows(s, spec.label, fit.correct[part], fit.predictions[part], scheme, extra)
         history[spec.label] = fit.history
-        if rigor is not None and (rigor.control or rigor.mdl):
+        if more_rows:
             more, details = layer_rows(
                 rigor,
                 spec.label,
@@ -198,19 +224,16 @@ def run_layers(
                 Xte,
                 words_te,
                 fit.correct,
-                [(s.name, slice(bounds[i], bounds[i + 1])) for i, s in enumerate(evals)],
+                [(s.name, slice(bounds[i], bounds[i + 1]), s.units) for i, s in enumerate(evals)],
                 seed=ctx.seed,
                 device=ctx.device,
                 show_progress=ctx.show_progress,
-                progress=ctx.sub_progress(0.75 + 0.25 * k / len(specs), 0.75 + 0.25 * (k + 1) / len(specs)),
+                progress=ctx.sub_progress(mid, hi),
             )
             rows += more
             extra.setdefault("rigor", {})[spec.label] = details
         if ctx.progress is not None:
-            ctx.progress(
-                0.75 + 0.25 * (k + 1) / len(specs),
-                f"{what} layer {spec.label}: {100 * fit.correct[bounds[-2] :].mean():.1f}%",
-            )
+            ctx.progress(hi, f"{what} layer {spec.label}: {100 * fit.correct[bounds[-2] :].mean():.1f}%")
     extra.update(
         {
             "train_tokens": len(train.labels),

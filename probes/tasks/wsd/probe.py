@@ -23,7 +23,7 @@ from corpora.lexical_sample import iter_lexical_sample
 from probes.errors import ProbeInputError, check_positive
 from probes.inputs import InputFile, Preview
 from probes.layers import LayerSpec, as_layer_specs
-from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.results import ProbeResult
 from probes.tasks.datafiles import first
 from probes.tasks.preview import sense_preview
@@ -32,7 +32,7 @@ from probes.tasks.wsd.estimator import first_sense_predictions
 from probes.tasks.wsd.inventory import LABELS, WORDNET, choose_kind
 from probes.tasks.wsd.rows import evaluate
 from probes.tasks.wsd.runner import Plan, layer_predictions
-from probes.tasks.wsd.scoring import EVAL_SETS, PAPER_ALL, write_key_file
+from probes.tasks.wsd.scoring import EVAL_SETS, PAPER_ALL, key_dir, write_key_file
 from probes.tasks.wsd.tables import BASELINE_MODELS, FIRST_SENSE, SEMCOR_MFS, TRAIN_MFS, wsd_tables
 
 DATASET = "semcor→ALL"
@@ -97,7 +97,15 @@ def make_plan(
 def _rows(plan: Plan, preds, label: str, seed: int, extra: dict | None) -> list[dict]:
     ev = plan.evaluated
     return evaluate(
-        preds, ev.golds, ev.poses or [""] * len(ev), ev.groups, label, by_pos=ev.by_pos, seed=seed, extra=extra
+        preds,
+        ev.golds,
+        ev.poses or [""] * len(ev),
+        ev.groups,
+        label,
+        by_pos=ev.by_pos,
+        seed=seed,
+        extra=extra,
+        ids=ev.ids,
     )
 
 
@@ -176,7 +184,14 @@ def evaluate_predictions(instances, preds: list[str | None], label: str, seed: i
         for n in EVAL_SETS + (PAPER_ALL,)
     }
     return evaluate(
-        preds, [i.gold_keys for i in instances], [i.pos for i in instances], groups, label, by_pos="ALL", seed=seed
+        preds,
+        [i.gold_keys for i in instances],
+        [i.pos for i in instances],
+        groups,
+        label,
+        by_pos="ALL",
+        seed=seed,
+        ids=[i.id for i in instances],
     )
 
 
@@ -250,6 +265,15 @@ def run_wsd(
     )
 
 
+def wsd_embeds(limit: int | None, options: dict) -> Embeds | None:
+    """What a run on the built-in data embeds (``ProbeSpec.embeds``): SemCor, then ALL (None: your files)."""
+    if options.get("train") or options.get("test"):
+        return None
+    semcor = options.get("semcor_limit")
+    splits = (sources.builtin_train(limit if semcor is None else semcor), sources.builtin_test(limit))
+    return [(s.feature_key, s.layout.sentences) for s in splits]
+
+
 def wsd_summary(res: ProbeResult) -> list[str]:
     """What the command line prints after the rows: the data and the inventory that was used."""
     ex = res.extra
@@ -295,7 +319,12 @@ PROBE = ProbeSpec(
     options=(
         Option("semcor_limit", int, None, "train on the first N SemCor sentences only", positive=True, in_app=False),
         Option(
-            "keys", str, None, "also write predictions as key files (Scorer.java input) in this directory", in_app=False
+            "keys",
+            str,
+            None,
+            "also write predictions as key files (Scorer.java input) in this directory",
+            parse=key_dir,
+            in_app=False,
         ),
         Option("train", str, None, "training data: a framework XML file or a lexical-sample TSV (default: SemCor)"),
         Option("train_keys", str, None, "gold keys of --train XML (default NAME.gold.key.txt beside it)", in_app=False),
@@ -320,6 +349,7 @@ PROBE = ProbeSpec(
     ),
     baseline_models=BASELINE_MODELS,
     summary=wsd_summary,
+    embeds=wsd_embeds,
     inputs=(
         InputFile(
             "train",

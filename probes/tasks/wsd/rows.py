@@ -4,9 +4,10 @@ An instance is correct (answered with one of its gold labels), wrong, or unanswe
 and no backoff). F1 = 2c / (a + n), P = c / a, R = c / n (Raganato et al. 2017). When every
 instance is answered the three equal the accuracy and the interval is the accuracy's
 (``probes.stats.intervals.accuracy_interval``); otherwise it is the bootstrap over the three outcome
-categories (``categorical_interval``), with the same seed for F1, P and R. Each split's
-per-instance outcomes are kept in ``extra`` (``keep_instances``) for paired tests; the POS
-breakdown rows are subsets of ALL and are not kept separately.
+categories, with the same seed for F1, P and R. The bootstrap resamples the split's unit
+(``probes.stats.units.wsd_units``: documents for the framework's sets, whose ids name them) and every
+row states it. Each split's per-instance outcomes and units are kept in ``extra`` (``keep_instances``)
+for paired tests; the POS breakdown rows are subsets of ALL and are not kept separately.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from probes.stats.intervals import accuracy_interval, categorical_interval, keep_instances
+from probes.stats.intervals import accuracy_interval, categorical_interval, grouped_interval, keep_instances
+from probes.stats.units import Units, wsd_units
 from probes.tasks.wsd.scoring import UPOS, score
 
 _STATISTICS = {  # resampled (correct, wrong, unanswered) counts (R, 3) -> percent
@@ -40,17 +42,21 @@ def split_rows(
     *,
     metrics: Sequence[str] = ("F1", "P", "R"),
     seed: int = 0,
+    units: Units | None = None,
 ) -> list[dict]:
-    """Rows of one split: each metric's value (framework scoring, 2 decimals), n, lo, hi."""
+    """Rows of one split: each metric's value (framework scoring, 2 decimals), n, lo, hi, unit, clusters."""
     sc = score(preds, golds)
     correct, answered = outcomes(preds, golds)
-    counts = np.array([correct.sum(), (answered & ~correct).sum(), (~answered).sum()])
+    kinds = np.c_[correct, answered & ~correct, ~answered]  # (n, 3): correct, wrong, unanswered
+    units = units or Units.instances(len(correct))
     rows = []
     for metric in metrics:
-        if counts[2] == 0:
-            lo, hi = accuracy_interval(correct, seed=seed)
+        if not kinds[:, 2].any():
+            lo, hi = accuracy_interval(correct, units=units, seed=seed)
+        elif units.is_instance:
+            lo, hi = categorical_interval(kinds.sum(0), _STATISTICS[metric], seed=seed)
         else:
-            lo, hi = categorical_interval(counts, _STATISTICS[metric], seed=seed)
+            lo, hi = grouped_interval(units.sums(kinds), _STATISTICS[metric], seed=seed)
         rows.append(
             {
                 "dataset": dataset,
@@ -60,6 +66,7 @@ def split_rows(
                 "n": sc["n"],
                 "lo": lo,
                 "hi": hi,
+                **units.row_fields(),
             }
         )
     return rows
@@ -75,17 +82,20 @@ def evaluate(
     by_pos: str | None,
     seed: int = 0,
     extra: dict | None = None,
+    ids: Sequence[str] | None = None,
 ) -> list[dict]:
     """Rows for one layer spec: F1/P/R of every split (name -> instance indices, in order), then F1 per
-    universal POS on the split ``by_pos`` (``"<split>:NOUN"`` …). Outcomes kept in ``extra``."""
+    universal POS on the split ``by_pos`` (``"<split>:NOUN"`` …). Outcomes and units kept in ``extra``.
+    ``ids``: the instance ids, whose shape gives the resampling unit (none: independent instances)."""
+    units = wsd_units(ids) if ids is not None and len(ids) == len(preds) else Units.instances(len(preds))
     rows = []
     for name, idx in splits.items():
         if not len(idx):
             continue
         p, g = [preds[i] for i in idx], [golds[i] for i in idx]
-        rows += split_rows(name, layer, p, g, seed=seed)
+        rows += split_rows(name, layer, p, g, seed=seed, units=units.take(idx))
         if extra is not None:
-            keep_instances(extra, name, layer, outcomes(p, g)[0])
+            keep_instances(extra, name, layer, outcomes(p, g)[0], units.take(idx))
     if by_pos is not None:
         base = splits[by_pos]
         for tag in UPOS:
@@ -98,5 +108,6 @@ def evaluate(
                     [golds[i] for i in idx],
                     metrics=("F1",),
                     seed=seed,
+                    units=units.take(idx),
                 )
     return rows

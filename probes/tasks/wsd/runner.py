@@ -140,6 +140,8 @@ def layer_predictions(
         Xs = plan.train.layout.token_vectors(train_feats.layer(j))
         Xe = plan.test.layout.token_vectors(test_feats.layer(j)) if held_out else None
         if j in singles:
+            if ctx.progress is not None:
+                ctx.progress(0.9 + 0.1 * needed.index(j) / len(needed), f"WSD layer {j}: sense centroids, 1-NN scoring")
             preds, wsd = _fit_predict(plan, inventories, Xs, Xe, fold, ctx.device)
             on_predictions(singles[j].label, preds)
             if not extra and held_out:  # the same for every layer: one inventory, one set of seen senses
@@ -159,6 +161,8 @@ def layer_predictions(
         if ctx.progress is not None:
             ctx.progress(0.9 + 0.1 * (needed.index(j) + 1) / len(needed), f"WSD layer {j}")
     for label in combos:
+        if ctx.progress is not None:
+            ctx.progress(1.0, f"WSD layer {label}: sense centroids, 1-NN scoring")
         Xe = None if acc[label][1] is None else acc[label][1].numpy()
         preds, _ = _fit_predict(plan, inventories, acc[label][0].numpy(), Xe, fold, ctx.device)
         on_predictions(label, preds)

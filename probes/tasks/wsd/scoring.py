@@ -6,8 +6,11 @@ answer is any of them. ``write_key_file`` writes predictions in the framework's 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
+
+from probes.errors import ProbeInputError
 
 #: The framework's five test sets, in the paper's order, then their concatenation.
 EVAL_SETS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015", "ALL")
@@ -54,12 +57,27 @@ def score_by_pos(
     return out
 
 
+def key_dir(raw: str | Path) -> str:
+    """``--keys DIR`` (the option's parse, so checked before any extraction): a directory the key files
+    can be written to, created if needed; ProbeInputError naming it otherwise (a file, under a file,
+    under /proc, read-only)."""
+    path = Path(raw)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ProbeInputError(f"--keys {path}: cannot create this directory ({exc.strerror or exc}).") from None
+    if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
+        raise ProbeInputError(f"--keys {path}: not a writable directory.")
+    return str(path)
+
+
 def write_key_file(path: Path, ids: Sequence[str], predictions: Sequence[str | None]) -> Path:
     """The framework's key format, one ``id key`` line per answered instance (input to Scorer.java)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        for i, p in zip(ids, predictions):
-            if p is not None:
-                fh.write(f"{i} {p}\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w") as fh:
+            fh.writelines(f"{i} {p}\n" for i, p in zip(ids, predictions) if p is not None)
+    except OSError as exc:  # e.g. the disk filled up after key_dir checked the folder
+        raise ProbeInputError(f"{path}: cannot write the key file ({exc.strerror or exc}).") from None
     return path

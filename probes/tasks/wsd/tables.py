@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from probes.reporting import paper
+from probes.stats.units import interval_text, over_text
 from probes.tasks.wsd.scoring import EVAL_LABELS, EVAL_SETS, PAPER_ALL
 
 FIRST_SENSE = "wordnet-1st-sense"
@@ -20,11 +21,16 @@ BUILTIN_SPLITS = EVAL_SETS + (PAPER_ALL,)
 
 
 def _paper_column(model: str) -> str:
+    """The paper's Table 5 rows beside ours (cited by table and row)."""
+    t5 = paper.WSD_TABLE5
     if model == FIRST_SENSE:
-        return paper.fmt(paper.WSD_TABLE5["WordNet 1st Sense Baseline"])
+        return f"Table 5, WordNet 1st Sense Baseline: {paper.fmt(t5['WordNet 1st Sense Baseline'])}"
     if model == SEMCOR_MFS:
         return "n/a"
-    return "biLM L1 67.4, L2 69.0; CoVe L1 59.4, L2 64.7"
+    return (
+        f"Table 5, biLM first/second layer: {t5['biLM, First layer']}/{t5['biLM, Second layer']}; "
+        f"CoVe first/second layer: {t5['CoVe, First Layer']}/{t5['CoVe, Second Layer']}"
+    )
 
 
 def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
@@ -38,13 +44,26 @@ def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
     if not builtin.empty:
         t = builtin.pivot_table(index=["model", "layer"], columns="dataset", values="value", aggfunc="last")
         t = t[[c for c in BUILTIN_SPLITS if c in t.columns]].rename(columns=EVAL_LABELS).reset_index()
+        headline = builtin[builtin.dataset == PAPER_ALL].drop_duplicates(["model", "layer"], keep="last")
+        ci = t.merge(headline[["model", "layer", "lo", "hi", "unit", "clusters"]], on=["model", "layer"], how="left")
+        t[f"{EVAL_LABELS[PAPER_ALL]} 95% CI"] = [interval_text(lo, hi) for lo, hi in zip(ci.lo, ci.hi)]
+        t["CI over"] = [over_text(u, k) for u, k in zip(ci.unit, ci.clusters)]
         t["paper (same column as ALL w/o SE07)"] = [_paper_column(m) for m in t["model"]]
         tables["wsd"] = t
     by_pos = wsd[wsd.dataset.str.startswith("ALL:")]
     if not by_pos.empty:
-        p = by_pos.pivot_table(index=["model", "layer"], columns="dataset", values="value", aggfunc="last")
+        cells = by_pos.assign(
+            cell=[f"{v:.2f} {interval_text(lo, hi)}" for v, lo, hi in zip(by_pos.value, by_pos.lo, by_pos.hi)]
+        )
+        p = cells.pivot_table(index=["model", "layer"], columns="dataset", values="cell", aggfunc="last")
         p.columns = [c.split(":")[1] for c in p.columns]
-        tables["wsd_by_pos"] = p[[c for c in ("NOUN", "VERB", "ADJ", "ADV") if c in p.columns]].reset_index()
+        p = p[[c for c in ("NOUN", "VERB", "ADJ", "ADV") if c in p.columns]].reset_index()
+        units = (
+            by_pos.groupby(["model", "layer"]).agg(unit=("unit", "last"), clusters=("clusters", "max")).reset_index()
+        )
+        units = p[["model", "layer"]].merge(units, on=["model", "layer"], how="left")
+        p["CI over"] = [over_text(u, k) for u, k in zip(units.unit, units.clusters)]
+        tables["wsd_by_pos"] = p
     user = wsd[
         ~wsd.dataset.isin(BUILTIN_SPLITS)
         & ~wsd.dataset.str.startswith("ALL:")

@@ -1,0 +1,180 @@
+"""What a probe run will embed and about how long it will take, said before it starts.
+
+    est = estimate_run(get_probe("pos"), load_embedder("minilm"))
+    est.text()  # on the 2-core CPU, shared with other jobs (load average 6-8), 2026-11-26:
+    # 'minilm: 10,948 sentences, 259,104 words in 2 datasets, not cached: ~49 min extraction + ~27 min
+    #  training (up to 8 fits × 10 epochs), measured on this machine (warm-up: 88 words/s)'
+
+The command line prints it before every probe run (``probes.cli``, through ``run_probe(before=…)``, so
+only once every check has passed); the app's quick probe shows it before "Run".
+
+- **Data**: ``ProbeSpec.embeds(limit, options)``: each dataset's feature-cache key and sentences, known
+  before the run (None, or no ``embeds``: not known, no estimate).
+- **Cache**: ``features.entries.has_layers`` with every layer of the model (an extraction writes them
+  all); a dataset with no key (CKA) is embedded on every run.
+- **Extraction time**: a short measured warm-up: one untimed sentence (whatever a model builds lazily),
+  then one batch of ``WARMUP_SENTENCES`` sentences of about the median length of the first dataset not
+  cached, timed: words per second, applied to every word not cached. The real extraction batches 512
+  sentences of similar length, so it is usually somewhat faster than said (MiniLM on 2 cores: the
+  warm-up's rate was 0.8× the real one). A machine shared with other work makes both slower.
+- **Training time**: for the token probes (those with the probe-family option ``probe``: one classifier
+  per layer spec), the probe family's cost per fit and per row and epoch, measured on ``WARMUP_ROWS``
+  random vectors of the model's width (``training_costs``), scaled to the training words ×
+  ``LinearProbe().epochs`` (an upper bound: early stopping may end sooner) × fits: the layer specs
+  (× 2 with ``--control``, + 2 with ``--mdl``, whose blocks add up to about one fit per code). Other
+  probes' own passes (WSD's centroids, the λ ablation) are not estimated; the text says so.
+
+Nothing is written, and no result changes: the warm-up's vectors are discarded and ``run_probe`` seeds
+every generator after it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from features.entries import has_layers
+from probes.estimators.classifier import LinearProbe
+from probes.layers import parse_layer_specs
+from probes.registry import ProbeSpec
+from probes.tasks.rigor_options import RigorOptions
+
+WARMUP_SENTENCES = 16
+WARMUP_ROWS = 4096
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run embeds and how long it should take (seconds; None: not estimated).
+
+    words_to_embed: the words of the datasets the cache does not hold; words_per_s: the warm-up's rate.
+    fits: classifier fits of the training words (layer specs × 1–5); train_s: their time, up to.
+    """
+
+    model: str
+    probe: str
+    sentences: int
+    words: int
+    datasets: int
+    cached_datasets: int
+    words_to_embed: int
+    words_per_s: float | None
+    extract_s: float | None
+    fits: int
+    epochs: int
+    train_s: float | None
+
+    @property
+    def total_s(self) -> float:
+        return (self.extract_s or 0.0) + (self.train_s or 0.0)
+
+    def text(self) -> str:
+        """One line: "minilm: 11,005 sentences, 306,142 words in 2 datasets, not cached: ~8 min extraction + …"."""
+        if self.cached_datasets == self.datasets:
+            cache, extract = "all cached", "no extraction"
+        else:
+            cache = "not cached" if self.cached_datasets == 0 else f"{self.cached_datasets} cached"
+            extract = f"~{duration(self.extract_s)} extraction"
+        fits = f"{self.fits} fit{'s' * (self.fits != 1)}"
+        train = (
+            f" + ~{duration(self.train_s)} training (up to {fits} × {self.epochs} epochs)"
+            if self.train_s is not None
+            else f" (and the {self.probe} probe's own passes, not estimated)"
+        )
+        rate = f" (warm-up: {self.words_per_s:,.0f} words/s)" if self.words_per_s else ""
+        return (
+            f"{self.model}: {self.sentences:,} sentences, {self.words:,} words in {self.datasets} "
+            f"dataset{'s' * (self.datasets != 1)}, {cache}: {extract}{train}, measured on this machine{rate}"
+        )
+
+
+def duration(seconds: float | None) -> str:
+    """ "20 s", "8 min", "1.5 h"."""
+    if seconds is None:
+        return "?"
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def words_per_second(embedder, sentences: list[list[str]]) -> float:
+    """Words per second of ``embedder`` on ``WARMUP_SENTENCES`` sentences of about the median length (after one
+    untimed): one batch of similar lengths, as the extraction batches them (sorted by length, little padding)."""
+    by_length = sorted((s for s in sentences if s), key=len)
+    mid = max(0, len(by_length) // 2 - WARMUP_SENTENCES // 2)
+    sample = by_length[mid : mid + WARMUP_SENTENCES]
+    if not sample:
+        return float("inf")
+    embedder.embed(sample[:1])
+    t0 = time.perf_counter()
+    embedder.embed(sample)
+    return sum(map(len, sample)) / max(time.perf_counter() - t0, 1e-6)
+
+
+def training_costs(options: dict, dim: int, device: str | None) -> tuple[float, float]:
+    """(seconds of a fit whatever its size, seconds per training row and epoch) of the probe family
+    (``RigorOptions``), measured: one small untimed fit (torch's first-use costs), then fits of one and of
+    two epochs on ``WARMUP_ROWS`` random rows of width ``dim``; their difference is one epoch."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((WARMUP_ROWS, dim)).astype(np.float32)
+    y = rng.integers(0, 40, WARMUP_ROWS)
+
+    def fit(rows: int, epochs: int) -> float:
+        probe = RigorOptions.from_options(options).new_probe(seed=0, device=device, epochs=epochs)
+        t0 = time.perf_counter()
+        probe.fit(X[:rows], y[:rows])
+        return time.perf_counter() - t0
+
+    fit(256, 1)
+    one, two = fit(WARMUP_ROWS, 1), fit(WARMUP_ROWS, 2)
+    epoch = max(two - one, 1e-9)
+    return max(one - epoch, 0.0), epoch / WARMUP_ROWS
+
+
+def estimate_run(
+    spec: ProbeSpec,
+    embedder,
+    *,
+    layers: str | None = "all",
+    limit: int | None = None,
+    options: dict | None = None,
+    device: str | None = None,
+    feature_root=None,
+) -> Estimate | None:
+    """The estimate of ``run_probe(spec, embedder, layers=…, limit=…, options=…)``; None when the probe does
+    not know its data before it runs. ``options``: the runner's (``spec.options_from``)."""
+    options = spec.options_from(options or {})
+    data = spec.embeds(limit, options) if spec.embeds is not None else None
+    if data is None:
+        return None
+    everything = range(embedder.num_layers)
+    cached = [key is not None and has_layers(embedder, key, everything, feature_root) for key, _ in data]
+    todo = [sentences for (_, sentences), hit in zip(data, cached) if not hit]
+    to_embed = sum(len(s) for sentences in todo for s in sentences)
+    rate = words_per_second(embedder, todo[0]) if todo else None
+    fits, epochs, train_s = 0, LinearProbe().epochs, None
+    if any(o.name == "probe" for o in spec.options):  # a token probe: one classifier per layer spec
+        specs = parse_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids) if spec.uses_layers else []
+        rigor = RigorOptions.from_options(options)
+        fits = max(len(specs), 1) * (1 + rigor.control + 2 * rigor.mdl)
+        rows = sum(len(s) for s in data[0][1])
+        fixed, per_row_epoch = training_costs(options, embedder.dim, device)
+        train_s = fits * (fixed + per_row_epoch * rows * epochs)
+    return Estimate(
+        model=embedder.name,
+        probe=spec.name,
+        sentences=sum(len(sentences) for _, sentences in data),
+        words=sum(len(s) for _, sentences in data for s in sentences),
+        datasets=len(data),
+        cached_datasets=sum(cached),
+        words_to_embed=to_embed,
+        words_per_s=rate,
+        extract_s=None if rate is None else to_embed / rate,
+        fits=fits,
+        epochs=epochs,
+        train_s=train_s,
+    )

@@ -1,0 +1,110 @@
+"""Attention-head syntax (Clark et al. 2019, "What does BERT look at?"): does a head attend to the gold head?
+
+For every dependency (dependent i, head h, relation r) of a tree and every layer × head, the head's
+prediction is the word it attends to most (argmax of the word-level attention row, ``models.base``:
+pieces pooled to words, special tokens dropped):
+
+- direction ``dep->head``: the row of the dependent i; right when its argmax is h;
+- direction ``head->dep``: the row of the head h; right when its argmax is i (a head with several dependents
+  of relation r is scored once per dependent, as in the paper).
+
+The baseline of the paper: always predicting the word at a fixed offset k (−2, −1, +1, +2 from the word
+whose row is read; offset 0 would be the word itself, never its head), on the same dependencies; per
+relation and direction the best offset is the baseline to beat. Relations are UD's base relations (``nmod``
+for ``nmod:poss``); ``all`` pools every dependency. Root and punctuation arcs count like the others.
+
+    counts = HeadCounts.empty(layers, heads)
+    counts.add(attentions, tree)          # (layers, heads, n, n) word attention of one sentence
+    counts.accuracy("dep->head", "det")   # (layers, heads) in percent
+
+Per-sentence counts are kept, so intervals resample sentences (``probes.stats.intervals.grouped_interval``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from corpora.conllu import DepTree
+from probes.estimators.structural import ratio, stat_row
+
+DIRECTIONS = ("dep->head", "head->dep")
+OFFSETS = (-2, -1, 1, 2)
+ALL = "all"
+
+
+def arcs(tree: DepTree) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Dependents (0-based), their heads (0-based) and base relations of every non-root arc."""
+    dep = np.array([i for i, h in enumerate(tree.heads) if h > 0], dtype=np.int64)
+    head = np.array([tree.heads[i] - 1 for i in dep], dtype=np.int64)
+    return dep, head, [tree.deprels[i].split(":")[0] for i in dep]
+
+
+@dataclass
+class HeadCounts:
+    """Per sentence and relation: dependencies, and how many each (layer, head, direction) got right.
+
+    hits[r]:  list over sentences of (directions, layers, heads) counts; total[r]: list of counts per sentence.
+    offset_hits[r]: list over sentences of (directions, offsets) counts.
+    """
+
+    layers: int
+    heads: int
+    hits: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    offset_hits: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    total: dict[str, list[int]] = field(default_factory=dict)
+    sentences: int = 0
+
+    def add(self, attentions: np.ndarray | None, tree: DepTree) -> None:
+        """Count one sentence: ``attentions`` (layers, heads, n, n), or None for the offset baselines only."""
+        dep, head, rels = arcs(tree)
+        n = len(tree.words)
+        if attentions is not None:
+            top = attentions.argmax(-1)  # (layers, heads, n): the most attended word of every row
+            right = np.stack([top[:, :, dep] == head, top[:, :, head] == dep])  # (2, layers, heads, arcs)
+        reads = np.stack([dep, head])  # whose row is read, per direction
+        wants = np.stack([head, dep])
+        off = np.stack([(reads + k == wants) & (reads + k >= 0) & (reads + k < n) for k in OFFSETS], -1)
+        for rel in [ALL, *sorted(set(rels))]:
+            mask = np.ones(len(dep), bool) if rel == ALL else np.array([r == rel for r in rels])
+            self.total.setdefault(rel, []).append(int(mask.sum()))
+            self.offset_hits.setdefault(rel, []).append(off[:, mask].sum(1))
+            if attentions is not None:
+                self.hits.setdefault(rel, []).append(right[..., mask].sum(-1))
+        self.sentences += 1
+
+    def relations(self, min_count: int = 1) -> list[str]:
+        """``all`` and the relations with at least ``min_count`` dependencies, most frequent first."""
+        sizes = {r: sum(t) for r, t in self.total.items()}
+        return [ALL] + sorted((r for r in sizes if r != ALL and sizes[r] >= min_count), key=lambda r: -sizes[r])
+
+    def accuracy(self, direction: str, rel: str) -> np.ndarray:
+        """(layers, heads) accuracy in percent of every head for ``rel`` in ``direction``."""
+        d = DIRECTIONS.index(direction)
+        return 100 * np.sum(self.hits[rel], 0)[d] / max(sum(self.total[rel]), 1)
+
+    def offset_accuracy(self, direction: str, rel: str) -> np.ndarray:
+        """(offsets,) accuracy in percent of each fixed offset."""
+        d = DIRECTIONS.index(direction)
+        return 100 * np.sum(self.offset_hits[rel], 0)[d] / max(sum(self.total[rel]), 1)
+
+    def _stats(self, rel: str, hits: list[np.ndarray]) -> np.ndarray:
+        """(sentences with rel, 2) of (hits, dependencies) for an interval resampling sentences."""
+        keep = [k for k, t in enumerate(self.total[rel]) if t]
+        return np.array([[hits[k], self.total[rel][k]] for k in keep], dtype=np.float64)
+
+    def head_row(self, dataset: str, direction: str, rel: str, layer: int, head: int, seed: int = 0) -> dict:
+        """Result row of one head (layer index into the attention layers, from 0) with its interval."""
+        d = DIRECTIONS.index(direction)
+        stats = self._stats(rel, [h[d, layer, head] for h in self.hits[rel]])
+        row = stat_row(dataset, str(layer + 1), "accuracy", stats, ratio, sum(self.total[rel]), seed=seed)
+        return {**row, "head": head}
+
+    def offset_row(self, dataset: str, direction: str, rel: str, seed: int = 0) -> dict:
+        """The best fixed offset's row (layer "baseline", ``offset`` = k)."""
+        d = DIRECTIONS.index(direction)
+        best = int(np.argmax(self.offset_accuracy(direction, rel)))
+        stats = self._stats(rel, [h[d, best] for h in self.offset_hits[rel]])
+        row = stat_row(dataset, "baseline", "accuracy", stats, ratio, sum(self.total[rel]), seed=seed)
+        return {**row, "offset": OFFSETS[best]}

@@ -1,0 +1,370 @@
+"""The structural probe (Hewitt & Manning 2019): tree distances and depths as squared norms of a linear map.
+
+Distance probe: a rank-k map B with ‖B(hᵢ − hⱼ)‖² ≈ d_T(i, j), the number of edges between words i and j
+in the sentence's dependency tree; depth probe: ‖Bhᵢ‖² ≈ the word's depth (edges to the root). Both are
+trained as in the paper: L1 loss per sentence divided by the squared sentence length (distances) or the
+length (depths), averaged over a batch of sentences, Adam (lr 1e-3); the schedule, with early stopping on
+the dev loss, is ``probes.estimators.classifier.train_with_early_stopping``, the loop of every probe here.
+
+    train, dev, test = GoldTrees.of(trees_train), GoldTrees.of(trees_dev), GoldTrees.of(trees_test)
+    probe = StructuralProbe("distance", rank=128).fit(X_train, train, X_dev, dev)
+    probe.predict(X_test)                  # one (n, n) matrix of predicted squared distances per sentence
+    structural_rows("ud_ewt-test", "3", "distance", probe.predict(X_test), test)
+
+Metrics (the paper's, punctuation — UPOS PUNCT, ``DepTree.scored`` — left out of every one):
+
+- UUAS: the minimum spanning tree of the predicted distances over the scored words
+  (``scipy.sparse.csgraph.minimum_spanning_tree``), its undirected edges against the gold edges between
+  scored words, pooled over sentences;
+- DSpr.: per word, the Spearman correlation of its row of predicted and gold distances; averaged over the
+  sentences of each length (5–50 scored words), then over lengths;
+- root accuracy: the scored word of least predicted depth is the gold root;
+- NSpr.: Spearman of predicted and gold depths per sentence, averaged as DSpr.
+
+Spearman values are reported × 100 (like the percentages, so one chart axis holds them); the paper prints
+them as 0.xx. H&M's code counts punctuation in DSpr./NSpr. and buckets by the full length: here a sentence's
+length is its number of scored words. A constant prediction (no information) has correlation 0.
+Every row's 95% interval resamples sentences (``probes.stats.intervals.grouped_interval``).
+
+Tree distances are ``scipy.sparse.csgraph.shortest_path`` on the tree; random control trees are
+``networkx.random_labeled_tree`` (uniform over labelled trees) hung from a random root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import networkx as nx
+import numpy as np
+import torch
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import minimum_spanning_tree, shortest_path
+from scipy.stats import rankdata
+from torch import nn
+
+from corpora.conllu import DepTree
+from models.base import default_device, seeded
+from probes.estimators.classifier import train_with_early_stopping
+from probes.stats.intervals import grouped_interval
+
+KINDS = ("distance", "depth")
+LENGTHS = np.arange(5, 51)  # sentence lengths (scored words) DSpr. and NSpr. average over
+Edge = tuple[int, int]
+
+
+# --- trees ------------------------------------------------------------------------------------------------
+
+
+def tree_distances(heads: Sequence[int]) -> np.ndarray:
+    """(n, n) path lengths in the tree of ``heads`` (1-based, 0 = root), as float32."""
+    n = len(heads)
+    child = [i for i, h in enumerate(heads) if h > 0]
+    adj = csr_matrix((np.ones(len(child)), (child, [heads[i] - 1 for i in child])), shape=(n, n))
+    return shortest_path(adj, unweighted=True, directed=False).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class GoldTrees:
+    """The trees of one split and their distance matrices, computed once: every layer and probe reads them."""
+
+    trees: tuple[DepTree, ...]
+    distances: tuple[np.ndarray, ...]
+
+    @classmethod
+    def of(cls, trees: Sequence[DepTree]) -> GoldTrees:
+        return cls(tuple(trees), tuple(tree_distances(t.heads) for t in trees))
+
+    def __len__(self) -> int:
+        return len(self.trees)
+
+    def part(self, rows: slice) -> GoldTrees:
+        return GoldTrees(self.trees[rows], self.distances[rows])
+
+    def depths(self, s: int) -> np.ndarray:
+        """(n,) edges from each word of sentence ``s`` to its root word."""
+        return self.distances[s][self.trees[s].heads.index(0)]
+
+    def targets(self, kind: str) -> list[np.ndarray]:
+        """What the probe fits: distances (n, n) or depths (n,) per sentence, punctuation included (as the paper)."""
+        return list(self.distances) if kind == "distance" else [self.depths(s) for s in range(len(self))]
+
+
+def random_tree(tree: DepTree, rng: np.random.Generator) -> DepTree:
+    """The same words under a uniformly random labelled tree hung from a random root (the control task)."""
+    n = len(tree.words)
+    if n == 1:
+        return tree
+    root = int(rng.integers(n))
+    parents = dict(nx.bfs_predecessors(nx.random_labeled_tree(n, seed=int(rng.integers(2**31))), root))
+    heads = tuple(0 if i == root else parents[i] + 1 for i in range(n))
+    return replace(tree, heads=heads, deprels=("_",) * n)
+
+
+def gold_edges(tree: DepTree) -> set[Edge]:
+    """Undirected edges (i < j, 0-based) of the tree between scored words."""
+    keep = tree.scored
+    return {(min(i, h - 1), max(i, h - 1)) for i, h in enumerate(tree.heads) if h > 0 and keep[i] and keep[h - 1]}
+
+
+def mst_edges(dist: np.ndarray) -> set[Edge]:
+    """Undirected edges (i < j) of the minimum spanning tree of a full (n, n) distance matrix.
+
+    scipy reads a zero as "no edge", so the weights are shifted to ≥ 1 first: every spanning tree has
+    n − 1 edges, so a constant shift changes no tree's rank.
+    """
+    dist = np.asarray(dist, dtype=np.float64)
+    if len(dist) < 2:
+        return set()
+    weights = np.where(np.eye(len(dist), dtype=bool), 0.0, dist - dist.min() + 1.0)
+    rows, cols = minimum_spanning_tree(weights).nonzero()
+    return {(min(i, j), max(i, j)) for i, j in zip(rows.tolist(), cols.tolist())}
+
+
+def scored_edges(edges: set[Edge], scored: np.ndarray) -> set[Edge]:
+    """Edges over the scored words' positions (0…m−1) mapped back to the sentence's word indices."""
+    idx = np.flatnonzero(scored)
+    return {(int(idx[i]), int(idx[j])) for i, j in edges}
+
+
+def predicted_edges(pred: np.ndarray, tree: DepTree) -> set[Edge]:
+    """The minimum spanning tree of predicted distances over the scored words, as sentence word indices."""
+    keep = tree.scored
+    return scored_edges(mst_edges(pred[np.ix_(keep, keep)]), keep)
+
+
+def chain_edges(tree: DepTree) -> set[Edge]:
+    """The left-to-right chain over the scored words (the linear-structure baseline)."""
+    idx = np.flatnonzero(tree.scored).tolist()
+    return set(zip(idx, idx[1:]))
+
+
+# --- metrics: per-sentence statistics, rows with sentence-resampled intervals -----------------------------
+
+
+def uuas_counts(pred_edges: Sequence[set[Edge]], trees: Sequence[DepTree]) -> np.ndarray:
+    """(sentences, 2): gold edges found, gold edges."""
+    gold = [gold_edges(t) for t in trees]
+    return np.array([[len(p & g), len(g)] for p, g in zip(pred_edges, gold)], dtype=np.float64)
+
+
+def row_spearman(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """Spearman correlation of each row of ``pred`` with the same row of ``gold`` (2-D), 0 for a constant row."""
+    a, b = rankdata(pred, axis=-1), rankdata(gold, axis=-1)
+    a, b = a - a.mean(-1, keepdims=True), b - b.mean(-1, keepdims=True)
+    den = np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
+    return np.divide((a * b).sum(-1), den, out=np.zeros(len(a)), where=den > 0)
+
+
+def spearman_by_length(pred: Sequence[np.ndarray], gold: GoldTrees, kind: str) -> np.ndarray:
+    """(sentences, 2·|LENGTHS|): per sentence its summed correlations and their count in its length's column."""
+    stats = np.zeros((len(gold), 2 * len(LENGTHS)))
+    for s, (p, tree) in enumerate(zip(pred, gold.trees)):
+        keep = tree.scored
+        m = int(keep.sum())
+        if not LENGTHS[0] <= m <= LENGTHS[-1]:
+            continue
+        if kind == "distance":
+            rho = row_spearman(p[np.ix_(keep, keep)], gold.distances[s][np.ix_(keep, keep)])
+        else:
+            rho = row_spearman(p[keep][None], gold.depths(s)[keep][None])
+        col = m - LENGTHS[0]
+        stats[s, col], stats[s, len(LENGTHS) + col] = rho.sum(), len(rho)
+    return stats
+
+
+def length_macro(sums: np.ndarray) -> np.ndarray:
+    """(R, 2·|LENGTHS|) summed stats -> (R,) mean over lengths present of the mean correlation (× 100)."""
+    k = len(LENGTHS)
+    total, count = sums[:, :k], sums[:, k:]
+    per_length = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+    return 100 * per_length.sum(1) / np.maximum((count > 0).sum(1), 1)
+
+
+def ratio(sums: np.ndarray) -> np.ndarray:
+    """(R, 2) summed (hits, total) -> percent."""
+    return 100 * sums[:, 0] / np.maximum(sums[:, 1], 1)
+
+
+def difference(sums: np.ndarray) -> np.ndarray:
+    """(R, 4) summed (hits, total, control hits, control total) -> points of task minus control."""
+    return ratio(sums[:, :2]) - ratio(sums[:, 2:])
+
+
+def stat_row(
+    dataset: str, layer: str, metric: str, stats: np.ndarray, statistic: Callable, n: int, *, seed: int = 0
+) -> dict:
+    """A result row: the statistic of the summed per-sentence stats and its interval resampling sentences."""
+    lo, hi = grouped_interval(stats, statistic, seed=seed)
+    value = float(statistic(stats.sum(0, keepdims=True))[0])
+    return {
+        "dataset": dataset,
+        "layer": layer,
+        "metric": metric,
+        "value": round(value, 2),
+        "n": int(n),
+        "lo": lo,
+        "hi": hi,
+        "unit": "sentence",
+        "clusters": int(stats.shape[0]),
+    }
+
+
+def uuas_row(dataset: str, layer: str, pred_edges: Sequence[set[Edge]], trees: Sequence[DepTree], **kw) -> dict:
+    counts = uuas_counts(pred_edges, trees)
+    return stat_row(dataset, layer, kw.pop("metric", "UUAS"), counts, ratio, int(counts[:, 1].sum()), **kw)
+
+
+def structural_rows(
+    dataset: str, layer: str, kind: str, pred: Sequence[np.ndarray], gold: GoldTrees, *, seed: int = 0
+) -> list[dict]:
+    """UUAS and DSpr. of predicted distances, or root accuracy and NSpr. of predicted depths."""
+    spr = spearman_by_length(pred, gold, kind)
+    trees = gold.trees
+    in_range = int((spr[:, len(LENGTHS) :].sum(1) > 0).sum())
+    if kind == "distance":
+        first = uuas_row(dataset, layer, [predicted_edges(p, t) for p, t in zip(pred, trees)], trees, seed=seed)
+        return [first, stat_row(dataset, layer, "DSpr", spr, length_macro, in_range, seed=seed)]
+    hits = [
+        [float(np.flatnonzero(t.scored)[np.argmin(p[t.scored])] == t.heads.index(0)), 1.0]
+        for p, t in zip(pred, trees)
+        if t.scored[t.heads.index(0)]
+    ]
+    root = stat_row(dataset, layer, "root_acc", np.array(hits), ratio, len(hits), seed=seed)
+    return [root, stat_row(dataset, layer, "NSpr", spr, length_macro, in_range, seed=seed)]
+
+
+# --- the probe --------------------------------------------------------------------------------------------
+
+
+class _Projection(nn.Module):
+    """B: (dim -> rank), no bias; squared distances ‖B(hᵢ − hⱼ)‖² or squared norms ‖Bhᵢ‖² of padded batches."""
+
+    def __init__(self, dim: int, rank: int, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.B = nn.Parameter(torch.empty(dim, rank).uniform_(-0.05, 0.05))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:  # X: (batch, n, dim)
+        T = X @ self.B
+        if self.kind == "depth":
+            return (T * T).sum(-1)
+        sq = (T * T).sum(-1)  # ‖Bhᵢ − Bhⱼ‖² = ‖Bhᵢ‖² + ‖Bhⱼ‖² − 2⟨Bhᵢ, Bhⱼ⟩: a batched matmul, not (n, n, rank)
+        return (sq.unsqueeze(2) + sq.unsqueeze(1) - 2 * T @ T.transpose(1, 2)).clamp_min(0)
+
+
+class StructuralProbe:
+    """The distance or depth probe, scikit-learn style on lists of per-sentence vectors (n_s, dim).
+
+    rank: B's rank (None: min(128, dim)); epochs: most passes over train; patience: epochs without a lower
+    dev loss before stopping; batch_size: sentences per Adam step. ``history_``: per-epoch train and dev loss.
+    """
+
+    def __init__(
+        self,
+        kind: str = "distance",
+        rank: int | None = None,
+        *,
+        epochs: int = 10,
+        patience: int = 2,
+        batch_size: int = 20,
+        lr: float = 1e-3,
+        seed: int = 0,
+        device: str | None = None,
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind {kind!r}: choose from {', '.join(KINDS)}.")
+        self.kind, self.rank, self.epochs, self.patience = kind, rank, epochs, patience
+        self.batch_size, self.lr, self.seed = batch_size, lr, seed
+        self.device = torch.device(device) if device else default_device()
+        self.history_: list[dict] = []
+
+    def _batch(self, X: Sequence[np.ndarray], idx) -> tuple[torch.Tensor, torch.Tensor]:
+        """Padded vectors (b, m, dim) and the mask of real entries (b, m[, m])."""
+        seqs = [torch.as_tensor(np.asarray(X[i], dtype=np.float32)) for i in idx]
+        Xb = nn.utils.rnn.pad_sequence(seqs, batch_first=True).to(self.device)
+        lengths = torch.tensor([len(s) for s in seqs], device=self.device)
+        mask = torch.arange(Xb.shape[1], device=self.device)[None] < lengths[:, None]
+        return Xb, (mask[:, :, None] & mask[:, None, :]) if self.kind == "distance" else mask
+
+    def _pad(self, Y: Sequence[np.ndarray], idx, shape: torch.Size) -> torch.Tensor:
+        out = torch.zeros(shape, device=self.device)
+        for b, i in enumerate(idx):
+            y = torch.as_tensor(Y[i])
+            out[(b, *(slice(0, k) for k in y.shape))] = y
+        return out
+
+    def _loss(self, X, Y, idx) -> torch.Tensor:
+        Xb, mask = self._batch(X, idx)
+        pred = self.model_(Xb)
+        err = (pred - self._pad(Y, idx, pred.shape)).abs() * mask
+        n = mask[:, 0].sum(-1) if self.kind == "distance" else mask.sum(-1)
+        per_sentence = err.flatten(1).sum(1) / n.float() ** (2 if self.kind == "distance" else 1)
+        return per_sentence.mean()
+
+    def fit(
+        self,
+        X: Sequence[np.ndarray],
+        gold: GoldTrees,
+        X_dev: Sequence[np.ndarray] | None = None,
+        gold_dev: GoldTrees | None = None,
+    ) -> StructuralProbe:
+        """Train on sentences ``X`` with their ``gold`` trees; early stopping on the dev sentences' loss (if given)."""
+        dim = int(np.asarray(X[0]).shape[1])
+        rank = min(128, dim) if self.rank is None else int(self.rank)
+        Y = gold.targets(self.kind)
+        with seeded(self.seed):
+            self.model_ = _Projection(dim, rank, self.kind).to(self.device)
+        opt = torch.optim.Adam(self.model_.parameters(), lr=self.lr)
+        dev_score, dev_losses = None, []
+        if X_dev is not None and gold_dev is not None:
+            Y_dev = gold_dev.targets(self.kind)
+
+            def dev_score() -> float:  # the loop keeps the highest score, from -1 up: 1 / (1 + loss) is in (0, 1]
+                dev_losses.append(self._mean_loss(X_dev, Y_dev))
+                return 1.0 / (1.0 + dev_losses[-1])
+
+        batches = self._chunks(len(X), np.argsort([len(x) for x in X], kind="stable"), self.batch_size)
+        self.history_ = train_with_early_stopping(  # one "row" = one batch of sentences of similar length
+            self.model_,
+            opt,
+            np.arange(len(batches)),
+            lambda rows: self._loss(X, Y, batches[int(rows[0])]),
+            dev_score,
+            epochs=self.epochs,
+            batch_size=1,
+            patience=self.patience,
+            generator=torch.Generator().manual_seed(self.seed),
+        )
+        for entry, loss in zip(self.history_, dev_losses):
+            entry.pop("val_acc")
+            entry["dev_loss"] = loss
+        return self
+
+    @staticmethod
+    def _chunks(n: int, order: np.ndarray | None = None, size: int = 80) -> list[np.ndarray]:
+        """Sentence indices (in ``order``, default 0…n−1) cut into batches of about ``size``."""
+        return np.array_split(np.arange(n) if order is None else order, max(1, -(-n // size)))
+
+    @torch.no_grad()
+    def _mean_loss(self, X, Y) -> float:
+        self.model_.eval()
+        order = np.argsort([len(x) for x in X], kind="stable")
+        return float(sum(self._loss(X, Y, idx) * len(idx) for idx in self._chunks(len(X), order)) / len(X))
+
+    @torch.no_grad()
+    def predict(self, X: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Predicted squared distances (n, n) or squared norms (n,) per sentence."""
+        self.model_.eval()
+        out: list[np.ndarray] = []
+        for idx in self._chunks(len(X)):
+            pred = self.model_(self._batch(X, idx)[0]).cpu().numpy()
+            out += [
+                pred[b, : len(X[i]), : len(X[i])] if self.kind == "distance" else pred[b, : len(X[i])]
+                for b, i in enumerate(idx)
+            ]
+        return out
+
+    def score(self, X: Sequence[np.ndarray], gold: GoldTrees) -> float:
+        """UUAS (distance) or root accuracy (depth), in percent."""
+        return structural_rows("", "", self.kind, self.predict(X), gold)[0]["value"]

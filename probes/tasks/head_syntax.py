@@ -1,0 +1,185 @@
+"""``head_syntax``: which attention heads find the syntactic head (Clark et al. 2019)? Every layer × head.
+
+    python -m probes head_syntax --model minilm --limit 500          # UD English EWT dev, first 500 sentences
+    python -m probes head_syntax --model minilm --test my.conllu --min-count 50
+
+Data: UD English EWT dev (``--test``: any CoNLL-U file), read as trees (``corpora.conllu.iter_trees``). The
+model's word-level attention (``Embedder.embed(..., with_attention=True)``: pieces pooled to words, special
+tokens dropped, as the Attention page shows it) is computed here, not cached; nothing is trained.
+
+Rows (``probes.estimators.head_syntax``): per relation with at least ``--min-count`` dependencies (and
+``all``), per direction (``dep->head``, ``head->dep``) and per attention layer, the accuracy of the layer's
+best head (``"head"``: its index) with a 95% interval resampling sentences. The baseline result
+``offset-baseline``: the best fixed offset (−2, −1, +1, +2; ``"offset"``) on the same dependencies.
+``extra["accuracy"]``: every head's accuracy, {direction: {relation: layers × heads}}; ``extra["best"]``: per
+direction and relation the best head overall, the best offset and whether the head beats it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from corpora.conllu import DepTree, iter_trees
+from corpora.paths import data_path
+from probes.errors import ProbeInputError
+from probes.estimators.head_syntax import DIRECTIONS, OFFSETS, HeadCounts
+from probes.inputs import InputFile, Preview
+from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.reporting.tables import dataset_tables
+from probes.results import ProbeResult
+from probes.tasks.datafiles import DataFiles, first
+
+NAME = "head_syntax"
+OFFSET = "offset-baseline"
+EWT_DEV = "ud_english_ewt/en_ewt-ud-dev.conllu"
+CHUNK = 32  # sentences per embed call
+SHOWN = ("all", "nsubj", "obj", "det", "amod", "case", "advmod", "aux", "mark", "compound")
+
+
+def load_trees(limit: int | None, test=None, name=None) -> tuple[DataFiles, list[DepTree]]:
+    """The file (default: UD English EWT dev) and its first ``limit`` trees."""
+    path = test or data_path(EWT_DEV)
+    files = DataFiles.checked(NAME, path, path, name=name, settings="conllu:1")
+    return files, first(iter_trees(files.test), limit)
+
+
+def count_heads(embedder, trees: list[DepTree], ctx: RunContext) -> HeadCounts:
+    """Every sentence's attention, argmaxed and counted (``embedder`` None: the offsets only)."""
+    counts = HeadCounts(0, 0) if embedder is None else None
+    for start in range(0, len(trees), CHUNK):
+        part = trees[start : start + CHUNK]
+        embs = [None] * len(part) if embedder is None else embedder.embed([list(t.words) for t in part], True)
+        for emb, tree in zip(embs, part):
+            att = None if emb is None else emb.attentions
+            if counts is None:
+                counts = HeadCounts(att.shape[0], att.shape[1])
+            counts.add(att, tree)
+        if ctx.progress is not None:
+            ctx.progress(min(1.0, (start + CHUNK) / len(trees)), f"attention of {start + len(part)} sentences")
+    return counts
+
+
+def _dataset(files: DataFiles, direction: str, rel: str) -> str:
+    return files.row_dataset("test", f"{direction}:{rel}")
+
+
+def best_heads(counts: HeadCounts, rels: list[str]) -> dict:
+    """Per direction and relation: the best head (layer from 1, head from 0), its accuracy and the best offset's."""
+    out: dict = {}
+    for direction in DIRECTIONS:
+        for rel in rels:
+            acc, off = counts.accuracy(direction, rel), counts.offset_accuracy(direction, rel)
+            layer, head = np.unravel_index(int(np.argmax(acc)), acc.shape)
+            out.setdefault(direction, {})[rel] = {
+                "layer": int(layer) + 1,
+                "head": int(head),
+                "accuracy": round(float(acc[layer, head]), 2),
+                "offset": OFFSETS[int(np.argmax(off))],
+                "offset_accuracy": round(float(off.max()), 2),
+                "beats_offset": bool(acc[layer, head] > off.max()),
+                "n": int(sum(counts.total[rel])),
+            }
+    return out
+
+
+def run_head_syntax(
+    embedder, layers=None, ctx: RunContext = RunContext(), test=None, name=None, min_count: int = 20
+) -> ProbeResult:
+    """Accuracy of every head per relation and direction; rows: each layer's best head."""
+    if not embedder.has_attention:
+        raise ProbeInputError(f"{embedder.name} has no attention: the head_syntax probe needs a transformer.")
+    t0 = time.perf_counter()
+    files, trees = load_trees(ctx.limit, test, name)
+    counts = count_heads(embedder, trees, ctx)
+    rels = counts.relations(min_count)
+    rows = []
+    for direction in DIRECTIONS:
+        for rel in rels:
+            acc = counts.accuracy(direction, rel)
+            for layer in range(counts.layers):
+                head = int(np.argmax(acc[layer]))
+                rows.append(counts.head_row(_dataset(files, direction, rel), direction, rel, layer, head, ctx.seed))
+    accuracy = {d: {r: np.round(counts.accuracy(d, r), 2).tolist() for r in rels} for d in DIRECTIONS}
+    return ProbeResult(
+        embedder.name,
+        NAME,
+        rows,
+        dataset=files.label,
+        fingerprint=embedder.fingerprint(),
+        params={"test": str(files.test), "limit": ctx.limit, "min_count": min_count, "seed": ctx.seed},
+        extra={
+            "accuracy": accuracy,
+            "best": best_heads(counts, rels),
+            "sentences": counts.sentences,
+            "total_s": round(time.perf_counter() - t0, 1),
+        },
+    )
+
+
+def offset_baselines(ctx: RunContext, test=None, name=None, min_count: int = 20) -> list[ProbeResult]:
+    """The best fixed offset per relation and direction, on the same dependencies."""
+    files, trees = load_trees(ctx.limit, test, name)
+    counts = count_heads(None, trees, ctx)
+    rows = [
+        counts.offset_row(_dataset(files, d, rel), d, rel, ctx.seed)
+        for d in DIRECTIONS
+        for rel in counts.relations(min_count)
+    ]
+    params = {"test": str(files.test), "limit": ctx.limit, "min_count": min_count}
+    return [ProbeResult(OFFSET, NAME, rows, dataset=files.label, params=params)]
+
+
+def summary(result: ProbeResult) -> list[str]:
+    """The command line's table: best head vs best offset for the common relations."""
+    best = result.extra.get("best", {})
+    lines = [
+        {"direction": d, "relation": r, "best head": f"{b['layer']}.{b['head']}", "accuracy": b["accuracy"],
+         "best offset": f"{b['offset']:+d}", "offset accuracy": b["offset_accuracy"], "n": b["n"]}
+        for d, by_rel in best.items()
+        for r, b in by_rel.items()
+        if r in SHOWN
+    ]  # fmt: skip
+    return (
+        []
+        if not lines
+        else [
+            "best head (layer.head) per relation vs the best fixed offset:",
+            pd.DataFrame(lines).to_string(index=False),
+            "",
+        ]
+    )
+
+
+def preview_file(limit: int, options: dict) -> Preview:
+    files, trees = load_trees(limit, options.get("test"), options.get("name"))
+    counts = count_heads(None, trees, RunContext(limit=limit, show_progress=False))
+    rels = pd.DataFrame([{"relation": r, "dependencies": sum(counts.total[r])} for r in counts.relations()])
+    n = pd.DataFrame([{"file": "test", "sentences": len(trees), "words": sum(len(t.words) for t in trees)}])
+    sample = pd.DataFrame([{"sentence": " ".join(t.words)} for t in trees[:5]])
+    return Preview(files.label, f"**{files.label}** — dependency trees, first {limit} sentences", n, rels, sample)
+
+
+PROBE = ProbeSpec(
+    name=NAME,
+    title="Head syntax — attention heads vs dependency heads (UD EWT)",
+    description="Clark et al.'s attention-head syntax: does a head attend to the gold head? (per relation)",
+    run=run_head_syntax,
+    baselines=offset_baselines,
+    tables=lambda df, extras: dataset_tables(df, NAME),
+    table_titles={},
+    chart=ChartSpec(metrics=("accuracy",)),
+    options=(
+        Option("test", help="CoNLL-U file (default: UD English EWT dev)"),
+        Option("name", help="the dataset's name in results and tables (default: from the file name)"),
+        Option("min_count", int, 20, "rows for relations with at least this many dependencies", positive=True),
+    ),
+    baseline_models={OFFSET: "best fixed offset (−2…+2)"},
+    uses_layers=False,
+    summary=summary,
+    inputs=(InputFile("test", ("CoNLL-U",), required=False, help="dependency trees (default: UD EWT dev)"),),
+    preview=preview_file,
+    in_default_reproduce=False,
+)

@@ -1,0 +1,139 @@
+"""Fault injection, round two (issue 27), for the models users bring: each test breaks a checkpoint or a
+registration the way it broke in practice and checks the lab refuses it with one clear message instead
+of a silently wrong number. The rest of the round is tests/test_faults_round2.py; docs/reliability.md
+maps every fault to its test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from models.base import ModelLoadError
+from models.tiny import make_tiny_checkpoint
+
+TEXT = [
+    "The bank closed early today , and nobody knew why .",
+    "She didn't want unbelievably crowded rooms in the old hotel .",
+    "A quick brown fox jumps over the lazy dog near the river bank .",
+] * 10
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> Path:
+    return make_tiny_checkpoint("bert", tmp_path_factory.mktemp("tiny") / "bert", corpus=TEXT, vocab_size=300)
+
+
+# Fault 1: a checkpoint without its tokenizer ------------------------------------------------------
+
+
+def test_checkpoint_without_tokenizer_is_refused(tiny_bert, tmp_path):
+    from models.transformer import load_hf_checkpoint
+
+    assert load_hf_checkpoint(tiny_bert).embed([TEXT[0].split()])[0].vectors.shape[1] == 11  # the intact one runs
+    broken = shutil.copytree(tiny_bert, tmp_path / "no-tokenizer")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (broken / name).unlink()
+    # transformers would build a 5-token tokenizer from config.json: every word [UNK]
+    with pytest.raises(ModelLoadError, match=r"tokenizer \(files: none\) does not match the model: 5 tokens"):
+        load_hf_checkpoint(broken)
+
+
+def test_a_batch_of_mostly_unknown_words_is_refused(tiny_bert):
+    from models.transformer import load_hf_checkpoint
+
+    emb = load_hf_checkpoint(tiny_bert)
+    greek = ["αβγ", "δεζ", "ηθι", "κλμ", "νξο", "πρσ", "τυφ", "χψω", "bank"]  # an alphabet it never saw
+    with pytest.raises(ModelLoadError, match=r"8 of 9 words of a batch are the unknown token '\[UNK\]'"):
+        emb.embed([greek])
+    assert emb.embed([["The", "bank"] + greek[:2]])[0].vectors.shape[1] == 4  # a short one, or a few unknown: fine
+
+
+# Faults 5 and 11: models add / list run the loader's checks (no weights loaded) ----------------------
+
+
+def test_models_add_refuses_what_the_loader_would_refuse(tiny_bert, tmp_path):
+    from corpora.errors import LabError
+    from models.manage import check_model
+    from models.transformer import load_hf_checkpoint
+
+    assert check_model("tiny", str(tiny_bert)).status == "ok"
+    with pytest.raises(ModelLoadError, match=r"layers \[0, 7\]: the model has layers 0\.\.2"):
+        check_model("tiny", str(tiny_bert), {"layers": "0,7"})
+    with pytest.raises(ModelLoadError, match="window 1000: the model reads at most"):
+        check_model("tiny", str(tiny_bert), {"window": 1000})
+    with pytest.raises(LabError, match="window must be in"):  # at load: a LabError (one line), not a traceback
+        load_hf_checkpoint(tiny_bert, window=1000)
+    no_tok = shutil.copytree(tiny_bert, tmp_path / "no-tokenizer")
+    (no_tok / "tokenizer.json").unlink()
+    (no_tok / "tokenizer_config.json").unlink()
+    with pytest.raises(ModelLoadError, match="does not match the model"):
+        check_model("tiny", str(no_tok))
+    custom = shutil.copytree(tiny_bert, tmp_path / "custom-code")
+    config = json.loads((custom / "config.json").read_text())
+    (custom / "config.json").write_text(json.dumps({**config, "auto_map": {"AutoModel": "modeling.MyModel"}}))
+    with pytest.raises(ModelLoadError, match="trust_remote_code"):
+        check_model("tiny", str(custom))
+
+
+# Fault 14: the gensim pickle refusal never recommends an unrestricted unpickler --------------------
+
+
+def test_the_pickle_refusal_recommends_the_restricted_loader(tmp_path):
+    import pickle
+
+    from models.vector_files import load_vectors_file
+
+    path = tmp_path / "planted.kv"
+    path.write_bytes(pickle.dumps({"planted": 1}, protocol=4))
+    with pytest.raises(ModelLoadError) as err:
+        load_vectors_file(path)
+    message = str(err.value)
+    assert "--allow-pickle" in message and "only from sources you trust" in message
+    assert f"SaveLoad.load('{path}')" not in message  # old advice: a command that runs the payload
+
+
+# "Also": NaN weights in fp32 are not told to try fp32 ---------------------------------------------
+
+
+def test_nan_weights_in_fp32_are_named_as_such(tiny_bert, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from models.transformer import load_hf_checkpoint
+
+    broken = shutil.copytree(tiny_bert, tmp_path / "nan")
+    tensors = load_file(broken / "model.safetensors")
+    name = next(k for k in tensors if k.endswith("word_embeddings.weight"))
+    tensors[name][:] = float("nan")
+    save_file(tensors, broken / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(
+        ModelLoadError, match=r"NaN/inf in the hidden states in torch.float32 \(the weights hold"
+    ) as err:
+        load_hf_checkpoint(broken, dtype="fp32", device="cpu")
+    assert "try dtype='fp32'" not in str(err.value)
+
+
+def test_a_word_that_is_a_special_token_is_text(tiny_bert):
+    from models.transformer import load_hf_checkpoint
+
+    emb = load_hf_checkpoint(tiny_bert)
+    ((ids, word_of),) = emb._pieces([["bank", "[SEP]", "[CLS]", "bank"]])
+    specials = {emb.tokenizer.sep_token_id, emb.tokenizer.cls_token_id}
+    assert not specials & set(ids) and sorted(set(word_of.tolist())) == [0, 1, 2, 3]
+
+
+# "Also": a registered model whose folder was deleted is named as such ----------------------------
+
+
+def test_a_deleted_registered_model_names_its_registration(tiny_bert, tmp_path, monkeypatch):
+    from models.manage import add_model
+    from models.registry import load_embedder
+
+    monkeypatch.setenv("EMBPROBE_MODELS", str(tmp_path / "embprobe.toml"))
+    folder = shutil.copytree(tiny_bert, tmp_path / "mine")
+    add_model("mine-gone", str(folder))
+    shutil.rmtree(folder)
+    with pytest.raises(ModelLoadError, match=r"'mine-gone' is registered as .*mine, which no longer exists"):
+        load_embedder("mine-gone")

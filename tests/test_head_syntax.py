@@ -1,0 +1,86 @@
+"""Attention-head syntax: hand-made attention that points at the gold head scores 100, one that points at the
+next word scores what the +1 offset baseline scores; MiniLM on UD EWT dev gives every row; a model without
+attention is one clear error."""
+
+from __future__ import annotations
+
+from itertools import islice
+
+import numpy as np
+import pytest
+
+from corpora.conllu import DepTree, iter_trees
+from probes.__main__ import main
+from probes.estimators.head_syntax import ALL, OFFSETS, HeadCounts, arcs
+from probes.results import load_results
+
+TREES = [
+    DepTree(("The", "dog", "barked"), (2, 3, 0), ("det", "nsubj", "root"), ("DET", "NOUN", "VERB")),
+    DepTree(
+        ("I", "saw", "the", "big", "cat"),
+        (2, 0, 5, 5, 2),
+        ("nsubj", "root", "det", "amod", "obj"),
+        ("PRON", "VERB", "DET", "ADJ", "NOUN"),
+    ),
+    DepTree(("in", "nmod:poss", "x"), (3, 3, 0), ("case", "nmod:poss", "root"), ("ADP", "NOUN", "NOUN")),
+]
+
+
+def attention(tree: DepTree) -> np.ndarray:
+    """(1 layer, 3 heads, n, n): head 0 attends to each word's gold head (the root to itself), head 1 to the
+    next word (the last to itself), head 2 uniformly (argmax: the first word)."""
+    n = len(tree.words)
+    att = np.zeros((1, 3, n, n), np.float32)
+    for i, h in enumerate(tree.heads):
+        att[0, 0, i, h - 1 if h else i] = 1
+        att[0, 1, i, min(i + 1, n - 1)] = 1
+    att[0, 2] = 1 / n
+    return att
+
+
+def test_hand_made_heads_against_the_offsets():
+    counts = HeadCounts(1, 3)
+    for tree in TREES:
+        counts.add(attention(tree), tree)
+    # dependencies (non-root arcs): 2 + 4 + 2
+    assert sum(counts.total[ALL]) == 8 and sum(counts.total["det"]) == 2 and "nmod" in counts.total
+    dep_head = counts.accuracy("dep->head", ALL)[0]
+    assert dep_head[0] == 100.0  # the gold-head head
+    offsets = dict(zip(OFFSETS, counts.offset_accuracy("dep->head", ALL)))
+    assert dep_head[1] == offsets[1]  # the next-word head is the +1 offset
+    # by hand: the head is the next word for The->dog, dog->barked, I->saw, big->cat, nmod:poss->x = 5 of 8
+    assert offsets[1] == pytest.approx(100 * 5 / 8)
+    assert offsets[2] == pytest.approx(100 * 2 / 8)  # the->cat, in->x
+    # head -> dependent: the head word's row; gold-head attention points away from the dependent (0 right)
+    assert counts.accuracy("head->dep", ALL)[0, 0] == 0.0
+    assert counts.offset_accuracy("head->dep", ALL)[OFFSETS.index(-1)] == pytest.approx(100 * 5 / 8)
+    assert counts.accuracy("dep->head", "det")[0].tolist() == [100.0, 50.0, 0.0]  # The->dog yes, the->cat no
+    row = counts.head_row("d", "dep->head", "det", 0, 0)
+    assert (row["value"], row["n"], row["clusters"], row["unit"], row["layer"]) == (100.0, 2, 2, "sentence", "1")
+    base = counts.offset_row("d", "dep->head", ALL)
+    assert base["offset"] == 1 and base["value"] == pytest.approx(62.5) and base["lo"] <= base["value"] <= base["hi"]
+
+
+def test_arcs_use_base_relations(data_root):
+    tree = next(iter_trees(data_root / "ud_english_ewt" / "en_ewt-ud-dev.conllu"))
+    dep, head, rels = arcs(tree)
+    assert len(dep) == len(tree.words) - 1 and all(":" not in r for r in rels)
+    assert all(tree.heads[d] == h + 1 for d, h in zip(dep, head))
+
+
+def test_minilm_on_ewt_dev_and_a_model_without_attention(tmp_path, capsys, data_root):
+    out = tmp_path / "res"
+    assert main(["head_syntax", "--model", "minilm", "--limit", "12", "--min-count", "5", "--results", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "best head (layer.head)" in printed
+    df = load_results(out)
+    model, base = df[df.model == "minilm"], df[df.model == "offset-baseline"]
+    assert set(model.layer) == {str(k) for k in range(1, 7)}  # MiniLM: 6 attention layers
+    assert set(base.layer) == {"baseline"} and set(base.dataset) == set(model.dataset)
+    assert any(":dep->head:det" in d for d in model.dataset) and any(":head->dep:all" in d for d in model.dataset)
+    trees = list(islice(iter_trees(data_root / "ud_english_ewt" / "en_ewt-ud-dev.conllu"), 12))
+    all_n = sum(len(arcs(t)[0]) for t in trees)
+    assert set(model[model.dataset.str.contains(":dep->head:all")]["n"]) == {all_n}
+    assert main(["head_syntax", "--model", "glove-6b-50d", "--limit", "5", "--results", str(tmp_path / "g")]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert len(err) == 1 and "has no attention" in err[0]

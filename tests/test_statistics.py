@@ -1,0 +1,220 @@
+"""Issue 26: the resampling unit, Holm-corrected verdicts, dev-ranked best layers and seed variance.
+
+The first tests recompute, independently of the lab's statistics code (plain loops, document ids read
+from the instance ids with a regex of their own), what the committed tables in docs/results say.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probes.results import ProbeResult, latest_rows, read_results
+from probes.stats.comparisons import holm
+from probes.stats.intervals import (
+    accuracy_interval,
+    instances,
+    keep_instances,
+    paired_seed_test,
+    paired_test,
+    seed_cluster_interval,
+)
+from probes.stats.units import DOCUMENT, INSTANCE, SENTENCE, Units, units_of, wsd_units
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+SCORES = {"accuracy", "F1", "P", "R", "chunk_F1", "control_accuracy", "selectivity"}
+
+
+def _latest(model: str, probe: str) -> ProbeResult:
+    return [r for r in read_results(RESULTS / "runs") if r.model == model and r.probe == probe][-1]
+
+
+def _interval(text: str) -> tuple[float, float]:
+    lo, hi = re.fullmatch(r"\[(-?[\d.]+), (-?[\d.]+)\]", text).groups()
+    return float(lo), float(hi)
+
+
+@pytest.fixture(scope="module")
+def documents() -> np.ndarray:
+    """Document of every ALL-without-SE07 instance, from the framework's ids (``<set>.d000.s000.t000``)."""
+    from probes.tasks.wsd.sources import builtin_test
+
+    test = builtin_test(None)
+    ids = [test.ids[i] for i in test.groups["ALL-noSE07"]]
+    return np.array([re.match(r"(\w+\.d\d+)\.", i).group(1) for i in ids])
+
+
+def test_minilm_wsd_interval_resamples_23_documents(documents):
+    res = _latest("minilm", "wsd")
+    correct = instances(res, "ALL-noSE07", "6")
+    assert correct.size == documents.size == 6798 and len(set(documents)) == 23
+    kept = units_of(res, "ALL-noSE07", correct.size)
+    assert kept.name == DOCUMENT and (pd.factorize(documents)[0] == kept.labels).all()
+    per_doc = [correct[documents == d] for d in dict.fromkeys(documents)]
+    rng = np.random.default_rng(11)
+    draws = []
+    for _ in range(4000):
+        pick = [per_doc[i] for i in rng.integers(0, len(per_doc), len(per_doc))]
+        draws.append(100 * sum(p.sum() for p in pick) / sum(p.size for p in pick))
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    table = pd.read_csv(RESULTS / "wsd.csv", dtype={"layer": str})
+    row = table[(table.model == "minilm") & (table.layer == "6")].iloc[0]
+    t_lo, t_hi = _interval(row["ALL w/o SE07 95% CI"])
+    assert abs(t_lo - lo) < 0.5 and abs(t_hi - hi) < 0.5, (t_lo, t_hi, lo, hi)
+    assert 4.5 < t_hi - t_lo < 6.5  # by instance it was 2.2 points wide
+    assert row["CI over"].startswith("23 documents")
+    assert (t_hi - t_lo) > 2 * np.diff(accuracy_interval(correct))[0]
+
+
+def test_elmo_wsd_claim_p_is_the_document_sign_flip_p(documents):
+    res = _latest("elmo-small", "wsd")
+    top, first = instances(res, "ALL-noSE07", "2"), instances(res, "ALL-noSE07", "1")
+    d = np.array([(top & ~first)[documents == k].sum() - (~top & first)[documents == k].sum() for k in set(documents)])
+    signs = 1 - 2 * ((np.arange(2**20)[:, None] >> np.arange(20)) & 1)  # every sign pattern of 20 documents
+    rest = 1 - 2 * ((np.arange(8)[:, None] >> np.arange(3)) & 1)  # × the 8 patterns of the other 3
+    sums = (signs @ d[:20])[:, None] + (rest @ d[20:])[None, :]
+    exact = float(np.mean(np.abs(sums) >= abs(d.sum())))
+    claims = pd.read_csv(RESULTS / "claims.csv")
+    row = claims[(claims.model == "elmo-small") & claims.claim.str.startswith("WSD")].iloc[0]
+    assert 0.12 < exact < 0.2 and abs(float(row["p"]) - exact) < 0.02, (row["p"], exact)
+    assert row["unit"] == "23 documents" and row["verdict"] == "not significant"
+    assert float(row["A − B (points)"]) == 1.0
+    assert _interval(row["95% interval"])[0] < 0 < _interval(row["95% interval"])[1]
+
+
+def _p(text) -> float:
+    return 1e-4 if str(text).startswith("<") else float(text)
+
+
+def test_claim_verdicts_follow_the_holm_adjusted_p():
+    claims = pd.read_csv(RESULTS / "claims.csv")
+    raw = claims.p.map(_p).to_numpy()
+    order = np.argsort(raw)
+    m = raw.size
+    by_hand = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):  # Holm: max over smaller p of (m − rank) · p, capped at 1
+        running = max(running, min(1.0, (m - rank) * raw[i]))
+        by_hand[i] = running
+    assert np.allclose(claims["p (Holm)"].map(_p), by_hand, atol=6e-4)
+    for diff, verdict, adj in zip(claims["A − B (points)"], claims.verdict, by_hand):
+        expected = "not significant" if adj >= 0.05 else ("supported" if diff > 0 else "contradicted")
+        assert verdict == expected, (diff, verdict, adj)
+    # A claim that held at raw p < 0.05 and not after the correction is reported as not significant.
+    assert ((raw < 0.05) & (claims.verdict == "not significant")).any()
+    # Each claim states how many training seeds its rows average (the 1-NN WSD probe trains nothing: "—").
+    wsd = claims.claim.str.startswith("WSD")
+    assert set(claims[wsd].seeds) == {"—"} and claims[~wsd].seeds.astype(str).str.fullmatch(r"\d+").all()
+    assert claims[claims.claim.str.contains("λ")].claim.str.contains("SQuAD/SNLI/SRL").all()  # not Table 2's tasks
+
+
+def test_every_committed_score_row_has_an_interval_and_its_unit():
+    for runs in (RESULTS / "runs", RESULTS / "ud_ewt" / "runs"):
+        df = latest_rows(read_results(runs))
+        scores = df[df.metric.isin(SCORES)]
+        assert len(scores) > 100
+        missing = scores[scores.lo.isna() | scores.hi.isna() | ~scores.unit.isin([DOCUMENT, SENTENCE, INSTANCE])]
+        assert missing.empty, missing[["model", "probe", "dataset", "layer", "metric"]].head()
+        assert ((scores.lo <= scores.value + 0.01) & (scores.value <= scores.hi + 0.01)).all()
+        assert (scores.clusters >= 1).all()
+    for name, column in (("wsd", "CI over"), ("wsd_by_pos", "CI over"), ("pos", "CI over"), ("mix", "CI over")):
+        table = pd.read_csv(RESULTS / f"{name}.csv")
+        ours = table[~table.model.str.startswith("paper")]
+        assert not ours[column].isin(["n/a"]).any() and ours[column].notna().all(), name
+    for name in ("claims", "best_layer"):
+        assert pd.read_csv(RESULTS / f"{name}.csv").unit.str.match(r"\d+ (documents|sentences)").all()
+
+
+def _result(model: str, probe: str, outcomes: dict[tuple[str, str], np.ndarray], units: Units) -> ProbeResult:
+    rows, extra = [], {}
+    for (dataset, layer), correct in outcomes.items():
+        rows.append({"dataset": dataset, "layer": layer, "metric": "F1", "value": 100 * correct.mean()})
+        keep_instances(extra, dataset, layer, correct, units)
+    return ProbeResult(model, probe, rows, extra=extra)
+
+
+def test_best_layer_is_ranked_on_dev_and_tested_once_on_test():
+    from probes.reporting.rigor_tables import best_layer_table
+
+    rng = np.random.default_rng(3)
+    units = Units.from_sizes(SENTENCE, [10] * 100)
+    dev1, dev2 = rng.random(1000) < 0.7, rng.random(1000) < 0.5  # dev says layer 1
+    test1, test2 = rng.random(1000) < 0.5, rng.random(1000) < 0.7  # test would say layer 2
+    base = rng.random(1000) < 0.4
+    res = _result(
+        "m",
+        "wsd",
+        {
+            ("semeval2007", "0"): base,
+            ("semeval2007", "1"): dev1,
+            ("semeval2007", "2"): dev2,
+            ("ALL-noSE07", "0"): base,
+            ("ALL-noSE07", "1"): test1,
+            ("ALL-noSE07", "2"): test2,
+        },
+        units,
+    )
+    t = best_layer_table([res])
+    assert list(t.best) == ["m L1", "m L1"] and list(t.against) == ["m L2", "m L0"]
+    assert set(t["ranked on"]) == {"semeval2007"} and set(t.unit) == {"100 sentences"}
+    assert t.iloc[0]["difference (points)"] < 0  # the dev winner loses on test: reported, not hidden
+    assert list(t["p (Holm)"].map(_p)) == pytest.approx(holm(t.p.map(_p)), abs=1e-4)
+
+
+def test_units_from_ids_and_their_storage():
+    assert wsd_units(["senseval2.d000.s000.t000", "senseval2.d000.s001.t002", "senseval2.d001.s000.t000"]).clusters == 2
+    assert wsd_units(["d000.s000.t000", "d001.s000.t000"]).name == DOCUMENT
+    assert wsd_units(["s1.t0", "s1.t1", "s2.t0"]).name == SENTENCE
+    assert wsd_units(["line3", "line4"]).name == INSTANCE  # a lexical sample: one target per sentence
+    units = Units.of(DOCUMENT, ["b", "b", "a", "b", "c"])
+    assert Units.from_json(units.to_json()).labels.tolist() == [0, 0, 1, 0, 2]
+    assert units.take([2, 4]).labels.tolist() == [0, 1] and units.take([2, 4]).clusters == 2
+    result = {}
+    keep_instances(result, "d", "0", np.array([1, 0, 1, 1, 0], bool), units)
+    assert units_of(result, "d", 5).labels.tolist() == [0, 0, 1, 0, 2]
+    assert units_of(result, "d", 4).name == INSTANCE  # units that do not cover the outcomes are not used
+    with pytest.raises(ValueError, match="cover"):
+        Units.from_json({**units.to_json(), "n": 6})
+
+
+def test_cluster_interval_widens_only_when_outcomes_are_correlated_within_clusters():
+    rng = np.random.default_rng(0)
+    units = Units.from_sizes(SENTENCE, [50] * 40)
+    correlated = np.repeat(rng.random(40) < 0.6, 50)  # each cluster all right or all wrong
+    independent = rng.random(2000) < 0.6
+    width = lambda c, u: float(np.diff(accuracy_interval(c, units=u))[0])  # noqa: E731
+    assert width(correlated, units) > 4 * width(correlated, None)
+    assert 0.7 < width(independent, units) / width(independent, None) < 1.4
+    other = correlated.copy()
+    other[np.flatnonzero(correlated)[:200]] = False  # B misses 4 whole clusters that A gets right
+    clustered, naive = paired_test(correlated, other, units=units), paired_test(correlated, other)
+    assert clustered["unit"] == SENTENCE and clustered["clusters"] == 40 and naive["unit"] == INSTANCE
+    assert clustered["p"] > 10 * naive["p"] and clustered["hi"] - clustered["lo"] > 3 * (naive["hi"] - naive["lo"])
+
+
+def test_seed_variance_enters_the_interval_and_the_paired_test():
+    rng = np.random.default_rng(1)
+    units = Units.from_sizes(SENTENCE, [20] * 50)
+    agree = np.tile(rng.random(1000) < 0.8, (3, 1))
+    differ = rng.random((3, 1000)) < np.array([[0.7], [0.8], [0.9]])  # seeds disagree by 10 points
+    w = lambda s: float(np.diff(seed_cluster_interval(s, units))[0])  # noqa: E731
+    assert w(differ) > 1.5 * w(agree)
+    same = paired_seed_test(agree, agree, units)
+    assert same["diff"] == 0 and same["p"] == 1.0 and same["seeds"] == "3"
+    t = paired_seed_test(differ, agree, units)
+    assert t["lo"] < t["diff"] < t["hi"] and t["unit"] == SENTENCE
+
+
+def test_the_app_chart_says_what_its_intervals_resample():
+    from probes.results import load_results
+    from viz.probe_figures import layer_probe_figure
+    from viz.results import layer_curves_frame
+
+    df = load_results(RESULTS / "runs")
+    curves = layer_curves_frame(df[df.model == "minilm"], "wsd", "ALL-noSE07", "F1")
+    title = layer_probe_figure(curves, title="WSD").layout.title.text
+    assert "95% CI over 23 documents (few: interval approximate)" in title
