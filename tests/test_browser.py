@@ -194,7 +194,7 @@ def test_probes_page(page, server, screenshots):
     choose(page, "Model", "minilm")
     page.get_by_role("button", name="Run probe").click()
     expect(page.get_by_text("POS on minilm, first 20 sentences")).to_be_visible(timeout=2 * WAIT_MS)
-    expect(page.get_by_text("POS: accuracy on conll2000-test, by layer").last).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_text("POS: accuracy on conll2000-test (limit 20), by layer").last).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
     assert_clean(page)
     shot(page, screenshots, "probes")
