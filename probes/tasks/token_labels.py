@@ -14,8 +14,7 @@ rows concatenated) and split again, so a dev file costs no second fit.
 
 Rows: "accuracy" per evaluation split (``probes.stats.intervals.accuracy_row``, per-token outcomes kept in
 ``extra["instances"]``; the interval resamples sentences, ``TokenSplit.units``), and for ``scheme="bio"``
-also "F1", the conlleval span
-F1 (``probes.estimators.bio``).
+also "F1", the conlleval span F1 (``probes.estimators.bio``).
 With ``rigor`` (``probes.tasks.rigor_options``) the probe may be an MLP or rank-limited, and each layer also
 gets control-task selectivity and MDL codelength rows.
 """
