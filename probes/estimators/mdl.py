@@ -78,25 +78,6 @@ class OnlineCode:
     def compression(self) -> float:
         return self.uniform_bits / self.bits if self.bits > 0 else math.inf
 
-    def rows(self, dataset: str, layer: str, prefix: str = "") -> list[dict]:
-        """``{prefix}codelength_kbits`` and ``{prefix}compression`` rows (n = tokens coded)."""
-        return [
-            {
-                "dataset": dataset,
-                "layer": layer,
-                "metric": f"{prefix}codelength_kbits",
-                "value": round(self.kbits, 2),
-                "n": self.num_tokens,
-            },
-            {
-                "dataset": dataset,
-                "layer": layer,
-                "metric": f"{prefix}compression",
-                "value": round(self.compression, 2),
-                "n": self.num_tokens,
-            },
-        ]
-
 
 def uniform_codelength(num_tokens: int, num_classes: int) -> float:
     """Bits of the uniform code: N·log2 K."""

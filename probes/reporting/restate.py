@@ -48,8 +48,12 @@ def builtin_subsets() -> dict[str, Subset]:
     return out
 
 
+TAG_PARAMS = ("format", "column", "word_column", "skip_label", "name", "train", "dev", "test", "limit", "scheme")
+
+
 def tag_subsets(params: dict) -> dict[str, Subset]:
-    """The evaluation splits of a ``tag`` run on files (its recorded params), each with its sentences as units."""
+    """The evaluation splits of a ``tag`` run on files (its recorded params ``TAG_PARAMS``), each with its
+    sentences as units."""
     options = {k: params.get(k) for k in ("format", "column", "word_column", "skip_label", "name")}
     options.update({role: params[role] for role in ("train", "dev", "test") if params.get(role)})
     _, _, _, evals = load_splits(params.get("limit"), scheme=params.get("scheme") or "tag", **options)
@@ -84,12 +88,14 @@ def restate(result: ProbeResult, subsets: dict[str, Subset]) -> ProbeResult:
 
 def restate_dir(path: str | Path) -> int:
     """Restate every result file under ``path`` in place; returns how many changed."""
-    subsets, changed = builtin_subsets(), 0
+    subsets, changed, tag_files_read = builtin_subsets(), 0, set()
     for file in sorted(Path(path).glob("*.json")):
         data = json.loads(file.read_text(encoding="utf-8"))
         result = ProbeResult.from_json(data)
-        if result.probe == "tag":
+        files = tuple(result.params.get(k) for k in TAG_PARAMS)
+        if result.probe == "tag" and files not in tag_files_read:  # read each file set once, not once per model
             subsets.update(tag_subsets(result.params))
+            tag_files_read.add(files)
         new = restate(result, subsets)
         out = {**data, **new.to_json(), "digest": content_digest(new)}
         if out != data:

@@ -23,8 +23,9 @@ import pandas as pd
 
 from probes.reporting import paper
 from probes.results import ProbeResult
-from probes.stats.claims import ALPHA, claims_table, p_text
-from probes.stats.comparisons import compare, holm, numbered_layers, outcome_table
+from probes.stats.claims import ALPHA, claims_table, holm_family
+from probes.stats.comparisons import compare, numbered_layers, outcome_table
+from probes.stats.units import value_interval_text
 from probes.tasks.rigor_options import RIGOR_METRICS, base_probe
 
 TOKEN_PROBES = ("pos", "tag")
@@ -52,9 +53,7 @@ NOTES = {  # printed under the table
 
 
 def _cell(row: pd.Series) -> str:
-    lo, hi = row.get("lo"), row.get("hi")
-    has = lo is not None and hi is not None and lo == lo and hi == hi
-    return f"{row['value']:.2f} [{lo:.2f}, {hi:.2f}]" if has else f"{row['value']:.2f}"
+    return value_interval_text(row["value"], row.get("lo"), row.get("hi"))
 
 
 def selectivity_mdl_table(df: pd.DataFrame) -> pd.DataFrame | None:
@@ -104,15 +103,8 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
                 )
     if not rows:
         return None
-    adjusted = holm([r["p"] for r in rows])
-    for r, p_adj in zip(rows, adjusted):
-        r.update(
-            {
-                "p": p_text(r["p"]),
-                "p (Holm)": p_text(float(p_adj)),
-                "significant (Holm p < 0.05)": "yes" if p_adj < ALPHA else "no",
-            }
-        )
+    for row, p_adj in zip(rows, holm_family(rows)):
+        row["significant (Holm p < 0.05)"] = "yes" if p_adj < ALPHA else "no"
     return pd.DataFrame(rows)
 
 

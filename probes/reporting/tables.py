@@ -25,7 +25,7 @@ from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
 from probes.results import extras_of, latest_rows, read_results
-from probes.stats.units import interval_text, over_text
+from probes.stats.units import over_text, value_interval_text
 
 TABLE_NOTES = RIGOR_NOTES  # table key -> a note printed under it (tables.md, the Reproduce page)
 PAPER_TITLES = {
@@ -132,7 +132,7 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
     sel = df[df["probe"] == probe]
     out: dict[str, pd.DataFrame] = {}
     for (dataset, metric), part in sel.groupby(["dataset", "metric"], sort=False):
-        part = part.assign(cell=[f"{v:.2f} {interval_text(lo, hi)}" for v, lo, hi in zip(part.value, part.lo, part.hi)])
+        part = part.assign(cell=[value_interval_text(v, lo, hi) for v, lo, hi in zip(part.value, part.lo, part.hi)])
         wide = part.pivot_table(index="model", columns="layer", values="cell", aggfunc="first")
         wide = wide[_layer_order(wide.columns)]
         n = part.groupby("model")["n"].max()

@@ -129,16 +129,15 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
     return rows
 
 
-def decide(rows: list[dict], p_key: str = "p") -> list[dict]:
-    """Add the family's Holm-adjusted p (``p (Holm)``) and the verdict from it to rows with a raw ``p_key``;
-    p-values become text."""
-    tested = [i for i, r in enumerate(rows) if isinstance(r.get(p_key), float)]
-    adjusted = holm([rows[i][p_key] for i in tested])
-    for i, p_adj in zip(tested, adjusted):
-        r = rows[i]
-        r.update({p_key: p_text(r[p_key]), "p (Holm)": p_text(float(p_adj))})
-        r.setdefault("verdict", verdict(r["A − B (points)"], float(p_adj)) if "A − B (points)" in r else None)
-    return rows
+def holm_family(rows: list[dict]) -> list[float | None]:
+    """One family of tests: each row's Holm-adjusted p (None for a row without a raw ``p``), written beside the
+    raw one as ``p (Holm)``; both p-values become text. The caller decides from the returned numbers."""
+    tested = [i for i, r in enumerate(rows) if isinstance(r.get("p"), float)]
+    adjusted: list[float | None] = [None] * len(rows)
+    for i, p_adj in zip(tested, holm([rows[i]["p"] for i in tested])):
+        rows[i].update({"p": p_text(rows[i]["p"]), "p (Holm)": p_text(float(p_adj))})
+        adjusted[i] = float(p_adj)
+    return adjusted
 
 
 def p_text(p: float) -> str:
@@ -147,5 +146,8 @@ def p_text(p: float) -> str:
 
 def claims_table(results: Sequence[ProbeResult], models: Sequence[str] | None = None) -> pd.DataFrame:
     """Every claim × model that has the rows (empty frame with ``COLUMNS`` when none)."""
-    rows = decide([r for claim in CLAIMS for r in claim_rows(results, claim, models)])
+    rows = [r for claim in CLAIMS for r in claim_rows(results, claim, models)]
+    for row, p_adj in zip(rows, holm_family(rows)):
+        if p_adj is not None:
+            row["verdict"] = verdict(row["A − B (points)"], p_adj)
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -145,20 +145,28 @@ def _resample_weights(rng: np.random.Generator, groups: int, size: int) -> np.nd
     return np.bincount(draws.ravel(), minlength=size * groups).reshape(size, groups)
 
 
+def _right_by_seed(by_seed: np.ndarray, units: Units) -> np.ndarray:
+    """(seeds, n) outcomes -> (seeds, clusters) instances right per cluster."""
+    return np.stack([units.sums(o)[:, 0] for o in by_seed])
+
+
+def _seed_cluster_draws(right: np.ndarray, cluster_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(R,) instances right in each two-way bootstrap draw: the seeds resampled (and averaged), the clusters
+    weighted by ``cluster_weights`` (R, clusters) — seed and sample variance together."""
+    seed_weights = _resample_weights(rng, len(right), len(cluster_weights)) / len(right)
+    return np.einsum("rs,rk,sk->r", seed_weights, cluster_weights, right)
+
+
 def seed_cluster_interval(
     correct_by_seed, units: Units, *, seed: int = 0, resamples: int = RESAMPLES
 ) -> tuple[float, float]:
     """Interval of the seed-averaged accuracy of (seeds, n) outcomes: each draw resamples the seeds and the
     clusters of ``units`` with replacement, independently (a two-way bootstrap: seed and sample variance)."""
     outs = np.asarray(correct_by_seed, dtype=bool)
-    per = np.stack([units.sums(np.c_[o, np.ones(o.size)]) for o in outs])  # (seeds, clusters, 2)
-    seeds, clusters = per.shape[:2]
+    sizes = units.sums(np.ones(outs.shape[1]))[:, 0]
     rng = np.random.default_rng(seed)
-    ws = rng.multinomial(seeds, np.full(seeds, 1.0 / seeds), size=resamples)  # (R, seeds)
-    wk = rng.multinomial(clusters, np.full(clusters, 1.0 / clusters), size=resamples)  # (R, clusters)
-    right = np.einsum("rs,rk,sk->r", ws, wk, per[..., 0])
-    total = seeds * (wk @ per[0, :, 1])
-    return _percentiles(100.0 * right / np.maximum(total, 1))
+    wk = _resample_weights(rng, sizes.size, resamples)  # (R, clusters)
+    return _percentiles(100.0 * _seed_cluster_draws(_right_by_seed(outs, units), wk, rng) / np.maximum(wk @ sizes, 1))
 
 
 def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resamples: int = RESAMPLES) -> dict:
@@ -169,18 +177,12 @@ def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resam
     if a.shape[1] != b.shape[1] or len(units) != a.shape[1]:
         raise ValueError("Paired seed outcomes need the same instances and their units.")
     n = a.shape[1]
-    right_a = np.stack([units.sums(o)[:, 0] for o in a])  # (seeds_a, clusters)
-    right_b = np.stack([units.sums(o)[:, 0] for o in b])
+    right_a, right_b = _right_by_seed(a, units), _right_by_seed(b, units)
     sizes = units.sums(np.ones(n))[:, 0]
     rng = np.random.default_rng(seed)
-    wk = rng.multinomial(sizes.size, np.full(sizes.size, 1.0 / sizes.size), size=resamples)  # (R, clusters)
-
-    def seed_mean(right: np.ndarray) -> np.ndarray:
-        ws = rng.multinomial(len(right), np.full(len(right), 1.0 / len(right)), size=resamples) / len(right)
-        return np.einsum("rs,rk,sk->r", ws, wk, right)
-
-    diff_draws = 100.0 * (seed_mean(right_a) - seed_mean(right_b)) / np.maximum(wk @ sizes, 1)
-    lo, hi = _percentiles(diff_draws)
+    wk = _resample_weights(rng, sizes.size, resamples)  # (R, clusters), shared: the pairs stay paired
+    diff_draws = _seed_cluster_draws(right_a, wk, rng) - _seed_cluster_draws(right_b, wk, rng)
+    lo, hi = _percentiles(100.0 * diff_draws / np.maximum(wk @ sizes, 1))
     p = _sign_flip_p(right_a.mean(0) - right_b.mean(0), seed)  # per cluster: seed-averaged right, A − B
     diff = 100.0 * float(a.mean() - b.mean())
     return {

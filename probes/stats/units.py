@@ -123,6 +123,12 @@ def interval_text(lo, hi) -> str:
     return f"[{lo:.2f}, {hi:.2f}]"
 
 
+def value_interval_text(value, lo, hi) -> str:
+    """ "69.06 [66.27, 71.57]": a table cell, the value with its interval (the value alone without one)."""
+    interval = interval_text(lo, hi)
+    return f"{value:.2f}" if interval == "n/a" else f"{value:.2f} {interval}"
+
+
 def keep_units(extra: dict, dataset: str, units: Units) -> None:
     """Record a test set's units in a result's ``extra`` (once per dataset)."""
     extra.setdefault("units", {})[dataset] = units.to_json()

@@ -27,7 +27,7 @@ from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
 from probes.reporting import paper
 from probes.results import ProbeResult
 from probes.stats.intervals import accuracy_interval, grouped_interval, keep_instances
-from probes.stats.units import SENTENCE, Units, interval_text, over_text
+from probes.stats.units import SENTENCE, Units, over_text, value_interval_text
 from probes.tasks.conll import DATASET, conll_slice, feature_key
 from probes.tasks.pos import conll_embeds
 
@@ -239,9 +239,7 @@ def mix_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
                 src = base if layer == "baseline" else mix[mix.model == model]
                 v = src[(src.layer == layer) & (src.dataset == f"conll2000-test:{task}")]
                 cell[col] = (
-                    f"{paper.fmt(float(v.value.iloc[-1]), 2)} {interval_text(v.lo.iloc[-1], v.hi.iloc[-1])}"
-                    if len(v)
-                    else "n/a"
+                    value_interval_text(float(v.value.iloc[-1]), v.lo.iloc[-1], v.hi.iloc[-1]) if len(v) else "n/a"
                 )
                 over = over_text(v.unit.iloc[-1], v.clusters.iloc[-1]) if len(v) else over
             cell["CI over"] = over

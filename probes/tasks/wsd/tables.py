@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from probes.reporting import paper
-from probes.stats.units import interval_text, over_text
+from probes.stats.units import interval_text, over_text, value_interval_text
 from probes.tasks.wsd.scoring import EVAL_LABELS, EVAL_SETS, PAPER_ALL
 
 FIRST_SENSE = "wordnet-1st-sense"
@@ -53,7 +53,7 @@ def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
     by_pos = wsd[wsd.dataset.str.startswith("ALL:")]
     if not by_pos.empty:
         cells = by_pos.assign(
-            cell=[f"{v:.2f} {interval_text(lo, hi)}" for v, lo, hi in zip(by_pos.value, by_pos.lo, by_pos.hi)]
+            cell=[value_interval_text(v, lo, hi) for v, lo, hi in zip(by_pos.value, by_pos.lo, by_pos.hi)]
         )
         p = cells.pivot_table(index=["model", "layer"], columns="dataset", values="cell", aggfunc="last")
         p.columns = [c.split(":")[1] for c in p.columns]
