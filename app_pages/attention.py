@@ -7,6 +7,11 @@ is one heatmap trace (``viz.attention.grid_figure``), not one subplot per head. 
 (heads or averages) runs and draws, and the tokens box fills when opened: a new visitor's browser
 draws three charts fewer. Attention is cached per (model, fingerprint, sentence) by
 ``app_pages.common``. Choices live in the URL (``state.bind``).
+
+Comparable by eye: the two line views side by side share one weight scale (``line_view(top=…)``) and
+start level; the Averages tab shows both models of "two models", every map of a kind on one colour
+scale (``viz.attention.same_scale``). A new sentence (or unit) puts the query token back on its first
+token, so the box never shows the old sentence's token.
 """
 
 from __future__ import annotations
@@ -30,7 +35,15 @@ from app_pages.common import (
     show_warnings,
 )
 from models.registry import get_spec
-from viz.attention import grid_figure, head_entropy, line_view, mean_over_heads, query_key_figure, strongest_links
+from viz.attention import (
+    grid_figure,
+    head_entropy,
+    line_view,
+    mean_over_heads,
+    query_key_figure,
+    same_scale,
+    strongest_links,
+)
 from viz.export import attention_csv, attention_json, file_stem
 from viz.figures import attention_heatmap
 from viz.text import parse_sentences
@@ -100,6 +113,9 @@ def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b
     att, tokens, _ = get_attention(model, words, unit)
     L, H, n, _ = att.shape
     grid_col, ctrl_col = st.columns([3, 2])
+    if st.session_state.get("attn_query_tokens", tokens) != tokens:  # a new sentence (or units): its first token
+        st.session_state["attn_query"] = 0
+    st.session_state["attn_query_tokens"] = tokens
     with ctrl_col:  # filled first: the grid outlines the head these controls hold
         layer = st.slider("Layer", 1, L, key=state.bind("attn_layer", min(L, 2), lo=1, hi=L, param="layer"))
         head = st.slider("Head", 1, H, key=state.bind("attn_head", 1, lo=1, hi=H, param="head"))
@@ -171,6 +187,7 @@ def side_by_side(
     compare: str,
     model_b: str | None,
 ) -> None:
+    """Two heads' line views on one scale, their tops level: the second head's controls sit above both."""
     st.subheader("Side by side")
     if compare == COMPARE[1] and model_b is None:
         st.info("Pick the second model above.")
@@ -178,57 +195,44 @@ def side_by_side(
     other = model_b if compare == COMPARE[1] else model
     att_b, tokens_b, _ = get_attention(other, words, unit) if other != model else (att, tokens, "")
     Lb, Hb = att_b.shape[:2]
-    a, b = st.columns(2)
-    with a:
-        st.markdown(f"**{model}**, layer {layer}, head {head}")
+    _, c1, c2 = st.columns([2, 1, 1])
+    default_b = min(Lb, layer + 1) if other == model else min(Lb, layer)
+    lb = c1.slider(f"Layer ({other})", 1, Lb, key=state.bind("attn_b_layer", default_b, lo=1, hi=Lb, param="b_layer"))
+    hb = c2.slider(f"Head ({other})", 1, Hb, key=state.bind("attn_b_head", min(head, Hb), lo=1, hi=Hb, param="b_head"))
+    maps = (att[layer - 1, head - 1], att_b[lb - 1, hb - 1])
+    top = float(max(m.max() for m in maps))
+    height = min(900, max(300, 22 * max(len(tokens), len(tokens_b)) + 70))
+    st.caption(
+        f"One scale for both: a line's width and colour are its weight, the strongest of the two ({top:.2f}) "
+        "drawn at full strength."
+    )
+    for col, name, a, toks, lay, hd, q, key in zip(
+        st.columns(2),
+        (model, other),
+        maps,
+        (tokens, tokens_b),
+        (layer, lb),
+        (head, hb),
+        (query, query if query < len(tokens_b) else 0),
+        ("attn_side_a", "attn_side_b"),
+    ):
         chart(
-            line_view(att[layer - 1, head - 1], tokens, query=query),
-            file_stem("attention-lines", model, layer, head),
-            key="attn_side_a",
+            line_view(a, toks, query=q, top=top, height=height, title=f"{name}: layer {lay}, head {hd}"),
+            file_stem("attention-lines", name, lay, hd),
+            key=key,
             data=False,
-        )
-    with b:
-        c1, c2 = st.columns(2)
-        default_b = min(Lb, layer + 1) if other == model else min(Lb, layer)
-        lb = c1.slider(
-            f"Layer ({other})", 1, Lb, key=state.bind("attn_b_layer", default_b, lo=1, hi=Lb, param="b_layer")
-        )
-        hb = c2.slider(
-            f"Head ({other})", 1, Hb, key=state.bind("attn_b_head", min(head, Hb), lo=1, hi=Hb, param="b_head")
-        )
-        qb = query if query < len(tokens_b) else 0
-        chart(
-            line_view(att_b[lb - 1, hb - 1], tokens_b, query=qb),
-            file_stem("attention-lines", other, lb, hb),
-            key="attn_side_b",
-            data=False,
+            container=col,
         )
     if tokens_b != tokens:
         st.caption("The two models split the sentence differently (piece view); the word view lines them up.")
 
 
-def averages(att: np.ndarray, tokens: list[str], model: str) -> None:
-    L, H, n, _ = att.shape
-    a1, a2 = st.columns(2)
-    avg_layer = a1.slider("Layer for the head average", 1, L, L, key="attn_avg_layer")
-    with a1:
-        chart(
-            attention_heatmap(
-                mean_over_heads(att, avg_layer - 1), tokens, title=f"Layer {avg_layer}, mean over {H} heads"
-            ),
-            file_stem("attention-mean", model, f"L{avg_layer}"),
-            key="attn_avg_layer_plot",
-        )
-    with a2:
-        chart(
-            attention_heatmap(mean_over_heads(att), tokens, title=f"Mean over all {L} layers and {H} heads"),
-            file_stem("attention-mean", model, "all"),
-            key="attn_avg_all_plot",
-        )
-    ent = head_entropy(att)
+def entropy_figure(att: np.ndarray, model: str) -> go.Figure:
+    """Each head's mean attention entropy (bits): low = a focused head."""
+    L, H = att.shape[:2]
     fig = go.Figure(
         go.Heatmap(
-            z=ent,
+            z=head_entropy(att),
             x=[f"H{h + 1}" for h in range(H)],
             y=[f"L{layer + 1}" for layer in range(L)],
             colorscale="Viridis",
@@ -241,11 +245,50 @@ def averages(att: np.ndarray, tokens: list[str], model: str) -> None:
         template="plotly_white",
         height=60 + 34 * L,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(
-            text=f"Mean attention entropy per head (uniform = {np.log2(max(n, 2)):.1f} bits): low = focused heads", x=0
-        ),
+        title=dict(text=f"Mean attention entropy per head, {model}", x=0),
     )
-    chart(fig, file_stem("attention-entropy", model), key="attn_entropy_plot")
+    return fig
+
+
+def averages(runs: list[tuple[str, np.ndarray, list[str]]]) -> None:
+    """Each model's head averages and head entropies (``runs``: (model, attention, tokens), one or two
+    models), every map of a kind on one colour scale."""
+    two = len(runs) > 1
+    note = st.empty()  # the scales' caption, above the maps, once they are known
+    cols = st.columns(len(runs))
+    shown = []
+    for col, (model, att, tokens), suffix in zip(cols, runs, ("", "_b")):
+        L, H = att.shape[:2]
+        label = f"Layer for the head average ({model})" if two else "Layer for the head average"
+        avg_layer = col.slider(label, 1, L, L, key=f"attn_avg_layer{suffix}")
+        maps = [
+            (
+                attention_heatmap(
+                    mean_over_heads(att, avg_layer - 1), tokens, title=f"{model}, layer {avg_layer}: mean of {H} heads"
+                ),
+                file_stem("attention-mean", model, f"L{avg_layer}"),
+                f"attn_avg_layer_plot{suffix}",
+            ),
+            (
+                attention_heatmap(mean_over_heads(att), tokens, title=f"{model}: mean of all {L} layers × {H} heads"),
+                file_stem("attention-mean", model, "all"),
+                f"attn_avg_all_plot{suffix}",
+            ),
+        ]
+        shown.append((col, maps, (entropy_figure(att, model), file_stem("attention-entropy", model), suffix)))
+    top = same_scale([fig for _, maps, _ in shown for fig, _, _ in maps])
+    bits = same_scale([entropy[0] for _, _, entropy in shown])
+    uniform = " and ".join(
+        sorted({f"{np.log2(max(n, 2)):.1f} bits over {n} tokens" for n in (a.shape[-1] for _, a, _ in runs)})
+    )
+    note.caption(
+        f"One colour scale for every attention map on this tab (weight 0 to {top:.2f}) and one for every "
+        f"entropy map (0 to {bits:.2f} bits; low = a focused head, uniform attention = {uniform})."
+    )
+    for col, maps, (ent, ent_name, suffix) in shown:
+        for slot, (fig, name, key) in zip(col.columns(2) if not two else (col, col), maps):
+            chart(fig, name, key=key, container=slot)
+        chart(ent, ent_name, key=f"attn_entropy_plot{suffix}", container=col)
 
 
 @page
@@ -257,15 +300,15 @@ def main() -> None:
             "No model with attention (BERT- or GPT-family) is available yet. See the Models page for how to train one."
         )
         return
-    c1, c2, c3 = st.columns([3, 1, 1])
+    c1, c2 = st.columns([3, 1])
     text = c1.text_input(
         "Sentence",
         key=state.bind("attn_text", EXAMPLE_SENTENCE, param="text"),
         help=f"Up to {MAX_WORDS} words; longer text is cut with a warning.",
     )
     model = c2.selectbox("Model", names, key=state.bind("attn_model", preferred(names), names, param="model"))
+    c3, s1, s2 = st.columns([2, 3, 2])  # each control as wide as its options ("subword pieces" was cut)
     unit = c3.segmented_control("Units", UNITS, key=state.bind("attn_unit", "words", UNITS, param="unit")) or "words"
-    s1, s2 = st.columns([3, 2])
     compare = (
         s1.segmented_control(
             "Side by side",
@@ -302,7 +345,8 @@ def main() -> None:
                 head_explorer(model, words, unit, compare, model_b)
         if avg_tab.open:
             with avg_tab:
-                averages(att, tokens, model)
+                others = [(model_b, *get_attention(model_b, words, unit)[:2])] if model_b else []
+                averages([(model, att, tokens), *others])
 
 
 main()

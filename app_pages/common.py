@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 # The one place besides corpora.paths.REPO_ROOT that computes the repository root: it must be on
@@ -83,10 +83,12 @@ def friendly_message(exc: BaseException, action: str = "") -> str:
 
 
 @contextlib.contextmanager
-def safe(action: str = "", *, kind: str = "error") -> Iterator[None]:
+def safe(action: str = "", *, kind: str = "error", names: Mapping[str, str] | None = None) -> Iterator[None]:
     """Run a block; on an exception show a friendly message and continue with the page.
 
-    Streamlit's own control flow (st.stop, st.rerun) derives from BaseException and passes through.
+    ``names``: what the user knows a path by (an upload's stored path → the file name it was uploaded
+    as), put in the message in place of the path. Streamlit's own control flow (st.stop, st.rerun)
+    derives from BaseException and passes through.
     """
     try:
         yield
@@ -94,9 +96,11 @@ def safe(action: str = "", *, kind: str = "error") -> Iterator[None]:
         st.warning(escape_markdown(str(exc)), icon="✍️")
     except Exception as exc:  # noqa: BLE001 — the point is to never show a traceback
         log.exception("app error while trying to %s", action or "run a page")
+        msg = friendly_message(exc, action)
+        for path, name in (names or {}).items():
+            msg = msg.replace(path, name)
         # Messages may quote user input or file paths: escaped, so they show exactly as written.
-        msg = escape_markdown(friendly_message(exc, action))
-        (st.warning if kind == "warning" else st.error)(msg, icon="⚠️")
+        (st.warning if kind == "warning" else st.error)(escape_markdown(msg), icon="⚠️")
 
 
 def page(fn: Callable[[], None]) -> Callable[[], None]:
@@ -196,6 +200,9 @@ def md(text: str) -> str:
 # ---------------------------------------------------------------------------- charts and exports
 
 FIGURE_FORMAT_KEY = "fig_format"  # the sidebar's "Chart downloads" choice (app.py)
+#: The largest upload (MB) of every uploader, stated beside it: the server's ``server.maxUploadSize``
+#: (.streamlit/config.toml: Streamlit refuses a bigger file, naming it), or a lower ``$EMBPROBE_UPLOAD_MB``.
+MAX_UPLOAD_MB = min(float(os.environ.get("EMBPROBE_UPLOAD_MB") or "inf"), float(st.get_option("server.maxUploadSize")))
 
 
 def figure_format() -> str:

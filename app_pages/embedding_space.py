@@ -18,6 +18,7 @@ import streamlit as st
 from app_pages import state
 from app_pages.common import (
     EXAMPLE_SENTENCE,
+    MAX_UPLOAD_MB,
     chart,
     download,
     embed_sentences,
@@ -37,14 +38,14 @@ from app_pages.corpus_ui import corpus_panel, sense_label
 from models import DEFAULT_STATIC_MODEL
 from viz.export import file_stem, frame_csv, frame_json
 from viz.figures import scatter_points
-from viz.lexical_sample import MAX_UPLOAD_MB, LexicalSampleSource
+from viz.lexical_sample import LexicalSampleSource
 from viz.occurrence_figures import occurrence_scatter
 from viz.points import collapse, colour_groups, occurrence_metadata, search_mask
 from viz.polysemy import semcor_occurrences
 from viz.projection import METHODS, project
 from viz.projector import parse_metadata, parse_vectors, stack_layers
 from viz.space import parse_word_groups, static_vectors, token_neighbours, token_table
-from viz.text import parse_sentences, validate_word
+from viz.text import parse_sentences, shorten, validate_word
 
 INTRO = """
 Word vectors put words with similar distributions near each other. Explore a **static** model's
@@ -205,7 +206,7 @@ def contextual_tab() -> None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _lexical(data: bytes, name: str) -> LexicalSampleSource:
-    return LexicalSampleSource.from_upload(data, name)
+    return LexicalSampleSource.from_upload(data, name, max_mb=MAX_UPLOAD_MB)
 
 
 def _projector_points():
@@ -243,7 +244,12 @@ def _projector_points():
             st.info(f"“{md(word)}” has no sense-tagged occurrences in SemCor.")
             return None
     else:
-        up = c2.file_uploader(f"Lexical-sample TSV (≤ {MAX_UPLOAD_MB} MB)", type=["tsv", "txt"], key="space_pj_upload")
+        up = c2.file_uploader(
+            f"Lexical-sample TSV (≤ {MAX_UPLOAD_MB:g} MB)",
+            type=["tsv", "txt"],
+            key="space_pj_upload",
+            max_upload_size=max(int(MAX_UPLOAD_MB), 1),
+        )
         if up is None:
             st.info("Upload a lexical-sample TSV (sentence⇥target index⇥label): every occurrence, coloured by label.")
             return None
@@ -277,7 +283,7 @@ def projector_tab() -> None:
             "Search",
             key=state.bind("space_pj_search", "", param="search"),
             max_chars=200,
-            placeholder="e.g. river   or   re:^money",
+            placeholder=r"e.g. river   or   re:^The\b",
         )
         isolate = c3.toggle("Isolate matches", key=state.bind("space_pj_isolate", False, param="isolate"))
         method = c4.selectbox(
@@ -291,7 +297,9 @@ def projector_tab() -> None:
         coords = rep_coords[inverse]
         if note:
             st.caption(note)
-        hover = ["\n".join(f"{k}: {v}" for k, v in row.items()) for row in meta.astype(str).to_dict("records")]
+        hover = [
+            "\n".join(f"{k}: {shorten(v, 110)}" for k, v in row.items()) for row in meta.astype(str).to_dict("records")
+        ]
         fig = occurrence_scatter(
             coords,
             colour_groups(meta, colour),

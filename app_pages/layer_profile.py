@@ -1,20 +1,31 @@
-"""Layer profile: where in each model a probe's information sits, compared across models of any depth."""
+"""Layer profile: where in each model a probe's information sits, compared across models of any depth.
+
+Every chart goes through ``app_pages.common.chart`` (the sidebar's SVG/PNG download, a CSV of its data)
+and every choice lives in the URL (``app_pages.state``): results folders ``dir`` / ``ctx_dir``, ``measure``,
+``models``, ``ctx_measure``, ``ctx_corpus``, ``cka_a``, ``cka_b``, ``cka_n``. The probe profile and the
+contextuality curves stand side by side, each read from its own results folder; a probe's baseline
+results (majority tag, first sense …: ``ProbeSpec.baseline_models``) are named in a caption, never
+offered as models.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
-from app_pages.common import get_embedder, model_names, page, page_header, preferred, safe, wait_warmup
+from app_pages import state
+from app_pages.common import chart, get_embedder, model_names, page, page_header, preferred, safe, wait_warmup
 from corpora.paths import REPO_ROOT
 from models.random_init import is_random, random_name
 from models.registry import get_spec
-from probes.registry import RunContext
+from probes.registry import RunContext, all_probes
 from probes.results import load_extras
 from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
 from probes.tasks.cka import MAX_VECTORS, PROBE as CKA
 from probes.tasks.contextuality import TITLES as CONTEXTUALITY_TITLES
+from viz.export import file_stem, frame_csv
 from viz.profile import (
     CONTEXTUALITY,
     choice_label,
@@ -24,7 +35,7 @@ from viz.profile import (
     profile_figure,
     summary_frame,
 )
-from viz.results import dirs_with_results, label_dir, load_dir, result_dirs
+from viz.results import baselines, dirs_with_results, label_dir, load_dir, result_dirs
 
 INTRO = """
 Per-layer probe scores against **relative depth** (layer / top layer: 0 is the context-independent
@@ -52,56 +63,69 @@ def cached_cka(a: str, fp_a: str, b: str, fp_b: str, n: int) -> dict:
     return res.extra
 
 
-def profile_section(df, extras) -> None:
-    choices = profile_choices(df)
-    if not choices:
-        st.info("No per-layer probe results in this folder. Run e.g. `python -m probes pos --model minilm`.")
-        return
-    choice = st.selectbox("Measure", choices, format_func=choice_label, key="lp_measure")
-    probe, dataset, metric = choice
-    present = list(
-        dict.fromkeys(df.loc[(df.probe == probe) & (df.dataset == dataset) & (df.metric == metric), "model"])
+def folder_select(label: str, dirs: list[Path], key: str, param: str) -> str:
+    """A results-folder picker bound to the URL parameter ``param``; returns the chosen folder."""
+    options = [str(d) for d in dirs]
+    return st.selectbox(
+        label, options, format_func=lambda d: label_dir(Path(d)), key=state.bind(key, options[0], options, param=param)
     )
-    models = st.multiselect("Models", present, default=present, key="lp_models")
+
+
+def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
+    """The chosen probe measure by relative depth; returns the centre-of-gravity summary of the chosen models."""
+    if not dirs:
+        st.info("No probe results yet. Run `python -m probes reproduce --models minilm,elmo-small --out results/`.")
+        return None
+    df, extras = cached_results(folder_select("Results from", dirs, "lp_dir", "dir"))
+    by_label = {choice_label(c): c for c in profile_choices(df)}
+    if not by_label:
+        st.info("No per-layer probe results in this folder. Run e.g. `python -m probes pos --model minilm`.")
+        return None
+    labels = list(by_label)
+    probe, dataset, metric = by_label[
+        st.selectbox("Measure", labels, key=state.bind("lp_measure", labels[0], labels, param="measure"))
+    ]
+    spec = next((s for s in all_probes() if s.name == probe), None)
+    rows = df.loc[(df.probe == probe) & (df.dataset == dataset) & (df.metric == metric), "model"]
+    present = [m for m in dict.fromkeys(rows) if spec is None or m not in spec.baseline_models]
+    models = st.multiselect("Models", present, key=state.bind("lp_models", present, present, param="models"))
     prof = layer_profile(df, probe, dataset, metric, models)
     if prof.empty:
         st.info("Pick at least one model with per-layer results.")
-        return
-    st.plotly_chart(
-        profile_figure(prof, title=choice_label(choice), y_title=metric, dashed=is_random),
-        width="stretch",
-        key="lp_profile_chart",
-    )
+        return None
+    title = choice_label((probe, dataset, metric))
+    fig = profile_figure(prof, title=title, y_title=metric, dashed=is_random)
+    chart(fig, file_stem("layer-profile", probe, dataset, metric), key="lp_profile_chart", data=frame_csv(prof))
+    if base := (baselines(df, spec, dataset, metric) if spec is not None else {}):
+        st.caption("Baselines (no embeddings): " + "; ".join(f"{k} {v:.2f}" for k, v in base.items()))
     small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < 200})
     if small:
         st.caption(f"Small samples (under 200 test instances): {', '.join(small)} — differences may be noise.")
     summary = summary_frame(centres_of_gravity(prof), expected_layers(extras) if extras else None)
-    layered = summary[summary["model"].isin(models) & (summary["top layer"] > 0)]  # a static model has no depth
-    st.dataframe(layered, hide_index=True, width="stretch")
-    st.caption(
-        "Centre of gravity: Σℓ·Δ(ℓ)/ΣΔ(ℓ) over the gains Δ of the best score among layers 0…ℓ (Tenney et al. "
-        "2019 use a cumulative scalar mix); empty when no layer beats layer 0. Expected layer: Σℓ·s(ℓ) of "
-        "the λ=0.001 scalar mix learned by the mix probe (where it ran)."
-    )
+    return summary[summary["model"].isin(models) & (summary["top layer"] > 0)]  # a static model has no depth
 
 
-def contextuality_section(df) -> None:
-    metrics = contextuality_metrics(df)
-    if not metrics:
+def contextuality_section(dirs: list[Path]) -> None:
+    if not dirs:
         st.info(
             "No contextuality results here. Run `python -m probes contextuality --model minilm` "
-            "(results go to the cache's results folder) or pick docs/results/contextuality/runs."
+            "(results go to the cache's results folder)."
         )
         return
-    metric = st.selectbox("Measure", metrics, format_func=lambda m: CONTEXTUALITY_TITLES.get(m, m), key="lp_ctx_metric")
-    sel = df[(df.probe == CONTEXTUALITY) & (df.metric == metric)]
-    dataset = st.selectbox("Corpus", sorted(set(sel["dataset"])), key="lp_ctx_dataset")
-    prof = layer_profile(df, CONTEXTUALITY, dataset, metric)
-    st.plotly_chart(
-        profile_figure(prof, title=CONTEXTUALITY_TITLES.get(metric, metric), y_title=metric, dashed=is_random),
-        width="stretch",
-        key="lp_ctx_chart",
+    df, _ = cached_results(folder_select("Contextuality results from", dirs, "lp_ctx_dir", "ctx_dir"))
+    metrics = contextuality_metrics(df)
+    metric = st.selectbox(
+        "Measure",
+        metrics,
+        format_func=lambda m: CONTEXTUALITY_TITLES.get(m, m),
+        key=state.bind("lp_ctx_metric", metrics[0], metrics, param="ctx_measure"),
     )
+    corpora = sorted(set(df.loc[(df.probe == CONTEXTUALITY) & (df.metric == metric), "dataset"]))
+    dataset = st.selectbox("Corpus", corpora, key=state.bind("lp_ctx_dataset", corpora[0], corpora, param="ctx_corpus"))
+    prof = layer_profile(df, CONTEXTUALITY, dataset, metric)
+    title = CONTEXTUALITY_TITLES.get(metric, metric)
+    fig = profile_figure(prof, title=title, y_title=metric, dashed=is_random)
+    chart(fig, file_stem("contextuality", dataset, metric), key="lp_ctx_chart", data=frame_csv(prof))
     st.caption(
         "Self-similarity: mean cosine of a word's vectors across its sentences; adjusted = minus the mean "
         "cosine of random occurrence pairs at that layer (anisotropy). A static model's self-similarity is 1."
@@ -115,9 +139,16 @@ def cka_section() -> None:
         st.info("No model is available yet. See the Models page.")
         return
     c1, c2, c3 = st.columns([2, 2, 1])
-    a = c1.selectbox("Model A", names, index=names.index("elmo-small") if "elmo-small" in names else 0, key="lp_cka_a")
-    b = c2.selectbox("Model B", names, index=names.index(preferred(names)), key="lp_cka_b")
-    n = c3.number_input("SemCor sentences", min_value=5, max_value=300, value=40, step=5, key="lp_cka_n")
+    first = "elmo-small" if "elmo-small" in names else names[0]
+    a = c1.selectbox("Model A", names, key=state.bind("lp_cka_a", first, names, param="cka_a"))
+    b = c2.selectbox("Model B", names, key=state.bind("lp_cka_b", preferred(names), names, param="cka_b"))
+    n = c3.number_input(
+        "SemCor sentences",
+        min_value=5,
+        max_value=300,
+        step=5,
+        key=state.bind("lp_cka_n", 40, lo=5, hi=300, param="cka_n"),
+    )
     if not st.button("Compute CKA", key="lp_cka_go", type="primary"):
         st.caption(
             f"Embeds SemCor's first sentences with both models (at most {MAX_VECTORS:,} words) and compares "
@@ -131,44 +162,52 @@ def cka_section() -> None:
         second = cached_cka(b, fb, b, fb, int(n)) if b != a else None
     la = first["layers"]
     cols = st.columns(2 if second is None else 3)
-    cols[0].plotly_chart(
-        cka_heatmap(first["matrix"], la, la, title=f"{a}: layer × layer"), width="stretch", key="lp_cka_within_a"
-    )
+    heatmaps = [(a, cka_heatmap(first["matrix"], la, la, title=f"{a}: layer × layer"), "lp_cka_within_a")]
     if second is not None:
         lb = second["layers"]
-        cols[1].plotly_chart(
-            cka_heatmap(second["matrix"], lb, lb, title=f"{b}: layer × layer"), width="stretch", key="lp_cka_within_b"
-        )
-        cols[2].plotly_chart(
-            cka_heatmap(
-                first["against"]["matrix"], la, lb, title=f"{a} × {b}", row_title=f"{a} layer", col_title=f"{b} layer"
+        heatmaps += [
+            (b, cka_heatmap(second["matrix"], lb, lb, title=f"{b}: layer × layer"), "lp_cka_within_b"),
+            (
+                f"{a}-x-{b}",
+                cka_heatmap(
+                    first["against"]["matrix"],
+                    la,
+                    lb,
+                    title=f"{a} × {b}",
+                    row_title=f"{a} layer",
+                    col_title=f"{b} layer",
+                ),
+                "lp_cka_across",
             ),
-            width="stretch",
-            key="lp_cka_across",
-        )
+        ]
+    for col, (what, fig, key) in zip(cols, heatmaps):
+        chart(fig, file_stem("cka", what, int(n)), key=key, container=col)
 
 
 @page
 def main() -> None:
     page_header("Layer profile", INTRO)
-    dirs = dirs_with_results(result_dirs() + (CONTEXTUALITY_DIR,))
-    st.subheader("Probe scores by relative depth")
-    df = extras = None
-    if not dirs:
-        st.info("No probe results yet. Run `python -m probes reproduce --models minilm,elmo-small --out results/`.")
-    else:
-        directory = st.selectbox(
-            "Results from", [str(d) for d in dirs], format_func=lambda d: label_dir(Path(d)), key="lp_dir"
+    st.subheader("Probe scores and contextuality by relative depth")
+    dirs, ctx_dirs = dirs_with_results(result_dirs()), []
+    with safe("read the contextuality results"):
+        ctx_dirs = [
+            d
+            for d in dirs_with_results((CONTEXTUALITY_DIR, *result_dirs()))
+            if contextuality_metrics(cached_results(str(d))[0])
+        ]
+    left, right = st.columns(2)
+    summary = None  # stays None when the profile section fails
+    with left, safe("draw the layer profile"):
+        summary = profile_section(dirs)
+    with right, safe("draw the contextuality curves"):
+        contextuality_section(ctx_dirs)
+    if summary is not None:
+        st.dataframe(summary, hide_index=True, width="stretch")
+        st.caption(
+            "Centre of gravity: Σℓ·Δ(ℓ)/ΣΔ(ℓ) over the gains Δ of the best score among layers 0…ℓ (Tenney et al. "
+            "2019 use a cumulative scalar mix); empty when no layer beats layer 0. Expected layer: Σℓ·s(ℓ) of "
+            "the λ=0.001 scalar mix learned by the mix probe (where it ran)."
         )
-        with safe("read the results"):
-            df, extras = cached_results(directory)
-        if df is not None:
-            with safe("draw the layer profile"):
-                profile_section(df, extras)
-    st.subheader("Contextuality (Ethayarajh 2019)")
-    if df is not None:
-        with safe("draw the contextuality curves"):
-            contextuality_section(df)
     st.subheader("Linear CKA between layers")
     with safe("compute CKA"):
         cka_section()

@@ -6,13 +6,25 @@ import streamlit as st
 import torch
 
 from app_pages import state
-from app_pages.common import get_embedder, page, page_header, safe, unload
+from app_pages.common import get_embedder, md, page, page_header, safe, unload
+from corpora.errors import LabError
 from models.base import ModelLoadError, default_device
-from models.listing import NOT_INSTALLED, NOT_TRAINED, OK, describe, facts_frame, full_card, model_card, zoo_frame
-from models.manage import add_model, registered, remove_model
+from models.hub import download, parse_hub_id
+from models.listing import (
+    NOT_INSTALLED,
+    NOT_TRAINED,
+    OK,
+    ModelRow,
+    describe,
+    facts_frame,
+    full_card,
+    model_card,
+    zoo_frame,
+)
+from models.manage import add_model, check_model, registered, remove_model
 from models.options import DTYPES, POOLINGS
 from models.registry import available_models, get_spec, load_embedder, loaded_models, user_specs
-from models.user_registry import registry_file
+from models.user_registry import UserModel, registry_file
 
 INTRO = """
 Every model turns a sentence into **one vector per word at every layer**. Layer 0 is the
@@ -87,17 +99,17 @@ def main() -> None:
     page_header("Models", INTRO)
     with st.container(border=True):
         st.markdown(START_HERE)
-        c1, c2, c3, c4 = st.columns(4)
+        c1, c2 = st.columns(2)  # two links a column: four columns cut the labels short
         c1.page_link(
             "app_pages/polysemy.py",
             label="How “bank” splits into senses, layer by layer",
             icon=":material/scatter_plot:",
         )
-        c2.page_link("app_pages/attention.py", label="What each attention head looks at", icon=":material/grid_on:")
-        c3.page_link(
+        c1.page_link("app_pages/attention.py", label="What each attention head looks at", icon=":material/grid_on:")
+        c2.page_link(
             "app_pages/probes.py", label="Which layer knows syntax, which knows senses", icon=":material/monitoring:"
         )
-        c4.page_link("app_pages/reproduce.py", label="The paper's tables beside ours", icon=":material/table_chart:")
+        c2.page_link("app_pages/reproduce.py", label="The paper's tables beside ours", icon=":material/table_chart:")
         st.caption(
             "Below: every model, its shape and where its files come from. Load one here only to "
             "see what a loaded model adds (device, content fingerprint), or to warm it up."
@@ -121,12 +133,29 @@ def main() -> None:
     own_models_section()
 
 
+def add_checked(name: str, ref: str, options: dict) -> tuple[UserModel, ModelRow]:
+    """``models add``'s checks (``models.manage``), then a hub id not on this machine is downloaded before
+    anything is saved: a model that is in no picker (offline, not in the hub cache) is refused, not added."""
+    if not name:
+        raise ModelLoadError("type a name for the model in the Name box (it names it on every page).")
+    if check_model(name, ref, options).state == NOT_INSTALLED and ref.startswith("hf:"):
+        with st.spinner(f"Downloading {ref} from the Hugging Face Hub (once)…"):
+            download(*parse_hub_id(ref))
+    return add_model(name, ref, options)
+
+
+def add_problem(exc: LabError) -> str:
+    """Why a model was not added, in the form's terms."""
+    return f"Not added (nothing was saved): {exc}"
+
+
 def own_models_section() -> None:
     """Add a model from a folder, file or hub id (validated before it is saved); remove one."""
     st.subheader("Your own models")
     st.caption(
         f"Registered in `{registry_file()}` (set `EMBPROBE_MODELS` to use another file; "
-        "`python -m models add/remove` edits the same file). Every page offers them at once."
+        "`python -m models add/remove` edits the same file). Every page offers them at once; a hub id is "
+        "downloaded when it is added."
     )
     _, problem = user_specs()
     if problem:
@@ -150,9 +179,13 @@ def own_models_section() -> None:
         if layers.strip() and layers.strip() != "all":
             options["layers"] = layers.strip()
         with safe(f"add {name or 'the model'}"):
-            entry, row = add_model(name.strip(), ref.strip(), options)
-            st.success(f"Added {entry.name} → {entry.ref}.")
-            st.dataframe(facts_frame([row]), hide_index=True)
+            try:
+                entry, row = add_checked(name.strip(), ref.strip(), options)
+            except LabError as exc:
+                st.error(md(add_problem(exc)), icon="⚠️")
+            else:
+                st.success(f"Added {entry.name} → {entry.ref}.")
+                st.dataframe(facts_frame([row]), hide_index=True)
     mine = sorted(registered())
     if mine:
         c1, c2, _ = st.columns([2, 1, 3])

@@ -12,9 +12,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import md, model_names, preferred, semcor_corpus, show_warnings, wait_warmup
+from app_pages.common import MAX_UPLOAD_MB, md, model_names, preferred, semcor_corpus, show_warnings, wait_warmup
 from models import DEFAULT_STATIC_MODEL
-from viz.lexical_sample import MAX_UPLOAD_MB, LexicalSampleSource
+from viz.lexical_sample import LexicalSampleSource
 from viz.points import COLOUR_COLUMNS
 from viz.polysemy import POS_CHOICES, SUGGESTED_WORDS, semcor_occurrences, typed_occurrences
 from viz.projection import METHODS
@@ -117,9 +117,10 @@ def controls() -> dict | None:
         )
     else:
         up = st.file_uploader(
-            f"Lexical-sample TSV (sentence⇥target index⇥label[⇥lemma]; ≤ {MAX_UPLOAD_MB} MB)",
+            f"Lexical-sample TSV (sentence⇥target index⇥label[⇥lemma]; ≤ {MAX_UPLOAD_MB:g} MB)",
             type=["tsv", "txt"],
             key="poly_upload",
+            max_upload_size=max(int(MAX_UPLOAD_MB), 1),
             help="One occurrence per line: the sentence (words separated by spaces), the "
             "0-based index of the target word, its label (a WordNet sense key or your own).",
         )
@@ -129,7 +130,7 @@ def controls() -> dict | None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def lexical_source(data: bytes, name: str) -> LexicalSampleSource:
-    return LexicalSampleSource.from_upload(data, name)
+    return LexicalSampleSource.from_upload(data, name, max_mb=MAX_UPLOAD_MB)
 
 
 def get_occurrences(c: dict):

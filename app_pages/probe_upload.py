@@ -5,9 +5,10 @@ No probe is named here: every registered probe whose ``ProbeSpec`` declares ``in
 shows (``Option.in_app``; ``choices``: a selectbox, ``bool``: a checkbox, numbers: a number input,
 else text; each with its help), the spec's ``preview`` and the one run path ``probes.run.run_probe``.
 
-1. Upload the files (each at most ``MAX_MB``, stated on the page; a bigger file is refused naming the
-   limit — the command line streams files of any size). An optional file left out may imply options
-   (``InputFile.if_absent``: without a test file the WSD probe cross-validates on the training file).
+1. Upload the files (each at most ``MAX_MB``, the app's one ``MAX_UPLOAD_MB``, stated on the page; a
+   bigger file is refused naming the limit — the command line streams files of any size). An optional
+   file left out may imply options (``InputFile.if_absent``: without a test file the WSD probe
+   cross-validates on the training file).
 2. The files are stored by content under ``<cache>/uploads/<sha256>/`` (the same bytes are the same
    dataset: same ``NAME@HASH``, same cached vectors) and parsed exactly as the probe will read them:
    counts, labels and a sample are shown before anything runs; a malformed file is one message
@@ -30,7 +31,14 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import get_embedder, log, model_select, safe, wait_warmup
+from app_pages.common import (
+    MAX_UPLOAD_MB as MAX_MB,  # the app's one upload limit (a test lowers MAX_MB)
+    get_embedder,
+    log,
+    model_select,
+    safe,
+    wait_warmup,
+)
 from corpora.paths import cache_dir
 from models import DEFAULT_STATIC_MODEL
 from probes.inputs import InputFile, Preview
@@ -38,9 +46,6 @@ from probes.registry import Option, ProbeSpec, all_probes
 from probes.results import ProbeResult, results_frame
 from probes.run import run_probe
 
-#: The upload limit per file (MB): the server's ``server.maxUploadSize`` (.streamlit/config.toml), or a
-#: lower ``$EMBPROBE_UPLOAD_MB``. Streamlit refuses bigger files in the browser, naming it; the page states it.
-MAX_MB = min(float(os.environ.get("EMBPROBE_UPLOAD_MB") or "inf"), float(st.get_option("server.maxUploadSize")))
 DEFAULT_LIMIT = 300
 OPTION_COLUMNS = 4
 
@@ -106,8 +111,9 @@ def option_values(spec: ProbeSpec) -> dict[str, Any]:
     return values
 
 
-def uploads(spec: ProbeSpec) -> dict[str, Path] | None:
-    """Saved paths of the uploaded files by role; None (with a message) until the required ones are there."""
+def uploads(spec: ProbeSpec) -> tuple[dict[str, Path], dict[str, str]] | None:
+    """Saved paths of the uploaded files by role, and each saved path's upload name (for messages: the
+    user knows bad.conllu, not the cache's path); None (with a message) until the required ones are there."""
     files = {
         f.role: col.file_uploader(
             f"{f.role.capitalize()} file" + ("" if f.required else " (optional)"),
@@ -129,7 +135,8 @@ def uploads(spec: ProbeSpec) -> dict[str, Path] | None:
     if any(files[f.role] is None for f in spec.inputs if f.required):
         st.info(upload_hint(spec.inputs))
         return None
-    return {role: save_upload(f.name, f.getvalue()) for role, f in files.items() if f is not None}
+    paths = {role: save_upload(f.name, f.getvalue()) for role, f in files.items() if f is not None}
+    return paths, {str(paths[role]): f.name for role, f in files.items() if f is not None}
 
 
 def show_preview(preview: Preview) -> None:
@@ -183,10 +190,11 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
     )
     spec = specs[name]
     st.caption(spec.description)
-    paths = uploads(spec)
+    uploaded = uploads(spec)
     options = option_values(spec)
-    if paths is None:
+    if uploaded is None:
         return
+    paths, names = uploaded
     options.update({role: str(p) for role, p in paths.items()})
     for f in spec.inputs:
         options.update({} if f.role in paths else f.if_absent)
@@ -204,7 +212,7 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
     )
     if spec.preview is not None:
         preview = None
-        with safe("read the uploaded files"):
+        with safe("read the uploaded files", names=names):
             preview = spec.preview(limit, spec.options_from(options))
         if preview is None:
             return
@@ -215,7 +223,7 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
         return
     run_key = (name, model, limit, tuple(sorted((k, str(v)) for k, v in options.items())))
     if st.button("Run on my data", type="primary", key="up_run"):
-        with safe(f"run the {name} probe on {model}"):
+        with safe(f"run the {name} probe on {model}", names=names):
             bar = st.progress(0.0, text=f"Starting the {name} probe on {model}…")
 
             def progress(frac: float, msg: str = "") -> None:

@@ -115,7 +115,7 @@ def main() -> None:
             type="primary",
             icon=":material/download:",
         )
-        for key, title in titles().items():
+        for key, title in titles(tables).items():
             if key not in tables:
                 continue
             st.subheader(title)

@@ -40,6 +40,7 @@ class LexicalItem:
     label: str  # sense key or user label
     lemma: str  # what shares an inventory: the 4th field, else the target lower-cased
     line: int  # line number in the file (for messages)
+    lemma_given: bool = True  # False: no 4th field, ``lemma`` is the target word lower-cased
 
     @property
     def target(self) -> str:
@@ -75,7 +76,7 @@ def parse_line(text: str, where: str, lineno: int) -> LexicalItem | None:
     if not label or len(label.split()) != 1:
         raise DataFormatError(where, lineno, f"label {fields[2]!r} is empty or contains spaces")
     lemma = fields[3].strip() if len(fields) == 4 else ""
-    return LexicalItem(words, index, label, lemma or words[index].lower(), lineno)
+    return LexicalItem(words, index, label, lemma or words[index].lower(), lineno, bool(lemma))
 
 
 def iter_lines(lines: Iterable[bytes], where: str) -> Iterator[LexicalItem]:

@@ -199,7 +199,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         return 0 if reproduce.verify(out / "runs") else 1
     writable_dir(out, "--out")
     if args.tables_only:
-        for path in reproduce.write_reports(out):
+        for path in reproduce.write_reports(out, args.results):
             print(f"tables written to {path}")
         return 0
     setup(args)
@@ -328,7 +328,11 @@ def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) 
         default=",".join(builtin_probe_names()),
         help="comma-separated probes (default: those with built-in data)",
     )
-    p.add_argument("--tables-only", action="store_true", help="only rewrite the tables from OUT/runs/*.json")
+    p.add_argument(
+        "--tables-only",
+        action="store_true",
+        help="only rewrite the tables from saved results: --results DIR, else OUT/runs, else <cache>/results",
+    )
     p.add_argument(
         "--verify",
         action="store_true",

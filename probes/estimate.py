@@ -21,7 +21,7 @@ only once every check has passed); the app's quick probe shows it before "Run".
   per layer spec), the probe family's cost per fit and per row and epoch, measured on ``WARMUP_ROWS``
   random vectors of the model's width (``training_costs``), scaled to the training words ×
   ``LinearProbe().epochs`` (an upper bound: early stopping may end sooner) × fits: the layer specs
-  (× 2 with ``--control``, + 2 with ``--mdl``, whose blocks add up to about one fit per code). Other
+  (+ K with ``--control`` and K label draws, + 2 with ``--mdl``, whose blocks add up to about one fit per code). Other
   probes' own passes (WSD's centroids, the λ ablation) are not estimated; the text says so.
 
 Nothing is written, and no result changes: the warm-up's vectors are discarded and ``run_probe`` seeds
@@ -160,7 +160,7 @@ def estimate_run(
     if any(o.name == "probe" for o in spec.options):  # a token probe: one classifier per layer spec
         specs = parse_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids) if spec.uses_layers else []
         rigor = RigorOptions.from_options(options)
-        fits = max(len(specs), 1) * (1 + rigor.control + 2 * rigor.mdl)
+        fits = max(len(specs), 1) * (1 + rigor.control * rigor.control_draws + 2 * rigor.mdl)
         rows = sum(len(s) for s in data[0][1])
         fixed, per_row_epoch = training_costs(options, embedder.dim, device)
         train_s = fits * (fixed + per_row_epoch * rows * epochs)

@@ -9,18 +9,23 @@ path (``probes.run.run_probe``), saves the results under ``OUT/runs`` and writes
 is skipped with a note. A probe with a report of its own (``ProbeSpec.report``: contextuality) keeps
 its results in ``OUT/<probe>/runs`` and its report in ``OUT/<probe>``, never in ``OUT/tables.md``. The
 rigor run (``--rigor``) is the token probes with ``--control --mdl``, every contextual model's random
-twin (``random:NAME@0``) and contextuality on the trained models (``--tables-only``: ``write_reports``).
+twin (``random:NAME@0``) and contextuality on the trained models. ``--tables-only`` (``write_reports``)
+rewrites the tables from saved results: ``--results DIR``, else ``OUT/runs`` when it holds results, else
+``<cache>/results``, where a probe command (``python -m probes tag --train F --test F``, ``wsd --train …``)
+and the app's uploads save; it says which folder it read, and warns instead of writing an empty table.
 ``verify`` exits the command with 1 when a result in use was produced by other weights than the model on
 disk now (``probes.reporting.verify``).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from corpora.paths import cache_dir
 from models.base import Embedder, UnknownModelError
 from models.listing import OK, describe
 from models.random_init import is_random, parse_random, random_name
@@ -35,7 +40,7 @@ from probes.results import ProbeResult
 from probes.run import run_probe
 from probes.tasks import contextuality
 
-__all__ = ["random_twins", "reproduce", "split_references", "verify", "write_reports", "zoo_models"]
+__all__ = ["random_twins", "reproduce", "results_folder", "split_references", "verify", "write_reports", "zoo_models"]
 
 
 def zoo_models() -> list[str]:
@@ -121,11 +126,32 @@ def _run_all(
             timings[f"{name} {spec.name}"] = time.perf_counter() - t
 
 
-def write_reports(out: Path) -> list[Path]:
-    """``--tables-only``: the tables of ``OUT/runs`` and the report of every probe with one of its own whose
-    results are in ``OUT/<probe>/runs``; returns the Markdown paths."""
+def results_folder(out: Path, results: str | Path | None = None) -> Path:
+    """Where ``--tables-only`` reads results: ``--results DIR`` when given, else ``OUT/runs`` when it holds
+    a result, else ``<cache>/results`` (where the probe commands, the app and ``sweep`` save by default)."""
+    if results is not None:
+        if not Path(results).is_dir():
+            raise ProbeInputError(f"--results {results}: no such folder.")
+        return Path(results)
+    return out / "runs" if any((out / "runs").glob("*.json")) else cache_dir() / "results"
+
+
+def write_reports(
+    out: Path,
+    results: str | Path | None = None,
+    say: Callable[[str], None] = print,
+    warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+) -> list[Path]:
+    """``--tables-only``: the tables of the results in ``results_folder(out, results)`` (said which) and
+    the report of every probe with one of its own whose results are in ``OUT/<probe>/runs``; returns the
+    Markdown paths. No result at all: one warning, and no ``tables.md`` is written (an old one stays)."""
+    runs = results_folder(out, results)
+    say(f"reading results from {runs}")
+    md = write_tables(runs, out)
+    if md is None:
+        warn(f"warning: no results in {runs}; tables.md not written (give the results folder with --results DIR)")
     own = [s for s in all_probes() if s.report is not None and (out / s.name / "runs").is_dir()]
-    return [write_tables(out / "runs", out)] + [s.report(out / s.name / "runs", out / s.name) for s in own]
+    return ([] if md is None else [md]) + [s.report(out / s.name / "runs", out / s.name) for s in own]
 
 
 def random_twins(embedders: dict[str, Embedder]) -> list[str]:

@@ -12,6 +12,9 @@ fingerprint and rows (:func:`content_digest`): ``reproduce --verify`` recomputes
 hand, or a fingerprint set to null, is reported. The committed files of docs/results were given theirs
 once (their rows unchanged).
 
+``save_result(..., reuse=True)`` (``run_probe``'s baselines) writes nothing when the newest saved result of
+the same model, probe, dataset and slice has the same digest: a re-run reuses that file.
+
 ``load_results(out_dir)`` flattens every file into a DataFrame with the columns ``COLUMNS`` (one row
 per measurement; ``layer`` is a string: "0", "1", …, "mean", "baseline", "all λ=1" …). When the same
 (model, probe, dataset, layer, metric) appears in several files, the newest file wins. A run on a slice
@@ -25,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -49,6 +53,7 @@ COLUMNS = [
     "hi",
     "unit",
     "clusters",
+    "draws",
     "std",
     "timestamp",
     "command",
@@ -145,6 +150,7 @@ def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
             "lo": row.get("lo"),
             "unit": row.get("unit"),
             "clusters": row.get("clusters"),
+            "draws": row.get("draws"),  # control-task label draws averaged (probes.estimators.control)
             "hi": row.get("hi"),
             "std": row.get("std"),
             "timestamp": r.timestamp,
@@ -156,8 +162,32 @@ def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=COLUMNS)
 
 
-def save_result(result: ProbeResult, out_dir: str | Path) -> Path:
+def _safe(name: Any) -> str:
+    return re.sub(r"[^0-9A-Za-z._-]", "_", str(name))
+
+
+def identical_saved(result: ProbeResult, out_dir: str | Path) -> Path | None:
+    """The newest file under ``out_dir`` of the same model, probe, dataset and slice (``params["limit"]``),
+    if its rows are ``result``'s (the same :func:`content_digest`); else None."""
+    key, newest = (result.model, result.probe, result.dataset, result.params.get("limit")), None
+    for path in Path(out_dir).glob(f"{_safe(result.model)}__{_safe(result.probe)}__*.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            old = ProbeResult.from_json(data)
+        except (OSError, ValueError, TypeError):
+            continue
+        same = (old.model, old.probe, old.dataset, (old.params or {}).get("limit")) == key
+        if same and (newest is None or _order(data, path) > newest[0]):
+            newest = (_order(data, path), path, old)
+    return newest[1] if newest and content_digest(newest[2]) == content_digest(result) else None
+
+
+def save_result(result: ProbeResult, out_dir: str | Path, reuse: bool = False) -> Path:
     """Write one probe run as ``<model>__<probe>__<stamp>_<random>.json``; returns the path.
+
+    ``reuse`` (the baselines of ``run_probe``): when the newest saved result of the same model, probe,
+    dataset and slice has the same rows (:func:`identical_saved`), write nothing and return its path, so
+    re-runs do not pile up identical files.
 
     The file is written to a temporary, flushed to disk and linked into place under a name no other
     run has taken (two runs in the same second, or two processes, never overwrite each other). The
@@ -166,9 +196,12 @@ def save_result(result: ProbeResult, out_dir: str | Path) -> Path:
     result = result.stamped()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    same = identical_saved(result, out) if reuse else None
+    if same is not None:
+        logging.getLogger(__name__).info("%s: an identical %s result is saved already, reused", same, result.model)
+        return same
     stamp = re.sub(r"[^0-9A-Za-z]", "", result.timestamp)
-    safe = lambda s: re.sub(r"[^0-9A-Za-z._-]", "_", str(s))  # noqa: E731
-    base = f"{safe(result.model)}__{safe(result.probe)}__{stamp}"
+    base = f"{_safe(result.model)}__{_safe(result.probe)}__{stamp}"
     tmp = out / f".{base}.{secrets.token_hex(6)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides who may read it
     try:

@@ -17,7 +17,8 @@ Order (nothing is extracted or written before every check has passed):
 4. baselines (``ProbeSpec.baselines``) unless ``baselines=False``;
 5. the probe itself over ``seeds`` seeds (``probes.stats.seeds``);
 6. every result stamped with ``command``, shown to ``report``, and saved under ``results_dir`` (None: not
-   saved) once all of them are done: a run that fails half way leaves no file.
+   saved) once all of them are done: a run that fails half way leaves no file. A baseline whose rows equal
+   the newest saved one's is not written again (``save_result(reuse=True)``).
 
 A check that a runner makes itself (an option combination only it understands) still ends the run
 before anything is saved.
@@ -170,5 +171,6 @@ def run_probe(
     if emb is not None:
         run.result = done(run_with_seeds(spec, emb, specs, ctx, **opts))
     if out is not None:
-        run.saved = [save_result(res, out) for res in run.baselines + ([run.result] if run.result else [])]
+        saved = [save_result(res, out, reuse=True) for res in run.baselines]  # identical baselines: reused
+        run.saved = saved + ([save_result(run.result, out)] if run.result else [])
     return run

@@ -129,7 +129,7 @@ def test_framework_files_round_trip_and_their_errors(tmp_path):
 
 def test_upload_adapter_gives_labelled_occurrences(tsv_lines):
     data = ("\n".join(tsv_lines) + "\n").encode("utf-8")
-    source = LexicalSampleSource.from_upload(data, "my.tsv")
+    source = LexicalSampleSource.from_upload(data, "my.tsv", max_mb=10)
     words = dict(source.words())
     assert sum(words.values()) == len(tsv_lines) and set(words) <= {"man", "time", "year", "say", "make"}
     word = source.words()[0][0]
@@ -158,9 +158,9 @@ def test_upload_adapter_gives_labelled_occurrences(tsv_lines):
 
 def test_upload_adapter_errors_and_sense_keys():
     with pytest.raises(DataFormatError, match=r"^up\.tsv:2: target word index 9 is out of range"):
-        LexicalSampleSource.from_upload(b"a bank\t1\tX\na bank\t9\tX\n", "up.tsv")
+        LexicalSampleSource.from_upload(b"a bank\t1\tX\na bank\t9\tX\n", "up.tsv", max_mb=10)
     with pytest.raises(UploadTooLarge, match="the limit is 0.0001 MB"):
         LexicalSampleSource.from_upload(b"a bank\t1\tX\n" * 100, "big.tsv", max_mb=0.0001)
-    source = LexicalSampleSource.from_upload(b"the river bank\t2\tbank%1:17:01::\n", "wn.tsv")
+    source = LexicalSampleSource.from_upload(b"the river bank\t2\tbank%1:17:01::\n", "wn.tsv", max_mb=10)
     (occ,), _ = source.occurrences("bank")
     assert occ.keys == ("bank%1:17:01::",) and occ.group == "bank%1:17:01::"

@@ -6,10 +6,12 @@ maps every fault to its test."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from models.base import ModelLoadError
 from models.tiny import make_tiny_checkpoint
@@ -76,6 +78,142 @@ def test_models_add_refuses_what_the_loader_would_refuse(tiny_bert, tmp_path):
     (custom / "config.json").write_text(json.dumps({**config, "auto_map": {"AutoModel": "modeling.MyModel"}}))
     with pytest.raises(ModelLoadError, match="trust_remote_code"):
         check_model("tiny", str(custom))
+
+
+# Fault 5b: models add / list check the weights' tensor names and shapes, reading no tensor data -------
+
+TENSOR_FAULTS = {  # name: (how the weights are broken, what add, list and load all say)
+    "missing": (
+        lambda t: t.pop("encoder.layer.1.output.dense.weight"),
+        r"1 tensor\(s\) the model needs are missing from the weights: encoder\.layer\.1\.output\.dense\.weight\. ",
+    ),
+    "extra": (
+        lambda t: t.update({"encoder.layer.2.output.dense.weight": torch.zeros(32, 128)}),
+        r"the weights hold 1 tensor\(s\) of the model's own submodules that config\.json does not declare "
+        r"\(more layers than num_hidden_layers=2, or another size\?\): encoder\.layer\.2\.output\.dense\.weight\.",
+    ),
+    "shape": (
+        lambda t: t.update({"encoder.layer.0.intermediate.dense.weight": torch.zeros(64, 32)}),
+        r"config\.json and the weights disagree on 1 tensor shape\(s\): "
+        r"encoder\.layer\.0\.intermediate\.dense\.weight \(weights \(64, 32\) vs config \(128, 32\)\)\.",
+    ),
+}
+
+
+def _write_weights(folder: Path, tensors: dict, layout: str) -> None:
+    """The weights as one safetensors file, two shards with their index, or a torch pickle."""
+    from safetensors.torch import save_file
+
+    for old in [*folder.glob("*.safetensors"), *folder.glob("*.index.json"), *folder.glob("*.bin")]:
+        old.unlink()
+    if layout == "safetensors":
+        save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    elif layout == "sharded":
+        names, weight_map = sorted(tensors), {}
+        for i, part in enumerate((names[::2], names[1::2]), 1):
+            shard = f"model-0000{i}-of-00002.safetensors"
+            save_file({k: tensors[k] for k in part}, folder / shard, metadata={"format": "pt"})
+            weight_map |= dict.fromkeys(part, shard)
+        (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    else:
+        torch.save(tensors, folder / "pytorch_model.bin")
+
+
+class _HeadersOnly:
+    """``safe_open`` that gives tensor names, shapes and dtypes, and fails the test on any tensor data read."""
+
+    def __init__(self, *args, **kwargs):
+        from safetensors import safe_open
+
+        self._file = safe_open(*args, **kwargs)
+
+    def __enter__(self):
+        self._file.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._file.__exit__(*exc)
+
+    def keys(self):
+        return self._file.keys()
+
+    def metadata(self):
+        return self._file.metadata()
+
+    def get_slice(self, key):
+        piece = self._file.get_slice(key)
+        return type(
+            "Header", (), {"get_shape": lambda _: piece.get_shape(), "get_dtype": lambda _: piece.get_dtype()}
+        )()
+
+    def get_tensor(self, key):
+        raise AssertionError(f"tensor data read: {key}")
+
+
+def _read_no_tensor_data(patch: pytest.MonkeyPatch) -> None:
+    import safetensors.torch
+    import transformers.modeling_utils
+
+    import models.transformer.memory
+
+    real_load = torch.load
+
+    def meta_only(file, *args, map_location=None, **kwargs):
+        assert map_location == "meta", f"torch.load({file}) read tensor data"
+        return real_load(file, *args, map_location=map_location, **kwargs)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("tensor data read")
+
+    patch.setattr(torch, "load", meta_only)
+    patch.setattr(safetensors.torch, "load_file", refuse)
+    patch.setattr(safetensors.torch, "load", refuse)
+    patch.setattr(transformers.modeling_utils, "safe_open", _HeadersOnly)
+    patch.setattr(models.transformer.memory, "safe_open", _HeadersOnly)
+
+
+@pytest.mark.parametrize(
+    "fault, layout",
+    [
+        ("missing", "safetensors"),
+        ("extra", "safetensors"),
+        ("shape", "safetensors"),
+        ("missing", "sharded"),
+        ("extra", "sharded"),
+        ("shape", "bin"),
+    ],
+)
+def test_models_add_and_list_refuse_tensors_the_loader_refuses_reading_headers_only(
+    fault, layout, tiny_bert, tmp_path, monkeypatch, capsys
+):
+    from safetensors.torch import load_file
+
+    from models.__main__ import main
+    from models.transformer import load_hf_checkpoint
+
+    registry = tmp_path / "embprobe.toml"
+    monkeypatch.setenv("EMBPROBE_MODELS", str(registry))
+    folder = shutil.copytree(tiny_bert, tmp_path / "mine")
+    tensors = load_file(folder / "model.safetensors")
+    tensors["cls.predictions.bias"] = torch.zeros(300)  # a task head's tensor: ignored by the loader, so by add
+    _write_weights(folder, tensors, layout)
+    breaks, says = TENSOR_FAULTS[fault]
+    with monkeypatch.context() as patch:
+        _read_no_tensor_data(patch)
+        assert main(["add", "mine", str(folder)]) == 0, capsys.readouterr().err  # the intact checkpoint passes
+        breaks(tensors)
+        _write_weights(folder, tensors, layout)
+        capsys.readouterr()
+        assert main(["add", "mine-again", str(folder)]) == 2
+        refusal = capsys.readouterr().err.strip()
+        assert main(["list"]) == 0
+        row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("mine "))
+    assert re.fullmatch(rf"error: mine-again: {re.escape(str(folder))}: {says}.*", refusal), refusal
+    assert "\n" not in refusal and "mine-again" not in registry.read_text()  # one line, nothing written
+    assert re.search(rf"cpu +{re.escape(str(folder))}: {says}", row), row  # list: broken, with the same reason
+    with pytest.raises(ModelLoadError) as err:  # and the loader, reading the weights, says the very same
+        load_hf_checkpoint(folder)
+    assert refusal == f"error: mine-again: {err.value}"
 
 
 # Fault 14: the gensim pickle refusal never recommends an unrestricted unpickler --------------------

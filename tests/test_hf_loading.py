@@ -522,11 +522,14 @@ def test_memory_estimate_matches_the_loaded_model(kind, ckpt):
 def test_inspect_checkpoint_reads_files_only(ckpt, monkeypatch):
     path = ckpt("gpt2")
     tensors = load_file(path / "model.safetensors")
-    monkeypatch.setattr(
-        transformers.PreTrainedModel,
-        "from_pretrained",
-        classmethod(lambda *a, **k: pytest.fail("inspect loaded weights")),
-    )
+    real = transformers.PreTrainedModel.from_pretrained.__func__
+
+    def meta_only(cls, name, *args, state_dict=None, **kwargs):  # the tensor check: headers as meta tensors
+        if name is not None or not all(t.is_meta for t in state_dict.values()):
+            pytest.fail("inspect loaded weights")
+        return real(cls, name, *args, state_dict=state_dict, **kwargs)
+
+    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(meta_only))
     facts = inspect_checkpoint(path)
     assert facts["family"] == "gpt" and facts["role"] == "decoder" and facts["model_type"] == "gpt2"
     assert (facts["layers"], facts["dim"], facts["heads"]) == (3, 32, 2) and not facts["needs_remote_code"]

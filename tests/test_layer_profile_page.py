@@ -71,13 +71,12 @@ def test_same_model_gives_one_heatmap():
 
 def test_contextuality_curves_from_the_committed_run():
     at = open_page()
-    folder = next(o for o in at.selectbox(key="lp_dir").options if o.endswith("contextuality/runs"))
-    at.selectbox(key="lp_dir").set_value(folder).run()
-    assert_ok(at)
+    folder = at.selectbox(key="lp_ctx_dir")
+    assert folder.value.endswith("contextuality/runs")  # its own folder, the committed run first
+    assert not any(o.endswith("contextuality/runs") for o in at.selectbox(key="lp_dir").options)  # no probe rows
     metric = at.selectbox(key="lp_ctx_metric")
     assert metric.value == "self_similarity_adj"
     assert "Anisotropy: mean cosine of random occurrence pairs" in metric.options  # options show the titles
-    assert any("No per-layer probe results" in i.value for i in at.info)  # this folder holds contextuality only
     assert at.selectbox(key="lp_ctx_dataset").value == "semcor-first2000"
     metric.set_value("anisotropy").run()
     assert_ok(at)

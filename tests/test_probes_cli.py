@@ -107,11 +107,13 @@ def test_results_round_trip(tmp_path):
         "hi",
         "unit",
         "clusters",
+        "draws",
         "std",
         "timestamp",
         "command",
     ]
-    assert df.lo.isna().all() and df.unit.isna().all()  # files without intervals (or units) read back
+    # files without intervals (or units, or control draws) read back
+    assert df.lo.isna().all() and df.unit.isna().all() and df.draws.isna().all()
     assert sorted(df.layer) == ["0", "mean"]
     assert df[df.layer == "0"].value.iloc[0] == 60.0  # the newer file wins
     assert load_extras(tmp_path, "pos")[-1]["mix"] == {"pos": {}}

@@ -10,9 +10,10 @@ import pytest
 
 from probes.errors import ProbeInputError
 from probes.estimators.classifier import LinearProbe
-from probes.estimators.control import ControlTask, control_correct
+from probes.estimators.control import ControlTask, control_correct, selectivity_rows
 from probes.estimators.families import ProbeFamily, make_probe, parse_hidden
 from probes.estimators.mdl import SCHEDULE, OrderedCodes, block_ends, online_codelength, uniform_codelength
+from probes.stats.units import Units
 from probes.tasks.conll import conll_slice
 
 
@@ -64,7 +65,7 @@ def test_selectivity_is_about_zero_on_random_vectors(conll):
     X, Xt = rng.standard_normal((len(words), 32)), rng.standard_normal((len(test_words), 32))
     new = lambda: LinearProbe(seed=0, device="cpu", epochs=3)  # noqa: E731
     task = new().fit(X, tags).predict(Xt) == test_tags
-    ctrl = control_correct(new, X, words, tags, Xt, test_words, seed=0)
+    (ctrl,) = control_correct(new, X, words, tags, Xt, test_words, seed=0)
     # Neither task can be read off noise: both probes fall back to a majority label.
     assert abs(100 * task.mean() - 100 * ctrl.mean()) < 5.0, (task.mean(), ctrl.mean())
 
@@ -75,10 +76,35 @@ def test_word_identity_vectors_solve_the_control_task(conll):
     emb = np.random.default_rng(1).standard_normal((len(vocab), 256)).astype(np.float32)
     X, Xt = emb[[vocab[w] for w in words]], emb[[vocab[w] for w in test_words]]
     new = lambda: LinearProbe(seed=0, device="cpu")  # noqa: E731
-    ctrl = control_correct(new, X, words, tags, Xt, test_words, seed=0)
+    (ctrl,) = control_correct(new, X, words, tags, Xt, test_words, seed=0)
     seen = np.isin(test_words, words)
     # A type's control label is a function of the type: memorised for seen words (chance otherwise).
     assert ctrl[seen].mean() > 0.7 and ctrl[~seen].mean() < 0.3, (ctrl[seen].mean(), ctrl[~seen].mean())
+
+
+def test_control_draws_are_averaged_and_their_spread_widens_the_interval(conll):
+    words, tags, test_words, test_tags, _ = conll
+    rng = np.random.default_rng(0)
+    X, Xt = rng.standard_normal((len(words), 16)), rng.standard_normal((len(test_words), 16))
+    new = lambda: LinearProbe(seed=0, device="cpu", epochs=2)  # noqa: E731
+    draws = control_correct(new, X, words, tags, Xt, test_words, seed=4, draws=3)
+    (single,) = control_correct(new, X, words, tags, Xt, test_words, seed=4)
+    assert draws.shape == (3, len(test_words))
+    assert np.array_equal(draws[0], single)  # draw 0 is the single-draw run: K = 1 reproduces old results
+    assert not np.array_equal(draws[1], draws[0])  # the other draws are other label assignments
+
+    # Rows: the control accuracy is the draws' mean; the selectivity interval covers their disagreement.
+    n, sentences = 3000, 150
+    units = Units.from_sizes("sentence", [n // sentences] * sentences)
+    task = np.random.default_rng(1).random(n) < 0.9
+    far_apart = np.stack([np.random.default_rng(k).random(n) < p for k, p in enumerate((0.5, 0.6, 0.7))])
+    ctrl_row, sel = selectivity_rows("d", "1", task, far_apart, units=units)
+    assert ctrl_row["value"] == round(100 * far_apart.mean(), 2) and ctrl_row["draws"] == sel["draws"] == 3
+    assert sel["value"] == round(round(100 * task.mean(), 2) - ctrl_row["value"], 2)
+    _, one = selectivity_rows("d", "1", task, far_apart[1], units=units)
+    assert one["draws"] == 1
+    assert (sel["hi"] - sel["lo"]) > 2 * (one["hi"] - one["lo"]), (sel, one)
+    assert sel["unit"] == "sentence" and sel["clusters"] == sentences
 
 
 def test_linear_family_is_todays_linear_probe():

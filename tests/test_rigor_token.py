@@ -132,6 +132,9 @@ def test_pos_probe_with_control_and_mdl_keeps_its_accuracy_rows(feature_root):
         by[("conll2000-test", "accuracy")]["value"] - by[("conll2000-test", "control_accuracy")]["value"], abs=0.011
     )
     assert full.params["control"] and full.params["mdl"] and "control" not in plain.params
+    # Five control-label draws by default (issue 26), their interval over the test sentences.
+    sel = by[("conll2000-test", "selectivity")]
+    assert full.params["control_draws"] == 5 and sel["draws"] == 5 and sel["unit"] == "sentence"
     assert "1" in full.extra["rigor"] and seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
     for metric in ("selectivity", "codelength_kbits", "compression"):
         assert metric in spec.chart.metrics
@@ -160,7 +163,11 @@ def test_cli_probe_family_options(tmp_path, capsys, monkeypatch):
     assert linear != mlp
     table = pos_tables(df, [])["pos"]
     assert table[table.model == "glove-6b-50d"]["accuracy (CoNLL-2000 test)"].tolist() == [linear]
-    assert set(selectivity_mdl_table(df).probe) == {"pos+mlp-16"}
+    sel = selectivity_mdl_table(df)
+    assert set(sel.probe) == {"pos+mlp-16"}
+    # Each cell says what its interval resamples and how many random repeats it averages.
+    assert set(sel["control draws"]) == {"5"} and set(sel["MDL orders"]) == {"n/a"}
+    assert set(sel["control/selectivity CI over"]) == {"60 sentences"}
 
 
 def test_reproduce_rigor_writes_every_rigor_table(tmp_path, monkeypatch):

@@ -204,7 +204,7 @@ def test_directory_instead_of_file(tmp_path):
 def test_undecidable_content(tmp_path):
     for name in ("notes.dat", "notes.vec", "notes"):
         (tmp_path / name).write_text("These are my notes about vectors.\nNothing else.\n", encoding="utf-8")
-        _refused(tmp_path / name, r"Cannot tell the format.*line 1.*fmt")
+        _refused(tmp_path / name, r"Cannot tell the format.*line 1.*read from the file itself.*format argument")
     (tmp_path / "nul.dat").write_bytes(b"\x00\x01\x02\x03" * 10)
     _refused(tmp_path / "nul.dat", "Cannot tell the format")
 

@@ -98,7 +98,7 @@ def test_lexical_sample_k_fold_with_own_labels(tmp_path, tsv):
     res = run_wsd(static, "0,1", _ctx(tmp_path, seed=3), train=str(tsv), folds=4)
     assert res.dataset.startswith("semcor-sample.tsv@") and res.dataset.endswith("/4-fold")
     assert res.extra["inventory"] == "labels" and res.params["folds"] == 4
-    rows = {(r["layer"], r["metric"]): r for r in res.rows}
+    rows = {(r["layer"], r["metric"]): r for r in res.rows if r["dataset"] == res.dataset}  # the pooled rows
     for layer in ("0", "1"):  # every instance answered once: F1 = P = R = accuracy
         assert rows[(layer, "F1")]["n"] == n
         assert rows[(layer, "F1")]["value"] == rows[(layer, "P")]["value"] == rows[(layer, "R")]["value"]
@@ -113,7 +113,8 @@ def test_lexical_sample_k_fold_with_own_labels(tmp_path, tsv):
         r for r in res.rows if r["layer"] == "0"
     ]
     table = wsd_tables(results_frame([res, mfl]), [])
-    assert list(table) == [f"wsd_data:{res.dataset}"] and len(table[f"wsd_data:{res.dataset}"]) == 3
+    assert list(table) == [f"wsd_data:{res.dataset}", f"wsd_words:{res.dataset}"]  # F1 per word form: its own
+    assert len(table[f"wsd_data:{res.dataset}"]) == 3
 
 
 def test_held_out_files_tsv_and_xml_with_own_labels(tmp_path, tsv):

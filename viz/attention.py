@@ -188,12 +188,14 @@ def line_view(
     threshold: float = 0.02,
     title: str | None = None,
     height: int | None = None,
+    top: float | None = None,
 ) -> go.Figure:
     """bertviz's head view: the tokens twice (queries left, keys right), a line from each query to
     each key it attends to, its opacity and width the weight; the lines of ``query`` (0-based) in red.
 
     Lines under ``threshold`` are left out; weights are binned into 8 opacity levels (one trace each),
-    so a 40-token sentence is ≤ 9 traces, however many links.
+    so a 40-token sentence is ≤ 9 traces, however many links. ``top``: the weight drawn at full
+    strength (default: this map's largest); views side by side pass the same, so their lines compare.
     """
     a = np.asarray(att2d, np.float32)
     n = len(tokens)
@@ -201,7 +203,7 @@ def line_view(
         raise ValueError(f"Attention shape {a.shape} does not match {n} tokens")
     labels = [escape_html(shorten(str(t), 20)) for t in tokens]
     fig = go.Figure(**FAST)
-    top = float(a.max()) if n else 1.0
+    top = top if top is not None else (float(a.max()) if n else 1.0)
     edges = np.linspace(threshold, max(top, threshold + 1e-6), 9)
     for b in range(8):
         sel = (a >= edges[b]) & ((a < edges[b + 1]) if b < 7 else (a <= edges[b + 1]))
@@ -280,9 +282,22 @@ def query_key_scores(att2d: np.ndarray, query: int) -> np.ndarray:
     return scores
 
 
+def aligned_ranges(values: np.ndarray, top: float = 1.05) -> tuple[list[float], list[float]]:
+    """Ranges of two y axes whose zeros sit at the same height: the left holds ``values`` (and 0), the
+    right runs to ``top`` above its zero (the weights, 0..1) and as far below as the left's negatives."""
+    finite = values[np.isfinite(values)]
+    lo, hi = min(float(finite.min(initial=0.0)), 0.0), max(float(finite.max(initial=0.0)), 0.0)
+    pad = max(0.08 * (hi - lo), 0.1)
+    lo, hi = lo - pad if lo < 0 else 0.0, hi + pad
+    below = -lo / hi  # the part of the axis under its zero, relative to the part above
+    return [lo, hi], [-top * below, top]
+
+
 def query_key_figure(att2d: np.ndarray, tokens: Sequence[str], query: int, *, title: str | None = None) -> go.Figure:
-    """The selected token's q·k/√d with every key (bars, centred) and the softmax weight it becomes (dots)."""
+    """The selected token's q·k/√d with every key (bars, centred) and the softmax weight it becomes (dots),
+    the two y axes' zeros on one line (:func:`aligned_ranges`)."""
     scores = query_key_scores(att2d, query)
+    score_range, weight_range = aligned_ranges(scores)
     labels = [escape_html(shorten(str(t), 20)) for t in tokens]
     weights = np.asarray(att2d, np.float64)[query]
     fig = go.Figure(**FAST)
@@ -316,10 +331,24 @@ def query_key_figure(att2d: np.ndarray, tokens: Sequence[str], query: int, *, ti
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         title=dict(text=escape_html(title) if title else None, x=0),
         xaxis=dict(tickvals=list(range(len(tokens))), ticktext=labels, tickangle=-50),
-        yaxis=dict(title=dict(text="q·k/√d − row mean"), zeroline=True),
+        yaxis=dict(title=dict(text="q·k/√d − row mean"), zeroline=True, range=score_range),
         yaxis2=dict(
-            title=dict(text="weight"), range=[0, 1.05], dtick=0.25, overlaying="y", side="right", showgrid=False
+            title=dict(text="weight"),
+            range=weight_range,
+            tickvals=[0, 0.25, 0.5, 0.75, 1],
+            overlaying="y",
+            side="right",
+            showgrid=False,
         ),
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
     )
     return fig
+
+
+def same_scale(figs: Sequence[go.Figure]) -> float:
+    """Give every heatmap in ``figs`` one colour scale, from 0 to the largest value among them (returned),
+    so maps shown side by side (two models, two averages) compare by colour."""
+    top = max((float(np.nanmax(t.z)) for f in figs for t in f.data if t.type == "heatmap"), default=1.0)
+    for fig in figs:
+        fig.update_traces(zmin=0.0, zmax=top, selector=dict(type="heatmap"))
+    return top

@@ -6,7 +6,7 @@ A user's lexical sample (``sentence<TAB>target word index<TAB>label[<TAB>lemma]`
 
     from viz.lexical_sample import LexicalSampleSource
 
-    source = LexicalSampleSource.from_upload(uploaded.getvalue(), uploaded.name)   # DataFormatError if malformed
+    source = LexicalSampleSource.from_upload(uploaded.getvalue(), uploaded.name, max_mb=10)  # the app's limit
     source.words()                          # [("bank", 120), ("play", 48), ...] targets, most frequent first
     occs, total = source.occurrences("bank", cap=150, seed=0)    # like semcor_occurrences(...)
     X = occurrence_vectors(embed_fn, occs)                          # unchanged: (layers, len(occs), dim)
@@ -30,12 +30,9 @@ from corpora.errors import RequestError
 from corpora.lexical_sample import LexicalItem, read_lexical_sample
 from viz.polysemy import Occurrence
 
-#: The largest upload the pages accept (the page states it; a bigger file is refused naming it).
-MAX_UPLOAD_MB = 20
-
 
 class UploadTooLarge(RequestError):
-    """An upload over ``MAX_UPLOAD_MB``."""
+    """An upload over the app's limit (``app_pages.common.MAX_UPLOAD_MB``, passed as ``max_mb``)."""
 
 
 def _is_sense_key(label: str) -> bool:
@@ -57,7 +54,7 @@ class LexicalSampleSource:
     items: tuple[LexicalItem, ...]
 
     @classmethod
-    def from_upload(cls, data: bytes, name: str = "upload.tsv", max_mb: float = MAX_UPLOAD_MB) -> LexicalSampleSource:
+    def from_upload(cls, data: bytes, name: str, max_mb: float) -> LexicalSampleSource:
         """Parse uploaded bytes; ``DataFormatError`` (``name:line: …``) when malformed, UploadTooLarge when big."""
         if len(data) > max_mb * 2**20:
             raise UploadTooLarge(f"{name} is {len(data) / 2**20:.1f} MB; the limit is {max_mb:g} MB.")

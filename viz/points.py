@@ -11,7 +11,8 @@ concerns live here, none of them streamlit:
   source per occurrence, as a DataFrame; :func:`colour_groups` turns any column into legend groups
   (numbers binned, so "sentence length" is a handful of colours, not 60).
 - **Search and isolate** (:func:`search_mask`): which points a query selects, by substring over the
-  chosen columns (case-insensitive; ``re:`` for a regular expression, checked before use).
+  chosen columns (case-insensitive; ``re:`` for a regular expression, checked before use), always over
+  the full text (the context column is the whole sentence, so ``re:^The`` finds sentences that start so).
 
     rep, inverse = collapse(X_layer)            # X_layer[rep] are the distinct vectors; inverse: point -> rep
     meta = occurrence_metadata(occs, sense_name)
@@ -76,7 +77,11 @@ def collapse(X: np.ndarray, decimals: int = 5) -> tuple[np.ndarray, np.ndarray]:
 
 
 def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str]) -> pd.DataFrame:
-    """One row per occurrence: sense (or label), POS, genre, sentence length, source, context."""
+    """One row per occurrence: sense (or label), POS, genre, sentence length, source, context.
+
+    The context is the whole sentence with the target in [brackets], never "…"-shortened: a search
+    (``re:^The``) and a CSV see the full text; a page shortens it only where it displays it.
+    """
     rows = []
     for o in occs:
         key = o.keys[0] if getattr(o, "keys", ()) else None
@@ -87,7 +92,7 @@ def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str])
                 "genre": genre_of(o.source) or "(not SemCor)",
                 "sentence length": len(o.words),
                 "source": o.source,
-                "context": o.context(8),
+                "context": o.context(len(o.words)),
             }
         )
     return pd.DataFrame(rows, columns=["sense", "POS", "genre", "sentence length", "source", "context"])

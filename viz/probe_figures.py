@@ -3,9 +3,10 @@ named rows (the λ ablation), per-category bars, task vs control task — on axe
 
 Every chart here follows the same rules (issues 15 and 16): an interval is an error bar
 (:func:`interval_error`); a baseline is a dashed series of its own, never a layer of a model; a
-percentage axis spans at least :data:`MIN_SPAN` points within [0, 100] (:func:`honest_range`), other
-metrics get their unit and start at 0 (:func:`metric_axis`); a slice of fewer than :data:`SMALL_N`
-test instances says so in the title. Pure: figures from DataFrames, no streamlit.
+percentage axis spans at least :data:`MIN_SPAN` points within [0, 100] (:func:`honest_range`; a point
+at 100 is drawn whole: ``cliponaxis=False``), other metrics get their unit and start at 0
+(:func:`metric_axis`); a slice of fewer than :data:`SMALL_N` test instances says so in the title.
+Pure: figures from DataFrames, no streamlit.
 """
 
 from __future__ import annotations
@@ -191,6 +192,7 @@ def layer_probe_figure(
                 marker=dict(size=9, color=PALETTE[i % len(PALETTE)]),
                 line=dict(width=2.5, color=PALETTE[i % len(PALETTE)]),
                 error_y=interval_error(part),
+                cliponaxis=False,  # a point at the axis's end (100 %) is drawn whole, not cut in half
                 customdata=part[["n"]] if "n" in part else None,
                 hovertemplate=f"{escape_html(str(model))} layer %{{x}}: %{{y:.2f}}"
                 + (" (n = %{customdata[0]})" if "n" in part else "")
@@ -289,6 +291,7 @@ def task_vs_control_figure(
                     line=dict(color=colour, dash=dash, width=2.5),
                     marker=dict(size=8, color=colour),
                     error_y=interval_error(part),
+                    cliponaxis=False,
                     hovertemplate=f"{label} layer %{{x}}: %{{y:.2f}}<extra></extra>",
                 )
             )

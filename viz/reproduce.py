@@ -166,10 +166,30 @@ def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | No
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS) if ours else pd.DataFrame(columns=COMPARISON_COLUMNS)
 
 
+#: A system that both sources report (the WordNet first sense) gets two bars side by side, each this
+#: thick (category units): paper above, ours below; a system only one source has gets one full bar.
+HALF_BAR = 0.42
+LEGEND_PX = 56  # the legend's top, below the plot: under the x axis's tick labels and title
+
+
+def _bar_slots(part: pd.DataFrame) -> tuple[list[float], list[float]]:
+    """(offset, width) of each row's bar: a system both sources report is split into two bars side by
+    side (paper above, ours below), never drawn one under the other."""
+    shared = set(part.loc[part["source"] == "paper", "system"]) & set(part.loc[part["source"] == "ours", "system"])
+    slots = [
+        (0.0 if source == "paper" else -HALF_BAR, HALF_BAR) if system in shared else (-HALF_BAR, 2 * HALF_BAR)
+        for system, source in zip(part["system"], part["source"])
+    ]
+    return [offset for offset, _ in slots], [width for _, width in slots]
+
+
 def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
     """Horizontal bars (every system's name readable, none rotated), paper and ours in two colours,
-    each bar labelled with its score; the axis starts at 0, so bar lengths compare honestly."""
+    each bar labelled with its score; the axis starts at 0, so bar lengths compare honestly. A system
+    of both sources (the WordNet first sense: 65.9 vs 65.86) is two bars side by side; the legend sits
+    under the plot, clear of the title and the bars."""
     part = part.reset_index(drop=True)
+    offsets, widths = _bar_slots(part)
     fig = go.Figure()
     for source, colour in (("paper", "#636efa"), ("ours", "#ef553b")):
         sel = part[part["source"] == source]
@@ -182,25 +202,30 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
                 orientation="h",
                 name=f"{source} ({sel['test set'].iloc[0]})",
                 marker_color=colour,
+                offset=[offsets[i] for i in sel.index],
+                width=[widths[i] for i in sel.index],
                 text=[f"{v:.1f}" for v in sel["score"]],
                 textposition="outside",
+                textfont=dict(size=11),
+                constraintext="none",  # a half-thickness bar keeps a readable label
                 cliponaxis=False,
                 error_x=interval_error(sel, "score", width=3, color="#333"),
                 hovertemplate="%{y}: %{x:.2f}<extra>" + source + "</extra>",
             )
         )
-    fig.update_yaxes(
-        categoryorder="array", categoryarray=list(part["system"])[::-1], automargin=True, tickfont=dict(size=12)
-    )
+    systems = list(dict.fromkeys(part["system"]))
+    fig.update_yaxes(categoryorder="array", categoryarray=systems[::-1], automargin=True, tickfont=dict(size=12))
     fig.update_xaxes(range=[0, 105], title="score (%)", dtick=20)
+    height, top, bottom = 90 + 26 * len(systems) + LEGEND_PX, 50, LEGEND_PX + 34  # + the legend's row
     fig.update_layout(
         template="plotly_white",
-        height=90 + 26 * len(part),
-        bargap=0.25,
+        height=height,
         barmode="overlay",
         title=dict(text=title, x=0, font=dict(size=14)),
-        margin=dict(l=10, r=30, t=50, b=10),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left", title=None),
+        margin=dict(l=10, r=30, t=top, b=bottom),
+        legend=dict(
+            orientation="h", yanchor="top", y=-LEGEND_PX / (height - top - bottom), x=0, xanchor="left", title=None
+        ),
     )
     return fig
 
@@ -208,7 +233,7 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
 def tables_markdown(tables: dict[str, pd.DataFrame]) -> str:
     """Every table as one Markdown document (what the download button gives)."""
     parts = ["# Embedding Probe Lab — Peters et al. (2018) §5 reproduced", "", f"Paper numbers: {paper.SOURCE}.", ""]
-    for key, title in titles().items():
+    for key, title in titles(tables).items():
         if key in tables:
             parts += [f"## {title}", "", markdown_table(tables[key]), ""]
     return "\n".join(parts)

@@ -16,6 +16,7 @@ import pandas as pd
 from corpora.paths import REPO_ROOT, cache_dir
 from probes.registry import ProbeSpec
 from probes.results import COLUMNS, load_results
+from probes.tasks.wsd.tables import WORD_ROW
 
 
 def result_dirs() -> tuple[Path, ...]:
@@ -58,8 +59,9 @@ def with_optional(sel: pd.DataFrame, columns: tuple[str, ...] = OPTIONAL) -> pd.
 
 
 def datasets_of(df: pd.DataFrame, spec: ProbeSpec) -> list[str]:
-    """The probe's evaluation splits present in ``df``: the spec's order first, breakdown rows left out."""
-    present = list(dict.fromkeys(df.loc[df["probe"] == spec.name, "dataset"]))
+    """The probe's evaluation splits present in ``df``: the spec's order first, breakdown rows (WSD per POS, a
+    lexical sample's per-word rows) left out."""
+    present = [d for d in dict.fromkeys(df.loc[df["probe"] == spec.name, "dataset"]) if not WORD_ROW.match(str(d))]
     if spec.chart.breakdown:
         present = [d for d in present if not d.startswith(spec.chart.breakdown)]
     return [d for d in spec.chart.datasets if d in present] + [d for d in present if d not in spec.chart.datasets]

@@ -46,7 +46,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 #   checkpoint.py  a local checkpoint folder: validated files, config, tokenizer, fingerprint
 #   refusals.py    what is refused (custom code, missing/corrupt/extra tensors, a bad first forward
 #                  pass), naming files and tensors
-#   loading.py     the base model class and from_pretrained, loading report checked
+#   loading.py     the base model class and from_pretrained, loading report checked (also from headers only)
 #   memory.py      dtype choice, weights' size before loading, free memory, forward-pass estimate
 #   tokens.py      special tokens and pre-split word alignment, read from the tokenizer
 #   pieces.py      word ↔ piece alignment, windows, batches, padding, pooling weights, word attention

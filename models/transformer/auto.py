@@ -32,6 +32,7 @@ from models.transformer.bert import BertEmbedder
 from models.transformer.checkpoint import load_config, load_tokenizer
 from models.transformer.embedder import TransformerEmbedder
 from models.transformer.gpt import GptEmbedder
+from models.transformer.loading import check_tensors
 from models.transformer.memory import estimate_memory, header_tensors
 from models.transformer.refusals import REMOTE_CODE, check_weight_files, read_config, remote_code_reason
 from models.transformer.tokens import check_vocabulary
@@ -124,9 +125,9 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
     Keys: family ("bert" | "gpt"), role, model_type, architectures, layers (incl. layer 0), dim,
     heads, params (tensor elements in the weight files: safetensors headers, torch pickles on the
     meta device), size_bytes (the weight files), needs_remote_code (then not loadable here) and its
-    reason, refused (why the loader will refuse it: custom code, tokenizer; else None), positions (the
-    config's maximum positions, where it has one), weights (file names),
-    device, dtype and memory_bytes (:func:`~models.transformer.memory.estimate_memory` for this
+    reason, refused (why the loader will refuse it: custom code, tokenizer, missing / extra / mis-shaped
+    tensors; else None), positions (the config's maximum positions, where it has one), weights (file
+    names), device, dtype and memory_bytes (:func:`~models.transformer.memory.estimate_memory` for this
     machine with dtype "auto").
 
     Raises:
@@ -172,15 +173,15 @@ def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def _refusal(path: Path, remote_code: str | None) -> str | None:
-    """Why the loader will refuse this checkpoint, from files only (custom code, no tokenizer or one that
-    does not match the embedding matrix), or None; ``models add`` / ``models list`` report it as broken."""
+    """Why the loader will refuse this checkpoint, from files only, or None; ``models add`` / ``models list``
+    report it as broken. The loader's checks in its order: custom code, the tokenizer, the weights' tensor
+    names and shapes (``loading.check_tensors``: headers only), the tokenizer against the embedding matrix."""
     if remote_code is not None:
         return f"{path / 'config.json'}: this model {REMOTE_CODE}: {remote_code}."
-    config = load_config(path)
     try:
         tokenizer = load_tokenizer(path)
-        if isinstance(getattr(config, "vocab_size", None), int):
-            check_vocabulary(path, tokenizer, config.vocab_size)
+        model = check_tensors(path, load_config(path))
+        check_vocabulary(path, tokenizer, model.get_input_embeddings().num_embeddings)
     except ModelLoadError as exc:
         return str(exc)
     return None

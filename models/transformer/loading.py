@@ -7,6 +7,14 @@ LM head (``lm_head.*``, hundreds of MB for a large vocabulary) or a pooler is no
 (``add_pooling_layer=False`` where the class takes it). The checkpoint's head tensors are then
 "unexpected" and ignored. Of an encoder-decoder (T5, BART) only the encoder is kept.
 
+**Checked without loading** (``models add`` / ``models list``, :func:`check_tensors`): the same
+``from_pretrained`` call, given instead of the files a state dict of meta tensors with the names, shapes
+and dtypes in the weight files (transformers' ``load_state_dict(map_location="meta")``: safetensors
+headers; a torch pickle opened ``weights_only`` onto the meta device, no tensor data read) and
+``device_map`` meta. transformers renames, adds or strips the ``bert.``-style prefix, ties weights and
+reports missing / unexpected / mis-shaped keys exactly as when loading, and ``check_loading_info``
+judges that report: one rule for ``add`` and load.
+
 Eager attention: the one implementation that returns attention probabilities. ``from_pretrained``
 runs with ``output_loading_info=True`` and ``ignore_mismatched_sizes=True`` so that every missing,
 extra or mis-shaped tensor is named by ``refusals.check_loading_info`` rather than reported in a
@@ -23,11 +31,13 @@ from pathlib import Path
 
 import torch
 from transformers import PretrainedConfig
+from transformers.modeling_utils import load_state_dict
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
+from transformers.utils import logging as hf_logging
 
 from corpora.errors import RequestError
 from models.base import ModelLoadError
-from models.transformer.refusals import check_loading_info
+from models.transformer.refusals import check_loading_info, weight_files
 
 
 def model_class(config: PretrainedConfig) -> type:
@@ -48,24 +58,27 @@ def _not_load_report(record: logging.LogRecord) -> bool:
 
 
 @contextmanager
-def _without_load_report(name: str = "transformers.modeling_utils") -> Iterator[None]:
+def _quiet_loading(name: str = "transformers.modeling_utils", bar: bool = True) -> Iterator[None]:
+    """transformers' load report silenced (ours replaces it), and its "Loading weights" bar unless ``bar``."""
     # A filter, not a level: transformers runs extra checks when that logger's level is raised.
     log = logging.getLogger(name)
     log.addFilter(_not_load_report)
+    shown = hf_logging.is_progress_bar_enabled()
+    if not bar:
+        hf_logging.disable_progress_bar()
     try:
         yield
     finally:
         log.removeFilter(_not_load_report)
+        if shown and not bar:
+            hf_logging.enable_progress_bar()
 
 
-def load_model(
-    path: Path, config: PretrainedConfig, dtype: torch.dtype, device_map: str | dict | None = None
+def _from_pretrained(
+    path: Path, config: PretrainedConfig, dtype: torch.dtype, device_map: str | dict | None, state_dict: dict | None
 ) -> torch.nn.Module:
-    """The model whose hidden states the embedder reads: the base model, or the encoder of an encoder-decoder.
-
-    Raises:
-        ModelLoadError: transformers cannot load the files, or ``check_loading_info`` refuses them.
-    """
+    """The kept model (see :func:`load_model`), built by ``from_pretrained`` from the files or from ``state_dict``,
+    its loading report judged by ``check_loading_info``."""
     cls = model_class(config)
     kwargs = dict(
         config=config,
@@ -80,15 +93,45 @@ def load_model(
     if device_map is not None:
         kwargs["device_map"] = device_map
     try:
-        with _without_load_report():
-            model, info = cls.from_pretrained(str(path), **kwargs)
+        with _quiet_loading(bar=state_dict is None):
+            if state_dict is None:
+                model, info = cls.from_pretrained(str(path), **kwargs)
+            else:
+                model, info = cls.from_pretrained(None, state_dict=state_dict, **kwargs)
     except ModelLoadError:
         raise
     except Exception as exc:
         raise ModelLoadError(f"{path}: cannot load the weights ({type(exc).__name__}: {exc}).") from exc
     kept = model.get_encoder() if getattr(config, "is_encoder_decoder", False) else model
     check_loading_info(path, model, kept, info)
-    return kept.eval()
+    return kept
+
+
+def load_model(
+    path: Path, config: PretrainedConfig, dtype: torch.dtype, device_map: str | dict | None = None
+) -> torch.nn.Module:
+    """The model whose hidden states the embedder reads: the base model, or the encoder of an encoder-decoder.
+
+    Raises:
+        ModelLoadError: transformers cannot load the files, or ``check_loading_info`` refuses them.
+    """
+    return _from_pretrained(path, config, dtype, device_map, None).eval()
+
+
+def check_tensors(path: Path, config: PretrainedConfig) -> torch.nn.Module:
+    """What :func:`load_model` would refuse for the weights' names and shapes, no tensor data read (module doc).
+    Returns the kept model on the meta device.
+
+    Raises:
+        ModelLoadError: a missing, extra or mis-shaped tensor (``check_loading_info``), as at load.
+    """
+    tensors: dict[str, torch.Tensor] = {}
+    for file in weight_files(path):
+        try:
+            tensors.update(load_state_dict(file, map_location="meta", weights_only=True))
+        except Exception as exc:  # an unknown safetensors dtype; corrupt files were refused before
+            raise ModelLoadError(f"{file}: cannot read the tensors' names and shapes ({exc}).") from exc
+    return _from_pretrained(path, config, torch.float32, {"": "meta"}, tensors)
 
 
 def context_size(config: PretrainedConfig, model: torch.nn.Module, tokenizer_max: int) -> int:

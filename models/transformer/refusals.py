@@ -13,7 +13,8 @@ Never run with random weights, never run code shipped with a checkpoint:
   needs but the files lack (transformers would initialise it randomly), a tensor the files hold for a
   submodule of the base model that the config does not declare (e.g. more layers than
   ``num_hidden_layers``), and a shape the config and the weights disagree on are refused. Tensors
-  of task heads (``cls.*``, ``lm_head.*``, a pooler the embedder does not build …) are fine.
+  of task heads (``cls.*``, ``lm_head.*``, a pooler the embedder does not build …) are fine. ``models add``
+  and ``models list`` get the same report from the files' headers alone (``loading.check_tensors``).
 - **First forward pass.** The embedder runs one tiny input once loaded: hidden states other than
   the config's L + 1 of one width ``hidden_size``, or NaN/inf in them, are refused.
 """

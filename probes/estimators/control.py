@@ -16,6 +16,13 @@ training gets one too. Types are case-sensitive, as the task's words are.
 
     control = ControlTask(seed=0).fit(train_tags)
     control.labels(train_words)      # the control labels of the training tokens
+
+One draw of C is one sample of a random task: Hewitt & Liang's selectivity moves with it (SD ≈ 0.5 points on
+CoNLL-2000, the size of the interval's half-width). So ``control_correct`` trains K draws (seeds
+``seed … seed+K-1``; the probe's own seed fixed, so only the labels differ), the control accuracy is their mean,
+and the interval of control accuracy and selectivity is a two-way bootstrap over draws and the test set's
+clusters (``probes.stats.intervals.seed_cluster_interval`` / ``paired_seed_test``): label-draw and sample
+variance together. K = 1 is the single-draw result, to the digit.
 """
 
 from __future__ import annotations
@@ -25,11 +32,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from probes.progress import ProgressFn
-from probes.stats.intervals import accuracy_row, paired_test
+from probes.progress import ProgressFn, scaled
+from probes.stats.intervals import accuracy_row, paired_seed_test, paired_test, seed_cluster_interval
 from probes.stats.units import Units
 
 _SCALE = float(2**64)
+DRAWS = 5  # control-task label draws averaged by default (issue 26: one draw's SD ≈ the interval's half-width)
 
 
 def type_uniforms(words: Sequence[str], seed: int = 0) -> np.ndarray:
@@ -83,12 +91,17 @@ def control_correct(
     words_test: Sequence[str],
     seed: int = 0,
     progress: ProgressFn | None = None,
+    draws: int = 1,
 ) -> np.ndarray:
-    """Per-test-token correctness of a probe (``make_probe()``, unfitted) trained on the control task;
-    ``progress`` is told the fit's epochs (``LinearProbe.fit``)."""
-    control = ControlTask(seed).fit(y_train)
-    probe = make_probe().fit(X_train, control.labels(words_train), progress=progress)
-    return probe.predict(X_test) == control.labels(words_test)
+    """(draws, n_test) correctness of a probe (``make_probe()``, unfitted) trained on each of ``draws`` control
+    tasks (label seeds ``seed … seed+draws-1``); ``progress`` is told the fits' epochs (``LinearProbe.fit``)."""
+    out = np.empty((draws, len(words_test)), dtype=bool)
+    for k in range(draws):
+        control = ControlTask(seed + k).fit(y_train)
+        told = scaled(progress, k / draws, (k + 1) / draws, f"draw {k + 1}/{draws}: " if draws > 1 else "")
+        probe = make_probe().fit(X_train, control.labels(words_train), progress=told)
+        out[k] = probe.predict(X_test) == control.labels(words_test)
+    return out
 
 
 def selectivity_rows(
@@ -100,22 +113,29 @@ def selectivity_rows(
     seed: int = 0,
     units: Units | None = None,
 ) -> list[dict]:
-    """Rows ``control_accuracy`` and ``selectivity`` (task − control, points, paired-bootstrap interval over
-    ``units``)."""
-    ctrl = accuracy_row(
-        dataset, layer, np.asarray(ctrl_correct, bool), metric="control_accuracy", seed=seed, units=units
-    )
-    test = paired_test(np.asarray(task_correct, bool), np.asarray(ctrl_correct, bool), seed=seed, units=units)
-    task_value = round(100 * float(np.mean(task_correct)), 2)
+    """Rows ``control_accuracy`` (mean over the draws of ``ctrl_correct`` (draws, n)) and ``selectivity`` (task −
+    control, points), each with its interval over ``units`` (and over the draws when there are several)."""
+    task = np.asarray(task_correct, bool)
+    ctrl = np.atleast_2d(np.asarray(ctrl_correct, bool))
+    units = units or Units.instances(task.size)
+    if len(ctrl) == 1:  # one draw: the paired bootstrap / sign-flip of the single-draw rows
+        ctrl_row = accuracy_row(dataset, layer, ctrl[0], metric="control_accuracy", seed=seed, units=units)
+        test = paired_test(task, ctrl[0], seed=seed, units=units)
+    else:
+        lo, hi = seed_cluster_interval(ctrl, units, seed=seed)
+        value = round(100 * float(ctrl.mean()), 2)
+        ctrl_row = {"dataset": dataset, "layer": layer, "metric": "control_accuracy", "value": value}
+        ctrl_row |= {"n": int(task.size), "lo": lo, "hi": hi, **units.row_fields()}
+        test = paired_seed_test(task[None], ctrl, units, seed=seed)
     sel = {
         "dataset": dataset,
         "layer": layer,
         "metric": "selectivity",
-        "value": round(task_value - ctrl["value"], 2),
-        "n": int(len(ctrl_correct)),
+        "value": round(round(100 * float(task.mean()), 2) - ctrl_row["value"], 2),
+        "n": int(task.size),
         "lo": test["lo"],
         "hi": test["hi"],
         "unit": test["unit"],
         "clusters": test["clusters"],
     }
-    return [ctrl, sel]
+    return [{**row, "draws": len(ctrl)} for row in (ctrl_row, sel)]

@@ -158,6 +158,7 @@ def online_codelength(
 
 #: Data orders of an MDL measurement (issue 26: a codelength moves by ~10 % with the order).
 ORDERS = 3
+ORDER_UNIT = "data order"  # the unit of an MDL row's interval: its K data orders
 LEVEL = 0.95
 
 
@@ -226,7 +227,7 @@ class OrderedCodes:
                     "n": self.codes[0].num_tokens,
                     "lo": b[0],
                     "hi": b[1],
-                    "unit": "data order",
+                    "unit": ORDER_UNIT,
                     "clusters": len(self.codes),
                     "orders": [round(float(x), 2) for x in per_order[metric]],
                 }

@@ -9,7 +9,8 @@ table per dataset, label column and metric. A row's ``dataset`` names the data (
 and the task (``en_ewt-ud@1a2b3c4d:test:UPOS``), so two datasets or two label columns never share a table.
 Each table is model × layer spec (``0``, ``1``, …, ``mean``, ``mix:…``), each cell its value and 95% interval,
 the majority-label baseline under ``baseline``, ``n`` (test instances) and what the intervals resample.
-``write_dataset_tables`` writes them alone (docs/results/ud_ewt).
+``write_dataset_tables`` writes them alone (docs/results/ud_ewt); ``write_tables`` writes them too, after the
+probes' own tables (``titles(tables)``), each to a CSV named after its key (``csv_name``).
 
 Every Markdown table is ``markdown_table``; only the mark of a missing cell differs (``n/a`` in tables.md,
 ``—`` in the per-dataset tables).
@@ -17,6 +18,7 @@ Every Markdown table is ``markdown_table``; only the mark of a missing cell diff
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -34,18 +36,25 @@ PAPER_TITLES = {
 }
 
 
-def titles() -> dict[str, str]:
-    """Table key -> title, in the order ``tables.md`` shows them (probes in registry order, the claim
-    tests and selectivity/MDL, then the papers')."""
+def titles(tables: dict[str, pd.DataFrame] | None = None) -> dict[str, str]:
+    """Table key -> title, in the order ``tables.md`` shows them (probes in registry order, the tables of
+    ``tables`` no probe names — one per user dataset, ``tag:…``, ``wsd_data:…`` — the claim tests and
+    selectivity/MDL, then the papers')."""
     out: dict[str, str] = {}
     for spec in all_probes():
         out.update(spec.table_titles)
-    return {
-        **out,
+    rest = {
         **{k: RIGOR_TITLES[k] for k in ("claims", "best_layer", "selectivity_mdl")},
         **PAPER_TITLES,
         "published_rigor": RIGOR_TITLES["published_rigor"],
     }
+    per_dataset = {k: dataset_table_title(k) for k in tables or {} if k not in out and k not in rest}
+    return {**out, **per_dataset, **rest}
+
+
+def csv_name(key: str) -> str:
+    """The CSV file of a table: its key, with what a file name cannot hold (``:``, ``/``, spaces) as ``_``."""
+    return re.sub(r"[^\w.@+-]+", "_", key) + ".csv"
 
 
 def paper_tables() -> dict[str, pd.DataFrame]:
@@ -95,18 +104,22 @@ def _section(title: str, df: pd.DataFrame, missing: str = "n/a") -> list[str]:
 
 def write_tables(
     results_dir: Path, out: Path, models: list[str] | None = None, timings: dict | None = None, command: str = ""
-) -> Path:
-    """Write ``tables.md`` and one CSV per table under ``out``; returns the Markdown path."""
-    out.mkdir(parents=True, exist_ok=True)
+) -> Path | None:
+    """Write ``tables.md`` and one CSV per table under ``out`` (``csv_name``), every table ``build_tables``
+    made: the user datasets' too; returns the Markdown path. No result in ``results_dir``: writes nothing
+    (never a table of headers alone) and returns None."""
     tables = build_tables(results_dir, models)
+    if not tables:
+        return None
+    out.mkdir(parents=True, exist_ok=True)
     lines = ["# Probe results (Peters et al. 2018, section 5)", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
-    for key, title in titles().items():
+    for key, title in titles(tables).items():
         if key not in tables:
             continue
         t = tables[key]
-        t.to_csv(out / f"{key}.csv", index=False)
+        t.to_csv(out / csv_name(key), index=False)
         lines += _section(title, t)
         if key in TABLE_NOTES:
             lines += [TABLE_NOTES[key], ""]
@@ -145,8 +158,14 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
 
 
 def dataset_table_title(key: str) -> str:
-    probe, rest = key.split(":", 1)
-    dataset, metric = rest.rsplit(":", 1)
+    """``PROBE:DATASET:METRIC`` -> "PROBE: METRIC on DATASET, by layer"; ``PROBE:DATASET`` (``wsd_data:…``)
+    -> "PROBE: DATASET, by layer"; ``wsd_words:DATASET`` -> "WSD F1 per target word on DATASET (…)"."""
+    probe, _, rest = key.partition(":")
+    dataset, _, metric = rest.rpartition(":")
+    if probe == "wsd_words":  # probes.tasks.wsd.tables: words as rows, each model at its best pooled layer
+        return f"WSD F1 per target word on {rest} (each model at its best layer)"
+    if not dataset:
+        return f"{probe}: {rest}, by layer"
     return f"{probe}: {METRIC_NAMES.get(metric, metric)} on {dataset}, by layer"
 
 

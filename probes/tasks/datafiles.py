@@ -6,12 +6,13 @@ train and test file names share, e.g. ``en_ewt-ud`` for ``en_ewt-ud-train.conllu
 ``en_ewt-ud-test.conllu``), HASH the first 8 hex digits of a SHA-256 over the files' contents
 (``corpora.digests``) and the settings that decide what the words are (format, word column). The
 label column is not part of the hash: it is named separately in every row, and UPOS, XPOS and
-DEPREL of one treebank share their extracted vectors.
+DEPREL of one treebank share their extracted vectors. The feature cache is keyed per file
+(``feature_key``): by that file's content and the word settings, never by the name or the other files.
 
     files = DataFiles.checked("tag", "train.conllu", "test.conllu", dev=None, settings="conllu")
     files.label                              # "train@1a2b3c4d" … or "en_ewt-ud@1a2b3c4d"
     files.row_dataset("test", "UPOS")        # "en_ewt-ud@1a2b3c4d:test:UPOS"
-    files.feature_key("train", limit=200)    # "en_ewt-ud-train-<file hash>-limit200"
+    files.feature_key("train", limit=200)    # "file-<hash of the train file and settings>-limit200"
 """
 
 from __future__ import annotations
@@ -127,9 +128,11 @@ class DataFiles:
         return f"{self.label}:{role}:{what}"
 
     def feature_key(self, role: str, limit: int | None) -> str:
-        """Feature-cache key of one file's slice: its content and the word settings, not the label column."""
+        """Feature-cache key of ``role``'s file, first ``limit`` sentences: that file's content and the word
+        settings alone. Not the label column, nor ``--name``, the role or the run's other files: the same file
+        under another name, or beside another test file, reuses its vectors."""
         h = hashlib.sha256(f"{file_digest(self.paths()[role])}\0{self.settings}".encode()).hexdigest()[:12]
-        return f"{self.name}-{role}-{h}" + ("" if limit is None else f"-limit{limit}")
+        return f"file-{h}" + ("" if limit is None else f"-limit{limit}")
 
 
 def first(records: Iterator[T], limit: int | None) -> list[T]:

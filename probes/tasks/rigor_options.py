@@ -8,8 +8,8 @@
 loop (``probes.tasks.token_labels.run_layers``) fits ``new_probe`` instead of the plain linear probe and then
 calls ``layer_rows`` for the extra rows:
 
-- ``--control``: the control task (``probes.estimators.control``) with the same probe family; rows
-  ``control_accuracy`` and ``selectivity`` on every evaluation split;
+- ``--control``: the control task (``probes.estimators.control``) with the same probe family, averaged over
+  ``--control-draws`` label draws (default 5); rows ``control_accuracy`` and ``selectivity`` on every evaluation split;
 - ``--mdl``: the online codelength (``probes.estimators.mdl``) of the training labels and of the control
   task's labels; rows ``codelength_kbits``, ``compression``, ``control_codelength_kbits``,
   ``control_compression`` on the *training* split (that is what is coded).
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from probes.estimators.classifier import LinearProbe
-from probes.estimators.control import ControlTask, control_correct, selectivity_rows
+from probes.estimators.control import DRAWS, ControlTask, control_correct, selectivity_rows
 from probes.estimators.families import DEFAULT_WEIGHT_DECAY, KINDS, ProbeFamily, make_probe, parse_hidden
 from probes.estimators.mdl import ORDERS, online_codelengths
 from probes.progress import ProgressFn, scaled
@@ -80,6 +80,13 @@ RIGOR_OPTIONS = (
         False,
         "also the online MDL codelength of the task and its control task per layer (Voita & Titov 2020)",
     ),
+    Option(
+        "control_draws",
+        int,
+        DRAWS,
+        "control task: label draws averaged (seeds SEED..SEED+K-1); the interval resamples draws and sentences",
+        positive=True,
+    ),
     Option("mdl_orders", int, ORDERS, "MDL: data orders, each its own online code (mean and interval)", positive=True),
 )
 RIGOR_NAMES = tuple(o.name for o in RIGOR_OPTIONS)
@@ -97,6 +104,7 @@ class RigorOptions:
     control: bool = False
     mdl: bool = False
     mdl_orders: int = ORDERS
+    control_draws: int = DRAWS
 
     @classmethod
     def from_options(cls, options: dict) -> RigorOptions:
@@ -111,7 +119,8 @@ class RigorOptions:
             ),
         )
         orders = int(options.get("mdl_orders") or ORDERS)
-        return cls(family, bool(options.get("control")), bool(options.get("mdl")), orders)
+        draws = int(options.get("control_draws") or DRAWS)
+        return cls(family, bool(options.get("control")), bool(options.get("mdl")), orders, draws)
 
     @property
     def is_default(self) -> bool:
@@ -121,8 +130,9 @@ class RigorOptions:
         """What a result's params record (nothing for the defaults: old results stay comparable)."""
         if self.is_default:
             return {}
-        orders = {"mdl_orders": self.mdl_orders} if self.mdl else {}
-        return {"probe_family": self.family.label, "control": self.control, "mdl": self.mdl, **orders}
+        counts = {"mdl_orders": self.mdl_orders} if self.mdl else {}
+        counts |= {"control_draws": self.control_draws} if self.control else {}
+        return {"probe_family": self.family.label, "control": self.control, "mdl": self.mdl, **counts}
 
     def probe_name(self, base: str) -> str:
         """The results' probe name: ``base`` for the default family, else ``base+FAMILY`` ("pos+mlp-256"),
@@ -171,12 +181,17 @@ def layer_rows(
     if opts.control:
         t0 = time.perf_counter()
         told = scaled(progress, 0.0, 0.3 if opts.mdl else 1.0, f"control task layer {layer}: ")
-        ctrl = control_correct(new, Xtr, words_tr, ytr, Xte, words_te, seed=seed, progress=told)
+        ctrl = control_correct(
+            new, Xtr, words_tr, ytr, Xte, words_te, seed=seed, progress=told, draws=opts.control_draws
+        )
         for name, part, units in evals:
-            rows += selectivity_rows(name, layer, task_correct[part], ctrl[part], seed=seed, units=units)
+            rows += selectivity_rows(name, layer, task_correct[part], ctrl[:, part], seed=seed, units=units)
         details["control_s"] = round(time.perf_counter() - t0, 1)
         if progress is not None:
-            progress(0.3 if opts.mdl else 1.0, f"control task layer {layer}: {100 * ctrl.mean():.1f}%")
+            progress(
+                0.3 if opts.mdl else 1.0,
+                f"control task layer {layer}: {100 * ctrl.mean():.1f}% (mean of {len(ctrl)} draws)",
+            )
     if opts.mdl:
         t0 = time.perf_counter()
         offsets = np.arange(len(ytr) + 1) if offsets_tr is None else offsets_tr

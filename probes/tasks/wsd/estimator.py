@@ -56,7 +56,8 @@ class NearestSenseWSD:
             (default ``corpora.wordnet.first_sense_key``).
         device: torch device for the matrix products (default: CUDA when present).
         batch_size: instances per matrix product in ``predict``.
-        tie_tol: cosines within this of the best count as ties, resolved in WordNet sense order.
+        tie_tol: cosines within this of the best count as ties, resolved in ``senses_fn``'s order (WordNet
+            order; with a labels inventory the most frequent label first: ``probes.tasks.wsd.words``).
     """
 
     def __init__(
@@ -139,7 +140,7 @@ class NearestSenseWSD:
             sims = torch.einsum("bd,bwd->bw", xb, self.centroids_[cb.clamp(min=0)])  # (B, width)
             sims = sims.masked_fill(cb < 0, float("-inf"))
             # Ties (e.g. a static model gives every sense seen only with one word form the same
-            # centroid) go to the candidate earliest in WordNet order, not to rounding noise.
+            # centroid) go to the candidate listed first by senses_fn, not to rounding noise.
             near_best = sims >= sims.max(dim=1, keepdim=True).values - self.tie_tol
             first = near_best.to(torch.uint8).argmax(dim=1, keepdim=True)  # first True
             best = cb.gather(1, first).squeeze(1).cpu().numpy()

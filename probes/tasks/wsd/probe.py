@@ -10,7 +10,9 @@ On files (``--train FILE [--train-keys FILE] (--test FILE [--test-keys FILE] | -
 ``xml`` (the framework's) or ``tsv`` (lexical sample), guessed from the suffix): the same loop, the
 inventory chosen from the labels (``probes.tasks.wsd.inventory``), rows named by the dataset
 (``train@hash→test@hash`` or ``train@hash/5-fold``) so that two datasets never mix in a table or
-the feature cache. Without ``--train`` a ``--test`` file is evaluated from SemCor.
+the feature cache. Without ``--train`` a ``--test`` file is evaluated from SemCor. A lexical sample
+also gets F1 per target word (``…:word=bank``, two or more words) and states how many target words
+it found and from what (``probes.tasks.wsd.words``: the lemma column or the word form).
 Every row carries its 95% interval; per-instance outcomes are kept in ``extra["instances"]``.
 """
 
@@ -29,11 +31,12 @@ from probes.tasks.datafiles import first
 from probes.tasks.preview import sense_preview
 from probes.tasks.wsd import sources
 from probes.tasks.wsd.estimator import first_sense_predictions
-from probes.tasks.wsd.inventory import LABELS, WORDNET, choose_kind
+from probes.tasks.wsd.inventory import WORDNET, choose_kind
 from probes.tasks.wsd.rows import evaluate
 from probes.tasks.wsd.runner import Plan, layer_predictions
 from probes.tasks.wsd.scoring import EVAL_SETS, PAPER_ALL, key_dir, write_key_file
 from probes.tasks.wsd.tables import BASELINE_MODELS, FIRST_SENSE, SEMCOR_MFS, TRAIN_MFS, wsd_tables
+from probes.tasks.wsd.words import TIE_RULE, target_words, wsd_summary
 
 DATASET = "semcor→ALL"
 FOLDS = 5  # uploads without a test file: k-fold cross-validation on the training file
@@ -91,6 +94,7 @@ def make_plan(
     name = f"{tr.name}/{folds}-fold" if te is None else f"{tr.name}→{te.name}"
     evaluated.groups = {name: list(range(len(evaluated)))}
     evaluated.by_pos = name if evaluated.has_pos else None
+    evaluated.by_word = name if evaluated.words is not None and len(set(evaluated.words)) > 1 else None
     return Plan(tr, te, kind, folds=folds, seed=ctx.seed), name
 
 
@@ -106,6 +110,8 @@ def _rows(plan: Plan, preds, label: str, seed: int, extra: dict | None) -> list[
         seed=seed,
         extra=extra,
         ids=ev.ids,
+        words=ev.words,
+        by_word=ev.by_word,
     )
 
 
@@ -142,7 +148,7 @@ def wsd_baselines(ctx: RunContext, keys: str | Path | None = None, **options) ->
         label = "first-sense" if model == FIRST_SENSE else "MFS"
         if keys is not None:
             write_key_file(Path(keys) / f"{model}.key.txt", plan.evaluated.ids, preds)
-        extra: dict = {"data_hash": plan.data_hash}
+        extra: dict = {"data_hash": plan.data_hash, **target_words(plan.train, plan.evaluated)}
         out.append(
             ProbeResult(
                 model,
@@ -234,6 +240,7 @@ def run_wsd(
         "train_instances": len(tr),
         "eval_instances": len(plan.evaluated),
         "inventory": plan.kind,
+        **target_words(tr, plan.evaluated),
     }
     if train is None:
         info.update(semcor_sentences=tr.sentences, semcor_tokens=len(tr))
@@ -274,22 +281,6 @@ def wsd_embeds(limit: int | None, options: dict) -> Embeds | None:
     return [(s.feature_key, s.layout.sentences) for s in splits]
 
 
-def wsd_summary(res: ProbeResult) -> list[str]:
-    """What the command line prints after the rows: the data and the inventory that was used."""
-    ex = res.extra
-    if "train" not in ex:
-        return []
-    inventories = {
-        WORDNET: "WordNet 3.0 (labels are WordNet sense keys; first-sense backoff)",
-        LABELS: "labels seen in training per lemma (most-frequent-label backoff)",
-    }
-    inventory = inventories.get(ex.get("inventory"), "?")
-    return [
-        f"  data {res.dataset}: {ex['train_instances']} training and {ex['eval_instances']} evaluated instances; "
-        f"sense inventory: {inventory}"
-    ]
-
-
 def preview_files(limit: int, options: dict) -> Preview:
     """The app's preview of lexical-sample files: the request checked as the run checks it, the first lines."""
     _, name = make_plan(RunContext(limit=limit), **{k: v for k, v in options.items() if k != "keys"})
@@ -326,7 +317,12 @@ PROBE = ProbeSpec(
             parse=key_dir,
             in_app=False,
         ),
-        Option("train", str, None, "training data: a framework XML file or a lexical-sample TSV (default: SemCor)"),
+        Option(
+            "train",
+            str,
+            None,
+            "training data: a framework XML file or a lexical-sample TSV (default: SemCor). " + TIE_RULE,
+        ),
         Option("train_keys", str, None, "gold keys of --train XML (default NAME.gold.key.txt beside it)", in_app=False),
         Option("test", str, None, "evaluation data, same formats (default: ALL)"),
         Option("test_keys", str, None, "gold keys of --test XML (default NAME.gold.key.txt beside it)", in_app=False),

@@ -7,7 +7,8 @@ instance is answered the three equal the accuracy and the interval is the accura
 categories, with the same seed for F1, P and R. The bootstrap resamples the split's unit
 (``probes.stats.units.wsd_units``: documents for the framework's sets, whose ids name them) and every
 row states it. Each split's per-instance outcomes and units are kept in ``extra`` (``keep_instances``)
-for paired tests; the POS breakdown rows are subsets of ALL and are not kept separately.
+for paired tests; the breakdown rows (F1 per POS, per target word of a lexical sample) are subsets of
+a split and are not kept separately.
 """
 
 from __future__ import annotations
@@ -83,10 +84,14 @@ def evaluate(
     seed: int = 0,
     extra: dict | None = None,
     ids: Sequence[str] | None = None,
+    words: Sequence[str] | None = None,
+    by_word: str | None = None,
 ) -> list[dict]:
     """Rows for one layer spec: F1/P/R of every split (name -> instance indices, in order), then F1 per
-    universal POS on the split ``by_pos`` (``"<split>:NOUN"`` …). Outcomes and units kept in ``extra``.
-    ``ids``: the instance ids, whose shape gives the resampling unit (none: independent instances)."""
+    universal POS on the split ``by_pos`` (``"<split>:NOUN"`` …), then F1 per target word (``words``, one
+    per instance) on the split ``by_word`` (``"<split>:word=bank"`` …, in sorted order). Outcomes and
+    units kept in ``extra`` for the splits only. ``ids``: the instance ids, whose shape gives the
+    resampling unit (none: independent instances)."""
     units = wsd_units(ids) if ids is not None and len(ids) == len(preds) else Units.instances(len(preds))
     rows = []
     for name, idx in splits.items():
@@ -96,13 +101,20 @@ def evaluate(
         rows += split_rows(name, layer, p, g, seed=seed, units=units.take(idx))
         if extra is not None:
             keep_instances(extra, name, layer, outcomes(p, g)[0], units.take(idx))
-    if by_pos is not None:
-        base = splits[by_pos]
-        for tag in UPOS:
-            idx = [i for i in base if poses[i] == tag]
+    breakdowns = [(by_pos, "", poses, UPOS)]
+    if words is not None:
+        breakdowns.append((by_word, "word=", words, sorted(set(words))))
+    for split, prefix, category, order in breakdowns:
+        if split is None:
+            continue
+        members: dict[str, list[int]] = {}
+        for i in splits[split]:
+            members.setdefault(category[i], []).append(i)
+        for c in order:
+            idx = members.get(c)
             if idx:
                 rows += split_rows(
-                    f"{by_pos}:{tag}",
+                    f"{split}:{prefix}{c}",
                     layer,
                     [preds[i] for i in idx],
                     [golds[i] for i in idx],

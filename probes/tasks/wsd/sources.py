@@ -45,6 +45,9 @@ class WsdSplit:
     lemmas/poses/ids: per instance (None for SemCor, whose inventory is WordNet's).
     groups:      evaluation split name -> instance indices, in row order.
     by_pos:      the split whose instances are also scored per universal POS (None: no breakdown).
+    words:       (lexical samples) the target word of each instance: its lemma column, else its word form
+                 lower-cased; ``unlemmatised`` instances had no lemma column.
+    by_word:     the split whose instances are also scored per target word (None: no breakdown).
     """
 
     name: str
@@ -59,6 +62,9 @@ class WsdSplit:
     by_pos: str | None
     sentences: int
     has_pos: bool = True
+    words: list[str] | None = None
+    unlemmatised: int = 0
+    by_word: str | None = None
 
     def __len__(self) -> int:
         return self.labels.num_tokens
@@ -241,4 +247,6 @@ def lexical_split(name: str, items: Sequence[LexicalItem], limit: int | None = N
         None,
         len(items),
         has_pos=has_pos,
+        words=[it.lemma for it in items],
+        unlemmatised=sum(not it.lemma_given for it in items),
     )

@@ -1,7 +1,10 @@
 """The WSD probe's tables: the built-in SemCor → all-words table with the paper beside, F1 per POS,
-and one table per user dataset (F1 per layer, with its 95% interval)."""
+one table per user dataset (F1 per layer, with its 95% interval) and, for a lexical sample of several
+target words, F1 per word (each model at its best layer on the pooled F1)."""
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 
@@ -18,6 +21,7 @@ BASELINE_MODELS = {
     TRAIN_MFS: "most frequent training label",
 }
 BUILTIN_SPLITS = EVAL_SETS + (PAPER_ALL,)
+WORD_ROW = re.compile(r"^(?P<name>.*):word=(?P<word>.+?)(?P<limit> \(limit \d+\))?$")  # "<dataset>:word=bank"
 
 
 def _paper_column(model: str) -> str:
@@ -35,7 +39,8 @@ def _paper_column(model: str) -> str:
 
 def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
     """WSD F1 per (model, layer) and evaluation set with the paper's Table 5 beside; F1 per POS on ALL;
-    ``wsd_data:<dataset>`` per user dataset (rows whose dataset is not a built-in split)."""
+    ``wsd_data:<dataset>`` per user dataset (rows whose dataset is not a built-in split); ``wsd_words:<dataset>``
+    per lexical sample with per-word rows (``word_tables``)."""
     tables = {}
     wsd = df[(df.probe == "wsd") & (df.metric == "F1")]
     if wsd.empty:
@@ -73,4 +78,29 @@ def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
         cols = ["model", "layer", "value", "n"] + [c for c in ("lo", "hi") if c in rows.columns]
         t = rows[cols].rename(columns={"value": "F1"}).sort_values(["model", "layer"]).reset_index(drop=True)
         tables[f"wsd_data:{name}"] = t
+    tables.update(word_tables(wsd))
+    return tables
+
+
+def word_tables(wsd: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """``wsd_words:<dataset>``: one row per target word (``"<dataset>:word=W"`` rows), its n, and one column
+    per model at the layer of its best pooled F1 on that dataset (a baseline as it is): "F1 [lo, hi]"."""
+    found = wsd.dataset.str.extract(WORD_ROW)
+    hit = found.word.notna()
+    words = wsd[hit].assign(pooled=found.name[hit] + found.limit[hit].fillna(""), word=found.word[hit])
+    tables = {}
+    for name, part in words.groupby("pooled", sort=True):
+        pooled = wsd[wsd.dataset == name]
+        cols = {}
+        for model, rows in part.groupby("model", sort=True):
+            mine = pooled[pooled.model == model]
+            layer = mine.layer.iloc[int(mine.value.to_numpy().argmax())] if len(mine) else rows.layer.iloc[0]
+            best = rows[rows.layer == layer]
+            label = model if model in BASELINE_MODELS else f"{model} (layer {layer})"
+            cells = [value_interval_text(v, lo, hi) for v, lo, hi in zip(best.value, best.lo, best.hi)]
+            cols[label] = pd.Series(cells, index=best.word.to_numpy())
+        t = pd.DataFrame(cols)
+        n = part.groupby("word")["n"].max()
+        t.insert(0, "n", n.reindex(t.index).astype("Int64"))
+        tables[f"wsd_words:{name}"] = t.rename_axis("word").reset_index()
     return tables
