@@ -183,7 +183,8 @@ def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
         raise ProbeInputError(f"--verify: no model results in {runs}.")
     table = report(checks)
     say(table.to_string(index=False))
-    bad, stale, edited = ~table["ok"], table["recorded"] != table["current"], table["rows"] != "ok"
+    both_none = table["recorded"].isna() & table["current"].isna()  # a baseline: no model, no fingerprint
+    bad, stale, edited = ~table["ok"], (table["recorded"] != table["current"]) & ~both_none, table["rows"] != "ok"
     say(
         f"\n{(~bad).sum()} of {len(table)} results in use were produced by the shipped model, as written"
         + ("" if not stale.any() else f"; stale: {', '.join(sorted(set(table[stale]['model'])))} (re-run them)")

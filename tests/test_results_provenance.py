@@ -72,3 +72,4 @@ def test_committed_results_were_produced_by_the_shipped_models():
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert " 0 of " not in out.stdout
+    assert "stale" not in out.stdout  # baselines (no model, no fingerprint) are not called stale

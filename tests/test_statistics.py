@@ -218,3 +218,30 @@ def test_the_app_chart_says_what_its_intervals_resample():
     curves = layer_curves_frame(df[df.model == "minilm"], "wsd", "ALL-noSE07", "F1")
     title = layer_probe_figure(curves, title="WSD").layout.title.text
     assert "95% CI over 23 documents (few: interval approximate)" in title
+
+
+def test_three_seed_claims_read_every_seed_and_never_contradict_their_interval():
+    """The committed λ runs kept each seed's outcomes: the claims compare seed means (not seed 0's outcomes, as
+    they did while ``seed_outcomes`` could not read the stored seeds), and a verdict never says "supported"
+    while its interval (seed and sample variance) straddles 0."""
+    from probes.stats.comparisons import compare, outcome_table
+    from probes.stats.intervals import _sign_flip_p, seed_outcomes
+
+    result = _latest("minilm", "mix")
+    a, b = ("minilm", "all λ=0.001"), ("minilm", "all λ=1")
+    by_seed = seed_outcomes(result, "conll2000-test:pos", a[1])
+    assert by_seed is not None and by_seed.shape == (3, 47377)
+    table = outcome_table(read_results(RESULTS / "runs"), "mix", "conll2000-test:pos")
+    row = compare(table, [(a, b)]).iloc[0]
+    assert row.seeds == "3"
+    assert row["diff"] == pytest.approx(100 * (table.by_seed[a].mean() - table.by_seed[b].mean()), abs=0.006)
+    # The case the rule is for: sentences alone (seeds held fixed) would call it significant, the interval
+    # over seeds and sentences holds 0, and p follows the interval.
+    units = table.units[47377]
+    per_sentence = units.sums(table.by_seed[a].mean(0))[:, 0] - units.sums(table.by_seed[b].mean(0))[:, 0]
+    assert _sign_flip_p(per_sentence, 0) < 0.05 and row.lo < 0 < row.hi and row.p >= 0.05
+    claims = pd.read_csv(RESULTS / "claims.csv")
+    for claim in claims[claims.seeds.astype(str) == "3"].itertuples():
+        lo, hi = _interval(claim[6])
+        if claim.verdict == "supported":
+            assert lo > 0, claim

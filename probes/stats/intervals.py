@@ -171,8 +171,10 @@ def seed_cluster_interval(
 
 def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resamples: int = RESAMPLES) -> dict:
     """A minus B, each the mean over its own seeds' probes, on the same instances: the interval resamples A's
-    seeds, B's seeds and the shared clusters (two-way bootstrap: seed and sample variance); p is the cluster
-    sign-flip test of the seed-averaged outcomes. Keys as ``paired_test``'s, plus "seeds"."""
+    seeds, B's seeds and the shared clusters (two-way bootstrap: seed and sample variance). p is the larger of
+    the cluster sign-flip p of the seed-averaged outcomes (sample variance, the seeds held fixed) and the
+    bootstrap's two-sided p, 2·(1 + draws on the far side of 0)/(1 + resamples) (seed variance too), so a
+    verdict never contradicts the interval. Keys as ``paired_test``'s, plus "seeds"."""
     a, b = np.asarray(a_by_seed, dtype=bool), np.asarray(b_by_seed, dtype=bool)
     if a.shape[1] != b.shape[1] or len(units) != a.shape[1]:
         raise ValueError("Paired seed outcomes need the same instances and their units.")
@@ -183,7 +185,9 @@ def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resam
     wk = _resample_weights(rng, sizes.size, resamples)  # (R, clusters), shared: the pairs stay paired
     diff_draws = _seed_cluster_draws(right_a, wk, rng) - _seed_cluster_draws(right_b, wk, rng)
     lo, hi = _percentiles(100.0 * diff_draws / np.maximum(wk @ sizes, 1))
-    p = _sign_flip_p(right_a.mean(0) - right_b.mean(0), seed)  # per cluster: seed-averaged right, A − B
+    far_side = min(int(np.sum(diff_draws <= 0)), int(np.sum(diff_draws >= 0)))
+    p_boot = 2.0 * (1 + far_side) / (1 + resamples)
+    p = max(_sign_flip_p(right_a.mean(0) - right_b.mean(0), seed), p_boot)  # sign flip: seed-averaged per cluster
     diff = 100.0 * float(a.mean() - b.mean())
     return {
         "diff": round(diff, 2),
@@ -276,7 +280,8 @@ def seed_outcomes(result, dataset: str, layer: str) -> np.ndarray | None:
     """(seeds, n) outcomes of one row of a multi-seed result (``extra["seed_instances"]``: every seed's kept
     outcomes), or None when the result kept one seed's."""
     extra = result if isinstance(result, dict) else (result.extra or {})
-    per_seed = [instances(kept, dataset, layer) for kept in (extra.get("seed_instances") or {}).values()]
+    # each seed's entry is that seed's ``extra["instances"]`` (``probes.stats.seeds.merge_seeds``)
+    per_seed = [instances({"instances": kept}, dataset, layer) for kept in (extra.get("seed_instances") or {}).values()]
     if len(per_seed) < 2 or any(o is None for o in per_seed) or len({o.size for o in per_seed}) != 1:
         return None
     return np.stack(per_seed)
