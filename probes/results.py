@@ -33,7 +33,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -169,16 +169,13 @@ def _safe(name: Any) -> str:
 def identical_saved(result: ProbeResult, out_dir: str | Path) -> Path | None:
     """The newest file under ``out_dir`` of the same model, probe, dataset and slice (``params["limit"]``),
     if its rows are ``result``'s (the same :func:`content_digest`); else None."""
-    key, newest = (result.model, result.probe, result.dataset, result.params.get("limit")), None
-    for path in Path(out_dir).glob(f"{_safe(result.model)}__{_safe(result.probe)}__*.json"):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            old = ProbeResult.from_json(data)
-        except (OSError, ValueError, TypeError):
-            continue
-        same = (old.model, old.probe, old.dataset, (old.params or {}).get("limit")) == key
-        if same and (newest is None or _order(data, path) > newest[0]):
-            newest = (_order(data, path), path, old)
+    key = (result.model, result.probe, result.dataset, result.params.get("limit"))
+    same = [
+        (order, path, old)
+        for order, path, old in _saved(out_dir, f"{_safe(result.model)}__{_safe(result.probe)}__*.json")
+        if (old.model, old.probe, old.dataset, (old.params or {}).get("limit")) == key
+    ]
+    newest = max(same, key=lambda item: item[0], default=None)
     return newest[1] if newest and content_digest(newest[2]) == content_digest(result) else None
 
 
@@ -232,17 +229,20 @@ def _order(data: dict, path: Path) -> tuple:
     return (str(data.get("timestamp") or ""), saved if isinstance(saved, int) else 0, path.name)
 
 
-def read_results(out_dir: str | Path) -> list[ProbeResult]:
-    """Every readable result under ``out_dir``, oldest first; unreadable files are skipped (a
-    half-copied file never breaks the app)."""
-    found = []
-    for path in Path(out_dir).glob("*.json"):
+def _saved(out_dir: str | Path, pattern: str = "*.json") -> Iterator[tuple[tuple, Path, ProbeResult]]:
+    """(``_order``, path, result) of every readable result file under ``out_dir`` matching ``pattern``;
+    unreadable files are skipped (a half-copied file never breaks the app)."""
+    for path in Path(out_dir).glob(pattern):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            found.append((_order(data, path), ProbeResult.from_json(data)))
+            yield _order(data, path), path, ProbeResult.from_json(data)
         except (OSError, ValueError, TypeError):
             continue
-    return [result for _, result in sorted(found, key=lambda item: item[0])]
+
+
+def read_results(out_dir: str | Path) -> list[ProbeResult]:
+    """Every readable result under ``out_dir``, oldest first (``_saved``)."""
+    return [result for _, _, result in sorted(_saved(out_dir), key=lambda item: item[0])]
 
 
 def latest_rows(results: list[ProbeResult]) -> pd.DataFrame:

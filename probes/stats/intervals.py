@@ -281,7 +281,7 @@ def seed_outcomes(result, dataset: str, layer: str) -> np.ndarray | None:
     outcomes), or None when the result kept one seed's."""
     extra = result if isinstance(result, dict) else (result.extra or {})
     # each seed's entry is that seed's ``extra["instances"]`` (``probes.stats.seeds.merge_seeds``)
-    per_seed = [instances({"instances": kept}, dataset, layer) for kept in (extra.get("seed_instances") or {}).values()]
+    per_seed = [_kept(kept, dataset, layer) for kept in (extra.get("seed_instances") or {}).values()]
     if len(per_seed) < 2 or any(o is None for o in per_seed) or len({o.size for o in per_seed}) != 1:
         return None
     return np.stack(per_seed)
@@ -290,5 +290,10 @@ def seed_outcomes(result, dataset: str, layer: str) -> np.ndarray | None:
 def instances(result, dataset: str, layer: str) -> np.ndarray | None:
     """The kept per-instance outcomes of ``result`` (a ProbeResult or its ``extra``) for one row, or None."""
     extra = result if isinstance(result, dict) else (result.extra or {})
-    entry = (extra.get("instances") or {}).get(instance_key(dataset, str(layer)))
+    return _kept(extra.get("instances") or {}, dataset, layer)
+
+
+def _kept(kept: dict, dataset: str, layer: str) -> np.ndarray | None:
+    """One row's outcomes from a ``{instance_key: {"n", "bits"}}`` dict (``extra["instances"]``, or one seed's)."""
+    entry = kept.get(instance_key(dataset, str(layer)))
     return None if entry is None else unpack(entry["bits"], int(entry["n"]))
