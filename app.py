@@ -25,6 +25,7 @@ PAGES = {
         st.Page("app_pages/polysemy.py", title="Polysemy explorer", icon=":material/scatter_plot:"),
         st.Page("app_pages/embedding_space.py", title="Embedding space", icon=":material/hub:"),
         st.Page("app_pages/attention.py", title="Attention", icon=":material/grid_on:"),
+        st.Page("app_pages/syntax.py", title="Syntax", icon=":material/account_tree:"),
     ],
     "Probe": [
         st.Page("app_pages/probes.py", title="Probes", icon=":material/monitoring:"),

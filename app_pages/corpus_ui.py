@@ -31,7 +31,7 @@ from viz.senses import sense_info
 def sense_label(key: str | None) -> str:
     if key is None:
         return "(no label)"
-    return sense_info(key).short if "%" in key else key
+    return sense_info(key).label if "%" in key else key
 
 
 @st.cache_resource(show_spinner=False)

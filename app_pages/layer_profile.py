@@ -18,7 +18,7 @@ import streamlit as st
 from app_pages import state
 from app_pages.common import chart, get_embedder, model_names, page, page_header, preferred, safe, wait_warmup
 from corpora.paths import REPO_ROOT
-from models.random_init import is_random, random_name
+from models.random_init import random_name, twin_base
 from models.registry import get_spec
 from probes.registry import RunContext, all_probes
 from probes.results import load_extras
@@ -94,7 +94,7 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
         st.info("Pick at least one model with per-layer results.")
         return None
     title = choice_label((probe, dataset, metric))
-    fig = profile_figure(prof, title=title, y_title=metric, dashed=is_random)
+    fig = profile_figure(prof, title=title, y_title=metric, twin_of=twin_base)
     chart(fig, file_stem("layer-profile", probe, dataset, metric), key="lp_profile_chart", data=frame_csv(prof))
     if base := (baselines(df, spec, dataset, metric) if spec is not None else {}):
         st.caption("Baselines (no embeddings): " + "; ".join(f"{k} {v:.2f}" for k, v in base.items()))
@@ -124,7 +124,7 @@ def contextuality_section(dirs: list[Path]) -> None:
     dataset = st.selectbox("Corpus", corpora, key=state.bind("lp_ctx_dataset", corpora[0], corpora, param="ctx_corpus"))
     prof = layer_profile(df, CONTEXTUALITY, dataset, metric)
     title = CONTEXTUALITY_TITLES.get(metric, metric)
-    fig = profile_figure(prof, title=title, y_title=metric, dashed=is_random)
+    fig = profile_figure(prof, title=title, y_title=metric, twin_of=twin_base)
     chart(fig, file_stem("contextuality", dataset, metric), key="lp_ctx_chart", data=frame_csv(prof))
     st.caption(
         "Self-similarity: mean cosine of a word's vectors across its sentences; adjusted = minus the mean "

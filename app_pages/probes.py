@@ -18,6 +18,7 @@ from app_pages import state
 from app_pages.common import chart, download, get_embedder, log, model_select, page, page_header, safe, wait_warmup
 from app_pages.probe_upload import upload_tab
 from models import DEFAULT_MODEL
+from models.random_init import twin_base
 from probes.estimate import estimate_run
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, read_results, results_frame
@@ -129,12 +130,12 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
 @st.cache_resource(show_spinner=False, max_entries=128)
 def section_view(signature: int, probe: str, dataset: str, metric: str, _df: pd.DataFrame) -> dict:
     """``viz.probe_views.probe_view``, built once per (results snapshot, probe, set, metric) per server."""
-    return probe_view(_df, get_probe(probe), dataset, metric)
+    return probe_view(_df, get_probe(probe), dataset, metric, twin_of=twin_base)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def cached_rigor_view(signature: int, probe: str, _df: pd.DataFrame) -> dict | None:
-    return rigor_view(_df, probe)
+    return rigor_view(_df, probe, twin_of=twin_base)
 
 
 def rigor_section(spec: ProbeSpec, df: pd.DataFrame, key: str, signature: int) -> None:
@@ -186,8 +187,12 @@ def saved_tab() -> None:
     if df.empty:
         st.info("No readable results in this directory.")
         return
-    st.caption(f"{df['model'].nunique()} models · newest {str(df['timestamp'].max())[:16].replace('T', ' ')} UTC")
     specs = all_probes()
+    baselines = df["model"].isin({m for spec in specs for m in spec.baseline_models})
+    st.caption(
+        f"{df.loc[~baselines, 'model'].nunique()} models and {df.loc[baselines, 'model'].nunique()} baselines · "
+        f"newest {str(df['timestamp'].max())[:16].replace('T', ' ')} UTC"
+    )
     names = [spec.short_title for spec in specs]
     tabs = st.tabs(names, key=state.bind("probes_saved", names[0], names, param="saved"), on_change="rerun")
     for spec, tab in zip(specs, tabs):
@@ -208,20 +213,39 @@ def saved_tab() -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=600)  # ttl: the command line may fill the cache too
-def quick_estimate(probe: str, model: str, limit: int, runs_done: int) -> str | None:
+def quick_estimate(probe: str, model: str, limit: int, options: tuple, runs_done: int) -> str | None:
     """The estimate of a quick run (``probes.estimate``: data, cache, a measured warm-up); recomputed when
-    another quick run has finished (``runs_done``: it may have filled the feature cache)."""
+    another quick run has finished (``runs_done``: it may have filled the feature cache). ``options``: the
+    probe's quick options as (name, value) pairs."""
     emb = get_embedder(model)
     wait_warmup()
-    est = estimate_run(get_probe(probe), emb, limit=limit)
+    est = estimate_run(get_probe(probe), emb, limit=limit, options=dict(options))
     return None if est is None else est.text()
 
 
-def quick_run(probe: str, model: str, limit: int, progress) -> list[ProbeResult]:
+def quick_run(probe: str, model: str, limit: int, options: dict, progress) -> list[ProbeResult]:
     """One probe and its baselines on a small slice (the first ``limit`` sentences of each dataset), not saved."""
     emb = get_embedder(model)
     wait_warmup()
-    return run_probe(probe, emb, limit=limit, progress=progress, show_progress=False).results
+    return run_probe(probe, emb, limit=limit, options=options, progress=progress, show_progress=False).results
+
+
+def quick_options(spec: ProbeSpec, column) -> dict[str, int]:
+    """The probe's quick-run options besides ``--limit`` (``ProbeSpec.quick``), one number input each, in the URL."""
+    values = {}
+    for opt in (o for o in spec.options if o.name in spec.quick):
+        values[opt.name] = int(
+            column.number_input(
+                opt.help[:1].upper() + opt.help[1:],
+                min_value=1,
+                max_value=100_000,
+                step=100,
+                key=state.bind(f"probe_{opt.name}", spec.quick[opt.name], lo=1, hi=100_000, param=opt.name),
+                help=f"--{opt.name.replace('_', '-')} on the command line. The quick-run default "
+                f"({spec.quick[opt.name]}) is what lets the layers differ on a small test slice.",
+            )
+        )
+    return values
 
 
 def quick_tab() -> None:
@@ -249,13 +273,14 @@ def quick_tab() -> None:
         key=state.bind("probe_limit", DEFAULT_LIMIT, lo=1, hi=5000, param="limit"),
         help="Per dataset. 20 ≈ seconds; 500 ≈ minutes; the full datasets are for the command line.",
     )
+    options = quick_options(get_probe(probe), st.columns([2, 3])[0])
     if model is None:
         return
     runs, lock = _quick_runs()
-    run_key = (model, probe, int(limit))
+    run_key = (model, probe, int(limit), tuple(sorted(options.items())))
     with safe(f"estimate the {probe.upper()} probe on {model}", kind="warning"):
         with st.spinner("Estimating (a short warm-up of the model)…"):
-            estimate = quick_estimate(probe, model, int(limit), len(runs))
+            estimate = quick_estimate(probe, model, int(limit), run_key[3], len(runs))
         st.caption(f"⏱️ Estimate: {estimate}" if estimate else "⏱️ No estimate: this probe reads its data as it runs.")
     if st.button("Run probe", type="primary", key="probe_run"):
         with safe(f"run the {probe.upper()} probe on {model}"):
@@ -267,7 +292,7 @@ def quick_tab() -> None:
                 bar.progress(float(min(max(frac, 0.0), 1.0)), text=msg or f"{probe.upper()} on {model}")
 
             t0 = time.perf_counter()
-            results = quick_run(probe, model, int(limit), progress)
+            results = quick_run(probe, model, int(limit), options, progress)
             wall_s = round(time.perf_counter() - t0, 1)
             log.info("quick %s probe on %s (limit %s) took %.1f s", probe, model, limit, wall_s)
             with lock:
@@ -278,9 +303,17 @@ def quick_tab() -> None:
         st.info("Choose a probe, a model and a size, then press **Run probe**.")
         return
     results, wall_s = done
-    st.success(f"{get_probe(probe).short_title} on {model}, first {limit} sentences per dataset: done in {wall_s} s.")
-    command = f"python -m probes {probe} --model {model} --limit {int(limit)}"
-    probe_section(get_probe(probe), results_frame(results), "quick", records=run_record_json(results, command=command))
+    spec = get_probe(probe)
+    flags = "".join(f" --{name.replace('_', '-')} {value}" for name, value in options.items())
+    st.success(
+        f"{spec.short_title} on {model}, first {limit} sentences per dataset{f' ({flags.strip()})' if flags else ''}: "
+        f"done in {wall_s} s."
+    )
+    for res in results if spec.summary is not None else []:  # what the command line prints after the rows
+        if res.model == model and (lines := spec.summary(res)):
+            st.caption("  \n".join(line.strip() for line in lines))
+    command = f"python -m probes {probe} --model {model} --limit {int(limit)}{flags}"
+    probe_section(spec, results_frame(results), "quick", records=run_record_json(results, command=command))
 
 
 @page

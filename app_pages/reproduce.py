@@ -94,8 +94,8 @@ def main() -> None:
                 "for both (paper: biLM and CoVe layers 1 and 2; ours: each model's best layer). "
                 "POS: accuracy, on different test sets (paper: PTB; ours: CoNLL-2000, also WSJ text), "
                 "so only the pattern compares. WordNet 1st sense and the majority tag use no embeddings. "
-                "Error bars on our rows: bootstrap 95% intervals over the test instances (the paper "
-                "gives none)."
+                "Error bars on our rows: 95% cluster-bootstrap intervals over the test set's documents (WSD) "
+                "and sentences (POS), as each chart's title says (the paper gives none)."
             )
             cols = st.columns(2)
             for col, (task, part), name in zip(cols, comp.groupby("task", sort=False), ("wsd", "pos")):
@@ -115,10 +115,13 @@ def main() -> None:
             type="primary",
             icon=":material/download:",
         )
+        st.caption("Each table opens on demand (the page draws only the charts above until you do).")
         for key, title in titles(tables).items():
             if key not in tables:
                 continue
-            st.subheader(title)
+            box = st.expander(title, key=f"repro_table_{key}", on_change="rerun")
+            if not box.open:
+                continue
             shown = tables[key].map(
                 lambda v: (
                     "—"
@@ -128,10 +131,11 @@ def main() -> None:
                     else str(v)
                 )
             )
-            st.dataframe(shown, hide_index=True, width="stretch")
+            box.dataframe(shown, hide_index=True, width="stretch")
             if key in TABLE_NOTES:
-                st.caption(TABLE_NOTES[key])
-            download_row(key, title, tables[key])
+                box.caption(TABLE_NOTES[key])
+            with box:
+                download_row(key, title, tables[key])
 
 
 main()

@@ -40,8 +40,8 @@ def offline_message(repo_id: str, revision: str | None, reason: str) -> str:
     return (
         f"hf:{repo_id}{at}: the Hugging Face Hub cannot be reached ({reason}) and no copy is in the local "
         f"hub cache. On a machine with internet run `hf download {repo_id}{rev_flag} --local-dir "
-        f"{repo_id.split('/')[-1]}` (huggingface_hub's CLI), copy that folder here and give its path "
-        f"instead (--model ./{repo_id.split('/')[-1]}), or register it: python -m models add NAME ./FOLDER."
+        f"{repo_id.split('/')[-1]}` (huggingface_hub's CLI), copy that folder here and give its path instead of "
+        "the hub id: a folder works wherever a hub id does (the app's add-a-model form, --model, models add)."
     )
 
 

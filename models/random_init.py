@@ -41,6 +41,14 @@ def is_random(name: str) -> bool:
     return str(name).startswith(PREFIX)
 
 
+def twin_base(name: str) -> str | None:
+    """The trained model a ``random:NAME@SEED`` name re-draws (NAME), else None: charts draw a twin beside it."""
+    try:
+        return parse_random(name)[0] if is_random(name) else None
+    except ModelLoadError:
+        return None
+
+
 def random_name(base: str, seed: int = DEFAULT_SEED) -> str:
     """The model name of ``base``'s architecture with random weights drawn under ``seed``."""
     return f"{PREFIX}{base}@{seed}"

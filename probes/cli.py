@@ -46,6 +46,7 @@ from probes.registry import Option, ProbeSpec, all_probes, builtin_probe_names, 
 from probes.reporting.result_diff import compare_results
 from probes.results import ProbeResult
 from probes.run import ProbeRun, load_model, run_probe, writable_dir
+from probes.stats.seeds import CLAIM_SEEDS
 
 EXIT_USAGE = 2
 PRINTED_METRICS = (
@@ -250,7 +251,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if len(bad) else 0
 
 
-def add_common(p: argparse.ArgumentParser, model: bool = True) -> None:
+def add_common(p: argparse.ArgumentParser, model: bool = True, seeds: int | None = 1) -> None:
+    """The options every probe command shares; ``seeds``: the default of ``--seeds`` (``reproduce``, whose tables
+    test claims: None, i.e. ``CLAIM_SEEDS`` for a probe that trains, 1 for an analysis: ``ProbeSpec.trains``)."""
     if model:
         p.add_argument(
             "--model",
@@ -269,8 +272,9 @@ def add_common(p: argparse.ArgumentParser, model: bool = True) -> None:
     p.add_argument(
         "--seeds",
         type=int,
-        default=1,
-        help="probes that train: run seeds SEED..SEED+N-1 and report the mean ± std (default 1)",
+        default=seeds,
+        help="probes that train: run seeds SEED..SEED+N-1 and report the mean ± std (default "
+        + (f"{seeds})" if seeds else f"{CLAIM_SEEDS}; analyses such as contextuality and CKA: 1)"),
     )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--results", default=None, help="directory for result JSON (default <cache>/results)")
@@ -345,7 +349,7 @@ def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) 
         help="also the rigor checks: token probes with --control --mdl, each contextual model's "
         "random-weight twin (random:NAME@0) as rows, and contextuality per layer in OUT/contextuality",
     )
-    add_common(p, model=False)
+    add_common(p, model=False, seeds=None)
     add_all_options(p, specs)
     p.set_defaults(func=cmd_reproduce)
     for add in commands:

@@ -160,6 +160,13 @@ class ProbeSpec:
                      write its tables with this into ``OUT/<name>/``, not into ``OUT/tables.md``.
     embeds:          (limit, runner options) -> what a run will embed (``Embeds``; None: not known before
                      the run): the estimate printed before a run (``probes.estimate``).
+    trains:          the probe fits a model whose result depends on its seed (a classifier, the structural
+                     probe), so ``reproduce`` runs ``CLAIM_SEEDS`` seeds of it by default; False: an analysis
+                     whose seed only draws Monte-Carlo samples and carries that error in its intervals
+                     (contextuality, CKA, head syntax), run once unless ``--seeds`` says otherwise.
+    quick:           options the app's quick run sets besides ``--limit`` (option name -> its default there),
+                     each a number input labelled by the option's help: WSD's SemCor slice, since the test
+                     slice's limit applied to SemCor leaves nearly every test word to the first-sense backoff.
     """
 
     name: str
@@ -181,6 +188,8 @@ class ProbeSpec:
     in_default_reproduce: bool = True
     report: Callable[[Path, Path], Path] | None = None
     embeds: Callable[[int | None, dict], Embeds | None] | None = None
+    trains: bool = True
+    quick: dict[str, int] = field(default_factory=dict)
 
     @property
     def short_title(self) -> str:

@@ -39,7 +39,7 @@ from probes.errors import ProbeInputError
 from probes.layers import parse_layer_specs
 from probes.registry import ProbeSpec, ProgressFn, RunContext, get_probe
 from probes.results import ProbeResult, results_frame, save_result
-from probes.stats.seeds import run_with_seeds
+from probes.stats.seeds import CLAIM_SEEDS, run_with_seeds
 
 if TYPE_CHECKING:
     from models.base import Embedder
@@ -111,7 +111,7 @@ def run_probe(
     limit: int | None = None,
     options: dict[str, Any] | None = None,
     seed: int = 0,
-    seeds: int = 1,
+    seeds: int | None = 1,
     device: str | None = None,
     baselines: bool = True,
     results_dir: str | Path | None = None,
@@ -144,7 +144,7 @@ def run_probe(
         progress=progress,
         show_progress=show_progress,
         feature_root=feature_root,
-        seeds=seeds,
+        seeds=seeds if seeds is not None else CLAIM_SEEDS if spec.trains else 1,
     )
     opts = spec.options_from(options or {})
     if progress is not None and isinstance(model, str):

@@ -9,6 +9,7 @@ to load) gives a friendly message — never an exception — and that the rest o
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -326,9 +327,17 @@ def test_probes_page_quick_runs_with_progress() -> None:
     # WSD: per-layer F1 beside the WordNet first-sense baseline, and the per-POS breakdown.
     at.selectbox(key="probe_kind").set_value("wsd").run()
     at.number_input(key="probe_limit").set_value(3).run()
+    # Issue 30 bug 6: SemCor gets its own slice (a 3-sentence SemCor leaves every test word to the backoff)
+    from probes.tasks.wsd.probe import PROBE as WSD
+
+    assert at.number_input(key="probe_semcor_limit").value == WSD.quick["semcor_limit"]
+    at.number_input(key="probe_semcor_limit").set_value(60).run()
     at.button(key="probe_run").click().run()
     assert_ok(at)
     assert "WSD on glove-6b-50d, first 3 sentences" in texts(at.success)
+    # ... and the run says how many test words no layer could decide
+    backoff = re.search(r"(\d+) of (\d+) evaluated instances \(\d+%\) had no sense seen in training", texts(at.caption))
+    assert backoff and 0 < int(backoff[1]) < int(backoff[2]), texts(at.caption)
     assert "By part of speech" in texts(at.markdown)
     # Bug 3: the baseline is its own dashed series (not a layer of the model), the y axis does not
     # zoom into noise, and the tiny slice says that it is small, with its intervals.
@@ -442,9 +451,13 @@ def test_reproduce_page_restores_its_results_folder_from_the_url(tmp_path, monke
 def test_reproduce_page_tables_and_downloads() -> None:
     at = open_page("reproduce")
     assert at.title[0].value == "Reproduce the paper"
+    # issue 30: the page settles on its summary charts; each table opens on demand
+    assert not at.dataframe and "Paper, Table 5: all-words fine-grained WSD F1" in [e.label for e in at.expander]
+    at.session_state["repro_table_paper_wsd"] = True  # a click on it
+    at.run()
     shown = "\n".join(str(df.value) for df in at.dataframe)
     assert "biLM" in shown  # the paper's own table is always there
-    assert at.get("download_button"), "tables can be downloaded"
+    assert {"dl_all_md", "dl_csv_paper_wsd"} <= {b.proto.id.rsplit("-", 1)[-1] for b in at.get("download_button")}
 
 
 # ----------------------------------------------------------------------------- error handling and sharing

@@ -173,6 +173,7 @@ def test_models_page_refuses_what_it_cannot_use_and_says_why_in_the_forms_terms(
     error = _add(at, "ghost", "hf:doesnot/exist")
     assert not at.success and "Not added (nothing was saved): hf:doesnot/exist" in error
     assert "cannot be reached" in error and not registry.exists()
+    assert "add-a-model form" in error and "python -m models add NAME" not in error  # not a command-line recipe
     error = _add(at, "", "hf:doesnot/exist")
     assert "could not be loaded" not in error and "Model name ''" not in error and "Name box" in error
     error = _add(at, "bad name!", "hf:doesnot/exist")

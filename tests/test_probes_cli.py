@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probes.results import ProbeResult, load_extras, load_results, save_result
+from probes.results import ProbeResult, load_extras, load_results, read_results, save_result
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -145,6 +145,7 @@ def test_reproduce_without_models_runs_the_usable_zoo_and_says_which(tmp_path, c
     from models.listing import NOT_TRAINED, describe
     from probes import reproduce
     from probes.cli import main
+    from probes.stats.seeds import CLAIM_SEEDS
 
     assert set(reproduce.zoo_models()) <= set(reproduce.REGISTRY)
     real = describe
@@ -159,6 +160,9 @@ def test_reproduce_without_models_runs_the_usable_zoo_and_says_which(tmp_path, c
     )
     assert "reproducing the built-in zoo: glove-6b-50d (choose others with --models)" in capsys.readouterr().out
     assert set(load_results(tmp_path / "out" / "runs").model) == {"glove-6b-50d", "majority-tag"}
+    # its rows feed the claims table: a trained probe runs CLAIM_SEEDS seeds unless told otherwise
+    glove = [r for r in read_results(tmp_path / "out" / "runs") if r.model == "glove-6b-50d"]
+    assert [len(r.params["seeds"]) for r in glove] == [CLAIM_SEEDS]
     monkeypatch.setattr(reproduce, "describe", lambda spec: dataclasses.replace(real(spec), state=NOT_TRAINED))
     assert main(["reproduce", "--out", str(tmp_path / "none"), "--probes", "pos"]) == 2
     assert "no model of the built-in zoo is usable here" in capsys.readouterr().err

@@ -162,15 +162,21 @@ def test_cli_seeds(tmp_path, capsys, monkeypatch):
 
 
 def test_best_layer_table_tests_the_best_against_runner_up_and_layer_0():
-    from probes.reporting.rigor_tables import best_layer_table
+    from probes.reporting.rigor_tables import HELD_OUT, best_layer_table
 
     rng = np.random.default_rng(1)
     base = rng.random(3000) < 0.7
     best = base | (rng.random(3000) < 0.2)
     near = best.copy()
     near[np.flatnonzero(near)[:3]] = False  # runner-up: three fewer right
-    t = best_layer_table([_result("m", "pos", "conll2000-test", {"0": base, "1": near, "2": best})])
-    assert list(zip(t.best, t.against)) == [("m L2", "m L1"), ("m L2", "m L0")]
-    assert list(t["significant (Holm p < 0.05)"]) == ["no", "yes"]
-    assert set(t["ranked on"]) == {"conll2000-test (no dev split: exploratory)"}  # said, not hidden
+    res = _result("m", "pos", "conll2000-test", {"0": base, "1": near, "2": best})
+    held_out = {"0": [0.5, 0.6], "1": [0.7, 0.92, 0.9], "2": [0.91]}  # the best epoch ranks: L1 > L2 > L0
+    res.extra["history"] = {k: [{"epoch": i, "val_acc": a} for i, a in enumerate(v)] for k, v in held_out.items()}
+    t = best_layer_table([res])
+    # ranked on the held-out split (L1), not on the test set (which favours L2): L1 is tested against L2 and L0
+    assert list(zip(t.best, t.against)) == [("m L1", "m L2"), ("m L1", "m L0")]
+    assert t.iloc[0]["difference (points)"] < 0  # the held-out winner loses on test: reported, not hidden
+    assert set(t["ranked on"]) == {HELD_OUT}
+    del res.extra["history"]  # a result that kept no training history cannot be ranked without the test set
+    assert best_layer_table([res]) is None
     assert best_layer_table([_result("m", "pos", "conll2000-test", {"0": base}, keep=False)]) is None

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from probes.estimators.mdl import ORDER_UNIT
 from probes.results import ProbeResult, latest_rows, read_results
 from probes.stats.comparisons import holm
 from probes.stats.intervals import (
@@ -26,7 +27,6 @@ from probes.stats.intervals import (
 from probes.stats.units import DOCUMENT, INSTANCE, SENTENCE, Units, units_of, wsd_units
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
-SCORES = {"accuracy", "F1", "P", "R", "chunk_F1", "control_accuracy", "selectivity"}
 
 
 def _latest(model: str, probe: str) -> ProbeResult:
@@ -91,7 +91,10 @@ def _p(text) -> float:
 
 
 def test_claim_verdicts_follow_the_holm_adjusted_p():
-    claims = pd.read_csv(RESULTS / "claims.csv")
+    every = pd.read_csv(RESULTS / "claims.csv")
+    tested = every.p != "—"  # the MDL and selectivity claims are decided from their rows (below)
+    assert (~tested).any() and set(every[~tested].claim.str.split(":").str[0]) == {"MDL", "Selectivity"}
+    claims = every[tested]
     raw = claims.p.map(_p).to_numpy()
     order = np.argsort(raw)
     m = raw.size
@@ -113,20 +116,28 @@ def test_claim_verdicts_follow_the_holm_adjusted_p():
 
 
 def test_every_committed_score_row_has_an_interval_and_its_unit():
-    for runs in (RESULTS / "runs", RESULTS / "ud_ewt" / "runs"):
+    """Every row of every committed results folder: accuracies, F1, control and selectivity, MDL codelengths and
+    compression, contextuality, the structural probe — an interval and the unit it resamples."""
+    folders = sorted({p.parent for p in RESULTS.rglob("*.json") if p.parent.name.endswith("runs")})
+    assert len(folders) >= 4, folders
+    for runs in folders:
         df = latest_rows(read_results(runs))
-        scores = df[df.metric.isin(SCORES)]
-        assert len(scores) > 100
-        missing = scores[scores.lo.isna() | scores.hi.isna() | ~scores.unit.isin([DOCUMENT, SENTENCE, INSTANCE])]
-        assert missing.empty, missing[["model", "probe", "dataset", "layer", "metric"]].head()
-        assert ((scores.lo <= scores.value + 0.01) & (scores.value <= scores.hi + 0.01)).all()
-        assert (scores.clusters >= 1).all()
+        assert len(df) > 100, runs
+        missing = df[df.lo.isna() | df.hi.isna() | df.unit.isna() | df.clusters.isna()]
+        assert missing.empty, (runs, missing[["model", "probe", "dataset", "layer", "metric"]].head())
+        assert ((df.lo <= df.value + 0.01) & (df.value <= df.hi + 0.01)).all(), runs
+        assert (df.clusters >= 1).all()
+    df = latest_rows(read_results(RESULTS / "runs"))  # no test set of these has independent instances
+    assert set(df.unit) == {DOCUMENT, SENTENCE, ORDER_UNIT}
+    assert set(df[df.metric.str.contains("codelength|compression")].unit) == {ORDER_UNIT}
+    assert (df[df.metric.isin(["control_accuracy", "selectivity"])].draws == 5).all()
     for name, column in (("wsd", "CI over"), ("wsd_by_pos", "CI over"), ("pos", "CI over"), ("mix", "CI over")):
         table = pd.read_csv(RESULTS / f"{name}.csv")
         ours = table[~table.model.str.startswith("paper")]
         assert not ours[column].isin(["n/a"]).any() and ours[column].notna().all(), name
     for name in ("claims", "best_layer"):
-        assert pd.read_csv(RESULTS / f"{name}.csv").unit.str.match(r"\d+ (documents|sentences)").all()
+        units = pd.read_csv(RESULTS / f"{name}.csv").unit
+        assert units.str.match(r"\d+ (documents|sentences|data orders)").all()
 
 
 def _result(model: str, probe: str, outcomes: dict[tuple[str, str], np.ndarray], units: Units) -> ProbeResult:
@@ -245,3 +256,46 @@ def test_three_seed_claims_read_every_seed_and_never_contradict_their_interval()
         lo, hi = _interval(claim[6])
         if claim.verdict == "supported":
             assert lo > 0, claim
+
+
+def test_mdl_and_selectivity_claims_are_decided_from_every_order_and_disjoint_intervals():
+    """Issue 26: a codelength ordering is claimed only if it holds in every data order; a selectivity ordering
+    (control outcomes not kept per instance) only if the two layers' intervals are disjoint."""
+    from probes.stats.claims import ROW_CLAIMS, row_claim_rows
+
+    mdl, selectivity = ROW_CLAIMS
+
+    def result(model: str, orders: dict[str, list[float]], sel: dict[str, tuple[float, float, float]]) -> ProbeResult:
+        rows = [
+            {"dataset": "conll2000-train", "layer": k, "metric": "codelength_kbits", "value": float(np.mean(v))}
+            | {"orders": v}
+            for k, v in orders.items()
+        ]
+        rows += [
+            {"dataset": "conll2000-test", "layer": k, "metric": "selectivity", "value": v, "lo": lo, "hi": hi}
+            | {"unit": SENTENCE, "clusters": 2012, "draws": 5}
+            for k, (v, lo, hi) in sel.items()
+        ]
+        return ProbeResult(model, "pos", rows, params={"seed": 0})
+
+    clear = result(
+        "a",
+        {"0": [9, 9, 9], "1": [5, 6, 5], "2": [7, 8, 6.5]},
+        {"0": (20, 19, 21), "1": (30, 29, 31), "2": (33, 32, 34)},
+    )
+    mixed = result(
+        "b",
+        {"0": [9, 9, 9], "1": [5, 6, 5], "2": [7, 5.5, 6]},
+        {"0": (20, 19, 21), "1": (30, 29, 31), "2": (31, 30, 32)},
+    )
+    once = result("c", {"0": [9], "1": [5], "2": [7]}, {"0": (20, 19, 21), "1": (33, 32, 34), "2": (30, 29, 31)})
+    by_model = {r["model"]: r for r in row_claim_rows([clear, mixed, once], mdl)}
+    assert by_model["a"]["verdict"] == "supported (in all 3 orders)" and by_model["a"]["A − B (points)"] < 0
+    assert by_model["b"]["verdict"] == "not in every order"  # the means say layer 1 < layer 2; order 2 does not
+    assert by_model["c"]["verdict"].startswith("n/a: one data order") and by_model["c"]["unit"] == "1 data order"
+    assert by_model["a"]["95% interval"] == "[-2.00, -1.50] (range over orders)"
+    by_model = {r["model"]: r for r in row_claim_rows([clear, mixed, once], selectivity)}
+    assert by_model["a"]["verdict"] == "supported (disjoint intervals)"
+    assert by_model["b"]["verdict"] == "not significant (intervals overlap)"
+    assert by_model["c"]["verdict"] == "contradicted (disjoint intervals)"
+    assert by_model["a"]["unit"] == "2012 sentences, 5 control draws"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from corpora.paths import REPO_ROOT
-from models.random_init import is_random
+from models.random_init import twin_base
 from probes.results import load_extras, load_results
 from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
 from viz.profile import choice_label, cka_heatmap, contextuality_metrics, profile_choices, profile_figure, summary_frame
@@ -40,10 +40,11 @@ def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():
         }
     )
     prof = layer_profile(df, "pos", "d", "accuracy")
-    fig = profile_figure(prof, title="t <b>", y_title="accuracy", dashed=is_random)
+    fig = profile_figure(prof, title="t <b>", y_title="accuracy", twin_of=twin_base)
     trained, random = fig.data
     assert list(trained.x) == [0, 0.5, 1] and list(trained.y) == [90, 92, 91]
-    assert trained.line.dash == "solid" and random.line.dash == "dash"
+    assert trained.line.dash == "solid" and random.line.dash == "dot"
+    assert random.line.color == trained.line.color  # the twin is drawn beside its model, never as a look-alike
     assert list(trained.error_y.array) == [1, 1, 1] and random.error_y.array is None
     assert "layer 1 of 2" in trained.hovertext[1]
     assert fig.layout.title.text == "t &lt;b&gt;"

@@ -30,7 +30,6 @@ import pandas as pd
 from corpora.types import SemcorSentence
 from viz.points import genre_of
 from viz.polysemy import key_pos
-from viz.text import shorten
 
 if TYPE_CHECKING:  # the layout module imports torch; only its type is named here
     from probes.tasks.wsd.layout import PieceLayout
@@ -130,7 +129,7 @@ def hits_frame(
             "sense": sense_name(index.key[r]),
             "POS": key_pos(index.key[r]),
             "genre": genre_of(sent.doc),
-            "context": shorten(f"{left} [{words[t]}] {right}".strip(), 150),
+            "context": f"{left} [{words[t]}] {right}".strip(),  # eight words each side, whole
             "source": f"{sent.doc} s{sent.snum}",
         }
         if query_key is not None:

@@ -6,7 +6,7 @@ plotly renders a subset of HTML in labels and hover text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.attention import BLUES, FAST, TEMPLATE  # the explorer's fast figures: one template, one scale
-from viz.text import escape_html, shorten
+from viz.text import escape_html, legend_label, shorten
 
 PALETTE = px.colors.qualitative.Bold + px.colors.qualitative.Pastel + px.colors.qualitative.Safe
 ATTN_SCALE = "Blues"
@@ -38,6 +38,45 @@ def base_layout(title: str | None = None, height: int | None = None) -> dict:
 def _layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
     fig.update_layout(**base_layout(title, height))
     return fig
+
+
+#: A title longer than this is split at its " — " into a headline and a smaller second line, so that neither runs
+#: under plotly's toolbar (top right) on a half-width chart.
+TITLE_LINE = 60
+LEGEND_ROW, LEGEND_ROW_PX = 3, 24  # legend entries per row under a half-width chart, and a row's height
+
+
+def chart_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
+    """The layout of a chart of several series: the title in two lines when long (headline, then what the error
+    bars are), the legend in rows under the plot (about three entries a row), the figure taller by those rows so
+    the plot keeps its height, and the legend never scrolled or over the axis title."""
+    head, sep, rest = title.partition(" — ")
+    two_lines = len(title) > TITLE_LINE and sep
+    _layout(fig, head if two_lines else title, height)
+    if two_lines:
+        fig.update_layout(title_text=f"{escape_html(head)}<br><sup>{escape_html(rest)}</sup>", margin_t=80)
+    entries = sum(1 for t in fig.data if t.name and t.showlegend is not False)
+    rows = -(-entries // LEGEND_ROW)
+    fig.update_layout(
+        legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0),
+        margin_b=60 + LEGEND_ROW_PX * rows,
+        height=None if height is None else height + LEGEND_ROW_PX * rows,
+    )
+    return fig
+
+
+def model_styles(models: Sequence[str], twin_of: Callable[[str], str | None] = lambda model: None) -> dict[str, dict]:
+    """Colour and line dash per model: each model its own palette colour, in order, except a random-weight twin
+    (``twin_of(model)``: the trained model it re-draws, or None), which takes its trained model's colour with a
+    dotted line, so a twin is never a look-alike of an unrelated model. viz imports no models: the app passes
+    ``models.random_init.twin_base`` as ``twin_of``."""
+    styles: dict[str, dict] = {}
+    colours = iter(PALETTE * (1 + len(models) // len(PALETTE)))
+    for model in sorted(models, key=lambda m: twin_of(m) is not None):  # trained models choose first
+        base = twin_of(model)
+        colour = styles[base]["color"] if base in styles else next(colours)
+        styles[model] = {"color": colour, "dash": "solid" if base is None else "dot"}
+    return {model: styles[model] for model in models}
 
 
 def unique_labels(labels: Sequence[str], max_len: int = 70) -> list[str]:
@@ -81,7 +120,7 @@ def scatter_points(
             continue
         colour = PALETTE[gi % len(PALETTE)]
         common = dict(
-            name=escape_html(shorten(group, 60)),
+            name=legend_label(group),
             mode="markers+text" if text_labels else "markers",
             text=[escape_html(text_labels[i]) for i in idx] if text_labels else None,
             textposition="top center",

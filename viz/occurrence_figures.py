@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.figures import PALETTE, _layout, layer_curves
-from viz.text import escape_html, shorten
+from viz.text import escape_html, legend_label, shorten
 
 MIXED = "several senses"
 RING = "black"
@@ -103,7 +103,7 @@ def occurrence_scatter(
             line = dict(width=0.5, color="white")
         marker = dict(size=[min(s, 48) for s in size], color=colour, opacity=0.85, line=line)
         xyz = dict(x=coords[reps, 0], y=coords[reps, 1]) | ({"z": coords[reps, 2]} if dims == 3 else {})
-        label = escape_html(shorten(group, 60)) + (f" ({sum(counts)})" if collapsed else "")
+        label = legend_label(group) + (f" ({sum(counts)})" if collapsed else "")
         fig.add_trace(
             trace_cls(
                 **xyz,

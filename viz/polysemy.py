@@ -20,7 +20,7 @@ import pandas as pd
 from corpora.types import SemcorSentence
 from probes.estimators.contextuality import word_profile
 from viz.projection import cosine_neighbours, nn_label_agreement
-from viz.text import ParsedText, shorten
+from viz.text import ParsedText
 
 POS_CODES = {"noun": ("1",), "verb": ("2",), "adjective": ("3", "5"), "adverb": ("4",)}
 POS_CHOICES = ("any", *POS_CODES)
@@ -246,7 +246,7 @@ def neighbour_table(
             {
                 "cosine": round(sim, 4),
                 "same sense": "✓" if (g is not None and g == me) else ("?" if g is None or me is None else "✗"),
-                "context": shorten(occs[j].context(), 140),
+                "context": occs[j].context(len(occs[j].words)),  # the whole sentence: a CSV keeps it all
                 "sense": sense_name(g),
                 "source": occs[j].source,
             }

@@ -11,7 +11,7 @@ Pure: figures from DataFrames, no streamlit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from probes.stats.units import over_text
-from viz.figures import PALETTE, _layout
+from viz.figures import PALETTE, _layout, chart_layout, model_styles
 from viz.text import escape_html
 
 
@@ -54,15 +54,20 @@ def _extent(part: pd.DataFrame) -> list[float]:
     return list(part["value"]) + (list(part["lo"]) + list(part["hi"]) if has_intervals(part) else [])
 
 
-def _baseline_line(row, x: Sequence, **kwargs) -> go.Scatter:
-    """A baseline (``row``: label, value) as a dashed series of its own across ``x``, in the legend."""
+#: The k-th baseline's line: grey and dashed, each in its own dash and shade, so two baselines are told apart.
+BASELINE_LINES = (("dash", "#444"), ("longdash", "#888"), ("12px,4px,2px,4px", "#666"))
+
+
+def _baseline_line(row, x: Sequence, k: int = 0, **kwargs) -> go.Scatter:
+    """The ``k``-th baseline (``row``: label, value) as a dashed series of its own across ``x``, in the legend."""
     label = escape_html(f"{row['label']} (baseline)")
+    dash, colour = BASELINE_LINES[k % len(BASELINE_LINES)]
     return go.Scatter(
         x=list(x),
         y=[row["value"]] * len(x),
         name=label,
         mode="lines",
-        line=dict(dash="dash", width=2, color="#555"),
+        line=dict(dash=dash, width=2, color=colour),
         hovertemplate=f"{label}: {row['value']:.2f}<extra></extra>",
         **kwargs,
     )
@@ -168,9 +173,12 @@ def layer_probe_figure(
     height: int = 440,
     small_n: int = SMALL_N,
     y_range: tuple[float, float] | None = None,
+    twin_of: Callable[[str], str | None] = lambda model: None,
 ) -> go.Figure:
     """Per-layer scores of each model, with their 95% intervals (``lo``/``hi``) as error bars, and
-    each baseline as its own dashed series (a line across every layer, in the legend).
+    each baseline as its own dashed series (a line across every layer, in the legend). A random-weight twin
+    (``twin_of``) is dotted in its trained model's colour (``viz.figures.model_styles``); a one-layer model
+    among layered ones is a dash-dotted line across the layers (its interval drawn at its layer 0).
 
     curves: model, layer, value[, n, lo, hi]; base: label, value[, lo, hi] (``viz.results``).
     The y axis has the metric's unit and bounds (:func:`metric_axis`; a percentage spans at least
@@ -181,27 +189,43 @@ def layer_probe_figure(
     layers = sorted(set(int(x) for x in curves["layer"])) or [0]
     x0, x1 = layers[0] - 0.25, layers[-1] + 0.25
     bounds: list[float] = []
-    for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
-        part = part.sort_values("layer")
+    styles = model_styles(list(dict.fromkeys(curves["model"])), twin_of)
+    for model, part in curves.groupby("model", sort=False):
+        part, style, name = part.sort_values("layer"), styles[model], escape_html(str(model))
+        # A model with one layer (a static one) beside layered models: its value across the layers, not a dot at 0
+        flat = len(part) == 1 and len(layers) > 1
+        hover = f"{name} layer %{{x}}: %{{y:.2f}}" + (" (n = %{customdata[0]})" if "n" in part else "")
         fig.add_trace(
             go.Scatter(
-                x=part["layer"],
-                y=part["value"],
-                name=escape_html(str(model)),
-                mode="lines+markers",
-                marker=dict(size=9, color=PALETTE[i % len(PALETTE)]),
-                line=dict(width=2.5, color=PALETTE[i % len(PALETTE)]),
-                error_y=interval_error(part),
+                x=[x0, x1] if flat else part["layer"],
+                y=[part["value"].iloc[0]] * 2 if flat else part["value"],
+                name=f"{name} (one layer)" if flat else name,
+                legendgroup=name,
+                mode="lines" if flat else "lines+markers",
+                marker=dict(size=9, color=style["color"]),
+                line=dict(width=1.5 if flat else 2.5, color=style["color"], dash="dashdot" if flat else style["dash"]),
+                error_y=None if flat else interval_error(part),
                 cliponaxis=False,  # a point at the axis's end (100 %) is drawn whole, not cut in half
-                customdata=part[["n"]] if "n" in part else None,
-                hovertemplate=f"{escape_html(str(model))} layer %{{x}}: %{{y:.2f}}"
-                + (" (n = %{customdata[0]})" if "n" in part else "")
-                + "<extra></extra>",
+                customdata=None if flat or "n" not in part else part[["n"]],
+                hovertemplate=f"{name} (one layer): %{{y:.2f}}<extra></extra>" if flat else hover + "<extra></extra>",
             )
         )
+        if flat and (error := interval_error(part)) is not None:  # its interval, at the layer it has
+            fig.add_trace(
+                go.Scatter(
+                    x=part["layer"],
+                    y=part["value"],
+                    mode="markers",
+                    marker=dict(size=7, color=style["color"]),
+                    error_y=error,
+                    legendgroup=name,
+                    showlegend=False,
+                    hoverinfo="skip",
+                )
+            )
         bounds += _extent(part)
-    for _, row in (base if base is not None else pd.DataFrame()).iterrows():
-        fig.add_trace(_baseline_line(row, [x0, x1], legendgroup="baselines"))
+    for k, (_, row) in enumerate((base if base is not None else pd.DataFrame()).iterrows()):
+        fig.add_trace(_baseline_line(row, [x0, x1], k, legendgroup="baselines"))
         bounds.append(row["value"])
         if pd.notna(row.get("lo")) and pd.notna(row.get("hi")):
             fig.add_trace(
@@ -220,7 +244,7 @@ def layer_probe_figure(
             bounds += [row["lo"], row["hi"]]
     note = small_sample_note(curves, small_n)
     full_title = f"{title} — {', '.join(x for x in (note, interval_note(curves)) if x)}"
-    _layout(fig, full_title, height)
+    chart_layout(fig, full_title, height)
     fig.update_xaxes(dtick=1, title="layer", range=[x0 - 0.1, x1 + 0.1])
     axis_title, axis_range = metric_axis(metric, bounds) if y_range is None else (metric, list(y_range))
     fig.update_yaxes(title=y_title or axis_title, range=axis_range)
@@ -235,19 +259,25 @@ def named_rows_figure(
     title: str,
     metric: str = "accuracy",
     height: int = 420,
+    twin_of: Callable[[str], str | None] = lambda model: None,
 ) -> go.Figure:
     """Bars per named row (e.g. the λ ablation's "last", "all λ=1", "all λ=0.001"), grouped by model, from
-    0, with their 95% intervals as error bars; each baseline a dashed line of its own (legend entry).
+    0, with their 95% intervals as error bars; each baseline a dashed line of its own (legend entry) across the
+    rows drawn (a category without bars, such as the λ ablation's "baseline" row, is not an empty slot).
+    A random-weight twin (``twin_of``) has its trained model's colour, hatched.
 
     rows: model, layer, value[, lo, hi] (``viz.results.named_rows_frame``); base: label, value[, lo, hi]."""
     fig = go.Figure()
-    for i, (model, part) in enumerate(rows.groupby("model", sort=False)):
+    order = [row for row in order if row in set(rows["layer"])]
+    styles = model_styles(list(dict.fromkeys(rows["model"])), twin_of)
+    for model, part in rows.groupby("model", sort=False):
         fig.add_trace(
             go.Bar(
                 x=part["layer"],
                 y=part["value"],
                 name=escape_html(str(model)),
-                marker_color=PALETTE[i % len(PALETTE)],
+                marker_color=styles[model]["color"],
+                marker_pattern_shape="" if styles[model]["dash"] == "solid" else "/",
                 error_y=interval_error(part),
                 text=[f"{v:.2f}" for v in part["value"]],
                 textposition="outside",
@@ -255,9 +285,9 @@ def named_rows_figure(
                 hovertemplate=f"{escape_html(str(model))} %{{x}}: %{{y:.2f}}<extra></extra>",
             )
         )
-    for _, row in (base if base is not None else pd.DataFrame()).iterrows():
-        fig.add_trace(_baseline_line(row, order))
-    _layout(fig, f"{title} — {interval_note(rows)}", height)
+    for k, (_, row) in enumerate((base if base is not None else pd.DataFrame()).iterrows()):
+        fig.add_trace(_baseline_line(row, order, k))
+    chart_layout(fig, f"{title} — {interval_note(rows)}", height)
     fig.update_layout(barmode="group")
     fig.update_xaxes(categoryorder="array", categoryarray=list(order), title=None)
     unit = METRIC_AXES.get(metric, PERCENT)[0]
@@ -266,17 +296,29 @@ def named_rows_figure(
 
 
 def task_vs_control_figure(
-    task: pd.DataFrame, control: pd.DataFrame, *, metric: str, title: str, height: int = 380
+    task: pd.DataFrame,
+    control: pd.DataFrame,
+    *,
+    metric: str,
+    title: str,
+    height: int = 380,
+    twin_of: Callable[[str], str | None] = lambda model: None,
 ) -> go.Figure:
     """Per model, the task's per-layer score (solid) and its control task's (dashed, same colour):
-    the gap is Hewitt & Liang's selectivity (accuracy) or the control task's extra codelength (MDL).
+    the gap is Hewitt & Liang's selectivity (accuracy) or the control task's extra codelength (MDL). A
+    random-weight twin (``twin_of``) has its trained model's colour, its task dotted and its control dash-dotted.
 
     task, control: model, layer, value[, lo, hi] (``viz.results.layer_curves_frame``)."""
     fig = go.Figure()
     values: list[float] = []
-    for i, model in enumerate(dict.fromkeys(list(task["model"]) + list(control["model"]))):
-        colour = PALETTE[i % len(PALETTE)]
-        for frame, what, dash in ((task, "task", "solid"), (control, "control task", "dash")):
+    models = list(dict.fromkeys(list(task["model"]) + list(control["model"])))
+    styles = model_styles(models, twin_of)
+    for model in models:
+        colour, twin = styles[model]["color"], styles[model]["dash"] != "solid"
+        for frame, what, dash in (
+            (task, "task", "dot" if twin else "solid"),
+            (control, "control task", "dashdot" if twin else "dash"),
+        ):
             part = frame[frame["model"] == model].sort_values("layer")
             if part.empty:
                 continue
@@ -296,7 +338,7 @@ def task_vs_control_figure(
                 )
             )
             values += _extent(part)
-    _layout(fig, f"{title} — {interval_note(task)}", height)
+    chart_layout(fig, f"{title} — {interval_note(task)}", height)
     axis_title, y_range = metric_axis(metric, values)
     fig.update_xaxes(dtick=1, title="layer")
     fig.update_yaxes(title=axis_title, range=y_range)

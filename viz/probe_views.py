@@ -9,6 +9,8 @@ codelength per layer, the selectivity/MDL table). The page caches both per resul
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from probes.registry import ProbeSpec
@@ -33,7 +35,12 @@ def styled(table: pd.DataFrame) -> pd.DataFrame:
     return table.map(lambda v: "—" if pd.isna(v) else f"{v:.2f}" if isinstance(v, float) else str(v))
 
 
-def probe_view(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> dict:
+TwinOf = Callable[[str], str | None]  # a random-weight twin's trained model (``models.random_init.twin_base``)
+
+
+def probe_view(
+    df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str, twin_of: TwinOf = lambda model: None
+) -> dict:
     """curves, base, rows (named rows), rows_figure, layer_figure, table, breakdown, breakdown_figure
     (a figure is None where there is nothing to draw)."""
     name = spec.short_title
@@ -45,12 +52,22 @@ def probe_view(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> 
         "base": base,
         "rows": rows,
         "rows_figure": named_rows_figure(
-            rows, base, order=spec.chart.layer_order, metric=metric, title=f"{name}: {metric} on {dataset}"
+            rows,
+            base,
+            order=spec.chart.layer_order,
+            metric=metric,
+            title=f"{name}: {metric} on {dataset}",
+            twin_of=twin_of,
         )
         if not rows.empty
         else None,
         "layer_figure": layer_probe_figure(
-            curves, base, metric=metric, y_range=spec.chart.y_range, title=f"{name}: {metric} on {dataset}, by layer"
+            curves,
+            base,
+            metric=metric,
+            y_range=spec.chart.y_range,
+            title=f"{name}: {metric} on {dataset}, by layer",
+            twin_of=twin_of,
         )
         if not curves.empty
         else None,
@@ -78,7 +95,7 @@ def probe_view(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> 
     return view
 
 
-def rigor_view(df: pd.DataFrame, probe: str) -> dict | None:
+def rigor_view(df: pd.DataFrame, probe: str, twin_of: TwinOf = lambda model: None) -> dict | None:
     """The selectivity/MDL table and, per ``RIGOR_PANELS`` entry, (figure, its data) or None when no run
     measured it; None when no run of ``probe`` measured either."""
     table = selectivity_mdl_table(df[df["probe"] == probe])
@@ -103,6 +120,7 @@ def rigor_view(df: pd.DataFrame, probe: str) -> dict | None:
             curves[control_metric],
             metric=task_metric,
             title=f"{what}: task vs control task on {dataset}",
+            twin_of=twin_of,
         )
         panels.append(
             (fig, pd.concat([curves[task_metric].assign(task="task"), curves[control_metric].assign(task="control")]))

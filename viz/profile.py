@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 
 from probes.estimators.contextuality import METRICS as CONTEXTUALITY_METRICS
 from probes.tasks.contextuality import NAME as CONTEXTUALITY
-from viz.figures import PALETTE, _layout
+from viz.figures import _layout, model_styles
 from viz.probe_figures import interval_error
 from viz.text import escape_html
 
@@ -63,16 +63,18 @@ def profile_figure(
     title: str,
     y_title: str,
     height: int = 440,
-    dashed: Callable[[str], bool] = lambda model: False,
+    twin_of: Callable[[str], str | None] = lambda model: None,
 ) -> go.Figure:
     """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns).
 
-    dashed: which models draw dashed (the app passes ``models.random_init.is_random``: viz imports no models).
+    twin_of: a random-weight twin's trained model, drawn dotted in that model's colour (``viz.figures.model_styles``;
+    the app passes ``models.random_init.twin_base``: viz imports no models).
     """
     fig = go.Figure()
-    for k, (model, part) in enumerate(profile.groupby("model", sort=False)):
+    styles = model_styles(list(dict.fromkeys(profile["model"])), twin_of)
+    for model, part in profile.groupby("model", sort=False):
         part = part.sort_values("depth")
-        color = PALETTE[k % len(PALETTE)]
+        color = styles[model]["color"]
         error = interval_error(part)
         hover = [
             f"{escape_html(model)}<br>layer {layer} of {top} (depth {d:.2f})<br>{y_title}: {v:.3f}"
@@ -84,7 +86,7 @@ def profile_figure(
                 y=part["value"],
                 mode="lines+markers",
                 name=escape_html(model),
-                line=dict(color=color, width=2.5, dash="dash" if dashed(model) else "solid"),
+                line=dict(color=color, width=2.5, dash=styles[model]["dash"]),
                 marker=dict(size=9),
                 error_y=error,
                 hovertext=hover,

@@ -1,7 +1,7 @@
 """WordNet 3.0 sense descriptions for the app: a sense key -> name, gloss, lexicographer file.
 
 A thin layer over :mod:`corpora.wordnet` (NLTK's reader on the data dir's WordNet) that never
-raises for an unknown key (the app shows a placeholder instead) and adds a short legend label.
+raises for an unknown key (the app shows a placeholder instead) and adds a label for legends and tables.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ class SenseInfo:
     lexname: str  # e.g. "noun.object"
 
     @property
-    def short(self) -> str:
-        """A legend label: "bank.n.01 · sloping land (especially the slope …)"."""
-        gloss = self.gloss if len(self.gloss) <= 55 else self.gloss[:54] + "…"
-        return f"{self.synset} · {gloss}"
+    def label(self) -> str:
+        """Legends, tables and CSVs: "bank.n.01 · sloping land (especially the slope beside a body of water)", whole
+        (a legend wraps it: ``viz.text.legend_label``; a CSV keeps what tells two senses apart)."""
+        return f"{self.synset} · {self.gloss}"
 
 
 @lru_cache(maxsize=20_000)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 
@@ -197,6 +198,12 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>$:])")
 def escape_markdown(text: str) -> str:
     """Escape user text for st.markdown / st.info (Markdown and HTML shown literally)."""
     return _MD_SPECIAL.sub(r"\\\1", html.escape(str(text), quote=False))
+
+
+def legend_label(text: str, width: int = 45) -> str:
+    """A legend entry in full (a sense key and its gloss), wrapped into lines of ``width`` characters and escaped:
+    a legend never cuts what tells its entries apart."""
+    return "<br>".join(escape_html(line) for line in textwrap.wrap(" ".join(str(text).split()), width) or [""])
 
 
 def shorten(text: str, width: int = 80) -> str:

@@ -267,9 +267,11 @@ def online_codelengths(
     )
 
 
-def shorter_in_all_orders(a: OrderedCodes, b: OrderedCodes) -> bool:
+def shorter_in_all_orders(a: OrderedCodes | Sequence[float], b: OrderedCodes | Sequence[float]) -> bool:
     """Whether ``a``'s codelength is below ``b``'s in every data order (paired: the same orders, same data
-    size); a claim "a codes the labels shorter than b" needs this, not only the means."""
-    if len(a.codes) != len(b.codes):
-        raise ValueError(f"Orderings compare the same data orders ({len(a.codes)} vs {len(b.codes)}).")
-    return bool(np.all(a.orders_kbits < b.orders_kbits))
+    size); a claim "a codes the labels shorter than b" needs this, not only the means. ``a``, ``b``: codes, or
+    their per-order kbits (a result row's ``"orders"``)."""
+    a_kbits, b_kbits = (np.asarray(x.orders_kbits if isinstance(x, OrderedCodes) else x, float) for x in (a, b))
+    if a_kbits.shape != b_kbits.shape:
+        raise ValueError(f"Orderings compare the same data orders ({a_kbits.size} vs {b_kbits.size}).")
+    return bool(np.all(a_kbits < b_kbits))

@@ -7,10 +7,11 @@
   (``--control``, ``--mdl``); an interval is shown as "[lo, hi]" beside its value;
 - ``best_layer``: per model, its best layer against the runner-up and against layer 0 (paired
   tests, ``probes.stats.comparisons``) on the paper's two per-layer tasks — is the best layer really best?
-  The layers are ranked on a dev set where there is one (WSD: SemEval-07, the framework's dev set) and
-  tested once on the test set, so the test set does not both choose and judge; CoNLL-2000 has no dev
-  split in our runs, so its POS rows are ranked on the test set and marked as exploratory. The table is
-  one family: raw and Holm-adjusted p, "significant" from the adjusted one.
+  The layers are ranked without the test set and the best is tested once on it, so the test set does not
+  both choose and judge: WSD on SemEval-07 (the framework's dev set); POS on the linear probe's own held-out
+  tenth of the CoNLL-2000 training tokens (its early-stopping split, ``LinearProbe``; the best epoch's accuracy,
+  kept in each result's training history), since CoNLL-2000 has no dev split. The table is one family: raw
+  and Holm-adjusted p, "significant" from the adjusted one.
 - ``published_rigor``: what those two papers report for the original ELMo's layers, each followed by
   elmo-small's same layer as we measured it (``paper.RIGOR_DIFFERENCES`` says how the settings differ).
 """
@@ -30,8 +31,10 @@ from probes.stats.units import over_text, value_interval_text
 from probes.tasks.rigor_options import RIGOR_METRICS, base_probe
 
 TOKEN_PROBES = ("pos", "tag")
-# probe -> (dataset that ranks the layers, dataset that tests the best); the same dataset = chosen on test
-BEST_LAYER_DATASETS = {"wsd": ("semeval2007", "ALL-noSE07"), "pos": ("conll2000-test", "conll2000-test")}
+#: What ranks the POS layers: the probe's early-stopping split of the training tokens (``_held_out_accuracy``).
+HELD_OUT = "conll2000-train held-out tenth"
+# probe -> (what ranks the layers, dataset that tests the best)
+BEST_LAYER_DATASETS = {"wsd": ("semeval2007", "ALL-noSE07"), "pos": (HELD_OUT, "conll2000-test")}
 TITLES = {
     "best_layer": "Is the best layer best? Each model's best layer (ranked on dev) against the runner-up and layer 0 "
     "(paired tests, Holm-corrected)",
@@ -46,15 +49,21 @@ NOTES = {  # printed under the table
     "and not adjusted for multiplicity; p: cluster sign-flip permutation test (9,999 flips); the verdict reads the "
     "Holm-adjusted p over all rows of this table, so an interval may exclude 0 while the verdict is not "
     "significant. seeds: training seeds averaged per side (— : the 1-NN WSD probe trains nothing). "
+    "The MDL and selectivity rows are decided from the rows, without a p-value and outside the Holm family: an MDL "
+    "ordering must hold in every data order of the run (the interval is the range of the per-order differences, "
+    "in kbits); a selectivity ordering needs the two layers' 95% intervals (over sentences and control draws) to be "
+    "disjoint, as their control outcomes are not kept for a paired test. "
     "Methods and what moved: docs/statistics.md.",
-    "selectivity_mdl": "Intervals: 95% bootstrap; accuracy over the test sentences, control accuracy and "
-    "selectivity over the unit named (rows run before issue 26 resample tokens: their control outcomes were not "
-    "kept, so they cannot be restated by sentence; new runs resample sentences and, with several control draws, "
-    "the draws too); MDL over its data orders (one order: no interval). control draws / MDL orders: random repeats "
-    "averaged per cell; the defaults are now 5 and 3, the rows here were run with one each (rerun: "
-    "`python -m probes reproduce --rigor`).",
-    "best_layer": "Layers ranked on the dev set (WSD: SemEval-07, 3 documents) and the best tested once on the "
-    "test set; CoNLL-2000 has no dev split in our runs, so its POS rows are ranked on the test set (exploratory). "
+    "selectivity_mdl": "Intervals: 95% bootstrap; accuracy over the test sentences; control accuracy and "
+    "selectivity over the unit named and, with several control draws, the draws too (rows run before issue 26 "
+    "resample tokens, as their unit says: their control outcomes were not kept); MDL codelength and compression "
+    "over the data orders (one order: no interval). control draws / MDL orders: random repeats averaged per cell "
+    "(defaults 5 and 3). accuracy is the newest run's, averaged over its seeds where it ran several; selectivity "
+    "is the control run's own task accuracy (its first seed) minus the control accuracy, so accuracy − control "
+    "accuracy can differ from it by the seeds' spread.",
+    "best_layer": "Layers ranked without the test set and the best tested once on it: WSD on the dev set "
+    "(SemEval-07, 3 documents); POS, as CoNLL-2000 has no dev split, on the linear probe's held-out tenth of the "
+    "training tokens (its early-stopping split; with several seeds, the first seed's). "
     "Intervals unadjusted, decisions on Holm-adjusted p over all rows of this table.",
 }
 
@@ -94,17 +103,37 @@ def selectivity_mdl_table(df: pd.DataFrame) -> pd.DataFrame | None:
     return wide.drop(columns="_num").fillna("n/a").reset_index(drop=True)
 
 
+def _held_out_accuracy(results: Sequence[ProbeResult], probe: str) -> dict[tuple[str, str], float]:
+    """(model, layer) -> the probe's best held-out accuracy while training (its early-stopping split of the
+    training data, kept per layer in ``extra["history"]``); ``results`` oldest first, the newest wins."""
+    scores = {}
+    for res in results:
+        if res.probe == probe:
+            for layer, history in (res.extra or {}).get("history", {}).items():
+                held_out = [entry["val_acc"] for entry in history if "val_acc" in entry]
+                if held_out:
+                    scores[(res.model, str(layer))] = max(held_out)
+    return scores
+
+
+def _ranking(results: Sequence[ProbeResult], probe: str, dev: str) -> dict[tuple[str, str], float]:
+    """(model, layer) -> the score that ranks the layers: held-out accuracy, or the mean outcome on a dev set."""
+    if dev == HELD_OUT:
+        return _held_out_accuracy(results, probe)
+    return {side: float(out.mean()) for side, out in outcome_table(results, probe, dev).items()}
+
+
 def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | None = None) -> pd.DataFrame | None:
-    """Per probe and model: best numbered layer (ranked on the dev set) vs the runner-up and vs the first, tested
-    on the test set (None: no outcomes kept)."""
+    """Per probe and model: best numbered layer (ranked without the test set, ``BEST_LAYER_DATASETS``) vs the
+    runner-up and vs the first, tested on the test set (None: no outcomes kept)."""
     rows = []
     for probe, (dev, test) in BEST_LAYER_DATASETS.items():
-        ranking, outcomes = outcome_table(results, probe, dev), outcome_table(results, probe, test)
+        ranking, outcomes = _ranking(results, probe, dev), outcome_table(results, probe, test)
         for model in sorted({m for m, _ in outcomes if models is None or m in models}):
             layers = [layer for layer in numbered_layers(outcomes, model) if (model, layer) in ranking]
             if len(layers) < 2:
                 continue
-            ranked = sorted(layers, key=lambda layer: (-ranking[(model, layer)].mean(), int(layer)))
+            ranked = sorted(layers, key=lambda layer: (-ranking[(model, layer)], int(layer)))
             pairs = [((model, ranked[0]), (model, ranked[1]))]
             if layers[0] not in ranked[:2]:
                 pairs.append(((model, ranked[0]), (model, layers[0])))
@@ -112,7 +141,7 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
                 rows.append(
                     {
                         "probe": probe,
-                        "ranked on": dev if dev != test else f"{test} (no dev split: exploratory)",
+                        "ranked on": dev,
                         "test set": test,
                         "best": t.a,
                         "against": t.b,

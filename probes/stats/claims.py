@@ -8,6 +8,14 @@ rows of the same model on the same test instances (``probes.stats.comparisons``)
 - Table 2's λ ordering (there on SQuAD, SNLI and SRL dev sets): all layers with λ=0.001 ≥ all layers
   with λ=1 ≥ the last layer only — tested here on CoNLL-2000 POS accuracy, not on Table 2's tasks.
 
+Two orderings of the probing papers that followed are claims on rows rather than outcomes (``ROW_CLAIMS``),
+decided without a p-value and outside the Holm family: Voita & Titov's (2020) MDL ordering (the first layer
+codes POS in fewer bits than the top) holds only if it holds in every data order of the run
+(``probes.estimators.mdl.shorter_in_all_orders``; one order claims nothing); Hewitt & Liang's (2019)
+selectivity ordering (the top layer more selective than the first) holds only if the two layers' 95% intervals
+(over sentences and control draws) are disjoint — stricter than a paired test, which the rows cannot give:
+their control outcomes are not kept per instance.
+
 "First" is the first contextual layer (layer 1; the paper's "first layer" is the first biLSTM's
 output, not the character CNN) and "top" the last; a model needs three numbered layers (0, 1, top).
 WSD is read on ALL without SemEval-07 (the paper's ALL column).
@@ -26,10 +34,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
+from probes.estimators.mdl import shorter_in_all_orders
 from probes.results import ProbeResult
 from probes.stats.comparisons import Side, compare, holm, outcome_table
+from probes.stats.units import over_text
 
 ALPHA = 0.05
 COLUMNS = ["model", "claim", "A", "B", "A − B (points)", "95% interval", "unit", "p", "p (Holm)", "seeds", "verdict"]
@@ -62,6 +73,40 @@ CLAIMS = (
         "conll2000-test:pos",
         "all λ=1",
         "last",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class RowClaim:
+    """A claimed ordering A > B (``lower``: A < B) of one metric's rows of two layers, decided from the rows."""
+
+    probe: str
+    text: str
+    dataset: str
+    metric: str
+    a: str
+    b: str
+    lower: bool = False
+
+
+ROW_CLAIMS = (
+    RowClaim(
+        "pos",
+        "MDL: the first layer codes POS in fewer kbits than the top (Voita & Titov 2020, Table 1: ELMo 96 vs 115)",
+        "conll2000-train",
+        "codelength_kbits",
+        "first",
+        "top",
+        lower=True,
+    ),
+    RowClaim(
+        "pos",
+        "Selectivity: the top layer is more selective than the first (Hewitt & Liang 2019, Table 2: ELMo 31.4 vs 26.0)",
+        "conll2000-test",
+        "selectivity",
+        "top",
+        "first",
     ),
 )
 
@@ -144,10 +189,86 @@ def p_text(p: float) -> str:
     return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
+def _newest_rows(results: Sequence[ProbeResult], claim: RowClaim) -> dict[tuple[str, str], dict]:
+    """(model, layer) -> the claim's row of the newest result that has it (``results`` oldest first), with the
+    result's seeds."""
+    rows = {}
+    for res in results:
+        if res.probe == claim.probe:
+            for r in res.rows:
+                if r["dataset"] == claim.dataset and r["metric"] == claim.metric:
+                    rows[(res.model, str(r["layer"]))] = {**r, "seeds": _seeds(res)}
+    return rows
+
+
+def _order_verdict(a: dict, b: dict, lower: bool) -> tuple[str, str, str]:
+    """MDL: (interval text, unit, verdict) from the two rows' per-order codelengths (the same data orders)."""
+    a_kbits, b_kbits = (np.asarray(r.get("orders") or [r["value"]], float) for r in (a, b))
+    diff, k = a_kbits - b_kbits, len(a_kbits)
+    claimed, opposite = (a_kbits, b_kbits) if lower else (b_kbits, a_kbits)
+    if k < 2:
+        found = "n/a: one data order claims nothing (rerun with --mdl-orders 3)"
+    elif shorter_in_all_orders(claimed, opposite):
+        found = f"supported (in all {k} orders)"
+    elif shorter_in_all_orders(opposite, claimed):
+        found = f"contradicted (in all {k} orders)"
+    else:
+        found = "not in every order"
+    return f"[{diff.min():.2f}, {diff.max():.2f}] (range over orders)", f"{k} data order{'s' * (k > 1)}", found
+
+
+def _interval_verdict(a: dict, b: dict, lower: bool) -> tuple[str, str, str]:
+    """Selectivity: (the two intervals, unit, verdict): supported only when the intervals are disjoint."""
+    if any(r.get("lo") is None for r in (a, b)):
+        return "n/a", "—", "n/a: no interval (rerun)"
+    above, below = (b, a) if lower else (a, b)
+    found = (
+        "supported (disjoint intervals)"
+        if above["lo"] > below["hi"]
+        else "contradicted (disjoint intervals)"
+        if above["hi"] < below["lo"]
+        else "not significant (intervals overlap)"
+    )
+    text = f"A [{a['lo']:.2f}, {a['hi']:.2f}], B [{b['lo']:.2f}, {b['hi']:.2f}]"
+    return text, f"{over_text(a.get('unit'), a.get('clusters'))}, {a.get('draws') or 1} control draws", found
+
+
+def row_claim_rows(results: Sequence[ProbeResult], claim: RowClaim, models: Sequence[str] | None = None) -> list[dict]:
+    """One row per model with the claim's two rows (three numbered layers at least), decided from the rows."""
+    found = _newest_rows(results, claim)
+    rows = []
+    for model in sorted({m for m, _ in found if models is None or m in models}):
+        numbered = sorted((layer for m, layer in found if m == model and layer.isdigit()), key=int)
+        a, b = _resolve(claim.a, numbered), _resolve(claim.b, numbered)
+        if a is None or b is None:
+            continue
+        ra, rb = found[(model, a)], found[(model, b)]
+        decide = _order_verdict if claim.metric == "codelength_kbits" else _interval_verdict
+        interval, unit, outcome = decide(ra, rb, claim.lower)
+        rows.append(
+            {
+                "model": model,
+                "claim": claim.text,
+                "A": f"layer {a}",
+                "B": f"layer {b}",
+                "A − B (points)": round(ra["value"] - rb["value"], 2),
+                "95% interval": interval,
+                "unit": unit,
+                "p": "—",
+                "p (Holm)": "—",
+                "seeds": ra["seeds"],
+                "verdict": outcome,
+            }
+        )
+    return rows
+
+
 def claims_table(results: Sequence[ProbeResult], models: Sequence[str] | None = None) -> pd.DataFrame:
-    """Every claim × model that has the rows (empty frame with ``COLUMNS`` when none)."""
+    """Every claim × model that has the rows (empty frame with ``COLUMNS`` when none): the paired tests (one Holm
+    family), then the row claims (``ROW_CLAIMS``, decided from the rows)."""
     rows = [r for claim in CLAIMS for r in claim_rows(results, claim, models)]
     for row, p_adj in zip(rows, holm_family(rows)):
         if p_adj is not None:
             row["verdict"] = verdict(row["A − B (points)"], p_adj)
+    rows += [r for claim in ROW_CLAIMS for r in row_claim_rows(results, claim, models)]
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -31,6 +31,10 @@ from probes.results import ProbeResult
 from probes.stats.intervals import instances, seed_cluster_interval
 from probes.stats.units import units_of
 
+#: Seeds a trained probe runs with when its rows feed the claims table (``reproduce``'s default ``--seeds``): one
+#: seed cannot tell a layer difference from the probe's own training noise.
+CLAIM_SEEDS = 3
+
 
 def row_key(row: dict) -> str:
     return f"{row['dataset']}|{row['layer']}|{row['metric']}"

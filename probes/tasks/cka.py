@@ -210,6 +210,7 @@ def cka_tables(df: pd.DataFrame, extras: list[dict] | None = None) -> dict[str, 
 
 
 PROBE = ProbeSpec(
+    trains=False,
     name=NAME,
     title="CKA — linear CKA between layers (SemCor)",
     description="linear CKA (Kornblith et al. 2019) between every two layers of a model, or of two models "

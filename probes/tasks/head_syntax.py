@@ -163,6 +163,7 @@ def preview_file(limit: int, options: dict) -> Preview:
 
 
 PROBE = ProbeSpec(
+    trains=False,
     name=NAME,
     title="Head syntax — attention heads vs dependency heads (UD EWT)",
     description="Clark et al.'s attention-head syntax: does a head attend to the gold head? (per relation)",

@@ -67,8 +67,21 @@ def wsd_summary(res) -> list[str]:
         LABELS: "labels seen in training per lemma (most-frequent-label backoff)",
     }
     inventory = inventories.get(ex.get("inventory"), "?")
-    note = target_note(ex)
+    notes = [n for n in (target_note(ex), backoff_note(ex)) if n]
     return [
         f"  data {res.dataset}: {ex['train_instances']} training and {ex['eval_instances']} evaluated instances; "
         f"sense inventory: {inventory}"
-    ] + ([f"  {note}"] if note else [])
+    ] + [f"  {note}" for note in notes]
+
+
+def backoff_note(extra: dict) -> str | None:
+    """How many evaluated instances no layer can decide: no candidate sense was seen in training, so every
+    layer answers the backoff (None without a held-out test split, where the count is not kept)."""
+    if "instances_with_seen_sense" not in extra:
+        return None
+    n, seen = extra["eval_instances"], extra["instances_with_seen_sense"]
+    backoff = "WordNet's first sense" if extra.get("inventory") == WORDNET else "the most frequent training label"
+    return (
+        f"{n - seen} of {n} evaluated instances ({100 * (n - seen) / max(n, 1):.0f}%) had no sense seen in training "
+        f"and fell back to {backoff} at every layer; layers can differ on the other {seen} only"
+    )

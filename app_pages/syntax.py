@@ -1,0 +1,274 @@
+"""Syntax page: is the dependency tree in a layer's geometry (Hewitt & Manning's structural probe), and which
+attention heads find the syntactic head (Clark et al.)? For one EWT sentence, or one the user types.
+
+Trees tab: the distance and depth probes of the chosen (model, layer), fitted on the first N sentences of
+EWT train (``probes.syntax_views``: the probe's own estimator and feature-cache entry; ``st.cache_resource``
+keeps one fit per model, layer and N), then the sentence's gold tree above its predicted tree
+(``viz.trees``), the distance matrices and the depths. Heads tab: the head-syntax probe's counts on the
+first EWT dev sentences as a layers × heads heatmap of each head's best relation (``viz.syntax_heads``); a
+click picks a head, and a link opens it in the Attention page's head view on this page's sentence.
+
+Every choice is in the URL (``state.bind``): model, tab, source, sentence, search, text, layer, train,
+heads_n, rank, head_layer, head. Every chart goes through ``app_pages.common.chart`` (image + CSV).
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from app_pages import state
+from app_pages.common import (
+    EXAMPLE_SENTENCE,
+    chart,
+    download,
+    embed_sentences,
+    get_embedder,
+    md,
+    model_names,
+    page,
+    page_header,
+    preferred,
+    safe,
+    show_warnings,
+)
+from corpora.conllu import DepTree
+from probes.estimate import duration
+from probes.estimators.head_syntax import HeadCounts
+from probes.syntax_views import (
+    HEADS_LIMIT,
+    TRAIN_LIMIT,
+    TreeProbes,
+    ewt_trees,
+    extraction_estimate,
+    fit_tree_probes,
+    head_counts,
+    train_cached,
+    train_features,
+)
+from viz.export import file_stem, frame_csv
+from viz.syntax_heads import MIN_COUNT, RANKINGS, best_relations, head_figure, relation_table
+from viz.text import parse_sentences
+from viz.trees import TreeView, arc_figure, depth_figure, distance_figure, sentence_choices
+
+INTRO = """
+Is a sentence's **dependency tree** hidden in a layer's vectors? Hewitt & Manning's **structural probe**
+learns one linear map B so that ‖B(hᵢ − hⱼ)‖² is the number of tree edges between words i and j; the
+**predicted tree** is the minimum spanning tree of those distances, scored by **UUAS** (the share of gold
+edges it finds; punctuation left out, as in the paper). A second map's ‖Bhᵢ‖² predicts each word's depth.
+The **Heads** tab asks the same of attention (Clark et al. 2019): does a head attend to the word's head?
+"""
+SOURCES = {"dev": "EWT dev", "test": "EWT test", "typed": "Type a sentence"}
+TRAIN_SIZES = [50, 100, 200, TRAIN_LIMIT, 1000, 2000]
+HEAD_SIZES = [50, 100, HEADS_LIMIT, 500]
+TABS = ["Trees", "Heads"]
+MAX_WORDS = 60
+
+
+@st.cache_resource(show_spinner=False)
+def _ewt(split: str):
+    return ewt_trees(split)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _probes(name: str, fingerprint: str, layer: int, limit: int) -> TreeProbes:
+    return fit_tree_probes(get_embedder(name), layer, limit=limit)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _head_counts(name: str, fingerprint: str, limit: int) -> HeadCounts:
+    return head_counts(get_embedder(name), limit)
+
+
+def tree_probes(model: str, layer: int, limit: int) -> TreeProbes:
+    """The fitted probes: the training slice embedded first (with a progress bar and an estimate) if needed."""
+    emb = get_embedder(model)
+    if not train_cached(emb, limit):
+        estimate = extraction_estimate(emb, limit)
+        note = st.info(f"First use of {md(model)} here: {estimate}.", icon="⏳")
+        bar = st.progress(0.0, text=f"Embedding the first {limit} EWT training sentences with {model}…")
+        t0 = time.perf_counter()
+        train_features(emb, limit, lambda f, msg: bar.progress(min(1.0, max(0.0, f)), text=msg))
+        bar.empty()
+        note.caption(f"First use of {md(model)} here: {estimate}; took {duration(time.perf_counter() - t0)}.")
+    with st.spinner(f"Fitting the distance and depth probes of layer {layer} on {limit} sentences (seconds)…"):
+        return _probes(model, emb.fingerprint(), layer, limit)
+
+
+def choose_sentence() -> tuple[list[str], DepTree | None, str]:
+    """(words, gold tree or None, how the sentence is named in file names) from the chosen source."""
+    c1, c2 = st.columns([3, 2])
+    source = (
+        c1.segmented_control(
+            "Sentence from",
+            list(SOURCES),
+            format_func=SOURCES.get,
+            key=state.bind("syn_source", "dev", SOURCES, param="source"),
+        )
+        or "dev"
+    )
+    if source == "typed":
+        for param in ("sentence", "search"):
+            state.forget(param)
+        text = st.text_input("Your sentence", key=state.bind("syn_text", EXAMPLE_SENTENCE, param="text"))
+        parsed = parse_sentences(text, one_per_line=False, max_words_per_sentence=MAX_WORDS, max_sentences=1)
+        show_warnings(parsed.warnings)
+        st.caption("A typed sentence has no gold tree: only the predicted tree is drawn (punctuation left out).")
+        return parsed.sentences[0], None, "typed"
+    state.forget("text")
+    trees = _ewt(source)
+    search = c2.text_input("Search", key=state.bind("syn_search", "", param="search"), help="Words the sentence holds")
+    found = [i + 1 for i in sentence_choices([t.words for t in trees], search)]
+    if not found:
+        st.warning(f"No {SOURCES[source]} sentence contains “{md(search)}”.", icon="🔎")
+        st.stop()
+    number = st.selectbox(
+        f"Sentence ({len(found):,} of {len(trees):,})",
+        found,
+        format_func=lambda k: f"{k}. {' '.join(trees[k - 1].words)[:110]}",
+        key=state.bind("syn_sentence", found[0], found, param="sentence"),
+    )
+    return list(trees[number - 1].words), trees[number - 1], f"{source}{number}"
+
+
+def trees_tab(model: str, words: list[str], tree: DepTree | None, name: str) -> None:
+    """Layer and slice controls, the fitted probes, and the sentence's three charts."""
+    emb = get_embedder(model)
+    L = emb.num_layers
+    c1, c2 = st.columns([3, 1])
+    layer_key = state.bind("syn_layer", L // 2, lo=0, hi=L - 1, param="layer")
+    if L > 1:
+        layer = c1.slider("Layer", 0, L - 1, key=layer_key, help="0 = the context-independent layer")
+    else:
+        layer = st.session_state[layer_key]
+        c1.caption(f"{md(model)} has one layer (0): context-independent vectors.")
+    limit = c2.selectbox(
+        "Training sentences",
+        TRAIN_SIZES,
+        key=state.bind("syn_train", TRAIN_LIMIT, TRAIN_SIZES, param="train"),
+        help="The first N sentences of EWT train; early stopping on their last tenth.",
+    )
+    probes = tree_probes(model, layer, limit)
+    st.caption(
+        f"Probes of layer {layer} (rank {probes.distance.model_.B.shape[1]}) fitted on the first **{limit}** "
+        f"sentences of UD English EWT train ({len(probes.distance.history_)} epochs, {probes.fit_s:.0f} s; cached "
+        "for this model, layer and slice). A small slice gives a weaker probe than the full one, trained on all "
+        "12,544 sentences: `python -m probes structural --model " + model.replace("`", "") + "` "
+        "(docs/results/ud_ewt/structural.md)."
+    )
+    out = embed_sentences(model, [words])[0]
+    distances, depths = probes.predict(out["vectors"][layer])
+    view = TreeView(tuple(words), distances, depths, tree)
+    stem = file_stem("syntax", model, f"L{layer}", name)
+    head = f"{model}, layer {layer}"
+    if view.uuas is not None:
+        found, total = len(view.predicted & view.gold), len(view.gold)
+        st.metric(
+            "UUAS (this sentence)",
+            f"{view.uuas:.1f}",
+            f"{view.uuas - view.chain_uuas:+.1f} vs the left-to-right chain ({view.chain_uuas:.1f})",
+            help=f"{found} of {total} gold edges between non-punctuation words found",
+        )
+    chart(
+        arc_figure(view, title=f"{head}: gold and predicted trees"),
+        stem + "-trees",
+        key="syn_arcs",
+        data=lambda: frame_csv(view.edges_frame()),
+        data_label="Edges (CSV)",
+    )
+    c1, c2 = st.columns([3, 2])
+    chart(distance_figure(view, title=f"{head}: distances"), stem + "-distances", key="syn_dist", container=c1)
+    chart(depth_figure(view, title=f"{head}: depth per word"), stem + "-depths", key="syn_depth", container=c2)
+
+
+def _pick_head() -> None:
+    """on_select of the head heatmap: the clicked tile becomes the chosen head."""
+    points = (st.session_state.get("syn_heads_grid") or {}).get("selection", {}).get("points", [])
+    if points and "customdata" in points[0]:
+        data = points[0]["customdata"]
+        layer, head = (data["0"], data["1"]) if isinstance(data, dict) else data[:2]
+        st.session_state["syn_head_layer"], st.session_state["syn_head"] = int(layer), int(head)
+
+
+def heads_tab(model: str, words: list[str]) -> None:
+    """The best relation of every head on EWT dev, a chosen head and a link into the Attention page."""
+    emb = get_embedder(model)
+    if not emb.has_attention:
+        st.info(f"{md(model)} has no attention heads: pick a transformer (e.g. minilm) for this tab.")
+        return
+    c1, c2 = st.columns([1, 2])
+    limit = c1.selectbox(
+        "EWT dev sentences", HEAD_SIZES, key=state.bind("syn_heads_n", HEADS_LIMIT, HEAD_SIZES, param="heads_n")
+    )
+    by = (
+        c2.segmented_control(
+            "Best relation by", RANKINGS, key=state.bind("syn_rank", RANKINGS[0], RANKINGS, param="rank")
+        )
+        or RANKINGS[0]
+    )
+    with st.spinner(f"Reading {model}'s attention over the first {limit} EWT dev sentences (once per model)…"):
+        counts = _head_counts(model, emb.fingerprint(), limit)
+    frame = best_relations(counts, by=by)
+    L, H = counts.layers, counts.heads
+    top = frame.loc[frame["accuracy"].idxmax()]
+    layer = state.bind("syn_head_layer", int(top["layer"]), lo=1, hi=L, param="head_layer")
+    head = state.bind("syn_head", int(top["head"]), lo=1, hi=H, param="head")
+    chosen = (st.session_state[layer], st.session_state[head])
+    value = "accuracy" if by == RANKINGS[0] else "gain"
+    chart(
+        head_figure(frame, chosen, value=value, title=f"{model}: each head's best relation ({value})"),
+        file_stem("syntax-heads", model, f"dev{limit}", value),
+        key="syn_heads_grid",
+        on_select=_pick_head,
+        selection_mode="points",
+        data=lambda: frame_csv(frame),
+        data_label="Best relation per head (CSV)",
+    )
+    st.caption(
+        f"Over {counts.sentences} EWT dev sentences, relations with ≥ {MIN_COUNT} dependencies, both directions "
+        "(dep->head: the dependent's row finds its head; head->dep: the head's row finds the dependent). "
+        "The **fixed-offset baseline** always picks the word at −2, −1, +1 or +2 (the best of the four per "
+        "relation, on the same dependencies): a head is only interesting above it. Per relation:"
+    )
+    table = relation_table(counts)
+    st.dataframe(table, hide_index=True, width="stretch", height=250)
+    download(
+        "Best head per relation (CSV)",
+        lambda: frame_csv(table),
+        f"{file_stem('syntax-relations', model)}.csv",
+        key="syn_rel_csv",
+    )
+    row = frame[(frame["layer"] == chosen[0]) & (frame["head"] == chosen[1])].iloc[0]
+    st.markdown(
+        f"**Layer {chosen[0]}, head {chosen[1]}**: {md(row['relation'])} ({row['direction']}) "
+        f"{row['accuracy']:.1f}% against the best offset's {row['offset_accuracy']:.1f}%. Click a tile to pick another."
+    )
+    params = {"model": model, "text": " ".join(words), "layer": chosen[0], "head": chosen[1], "tab": "Heads"}
+    st.page_link(
+        "app_pages/attention.py",
+        label="Open this head in the Attention page",
+        icon=":material/grid_on:",
+        query_params=params,
+    )
+
+
+@page
+def main() -> None:
+    page_header("Syntax", INTRO)
+    names = model_names()
+    if not names:
+        st.info("No model is available yet. See the Models page for how to train one.")
+        return
+    model = st.selectbox("Model", names, key=state.bind("syn_model", preferred(names), names, param="model"))
+    words, tree, name = choose_sentence()
+    trees, heads = st.tabs(TABS, key=state.bind("syn_tab", TABS[0], TABS, param="tab"), on_change="rerun")
+    if trees.open:
+        with trees, safe("draw the trees"):
+            trees_tab(model, words, tree, name)
+    if heads.open:
+        with heads, safe("count the attention heads"):
+            heads_tab(model, words)
+
+
+main()

@@ -1,0 +1,107 @@
+"""Issue 30, bug 9: chart layout across pages, on the committed results (docs/results/runs).
+
+Random-weight twins drawn beside their trained model (its colour, dotted), never as a look-alike of another
+model; static models across the layers instead of piled at layer 0; titles clear of the toolbar and legends
+under the plot; the λ chart without an empty category; sense legends in full; the model count without
+the baselines.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from test_app import assert_ok, open_page, texts
+
+from models.random_init import twin_base
+from probes.registry import all_probes, get_probe
+from probes.results import load_results
+from viz.figures import TITLE_LINE, model_styles, scatter_points
+from viz.probe_views import probe_view
+
+RUNS = Path(__file__).resolve().parent.parent / "docs" / "results" / "runs"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return load_results(RUNS)
+
+
+def _traces(fig) -> dict[str, object]:
+    return {t.name: t for t in fig.data if t.name}
+
+
+def test_random_twins_take_their_models_colour_dotted_and_no_two_models_share_one(committed) -> None:
+    fig = probe_view(committed, get_probe("wsd"), "ALL", "F1", twin_of=twin_base)["layer_figure"]
+    traces = _traces(fig)
+    for model in ("minilm", "gpt-small", "elmo-small"):
+        trained, twin = traces[model], traces[f"random:{model}@0"]
+        assert twin.line.color == trained.line.color and twin.line.dash == "dot" and trained.line.dash == "solid"
+    trained = [t for name, t in traces.items() if twin_base(name) is None and "(baseline)" not in name]
+    assert len({t.line.color for t in trained}) == len(trained)  # gpt-small no longer looks like random:minilm@0
+    # a twin without its trained model keeps a colour of its own, still dotted
+    alone = model_styles(["glove-6b-50d", "random:minilm@0"], twin_base)
+    assert (
+        alone["random:minilm@0"]["color"] != alone["glove-6b-50d"]["color"]
+        and alone["random:minilm@0"]["dash"] == "dot"
+    )
+
+
+def test_static_models_run_across_the_layers_instead_of_piling_at_layer_0(committed) -> None:
+    fig = probe_view(committed, get_probe("pos"), "conll2000-test", "accuracy", twin_of=twin_base)["layer_figure"]
+    traces = _traces(fig)
+    static = traces["glove-6b-50d (one layer)"]
+    assert list(static.x) == [-0.25, 6.25] and static.y[0] == static.y[1]  # MiniLM's 7 layers set the span
+    interval = [t for t in fig.data if t.legendgroup == "glove-6b-50d" and t.showlegend is False]
+    assert interval and list(interval[0].x) == [0] and interval[0].error_y.array is not None  # its interval, at 0
+    assert list(traces["minilm"].x) == list(range(7))
+
+
+def test_titles_leave_the_toolbar_room_and_legends_sit_under_the_plot(committed) -> None:
+    view = probe_view(committed, get_probe("wsd"), "ALL", "F1", twin_of=twin_base)
+    fig = view["layer_figure"]
+    head, second = fig.layout.title.text.split("<br>")
+    assert len(head) <= TITLE_LINE and "95% CI over 26 documents" in second and fig.layout.margin.t >= 80
+    legend = fig.layout.legend  # in rows at the figure's foot, below the axis title: every entry visible
+    assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0 and fig.layout.margin.b > 100
+    assert {"WordNet 1st sense (baseline)", "MFS in SemCor (baseline)"} <= set(_traces(fig))
+
+
+def test_the_lambda_chart_draws_no_empty_baseline_category(committed) -> None:
+    fig = probe_view(committed, get_probe("mix"), "conll2000-test:pos", "accuracy", twin_of=twin_base)["rows_figure"]
+    baseline = next(t for t in fig.data if t.name.endswith("(baseline)"))
+    assert list(baseline.x) == ["last", "all λ=1", "all λ=0.001"]
+    assert list(fig.layout.xaxis.categoryarray) == ["last", "all λ=1", "all λ=0.001"]
+
+
+def test_sense_legends_are_whole() -> None:
+    gloss = "bank%1:17:01:: — sloping land (especially the slope beside a body of water) where fishermen stand"
+    fig = scatter_points([[0.0, 0.0], [1.0, 1.0]], [gloss, "other"], ["a", "b"])
+    name = fig.data[0].name
+    assert "…" not in name and name.replace("<br>", " ") == gloss.replace("&", "&amp;")
+
+
+def test_the_saved_results_count_models_apart_from_baselines(committed) -> None:
+    at = open_page("probes")
+    assert_ok(at)
+    counted = re.search(r"(\d+) models and (\d+) baselines", texts(at.caption))
+    baselines = {m for spec in all_probes() for m in spec.baseline_models}
+    models = set(committed.model)
+    assert counted and (int(counted[1]), int(counted[2])) == (len(models - baselines), len(models & baselines))
+
+
+def test_tables_and_csvs_keep_whole_glosses_and_sentences() -> None:
+    """Issue 30 (exports): sense labels were cut at 55 characters and contexts at 140 ("…") in tables and CSVs."""
+    import numpy as np
+
+    from viz.polysemy import Occurrence, neighbour_table
+    from viz.senses import sense_info
+
+    label = sense_info("bank%1:17:01::").label
+    assert label == "bank.n.01 · sloping land (especially the slope beside a body of water)"
+    words = tuple(f"w{i}" for i in range(40)) + ("bank",) + tuple(f"v{i}" for i in range(40))
+    occs = [Occurrence(words, 40, 41, keys=("bank%1:17:01::",), source=f"doc s{i}") for i in range(3)]
+    table = neighbour_table(np.eye(3, 4, dtype=np.float32) + 0.1, occs, 0, 2, lambda key: sense_info(key).label)
+    assert set(table.sense) == {label} and set(table.source) == {"doc s1", "doc s2"}
+    assert all(c == " ".join(words[:40]) + " [bank] " + " ".join(words[41:]) for c in table.context)
