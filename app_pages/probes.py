@@ -25,7 +25,7 @@ from probes.results import ProbeResult, read_results, results_frame
 from probes.run import run_probe
 from viz.export import file_stem, frame_csv, run_record_json
 from viz.probe_figures import has_intervals, small_sample_note
-from viz.probe_views import RIGOR_PANELS, frame_signature, probe_view, rigor_view
+from viz.probe_views import RIGOR_PANELS, frame_signature, layer_tests, probe_view, rigor_view
 from viz.results import datasets_of, dirs_with_results, label_dir, load_dir, metrics_of
 
 INTRO = """
@@ -53,10 +53,11 @@ def _quick_runs() -> tuple[dict, threading.Lock]:
 
 
 @st.fragment
-def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> None:
+def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, results=None) -> None:
     """One probe's results: a layer-by-layer chart with its baselines as their own series, the
-    model × layer table, and the per-category breakdown where the probe has one. A fragment: its
-    evaluation-set and metric pickers rerun only this probe's section, not the page."""
+    model × layer table, the per-category breakdown where the probe has one, and (``results``: () -> the
+    results behind ``df``) paired tests between adjacent layers. A fragment: its evaluation-set and metric
+    pickers rerun only this probe's section, not the page."""
     datasets = datasets_of(df, spec)
     if not datasets:
         st.info(f"No {spec.name.upper()} results yet.")
@@ -105,6 +106,8 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
             )
     if not view["table"].empty:
         st.dataframe(view["table"], width="stretch")
+    if results is not None and not curves.empty:
+        layer_tests_section(spec, dataset, sorted(set(curves["model"])), results, key)
     if not base.empty:
         st.caption(
             "Baselines (no embeddings; drawn as dashed lines): "
@@ -125,6 +128,28 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None) -> 
             key=f"{key}_{spec.name}_breakdown",
             data=frame_csv(view["breakdown"]),
         )
+
+
+def layer_tests_section(spec: ProbeSpec, dataset: str, models: list[str], results, key: str) -> None:
+    """Each layer of one model against the one before it (paired tests, one Holm family), on demand."""
+    box = st.expander(
+        "Is each layer better than the one before? (paired tests, Holm-corrected)",
+        key=f"{key}_{spec.name}_tests_open",
+        on_change="rerun",
+    )
+    if not box.open:
+        return
+    model = box.selectbox("Model", models, key=f"{key}_{spec.name}_tests_model")
+    table = layer_tests(results(), spec.name, dataset, model)
+    if table is None:
+        box.info(f"{model} kept no per-instance outcomes for two layers on {dataset} (re-run it to test layers).")
+        return
+    box.dataframe(table, hide_index=True, width="stretch")
+    box.caption(
+        "A − B on the same test instances: interval = cluster bootstrap over the unit named, p = cluster sign-flip "
+        "test (with several seeds: seeds resampled too); the layers of one model are one family of tests, so the "
+        "decision reads Holm's adjusted p (docs/statistics.md)."
+    )
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
@@ -205,6 +230,7 @@ def saved_tab() -> None:
                     records=lambda d=directory, p=spec.name: run_record_json(
                         [r for r in read_results(Path(d)) if r.probe == p]
                     ),
+                    results=lambda d=directory: read_results(Path(d)),
                 )
     commands = st.expander("Commands that produced these results", key="probes_commands_open", on_change="rerun")
     if commands.open:
@@ -313,7 +339,13 @@ def quick_tab() -> None:
         if res.model == model and (lines := spec.summary(res)):
             st.caption("  \n".join(line.strip() for line in lines))
     command = f"python -m probes {probe} --model {model} --limit {int(limit)}{flags}"
-    probe_section(spec, results_frame(results), "quick", records=run_record_json(results, command=command))
+    probe_section(
+        spec,
+        results_frame(results),
+        "quick",
+        records=run_record_json(results, command=command),
+        results=lambda: results,
+    )
 
 
 @page

@@ -135,6 +135,14 @@ def test_every_committed_score_row_has_an_interval_and_its_unit():
         table = pd.read_csv(RESULTS / f"{name}.csv")
         ours = table[~table.model.str.startswith("paper")]
         assert not ours[column].isin(["n/a"]).any() and ours[column].notna().all(), name
+    published = pd.read_csv(RESULTS / "published_rigor.csv")  # theirs publish no interval; ours carry one
+    ours = published[published.source.str.startswith("this lab")].iloc[:, 3:]
+    assert len(ours) == 4 and ours.map(lambda cell: bool(re.fullmatch(r"[-\d.]+ \[[-\d.]+, [-\d.]+\]", cell))).all(None)
+    sel = pd.read_csv(RESULTS / "selectivity_mdl.csv")
+    cells = sel[["accuracy", "control_accuracy", "selectivity", "codelength_kbits", "compression"]]
+    assert cells.map(lambda cell: "[" in cell).all(None) and set(sel["MDL orders"]) == {3}
+    for table in (RESULTS / "contextuality").glob("*.csv"):
+        assert pd.read_csv(table)[["lo", "hi", "unit"]].notna().all(None), table
     for name in ("claims", "best_layer"):
         units = pd.read_csv(RESULTS / f"{name}.csv").unit
         assert units.str.match(r"\d+ (documents|sentences|data orders)").all()
@@ -299,3 +307,26 @@ def test_mdl_and_selectivity_claims_are_decided_from_every_order_and_disjoint_in
     assert by_model["b"]["verdict"] == "not significant (intervals overlap)"
     assert by_model["c"]["verdict"] == "contradicted (disjoint intervals)"
     assert by_model["a"]["unit"] == "2012 sentences, 5 control draws"
+
+
+def test_the_app_tests_each_layer_against_the_previous_as_one_holm_family():
+    """Issue 26 item 2: a layer sweep in the app is a family of tests: raw and Holm p, decided on the adjusted."""
+    from test_app import assert_ok, open_page
+
+    from viz.probe_views import layer_tests
+
+    results = read_results(RESULTS / "runs")
+    table = layer_tests(results, "pos", "conll2000-test", "minilm")
+    assert list(table.A) == [f"minilm L{k}" for k in range(1, 7)] and set(table.seeds) == {"3"}
+    assert set(table.unit) == {"2012 sentences"}
+    raw, adjusted = table.p.map(_p).to_numpy(), table["p (Holm)"].map(_p).to_numpy()
+    assert np.allclose(adjusted, holm(raw), atol=6e-4) and (adjusted >= raw).all()
+    assert list(table["significant (Holm p < 0.05)"]) == ["yes" if p < 0.05 else "no" for p in adjusted]
+    assert layer_tests(results, "pos", "conll2000-test", "glove-6b-50d") is None  # one layer: nothing to test
+    at = open_page("probes", saved="POS")
+    at.session_state["saved_pos_tests_open"] = True  # a click on the expander
+    at.run()
+    assert_ok(at)
+    at.selectbox(key="saved_pos_tests_model").set_value("minilm").run()
+    shown = [df.value for df in at.dataframe if "p (Holm)" in df.value.columns]
+    assert len(shown) == 1 and shown[0]["p (Holm)"].tolist() == table["p (Holm)"].tolist()

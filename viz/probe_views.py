@@ -9,12 +9,15 @@ codelength per layer, the selectivity/MDL table). The page caches both per resul
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
 from probes.registry import ProbeSpec
 from probes.reporting.rigor_tables import selectivity_mdl_table
+from probes.results import ProbeResult
+from probes.stats.claims import ALPHA, p_text
+from probes.stats.comparisons import holm, layer_comparisons, numbered_layers, outcome_table
 from viz.probe_figures import grouped_bars, layer_probe_figure, named_rows_figure, task_vs_control_figure
 from viz.results import baseline_frame, breakdown_frame, layer_curves_frame, named_rows_frame, wide_table
 
@@ -126,3 +129,27 @@ def rigor_view(df: pd.DataFrame, probe: str, twin_of: TwinOf = lambda model: Non
             (fig, pd.concat([curves[task_metric].assign(task="task"), curves[control_metric].assign(task="control")]))
         )
     return {"table": table, "panels": panels}
+
+
+def layer_tests(results: Sequence[ProbeResult], probe: str, dataset: str, model: str) -> pd.DataFrame | None:
+    """Is each layer better than the one before it? ``model``'s numbered layers on ``dataset``, each against the
+    previous one (paired tests on the kept outcomes, ``probes.stats.comparisons.layer_comparisons``), as one family:
+    raw and Holm-adjusted p, the decision on the adjusted one. None when fewer than two layers kept outcomes."""
+    outcomes = outcome_table(results, probe, dataset)
+    if len(numbered_layers(outcomes, model)) < 2:
+        return None
+    t = layer_comparisons(outcomes, model, "previous")
+    adjusted = holm(t.p.astype(float))
+    return pd.DataFrame(
+        {
+            "A": t.a,
+            "B": t.b,
+            "A − B (points)": t["diff"].round(2),
+            "95% interval": [f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(t.lo, t.hi)],
+            "unit": [f"{k} {u}s" for u, k in zip(t.unit, t.clusters)],
+            "seeds": t.seeds,
+            "p": [p_text(float(p)) for p in t.p],
+            "p (Holm)": [p_text(float(p)) for p in adjusted],
+            f"significant (Holm p < {ALPHA})": ["yes" if p < ALPHA else "no" for p in adjusted],
+        }
+    )

@@ -189,13 +189,13 @@ def published_rigor_table(df: pd.DataFrame | None = None) -> pd.DataFrame:
         if layer is None:
             continue
         mine = ours[(ours.model == model) & (ours.layer == layer)].drop_duplicates("metric", keep="last")
-        mine = mine.set_index("metric")["value"]
+        cells = {r["metric"]: _cell(r) for _, r in mine.iterrows()}  # ours with its 95% interval (theirs have none)
         rows.append(
             {
                 "source": "this lab (CoNLL-2000 test; MDL: its training split)",
                 "representation": f"ours: {model} layer {layer}",
                 "probe": "linear",
-                **{label: paper.fmt(mine.get(attr), 2) for attr, label in PUBLISHED_COLUMNS},
+                **{label: cells.get(attr, "n/a") for attr, label in PUBLISHED_COLUMNS},
             }
         )
     return pd.DataFrame(rows)
