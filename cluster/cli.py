@@ -15,9 +15,11 @@ import os
 
 from cluster.datasets import DATASETS, dataset_request
 from cluster.executors import InProcess, OnRay
+from cluster.identity import model_content
 from cluster.plan import plan_sweep
 from cluster.ray_session import connect
-from cluster.resources import estimate
+from cluster.resources import estimate, wants_gpu
+from cluster.storage import check_store
 from cluster.sweep import run_sweep
 from cluster.tasks import FAULT_ENV, TaskEnv
 from corpora.paths import cache_dir
@@ -45,9 +47,9 @@ def _session(args: argparse.Namespace):
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from models.references import split_references  # lazy: the models package imports torch
+    from models import references, registry  # lazy: the models package imports torch
 
-    models = split_references(args.models)
+    models = references.split_references(args.models)
     if not models:
         raise ProbeInputError("--models is empty.")
     specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
@@ -62,10 +64,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise ProbeInputError(f"--retries {args.retries}: give 0 or more.")
     options = {spec.name: spec.options_from(vars(args)) for spec in specs}
     out = writable_dir(args.results or cache_dir() / "results", "--results")
-    for model in models:  # fail early on an unknown or broken model: its files, not its weights
-        estimate(model, gpu=False)
+    if args.cache_url:  # its fsspec backend and the bucket, before any model is looked at
+        check_store(args.cache_url)
+    model_specs, contents = {m: registry.get_spec(m) for m in models}, {}
+    for model, spec in model_specs.items():  # fail early on an unknown or broken model: its files, not its weights
+        contents[model], note = model_content(spec)
+        sized = estimate(model, device=args.device).note
+        for line in (note, sized if sized and sized.startswith("guessed") else None):
+            if line:
+                print(f"  {model}: {line}")
     try:
-        tasks = plan_sweep(models, [s.name for s in specs], seeds, args.limit, options)
+        tasks = plan_sweep(models, [s.name for s in specs], seeds, args.limit, options, contents, model_specs)
     except ValueError as exc:
         raise ProbeInputError(str(exc)) from None
     ray = _session(args)
@@ -91,7 +100,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     run = report.run
     print(
-        f"sweep: {run.done} run, {report.skipped} already done, {run.retried} retried, "
+        f"sweep: {run.done} run, {report.skipped} already done (same model content), {run.retried} retried, "
         f"{len(run.failures)} failed ({report.seconds:.0f} s); results in {out}"
     )
     for f in run.failures:
@@ -105,10 +114,12 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
     if args.shards < 1:
         raise ProbeInputError(f"--shards {args.shards}: give a positive number of shards.")
-    get_spec(args.model)  # an unknown model is one error line, before any data is read
+    spec = get_spec(args.model)  # an unknown model is one error line, before any data is read
     sentences, keep, key = dataset_request(args.dataset, args.limit)
     ray = _session(args)
-    gpus = 1 if ray is not None and ray.cluster_resources().get("GPU") else 0  # one GPU per actor where there are any
+    # one GPU per actor for a model that runs on one (cluster.resources), unless this machine has none
+    no_gpus = ray is None or (args.ray == "local" and not ray.cluster_resources().get("GPU"))
+    gpus = 0 if no_gpus or not wants_gpu(spec.contextual, args.device) else 1
     feats, stats = extract_sharded(
         args.model,
         key,
@@ -118,7 +129,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         ray=ray,
         workers=args.workers,
         store=args.store,
-        device=args.device,
+        device=args.device or ("cpu" if ray is not None and not gpus else None),  # no GPU it did not reserve
         threads=args.threads,
         gpus_per_worker=gpus,
         keep_shards=args.keep_shards,

@@ -1,30 +1,47 @@
-"""Running a sweep's tasks: one after another in this process, or as Ray tasks with retries.
+"""Running a sweep's tasks: one after another in this process, or on Ray, one actor per model, with retries.
 
     InProcess().run(tasks, env, command, on_done, say)
     OnRay(ray, retries=2).run(tasks, env, command, on_done, say)
 
 Both call ``cluster.tasks.run_task``; ``on_done(task, payload)`` sees every finished task (the sweep
-saves its results there, on the driver, as they arrive). A task waits for the task named in its
-``after`` (its model's first task); on Ray it then runs on the node where that one ran (soft node
-affinity: elsewhere if that node is gone), so a model's features are extracted once per sweep and
-read from that node's local cache by all its probes and seeds.
+saves its results there, on the driver, as they arrive).
 
-Failure handling on Ray: a task is submitted with ``max_retries=0`` and its own resources
-(``cluster.resources``). When its worker dies (``WorkerCrashedError``: killed, out of memory,
-``OutOfMemoryError`` from Ray's memory monitor, ``NodeDiedError``: preempted node) it is submitted
-again with half the batch budget, up to ``retries`` times. A Python exception inside a task (bad data, a
-model that fails to load) is not retried: it would fail the same way; it is reported and the sweep
-goes on with the other tasks.
+**One actor per model on Ray.** All the tasks of a model (its probes × seeds) go to one Ray actor
+(``ModelWorker``), which runs them one after another in one process: the model is loaded once, its
+features are extracted by the first task into that node's local cache and read from there by the
+others, and when the model's last task has settled the actor is killed, so no worker keeps the model
+(host or GPU memory) after its tasks; with ``--cache-url`` the actor first deletes the model's local
+feature entries that the store holds intact (``cluster.storage.evict_local``), so a node's disk does
+not fill up over a sweep of many checkpoints. Baselines (no model) are plain Ray tasks. Parallelism is across
+models: each actor holds its own resources.
+
+Resources on Ray: each actor asks for its model's CPUs, memory and GPUs (``cluster.resources``: GPUs
+from the model and ``--device``, not from what the cluster has at start, so an autoscaler starts GPU
+nodes for them); one that asks for no GPU runs its tasks with ``device="cpu"`` (Ray does not hide the
+GPUs of a node from a process that reserved none). On a fixed-size cluster (``--ray local``) without
+GPUs nothing asks for one, and a request larger than the cluster is capped to it.
+
+Failure handling on Ray: nothing is retried by Ray itself (``max_retries=0``, ``max_restarts=0``).
+When a process dies (``WorkerCrashedError``: killed, out of memory; ``OutOfMemoryError`` from Ray's
+memory monitor; ``NodeDiedError``: preempted node; ``RayActorError``: the model's actor died) the task
+it was running is submitted again with half the batch budget, up to ``retries`` times, to a new actor
+that also takes the model's tasks still queued (at their own budget). A task that runs out of GPU
+memory (``torch.OutOfMemoryError``, a CUDA "out of memory" ``RuntimeError``: ``is_oom``) is retried the
+same way on its actor. Any other exception inside a task (bad data, a model that fails to load) is not
+retried: it would fail the same way; it is reported and the sweep goes on with the others.
 """
 
 from __future__ import annotations
 
-import time
+import dataclasses
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cluster.plan import SweepTask
-from cluster.resources import estimate
+from cluster.resources import Resources, estimate
+from cluster.storage import Store, evict_local
 from cluster.tasks import TaskEnv, run_task
 
 OnDone = Callable[[SweepTask, dict], None]
@@ -45,8 +62,30 @@ class RunReport:
     failures: list[Failure] = field(default_factory=list)
 
 
-def _ready(task: SweepTask, settled: set[str], pending_ids: set[str]) -> bool:
-    return task.after is None or task.after in settled or task.after not in pending_ids
+def is_oom(exc: BaseException) -> bool:
+    """A task's exception that is an out-of-memory of its device: retried with a smaller batch budget."""
+    return type(exc).__name__ == "OutOfMemoryError" or (
+        isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    )
+
+
+class ModelWorker:
+    """One model's Ray actor: runs that model's tasks one after another in its process (one model load)."""
+
+    def __init__(self) -> None:
+        self.fingerprints: set[str] = set()
+
+    def run(self, task: SweepTask, env: TaskEnv, attempt: int, budget_scale: float, command: str) -> dict:
+        payload = run_task(task, env, attempt, budget_scale, command)
+        self.fingerprints.update(r["fingerprint"] for r in payload["results"] if r.get("fingerprint"))
+        return payload
+
+    def evict(self, env: TaskEnv) -> list[str]:
+        """Delete this node's entries of the model that the store of ``env.remote`` holds intact."""
+        if env.remote is None:
+            return []
+        store, root = Store(env.remote), Path(env.feature_root) if env.feature_root else None
+        return [k for fp in sorted(self.fingerprints) for k in evict_local(store, fp, root)]
 
 
 class InProcess:
@@ -69,79 +108,139 @@ class InProcess:
 
 
 class OnRay:
-    """Ray tasks, each with its model's resources; a dead worker's task is retried with half the budget."""
+    """One actor per model (baselines: plain tasks), each with its model's resources; a task whose process
+    died or that ran out of GPU memory is retried with half the budget."""
 
     def __init__(
         self, ray, retries: int = 2, gpu: bool | None = None, cpus_per_task: float = 1, fixed_size: bool = False
     ) -> None:
-        """fixed_size: the cluster never grows (``--ray local``): a request larger than it is capped to
-        it rather than left waiting for a node that never comes (an OOM is then retried as any other)."""
+        """gpu: None decides per model (``cluster.resources.wants_gpu``), False asks for none, True for all.
+        fixed_size: the cluster never grows (``--ray local``): a request larger than it is capped to
+        it rather than left waiting for a node that never comes (an OOM is then retried as any other),
+        and without GPUs nothing asks for one."""
         self.ray, self.retries, self.cpus = ray, retries, cpus_per_task
         self.total = ray.cluster_resources()
-        self.gpu = bool(self.total.get("GPU")) if gpu is None else gpu
+        self.gpu = False if fixed_size and not self.total.get("GPU") and gpu is None else gpu
         self.fixed_size = fixed_size
-        self.node_of: dict[str, str] = {}  # model -> Ray node id of its first finished task
-        self.name = f"Ray ({int(self.total.get('CPU', 0))} CPUs" + (", GPUs" if self.gpu else "") + ")"
+        self.needs: dict[str | None, Resources] = {}  # model -> its resources (estimated once)
+        self.name = f"Ray ({int(self.total.get('CPU', 0))} CPUs" + (", GPUs" if self.total.get("GPU") else "") + ")"
 
-    def _submit(self, remote, task: SweepTask, env: TaskEnv, attempt: int, command: str):
-        options = estimate(task.model, self.gpu, self.cpus).ray_options()
+    def resources(self, model: str | None, device: str | None) -> Resources:
+        if model not in self.needs:
+            self.needs[model] = estimate(model, self.gpu, self.cpus, device=device)
+        return self.needs[model]
+
+    def _options(self, model: str | None, env: TaskEnv) -> tuple[dict, TaskEnv]:
+        """Ray options of the model's actor (or a baselines task) and the env its tasks run with."""
+        options = self.resources(model, env.device).ray_options()
         if self.fixed_size:
             options = {
                 k: min(v, self.total.get({"num_cpus": "CPU", "num_gpus": "GPU"}.get(k, k), 0))
                 for k, v in options.items()
             }
             options["memory"] = int(options["memory"])
-        if task.model in self.node_of:  # where the model's first task ran: its features are cached there
-            options["scheduling_strategy"] = self.ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
-                self.node_of[task.model], soft=True
-            )
-        return remote.options(max_retries=0, name=task.label, **options).remote(
-            task, env, attempt, 0.5**attempt, command
-        )
+        if not options["num_gpus"]:  # a GPU it did not reserve is not its to use
+            env = dataclasses.replace(env, device="cpu")
+        return options, env
+
+    def _release(self, actor, model: str, env: TaskEnv, say: Say) -> None:
+        """A model's actor after its last task: its local entries evicted (with a store), then killed."""
+        if env.remote is not None:
+            try:
+                evicted = self.ray.get(actor.evict.remote(env))
+                say(f"   {model}: {len(evicted)} local feature entries evicted (the store holds them)")
+            except Exception as exc:  # noqa: BLE001 - a dead actor or a store error: the entries stay, nothing lost
+                say(f"   {model}: local feature entries kept ({type(exc).__name__})")
+        self.ray.kill(actor)
 
     def run(self, tasks: list[SweepTask], env: TaskEnv, command: str, on_done: OnDone, say: Say) -> RunReport:
-        ray, report = self.ray, RunReport()
-        rex = ray.exceptions
-        remote = ray.remote(run_task)
-        died = (rex.WorkerCrashedError, rex.OutOfMemoryError, rex.NodeDiedError)
-        waiting = list(tasks)
-        pending_ids = {t.task_id for t in tasks}
-        settled: set[str] = set()
-        running: dict = {}
-        while waiting or running:
-            for task in [t for t in waiting if _ready(t, settled, pending_ids)]:
-                waiting.remove(task)
-                running[self._submit(remote, task, env, 0, command)] = (task, 0, time.perf_counter())
-            ready, _ = ray.wait(list(running), num_returns=1)
-            task, attempt, _t0 = running.pop(ready[0])
-            try:
-                payload = ray.get(ready[0])
-            except died as exc:
-                if attempt < self.retries:
-                    report.retried += 1
-                    say(
-                        f"   {task.label}: worker died ({type(exc).__name__}); retry {attempt + 1} of "
-                        f"{self.retries} with {0.5 ** (attempt + 1):g} of the batch budget"
-                    )
-                    running[self._submit(remote, task, env, attempt + 1, command)] = (
-                        task,
-                        attempt + 1,
-                        time.perf_counter(),
-                    )
-                    continue
-                report.failures.append(
-                    Failure(task, f"worker died {attempt + 1} times ({type(exc).__name__})", attempt + 1)
-                )
-                say(f"   FAILED {task.label}: worker died {attempt + 1} times")
-            except rex.RayTaskError as exc:
-                cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-                report.failures.append(Failure(task, f"{type(cause).__name__}: {cause}", attempt + 1))
-                first_line = str(cause).splitlines()[0] if str(cause) else ""
-                say(f"   FAILED {task.label}: {type(cause).__name__}: {first_line}")
-            else:
-                if task.model is not None and payload.get("node"):
-                    self.node_of.setdefault(task.model, payload["node"])
-                on_done(task, payload)
+        ray, report, rex = self.ray, RunReport(), self.ray.exceptions
+        died = (rex.WorkerCrashedError, rex.OutOfMemoryError, rex.NodeDiedError, rex.RayActorError)
+        plain, actor_class = ray.remote(run_task), ray.remote(ModelWorker)
+        attempts = {t.task_id: 0 for t in tasks}
+        left = Counter(t.model for t in tasks if t.model is not None)  # a model's tasks not settled yet
+        actors: dict[str, object] = {}  # model -> its live actor
+        running: dict = {}  # ref -> (task, the actor running it or None, submission number)
+        submitted = iter(range(1 << 62))
+
+        def submit(task: SweepTask) -> None:
+            options, task_env = self._options(task.model, env)
+            args = (task, task_env, attempts[task.task_id], 0.5 ** attempts[task.task_id], command)
+            if task.model is None:
+                ref = plain.options(max_retries=0, name=task.label, **options).remote(*args)
+                running[ref] = (task, None, next(submitted))
+                return
+            if task.model not in actors:
+                actors[task.model] = actor_class.options(max_restarts=0, **options).remote()
+            actor = actors[task.model]
+            running[actor.run.options(name=task.label).remote(*args)] = (task, actor, next(submitted))
+
+        def settle(task: SweepTask, error: str | None, payload: dict | None = None) -> None:
+            if error is None:
+                on_done(task, payload or {})
                 report.done += 1
-            settled.add(task.task_id)
+            else:
+                report.failures.append(Failure(task, error, attempts[task.task_id] + 1))
+                say(f"   FAILED {task.label}: {error.splitlines()[0] if error else ''}")
+            if task.model is not None:
+                left[task.model] -= 1
+                if not left[task.model] and task.model in actors:  # its last task: free the node's disk, the process
+                    self._release(actors.pop(task.model), task.model, env, say)
+
+        def retry(task: SweepTask, why: str) -> None:
+            """Once more with half the budget, or a failure when its retries are spent."""
+            if attempts[task.task_id] >= self.retries:
+                settle(task, f"{why}, {attempts[task.task_id] + 1} times")
+                return
+            attempts[task.task_id] += 1
+            report.retried += 1
+            say(
+                f"   {task.label}: {why}; retry {attempts[task.task_id]} of {self.retries} "
+                f"with {0.5 ** attempts[task.task_id]:g} of the batch budget"
+            )
+            submit(task)
+
+        def outcome(ref) -> tuple[dict | None, BaseException | None]:
+            try:
+                return ray.get(ref), None
+            except (*died, rex.RayTaskError) as exc:
+                return None, exc
+
+        def failed(task: SweepTask, exc: BaseException) -> None:
+            """A task's error when its actor lives on: a dead worker or an OOM is retried, the rest reported."""
+            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            if isinstance(exc, died):
+                retry(task, f"worker died ({type(exc).__name__})")
+            elif is_oom(cause):
+                retry(task, f"out of memory ({type(cause).__name__})")
+            else:
+                settle(task, f"{type(cause).__name__}: {cause}")
+
+        for task in tasks:
+            submit(task)
+        while running:
+            ready, _ = ray.wait(list(running), num_returns=1)
+            task, actor, number = running.pop(ready[0])
+            payload, exc = outcome(ready[0])
+            if exc is None:
+                settle(task, None, payload)
+            elif not (isinstance(exc, died) and actor is not None):
+                failed(task, exc)
+            else:  # the model's actor is gone, and the calls queued on it with it
+                if actors.get(task.model) is actor:
+                    del actors[task.model]
+                queued = sorted((n, r) for r, (_t, a, n) in running.items() if a is actor)
+                results = [(number, task, (payload, exc))]
+                results += [(n, running[r][0], outcome(r)) for n, r in queued]
+                for _n, r in queued:
+                    running.pop(r)
+                blamed = False  # the actor ran its calls in order: the first that did not finish killed it
+                for _n, t, (p, e) in sorted(results, key=lambda item: item[0]):
+                    if e is None:
+                        settle(t, None, p)
+                    elif not isinstance(e, died) or not blamed:
+                        blamed = blamed or isinstance(e, died)
+                        failed(t, e)
+                    else:
+                        submit(t)  # never started: same budget, on the model's new actor
         return report

@@ -4,13 +4,18 @@
 
 One task = one probe's run on one model with one seed (its datasets are the probe's own: WSD reads
 SemCor→ALL, POS CoNLL-2000), or one probe's baselines (no model: once per probe, with the first seed).
-A task's ``task_id`` hashes everything that decides its result (kind, probe, model, seed, slice,
-options); the sweep stores it in each result's ``extra["sweep"]["task"]``, so ``finished`` finds the
-tasks a folder already holds, whoever wrote it, and a resumed sweep skips them.
+A task's ``task_id`` hashes everything that decides its result (kind, probe, model, the model's
+content key, seed, slice, options); the sweep stores it in each result's ``extra["sweep"]["task"]``,
+so ``finished`` finds the tasks a folder already holds, whoever wrote it, and a resumed sweep skips
+them. The content key (``cluster.identity.model_content``: the digest of the model's files, or the
+resolved hub commit) makes a changed vectors file, a retrained asset or a moved ``@main`` a new task:
+its old results are not reused.
+A task also carries its model's resolved ``ModelSpec`` (``spec``, not part of the id), so a worker
+whose directory lacks the user's ``embprobe.toml`` loads the model the driver meant.
 
-A model's features are extracted once and shared by all its probes and seeds: every task of a model
-waits for the model's first task (``after``), and on Ray runs on the node that ran it
-(``cluster.executors``), where the features its datasets need are then in the local cache.
+A model's features are extracted once and shared by all its probes and seeds: its tasks run one after
+another in one process (in-process, or its model's Ray actor: ``cluster.executors``), the first
+extracting into the local cache, the others reading it there.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ class SweepTask:
     seed: int
     limit: int | None = None
     options: tuple[tuple[str, Any], ...] = ()
-    after: str | None = field(default=None, compare=False)  # task_id this one waits for (its model's first)
+    content: str | None = None  # the model's content key (None: not known, or a baselines task)
+    spec: Any = field(default=None, compare=False)  # the model's resolved ModelSpec, shipped to the worker
 
     @property
     def kind(self) -> str:
@@ -43,9 +49,8 @@ class SweepTask:
 
     @property
     def task_id(self) -> str:
-        blob = json.dumps(
-            [self.kind, self.probe, self.model, self.seed, self.limit, list(self.options)], sort_keys=True, default=str
-        )
+        fields = [self.kind, self.probe, self.model, self.seed, self.limit, list(self.options)]
+        blob = json.dumps(fields + ([self.content] if self.content else []), sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @property
@@ -62,22 +67,22 @@ def plan_sweep(
     seeds: Sequence[int],
     limit: int | None,
     options: dict[str, dict[str, Any]],
+    contents: dict[str, str] | None = None,
+    specs: dict[str, Any] | None = None,
 ) -> list[SweepTask]:
     """Baselines of every probe, then every (model, probe, seed), model by model.
 
-    options: probe name -> its runner keywords (``ProbeSpec.options_from``).
+    options: probe name -> its runner keywords (``ProbeSpec.options_from``); contents / specs: model ->
+    its content key / resolved ModelSpec (``cluster.identity``), carried by each of its tasks.
     """
+    contents, specs = contents or {}, specs or {}
     if not models or not probes or not seeds:
         raise ValueError("A sweep needs at least one model, one probe and one seed.")
     tasks = [SweepTask(p, None, seeds[0], limit, tuple(sorted(options.get(p, {}).items()))) for p in probes]
     for model in models:
-        first = None
         for p in probes:
             opts = tuple(sorted(options.get(p, {}).items()))
-            for s in seeds:
-                task = SweepTask(p, model, s, limit, opts, after=first.task_id if first else None)
-                first = first or task
-                tasks.append(task)
+            tasks += [SweepTask(p, model, s, limit, opts, contents.get(model), specs.get(model)) for s in seeds]
     ids = [t.task_id for t in tasks]
     if len(set(ids)) != len(ids):
         raise ValueError("The sweep names the same model, probe or seed twice.")

@@ -7,7 +7,8 @@ Ray is optional (``requirements-cluster.txt``): without it, ``--ray`` is one cle
 in-process runner still works. Workers of a local instance inherit this process's environment
 (``EMBPROBE_CACHE``, ``EMBPROBE_DATA``, ``PYTHONPATH`` with the repository); a remote cluster
 gets the repository as the job's working directory (``runtime_env``), the cache and data through
-the paths or URLs the cluster's nodes share (docs/scaling.md).
+the paths or URLs the cluster's nodes share (docs/scaling.md). Off a terminal, Ray's log prefixes
+("(raylet)", "(autoscaler)") come without colour codes (``RAY_COLOR_PREFIX=0``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
+import sys
 
 from corpora.paths import REPO_ROOT
 from probes.errors import ProbeInputError
@@ -35,6 +37,8 @@ def connect(address: str, num_cpus: int | None = None, dashboard: bool = False):
     ray = import_ray()
     if ray.is_initialized():
         return ray
+    if not sys.stderr.isatty():  # no ANSI colour codes around "(raylet)" prefixes in a log file
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
     if address == "local":
         # aiohttp: the dashboard's server, not in the minimal ray package
         if dashboard and importlib.util.find_spec("aiohttp") is None:

@@ -1,8 +1,9 @@
 """Where a cluster keeps shared files: a local or shared-filesystem path, or object storage via fsspec.
 
-    store = Store("s3://bucket/embprobe")          # or gs://…, file:///nfs/embprobe, /nfs/embprobe, memory://x
-    push_entry(store, local_entry_dir)             # publish a committed feature-cache entry
+    store = check_store("s3://bucket/embprobe")    # or gs://…, file:///nfs/embprobe, /nfs/embprobe, memory://x
+    push_entry(store, local_entry_dir)             # publish a committed feature-cache entry (or repair it)
     pull_entry(store, fingerprint, key, root)      # fetch one into a local cache, checksums verified
+    entry_problems(store, fingerprint, key, full=True); drop_entry(store, fingerprint, key)
 
 Design notes:
 
@@ -10,16 +11,29 @@ Design notes:
   disk. A remote root is a second tier: a worker pulls the entries of its model before a task and pushes
   the ones it wrote after it, so each (model, dataset) is extracted once per cluster, not once per node.
   A shared filesystem (NFS, Lustre) needs no tier at all: point ``EMBPROBE_CACHE`` at it.
-- **Atomic publication.** Object stores have no rename, but one object's upload is atomic. Every file
-  is uploaded to a temporary name and moved (``fs.mv``: a rename on file systems, copy-then-delete on
-  object stores, so the final name appears whole); an entry is published layer files first and
-  ``meta.json`` last, so a reader that sees ``meta.json`` sees a complete entry.
+- **Atomic publication: a unique prefix, then one pointer.** An entry's files are uploaded under a
+  prefix no other publisher uses (``features/<fp>/<key>/v-<random>/``), then one small object,
+  ``features/<fp>/<key>/CURRENT.json``, names that prefix and carries the entry's ``meta.json`` and
+  each uploaded object's size and ETag. One object's upload is atomic on every store, so a reader
+  sees the old entry or the new one, never a mix; two publishers of one entry each write whole
+  prefixes, and the last pointer wins. A replaced version's prefix is deleted after the new pointer.
+- **Verified before skipped, repaired when broken.** ``push_entry`` skips an entry only when the
+  store's pointer has the same ``meta.json`` and every object is still what was published
+  (``entry_problems``: its size, and its ETag where the store gives one, else its bytes against the
+  checksums); otherwise it publishes the entry again. A task whose pull finds a corrupt entry
+  extracts the features itself and its push then repairs the store (``cluster.tasks``).
+  ``python -m cluster store URL verify|push|drop`` checks (all bytes), re-publishes or drops entries.
+- **Eviction.** ``evict_local`` deletes a model's local entries the store holds intact; a sweep with
+  ``--cache-url`` calls it on the node of each model's actor after the model's last task.
 - **The cache says what an entry is.** Remote paths mirror the local cache (``features.entry_rel``);
   a push uploads the layer files ``features.entry_files`` lists (each checked first: a broken entry
-  is never published), then ``meta.json``; a pull hands the store's files to
-  ``features.install_entry``, which verifies each layer's size and checksum against ``meta.json``
-  and installs them under the entry's lock (a mismatch is an error naming the remote file, nothing
-  is installed). The bytes are the same in every cache and store.
+  is never published); a pull hands the store's files to ``features.install_entry``, which verifies
+  each layer's size and checksum against ``meta.json`` and installs them under the entry's lock (a
+  mismatch is an error naming the remote file, nothing is installed). The bytes are the same in
+  every cache and store.
+- **Checked up front.** ``check_store`` (the sweep's ``--cache-url``) imports the URL's fsspec backend
+  (``s3fs`` for s3://, ``gcsfs`` for gs://) and writes, reads and deletes one small object, so a missing
+  package, bucket or permission is one error before any model loads.
 """
 
 from __future__ import annotations
@@ -27,25 +41,30 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
 
 import fsspec
 
-from features import (
-    META_FILE,
-    FeatureCacheError,
-    entry_files,
-    entry_rel,
-    install_entry,
-    local_entries,
-    meta_text,
-    read_meta,
-)
+from features import FeatureCacheError, entry_files, entry_rel, install_entry, local_entries, read_meta
+from probes.errors import ProbeInputError
 
 # local_entries (the committed local entries of a model, from features) completes the push/pull interface.
-__all__ = ["Store", "local_entries", "pull_entry", "push_entry", "remote_keys"]
+__all__ = [
+    "Store",
+    "check_store",
+    "drop_entry",
+    "entry_problems",
+    "evict_local",
+    "local_entries",
+    "pull_entry",
+    "push_entry",
+    "remote_keys",
+]
+
+POINTER = "CURRENT.json"  # the one object that makes an entry's version visible
 
 
 class Store:
@@ -112,28 +131,120 @@ class Store:
         return data if isinstance(data, dict) else None
 
 
-def push_entry(store: Store, directory: Path) -> bool:
-    """Publish the local feature-cache entry ``directory``; False when the store already holds it.
+def check_store(url: str) -> Store:
+    """The store at ``url``, checked: its fsspec backend importable, its root writable and readable."""
+    try:
+        store = Store(url)
+    except ImportError as exc:
+        raise ProbeInputError(
+            f"--cache-url {url}: {exc} (pip install -r requirements-cluster.txt installs s3fs; gcsfs for gs://)."
+        ) from None
+    except ValueError as exc:
+        raise ProbeInputError(f"--cache-url {url}: {exc}") from None
+    probe = f".embprobe-check-{uuid.uuid4().hex[:12]}"
+    try:
+        if hasattr(store.fs, "split_path"):  # an object store (s3fs, gcsfs): writing would create the bucket
+            bucket = store.fs.split_path(store.root)[0]
+            if not store.fs.exists(bucket):
+                raise FileNotFoundError(f"no bucket {bucket!r} (or no permission to see it)")
+        store.put_text(probe, "ok")
+        ok = store.read_text(probe) == "ok"
+        store.fs.rm(store.path(probe))
+    except Exception as exc:  # noqa: BLE001 - no bucket, no credentials, no network: one message for all
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise ProbeInputError(f"--cache-url {url}: cannot write there ({type(exc).__name__}: {first}).") from None
+    if not ok:
+        raise ProbeInputError(f"--cache-url {url}: an object written there reads back differently.")
+    return store
+
+
+def _etag(info: dict) -> str | None:
+    tag = info.get("ETag") or info.get("etag") or info.get("md5Hash")
+    return str(tag).strip('"') if tag else None
+
+
+def entry_problems(store: Store, fingerprint: str, key: str, full: bool = False) -> list[str]:
+    """What is wrong with the store's entry (fingerprint, key), [] when nothing is: a missing or resized
+    object, an ETag other than the published one; with ``full`` (or where the store gives no ETags)
+    every object's bytes against the checksums of ``meta.json`` (downloaded into a temporary cache)."""
+    rel = entry_rel(fingerprint, key)
+    pointer = store.read_json(f"{rel}/{POINTER}")
+    if pointer is None or not isinstance(pointer.get("objects"), dict) or not pointer.get("version"):
+        return [f"{store.path(rel)}: no readable {POINTER}"]
+    problems, unchecked = [], full
+    for name, want in pointer["objects"].items():
+        path = store.path(f"{rel}/{pointer['version']}/{name}")
+        try:
+            info = store.fs.info(path)
+        except FileNotFoundError:
+            problems.append(f"{path} is missing")
+            continue
+        if info.get("size") != want.get("size") or (want.get("etag") and _etag(info) != want["etag"]):
+            problems.append(f"{path} changed since it was published (size or ETag)")
+        unchecked = unchecked or not want.get("etag")
+    if problems or not unchecked:
+        return problems
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            pull_entry(store, fingerprint, key, Path(tmp))
+        except FeatureCacheError as exc:
+            return [str(exc)]
+    return []
+
+
+def push_entry(store: Store, directory: Path, force: bool = False) -> bool:
+    """Publish the local feature-cache entry ``directory``; False when the store already holds it intact
+    (same ``meta.json``, ``entry_problems`` finds nothing). ``force`` publishes it again regardless.
 
     Raises FeatureCacheError when the local entry is incomplete or fails its checks.
     """
     meta = read_meta(directory)
     if meta is None:
-        raise FeatureCacheError(f"{directory}: no readable {META_FILE}; nothing to publish.")
-    rel = entry_rel(meta["fingerprint"], meta["dataset_key"])
-    if store.read_json(f"{rel}/{META_FILE}") == meta:
+        raise FeatureCacheError(f"{directory}: no readable meta.json; nothing to publish.")
+    fingerprint, key = meta["fingerprint"], meta["dataset_key"]
+    rel = entry_rel(fingerprint, key)
+    current = store.read_json(f"{rel}/{POINTER}")
+    if not force and current and current.get("meta") == meta and not entry_problems(store, fingerprint, key):
         return False
+    version = f"v-{uuid.uuid4().hex[:16]}"
+    store.fs.makedirs(store.path(f"{rel}/{version}"), exist_ok=True)
+    objects = {}
     for name in entry_files(directory, meta):
-        store.put_file(directory / name, f"{rel}/{name}")
-    store.put_text(f"{rel}/{META_FILE}", meta_text(meta))  # last: the entry is now visible
+        path = store.path(f"{rel}/{version}/{name}")
+        store.fs.put_file(str(directory / name), path)  # a fresh prefix: nobody reads it before the pointer
+        objects[name] = {"size": (directory / name).stat().st_size, "etag": _etag(store.fs.info(path))}
+    pointer = {"version": version, "meta": meta, "objects": objects}
+    store.put_text(f"{rel}/{POINTER}", json.dumps(pointer))  # the entry is now this version (meta in its order)
+    old = (current or {}).get("version")
+    if old and old != version and store.exists(f"{rel}/{old}"):
+        store.fs.rm(store.path(f"{rel}/{old}"), recursive=True)
     return True
 
 
+def drop_entry(store: Store, fingerprint: str, key: str) -> bool:
+    """Remove the store's entry (fingerprint, key), every version of it; False when there is none."""
+    rel = entry_rel(fingerprint, key)
+    if not store.exists(rel):
+        return False
+    store.fs.rm(store.path(rel), recursive=True)
+    return True
+
+
+def evict_local(store: Store, fingerprint: str, root: Path | None = None) -> list[str]:
+    """Delete the model's local entries that the store holds intact (same ``meta.json``, ``entry_problems``
+    finds nothing): a node's disk is freed once a model's tasks are done. Returns the keys deleted."""
+    gone = []
+    for directory in local_entries(fingerprint, root):
+        pointer = store.read_json(f"{entry_rel(fingerprint, directory.name)}/{POINTER}") or {}
+        if pointer.get("meta") == read_meta(directory) and not entry_problems(store, fingerprint, directory.name):
+            shutil.rmtree(directory)
+            gone.append(directory.name)
+    return gone
+
+
 def remote_keys(store: Store, fingerprint: str) -> list[str]:
-    """Dataset keys the store holds complete entries for (those with a meta.json)."""
-    return [
-        k for k in store.listdir(entry_rel(fingerprint)) if store.exists(f"{entry_rel(fingerprint, k)}/{META_FILE}")
-    ]
+    """Dataset keys the store holds published entries for (those with a pointer)."""
+    return [k for k in store.listdir(entry_rel(fingerprint)) if store.exists(f"{entry_rel(fingerprint, k)}/{POINTER}")]
 
 
 def pull_entry(store: Store, fingerprint: str, key: str, root: Path | None = None) -> bool:
@@ -143,10 +254,16 @@ def pull_entry(store: Store, fingerprint: str, key: str, root: Path | None = Non
     Raises FeatureCacheError when a remote layer's size or checksum differs from its meta.json.
     """
     rel = entry_rel(fingerprint, key)
-    meta = store.read_json(f"{rel}/{META_FILE}")
-    if meta is None:
+    pointer = store.read_json(f"{rel}/{POINTER}")
+    if pointer is None or not isinstance(pointer.get("meta"), dict) or not pointer.get("version"):
         return False
+    prefix = f"{rel}/{pointer['version']}"
     install_entry(
-        fingerprint, key, meta, lambda name, path: store.get_file(f"{rel}/{name}", path), root, source=store.path(rel)
+        fingerprint,
+        key,
+        pointer["meta"],
+        lambda name, path: store.get_file(f"{prefix}/{name}", path),
+        root,
+        source=store.path(prefix),
     )
     return True

@@ -53,7 +53,7 @@ def run_sweep(
     done = finished(results_dir) if resume else {}
     todo = [t for t in tasks if t.task_id not in done]
     say(
-        f"sweep: {len(tasks)} tasks, {len(tasks) - len(todo)} already in {results_dir}, "
+        f"sweep: {len(tasks)} tasks, {len(tasks) - len(todo)} already in {results_dir} (same model content), "
         f"{len(todo)} to run ({executor.name})"
     )
     count, failed = [0], [0]

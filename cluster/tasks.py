@@ -7,13 +7,21 @@ Design notes:
 
 - **Same as a probe command.** A task is ``probes.run.run_probe`` (its baselines, or the model's run
   with ``--layers all``), as ``python -m probes <probe>``, so a sweep's numbers are the single runs' numbers.
-- **Model loads.** ``models.registry.load_embedder`` keeps loaded models per process; Ray reuses worker
-  processes, so consecutive tasks of one model on a worker load it once.
+- **Model loads.** ``models.registry.load_embedder`` keeps loaded models per process; all the tasks
+  of a model run in one process (its Ray actor, ``cluster.executors``), so they load it once. The task
+  carries the model's spec as the driver resolved it (``SweepTask.spec``): a worker whose registry
+  (``embprobe.toml``, not shipped to a remote cluster) lacks the name or reads it differently registers
+  the driver's spec; a model whose content key (``SweepTask.content``) changed since this process
+  loaded it is loaded again. A process holds one model at a time: a task of another model releases
+  the ones it held (host and GPU memory); on Ray the model's actor is killed after its last task.
+- **Out of GPU memory** (``torch.OutOfMemoryError``) frees torch's cached blocks and is raised: the
+  executor retries the task with half the budget (``cluster.executors.is_oom``).
 - **Batch budget.** A retried task (its worker died: out of memory, node lost) runs with
   ``budget_scale`` < 1: the transformer's token budget per forward pass (``max_tokens``) scaled down
   for this task and restored after it. The scale is recorded in the result.
 - **Shared cache tier.** With ``env.remote`` (an fsspec URL, ``cluster.storage``) the model's entries
-  there are pulled before the run and the ones it wrote pushed after it.
+  there are pulled before the run and the ones it wrote pushed after it; an entry that fails its
+  checks is extracted here instead, and the push re-publishes it (the store is repaired).
 - **Fault hook (tests only).** ``env.fault`` (from ``$EMBPROBE_SWEEP_FAULT``, passed only to Ray
   workers) kills the worker with ``os._exit`` after the first ``embed`` call of the first attempt of
   every task whose label contains it: a task dying mid-extraction, as an OOM kill or preemption would.
@@ -21,6 +29,8 @@ Design notes:
 
 from __future__ import annotations
 
+import gc
+import logging
 import os
 import socket
 import time
@@ -30,12 +40,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.plan import SweepTask
+from corpora.errors import LabError
+from features import FeatureCacheError
 from models.allocator import reuse_freed_memory
 from probes.errors import ProbeInputError
 from probes.registry import get_probe
 from probes.run import load_model, run_probe
 
+log = logging.getLogger(__name__)
+
 FAULT_ENV = "EMBPROBE_SWEEP_FAULT"
+_LOADED_CONTENT: dict[str, str] = {}  # model -> the content key it was last loaded for in this process
 FAULT_EXIT = 77
 
 
@@ -97,10 +112,36 @@ def _sync(emb, env: TaskEnv, root: Path | None, direction: str) -> None:
     store, fp = Store(env.remote), emb.fingerprint()
     if direction == "pull":
         for key in remote_keys(store, fp):
-            pull_entry(store, fp, key, root)
+            try:
+                pull_entry(store, fp, key, root)
+            except FeatureCacheError as exc:  # extracted here instead; the push after the task repairs it
+                log.warning("%s; extracting it here, the push after this task re-publishes it.", exc)
     else:
         for entry in local_entries(fp, root):
             push_entry(store, entry)
+
+
+def prepare_model(task: SweepTask) -> list[str]:
+    """Make ``task.model`` load what the driver meant in this process: its spec as the driver resolved it
+    (registered when this process reads the name otherwise), loaded afresh when its content key changed
+    since this process loaded it (a vectors file rewritten between two sweeps of one process). Every
+    other model this process holds is released (returned): one model per worker at a time."""
+    from models import registry  # lazy: torch (the model zoo); the sweep's driver imports this module
+
+    name = str(task.model)
+    released = [m for m in registry.loaded_models() if m != name and registry.unload_embedder(m)]
+    if task.spec is not None:
+        try:
+            current = registry.get_spec(name)
+        except LabError:
+            current = None
+        if current != task.spec:
+            registry.register(task.spec)
+            registry.unload_embedder(name)
+    if task.content is not None and _LOADED_CONTENT.get(name) != task.content:
+        registry.unload_embedder(name)
+        _LOADED_CONTENT[name] = task.content
+    return released
 
 
 def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: float = 1.0, command: str = "") -> dict:
@@ -126,6 +167,10 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
     if task.model is None:
         results = run_probe(spec, None, **request).baselines
     else:
+        if prepare_model(task):  # another model was released: give its memory back now, GPU memory too
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
         emb = load_model(task.model, env.device)
         try:
             spec.check_model(emb)
@@ -140,8 +185,12 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
             }
         armed = bool(env.fault) and attempt == 0 and env.fault in task.label
         _sync(emb, env, root, "pull")
-        with scaled_budget(emb, budget_scale) as budget, fault_hook(emb, armed):
-            results = [run_probe(spec, emb, baselines=False, **request).result]
+        try:
+            with scaled_budget(emb, budget_scale) as budget, fault_hook(emb, armed):
+                results = [run_probe(spec, emb, baselines=False, **request).result]
+        except torch.OutOfMemoryError:
+            torch.cuda.empty_cache()  # the retry (cluster.executors) may run in this process
+            raise
         _sync(emb, env, root, "push")
     out = []
     for k, res in enumerate(results):
@@ -170,7 +219,7 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
 
 
 def _ray_node() -> str | None:
-    """The Ray node this runs on (None outside Ray): the sweep sends the model's other tasks there."""
+    """The Ray node this runs on (None outside Ray), recorded in each result."""
     try:
         import ray  # lazy: ray is optional
     except ImportError:

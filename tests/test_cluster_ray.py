@@ -133,12 +133,14 @@ def test_sharded_extraction_by_actors_is_byte_identical_even_when_an_actor_dies(
 
 
 def test_the_committed_cluster_config_is_valid_for_ray_up():
+    import re
     from pathlib import Path
 
     import jsonschema
     import yaml
 
     from corpora.paths import REPO_ROOT
+    from models.references import parse_reference, split_references
 
     config = yaml.safe_load((REPO_ROOT / "cluster" / "ray-cluster.yaml").read_text())
     schema = json.loads((Path(ray.__file__).parent / "autoscaler" / "ray-schema.json").read_text())
@@ -146,3 +148,11 @@ def test_the_committed_cluster_config_is_valid_for_ray_up():
     workers = config["available_node_types"]["gpu_worker"]
     assert config["head_node_type"] == "head" and workers["max_workers"] <= config["max_workers"]
     assert any("requirements-cluster.txt" in c for c in config["setup_commands"])
+    # what --cache-url s3:// needs is installed; ray:// reaches the head's Ray Client port; the hub cache
+    # sits on the NVMe; every model the recipe names is a valid reference (issue 29)
+    assert "s3fs" in (REPO_ROOT / "requirements-cluster.txt").read_text()
+    assert any("--ray-client-server-port=10001" in c for c in config["head_start_ray_commands"])
+    assert all("HF_HOME=/opt/dlami/nvme" in c for c in config["worker_start_ray_commands"][1:])
+    text = (REPO_ROOT / "cluster" / "ray-cluster.yaml").read_text()
+    named = re.findall(r"--models (\S+)", text)
+    assert named and all(parse_reference(m) for ref in named for m in split_references(ref))

@@ -34,14 +34,12 @@ def entry_bytes(directory):
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.name.startswith(("layer_", "meta"))}
 
 
-def test_plan_runs_baselines_first_then_model_by_model_and_a_models_tasks_wait_for_its_first():
+def test_plan_runs_baselines_first_then_model_by_model():
     tasks = plan_sweep(["a", "b"], ["pos", "wsd"], [0, 1], 20, {"wsd": {"semcor_limit": 100}})
     assert [t.label for t in tasks[:2]] == ["baselines/pos seed 0", "baselines/wsd seed 0"]
     assert [t.label for t in tasks[2:6]] == ["a/pos seed 0", "a/pos seed 1", "a/wsd seed 0", "a/wsd seed 1"]
     assert len({t.task_id for t in tasks}) == len(tasks) == 10
-    first = tasks[2]
-    assert first.after is None and all(t.after == first.task_id for t in tasks[3:6])
-    assert tasks[6].label == "b/pos seed 0" and tasks[6].after is None
+    assert tasks[6].label == "b/pos seed 0"
     assert tasks[4].options == (("semcor_limit", 100),)
     # the id names what decides the result: another slice or option is another task
     assert SweepTask("pos", "a", 0, 20).task_id != SweepTask("pos", "a", 0, 30).task_id
@@ -164,7 +162,10 @@ def test_the_sweep_command_runs_saves_and_resumes(tiny_bert, tmp_path, monkeypat
     argv = ["sweep", "--models", tiny_bert, "--probes", "pos", "--limit", "12", "--results", str(tmp_path / "res")]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "sweep: 2 tasks, 0 already in" in out and "2 run, 0 already done, 0 retried, 0 failed" in out
+    assert (
+        "sweep: 2 tasks, 0 already in" in out
+        and "2 run, 0 already done (same model content), 0 retried, 0 failed" in out
+    )
     saved = sorted(p.name.split("__")[:2] for p in (tmp_path / "res").glob("*.json"))
     assert saved == [["majority-tag", "pos"], ["tiny-bert", "pos"]]
     result = json.loads(next((tmp_path / "res").glob("tiny-bert__pos__*.json")).read_text())
@@ -197,3 +198,43 @@ def test_a_task_asks_for_its_models_memory_and_gpus_from_its_files():
     assert gpu.gpus == 1 and gpu.memory > BASE_BYTES
     assert estimate("minilm", gpu=True, gpu_memory=10_000_000).gpus == 6  # 1.3 × 45 MB over 10 MB GPUs
     assert estimate(None, gpu=True).gpus == 0  # baselines need no model, no GPU
+
+
+def test_resume_keys_tasks_on_the_models_content_not_its_name(tmp_path, monkeypatch, capsys):
+    """A registered vectors file rewritten in place is another model: its tasks run again (issue 29, item 6)."""
+    from models.user_registry import add_user_model
+    from probes.tasks.conll import conll_slice
+
+    words = sorted({w for split in ("train", "test") for s in conll_slice(split, 12) for w in s.words})
+
+    def write_vectors(seed):
+        vectors = np.random.default_rng(seed).normal(size=(len(words), 8))
+        lines = [f"{len(words)} 8"] + [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vectors)]
+        (tmp_path / "vecs.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    write_vectors(0)
+    add_user_model("my-vecs", str(tmp_path / "vecs.txt"), file=tmp_path / "embprobe.toml")
+    monkeypatch.setenv("EMBPROBE_MODELS", str(tmp_path / "embprobe.toml"))
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    argv = ["sweep", "--models", "my-vecs", "--probes", "pos", "--limit", "12", "--results", str(tmp_path / "res")]
+    assert main(argv) == 0 and "2 run, 0 already done" in capsys.readouterr().out
+    assert main(argv) == 0 and "0 run, 2 already done" in capsys.readouterr().out
+    write_vectors(1)  # same name, same path, other vectors
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "1 run, 1 already done" in out and "1 already done (same model content)" in out
+    saved = [json.loads(p.read_text()) for p in (tmp_path / "res").glob("my-vecs__pos__*.json")]
+    assert len(saved) == 2 and len({r["fingerprint"] for r in saved}) == 2  # the new run is the new model's
+
+
+def test_a_worker_holds_one_model_at_a_time(tiny_bert, tmp_path):
+    """A task of another model releases the ones its process held (issue 29, item 3)."""
+    from cluster.tasks import run_task
+    from models.registry import loaded_models
+
+    gpt2 = str(make_tiny_checkpoint("gpt2", tmp_path / "tiny-gpt2", layers=2, hidden=32, heads=2))
+    env = TaskEnv(feature_root=str(tmp_path / "cache"), device="cpu")
+    for model in (tiny_bert, gpt2):
+        (task,) = [t for t in plan_sweep([model], ["pos"], [0], 10, {}) if t.model]
+        assert run_task(task, env)["results"]
+        assert model in loaded_models() and [m for m in loaded_models() if "tiny-" in m] == [model]

@@ -1,0 +1,82 @@
+"""What a sweep's driver knows of a model before any worker loads it: its content key and its resolved spec.
+
+    key, note = model_content(get_spec("my-vectors"))   # sha256 of the files' digests; note: None
+    key, note = model_content(get_spec("hf:EleutherAI/pythia-160m@main"))   # "hub:<commit sha>"
+
+Design notes:
+
+- **Content, not name.** The feature cache keys an entry on the loaded model's fingerprint
+  (``Embedder.fingerprint``: the files' bytes); a sweep must know the same before it decides what is
+  already done, without loading weights on the driver. So the key is the SHA-256 of the model's files
+  (``corpora.digests.file_digests``: each file hashed once per file state and remembered), of its
+  loader arguments and of its ``random:`` seed. A rewritten vectors file or a retrained asset changes
+  it; a moved or renamed one does not.
+- **Hub models: the resolved commit.** ``hf:ORG/NAME@main`` names a branch that moves: the key is the
+  commit the hub resolves it to now (``HfApi.model_info``, a few hundred bytes). Offline, the commit of
+  the downloaded snapshot is used and the note says so; with neither, the key is the reference text
+  and the note says it is a guess (a later online sweep re-runs the tasks once).
+- **Hub configs.** ``hub_config`` fetches a not-yet-downloaded checkpoint's ``config.json`` alone, for
+  ``cluster.resources`` to size its tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from corpora.digests import file_digests
+
+
+def _files(location: Path) -> list[Path]:
+    if location.is_file():
+        return [location]
+    return sorted(p for p in location.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def _hub():
+    import huggingface_hub  # lazy: huggingface_hub, only for hf: models
+
+    return huggingface_hub
+
+
+def hub_config(repo_id: str, revision: str | None) -> tuple[dict | None, str]:
+    """(the hub's config.json of a model not downloaded yet, or None offline; a note saying which)."""
+    try:
+        path = _hub().hf_hub_download(repo_id, "config.json", revision=revision)  # a few KB, never the weights
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh), f"sized from hf:{repo_id}'s config.json (not downloaded yet)"
+    except Exception as exc:  # noqa: BLE001 - offline, gated, no such file: all fall back to a guess
+        return (
+            None,
+            f"guessed: hf:{repo_id} is not downloaded and its config.json is out of reach ({type(exc).__name__})",
+        )
+
+
+def _hub_commit(repo_id: str, revision: str | None, snapshot: Path | None) -> tuple[str, str | None]:
+    try:
+        return str(_hub().HfApi().model_info(repo_id, revision=revision, timeout=10).sha), None
+    except Exception as exc:  # noqa: BLE001 - offline, no such repo, rate limit: all fall back the same way
+        why = f"{type(exc).__name__}"
+    if snapshot is not None:
+        return snapshot.name, f"hub not reachable ({why}): keyed on the downloaded snapshot {snapshot.name[:12]}"
+    return "unresolved", f"hub not reachable ({why}) and nothing downloaded: keyed on the reference (a guess)"
+
+
+def model_content(spec) -> tuple[str, str | None]:
+    """(content key, note) of a ``models.spec.ModelSpec``; the note says when the key is not the files'."""
+    source = spec.source
+    head = json.dumps([spec.family, spec.loader, spec.kwargs, spec.random_seed], sort_keys=True, default=str)
+    note = None
+    if source.kind == "hub":
+        commit, note = _hub_commit(source.location, source.subdir or None, source.directory())
+        body = f"hub:{source.location}@{commit}"
+    else:
+        location = source.directory()
+        if location is None or not location.exists():
+            body, note = "missing", f"files not found ({source.label()}): keyed on the name"
+        else:
+            digests = file_digests(_files(location))
+            base = location if location.is_dir() else location.parent
+            body = json.dumps(sorted((str(p.relative_to(base)), d) for p, d in digests.items()))
+    return hashlib.sha256(f"{head}|{body}".encode()).hexdigest()[:16], note
