@@ -32,6 +32,7 @@ from app_pages.common import (
     piece_attention,
     preferred,
     safe,
+    select_clicked_head,
     show_warnings,
 )
 from models.registry import get_spec
@@ -76,15 +77,6 @@ def get_attention(model: str, words: list[str], unit: str) -> tuple[np.ndarray, 
         )
     pa = piece_attention(model, words)
     return pa["attentions"], list(pa["pieces"]), "Piece view: the model's own subword pieces, special tokens included."
-
-
-def _open_clicked_head() -> None:
-    """on_select of the grid: the clicked tile's (layer, head) become the sliders' values."""
-    points = (st.session_state.get("attn_grid") or {}).get("selection", {}).get("points", [])
-    if points and "customdata" in points[0]:
-        data = points[0]["customdata"]
-        layer, head = (data["0"], data["1"]) if isinstance(data, dict) else data[:2]
-        st.session_state["attn_layer"], st.session_state["attn_head"] = int(layer), int(head)
 
 
 def head_panel(att: np.ndarray, tokens: list[str], model: str, layer: int, head: int, query: int, key: str) -> None:
@@ -137,7 +129,7 @@ def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b
             grid_figure(att, (layer, head)),
             file_stem("attention-grid", model),
             key="attn_grid",
-            on_select=_open_clicked_head,
+            on_select=select_clicked_head("attn_grid", "attn_layer", "attn_head"),  # the tile opens its head
             selection_mode="points",
             image_size=False,
             data=lambda: attention_csv(att, tokens),

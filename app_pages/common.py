@@ -359,3 +359,17 @@ def occurrence_vectors_progress(name: str, occs: list, chunk: int = 24):
         bar.progress(done / len(occs), text=f"Embedding occurrences with {name}: {done}/{len(occs)}")
     bar.empty()
     return np.concatenate(parts, axis=1)
+
+
+def select_clicked_head(grid: str, layer_key: str, head_key: str) -> Callable[[], None]:
+    """The ``on_select`` of a layers × heads heatmap (chart key ``grid``, tiles with (layer, head) customdata): the
+    clicked tile's layer and head become the values of the widgets ``layer_key`` and ``head_key``."""
+
+    def on_select() -> None:
+        points = (st.session_state.get(grid) or {}).get("selection", {}).get("points", [])
+        if points and "customdata" in points[0]:
+            data = points[0]["customdata"]
+            layer, head = (data["0"], data["1"]) if isinstance(data, dict) else data[:2]
+            st.session_state[layer_key], st.session_state[head_key] = int(layer), int(head)
+
+    return on_select

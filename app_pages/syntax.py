@@ -31,6 +31,7 @@ from app_pages.common import (
     page_header,
     preferred,
     safe,
+    select_clicked_head,
     show_warnings,
 )
 from corpora.conllu import DepTree
@@ -182,15 +183,6 @@ def trees_tab(model: str, words: list[str], tree: DepTree | None, name: str) -> 
     chart(depth_figure(view, title=f"{head}: depth per word"), stem + "-depths", key="syn_depth", container=c2)
 
 
-def _pick_head() -> None:
-    """on_select of the head heatmap: the clicked tile becomes the chosen head."""
-    points = (st.session_state.get("syn_heads_grid") or {}).get("selection", {}).get("points", [])
-    if points and "customdata" in points[0]:
-        data = points[0]["customdata"]
-        layer, head = (data["0"], data["1"]) if isinstance(data, dict) else data[:2]
-        st.session_state["syn_head_layer"], st.session_state["syn_head"] = int(layer), int(head)
-
-
 def heads_tab(model: str, words: list[str]) -> None:
     """The best relation of every head on EWT dev, a chosen head and a link into the Attention page."""
     emb = get_embedder(model)
@@ -220,7 +212,7 @@ def heads_tab(model: str, words: list[str]) -> None:
         head_figure(frame, chosen, value=value, title=f"{model}: each head's best relation ({value})"),
         file_stem("syntax-heads", model, f"dev{limit}", value),
         key="syn_heads_grid",
-        on_select=_pick_head,
+        on_select=select_clicked_head("syn_heads_grid", "syn_head_layer", "syn_head"),
         selection_mode="points",
         data=lambda: frame_csv(frame),
         data_label="Best relation per head (CSV)",
