@@ -40,8 +40,8 @@ from probes.tasks.wsd.words import TIE_RULE, target_words, wsd_summary
 
 DATASET = "semcor→ALL"
 #: The app's quick run trains on this many SemCor sentences whatever its test slice: with SemCor cut to the test's
-#: 20 sentences, 644 of 697 test words fall back to the first sense and MiniLM scores 67.14 at every layer; with 5,000
-#: its layers span 56.8 (L0) to 66.0 (L6) F1 on ALL, the full run's shape (52.3 to 68.3; docs/benchmarks.md).
+#: 20 sentences, 644 of 697 test words fall back to the first sense and MiniLM scores 67.0–67.1 at every layer; with
+#: 5,000 its layers span 56.8 (L0) to 66.0 (L6) F1 on ALL, the full run's shape (52.3 to 68.3; docs/benchmarks.md).
 QUICK_SEMCOR = 5000
 FOLDS = 5  # uploads without a test file: k-fold cross-validation on the training file
 TSV = ("lexical-sample TSV",)
