@@ -112,7 +112,8 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         st.caption(
             "Baselines (no embeddings; drawn as dashed lines): "
             + "; ".join(
-                f"{r.label} {r.value:.2f}" + (f" [{r.lo:.1f}, {r.hi:.1f}]" if pd.notna(r.lo) and pd.notna(r.hi) else "")
+                (f"{r.label} {r.value:.2f}" if pd.notna(r.value) else f"{r.label}: missing")
+                + (f" [{r.lo:.1f}, {r.hi:.1f}]" if pd.notna(r.lo) and pd.notna(r.hi) else "")
                 for r in base.itertuples()
             )
         )
@@ -335,6 +336,8 @@ def quick_tab() -> None:
         f"{spec.short_title} on {model}, first {limit} sentences per dataset{f' ({flags.strip()})' if flags else ''}: "
         f"done in {wall_s} s."
     )
+    for warning in dict.fromkeys(w for res in results if (w := res.extra.get("warning"))):  # e.g. GloVe missing
+        st.warning(warning)
     for res in results if spec.summary is not None else []:  # what the command line prints after the rows
         if res.model == model and (lines := spec.summary(res)):
             st.caption("  \n".join(line.strip() for line in lines))

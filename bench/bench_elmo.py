@@ -1,10 +1,13 @@
 """ELMo extraction speed: batched (``ElmoEmbedder.embed``) vs one sentence at a time.
 
     python bench/bench_elmo.py [--model elmo-small] [--sentences 2000] [--max-tokens 4096]
+    python bench/bench_elmo.py --char-ids [--sentences 8000]     # character ids only (no model run)
 
 Both paths run the same model on the same SemCor sentences; the naive loop calls the biLM once
 per sentence (what a plain "for sentence in corpus" extraction does). Prints words/s of each, the
 ratio, the largest difference between the two paths' vectors, and peak RSS. Not a test.
+``--char-ids`` times the character ids of the same sentences in the embedder's batches: the old
+per-word Python loop (the embedder's, with its per-word cache) against ``batch_to_ids``.
 ``bench_elmo()`` is importable for the project-wide benchmark.
 """
 
@@ -66,15 +69,58 @@ def bench_elmo(emb, sentences: list[list[str]], repeats: int = 1) -> dict[str, f
     }
 
 
+def bench_char_ids(sentences: list[list[str]], max_tokens: int = 4096, repeats: int = 3) -> dict[str, float]:
+    """Seconds to build the char ids of ``sentences`` in the embedder's batches: per-word loop vs vectorised.
+
+    The loop is the code before issue 33 (``convert_word_to_char_ids`` per word, a cache of distinct
+    words kept across calls, as the embedder had it); both must give identical ids. Best of ``repeats``.
+    """
+    from models.elmo.characters import ElmoCharacterMapper, batch_to_ids
+    from models.elmo.embedder import pack_by_length
+
+    batches = [[sentences[i] for i in b] for b in pack_by_length(list(map(len, sentences)), max_tokens)]
+
+    def per_word_loop(batch: list[list[str]], cache: dict[str, list[int]]) -> np.ndarray:
+        ids = np.zeros((len(batch), max(map(len, batch)), 50), dtype=np.int64)
+        for b, s in enumerate(batch):
+            for t, w in enumerate(s):
+                if w not in cache:
+                    cache[w] = ElmoCharacterMapper.convert_word_to_char_ids(w)
+                ids[b, t] = cache[w]
+        return ids
+
+    t_loop = t_vec = float("inf")
+    for _ in range(repeats):  # interleaved; the loop's cache starts empty each time, as in a fresh process
+        cache: dict[str, list[int]] = {}
+        t0 = time.perf_counter()
+        old = [per_word_loop(b, cache) for b in batches]
+        t_loop = min(t_loop, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        new = [batch_to_ids(b) for b in batches]
+        t_vec = min(t_vec, time.perf_counter() - t0)
+    if not all(np.array_equal(o, n.numpy()) for o, n in zip(old, new)):
+        raise AssertionError("vectorised character ids differ from the per-word loop")
+    return {"batches": len(batches), "loop_s": t_loop, "vectorised_s": t_vec, "speedup": t_loop / t_vec}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="elmo-small", help="registry name or an ELMo asset directory")
     p.add_argument("--sentences", type=int, default=2000)
     p.add_argument("--max-tokens", type=int, default=4096)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--char-ids", action="store_true", help="time only the character ids (old loop vs vectorised)")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.char_ids:
+        sentences = semcor_sentences(args.sentences)
+        r = bench_char_ids(sentences, args.max_tokens)
+        words = sum(map(len, sentences))
+        print(f"character ids of {len(sentences)} SemCor sentences, {words} words, {r['batches']} batches")
+        print(f"per-word loop (before): {r['loop_s']:.3f} s; batch_to_ids (after): {r['vectorised_s']:.3f} s")
+        print(f"speedup {r['speedup']:.1f}x; identical ids")
+        return 0
     from models.allocator import reuse_freed_memory
     from models.registry import load_embedder
 

@@ -21,7 +21,9 @@ part's own, not the high-water mark of everything before it):
    SemCor etc., loaded untimed before either run, so they are warm for both) and nothing else: the
    probe's own derived caches (its SemCor view, the WordNet sense inventory) start empty in the
    cold run. The shared cache is not touched.
-5. Peak memory: the RSS high-water mark of each path (``bench.measure.PeakRSS``) and of each part's process.
+5. ``host``: the host side of extraction with the model's forward replaced by preallocated hidden states
+   (``bench.bench_host``): MiniLM's and a Llama-1B's shapes, host words/s and feature MB/s written.
+6. Peak memory: the RSS high-water mark of each path (``bench.measure.PeakRSS``) and of each part's process.
 
 Extraction paths run ``--repeats`` times (3 by default, interleaved, averaged) after a warm-up.
 
@@ -50,7 +52,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-PARTS = ("minilm", "lowp-probe", "elmo", "wsd-cold", "wsd-warm")
+PARTS = ("minilm", "lowp-probe", "elmo", "wsd-cold", "wsd-warm", "host")
 TARGETS = {"minilm": 3.0, "minilm_gpu": 20.0, "elmo": 3.0, "wsd": 20.0}
 #: Pickle caches of the data readers (parsed corpora): warm in both WSD runs.
 READER_CACHES = ("semcor-", "conll2000-", "treebank-", "lm_corpus-")
@@ -252,12 +254,19 @@ def part_wsd(args) -> dict:
     return out
 
 
+def part_host(args) -> dict:
+    from bench.bench_host import part_host as host
+
+    return host(args)
+
+
 CHILD = {
     "minilm": part_minilm,
     "lowp-probe": part_lowp_probe,
     "elmo": part_elmo,
     "wsd-cold": part_wsd,
     "wsd-warm": part_wsd,
+    "host": part_host,
 }
 
 
@@ -546,6 +555,10 @@ def print_report(info: dict, parts: dict, rat: dict, args) -> None:
         )
     elif q:
         p(f"low precision: not measured ({q.get('skipped', q)})")
+    if parts.get("host"):
+        from bench.bench_host import print_host
+
+        print_host(parts["host"])
     ip = parts.get("lowp-probe", {})
     if "delta_f1" in ip:
         k = ip["kind"]

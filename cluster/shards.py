@@ -44,7 +44,7 @@ from cluster.storage import Store
 from cluster.tasks import FAULT_EXIT
 from features import FeatureCacheError, Features, get_features, sentences_hash
 from features.checks import file_checksum
-from models.base import SentenceEmbedding
+from models.base import Embedder, SentenceEmbedding
 from models.registry import load_embedder
 
 #: sentences per ``embed`` call in ``get_features`` (its default): shards are made of whole chunks.
@@ -167,6 +167,7 @@ class ShardedEmbedder:
     """Serves the shards' vectors to ``get_features`` as if it were the model (same name, shape, fingerprint)."""
 
     stateful = False
+    embed_rows = Embedder.embed_rows  # the feature cache's path, over ``embed`` below
 
     def __init__(self, info: dict, job: ShardJob, records: list[dict]) -> None:
         self.name, self.num_layers, self.dim, self._fp = (

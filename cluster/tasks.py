@@ -23,7 +23,7 @@ Design notes:
   there are pulled before the run and the ones it wrote pushed after it; an entry that fails its
   checks is extracted here instead, and the push re-publishes it (the store is repaired).
 - **Fault hook (tests only).** ``env.fault`` (from ``$EMBPROBE_SWEEP_FAULT``, passed only to Ray
-  workers) kills the worker with ``os._exit`` after the first ``embed`` call of the first attempt of
+  workers) kills the worker with ``os._exit`` after the first block of rows (``embed_rows``) of the first attempt of
   every task whose label contains it: a task dying mid-extraction, as an OOM kill or preemption would.
 """
 
@@ -91,17 +91,18 @@ def fault_hook(emb, armed: bool) -> Iterator[None]:
     if not armed:
         yield
         return
-    real = emb.embed
+    real = emb.embed_rows  # the feature cache's path
 
     def dying(*args, **kwargs):
-        real(*args, **kwargs)
-        os._exit(FAULT_EXIT)
+        for block in real(*args, **kwargs):
+            yield block  # the first block reaches the cache, then the worker dies mid-extraction
+            os._exit(FAULT_EXIT)
 
-    emb.embed = dying
+    emb.embed_rows = dying
     try:
         yield
     finally:
-        del emb.embed
+        del emb.embed_rows
 
 
 def _sync(emb, env: TaskEnv, root: Path | None, direction: str) -> None:

@@ -8,12 +8,14 @@ outside the package (``entries``). Nothing outside ``features/`` names an entry'
     entry_files / install_entry / local_entries / entry_rel    # copying entries (cluster.storage)
 """
 
+from features.build import DISK_SHARE, gb
 from features.checks import FeatureCacheError, NonFiniteFeaturesError
 from features.entries import entry_files, has_layers, install_entry, local_entries, open_layer
 from features.extract import Features, get_features
 from features.store import META_FILE, data_hash, entry_rel, meta_text, read_meta, sentences_hash
 
 __all__ = [
+    "DISK_SHARE",
     "META_FILE",
     "FeatureCacheError",
     "Features",
@@ -21,6 +23,7 @@ __all__ = [
     "data_hash",
     "entry_files",
     "entry_rel",
+    "gb",
     "get_features",
     "has_layers",
     "install_entry",

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from corpora.errors import RequestError
-from features.build import CannotWrite, Job, ProgressFn, embed_into, extract_to_disk
+from features.build import CannotWrite, Job, LayerArrays, ProgressFn, embed_into, extract_to_disk, layers_to_write
 from features.checks import FeatureCacheError, NonFiniteFeaturesError, entry_lock, remove_stale_temps
 from features.store import FORMAT_VERSION, check_layer, feature_dir, layer_file, meta_problem, read_meta, sentences_hash
 
@@ -184,7 +184,7 @@ def get_features(
         unwritable = None
         if missing:
             try:
-                extract_to_disk(job, directory)
+                extract_to_disk(job, directory, layers_to_write(job, directory, layers))
             except CannotWrite as exc:
                 unwritable = str(exc)
         elif progress is not None:
@@ -203,7 +203,7 @@ def _in_memory(job: Job, layers: list[int], why: str) -> Features:
         "Feature cache not writable (%s); computing %s features for %s in memory (not cached).", why, emb.name, job.key
     )
     arrays = {j: np.empty((job.num_rows, emb.dim), dtype=job.dtype) for j in layers}
-    embed_into(job, arrays)
+    embed_into(job, LayerArrays(arrays))
     for arr in arrays.values():
         arr.setflags(write=False)
     return Features(job.fp, job.key, arrays, job.offsets, emb.num_layers, emb.dim, None, job.keep)

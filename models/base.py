@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -28,6 +28,7 @@ __all__ = [
     "ModelInfo",
     "ModelLoadError",
     "PieceAttention",
+    "RowBlock",
     "SentenceEmbedding",
     "UnknownModelError",
     "check_unicode",
@@ -64,6 +65,22 @@ class PieceAttention:
     pieces: list[str]
     word_ids: list[int | None]
     attentions: np.ndarray
+
+
+@dataclass
+class RowBlock:
+    """The stored rows of some sentences of a chunk (:meth:`Embedder.embed_rows`), in the storage dtype.
+
+    sentences: (S,) indices into the chunk, in the order their rows follow each other
+    counts:    (S,) rows per sentence (its kept words)
+    rows:      (num_layers, counts.sum(), dim) CPU tensor; sentence k's kept words in order
+    finite:    whether every value is finite, where it was checked on the device; None: not checked yet
+    """
+
+    sentences: np.ndarray
+    counts: np.ndarray
+    rows: torch.Tensor
+    finite: bool | None = None
 
 
 @dataclass
@@ -173,13 +190,7 @@ class Embedder(ABC):
         cannot be encoded as UTF-8); it is refused rather than silently replaced, so no model sees
         text other than what was given.
         """
-        sentences = [list(map(str, s)) for s in sentences]
-        for n, s in enumerate(sentences):
-            if len(s) > self.max_words_per_sentence:
-                raise ValueError(
-                    f"A sentence has {len(s)} words; {self.name} accepts at most {self.max_words_per_sentence}."
-                )
-            check_unicode(n, s)
+        sentences = self._checked(sentences)
         if with_attention and not self.has_attention:
             raise ValueError(f"{self.name} has no attention.")
         results: list[SentenceEmbedding | None] = [None] * len(sentences)
@@ -197,6 +208,43 @@ class Embedder(ABC):
             for i, out in zip(nonempty, outs):
                 results[i] = out
         return results  # type: ignore[return-value]
+
+    def _checked(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        """The sentences as lists of str, each checked (see :meth:`embed`)."""
+        sentences = [list(map(str, s)) for s in sentences]
+        for n, s in enumerate(sentences):
+            if len(s) > self.max_words_per_sentence:
+                raise ValueError(
+                    f"A sentence has {len(s)} words; {self.name} accepts at most {self.max_words_per_sentence}."
+                )
+            check_unicode(n, s)
+        return sentences
+
+    def embed_rows(
+        self, chunks: Iterable[tuple[Sequence[Sequence[str]], Sequence[np.ndarray] | None]], dtype: torch.dtype
+    ) -> Iterator[tuple[int, RowBlock]]:
+        """The feature cache's path: per chunk (sentences, per-sentence kept word indices or None = all), the
+        kept words' vectors in ``dtype`` as (chunk index, :class:`RowBlock`), every sentence of a chunk once.
+
+        Checked as :meth:`embed`. This default embeds each chunk with :meth:`embed` and yields one block per
+        chunk; a family can stream (``TransformerEmbedder``: a block per batch, pooled and cast on the
+        device, the next chunk tokenized meanwhile). Values are those :meth:`embed` returns, cast to ``dtype``.
+        """
+        for c, (sentences, keep) in enumerate(chunks):
+            outs = self.embed(sentences)
+            parts, counts = [], np.zeros(len(outs), np.int64)
+            for k, out in enumerate(outs):
+                n = len(out.words)
+                if out.vectors.shape != (self.num_layers, n, self.dim):
+                    raise ValueError(
+                        f"{self.name} returned vectors of shape {out.vectors.shape} for a sentence of {n} words; "
+                        f"expected {(self.num_layers, n, self.dim)}."
+                    )
+                vectors = out.vectors if keep is None else out.vectors[:, keep[k]]
+                counts[k] = vectors.shape[1]
+                parts.append(torch.from_numpy(np.ascontiguousarray(vectors)).to(dtype))
+            rows = torch.cat(parts, 1) if parts else torch.zeros(self.num_layers, 0, self.dim, dtype=dtype)
+            yield c, RowBlock(np.arange(len(outs)), counts, rows)
 
     @abstractmethod
     def _embed_batch(self, sentences: list[list[str]], with_attention: bool) -> list[SentenceEmbedding]:

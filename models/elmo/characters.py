@@ -1,14 +1,19 @@
 """ELMo's character input: words → 50 byte ids, and <S>/</S> sentence boundaries.
 
 words ──ElmoCharacterMapper──▶ char ids (B, T, 50)   (0 = padded word; ids 1..261)
+batch_to_ids / char_ids:          the same ids for a whole batch at once: every word joined into one
+                                  string, encoded once, its bytes scattered with numpy (no Python
+                                  loop per word); ``convert_word_to_char_ids`` stays the reference
 add_sentence_boundary_token_ids:  (B, T, 50) → (B, T+2, 50) with <S> first and </S> after each sentence
 remove_sentence_boundaries:       activations (B, T+2, dim) → (B, T, dim)
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 
@@ -65,13 +70,55 @@ class ElmoCharacterMapper:
 
 def batch_to_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
     """Sentences of words → (B, T_max, 50) long tensor; padded words are all-zero rows."""
-    max_len = max((len(s) for s in sentences), default=0)
-    ids = torch.zeros(len(sentences), max_len, ElmoCharacterMapper.max_word_length, dtype=torch.long)
-    for i, sentence in enumerate(sentences):
-        if sentence:
-            ids[i, : len(sentence)] = torch.tensor(
-                [ElmoCharacterMapper.convert_word_to_char_ids(w) for w in sentence], dtype=torch.long
-            )
+    return torch.from_numpy(char_ids(sentences))
+
+
+def char_ids(sentences: Sequence[Sequence[str]]) -> np.ndarray:
+    """Sentences of words → (B, T_max, 50) int64, word t of sentence b at [b, t]; padded words are 0."""
+    lengths = np.fromiter(map(len, sentences), np.int64, count=len(sentences))
+    b, t = len(sentences), int(lengths.max(initial=0))
+    ids = np.zeros((b, t, ElmoCharacterMapper.max_word_length), np.int64)
+    words = list(itertools.chain.from_iterable(sentences))
+    if words:  # word j of the batch, in sentence i that starts at word s_i, goes to row i·T + j − s_i
+        rows = np.repeat(np.arange(b) * t - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(words))
+        ids.reshape(b * t, -1)[rows] = word_char_ids(words)
+    return ids
+
+
+def word_char_ids(words: Sequence[str]) -> np.ndarray:
+    """Words → (N, 50) int16, row i == ``convert_word_to_char_ids(words[i])``, without a loop per word.
+
+    One string holds every word; its code points (UTF-32) give each word's UTF-8 byte span, the
+    one UTF-8 encoding (lone surrogates dropped, as "ignore") gives the bytes, and the first 48
+    bytes of each word are scattered between begin- and end-of-word.
+    """
+    m = ElmoCharacterMapper
+    n, width = len(words), m.max_word_length
+    joined = "".join(words)
+    char_counts = np.fromiter(map(len, words), np.int64, count=n)
+    code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
+    # UTF-8 bytes per code point: 1 below U+0080, 2 below U+0800, 3 below U+10000, else 4; surrogates 0.
+    byte_counts = 1 + (code_points >= 0x80).astype(np.int64) + (code_points >= 0x800) + (code_points >= 0x10000)
+    byte_counts[(code_points >= 0xD800) & (code_points < 0xE000)] = 0
+    byte_ends = np.concatenate([[0], np.cumsum(byte_counts)])[np.cumsum(char_counts)]
+    word_bytes = np.diff(byte_ends, prepend=0)
+    data = np.frombuffer(joined.encode("utf-8", "ignore"), np.uint8)
+    ids = np.full((n, width), m.padding_character + 1, np.int16)
+    ids[:, 0] = m.beginning_of_word_character + 1
+    ids[np.arange(n), np.minimum(word_bytes, width - 2) + 1] = m.end_of_word_character + 1
+    position = np.arange(len(data)) - np.repeat(byte_ends - word_bytes, word_bytes)  # byte's place in its word
+    kept = position < width - 2
+    target = np.repeat(np.arange(n) * width + 1, word_bytes) + position  # flat index of (word, 1 + position)
+    ids.reshape(-1)[target[kept]] = data[kept].astype(np.int16) + 1
+    for token, characters in (
+        (m.bos_token, m.beginning_of_sentence_characters()),
+        (m.eos_token, m.end_of_sentence_characters()),
+    ):
+        # == token: as many characters as the (ASCII) token has bytes, and exactly its bytes
+        k = len(token)
+        candidates = np.flatnonzero((char_counts == k) & (word_bytes == k))
+        matches = candidates[(ids[candidates, 1 : k + 1] == np.frombuffer(token.encode(), np.uint8) + 1).all(axis=1)]
+        ids[matches] = np.array(characters) + 1
     return ids
 
 

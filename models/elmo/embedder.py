@@ -33,7 +33,7 @@ from corpora.digests import content_fingerprint, file_digests
 from models.assets import ASSETS, read_model_card
 from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device, seeded
 from models.elmo.bilm import ElmoBiLm
-from models.elmo.characters import ElmoCharacterMapper
+from models.elmo.characters import batch_to_ids
 from models.elmo.checkpoint import load_bilm
 from models.spec import ELMO
 
@@ -67,7 +67,6 @@ class ElmoEmbedder(Embedder):
         self.max_tokens = max_tokens
         self.half_on_cuda = half_on_cuda
         self._fp_extra = fingerprint_extra
-        self._char_cache: dict[str, list[int]] = {}
         self.info = ModelInfo(
             name=name,
             family=ELMO.name,
@@ -122,36 +121,12 @@ class ElmoEmbedder(Embedder):
             )
         return super().embed(sentences, with_attention)
 
-    def _char_ids(self, word: str) -> list[int]:
-        ids = self._char_cache.get(word)
-        if ids is None:
-            ids = ElmoCharacterMapper.convert_word_to_char_ids(word)
-            if len(self._char_cache) < 500_000:
-                self._char_cache[word] = ids
-        return ids
-
     def batches(self, lengths: Sequence[int]) -> list[list[int]]:
         """Sentence indices sorted by length, packed so len(batch) × (longest + 2) ≤ max_tokens."""
-        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-        out: list[list[int]] = []
-        cur: list[int] = []
-        for i in order:
-            longest = lengths[i] + 2  # sorted: the newest sentence is the longest
-            if cur and longest * (len(cur) + 1) > self.max_tokens:
-                out.append(cur)
-                cur = []
-            cur.append(i)
-        if cur:
-            out.append(cur)
-        return out
+        return pack_by_length(lengths, self.max_tokens)
 
     def _encode(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
-        t = max(len(s) for s in sentences)
-        ids = np.zeros((len(sentences), t, ElmoCharacterMapper.max_word_length), dtype=np.int64)
-        for b, s in enumerate(sentences):
-            if s:
-                ids[b, : len(s)] = [self._char_ids(w) for w in s]
-        tensor = torch.from_numpy(ids)
+        tensor = batch_to_ids(sentences)
         if self.device.type == "cuda":
             tensor = tensor.pin_memory().to(self.device, non_blocking=True)
         return tensor
@@ -176,6 +151,22 @@ class ElmoEmbedder(Embedder):
                         words=list(sentences[i]), vectors=np.ascontiguousarray(layers[:, b, :n]), oov=np.zeros(n, bool)
                     )
         return results  # type: ignore[return-value]
+
+
+def pack_by_length(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+    """Sentence indices sorted by length, packed so len(batch) × (longest + 2) ≤ max_tokens."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        longest = lengths[i] + 2  # sorted: the newest sentence is the longest
+        if cur and longest * (len(cur) + 1) > max_tokens:
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out
 
 
 def _file_fingerprint(paths: Sequence[Path]) -> str:

@@ -11,6 +11,12 @@ state of row b in the next batch. "Final" is each row's own last real step (bilm
 ``dynamic_rnn(sequence_length=…)``): for the forward direction after ``</S>``, for the backward
 direction (which reads the row reversed within its length) after ``<S>``; padding never touches
 a state. Rows beyond a smaller next batch keep their states (bilm-tf's ``max_batch_size`` buffer).
+
+On CUDA the fused kernel is cuDNN's, which wants a cell's five weights (W_i, W_s, a zero input
+bias, b, W_p) as views of ONE buffer in its own layout; otherwise it copies them into one on every
+call and warns ("not part of single contiguous chunk of memory"). ``flatten_parameters`` puts them
+there once, as ``nn.LSTM`` does, and runs after every ``.to()`` / ``.half()`` (``_apply``); loading
+weights (``load_state_dict``, the hdf5 reader, a redraw) copies in place and keeps the views.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.backends.cudnn import rnn as cudnn_rnn
 
 # (h, c) of one LSTMP direction: h (B, hidden_size), c (B, cell_size).
 LstmState = tuple[torch.Tensor, torch.Tensor]
@@ -33,6 +40,14 @@ def _reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     idx = torch.where(rev >= 0, rev, pos)  # (B, T)
     idx = idx.view(b, t, *([1] * (x.dim() - 2))).expand_as(x)
     return x.gather(1, idx)
+
+
+def _cudnn_flattenable(weights: list[torch.Tensor]) -> bool:
+    """Whether cuDNN will run these weights (nn.LSTM's test before it flattens)."""
+    return (
+        all(w.is_cuda and w.dtype == weights[0].dtype and torch.backends.cudnn.is_acceptable(w) for w in weights)
+        and torch._use_cudnn_rnn_flatten_weight()
+    )
 
 
 class LstmCellWithProjection(nn.Module):
@@ -68,6 +83,8 @@ class LstmCellWithProjection(nn.Module):
         self.input_linearity = nn.Linear(input_size, 4 * cell_size, bias=False)
         self.state_linearity = nn.Linear(hidden_size, 4 * cell_size, bias=True)
         self.state_projection = nn.Linear(cell_size, hidden_size, bias=False)
+        # torch.lstm takes two biases; the input one is zero. Not a weight: not in the state dict.
+        self.register_buffer("fused_input_bias", torch.zeros(4 * cell_size), persistent=False)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -78,6 +95,40 @@ class LstmCellWithProjection(nn.Module):
         nn.init.orthogonal_(self.state_projection.weight.data)
         self.state_linearity.bias.data.zero_()
         self.state_linearity.bias.data[self.cell_size : 2 * self.cell_size].fill_(1.0)
+
+    def fused_weights(self) -> list[torch.Tensor]:
+        """What torch.lstm takes, in its order: W_i (4C, in), W_s (4C, D), b_i = 0, b_s (4C), W_p (D, C)."""
+        return [
+            self.input_linearity.weight,
+            self.state_linearity.weight,
+            self.fused_input_bias,
+            self.state_linearity.bias,
+            self.state_projection.weight,
+        ]
+
+    def flatten_parameters(self) -> None:
+        """Make the fused weights views of one buffer in cuDNN's layout (nn.LSTM's own call); no-op off cuDNN."""
+        weights = self.fused_weights()
+        if not _cudnn_flattenable(weights):
+            return
+        with torch.cuda.device_of(weights[0]), torch.no_grad():
+            torch._cudnn_rnn_flatten_weight(
+                weights,
+                len(weights),
+                self.input_size,
+                cudnn_rnn.get_cudnn_mode("LSTM"),
+                self.cell_size,
+                self.hidden_size,  # proj_size
+                1,  # num_layers
+                True,  # batch_first
+                False,  # bidirectional
+            )
+
+    def _apply(self, fn: Any, recurse: bool = True) -> LstmCellWithProjection:
+        # .to() / .half() / .cuda() give the weights new storage: flatten them again, as nn.LSTM does.
+        module = super()._apply(fn, recurse)
+        self.flatten_parameters()
+        return module
 
     @property
     def uses_fused_kernel(self) -> bool:
@@ -118,15 +169,7 @@ class LstmCellWithProjection(nn.Module):
         b = x.shape[0]
         h0 = x.new_zeros(1, b, self.hidden_size)
         c0 = x.new_zeros(1, b, self.cell_size)
-        zero_bias = torch.zeros_like(self.state_linearity.bias)
-        params = [
-            self.input_linearity.weight,
-            self.state_linearity.weight,
-            zero_bias,
-            self.state_linearity.bias,
-            self.state_projection.weight,
-        ]
-        params = [p.to(x.dtype) for p in params]
+        params = [p.to(x.dtype) for p in self.fused_weights()]  # the weights themselves when dtypes agree
         with warnings.catch_warnings():
             # torch notes once that oneDNN has no projection kernel and it uses its own: expected.
             warnings.filterwarnings("ignore", message="LSTM with projections is not supported")

@@ -4,7 +4,8 @@ Subclasses (``bert.py``, ``gpt.py``) say whether the model is a decoder, which e
 forward takes and which window a piece of a long sentence takes its vector from. Special tokens
 and word alignment come from the tokenizer (``tokens.py``), weights through ``loading.py`` (which
 refuses missing or extra tensors), memory checks from ``memory.py``, the check of a first tiny
-forward pass from ``refusals.py``, word/piece bookkeeping and padding from ``pieces.py``.
+forward pass from ``refusals.py``, word/piece bookkeeping and padding from ``pieces.py``; the feature
+cache's streamed path (``embed_rows``: pooled and cast on the device, pipelined) from ``stream.py``.
 
 Options beyond the pipeline's: ``dtype`` None keeps the built-in rule (fp32 on CPU unless
 ``cpu_bf16``, fp16 on CUDA unless ``half_on_cuda=False``; weights loaded in fp32, then cast); a string
@@ -42,6 +43,7 @@ from models.transformer.pieces import (
     word_pieces,
 )
 from models.transformer.refusals import check_probe_output
+from models.transformer.stream import stream_rows
 from models.transformer.tokens import (
     alignment_problems,
     check_known_words,
@@ -266,9 +268,12 @@ class TransformerEmbedder(Embedder):
         return t_ids, t_mask
 
     def _run(self, ids: list[list[int]], with_attention: bool):
-        """Pad right and run: returns (L+1 hidden states (B, T, D), attentions (L, B, H, T, T) or None)."""
+        return self._run_tensors(*self._inputs(ids), with_attention)
+
+    def _run_tensors(self, ids: torch.Tensor, mask: torch.Tensor, with_attention: bool):
+        """Run padded (B, T) ids: (L+1 hidden states (B, T, D), attentions (L, B, H, T, T) or None)."""
         out = self.model(
-            **self._forward_kwargs(*self._inputs(ids)),
+            **self._forward_kwargs(ids, mask),
             output_hidden_states=True,
             output_attentions=with_attention,
             return_dict=True,
@@ -280,8 +285,7 @@ class TransformerEmbedder(Embedder):
     def _word_parts(
         self, brows: list[Row], piece_weight: list[np.ndarray], n_words: np.ndarray, with_attention: bool
     ) -> tuple[list[torch.Tensor], dict[int, np.ndarray]]:
-        """One batch: per kept layer the pooling-weighted vectors of the pieces that supply words (CPU),
-        word attention."""
+        """One batch: per kept layer the weighted vectors of the pieces that supply words (CPU); attention."""
         hidden, att = self._run([r.ids for r in brows], with_attention)
         T = hidden[0].shape[1]
         # Every selected piece: its flat (row, position) in the batch and its pooling weight.
@@ -354,6 +358,9 @@ class TransformerEmbedder(Embedder):
             )
             for s, words in enumerate(sentences)
         ]
+
+    def embed_rows(self, chunks, dtype: torch.dtype):  # the feature cache's path: stream.py
+        return stream_rows(self, chunks, dtype)
 
     def piece_attention(self, words: Sequence[str]) -> PieceAttention:
         if not self.has_attention:

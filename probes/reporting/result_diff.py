@@ -17,7 +17,8 @@ from probes.results import KEY, load_results
 def compare_results(
     reference: Path, candidate: Path, models: list[str] | None = None, tolerance: float = 0.0
 ) -> tuple[pd.DataFrame, int]:
-    """(rows whose value differs by more than ``tolerance`` or that the reference lacks, rows compared).
+    """(rows whose value differs by more than ``tolerance``, that the reference lacks or that either marks
+    missing (no value), rows compared).
 
     Only keys present in the candidate (and, with ``models``, of those models) are checked against the
     reference, so a partial re-run compares what it re-ran.
@@ -26,6 +27,7 @@ def compare_results(
     if models:
         cand = cand[cand["model"].isin(models)]
     merged = cand[KEY + ["value"]].merge(ref[KEY + ["value"]], on=KEY, how="left", suffixes=("", "_reference"))
-    merged["diff"] = merged["value"] - merged["value_reference"]
-    bad = merged[merged["value_reference"].isna() | (merged["diff"].abs() > tolerance)]
+    merged["diff"] = merged["value"].astype(float) - merged["value_reference"].astype(float)
+    missing = merged["value"].isna() | merged["value_reference"].isna()  # or marked missing: never "equal"
+    bad = merged[missing | (merged["diff"].abs() > tolerance)]
     return bad.reset_index(drop=True), len(merged)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from probes.results import KEY, ProbeResult, content_digest, read_results, results_frame
+from probes.results import ProbeResult, content_digest, newest_per_key, read_results, results_frame
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def results_in_use(results: list[ProbeResult]) -> list[tuple[ProbeResult, int]]:
         return []
     owner = [i for i, r in enumerate(results) for _ in r.rows]
     frame["owner"] = owner
-    winners = frame.drop_duplicates(KEY, keep="last")["owner"].value_counts()
+    winners = newest_per_key(frame)["owner"].value_counts()
     return [(results[i], int(n)) for i, n in sorted(winners.items())]
 
 

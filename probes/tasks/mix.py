@@ -6,6 +6,12 @@ Like the paper, the contextual vectors are *added* to the baseline's input; the 
 ``probes.estimators.mix_tagger.MixTagger``. The ±1 window gives even the static baseline a little context; it
 is the same for every row. The baseline row does not depend on the probed model, so it is this
 probe's baseline result (model ``glove-6b-50d``), run once per reproduction.
+
+Without GloVe (pip package missing, or any load error) no row can be the paper's: the baseline row is
+*marked missing* (``value`` None, the reason in ``missing``) and the model's rows run on its vectors alone,
+labelled ``"<row> (no GloVe input)"`` (``NO_GLOVE_ROWS``; ``params["glove_input"]`` False): other layer labels,
+so never replacing nor compared with GloVe + model rows (``probes.results.KEY``). Both results carry one
+``extra["warning"]``, which the command line prints once.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import torch
 
 from features.extract import get_features
 from features.store import data_hash
+from models.base import Embedder
+from models.errors import ModelLoadError
 from models.registry import load_embedder
 from probes.errors import ProbeInputError, check_positive
 from probes.estimators.bio import sentence_counts
@@ -36,6 +44,9 @@ MODEL_ROWS = ROWS[1:]  # the rows that read the probed model
 ROW_LAMBDA = {"all λ=1": 1.0, "all λ=0.001": 0.001}
 BASELINE_MODEL = "glove-6b-50d"
 TASKS = ("pos", "chunk")
+METRICS = {"pos": "accuracy", "chunk": "chunk_F1"}
+NO_GLOVE = " (no GloVe input)"  # the suffix of a row run on the model's vectors alone (GloVe missing)
+NO_GLOVE_ROWS = tuple(r + NO_GLOVE for r in MODEL_ROWS)
 
 
 def _labels(sents, task: str) -> np.ndarray:
@@ -88,6 +99,40 @@ def _parse_tasks(text: str | Sequence[str]) -> tuple[str, ...]:
     return _known(tasks, TASKS, "task")
 
 
+def _glove(embedder: Embedder | None = None) -> tuple[Embedder | None, str | None]:
+    """GloVe 6B 50d (every row's static input) and None, or None and why it cannot be loaded."""
+    if embedder is not None and embedder.name == BASELINE_MODEL:
+        return embedder, None
+    try:
+        return load_embedder(BASELINE_MODEL), None
+    except ModelLoadError as exc:
+        return None, str(exc)
+
+
+def _warning(reason: str) -> str:
+    """The one warning of a run without GloVe (the same in every result of the run: printed once)."""
+    return (
+        f"{reason} The λ ablation's baseline row (GloVe alone) is marked missing; the model's rows run on its "
+        f"own vectors without GloVe input, labelled '<row>{NO_GLOVE}': not the paper's rows."
+    )
+
+
+def _missing_rows(tasks: Sequence[str], reason: str) -> list[dict]:
+    """The baseline row of each task, marked missing: no number, and why."""
+    return [
+        {"dataset": f"conll2000-test:{t}", "layer": "baseline", "metric": METRICS[t], "value": None, "missing": reason}
+        for t in tasks
+    ]
+
+
+def _missing_baseline(ctx: RunContext, tasks, epochs, train_limit, reason: str) -> ProbeResult:
+    """The baseline result without GloVe: its rows marked missing (``extra["missing"]``: why, and how to get it)."""
+    params = {"rows": ["baseline"], "tasks": list(tasks), "limit": ctx.limit, "train_limit": train_limit}
+    params |= {"seed": ctx.seed, "epochs": epochs}
+    extra = {"missing": reason, "warning": _warning(reason)}
+    return ProbeResult(BASELINE_MODEL, "mix", _missing_rows(tasks, reason), DATASET, params=params, extra=extra)
+
+
 def run_mix(
     embedder,
     layers=None,
@@ -114,7 +159,9 @@ def run_mix(
     limit, show = ctx.limit, ctx.show_progress
     train, test = conll_slice("train", limit), conll_slice("test", limit)
     w_tr, w_te = [list(s.words) for s in train], [list(s.words) for s in test]
-    glove = embedder if embedder.name == BASELINE_MODEL else load_embedder(BASELINE_MODEL)
+    glove, missing = _glove(embedder)
+    if glove is None and not needs_ctx:
+        return _missing_baseline(ctx, tasks, epochs, train_limit, missing)
 
     def features(model, split: str, words, lo: float, hi: float):  # extraction: the first 20 % of the progress
         return get_features(
@@ -126,15 +173,21 @@ def run_mix(
             root=ctx.feature_root,
         )
 
-    g_tr, g_te = features(glove, "train", w_tr, 0.0, 0.02), features(glove, "test", w_te, 0.02, 0.03)
-    n_tr = len(train) if train_limit is None else min(train_limit, len(train))
-    train, tr_offsets = train[:n_tr], g_tr.offsets[: n_tr + 1]
-    n_rows = int(tr_offsets[-1])
-    static_tr = torch.from_numpy(np.asarray(g_tr.layer(0)[:n_rows], np.float32))
-    static_te = torch.from_numpy(np.asarray(g_te.layer(0), np.float32))
-    ctx_layers = {}
+    g_tr = g_te = f_tr = f_te = None
+    if glove is not None:
+        g_tr, g_te = features(glove, "train", w_tr, 0.0, 0.02), features(glove, "test", w_te, 0.02, 0.03)
     if needs_ctx:
         f_tr, f_te = features(embedder, "train", w_tr, 0.03, 0.16), features(embedder, "test", w_te, 0.16, 0.2)
+    s_tr, s_te = (g_tr, g_te) if glove is not None else (f_tr, f_te)  # sentence offsets: the same words
+    n_tr = len(train) if train_limit is None else min(train_limit, len(train))
+    train, tr_offsets = train[:n_tr], s_tr.offsets[: n_tr + 1]
+    n_rows = int(tr_offsets[-1])
+    static_tr = static_te = None
+    if glove is not None:
+        static_tr = torch.from_numpy(np.asarray(g_tr.layer(0)[:n_rows], np.float32))
+        static_te = torch.from_numpy(np.asarray(g_te.layer(0), np.float32))
+    ctx_layers = {}
+    if needs_ctx:
         L = embedder.num_layers
         all_tr, all_te = standardise_layers(
             [f_tr.layer(j)[:n_rows] for j in range(L)], [f_te.layer(j) for j in range(L)]
@@ -145,18 +198,23 @@ def run_mix(
     for task in tasks:
         y_tr, y_te = _labels(train, task), _labels(test, task)
         for row in rows:
+            k += 1
+            if glove is None and row == "baseline":
+                out_rows += _missing_rows((task,), missing)
+                continue
+            label = row if glove is not None else row + NO_GLOVE
             c_tr, c_te = (None, None) if row == "baseline" else ctx_layers["last" if row == "last" else "all"]
             d_tr = TokenData(c_tr, static_tr, tr_offsets, y_tr)
-            d_te = TokenData(c_te, static_te, g_te.offsets, y_te)
+            d_te = TokenData(c_te, static_te, s_te.offsets, y_te)
             probe = MixProbe(lam=ROW_LAMBDA.get(row, 0.0), epochs=epochs, seed=ctx.seed, device=ctx.device).fit(d_tr)
             dataset = f"conll2000-test:{task}"
             metric, value, (lo, hi) = _score(
-                task, y_te, probe.predict(d_te), g_te.offsets, seed=ctx.seed, extra=kept, dataset=dataset, layer=row
+                task, y_te, probe.predict(d_te), s_te.offsets, seed=ctx.seed, extra=kept, dataset=dataset, layer=label
             )
             out_rows.append(
                 {
                     "dataset": dataset,
-                    "layer": row,
+                    "layer": label,
                     "metric": metric,
                     "value": round(value, 2),
                     "n": len(y_te),
@@ -166,31 +224,25 @@ def run_mix(
                     "clusters": len(test),
                 }
             )
-            mixes.setdefault(task, {})[row] = probe.mix_weights()
-            k += 1
+            mixes.setdefault(task, {})[label] = probe.mix_weights()
             if ctx.progress is not None:
                 ctx.progress(0.2 + 0.8 * k / (len(tasks) * len(rows)), f"{task} / {row}: {value:.1f}")
     model = embedder if needs_ctx else glove
+    params = {"rows": list(rows), "tasks": list(tasks), "limit": limit, "train_limit": train_limit}
     return ProbeResult(
         model.name,
         "mix",
         out_rows,
         dataset=DATASET,
         fingerprint=model.fingerprint(),
-        params={
-            "rows": list(rows),
-            "tasks": list(tasks),
-            "limit": limit,
-            "train_limit": train_limit,
-            "seed": ctx.seed,
-            "epochs": epochs,
-        },
+        params={**params, "seed": ctx.seed, "epochs": epochs} | ({} if glove is not None else {"glove_input": False}),
         extra={
+            **({} if glove is not None else {"warning": _warning(missing), "missing": missing}),
             "mix": mixes,
             "feature_s": round(t_feat, 1),
             "total_s": round(time.perf_counter() - t0, 1),
             "train_tokens": n_rows,
-            "test_tokens": int(g_te.num_words),
+            "test_tokens": int(s_te.num_words),
             "data_hash": data_hash(
                 *(
                     part
@@ -210,17 +262,45 @@ def run_mix(
 def mix_baselines(
     ctx: RunContext, tasks: Sequence[str] = TASKS, epochs: int = 10, train_limit: int | None = None, **_options
 ) -> list[ProbeResult]:
-    """The "baseline" row: GloVe 6B 50d input only (it does not depend on the probed model)."""
-    return [
-        run_mix(
-            load_embedder(BASELINE_MODEL),
-            ctx=ctx,
-            rows=("baseline",),
-            tasks=tasks,
-            epochs=epochs,
-            train_limit=train_limit,
-        )
-    ]
+    """The "baseline" row: GloVe 6B 50d input only (it does not depend on the probed model); without GloVe,
+    its rows marked missing."""
+    glove, missing = _glove()
+    if glove is None:
+        return [_missing_baseline(ctx, _parse_tasks(tasks), epochs, train_limit, missing)]
+    return [run_mix(glove, ctx=ctx, rows=("baseline",), tasks=tasks, epochs=epochs, train_limit=train_limit)]
+
+
+def _cell(v: pd.DataFrame, why: str) -> str:
+    """The newest of rows ``v`` as a table cell: value [interval], "missing (why)" or "n/a" (no row)."""
+    if not len(v):
+        return "n/a"
+    if pd.isna(v.value.iloc[-1]):
+        return f"missing: {why}"
+    return value_interval_text(float(v.value.iloc[-1]), v.lo.iloc[-1], v.hi.iloc[-1])
+
+
+def _mix_lines(mix: pd.DataFrame, extras: list[dict], model: str, suffix: str, why: str) -> list[dict]:
+    """``model``'s table line per task from its rows labelled ``row + suffix`` ("", or ``NO_GLOVE``: then
+    the learned weights of its results without GloVe); the baseline column is GloVe alone in either line."""
+    rows, base = [], mix[mix.layer == "baseline"]
+    for task in TASKS:
+        name = f"{model}, without GloVe input: not the paper's rows" if suffix else model
+        cell = {"model": name, "task": f"CoNLL-2000 {'POS acc.' if task == 'pos' else 'chunk F1'}"}
+        over = "n/a"
+        for col, layer in zip(paper.LAMBDA_COLUMNS, ROWS):
+            src = base if layer == "baseline" else mix[mix.model == model]
+            label = layer if layer == "baseline" else layer + suffix
+            v = src[(src.layer == label) & (src.dataset == f"conll2000-test:{task}")]
+            cell[col] = _cell(v, why)
+            over = over_text(v.unit.iloc[-1], v.clusters.iloc[-1]) if len(v) and pd.notna(v.value.iloc[-1]) else over
+        cell["CI over"] = over
+        mixes = [e for e in extras if e["model"] == model and "mix" in e and bool(e.get("missing")) == bool(suffix)]
+        if mixes:
+            w = mixes[-1]["mix"].get(task, {}).get("all λ=0.001" + suffix) or {}
+            cell["learned s (λ=0.001)"] = ", ".join(f"{x:.2f}" for x in w.get("s", [])) or "n/a"
+            cell["γ (λ=0.001)"] = f"{w['gamma']:.2f}" if "gamma" in w else "n/a"
+        rows.append(cell)
+    return rows
 
 
 def mix_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
@@ -229,26 +309,15 @@ def mix_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
     if mix.empty:
         return {}
     rows = []
-    base = mix[mix.layer == "baseline"]
     extras = [e for e in extras if e.get("probe") == "mix"]
+    why = next((e["missing"] for e in reversed(extras) if e.get("missing")), "no reason recorded")
+    no_glove = set(NO_GLOVE_ROWS)
     for model in [m for m in mix.model.unique() if m != BASELINE_MODEL] or [BASELINE_MODEL]:
-        for task, _metric in (("pos", "accuracy"), ("chunk", "chunk_F1")):
-            cell = {"model": model, "task": f"CoNLL-2000 {'POS acc.' if task == 'pos' else 'chunk F1'}"}
-            over = "n/a"
-            for col, layer in zip(paper.LAMBDA_COLUMNS, ROWS):
-                src = base if layer == "baseline" else mix[mix.model == model]
-                v = src[(src.layer == layer) & (src.dataset == f"conll2000-test:{task}")]
-                cell[col] = (
-                    value_interval_text(float(v.value.iloc[-1]), v.lo.iloc[-1], v.hi.iloc[-1]) if len(v) else "n/a"
-                )
-                over = over_text(v.unit.iloc[-1], v.clusters.iloc[-1]) if len(v) else over
-            cell["CI over"] = over
-            mixes = [e for e in extras if e["model"] == model and "mix" in e]
-            if mixes:
-                w = mixes[-1]["mix"].get(task, {}).get("all λ=0.001") or {}
-                cell["learned s (λ=0.001)"] = ", ".join(f"{x:.2f}" for x in w.get("s", [])) or "n/a"
-                cell["γ (λ=0.001)"] = f"{w['gamma']:.2f}" if "gamma" in w else "n/a"
-            rows.append(cell)
+        own = set(mix.layer[mix.model == model])
+        if own - no_glove - {"baseline"} or not own & no_glove:  # the paper's rows (GloVe + the model)
+            rows += _mix_lines(mix, extras, model, "", why)
+        if own & no_glove:  # rows run without GloVe: a line of their own
+            rows += _mix_lines(mix, extras, model, NO_GLOVE, why)
     for task, vals in paper.LAMBDA_TABLE2.items():
         rows.append(
             {
@@ -269,7 +338,9 @@ PROBE = ProbeSpec(
     tables=mix_tables,
     table_titles={"mix": "Scalar-mix λ ablation on CoNLL-2000 (ours) and the paper's Table 2 (dev sets)"},
     chart=ChartSpec(
-        metrics=("accuracy", "chunk_F1"), datasets=("conll2000-test:pos", "conll2000-test:chunk"), layer_order=ROWS
+        metrics=("accuracy", "chunk_F1"),
+        datasets=("conll2000-test:pos", "conll2000-test:chunk"),
+        layer_order=ROWS + NO_GLOVE_ROWS,
     ),
     options=(
         Option(
@@ -296,7 +367,7 @@ PROBE = ProbeSpec(
     embeds=conll_embeds,
     summary=lambda res: [
         f"  {task:<6} {row:<12} s = {w['s']}  γ = {w['gamma']}"
-        for task, per_row in res.extra["mix"].items()
+        for task, per_row in res.extra.get("mix", {}).items()
         for row, w in per_row.items()
         if w
     ],
