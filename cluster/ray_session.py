@@ -47,6 +47,7 @@ def connect(address: str, num_cpus: int | None = None, dashboard: bool = False):
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private instance on this machine
         ray.init(
+            address="local",  # a new instance, never another one running here (ray.init()'s default joins it)
             num_cpus=num_cpus or os.cpu_count(),
             include_dashboard=dashboard,
             log_to_driver=False,
