@@ -85,7 +85,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         threads=args.threads or (1 if ray else None),
         fault=os.environ.get(FAULT_ENV) if ray else None,
     )
-    executor = OnRay(ray, retries=args.retries, fixed_size=args.ray == "local") if ray else InProcess()
+    executor = (
+        OnRay(ray, retries=args.retries, fixed_size=args.ray == "local", gpu_memory=int(args.gpu_memory * 2**30))
+        if ray
+        else InProcess()
+    )
     with TerminalProgress("sweep") as bar:  # tasks done/failed/remaining on stderr (when it is a terminal)
         report = run_sweep(
             tasks,
@@ -170,6 +174,13 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
         help="shared feature-cache tier (fsspec URL: s3://…, gs://…, file://…): pulled before, pushed after each task",
     )
     p.add_argument("--retries", type=int, default=2, help="re-runs of a task whose worker died (default 2)")
+    p.add_argument(
+        "--gpu-memory",
+        type=float,
+        default=80,
+        help="GiB of memory of one of the cluster's GPUs, for sizing each model's GPU request (default 80: "
+        "A100/H100; 48 for the L40S nodes of cluster/ray-cluster.yaml, 24 for an A10G)",
+    )
     p.add_argument("--no-resume", action="store_true", help="run every task, even those already in --results")
     _common(p)
     add_all_options(p, all_probes())  # as reproduce

@@ -112,13 +112,19 @@ class OnRay:
     died or that ran out of GPU memory is retried with half the budget."""
 
     def __init__(
-        self, ray, retries: int = 2, gpu: bool | None = None, cpus_per_task: float = 1, fixed_size: bool = False
+        self,
+        ray,
+        retries: int = 2,
+        gpu: bool | None = None,
+        cpus_per_task: float = 1,
+        fixed_size: bool = False,
+        gpu_memory: int = 80 * 2**30,
     ) -> None:
         """gpu: None decides per model (``cluster.resources.wants_gpu``), False asks for none, True for all.
         fixed_size: the cluster never grows (``--ray local``): a request larger than it is capped to
         it rather than left waiting for a node that never comes (an OOM is then retried as any other),
-        and without GPUs nothing asks for one."""
-        self.ray, self.retries, self.cpus = ray, retries, cpus_per_task
+        and without GPUs nothing asks for one. gpu_memory: bytes of one GPU of the cluster (``--gpu-memory``)."""
+        self.ray, self.retries, self.cpus, self.gpu_memory = ray, retries, cpus_per_task, gpu_memory
         self.total = ray.cluster_resources()
         self.gpu = False if fixed_size and not self.total.get("GPU") and gpu is None else gpu
         self.fixed_size = fixed_size
@@ -127,7 +133,7 @@ class OnRay:
 
     def resources(self, model: str | None, device: str | None) -> Resources:
         if model not in self.needs:
-            self.needs[model] = estimate(model, self.gpu, self.cpus, device=device)
+            self.needs[model] = estimate(model, self.gpu, self.cpus, gpu_memory=self.gpu_memory, device=device)
         return self.needs[model]
 
     def _options(self, model: str | None, env: TaskEnv) -> tuple[dict, TaskEnv]:

@@ -154,5 +154,8 @@ def test_the_committed_cluster_config_is_valid_for_ray_up():
     assert any("--ray-client-server-port=10001" in c for c in config["head_start_ray_commands"])
     assert all("HF_HOME=/opt/dlami/nvme" in c for c in config["worker_start_ray_commands"][1:])
     text = (REPO_ROOT / "cluster" / "ray-cluster.yaml").read_text()
+    # the sweep sizes GPU requests for the GPUs the YAML starts (an 80 GB default would under-ask on an L40S)
+    (gb,) = set(re.findall(r"L40S \((\d+) GB\)", text))
+    assert re.findall(r"--gpu-memory (\d+)", text) == [gb]
     named = re.findall(r"--models (\S+)", text)
     assert named and all(parse_reference(m) for ref in named for m in split_references(ref))

@@ -252,6 +252,26 @@ def test_hub_checkpoints_not_downloaded_are_sized_from_their_config(tmp_path, mo
     assert estimate("hf:EleutherAI/pythia-12b", gpu=False).note.startswith("guessed")
 
 
+def test_the_sweeps_gpu_requests_follow_the_clusters_gpu_memory(tmp_path, monkeypatch):
+    """cluster/ray-cluster.yaml's nodes have 48 GB L40S GPUs: a model sized for an 80 GB GPU must ask for two."""
+    import argparse
+
+    from cluster.cli import add_sweep
+    from cluster.executors import OnRay
+
+    big = {"tie_word_embeddings": False, "model_type": "gpt_neox", "hidden_size": 6144, "num_hidden_layers": 44}
+    monkeypatch.setenv("CONFIGS", str(tmp_path))
+    _serve_configs(monkeypatch, {"x/big-20b": {**big, "intermediate_size": 24576, "vocab_size": 50432}})
+    cluster = FakeRay({"CPU": 16, "GPU": 4})
+    default = OnRay(cluster, gpu=True).resources("hf:x/big-20b", None)
+    assert default.gpus == 1 and "config.json" in default.note  # ~41 GB of fp16 weights × 1.3 < 80 GiB
+    assert OnRay(cluster, gpu=True, gpu_memory=48 * GiB).resources("hf:x/big-20b", None).gpus == 2
+    sub = argparse.ArgumentParser().add_subparsers()
+    add_sweep(sub)
+    args = sub.choices["sweep"].parse_args(["--models", "m", "--probes", "pos", "--gpu-memory", "48"])
+    assert args.gpu_memory == 48
+
+
 def test_a_hub_models_content_key_is_its_resolved_commit(monkeypatch):
     import huggingface_hub
 
