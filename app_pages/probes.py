@@ -46,6 +46,13 @@ def saved_results(directory: str) -> pd.DataFrame:
     return load_dir(Path(directory))
 
 
+@st.cache_resource(ttl=30, show_spinner=False, max_entries=8)
+def saved_result_objects(directory: str) -> list[ProbeResult]:
+    """The results behind ``saved_results`` (run records, per-instance outcomes for the layer tests): read once
+    per directory and 30 s by every session, not on each rerun; shared, never modified."""
+    return read_results(Path(directory))
+
+
 @st.cache_resource
 def _quick_runs() -> tuple[dict, threading.Lock]:
     """Quick-run results shared by every session of this server: key -> (results, wall seconds)."""
@@ -229,9 +236,9 @@ def saved_tab() -> None:
                     df,
                     "saved",
                     records=lambda d=directory, p=spec.name: run_record_json(
-                        [r for r in read_results(Path(d)) if r.probe == p]
+                        [r for r in saved_result_objects(d) if r.probe == p]
                     ),
-                    results=lambda d=directory: read_results(Path(d)),
+                    results=lambda d=directory: saved_result_objects(d),
                 )
     commands = st.expander("Commands that produced these results", key="probes_commands_open", on_change="rerun")
     if commands.open:

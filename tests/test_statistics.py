@@ -309,7 +309,7 @@ def test_mdl_and_selectivity_claims_are_decided_from_every_order_and_disjoint_in
     assert by_model["a"]["unit"] == "2012 sentences, 5 control draws"
 
 
-def test_the_app_tests_each_layer_against_the_previous_as_one_holm_family():
+def test_the_app_tests_each_layer_against_the_previous_as_one_holm_family(monkeypatch):
     """Issue 26 item 2: a layer sweep in the app is a family of tests: raw and Holm p, decided on the adjusted."""
     from test_app import assert_ok, open_page
 
@@ -330,3 +330,13 @@ def test_the_app_tests_each_layer_against_the_previous_as_one_holm_family():
     at.selectbox(key="saved_pos_tests_model").set_value("minilm").run()
     shown = [df.value for df in at.dataframe if "p (Holm)" in df.value.columns]
     assert len(shown) == 1 and shown[0]["p (Holm)"].tolist() == table["p (Holm)"].tolist()
+    # issue 30: reruns (another model picked) do not read every result file again (the page script imports
+    # read_results from probes.results on each run, so it sees the counting one)
+    import probes.results
+
+    reads = []
+    monkeypatch.setattr(probes.results, "read_results", lambda d: reads.append(d) or read_results(d))
+    for model in ("gpt-small", "minilm", "elmo-small"):
+        at.selectbox(key="saved_pos_tests_model").set_value(model).run()
+        assert_ok(at)
+    assert len(reads) <= 1  # cached for 30 s: at most one read if the cache expired meanwhile
