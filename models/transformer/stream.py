@@ -187,9 +187,8 @@ def _pool(emb, bp: BatchPlan, dtype: torch.dtype) -> tuple[torch.Tensor, list]:
     for j, h in enumerate(states):
         flat = h.reshape(-1, emb.dim)
         x = flat.index_select(0, lead_src)
-        if (
-            len(scaled) or len(rest_src) or x.dtype != dtype
-        ):  # in float32, as embed pools: weight × first piece + the others
+        # in float32, as embed pools: weight × first piece, plus the others in order
+        if len(scaled) or len(rest_src) or x.dtype != dtype:
             x = x.float()
             if len(scaled):
                 x.index_copy_(0, scaled, x.index_select(0, scaled) * scaled_w)
