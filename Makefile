@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: app test browser setup cluster screenshots
+.PHONY: app test browser setup cluster screenshots index
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,13 @@ cluster: $(CLUSTER_STAMP)
 ADDRESS ?= localhost
 app: $(STAMP)
 	$(VENV)/bin/streamlit run app.py --server.address $(ADDRESS)
+
+# The corpus index of the default contextual models (SemCor embedded once per model, every layer: the app's
+# corpus search and the WSD probe read it), built ahead so that no page waits for it; minutes per model on a
+# CPU, kept in the feature cache. `make index INDEX_MODELS=minilm` for one model.
+INDEX_MODELS ?= minilm,gpt-small,elmo-small
+index: $(STAMP)
+	$(PY) -m features index --model $(INDEX_MODELS)
 
 # Headless Chromium for the browser tests (Debian package; needs root or sudo).
 browser:

@@ -1,17 +1,23 @@
 """Attention page: every head at a glance (click one to open it), its token-to-token map beside
-bertviz's line view, the selected token's query·key products, two models or two layers side by side.
+bertviz's line view, the selected token's query·key products, bertviz's neuron view (the Neurons tab,
+``app_pages.attention_neurons``), two models or two layers side by side.
+
+Line view as in bertviz's head view (``viz.attention_lines``): a click on a token focuses its lines and
+fades the others (left: as a query, right: as a key), links under a threshold are hidden, and further
+heads of the layer can be drawn over the open one, each in its own colour with a legend. The query/key
+pair, focus, threshold and heads live in the URL (``app_pages.attention_controls``, ``state.bind``).
 
 Speed: the head explorer is one ``st.fragment``, so a click on the grid, a layer/head slider or the
 query token reruns only it (not the sentence parsing, the model call or the averages), and the grid
 is one heatmap trace (``viz.attention.grid_figure``), not one subplot per head. Only the open tab
-(heads or averages) runs and draws, and the tokens box fills when opened: a new visitor's browser
-draws three charts fewer. Attention is cached per (model, fingerprint, sentence) by
-``app_pages.common``. Choices live in the URL (``state.bind``).
+(heads, neurons or averages) runs and draws, and the tokens box fills when opened: a new visitor's
+browser draws three charts fewer. Attention is cached per (model, fingerprint, sentence) by
+``app_pages.common``.
 
 Comparable by eye: the two line views side by side share one weight scale (``line_view(top=…)``) and
 start level; the Averages tab shows both models of "two models", every map of a kind on one colour
 scale (``viz.attention.same_scale``). A new sentence (or unit) puts the query token back on its first
-token, so the box never shows the old sentence's token.
+token (and the key token on its strongest link), so no box shows the old sentence's token.
 """
 
 from __future__ import annotations
@@ -21,15 +27,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages import state
+from app_pages.attention_controls import get_attention, head_controls, line_controls, pair_controls, select_line_token
+from app_pages.attention_neurons import neuron_view
 from app_pages.common import (
     EXAMPLE_SENTENCE,
     chart,
     download,
-    embed_sentences,
     model_names,
     page,
     page_header,
-    piece_attention,
     preferred,
     safe,
     select_clicked_head,
@@ -60,64 +66,60 @@ A GPT-style model only attends to the left (a triangle); a BERT-style model sees
 MAX_WORDS = 40  # a 6 × 12 grid of 40 × 40 maps stays fast to draw
 UNITS = ["words", "subword pieces"]
 COMPARE = ["one model", "two models", "two layers"]
-TABS = ["Heads", "Averages"]  # only the open tab runs and draws (a new visitor's first paint)
+TABS = ["Heads", "Neurons", "Averages"]  # only the open tab runs and draws (a new visitor's first paint)
 
 
-def get_attention(model: str, words: list[str], unit: str) -> tuple[np.ndarray, list[str], str]:
-    """(layers, heads, n, n) attention, the n token labels, and a note about the units."""
-    if unit == "words":
-        out = embed_sentences(model, [words], with_attention=True)[0]
-        return (
-            out["attentions"],
-            list(out["words"]),
-            (
-                "Word view: attention to a word's pieces is summed, a word's query pieces are averaged, "
-                "special tokens dropped and rows renormalised."
-            ),
-        )
-    pa = piece_attention(model, words)
-    return pa["attentions"], list(pa["pieces"]), "Piece view: the model's own subword pieces, special tokens included."
-
-
-def head_panel(att: np.ndarray, tokens: list[str], model: str, layer: int, head: int, query: int, key: str) -> None:
-    """One head: its heatmap beside the line view (the query's links in red)."""
+def head_panel(
+    att: np.ndarray, tokens: list[str], model: str, layer: int, head: int, query: int, key: int, key_prefix: str
+) -> None:
+    """One head: its heatmap beside the line view (the focused token's lines strong, the others faded)."""
     a = att[layer - 1, head - 1]
+    focus, threshold, more = line_controls(att.shape[1])
+    shown = sorted({head, *more})
     c1, c2 = st.columns([3, 2])
     with c1:
         chart(
             attention_heatmap(a, tokens, title=f"{model}: layer {layer}, head {head}"),
             file_stem("attention", model, f"L{layer}", f"H{head}"),
-            key=f"{key}_map",
+            key=f"{key_prefix}_map",
             data=lambda: attention_csv(a, tokens, layers=[layer], heads=[head]),
         )
+    lines = att[layer - 1, [h - 1 for h in shown]] if len(shown) > 1 else a
+    names = ", ".join(f"H{h}" for h in shown) if len(shown) > 1 else f"head {head}"
     with c2:
         chart(
-            line_view(a, tokens, query=query, title="Line view (queries → keys)"),
-            file_stem("attention-lines", model, f"L{layer}", f"H{head}"),
-            key=f"{key}_lines",
-            data=False,
+            line_view(
+                lines,
+                tokens,
+                query=query if focus == "query" else None,
+                key=key if focus == "key" else None,
+                threshold=threshold,
+                heads=shown if len(shown) > 1 else None,
+                title=f"Line view, layer {layer}: {names}",
+            ),
+            file_stem("attention-lines", model, f"L{layer}", *(f"H{h}" for h in shown)),
+            key=f"{key_prefix}_lines",
+            data=lambda: attention_csv(
+                att[layer - 1 : layer, [h - 1 for h in shown]], tokens, layers=[layer], heads=shown
+            ),
+            on_select=select_line_token(f"{key_prefix}_lines"),
+            selection_mode="points",
         )
+    st.caption(
+        "Line view: queries on the left, keys on the right; a line's width and opacity are its weight. "
+        f"Links under {threshold:.2f} are hidden. Click a token to focus its lines (hover one for its strongest links)"
+        + (f"; {len(shown)} heads, each in its own colour." if len(shown) > 1 else ".")
+    )
 
 
 @st.fragment
 def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b: str | None) -> None:
     """The grid, the selected head (map + line view), its query·key products, the side-by-side panel."""
     att, tokens, _ = get_attention(model, words, unit)
-    L, H, n, _ = att.shape
     grid_col, ctrl_col = st.columns([3, 2])
-    if st.session_state.get("attn_query_tokens", tokens) != tokens:  # a new sentence (or units): its first token
-        st.session_state["attn_query"] = 0
-    st.session_state["attn_query_tokens"] = tokens
     with ctrl_col:  # filled first: the grid outlines the head these controls hold
-        layer = st.slider("Layer", 1, L, key=state.bind("attn_layer", min(L, 2), lo=1, hi=L, param="layer"))
-        head = st.slider("Head", 1, H, key=state.bind("attn_head", 1, lo=1, hi=H, param="head"))
-        query = st.selectbox(
-            "Query token",
-            list(range(n)),
-            format_func=lambda i: f"{i + 1}: {tokens[i]}",
-            key=state.bind("attn_query", 0, list(range(n)), param="query"),
-            help="Its links are red in the line view; its query·key products are below.",
-        )
+        layer, head = head_controls(att, tokens)
+        query, key = pair_controls(att, tokens, layer, head)
         st.caption("Strongest links of this head (self-attention left out):")
         st.dataframe(strongest_links(att[layer - 1, head - 1], tokens, k=8), hide_index=True, width="stretch")
     with grid_col:
@@ -142,7 +144,7 @@ def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b
             key="attn_all_json",
             mime="application/json",
         )
-    head_panel(att, tokens, model, layer, head, query, "attn_head_plot")
+    head_panel(att, tokens, model, layer, head, query, key, "attn_head_plot")
     chart(
         query_key_figure(
             att[layer - 1, head - 1],
@@ -156,7 +158,8 @@ def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b
     st.caption(
         "The bars are the scaled dot products of the query's vector with each key's vector (the neuron "
         "view's core), centred on the row's mean: recovered exactly from the softmax, which ignores "
-        "a row's constant (log weight − mean log weight). A gap of 1 is a factor e ≈ 2.7 in weight."
+        "a row's constant (log weight − mean log weight). A gap of 1 is a factor e ≈ 2.7 in weight. "
+        "The Neurons tab shows the query and key vectors that make them."
         + (
             " In the word view, pieces are merged first, so these are per word, not per piece."
             if unit == "words"
@@ -209,7 +212,15 @@ def side_by_side(
         ("attn_side_a", "attn_side_b"),
     ):
         chart(
-            line_view(a, toks, query=q, top=top, height=height, title=f"{name}: layer {lay}, head {hd}"),
+            line_view(
+                a,
+                toks,
+                query=q,
+                threshold=float(st.session_state.get("attn_min_weight", 0.02)),
+                top=top,
+                height=height,
+                title=f"{name}: layer {lay}, head {hd}",
+            ),
             file_stem("attention-lines", name, lay, hd),
             key=key,
             data=False,
@@ -331,10 +342,15 @@ def main() -> None:
         tokens_box = st.expander("Tokens the model saw", key="attn_tokens_open", on_change="rerun")
         if tokens_box.open:  # lazy: a closed box costs a new visitor nothing (st.code loads a highlighter)
             tokens_box.code(" | ".join(tokens), language=None, wrap_lines=True)
-        heads_tab, avg_tab = st.tabs(TABS, key=state.bind("attn_tab", TABS[0], TABS, param="tab"), on_change="rerun")
+        heads_tab, neurons_tab, avg_tab = st.tabs(
+            TABS, key=state.bind("attn_tab", TABS[0], TABS, param="tab"), on_change="rerun"
+        )
         if heads_tab.open:
             with heads_tab:
                 head_explorer(model, words, unit, compare, model_b)
+        if neurons_tab.open:
+            with neurons_tab:
+                neuron_view(model, words, unit)
         if avg_tab.open:
             with avg_tab:
                 others = [(model_b, *get_attention(model_b, words, unit)[:2])] if model_b else []

@@ -4,48 +4,37 @@
 Only the open tab runs (``st.tabs(..., on_change="rerun")``); every choice lives in the URL.
 Widget keys (stable; the browser benchmark uses them): space_tab, space_model, space_nn_word, space_nn_k,
 space_an_a/b/c/k, space_map_words, space_map_method, space_ctx_model, space_ctx_text, space_ctx_layer,
-space_ctx_token, space_corpus_k, space_pj_source, space_pj_model, space_pj_word, space_pj_layer,
-space_pj_colour, space_pj_search, space_pj_isolate, space_pj_method, space_pj_upload, space_pj_vectors,
-space_pj_meta.
+space_ctx_token, space_corpus_k; the Projector tab's (space_pj_*) are listed in ``app_pages.projector_tab``.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from app_pages import state
 from app_pages.common import (
     EXAMPLE_SENTENCE,
-    MAX_UPLOAD_MB,
     chart,
     download,
     embed_sentences,
     get_embedder,
     md,
     model_names,
-    occurrence_vectors_progress,
     page,
     page_header,
     preferred,
     safe,
-    semcor_corpus,
     show_warnings,
-    wait_warmup,
 )
-from app_pages.corpus_ui import corpus_panel, sense_label
+from app_pages.corpus_ui import corpus_panel
+from app_pages.projector_tab import projector_tab
 from models import DEFAULT_STATIC_MODEL
-from viz.export import file_stem, frame_csv, frame_json
+from viz.export import file_stem, frame_csv
 from viz.figures import scatter_points
-from viz.lexical_sample import LexicalSampleSource
-from viz.occurrence_figures import occurrence_scatter
-from viz.points import collapse, colour_groups, occurrence_metadata, search_mask
-from viz.polysemy import semcor_occurrences
 from viz.projection import METHODS, project
-from viz.projector import parse_metadata, parse_vectors, stack_layers
 from viz.space import parse_word_groups, static_vectors, token_neighbours, token_table
-from viz.text import parse_sentences, shorten, validate_word
+from viz.text import parse_sentences, validate_word
 
 INTRO = """
 Word vectors put words with similar distributions near each other. Explore a **static** model's
@@ -60,7 +49,6 @@ paris france rome italy berlin germany
 bank money loan river shore water
 play game theatre actor music"""
 TABS = ("Neighbours", "Analogies", "Map a word list", "Contextual neighbours", "Projector")
-PJ_SOURCES = ("SemCor word", "lexical sample (TSV)", "my vectors (TSV)")
 
 
 def neighbours_tab(model: str) -> None:
@@ -202,134 +190,6 @@ def contextual_tab() -> None:
         )
         if len(tokens) > 1:
             st.dataframe(token_neighbours(table, pick, 10), hide_index=True, width="stretch")
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _lexical(data: bytes, name: str) -> LexicalSampleSource:
-    return LexicalSampleSource.from_upload(data, name, max_mb=MAX_UPLOAD_MB)
-
-
-def _projector_points():
-    """(vectors (n, dim), metadata, title) for the projector's chosen source, or None."""
-    source = (
-        st.segmented_control(
-            "Points from", PJ_SOURCES, key=state.bind("space_pj_source", PJ_SOURCES[0], PJ_SOURCES, param="pj_source")
-        )
-        or PJ_SOURCES[0]
-    )
-    if source == "my vectors (TSV)":
-        c1, c2 = st.columns(2)
-        vec = c1.file_uploader(
-            "Vectors (one per line, numbers separated by tabs)", type=["tsv", "txt", "csv"], key="space_pj_vectors"
-        )
-        meta = c2.file_uploader(
-            "Metadata (optional; a header line when it has several columns)", type=["tsv", "txt"], key="space_pj_meta"
-        )
-        if vec is None:
-            st.info("Upload a vectors TSV (the Embedding Projector's format) and, optionally, its metadata.")
-            return None
-        X = parse_vectors(vec.getvalue())
-        return X, parse_metadata(meta.getvalue() if meta is not None else None, len(X)), vec.name
-    names = model_names()
-    c1, c2, c3 = st.columns([2, 2, 1])
-    model = c1.selectbox("Model", names, key=state.bind("space_pj_model", preferred(names), names, param="pj_model"))
-    if source == "SemCor word":
-        word = validate_word(
-            c2.text_input("Word (lemma)", key=state.bind("space_pj_word", "bank", param="pj_word"), max_chars=60)
-        )
-        wait_warmup()
-        sentences, index = semcor_corpus()
-        occs, _total = semcor_occurrences(sentences, index, word, "any", cap=150)
-        if not occs:
-            st.info(f"“{md(word)}” has no sense-tagged occurrences in SemCor.")
-            return None
-    else:
-        up = c2.file_uploader(
-            f"Lexical-sample TSV (≤ {MAX_UPLOAD_MB:g} MB)",
-            type=["tsv", "txt"],
-            key="space_pj_upload",
-            max_upload_size=max(int(MAX_UPLOAD_MB), 1),
-        )
-        if up is None:
-            st.info("Upload a lexical-sample TSV (sentence⇥target index⇥label): every occurrence, coloured by label.")
-            return None
-        occs, total = _lexical(up.getvalue(), up.name).all_occurrences(cap=300)
-        if total > len(occs):
-            st.caption(f"A random sample of {len(occs)} of the file's {total} occurrences.")
-    X = occurrence_vectors_progress(model, occs)
-    layers = ["all layers"] + list(range(X.shape[0]))
-    choice = c3.selectbox("Layer", layers, key=state.bind("space_pj_layer", X.shape[0] - 1, layers, param="pj_layer"))
-    meta = occurrence_metadata(occs, sense_label)
-    if choice == "all layers":
-        pts, meta = stack_layers(X, meta)
-        return pts, meta, f"{model}, all layers"
-    return X[int(choice)], meta.assign(layer=int(choice)), f"{model}, layer {choice}"
-
-
-def projector_tab() -> None:
-    st.caption(
-        "Like the Embedding Projector: colour by any metadata, search (substring, or re:pattern) and "
-        "isolate the matches; upload your own vectors and metadata."
-    )
-    with safe("draw the projector"):
-        got = _projector_points()
-        if got is None:
-            return
-        X, meta, what = got
-        c1, c2, c3, c4 = st.columns([1, 2, 1, 1])
-        cols = [c for c in meta.columns if c != "context"] or list(meta.columns)
-        colour = c1.selectbox("Colour by", cols, key=state.bind("space_pj_colour", cols[0], cols, param="colour"))
-        query = c2.text_input(
-            "Search",
-            key=state.bind("space_pj_search", "", param="search"),
-            max_chars=200,
-            placeholder=r"e.g. river   or   re:^The\b",
-        )
-        isolate = c3.toggle("Isolate matches", key=state.bind("space_pj_isolate", False, param="isolate"))
-        method = c4.selectbox(
-            "Projection", METHODS, key=state.bind("space_pj_method", "PCA", METHODS, param="pj_method")
-        )
-        mask = search_mask(meta, query)
-        if query.strip():
-            st.caption(f"{int(mask.sum())} of {len(meta)} points match “{md(query.strip())}”.")
-        rep, inverse = collapse(X)
-        rep_coords, note = _project(X[rep], method)
-        coords = rep_coords[inverse]
-        if note:
-            st.caption(note)
-        hover = [
-            "\n".join(f"{k}: {shorten(v, 110)}" for k, v in row.items()) for row in meta.astype(str).to_dict("records")
-        ]
-        fig = occurrence_scatter(
-            coords,
-            colour_groups(meta, colour),
-            hover,
-            inverse=inverse,
-            matched=mask,
-            isolate=isolate,
-            legend_title=colour,
-            title=f"{what}: {method} of {len(X)} points",
-        )
-        data = meta.assign(x=coords[:, 0], y=coords[:, 1], match=mask)
-        chart(
-            fig,
-            file_stem("projector", what, method),
-            key="space_pj_plot",
-            data=lambda: frame_csv(data),
-            data_label="Points (CSV)",
-        )
-        download(
-            "Points (JSON)",
-            lambda: frame_json(data),
-            f"{file_stem('projector', what)}.json",
-            key="space_pj_json",
-            mime="application/json",
-        )
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _project(X: np.ndarray, method: str):
-    return project(X, method, 2)
 
 
 @page

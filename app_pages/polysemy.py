@@ -8,6 +8,10 @@ layers at once (PCA) or per layer (t-SNE/UMAP). Every choice lives in the URL (`
 The controls and the occurrences they select live in ``app_pages.polysemy_controls``; this module
 is the page (``main``) and the view below the controls.
 
+Linked selection (LIT): a click on a point of either plot selects that occurrence everywhere: the
+picker (``poly_pick``, in the URL as ``pick``), its sentence, the nearest-occurrence table, the corpus
+search.
+
 Widget keys (stable; the browser benchmark uses them): poly_source, poly_model, poly_dims, poly_word,
 poly_method, poly_pos, poly_cap, poly_text, poly_upload, poly_compare, poly_model_b, poly_colour,
 poly_layer, poly_layer_b, poly_pick, poly_k, poly_corpus (toggle), poly_corpus_k.
@@ -22,6 +26,7 @@ import streamlit as st
 from app_pages import state
 from app_pages.common import chart, download, md, occurrence_vectors_progress, page, page_header, safe
 from app_pages.corpus_ui import cached_occurrence_vectors, corpus_panel, sense_label
+from app_pages.linked import linked_chart_kwargs
 from app_pages.polysemy_controls import controls, get_occurrences
 from models.registry import get_spec
 from viz.export import file_stem, frame_csv, frame_json
@@ -88,7 +93,7 @@ def layer_slider(key: str, L: int, default: int, label: str = "Layer") -> int:
 
 
 def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta: pd.DataFrame, key: str) -> None:
-    """One plot (widget key ``key``): the occurrences of ``model`` at ``layer``."""
+    """One plot (widget key ``key``): the occurrences of ``model`` at ``layer``; a click selects one."""
     coords, inverse, note = layer_coords(X, c["method"], c["dims"], layer)
     distinct = int(inverse.max()) + 1 if len(inverse) else 0
     if note:
@@ -108,7 +113,14 @@ def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta:
     )
     name = file_stem("polysemy", c["word"], model, f"layer{layer}", c["method"])
     data = meta.assign(**{f"x{d + 1}": coords[:, d] for d in range(coords.shape[1])}, point=inverse)
-    chart(fig, name, key=key, data=lambda: frame_csv(data), data_label="Coordinates (CSV)")
+    chart(
+        fig,
+        name,
+        key=key,
+        data=lambda: frame_csv(data),
+        data_label="Coordinates (CSV)",
+        **linked_chart_kwargs(key, "poly_pick", len(occs), dims=c["dims"]),
+    )
     download(
         "Coordinates (JSON)", lambda: frame_json(data), f"{name}.json", key=f"{key}__json", mime="application/json"
     )
@@ -175,8 +187,8 @@ def view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
 def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     models = list(Xs)
     meta = _metadata(occurrence_signature(c, occs), occs)
-    pick = st.session_state.get("poly_pick", 0)
-    pick = pick if isinstance(pick, int) and 0 <= pick < len(occs) else 0
+    # Bound (read from a link) before the plots ring the pick: a link's ?pick= and a click show the same point.
+    pick = st.session_state[state.bind("poly_pick", 0, lo=0, hi=len(occs) - 1, param="pick")]
     L = Xs[models[0]].shape[0]
     if c["compare"] == "two layers":
         panels = [(models[0], "poly_layer", L - 1 if L <= 3 else max(0, L // 2)), (models[0], "poly_layer_b", L - 1)]
@@ -198,7 +210,8 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
             )
             layer = layer_slider(key, Xs[model].shape[0], default, label)
             layers.append(layer)
-            panel(c, occs, Xs[model], model, layer, pick, meta, "poly_plot" if key == "poly_layer" else "poly_plot_b")
+            plot_key = "poly_plot" if key == "poly_layer" else "poly_plot_b"
+            panel(c, occs, Xs[model], model, layer, pick, meta, plot_key)
 
     st.subheader("Nearest occurrences")
     left, right = st.columns([2, 3])
@@ -208,6 +221,7 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
             list(range(len(occs))),
             key=state.bind("poly_pick", 0, lo=0, hi=len(occs) - 1, param="pick"),
             format_func=lambda i: f"#{i + 1} {shorten(occs[i].context(5), 70)}",
+            help="Or click a point on the plot.",
         )
         k = st.slider("Neighbours", 3, 20, key=state.bind("poly_k", 8, lo=3, hi=20, param="k"))
         st.caption(f"Sense: {md(sense_label(occs[pick].group))}")

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from app_pages import state
 from app_pages.common import (
     MAX_UPLOAD_MB as MAX_MB,  # the app's one upload limit (a test lowers MAX_MB)
     get_embedder,
@@ -185,7 +186,7 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
         "Task",
         list(specs),
         horizontal=True,
-        key="up_task",
+        key=state.bind("up_task", next(iter(specs)), list(specs), param="up_task"),
         format_func=lambda n: f"{specs[n].short_title} ({' or '.join(specs[n].inputs[0].formats)})",
     )
     spec = specs[name]
@@ -204,9 +205,8 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
             "Sentences per file",
             min_value=1,
             max_value=50_000,
-            value=DEFAULT_LIMIT,
             step=100,
-            key="up_limit",
+            key=state.bind("up_limit", DEFAULT_LIMIT, lo=1, hi=50_000, param="up_limit"),
             help="The first N sentences (lines) of each file.",
         )
     )

@@ -2,7 +2,8 @@
 
 Only the open tab runs and draws (``st.tabs(..., on_change="rerun")``), the saved results' probes
 included: each probe's section draws two or three charts and a table, and a new visitor's browser
-would otherwise draw every probe's. The open tabs live in the URL (``?tab=…&saved=…``).
+would otherwise draw every probe's. The open tabs and the pickers live in the URL (``?tab=…&saved=…&results=…
+&saved_set=…&saved_metric=…``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import chart, download, get_embedder, log, model_select, page, page_header, safe, wait_warmup
+from app_pages.probe_rigor import layer_tests_section, rigor_section
 from app_pages.probe_upload import upload_tab
 from models import DEFAULT_MODEL
 from models.random_init import twin_base
@@ -25,7 +27,7 @@ from probes.results import ProbeResult, read_results, results_frame
 from probes.run import run_probe
 from viz.export import file_stem, frame_csv, run_record_json
 from viz.probe_figures import has_intervals, small_sample_note
-from viz.probe_views import RIGOR_PANELS, frame_signature, layer_tests, probe_view, rigor_view
+from viz.probe_views import frame_signature, probe_view
 from viz.results import datasets_of, dirs_with_results, label_dir, load_dir, metrics_of
 
 INTRO = """
@@ -70,12 +72,20 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         st.info(f"No {spec.name.upper()} results yet.")
         return
     c1, c2 = st.columns(2)
-    dataset = c1.selectbox("Evaluation set", datasets, key=f"{key}_{spec.name}_set")
+    choice = f"{key}_{spec.name}"  # the pickers of each probe's section, in the URL as {key}_set, {key}_metric
+    dataset = c1.selectbox(
+        "Evaluation set", datasets, key=state.bind(f"{choice}_set", datasets[0], datasets, param=f"{key}_set")
+    )
     metrics = metrics_of(df, spec, dataset)
     if not metrics:
         st.info("No results of this probe's metrics on this set.")
         return
-    metric = c2.selectbox("Metric", metrics, key=f"{key}_{spec.name}_metric") if len(metrics) > 1 else metrics[0]
+    if len(metrics) > 1:
+        metric = c2.selectbox(
+            "Metric", metrics, key=state.bind(f"{choice}_metric", metrics[0], metrics, param=f"{key}_metric")
+        )
+    else:
+        metric = metrics[0]
     signature = frame_signature(df)
     view = section_view(signature, spec.name, dataset, metric, df)
     curves, base = view["curves"], view["base"]
@@ -138,66 +148,10 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         )
 
 
-def layer_tests_section(spec: ProbeSpec, dataset: str, models: list[str], results, key: str) -> None:
-    """Each layer of one model against the one before it (paired tests, one Holm family), on demand."""
-    box = st.expander(
-        "Is each layer better than the one before? (paired tests, Holm-corrected)",
-        key=f"{key}_{spec.name}_tests_open",
-        on_change="rerun",
-    )
-    if not box.open:
-        return
-    model = box.selectbox("Model", models, key=f"{key}_{spec.name}_tests_model")
-    table = layer_tests(results(), spec.name, dataset, model)
-    if table is None:
-        box.info(f"{model} kept no per-instance outcomes for two layers on {dataset} (re-run it to test layers).")
-        return
-    box.dataframe(table, hide_index=True, width="stretch")
-    box.caption(
-        "A − B on the same test instances: interval = cluster bootstrap over the unit named, p = cluster sign-flip "
-        "test (with several seeds: seeds resampled too); the layers of one model are one family of tests, so the "
-        "decision reads Holm's adjusted p (docs/statistics.md)."
-    )
-
-
 @st.cache_resource(show_spinner=False, max_entries=128)
 def section_view(signature: int, probe: str, dataset: str, metric: str, _df: pd.DataFrame) -> dict:
     """``viz.probe_views.probe_view``, built once per (results snapshot, probe, set, metric) per server."""
     return probe_view(_df, get_probe(probe), dataset, metric, twin_of=twin_base)
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def cached_rigor_view(signature: int, probe: str, _df: pd.DataFrame) -> dict | None:
-    return rigor_view(_df, probe, twin_of=twin_base)
-
-
-def rigor_section(spec: ProbeSpec, df: pd.DataFrame, key: str, signature: int) -> None:
-    """Control task and MDL of a token probe, where a run measured them (``--control``, ``--mdl``):
-    task vs control accuracy and codelength per layer, and the selectivity/MDL table."""
-    view = cached_rigor_view(signature, spec.name, df)
-    if view is None:
-        return
-    st.markdown("**Control task and MDL** (Hewitt & Liang 2019; Voita & Titov 2020)")
-    st.caption(
-        "A control task gives every word type a fixed random label: a probe can only learn it by "
-        "memorising words. **Selectivity** = task accuracy − control accuracy: high when the layer, not "
-        "the probe, carries the task. **Online codelength** (MDL): the bits needed to transmit the "
-        "training labels when the probe is trained on ever larger blocks of them; shorter = the "
-        "labels are easier to extract; the control task's codelength is the memorisation reference."
-    )
-    for col, panel, (task_metric, _c, _t, what, flag) in zip(st.columns(2), view["panels"], RIGOR_PANELS):
-        if panel is None:
-            col.caption(f"No {what} of a control task measured yet (run with {flag}).")
-            continue
-        fig, data = panel
-        chart(
-            fig,
-            file_stem(key, spec.name, "control", task_metric),
-            key=f"{key}_{spec.name}_rigor_{task_metric}",
-            container=col,
-            data=frame_csv(data),
-        )
-    st.dataframe(view["table"], hide_index=True, width="stretch")
 
 
 def saved_tab() -> None:
@@ -208,11 +162,12 @@ def saved_tab() -> None:
             "--out results/` (see docs/results/), or run a quick probe in the next tab."
         )
         return
+    options = [str(d) for d in dirs]
     directory = st.selectbox(
         "Results from",
-        [str(d) for d in dirs],
+        options,
         format_func=lambda d: label_dir(Path(d)),
-        key="probe_results_dir",
+        key=state.bind("probe_results_dir", options[0], options, param="results"),
         help="docs/results/runs: the committed full runs; results/runs: a local reproduce "
         "run; cache/results: single command-line runs (possibly with --limit).",
     )

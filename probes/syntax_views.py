@@ -130,5 +130,5 @@ def ewt_trees(split: str) -> list[DepTree]:
 
 def head_counts(embedder, limit: int = HEADS_LIMIT, progress: ProgressFn | None = None) -> HeadCounts:
     """The head-syntax probe's counts (every layer × head, relation, direction) on EWT dev's first ``limit``."""
-    _, trees = load_trees(limit)
+    _, trees, _ = load_trees(limit)
     return count_heads(embedder, trees, RunContext(limit=limit, progress=progress, show_progress=False))

@@ -16,6 +16,7 @@ tests/conftest.py.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import shutil
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -208,3 +210,34 @@ def set_text(pg, label: str, value: str) -> None:
     box.fill(value)
     box.press("Enter" if box.evaluate("e => e.tagName") == "INPUT" else "Control+Enter")
     wait_idle(pg)
+
+
+# ------------------------------------------------------------------------------------ the app's pages
+
+
+@dataclass(frozen=True)
+class NavPage:
+    """One page of app.py's ``st.navigation``: its script, title and address (``""``: the default page)."""
+
+    script: str
+    title: str
+    url_path: str
+
+
+def nav_pages(app: Path = REPO / "app.py") -> list[NavPage]:
+    """Every ``st.Page("app_pages/x.py", title=..., default=..., url_path=...)`` of ``app``, in order.
+
+    Read from the source (not by running it: that needs a Streamlit runtime), so a page added to the
+    navigation is walked by the browser tests and timed by the benchmark without listing it again. The
+    address follows Streamlit's rule: ``url_path`` when given, else the script's name; the default page's is "".
+    """
+    pages: list[tuple[tuple[int, int], NavPage]] = []
+    for node in ast.walk(ast.parse(app.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Page" and node.args):
+            continue
+        kwargs = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+        script = node.args[0].value
+        url_path = "" if kwargs.get("default") else kwargs.get("url_path") or Path(script).stem
+        title = kwargs.get("title") or Path(script).stem
+        pages.append(((node.lineno, node.col_offset), NavPage(script, title, url_path)))
+    return [page for _, page in sorted(pages)]  # ast.walk is breadth-first: back to the source's order

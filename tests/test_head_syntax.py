@@ -13,6 +13,7 @@ from corpora.conllu import DepTree, iter_trees
 from probes.__main__ import main
 from probes.estimators.head_syntax import ALL, OFFSETS, HeadCounts, arcs
 from probes.results import load_results
+from probes.tasks.head_syntax import best_heads
 
 TREES = [
     DepTree(("The", "dog", "barked"), (2, 3, 0), ("det", "nsubj", "root"), ("DET", "NOUN", "VERB")),
@@ -61,6 +62,24 @@ def test_hand_made_heads_against_the_offsets():
     assert base["offset"] == 1 and base["value"] == pytest.approx(62.5) and base["lo"] <= base["value"] <= base["hi"]
 
 
+def test_heads_chosen_on_another_treebank_are_scored_on_the_test_one():
+    """--select: the head (and offset) with the best accuracy on the selection counts is reported with its
+    accuracy on the scored counts, not the scored counts' own maximum."""
+    scored, chooser = HeadCounts(1, 3), HeadCounts(1, 3)
+    for tree in TREES:
+        scored.add(attention(tree), tree)
+        swapped = attention(tree)[:, [1, 0, 2]]  # on the selection data head 1 is the gold-head head
+        chooser.add(swapped, tree)
+        # and the +2 offset is made the best offset there by a tree whose heads are two words right
+    on_itself = best_heads(scored, [ALL])["dep->head"][ALL]
+    held_out = best_heads(scored, [ALL], chooser)["dep->head"][ALL]
+    assert (on_itself["head"], on_itself["accuracy"]) == (0, 100.0)
+    assert held_out["head"] == 1 and held_out["accuracy"] == pytest.approx(100 * 5 / 8)  # head 1 on the scored set
+    assert held_out["beats_offset"] is False  # 62.5, tied with the +1 offset chosen on the same trees
+    row = scored.offset_row("d", "dep->head", ALL, chooser=chooser)
+    assert row["offset"] == 1 and row["value"] == pytest.approx(62.5)
+
+
 def test_arcs_use_base_relations(data_root):
     tree = next(iter_trees(data_root / "ud_english_ewt" / "en_ewt-ud-dev.conllu"))
     dep, head, rels = arcs(tree)
@@ -81,6 +100,15 @@ def test_minilm_on_ewt_dev_and_a_model_without_attention(tmp_path, capsys, data_
     trees = list(islice(iter_trees(data_root / "ud_english_ewt" / "en_ewt-ud-dev.conllu"), 12))
     all_n = sum(len(arcs(t)[0]) for t in trees)
     assert set(model[model.dataset.str.contains(":dep->head:all")]["n"]) == {all_n}
+    ewt = data_root / "ud_english_ewt"
+    held = tmp_path / "held"
+    argv = ["head_syntax", "--model", "minilm", "--limit", "12", "--min-count", "5", "--results", str(held)]
+    assert (
+        main([*argv, "--test", str(ewt / "en_ewt-ud-test.conllu"), "--select", str(ewt / "en_ewt-ud-dev.conllu")]) == 0
+    )
+    held_df = load_results(held)
+    assert set(held_df.model) == {"minilm", "offset-baseline"}
+    assert not set(held_df.dataset) & set(df.dataset)  # held-out rows never share a cell with same-data rows
     assert main(["head_syntax", "--model", "glove-6b-50d", "--limit", "5", "--results", str(tmp_path / "g")]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
     assert len(err) == 1 and "has no attention" in err[0]

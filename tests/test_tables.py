@@ -48,3 +48,27 @@ def test_ud_ewt_tables_rerender_byte_identical(tmp_path):
     assert "from probes.reporting.tables import write_dataset_tables" in header  # the command it states works
     out = write_dataset_tables(RESULTS / "ud_ewt" / "runs", tmp_path / "tables.md", ("tag",), header)
     assert out.read_bytes() == (RESULTS / "ud_ewt" / "tables.md").read_bytes()
+
+
+def test_ud_ewt_structural_tables_rerender_byte_identical(tmp_path):
+    """docs/results/ud_ewt/structural_tables.md: every structural and head-syntax table of the full-EWT runs."""
+    path = RESULTS / "ud_ewt" / "structural_tables.md"
+    committed = path.read_text()
+    header = committed[: committed.index("\n## ")]
+    assert "write_dataset_tables" in header and "structural_runs" in header  # the command it states
+    runs = RESULTS / "ud_ewt" / "structural_runs"
+    out = write_dataset_tables(runs, tmp_path / "t.md", ("structural", "head_syntax"), header)
+    assert out.read_bytes() == path.read_bytes()
+
+
+def test_structural_summary_prints_hewitt_manning_table1_as_recorded():
+    """docs/results/ud_ewt/structural.md shows each published row exactly as probes.reporting.paper holds it
+    (one place for the numbers; the page may not drift from it)."""
+    from probes.reporting.paper import STRUCTURAL_TABLE1
+
+    lines = (RESULTS / "ud_ewt" / "structural.md").read_text().splitlines()
+    for name, values in STRUCTURAL_TABLE1.items():
+        row = next((line for line in lines if line.startswith(f"| {name} |")), None)
+        assert row is not None, name
+        cells = [c.strip() for c in row.split("|")[2:6]]
+        assert cells == [f"{values[0]:.1f}", f"{values[1]:.2f}", f"{values[2]:.1f}", f"{values[3]:.2f}"], name

@@ -4,7 +4,8 @@ att arrays are (layers, heads, n, n) with rows (queries) summing to 1.
 
 - :func:`grid_figure` — all heads in one clickable image (one heatmap trace of the
   :func:`mosaic`, one transparent marker per head to click), the selected head outlined;
-- :func:`line_view` — bertviz's head view: token-to-token lines weighted by attention;
+- :func:`line_view` — bertviz's head view (``viz.attention_lines``, re-exported here): focus, threshold,
+  several heads in their own colours;
 - :func:`query_key_figure` — the selected token's q·k/√d with every key (recovered exactly, up to
   the row's constant, from the softmax) beside the weight each becomes.
 """
@@ -19,6 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import get_colorscale
 
+from viz.attention_lines import line_view  # noqa: F401 (re-exported)
 from viz.text import escape_html, shorten
 
 # The explorer's figures are rebuilt on every click: built without plotly's property validation
@@ -176,96 +178,6 @@ def grid_figure(att: np.ndarray, selected: tuple[int, int] | None = None, *, hei
         dragmode=False,
         hovermode="closest",
         clickmode="event+select",
-    )
-    return fig
-
-
-def line_view(
-    att2d: np.ndarray,
-    tokens: Sequence[str],
-    *,
-    query: int | None = None,
-    threshold: float = 0.02,
-    title: str | None = None,
-    height: int | None = None,
-    top: float | None = None,
-) -> go.Figure:
-    """bertviz's head view: the tokens twice (queries left, keys right), a line from each query to
-    each key it attends to, its opacity and width the weight; the lines of ``query`` (0-based) in red.
-
-    Lines under ``threshold`` are left out; weights are binned into 8 opacity levels (one trace each),
-    so a 40-token sentence is ≤ 9 traces, however many links. ``top``: the weight drawn at full
-    strength (default: this map's largest); views side by side pass the same, so their lines compare.
-    """
-    a = np.asarray(att2d, np.float32)
-    n = len(tokens)
-    if a.shape != (n, n):
-        raise ValueError(f"Attention shape {a.shape} does not match {n} tokens")
-    labels = [escape_html(shorten(str(t), 20)) for t in tokens]
-    fig = go.Figure(**FAST)
-    top = top if top is not None else (float(a.max()) if n else 1.0)
-    edges = np.linspace(threshold, max(top, threshold + 1e-6), 9)
-    for b in range(8):
-        sel = (a >= edges[b]) & ((a < edges[b + 1]) if b < 7 else (a <= edges[b + 1]))
-        if query is not None:
-            sel[query] = False
-        qs, ks = np.nonzero(sel)
-        if not len(qs):
-            continue
-        xs = np.column_stack([np.zeros(len(qs)), np.ones(len(qs)), np.full(len(qs), np.nan)]).ravel()
-        ys = np.column_stack([-qs, -ks, np.full(len(qs), np.nan)]).ravel()
-        level = (b + 1) / 8
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                hoverinfo="skip",
-                showlegend=False,
-                line=dict(color=f"rgba(31,119,180,{0.15 + 0.75 * level:.2f})", width=1 + 4 * level),
-                **FAST,
-            )
-        )
-    if query is not None and 0 <= query < n:
-        for k in np.nonzero(a[query] >= threshold)[0]:
-            w = float(a[query, k])
-            fig.add_trace(
-                go.Scatter(
-                    x=[0, 1],
-                    y=[-query, -k],
-                    mode="lines",
-                    showlegend=False,
-                    line=dict(
-                        color=f"rgba(214,39,40,{0.25 + 0.75 * w / max(top, 1e-6):.2f})",
-                        width=1 + 6 * w / max(top, 1e-6),
-                    ),
-                    hovertemplate=f"{labels[query]} → {labels[k]}: {w:.3f}<extra></extra>",
-                    **FAST,
-                )
-            )
-    ys = -np.arange(n)
-    for x, position in ((0, "middle left"), (1, "middle right")):
-        colours = ["#d62728" if (query == i and x == 0) else "#222" for i in range(n)]
-        fig.add_trace(
-            go.Scatter(
-                x=[x] * n,
-                y=ys,
-                mode="text",
-                text=labels,
-                showlegend=False,
-                hoverinfo="skip",
-                textposition=position,
-                textfont=dict(size=12, color=colours),
-                **FAST,
-            )
-        )
-    fig.update_xaxes(visible=False, range=[-0.9, 1.9])
-    fig.update_yaxes(visible=False, range=[-n + 0.4, 0.6])
-    fig.update_layout(
-        template=TEMPLATE,
-        height=height or min(900, max(300, 22 * n + 70)),
-        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-        title=dict(text=escape_html(title) if title else None, x=0),
     )
     return fig
 

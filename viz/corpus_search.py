@@ -5,8 +5,9 @@ The vectors are those of the WSD probe's training split (``probes.tasks.wsd.sour
 its piece ``layout``, its feature-cache key and kept rows): one row per sense-tagged SemCor token
 (225,415), the mean of its pieces, in corpus order. The page supplies them as a callback
 ``piece_rows(layer)`` (``features.get_features`` with the page's model), so nothing here imports the
-models or the feature cache. After ``python -m probes wsd --model M`` (or the app's "Build the index"
-button) a search reads one layer file and is one matrix-vector product.
+models or the feature cache. Once the index is built (``make index``, ``python -m features index --model M``,
+the app's background build, or ``python -m probes wsd --model M``) a search reads one layer file and is
+one matrix-vector product.
 
     index = corpus_index(sentences)                      # SemCor sentences in load_semcor() order
     Xn = corpus_vectors(layout, piece_rows, layer)       # (225415, dim) float32 unit rows

@@ -9,6 +9,9 @@ styling arrays the browser must re-layout) and truthful:
   instead of an axis auto-scaled to float noise.
 - **The selected occurrence** is a black open ring drawn on top, with a visible legend swatch.
 - **Search / isolate**: matched points are drawn larger with a dark outline; ``isolate`` hides the rest.
+- **Neighbours** of the selected point (``related``, found in the full space) get an open diamond;
+  ``labels`` writes a text label beside each point; ``webgl`` (automatic from
+  :data:`WEBGL_MIN_POINTS` points, 2-D) draws with ``go.Scattergl``, so 5,000+ points stay interactive.
 
 User text (labels, hover) is escaped here: plotly renders a subset of HTML.
 """
@@ -28,6 +31,7 @@ from viz.text import escape_html, legend_label, shorten
 
 MIXED = "several senses"
 RING = "black"
+WEBGL_MIN_POINTS = 2500  # SVG draws one element per point: beyond a few thousand, pan and hover stutter
 
 
 def _hover_html(text: str) -> str:
@@ -47,12 +51,17 @@ def occurrence_scatter(
     legend_title: str = "sense",
     height: int = 520,
     legend_below: bool = False,
+    labels: Sequence[str] | None = None,
+    related: Sequence[int] = (),
+    webgl: bool | None = None,
 ) -> go.Figure:
     """Scatter of occurrences (coords (n, 2|3)), one trace per group.
 
     inverse: (n,) distinct-point id of every occurrence (``viz.points.collapse``); occurrences with
     the same id are drawn as one marker with their count. highlight: the selected occurrence (ringed).
     matched: (n,) bool of search hits (emphasised; with ``isolate`` only they are drawn).
+    labels: (n,) text beside each point ("" for none). related: occurrences marked as the highlighted
+    one's neighbours. webgl: draw 2-D points with WebGL (default: from ``WEBGL_MIN_POINTS`` points).
     """
     coords = np.asarray(coords, np.float64)
     n = coords.shape[0]
@@ -76,7 +85,9 @@ def occurrence_scatter(
     collapsed = any(len(m) > 1 for m in points.values())
 
     fig = go.Figure()
-    trace_cls = go.Scatter3d if dims == 3 else go.Scatter
+    if webgl is None:
+        webgl = n >= WEBGL_MIN_POINTS
+    trace_cls = go.Scatter3d if dims == 3 else (go.Scattergl if webgl else go.Scatter)
     for gi, group in enumerate(order + ([MIXED] if MIXED in by_group and MIXED not in order else [])):
         items = by_group.get(group)
         if not items:
@@ -97,24 +108,49 @@ def occurrence_scatter(
             for c, h in zip(counts, hit)
         ]
         colour = "#888888" if group == MIXED else PALETTE[gi % len(PALETTE)]
-        if dims == 2:
-            line = dict(width=[2.5 if h else 1 for h in hit], color=["#222222" if h else "white" for h in hit])
+        if dims == 2 and any(hit):
+            # Numbers on a two-colour scale, not one colour string per point: plotly checks every colour
+            # string, which for 5,000 points takes seconds.
+            line = dict(
+                width=np.where(hit, 2.5, 1.0),
+                color=np.asarray(hit, float),
+                colorscale=[[0, "white"], [1, "#222222"]],
+                cmin=0,
+                cmax=1,
+            )
+        elif dims == 2:
+            line = dict(width=1, color="white")
         else:  # scatter3d takes one line width per trace: matches stand out by size only
             line = dict(width=0.5, color="white")
-        marker = dict(size=[min(s, 48) for s in size], color=colour, opacity=0.85, line=line)
+        marker = dict(size=np.minimum(size, 48), color=colour, opacity=0.85, line=line)
         xyz = dict(x=coords[reps, 0], y=coords[reps, 1]) | ({"z": coords[reps, 2]} if dims == 3 else {})
         label = legend_label(group) + (f" ({sum(counts)})" if collapsed else "")
+        text = [f"×{c}" if c > 1 else "" for c in counts] if collapsed else None
+        if labels is not None:
+            text = [" ".join(filter(None, (escape_html(labels[r]), t))) for r, t in zip(reps, text or [""] * len(reps))]
         fig.add_trace(
             trace_cls(
                 **xyz,
                 name=label,
-                mode="markers+text" if collapsed else "markers",
-                text=[f"×{c}" if c > 1 else "" for c in counts] if collapsed else None,
+                mode="markers+text" if text is not None else "markers",
+                text=text,
                 textposition="top center",
                 hovertext=hov,
                 hoverinfo="text",
                 customdata=reps,
                 marker=marker,
+            )
+        )
+    near = list(dict.fromkeys(points[int(inverse[j])][0] for j in related if 0 <= j < n and shown[j]))
+    if near:
+        xyz = dict(x=coords[near, 0], y=coords[near, 1]) | ({"z": coords[near, 2]} if dims == 3 else {})
+        fig.add_trace(
+            trace_cls(
+                **xyz,
+                name="nearest (full space)",
+                mode="markers",
+                hoverinfo="skip",
+                marker=dict(size=16 if dims == 2 else 8, symbol="diamond-open", color=RING, line=dict(width=2)),
             )
         )
     if highlight is not None and 0 <= highlight < n and shown[highlight]:

@@ -101,10 +101,12 @@ class HeadCounts:
         row = stat_row(dataset, str(layer + 1), "accuracy", stats, ratio, sum(self.total[rel]), seed=seed)
         return {**row, "head": head}
 
-    def offset_row(self, dataset: str, direction: str, rel: str, seed: int = 0) -> dict:
-        """The best fixed offset's row (layer "baseline", ``offset`` = k)."""
+    def offset_row(
+        self, dataset: str, direction: str, rel: str, seed: int = 0, chooser: HeadCounts | None = None
+    ) -> dict:
+        """The best fixed offset's row (layer "baseline", ``offset`` = k), chosen on ``chooser`` (default self)."""
         d = DIRECTIONS.index(direction)
-        best = int(np.argmax(self.offset_accuracy(direction, rel)))
+        best = int(np.argmax((chooser or self).offset_accuracy(direction, rel)))
         stats = self._stats(rel, [h[d, best] for h in self.offset_hits[rel]])
         row = stat_row(dataset, "baseline", "accuracy", stats, ratio, sum(self.total[rel]), seed=seed)
         return {**row, "offset": OFFSETS[best]}

@@ -1,5 +1,5 @@
 """Published numbers of Peters et al. (2018), "Deep contextualized word representations", NAACL,
-and of the probing papers whose checks the lab runs (control tasks, MDL).
+and of the probing papers whose checks the lab runs (control tasks, MDL, the structural probe).
 
 Peters et al.: transcribed from the paper's text (arXiv:1802.05365v2; Tables 2, 5, 6) and checked
 against a full-text copy of the paper; ``reproduce`` prints them beside our measurements. A value
@@ -96,6 +96,25 @@ RIGOR_DIFFERENCES = (
     "(Proj0 keeps ELMo's trained one). Codelengths grow with the number of tokens coded, so compare the ordering of "
     "layers and the task-vs-control gap, not absolute kbits; Hewitt & Liang report the development set."
 )
+
+
+#: Hewitt & Manning (2019), Table 1 — structural probes on the PTB WSJ test set (Stanford Dependencies):
+#: the distance probe's UUAS (%) and DSpr., the depth probe's root accuracy (%) and NSpr., per representation.
+#: Transcribed from two independent summaries of the paper stored in the lab's reference corpus (they agree
+#: on all 32 values; one states it is cropped from the paper's Table 1, p. 4131); not yet compared with the
+#: paper's PDF here, so docs/results/ud_ewt/structural.md says so beside them.
+HEWITT_MANNING = "Hewitt & Manning 2019, A Structural Probe for Finding Syntax in Word Representations, NAACL, Table 1"
+STRUCTURAL_COLUMNS = ("UUAS", "DSpr.", "Root%", "NSpr.")
+STRUCTURAL_TABLE1: dict[str, tuple[float, float, float, float]] = {
+    "LINEAR (left-to-right chain)": (48.9, 0.58, 2.9, 0.27),
+    "ELMO0 (character CNN, no context)": (26.8, 0.44, 54.3, 0.56),
+    "DECAY0 (ELMo0, exponentially weighted neighbours)": (51.7, 0.61, 54.3, 0.56),
+    "PROJ0 (random BiLSTM over ELMo0)": (59.8, 0.73, 64.4, 0.75),
+    "ELMO1": (77.0, 0.83, 86.5, 0.87),
+    "BERTBASE7": (79.8, 0.85, 88.0, 0.87),
+    "BERTLARGE15": (82.5, 0.86, 89.4, 0.88),
+    "BERTLARGE16": (81.7, 0.87, 90.1, 0.89),
+}
 
 
 def fmt(value: float | None, digits: int = 1) -> str:

@@ -1,0 +1,58 @@
+"""bench/latency_report.py: each page's settle judged against the one-chart floor of the same run (issue 30)."""
+
+from __future__ import annotations
+
+from bench.latency_report import FLOOR_MARGIN_S, report, section, settle_rows, settle_vs_floor, target
+
+TIMES = {
+    "first content": [1.2, 1.3, 1.25],
+    "first paint, settled": [2.9, 3.0, 3.1],  # the default page (Models)
+    "first paint, settled: attention": [3.4, 3.5, 3.7],
+    "first paint, settled: floor: one plotly chart": [2.5, 2.6, 2.8],
+    "first paint, settled: floor: empty Streamlit page": [1.1, 1.1, 1.2],
+    "polysemy: new word (corpus index present)": [1.0, 1.1, 1.2],
+    "attention: layer slider": [0.8, 0.9, 1.3],
+}
+
+
+def test_each_page_is_judged_against_the_floor_p50_plus_the_margin() -> None:
+    rows = {r["page"]: r for r in settle_rows(TIMES)}
+    assert set(rows) == {"models", "attention"}  # the floor pages are not pages of the app
+    assert rows["models"]["floor"] == rows["attention"]["floor"] == 2.6
+    assert abs(rows["models"]["over"] - 0.4) < 1e-9 and abs(rows["attention"]["over"] - 0.9) < 1e-9
+    table = settle_vs_floor(TIMES)
+    assert f"≤ floor + {FLOOR_MARGIN_S:g} s" in table
+    models, attention = (line for line in table.splitlines() if line.startswith(("| models", "| attention")))
+    assert models.endswith("| ✓ |") and "✗ (+0.40 s over)" in attention
+
+
+def test_without_a_floor_there_is_no_verdict() -> None:
+    assert settle_rows({"first paint, settled": [3.0]}) == []
+    assert "no floor" in settle_vs_floor({"first paint, settled": [3.0]})
+
+
+def test_targets_a_new_word_2_s_a_warm_step_1_s_first_paints_against_the_floor() -> None:
+    assert target("polysemy: new word (corpus index present)") == 2.0
+    assert target("attention: layer slider") == 1.0
+    assert target("first paint, settled: syntax") is None
+    lines = report(TIMES).splitlines()
+    assert any(line.startswith("| attention: layer slider |") and "≤ 1 s ✗" in line for line in lines)
+    assert any(line.startswith("| polysemy: new word") and "≤ 2 s ✓" in line for line in lines)
+
+
+def test_the_section_names_machine_load_date_and_command() -> None:
+    info = {
+        "cpu": "AMD EPYC",
+        "nproc": 2,
+        "nice": 10,
+        "uptime_start": "load average: 1.0",
+        "uptime_end": "load average: 2.0",
+        "utc_start": "2026-11-27 11:00:05",
+        "utc_end": "2026-11-27 11:09:30",
+        "command": "python bench/bench_browser_latency.py --repeats 5",
+    }
+    text = section(info, TIMES, ["a note"])
+    assert text.startswith("## App latency, page settle vs floor (issue 30), 2026-11-27 11:00–11:09 UTC")
+    assert "nice -n 10 python bench/bench_browser_latency.py --repeats 5" in text
+    assert "AMD EPYC, 2 cores" in text and "load average: 2.0" in text
+    assert "- a note" in text and settle_vs_floor(TIMES) in text

@@ -1,0 +1,46 @@
+"""Issue 30: the Probes page's pickers are in the URL, so a link restores the view.
+
+The results folder, a saved probe's evaluation set and metric, and the "Your data" tab's task (and size) were
+widgets without a URL parameter (found by tests/test_browser_walk.py): a shared link opened on the defaults.
+Under AppTest (``tests/test_app.py``'s ``open_page``) on the committed results.
+"""
+
+from __future__ import annotations
+
+from test_app import assert_ok, figures, open_page
+
+from probes.registry import all_probes
+from viz.results import dirs_with_results
+
+
+def _one(value):
+    return value[0] if isinstance(value, list) else value
+
+
+def test_a_saved_probes_evaluation_set_and_metric_round_trip_through_the_url() -> None:
+    at = open_page("probes")
+    assert _one(at.query_params["results"]) == at.selectbox(key="probe_results_dir").value  # defaults are linked
+    sets = at.selectbox(key="saved_wsd_set").options
+    other = next(s for s in sets if s != at.selectbox(key="saved_wsd_set").value)
+    at.selectbox(key="saved_wsd_set").set_value(other).run()
+    assert_ok(at)
+    assert _one(at.query_params["saved_set"]) == other
+    link = {k: _one(v) for k, v in at.query_params.items()}
+    fresh = open_page("probes", **link)
+    assert fresh.selectbox(key="saved_wsd_set").value == other
+    assert any(f"on {other}, by layer" in f["layout"]["title"]["text"] for f in figures(fresh))
+
+
+def test_a_link_with_an_unknown_evaluation_set_falls_back_to_the_first() -> None:
+    at = open_page("probes", saved_set="no-such-set", results="/no/such/dir")
+    assert at.selectbox(key="saved_wsd_set").value == at.selectbox(key="saved_wsd_set").options[0]
+    assert at.selectbox(key="probe_results_dir").value == str(dirs_with_results()[0])
+    assert _one(at.query_params["results"]) == str(dirs_with_results()[0])  # the link now says what is shown
+
+
+def test_the_your_data_tabs_task_round_trips_through_the_url() -> None:
+    tasks = [spec.name for spec in all_probes() if spec.inputs]
+    at = open_page("probes", tab="Your data")
+    assert at.radio(key="up_task").value == tasks[0] and _one(at.query_params["up_task"]) == tasks[0]
+    fresh = open_page("probes", tab="Your data", up_task=tasks[-1])
+    assert fresh.radio(key="up_task").value == tasks[-1]
