@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from app_pages import corpus_ui
 from corpora.semcor import load_semcor
 from tests.test_app import assert_ok, open_page as open_app_page
 from viz.polysemy import build_lemma_index, semcor_occurrences
@@ -29,10 +30,14 @@ def open_page(name: str, **params: str) -> AppTest:
 
 
 def build(at: AppTest, key: str) -> None:
-    """Click "Build the SemCor index" when the feature cache is cold (embeds SemCor once)."""
+    """Click "Build the SemCor index" when the feature cache is cold (embeds SemCor once, in the background
+    child process the page starts), wait for that build and rerun the page."""
     buttons = [b for b in at.button if b.key == key]
     if buttons:
         buttons[0].click().run()
+        assert_ok(at)
+        corpus_ui.wait_for_builds()
+        at.run()
         assert_ok(at)
 
 
