@@ -1,6 +1,7 @@
 """Attention page: every head at a glance (click one to open it), its token-to-token map beside
 bertviz's line view, the selected token's query·key products, bertviz's neuron view (the Neurons tab,
-``app_pages.attention_neurons``), two models or two layers side by side.
+``app_pages.attention_neurons``), two models or two layers side by side, and (the Syntax tab,
+``app_pages.syntax_heads_ui``, as on the Syntax page) each head's best dependency relation on EWT dev.
 
 Line view as in bertviz's head view (``viz.attention_lines``): a click on a token focuses its lines and
 fades the others (left: as a query, right: as a key), links under a threshold are hidden, and further
@@ -41,6 +42,7 @@ from app_pages.common import (
     select_clicked_head,
     show_warnings,
 )
+from app_pages.syntax_heads_ui import heads_tab as head_syntax_view
 from models.registry import get_spec
 from viz.attention import (
     grid_figure,
@@ -66,7 +68,7 @@ A GPT-style model only attends to the left (a triangle); a BERT-style model sees
 MAX_WORDS = 40  # a 6 × 12 grid of 40 × 40 maps stays fast to draw
 UNITS = ["words", "subword pieces"]
 COMPARE = ["one model", "two models", "two layers"]
-TABS = ["Heads", "Neurons", "Averages"]  # only the open tab runs and draws (a new visitor's first paint)
+TABS = ["Heads", "Neurons", "Averages", "Syntax"]  # only the open tab runs and draws (a new visitor's first paint)
 
 
 def head_panel(
@@ -342,7 +344,7 @@ def main() -> None:
         tokens_box = st.expander("Tokens the model saw", key="attn_tokens_open", on_change="rerun")
         if tokens_box.open:  # lazy: a closed box costs a new visitor nothing (st.code loads a highlighter)
             tokens_box.code(" | ".join(tokens), language=None, wrap_lines=True)
-        heads_tab, neurons_tab, avg_tab = st.tabs(
+        heads_tab, neurons_tab, avg_tab, syntax_tab = st.tabs(
             TABS, key=state.bind("attn_tab", TABS[0], TABS, param="tab"), on_change="rerun"
         )
         if heads_tab.open:
@@ -355,6 +357,9 @@ def main() -> None:
             with avg_tab:
                 others = [(model_b, *get_attention(model_b, words, unit)[:2])] if model_b else []
                 averages([(model, att, tokens), *others])
+        if syntax_tab.open:  # Clark et al.: which heads find the dependency head (the Syntax page's view)
+            with syntax_tab:
+                head_syntax_view(model, words, keys="attn_syn", params="syn_")
 
 
 main()

@@ -4,9 +4,10 @@ attention heads find the syntactic head (Clark et al.)? For one EWT sentence, or
 Trees tab: the distance and depth probes of the chosen (model, layer), fitted on the first N sentences of
 EWT train (``probes.syntax_views``: the probe's own estimator and feature-cache entry; ``st.cache_resource``
 keeps one fit per model, layer and N), then the sentence's gold tree above its predicted tree
-(``viz.trees``), the distance matrices and the depths. Heads tab: the head-syntax probe's counts on the
-first EWT dev sentences as a layers × heads heatmap of each head's best relation (``viz.syntax_heads``); a
-click picks a head, and a link opens it in the Attention page's head view on this page's sentence.
+(``viz.trees``), the distance matrices and the depths. Heads tab (``app_pages.syntax_heads_ui``, shared
+with the Attention page's Syntax tab): the head-syntax probe's counts on the first EWT dev sentences as a
+layers × heads heatmap of each head's best relation (``viz.syntax_heads``); a click picks a head, and a link
+opens it in the Attention page's head view on this page's sentence.
 
 Every choice is in the URL (``state.bind``): model, tab, source, sentence, search, text, layer, train,
 heads_n, rank, head_layer, head. Every chart goes through ``app_pages.common.chart`` (image + CSV).
@@ -22,7 +23,6 @@ from app_pages import state
 from app_pages.common import (
     EXAMPLE_SENTENCE,
     chart,
-    download,
     embed_sentences,
     get_embedder,
     md,
@@ -31,25 +31,21 @@ from app_pages.common import (
     page_header,
     preferred,
     safe,
-    select_clicked_head,
     show_warnings,
 )
+from app_pages.syntax_heads_ui import heads_tab
 from corpora.conllu import DepTree
 from probes.estimate import duration
-from probes.estimators.head_syntax import HeadCounts
 from probes.syntax_views import (
-    HEADS_LIMIT,
     TRAIN_LIMIT,
     TreeProbes,
     ewt_trees,
     extraction_estimate,
     fit_tree_probes,
-    head_counts,
     train_cached,
     train_features,
 )
 from viz.export import file_stem, frame_csv
-from viz.syntax_heads import MIN_COUNT, RANKINGS, best_relations, head_figure, relation_table
 from viz.text import parse_sentences
 from viz.trees import TreeView, arc_figure, depth_figure, distance_figure, sentence_choices
 
@@ -62,7 +58,6 @@ The **Heads** tab asks the same of attention (Clark et al. 2019): does a head at
 """
 SOURCES = {"dev": "EWT dev", "test": "EWT test", "typed": "Type a sentence"}
 TRAIN_SIZES = [50, 100, 200, TRAIN_LIMIT, 1000, 2000]
-HEAD_SIZES = [50, 100, HEADS_LIMIT, 500]
 TABS = ["Trees", "Heads"]
 MAX_WORDS = 60
 
@@ -75,11 +70,6 @@ def _ewt(split: str):
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _probes(name: str, fingerprint: str, layer: int, limit: int) -> TreeProbes:
     return fit_tree_probes(get_embedder(name), layer, limit=limit)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _head_counts(name: str, fingerprint: str, limit: int) -> HeadCounts:
-    return head_counts(get_embedder(name), limit)
 
 
 def tree_probes(model: str, layer: int, limit: int) -> TreeProbes:
@@ -183,68 +173,6 @@ def trees_tab(model: str, words: list[str], tree: DepTree | None, name: str) -> 
     chart(depth_figure(view, title=f"{head}: depth per word"), stem + "-depths", key="syn_depth", container=c2)
 
 
-def heads_tab(model: str, words: list[str]) -> None:
-    """The best relation of every head on EWT dev, a chosen head and a link into the Attention page."""
-    emb = get_embedder(model)
-    if not emb.has_attention:
-        st.info(f"{md(model)} has no attention heads: pick a transformer (e.g. minilm) for this tab.")
-        return
-    c1, c2 = st.columns([1, 2])
-    limit = c1.selectbox(
-        "EWT dev sentences", HEAD_SIZES, key=state.bind("syn_heads_n", HEADS_LIMIT, HEAD_SIZES, param="heads_n")
-    )
-    by = (
-        c2.segmented_control(
-            "Best relation by", RANKINGS, key=state.bind("syn_rank", RANKINGS[0], RANKINGS, param="rank")
-        )
-        or RANKINGS[0]
-    )
-    with st.spinner(f"Reading {model}'s attention over the first {limit} EWT dev sentences (once per model)…"):
-        counts = _head_counts(model, emb.fingerprint(), limit)
-    frame = best_relations(counts, by=by)
-    L, H = counts.layers, counts.heads
-    top = frame.loc[frame["accuracy"].idxmax()]
-    layer = state.bind("syn_head_layer", int(top["layer"]), lo=1, hi=L, param="head_layer")
-    head = state.bind("syn_head", int(top["head"]), lo=1, hi=H, param="head")
-    chosen = (st.session_state[layer], st.session_state[head])
-    value = "accuracy" if by == RANKINGS[0] else "gain"
-    chart(
-        head_figure(frame, chosen, value=value, title=f"{model}: each head's best relation ({value})"),
-        file_stem("syntax-heads", model, f"dev{limit}", value),
-        key="syn_heads_grid",
-        on_select=select_clicked_head("syn_heads_grid", "syn_head_layer", "syn_head"),
-        selection_mode="points",
-        data=lambda: frame_csv(frame),
-        data_label="Best relation per head (CSV)",
-    )
-    st.caption(
-        f"Over {counts.sentences} EWT dev sentences, relations with ≥ {MIN_COUNT} dependencies, both directions "
-        "(dep->head: the dependent's row finds its head; head->dep: the head's row finds the dependent). "
-        "The **fixed-offset baseline** always picks the word at −2, −1, +1 or +2 (the best of the four per "
-        "relation, on the same dependencies): a head is only interesting above it. Per relation:"
-    )
-    table = relation_table(counts)
-    st.dataframe(table, hide_index=True, width="stretch", height=250)
-    download(
-        "Best head per relation (CSV)",
-        lambda: frame_csv(table),
-        f"{file_stem('syntax-relations', model)}.csv",
-        key="syn_rel_csv",
-    )
-    row = frame[(frame["layer"] == chosen[0]) & (frame["head"] == chosen[1])].iloc[0]
-    st.markdown(
-        f"**Layer {chosen[0]}, head {chosen[1]}**: {md(row['relation'])} ({row['direction']}) "
-        f"{row['accuracy']:.1f}% against the best offset's {row['offset_accuracy']:.1f}%. Click a tile to pick another."
-    )
-    params = {"model": model, "text": " ".join(words), "layer": chosen[0], "head": chosen[1], "tab": "Heads"}
-    st.page_link(
-        "app_pages/attention.py",
-        label="Open this head in the Attention page",
-        icon=":material/grid_on:",
-        query_params=params,
-    )
-
-
 @page
 def main() -> None:
     page_header("Syntax", INTRO)
@@ -260,7 +188,7 @@ def main() -> None:
             trees_tab(model, words, tree, name)
     if heads.open:
         with heads, safe("count the attention heads"):
-            heads_tab(model, words)
+            heads_tab(model, words, keys="syn", params="")
 
 
 main()

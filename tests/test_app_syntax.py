@@ -227,6 +227,23 @@ def test_link_params_open_that_head_on_the_attention_page() -> None:
     assert json.dumps(figures(at)[0])  # the grid is drawn for the linked head
 
 
+def test_the_attention_page_has_the_head_syntax_heatmap_with_its_own_url_params() -> None:
+    """Issue 28: the layers × heads map of each head's best relation is in the Attention page too (its Syntax
+    tab, the Syntax page's view); its choices are ``syn_*`` params, so the Attention page's own ``layer`` and
+    ``head`` keep their meaning."""
+    at = open_page(
+        "attention", model="minilm", tab="Syntax", syn_heads_n="50", syn_head_layer="4", syn_head="7",
+        layer="2", head="3", text="The dog barked .",
+    )  # fmt: skip
+    assert_ok(at)
+    assert at.query_params["layer"] == "2" and at.query_params["head"] == "3"  # the Heads tab's, untouched
+    assert at.session_state["attn_syn_head_layer"] == 4 and at.session_state["attn_syn_head"] == 7
+    grid = next(f for f in figures(at) if "best relation" in f["layout"]["title"]["text"])
+    assert (len(grid["data"][0]["y"]), len(grid["data"][0]["x"])) == (6, 12)
+    assert "Layer 4, head 7" in texts(at.markdown)
+    assert "fixed-offset baseline" in texts(at.caption)
+
+
 @pytest.mark.browser
 def test_a_clicked_head_tile_is_chosen_and_its_link_opens_the_head_view(page, server) -> None:
     """In Chromium: a click on the heatmap picks that head (URL too); the link opens it on the Attention page."""

@@ -1,0 +1,91 @@
+"""The head-syntax view shared by the Syntax page's Heads tab and the Attention page's Syntax tab (not a page).
+
+Clark et al. (2019): the head-syntax probe's counts on the first EWT dev sentences (``probes.syntax_views``,
+kept per model and size by ``st.cache_resource``) as a layers × heads heatmap of each head's best relation
+(``viz.syntax_heads``) and a table per relation against the fixed-offset baseline; a click picks a head, a
+link opens it in the Attention page's head view on the page's sentence.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages import state
+from app_pages.common import chart, download, get_embedder, md, select_clicked_head
+from probes.estimators.head_syntax import HeadCounts
+from probes.syntax_views import HEADS_LIMIT, head_counts
+from viz.export import file_stem, frame_csv
+from viz.syntax_heads import MIN_COUNT, RANKINGS, best_relations, head_figure, relation_table
+
+HEAD_SIZES = [50, 100, HEADS_LIMIT, 500]
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _head_counts(name: str, fingerprint: str, limit: int) -> HeadCounts:
+    return head_counts(get_embedder(name), limit)
+
+
+def heads_tab(model: str, words: list[str], keys: str, params: str) -> None:
+    """The best relation of every head on EWT dev, a chosen head and a link into the Attention page's head
+    view. ``keys`` prefixes the widget keys and ``params`` the URL parameters, so two pages (Syntax: "syn", "";
+    Attention: "attn_syn", "syn_") keep their own choices and never read each other's ``head``/``layer``."""
+    emb = get_embedder(model)
+    if not emb.has_attention:
+        st.info(f"{md(model)} has no attention heads: pick a transformer (e.g. minilm) for this tab.")
+        return
+    c1, c2 = st.columns([1, 2])
+    limit = c1.selectbox(
+        "EWT dev sentences",
+        HEAD_SIZES,
+        key=state.bind(f"{keys}_heads_n", HEADS_LIMIT, HEAD_SIZES, param=f"{params}heads_n"),
+    )
+    by = (
+        c2.segmented_control(
+            "Best relation by", RANKINGS, key=state.bind(f"{keys}_rank", RANKINGS[0], RANKINGS, param=f"{params}rank")
+        )
+        or RANKINGS[0]
+    )
+    with st.spinner(f"Reading {model}'s attention over the first {limit} EWT dev sentences (once per model)…"):
+        counts = _head_counts(model, emb.fingerprint(), limit)
+    frame = best_relations(counts, by=by)
+    L, H = counts.layers, counts.heads
+    top = frame.loc[frame["accuracy"].idxmax()]
+    layer = state.bind(f"{keys}_head_layer", int(top["layer"]), lo=1, hi=L, param=f"{params}head_layer")
+    head = state.bind(f"{keys}_head", int(top["head"]), lo=1, hi=H, param=f"{params}head")
+    chosen = (st.session_state[layer], st.session_state[head])
+    value = "accuracy" if by == RANKINGS[0] else "gain"
+    chart(
+        head_figure(frame, chosen, value=value, title=f"{model}: each head's best relation ({value})"),
+        file_stem("syntax-heads", model, f"dev{limit}", value),
+        key=f"{keys}_heads_grid",
+        on_select=select_clicked_head(f"{keys}_heads_grid", f"{keys}_head_layer", f"{keys}_head"),
+        selection_mode="points",
+        data=lambda: frame_csv(frame),
+        data_label="Best relation per head (CSV)",
+    )
+    st.caption(
+        f"Over {counts.sentences} EWT dev sentences, relations with ≥ {MIN_COUNT} dependencies, both directions "
+        "(dep->head: the dependent's row finds its head; head->dep: the head's row finds the dependent). "
+        "The **fixed-offset baseline** always picks the word at −2, −1, +1 or +2 (the best of the four per "
+        "relation, on the same dependencies): a head is only interesting above it. Per relation:"
+    )
+    table = relation_table(counts)
+    st.dataframe(table, hide_index=True, width="stretch", height=250)
+    download(
+        "Best head per relation (CSV)",
+        lambda: frame_csv(table),
+        f"{file_stem('syntax-relations', model)}.csv",
+        key=f"{keys}_rel_csv",
+    )
+    row = frame[(frame["layer"] == chosen[0]) & (frame["head"] == chosen[1])].iloc[0]
+    st.markdown(
+        f"**Layer {chosen[0]}, head {chosen[1]}**: {md(row['relation'])} ({row['direction']}) "
+        f"{row['accuracy']:.1f}% against the best offset's {row['offset_accuracy']:.1f}%. Click a tile to pick another."
+    )
+    params = {"model": model, "text": " ".join(words), "layer": chosen[0], "head": chosen[1], "tab": "Heads"}
+    st.page_link(
+        "app_pages/attention.py",
+        label="Open this head in the Attention page",
+        icon=":material/grid_on:",
+        query_params=params,
+    )
