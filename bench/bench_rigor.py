@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import sys
 import time
@@ -31,15 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+from bench.measure import cpu_name  # noqa: E402
 
 
 def bench_rigor(model: str = "minilm", limit: int | None = None, device: str = "cpu", rigor: bool = True) -> dict:

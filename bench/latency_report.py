@@ -13,13 +13,14 @@ and the machine the numbers came from.
 from __future__ import annotations
 
 import os
-import platform
 import shlex
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench.measure import cpu_name
 
 FLOOR_MARGIN_S = 0.5
 FLOOR_CHART = "floor: one plotly chart"
@@ -97,20 +98,10 @@ def uptime() -> str:
         return "load average: " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def machine() -> dict:
     """What the numbers depend on, read at the start of a run."""
     return {
-        "cpu": cpu_model(),
+        "cpu": cpu_name(),
         "nproc": os.cpu_count(),
         "nice": os.nice(0),
         "uptime_start": uptime(),

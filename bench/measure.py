@@ -16,6 +16,7 @@ that write memory-mapped files (the feature cache) count the mapped pages they t
 
 from __future__ import annotations
 
+import platform
 import resource
 from pathlib import Path
 
@@ -83,3 +84,14 @@ class PeakRSS:
         if self.cuda_peak_mb is not None:
             out[f"{prefix}_cuda_peak_mb"] = round(self.cuda_peak_mb, 1)
         return out
+
+
+def cpu_name() -> str:
+    """The CPU's model name for a benchmark's machine line (Linux ``/proc/cpuinfo``, else ``platform``)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"

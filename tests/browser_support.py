@@ -157,6 +157,20 @@ def open_page(pg, server: str, path: str) -> None:
     wait_idle(pg)
 
 
+def upload_projector_tsv(pg, server: str, tmp: Path) -> None:
+    """Open the projector on "my vectors (TSV)" and upload 12 three-dimensional points with a word and a
+    group (odd/even) column of metadata."""
+    vectors, meta = tmp / "vectors.tsv", tmp / "metadata.tsv"
+    vectors.write_text("".join(f"{i}\t{i % 3}\t{(i * 7) % 5}\n" for i in range(12)))
+    meta.write_text("word\tgroup\n" + "".join(f"w{i}\t{'odd' if i % 2 else 'even'}\n" for i in range(12)))
+    open_page(pg, server, "embedding_space?tab=Projector&pj_source=my+vectors+%28TSV%29")
+    inputs = pg.locator('[data-testid="stFileUploaderDropzoneInput"]')
+    inputs.nth(0).set_input_files(str(vectors))
+    wait_idle(pg)
+    inputs.nth(1).set_input_files(str(meta))
+    wait_idle(pg)
+
+
 def assert_clean(pg) -> None:
     """No exception box, no traceback, no error alert on the page; no alert() dialog fired."""
     assert pg.locator('[data-testid="stException"]').count() == 0, "an exception box is shown"

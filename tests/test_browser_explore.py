@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_support import VIEWPORT, assert_clean, open_page, set_text, shot, wait_idle
+from tests.browser_support import VIEWPORT, assert_clean, open_page, set_text, shot, upload_projector_tsv, wait_idle
 
 pytestmark = pytest.mark.browser
 WAIT_MS = 240_000
@@ -99,16 +99,7 @@ def test_svg_download_of_a_chart_is_valid_svg(page, server) -> None:
 
 
 def test_projector_draws_uploaded_vectors_and_metadata(page, server, tmp_path) -> None:
-    vectors = tmp_path / "vectors.tsv"
-    meta = tmp_path / "metadata.tsv"
-    vectors.write_text("".join(f"{i}\t{i % 3}\t{(i * 7) % 5}\n" for i in range(12)))
-    meta.write_text("word\tgroup\n" + "".join(f"w{i}\t{'odd' if i % 2 else 'even'}\n" for i in range(12)))
-    open_page(page, server, "embedding_space?tab=Projector&pj_source=my+vectors+%28TSV%29")
-    inputs = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
-    inputs.nth(0).set_input_files(str(vectors))
-    wait_idle(page)
-    inputs.nth(1).set_input_files(str(meta))
-    wait_idle(page)
+    upload_projector_tsv(page, server, tmp_path)
     expect(page.get_by_text(re.compile(r"vectors\.tsv: PCA of 12 points"))).to_be_attached(timeout=WAIT_MS)
     points = page.locator('[data-testid="stPlotlyChart"]').first.locator(".scatterlayer .point")
     expect(points).to_have_count(12, timeout=WAIT_MS)

@@ -12,23 +12,14 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_support import assert_clean, open_page, wait_idle
+from tests.browser_support import assert_clean, upload_projector_tsv, wait_idle
 
 pytestmark = pytest.mark.browser
 WAIT_MS = 240_000
 
 
 def test_a_click_on_a_projector_point_lists_its_neighbours_in_the_original_space(page, server, tmp_path) -> None:
-    vectors = tmp_path / "vectors.tsv"
-    meta = tmp_path / "metadata.tsv"
-    vectors.write_text("".join(f"{i}\t{i % 3}\t{(i * 7) % 5}\n" for i in range(12)))
-    meta.write_text("word\tgroup\n" + "".join(f"w{i}\t{'odd' if i % 2 else 'even'}\n" for i in range(12)))
-    open_page(page, server, "embedding_space?tab=Projector&pj_source=my+vectors+%28TSV%29")
-    inputs = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
-    inputs.nth(0).set_input_files(str(vectors))
-    wait_idle(page)
-    inputs.nth(1).set_input_files(str(meta))
-    wait_idle(page)
+    upload_projector_tsv(page, server, tmp_path)
     expect(page.get_by_text("Click a point (or type its number above)")).to_be_attached(timeout=WAIT_MS)
     point = page.locator('[data-testid="stPlotlyChart"]').first.locator(".scatterlayer .point").nth(3)
     point.scroll_into_view_if_needed()
