@@ -47,4 +47,5 @@ test: $(STAMP) $(CLUSTER_STAMP) browser
 # Refresh the README screenshots: the browser tests, told to save them in docs/screenshots/
 # (a plain test run saves them in a temporary directory and leaves the tree as it was).
 screenshots: $(STAMP) browser
-	EMBPROBE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q -m browser tests/test_browser.py
+	EMBPROBE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q -m browser tests/test_browser.py \
+	  tests/test_browser_explore.py tests/test_browser_attention_views.py

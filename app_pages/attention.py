@@ -123,7 +123,7 @@ def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b
         layer, head = head_controls(att, tokens)
         query, key = pair_controls(att, tokens, layer, head)
         st.caption("Strongest links of this head (self-attention left out):")
-        st.dataframe(strongest_links(att[layer - 1, head - 1], tokens, k=8), hide_index=True, width="stretch")
+        st.table(strongest_links(att[layer - 1, head - 1], tokens, k=8), hide_index=True, border="horizontal")
     with grid_col:
         st.caption(
             "Every head of every layer (rows = layers, columns = heads). **Click a tile to open that "
@@ -298,7 +298,7 @@ def averages(runs: list[tuple[str, np.ndarray, list[str]]]) -> None:
 
 @page
 def main() -> None:
-    page_header("Attention", INTRO)
+    page_header("Attention", INTRO, draws=("plotly",))
     names = model_names(has_attention=True)
     if not names:
         st.info(

@@ -1,9 +1,7 @@
 """Shared Streamlit helpers for every page: cached model loading, friendly errors, input display.
 
-- :func:`get_embedder` — ``st.cache_resource`` over :func:`models.registry.load_embedder`, so all
-  browser sessions of one server share one loaded instance (the registry loads under its lock).
-- :func:`safe` — a context manager that turns any exception into a friendly ``st.error`` (the
-  traceback goes to the server log, never to the page) and lets the rest of the page run.
+- :func:`get_embedder` — ``st.cache_resource`` over ``load_embedder``: one instance for every session.
+- :func:`safe` — any exception as a friendly ``st.error`` (the traceback only in the server log); the page goes on.
 - :func:`show_warnings`, :func:`md` — input-cap warnings; user text escaped wherever it is echoed.
 - :func:`start_warmup` — reads WordNet and SemCor in the background when the server starts.
 - :func:`chart` — every chart: ``st.plotly_chart`` with the modebar's SVG/PNG download
@@ -32,6 +30,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import streamlit as st  # noqa: E402
 
+from app_pages import state  # noqa: E402
+from app_pages.preload import preload  # noqa: E402
 from corpora.errors import LabError  # noqa: E402
 from corpora.paths import DataMissingError  # noqa: E402
 from corpora.semcor import load_semcor  # noqa: E402
@@ -164,10 +164,11 @@ def model_select(
     *,
     key: str,
     default: str | None = None,
+    param: str | None = None,
     help: str | None = None,
 ) -> str | None:
     """A selectbox of ready models (with ``capabilities``, see :func:`model_names`); an info box (and None)
-    when there is none."""
+    when there is none. With ``param`` the choice is in the URL (``state.bind``) and a link restores it."""
     names = model_names(**(capabilities or {}))
     if not names:
         kinds = ", ".join(f"{'' if wanted else 'not '}{cap}" for cap, wanted in (capabilities or {}).items())
@@ -176,14 +177,18 @@ def model_select(
             "See the Models page for how to train one."
         )
         return None
-    return st.selectbox(label, names, index=names.index(preferred(names, default or DEFAULT_MODEL)), key=key, help=help)
+    first = preferred(names, default or DEFAULT_MODEL)
+    bound = {"key": state.bind(key, first, names, param=param)} if param else {"key": key, "index": names.index(first)}
+    return st.selectbox(label, names, help=help, **bound)
 
 
 # ---------------------------------------------------------------------------- display
 
 
-def page_header(title: str, intro: str) -> None:
+def page_header(title: str, intro: str, *, draws: tuple[str, ...] = ()) -> None:
+    """Title and introduction; the browser code of ``draws``, its first view's heavy elements, asked for now."""
     st.title(title)
+    preload(*draws)
     st.markdown(intro)
 
 

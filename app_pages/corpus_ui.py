@@ -30,6 +30,7 @@ from typing import IO
 import numpy as np
 import streamlit as st
 
+from app_pages import state
 from app_pages.common import _cached_embedder, chart, download, get_embedder, md, semcor_corpus
 from corpora.paths import REPO_ROOT
 from features import get_features, has_layers
@@ -237,12 +238,14 @@ def corpus_panel(
     query: np.ndarray,
     *,
     key: str,
+    k_param: str,
     ref: tuple[int, int] | None = None,
     query_key: str | None = None,
     what: str = "",
 ) -> None:
     """Nearest SemCor occurrences of ``query`` (a vector at ``layer`` of ``model``); ``ref`` excludes the
-    query's own SemCor token, ``query_key`` (its WordNet sense) marks hits of the same sense."""
+    query's own SemCor token, ``query_key`` (its WordNet sense) marks hits of the same sense. The number of
+    neighbours is in the URL as ``k_param``."""
     emb, limit = get_embedder(model), corpus_limit()
     if not _is_cached(emb, [layer], limit):
         index_missing(model, emb.fingerprint(), semcor_split(limit).feature_key, limit, int(layer), key)
@@ -254,7 +257,7 @@ def corpus_panel(
         raise ValueError(
             f"The corpus index has {len(index)} rows but the cached vectors {Xn.shape[0]}; rebuild the feature cache."
         )
-    k = st.slider("Corpus neighbours", 5, 50, 20, step=5, key=f"{key}_k")
+    k = st.slider("Corpus neighbours", 5, 50, step=5, key=state.bind(f"{key}_k", 20, lo=5, hi=50, param=k_param))
     exclude = index.row_of(*ref) if ref is not None else None
     hits = nearest(Xn, query, k, exclude=exclude)
     sentences, _ = semcor_corpus()

@@ -181,6 +181,7 @@ def contextual_tab() -> None:
             layer,
             table.vectors[pick],
             key="space_corpus",
+            k_param="corpus_k",
             what=f"“{tokens[pick]}” (s{table.rows['sentence'][pick]})",
         )
         st.subheader("Nearest among your tokens")

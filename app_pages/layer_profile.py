@@ -35,7 +35,7 @@ from viz.profile import (
     profile_figure,
     summary_frame,
 )
-from viz.results import baselines, dirs_with_results, label_dir, load_dir, result_dirs
+from viz.results import baselines, dirs_with_results, folder_version, label_dir, load_dir, result_dirs
 
 INTRO = """
 Per-layer probe scores against **relative depth** (layer / top layer: 0 is the context-independent
@@ -48,9 +48,14 @@ layer 0, 1 the top layer), so a 2-layer ELMo and a 6-layer MiniLM share one axis
 CONTEXTUALITY_DIR = REPO_ROOT / "docs" / "results" / "contextuality" / "runs"
 
 
-@st.cache_data(ttl=30, show_spinner=False)
-def cached_results(directory: str):
+@st.cache_data(show_spinner=False, max_entries=8)
+def _cached_results(directory: str, version: tuple):
     return load_dir(Path(directory)), load_extras(Path(directory), "mix")
+
+
+def cached_results(directory: str):
+    """The folder's rows and λ extras, read again only when its files change (``viz.results.folder_version``)."""
+    return _cached_results(directory, folder_version(directory))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -186,7 +191,7 @@ def cka_section() -> None:
 
 @page
 def main() -> None:
-    page_header("Layer profile", INTRO)
+    page_header("Layer profile", INTRO, draws=("plotly",))
     st.subheader("Probe scores and contextuality by relative depth")
     dirs, ctx_dirs = dirs_with_results(result_dirs()), []
     with safe("read the contextuality results"):
@@ -202,7 +207,7 @@ def main() -> None:
     with right, safe("draw the contextuality curves"):
         contextuality_section(ctx_dirs)
     if summary is not None:
-        st.dataframe(summary, hide_index=True, width="stretch")
+        st.table(summary, hide_index=True, border="horizontal")
         st.caption(
             "Centre of gravity: Σℓ·Δ(ℓ)/ΣΔ(ℓ) over the gains Δ of the best score among layers 0…ℓ (Tenney et al. "
             "2019 use a cumulative scalar mix); empty when no layer beats layer 0. Expected layer: Σℓ·s(ℓ) of "

@@ -225,7 +225,7 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
         )
         k = st.slider("Neighbours", 3, 20, key=state.bind("poly_k", 8, lo=3, hi=20, param="k"))
         st.caption(f"Sense: {md(sense_label(occs[pick].group))}")
-        st.code(occs[pick].context(12), language=None, wrap_lines=True)
+        st.text(occs[pick].context(12), width="stretch")  # plain text: st.code would load a highlighter
     with right:
         model, layer = panels[0][0], layers[0]
         st.caption(
@@ -251,6 +251,7 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
                 layer,
                 Xs[model][layer, pick],
                 key="poly_corpus",
+                k_param="corpus_k",
                 ref=occs[pick].ref,
                 query_key=occs[pick].keys[0] if occs[pick].keys else None,
                 what=f"#{pick + 1} {occs[pick].target}",
@@ -271,7 +272,7 @@ def occurrence_signature(c: dict, occs) -> tuple:
 
 @page
 def main() -> None:
-    page_header("Polysemy explorer", INTRO)
+    page_header("Polysemy explorer", INTRO, draws=("plotly", "dataframe"))
     c = controls()
     if c is None:
         return

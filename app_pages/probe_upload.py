@@ -218,7 +218,7 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
             return
         show_preview(preview)
     with c1:
-        model = model_select("Model", None, key="up_model", default=DEFAULT_STATIC_MODEL)
+        model = model_select("Model", None, key="up_model", default=DEFAULT_STATIC_MODEL, param="up_model")
     if model is None:
         return
     run_key = (name, model, limit, tuple(sorted((k, str(v)) for k, v in options.items())))

@@ -28,7 +28,7 @@ from probes.run import run_probe
 from viz.export import file_stem, frame_csv, run_record_json
 from viz.probe_figures import has_intervals, small_sample_note
 from viz.probe_views import frame_signature, probe_view
-from viz.results import datasets_of, dirs_with_results, label_dir, load_dir, metrics_of
+from viz.results import datasets_of, dirs_with_results, folder_version, label_dir, load_dir, metrics_of
 
 INTRO = """
 **Probing** asks what a frozen representation already knows, with a deliberately weak model on
@@ -43,16 +43,25 @@ DEFAULT_LIMIT = 20
 TABS = ["Saved results (layer-probe comparison)", "Run a quick probe", "Your data"]
 
 
-@st.cache_data(ttl=30, show_spinner=False)
-def saved_results(directory: str) -> pd.DataFrame:
+@st.cache_data(show_spinner=False, max_entries=8)
+def _saved_results(directory: str, version: tuple) -> pd.DataFrame:
     return load_dir(Path(directory))
 
 
-@st.cache_resource(ttl=30, show_spinner=False, max_entries=8)
+def saved_results(directory: str) -> pd.DataFrame:
+    """The folder's result rows, read again only when its files change (``viz.results.folder_version``)."""
+    return _saved_results(directory, folder_version(directory))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _saved_result_objects(directory: str, version: tuple) -> list[ProbeResult]:
+    return read_results(Path(directory))
+
+
 def saved_result_objects(directory: str) -> list[ProbeResult]:
     """The results behind ``saved_results`` (run records, per-instance outcomes for the layer tests): read once
-    per directory and 30 s by every session, not on each rerun; shared, never modified."""
-    return read_results(Path(directory))
+    per version of the folder for every session, not on each rerun; shared, never modified."""
+    return _saved_result_objects(directory, folder_version(directory))
 
 
 @st.cache_resource
@@ -253,7 +262,7 @@ def quick_tab() -> None:
         key=state.bind("probe_kind", next(iter(titles)), list(titles), param="probe"),
     )
     with c2:
-        model = model_select("Model", None, key="probe_model", default=DEFAULT_MODEL)
+        model = model_select("Model", None, key="probe_model", default=DEFAULT_MODEL, param="model")
     limit = c3.number_input(
         "Sentences (--limit)",
         min_value=1,
@@ -315,7 +324,7 @@ def quick_tab() -> None:
 
 @page
 def main() -> None:
-    page_header("Probes", INTRO)
+    page_header("Probes", INTRO, draws=("plotly", "dataframe"))
     saved, quick, yours = st.tabs(TABS, key=state.bind("probes_tab", TABS[0], TABS, param="tab"), on_change="rerun")
     if saved.open:
         with saved, safe("show the saved results"):

@@ -12,16 +12,14 @@ from app_pages.common import chart, page, page_header, safe
 from probes.reporting.tables import TABLE_NOTES, markdown_table, titles
 from viz.export import frame_csv
 from viz.reproduce import comparison_figure, comparison_frame, load_tables, read_run_notes, tables_markdown
-from viz.results import dirs_with_results, label_dir, load_dir
+from viz.results import dirs_with_results, folder_version, label_dir, load_dir
 
 INTRO = """
 Peters et al. (2018), *Deep contextualized word representations* (NAACL), §5 asks **what the
 biLM's layers capture**: word sense (Table 5: 1-NN WSD), syntax (Table 6: a linear POS probe) and
 how much a task gains from mixing all layers (Table 2: the λ ablation). Below are the paper's
 published numbers beside ours, produced by one command of the form
-
-    python -m probes reproduce --models glove-6b-50d,minilm,... --out docs/results/
-
+`python -m probes reproduce --models glove-6b-50d,minilm,... --out docs/results/`
 (the exact command, machine and date of the committed run are under "How these results were
 produced").
 
@@ -31,13 +29,14 @@ Our models are far smaller than the paper's (trained in about an hour on a 2-cor
 """
 
 
-@st.cache_data(ttl=30, show_spinner=False)
-def cached_tables(directory: str) -> dict:
+@st.cache_data(show_spinner=False, max_entries=8)
+def cached_tables(directory: str, version: tuple) -> dict:
+    """The paper-style tables of ``directory``, built again only when its ``folder_version`` changes."""
     return load_tables(Path(directory))
 
 
-@st.cache_data(ttl=30, show_spinner=False)
-def cached_rows(directory: str) -> pd.DataFrame:
+@st.cache_data(show_spinner=False, max_entries=8)
+def cached_rows(directory: str, version: tuple) -> pd.DataFrame:
     """The result rows (with their intervals) behind the tables."""
     return load_dir(Path(directory))
 
@@ -64,7 +63,7 @@ def download_row(key: str, title: str, df) -> None:
 
 @page
 def main() -> None:
-    page_header("Reproduce the paper", INTRO)
+    page_header("Reproduce the paper", INTRO, draws=("plotly",))
     dirs = dirs_with_results()
     if not dirs:
         st.info(
@@ -81,12 +80,15 @@ def main() -> None:
             key=state.bind("repro_dir", options[0], options, param="results"),
         )
     with safe("build the tables"):
-        tables = cached_tables(directory) if directory else load_tables(None)
+        tables = cached_tables(directory, folder_version(directory)) if directory else load_tables(None)
         notes = read_run_notes(Path(directory)) if directory else ""
         if notes:
-            with st.expander("How these results were produced (command, machine, date)"):
-                st.markdown(notes)
-        comp = comparison_frame(tables, cached_rows(directory) if directory else None)
+            how = st.expander(
+                "How these results were produced (command, machine, date)", key="repro_how", on_change="rerun"
+            )
+            if how.open:  # lazy: its command blocks load a code highlighter a first visit does not need
+                how.markdown(notes)
+        comp = comparison_frame(tables, cached_rows(directory, folder_version(directory)) if directory else None)
         if not comp.empty:
             st.subheader("Paper vs. ours at a glance")
             st.caption(

@@ -175,7 +175,7 @@ def trees_tab(model: str, words: list[str], tree: DepTree | None, name: str) -> 
 
 @page
 def main() -> None:
-    page_header("Syntax", INTRO)
+    page_header("Syntax", INTRO, draws=("plotly",))
     names = model_names()
     if not names:
         st.info("No model is available yet. See the Models page for how to train one.")

@@ -181,6 +181,11 @@ def test_corpus_search_for_bank_finds_mostly_the_same_sense() -> None:
     assert len(hits) == 20 and hits["cosine"].is_monotonic_decreasing
     assert (hits["same sense"] == "✓").mean() > 0.5, hits[["lemma", "sense"]]
     assert "have the query's sense" in texts(at.caption)
+    at.slider(key="poly_corpus_k").set_value(10).run()  # the number of neighbours is in the URL too
+    assert len(at.dataframe[-1].value) == 10 and at.query_params["corpus_k"] in ("10", ["10"])
+    link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    fresh = open_page("polysemy", **link)
+    assert fresh.slider(key="poly_corpus_k").value == 10 and len(fresh.dataframe[-1].value) == 10
 
 
 # ----------------------------------------------------------------------------- Embedding space

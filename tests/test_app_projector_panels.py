@@ -114,7 +114,7 @@ def test_a_polysemy_link_rings_the_picked_occurrence_and_shows_its_sentence_and_
     assert at.selectbox(key="poly_pick").value == 5
     assert len(at.dataframe[0].value) == 4  # its nearest occurrences
     occs = _bank_occurrences()
-    assert at.code[0].value == occs[5].context(12)  # its sentence
+    assert at.text[0].value == occs[5].context(12)  # its sentence
     # A click (the picker set as select_clicked_point sets it) moves the ring, the sentence and the table.
     table = at.dataframe[0].value
     at.session_state["poly_pick"] = 9
@@ -123,5 +123,5 @@ def test_a_polysemy_link_rings_the_picked_occurrence_and_shows_its_sentence_and_
     fig = figures(at)[0]
     ring = _trace(fig, "selected")
     assert np.allclose([values(ring["x"])[0], values(ring["y"])[0]], _points(fig)[9])
-    assert at.query_params["pick"] == "9" and at.code[0].value == occs[9].context(12)
+    assert at.query_params["pick"] == "9" and at.text[0].value == occs[9].context(12)
     assert not at.dataframe[0].value.equals(table)

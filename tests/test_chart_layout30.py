@@ -19,6 +19,7 @@ from probes.registry import all_probes, get_probe
 from probes.results import load_results
 from viz.figures import TITLE_LINE, model_styles, scatter_points
 from viz.probe_views import probe_view
+from viz.reproduce import comparison_figure, comparison_frame, load_tables
 
 RUNS = Path(__file__).resolve().parent.parent / "docs" / "results" / "runs"
 
@@ -66,6 +67,16 @@ def test_titles_leave_the_toolbar_room_and_legends_sit_under_the_plot(committed)
     legend = fig.layout.legend  # in rows at the figure's foot, below the axis title: every entry visible
     assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0 and fig.layout.margin.b > 100
     assert {"WordNet 1st sense (baseline)", "MFS in SemCor (baseline)"} <= set(_traces(fig))
+
+
+def test_the_reproduce_charts_headlines_stay_left_of_the_toolbar() -> None:
+    """Side by side, each half-width chart has plotly's whole toolbar at its top right: the 53-character
+    "WSD F1 on ALL without SE07 (SE2 + …)" ran under it (the README screenshot); the parenthesis now goes below."""
+    comp = comparison_frame(load_tables(RUNS))
+    for task, part in comp.groupby("task", sort=False):
+        fig = comparison_figure(part, task)
+        head, second = fig.layout.title.text.split("<br>")
+        assert len(head) <= 30 and second.startswith("<sup>(") and fig.layout.margin.t >= 70, task
 
 
 def test_the_lambda_chart_draws_no_empty_baseline_category(committed) -> None:

@@ -41,7 +41,7 @@ def test_profile_summary_and_cka_heatmaps():
     measure = at.selectbox(key="lp_measure")
     assert any(o.startswith("pos · ") for o in measure.options)
     # the summary table names every chosen model with its centre of gravity
-    summary = at.dataframe[0].value
+    summary = at.table[0].value
     assert {"model", "centre of gravity", "centre of gravity (depth)"} <= set(summary.columns)
     assert len(charts(at)) >= 1
     # no model chosen: a hint, not an error

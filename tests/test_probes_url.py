@@ -44,3 +44,15 @@ def test_the_your_data_tabs_task_round_trips_through_the_url() -> None:
     assert at.radio(key="up_task").value == tasks[0] and _one(at.query_params["up_task"]) == tasks[0]
     fresh = open_page("probes", tab="Your data", up_task=tasks[-1])
     assert fresh.radio(key="up_task").value == tasks[-1]
+
+
+def test_the_quick_runs_model_picker_round_trips_through_the_url() -> None:
+    # It was made by common.model_select without a URL parameter: a link opened on the default model.
+    # (The "Your data" tab's picker, shown once files are uploaded: tests/test_app_upload.py.)
+    at = open_page("probes", tab="Run a quick probe")
+    assert _one(at.query_params["model"]) == at.selectbox(key="probe_model").value  # the default is linked
+    other = next(m for m in at.selectbox(key="probe_model").options if m != at.selectbox(key="probe_model").value)
+    fresh = open_page("probes", tab="Run a quick probe", model=other)
+    assert fresh.selectbox(key="probe_model").value == other
+    bad = open_page("probes", tab="Run a quick probe", model="no-such-model")  # a bad link: the default
+    assert bad.selectbox(key="probe_model").value == at.selectbox(key="probe_model").value

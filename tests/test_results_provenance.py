@@ -73,3 +73,24 @@ def test_committed_results_were_produced_by_the_shipped_models():
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert " 0 of " not in out.stdout
     assert "stale" not in out.stdout  # baselines (no model, no fingerprint) are not called stale
+
+
+def test_a_folders_version_changes_when_a_result_is_written_replaced_or_removed(tmp_path: Path) -> None:
+    """The app's caches of a results folder key on ``folder_version`` (issue 30: no 30 s expiry, no stale rows)."""
+    from viz.results import folder_version, load_dir
+
+    assert folder_version(tmp_path / "missing") == ()
+    empty = folder_version(tmp_path)
+    first = save_result(_result("m", "fp", 0.5, "20260101T000000"), tmp_path)
+    one = folder_version(tmp_path)
+    assert one != empty and len(one) == 1
+    assert folder_version(tmp_path) == one  # reading changes nothing
+    load_dir(tmp_path)
+    assert folder_version(tmp_path) == one
+    save_result(_result("m", "fp", 0.6, "20260101T000001"), tmp_path)
+    two = folder_version(tmp_path)
+    assert len(two) == 2 and two != one
+    Path(first).write_text(Path(first).read_text().replace("0.5", "0.7"))  # rewritten in place
+    assert folder_version(tmp_path) != two
+    Path(first).unlink()
+    assert len(folder_version(tmp_path)) == 1

@@ -17,6 +17,7 @@ from probes.reporting.tables import build_tables, markdown_table, paper_tables, 
 from probes.tasks.wsd.scoring import EVAL_LABELS, PAPER_ALL
 from probes.tasks.wsd.tables import BASELINE_MODELS as WSD_BASELINES  # baselines: rows of their own
 from viz.probe_figures import interval_error
+from viz.text import escape_html
 
 PAPER_WSD = {
     "WordNet 1st sense": "WordNet 1st Sense Baseline",
@@ -216,12 +217,16 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
     systems = list(dict.fromkeys(part["system"]))
     fig.update_yaxes(categoryorder="array", categoryarray=systems[::-1], automargin=True, tickfont=dict(size=12))
     fig.update_xaxes(range=[0, 105], title="score (%)", dtick=20)
-    height, top, bottom = 90 + 26 * len(systems) + LEGEND_PX, 50, LEGEND_PX + 34  # + the legend's row
+    # A half-width chart with plotly's whole toolbar: the headline (before " (") stays left of it, the rest
+    # goes to a smaller second line.
+    head, sep, rest = title.partition(" (")
+    text = f"{escape_html(head)}<br><sup>({escape_html(rest)}</sup>" if sep else escape_html(title)
+    height, top, bottom = 90 + 26 * len(systems) + LEGEND_PX, 72 if sep else 50, LEGEND_PX + 34  # + the legend's row
     fig.update_layout(
         template="plotly_white",
         height=height,
         barmode="overlay",
-        title=dict(text=title, x=0, font=dict(size=14)),
+        title=dict(text=text, x=0, font=dict(size=14)),
         margin=dict(l=10, r=30, t=top, b=bottom),
         legend=dict(
             orientation="h", yanchor="top", y=-LEGEND_PX / (height - top - bottom), x=0, xanchor="left", title=None

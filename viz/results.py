@@ -41,6 +41,19 @@ def dirs_with_results(dirs: tuple[Path, ...] | None = None) -> list[Path]:
     return [d for d in (result_dirs() if dirs is None else dirs) if d.is_dir() and any(d.glob("*.json"))]
 
 
+def folder_version(d: str | Path) -> tuple[tuple[str, int, int], ...]:
+    """(name, size, mtime) of each file in ``d``: changes whenever a result there is written, replaced or removed.
+
+    The app's caches of a results folder key on it: a folder is read again when it changed, never on a timer
+    (a 30 s expiry made the Reproduce page's next visitor wait ~7 s to rebuild unchanged tables).
+    """
+    try:
+        files = [(p.name, p.stat()) for p in Path(d).iterdir() if p.is_file()]
+    except OSError:
+        return ()
+    return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in files))
+
+
 def load_dir(d: Path) -> pd.DataFrame:
     """One directory's results (``probes.results.load_results``) with a ``source`` column.
 
