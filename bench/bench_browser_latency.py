@@ -66,10 +66,13 @@ ARM_JS = """() => {
   window.__embprobeRan = false;
   const app = document.querySelector('[data-testid="stApp"]');
   if (window.__embprobeObserver) window.__embprobeObserver.disconnect();
-  window.__embprobeObserver = new MutationObserver(() => {
-    if (app.getAttribute('data-test-script-state') !== 'notRunning') window.__embprobeRan = true;
+  // A fast run flips the state to running and back before the callback: the old values tell it ran.
+  window.__embprobeObserver = new MutationObserver((records) => {
+    if (app.getAttribute('data-test-script-state') !== 'notRunning'
+        || records.some(r => r.oldValue && r.oldValue !== 'notRunning')) window.__embprobeRan = true;
   });
-  window.__embprobeObserver.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+  window.__embprobeObserver.observe(
+    app, {attributes: true, attributeOldValue: true, attributeFilter: ['data-test-script-state']});
 }"""
 SETTLED_JS = """([needle, rerun]) => {
   const app = document.querySelector('[data-testid="stApp"]');
