@@ -238,14 +238,14 @@ def corpus_panel(
     query: np.ndarray,
     *,
     key: str,
-    k_param: str,
+    k_param: str | None = None,
     ref: tuple[int, int] | None = None,
     query_key: str | None = None,
     what: str = "",
 ) -> None:
     """Nearest SemCor occurrences of ``query`` (a vector at ``layer`` of ``model``); ``ref`` excludes the
     query's own SemCor token, ``query_key`` (its WordNet sense) marks hits of the same sense. The number of
-    neighbours is in the URL as ``k_param``."""
+    neighbours is in the URL as ``k_param`` (default: ``key + "_k"``)."""
     emb, limit = get_embedder(model), corpus_limit()
     if not _is_cached(emb, [layer], limit):
         index_missing(model, emb.fingerprint(), semcor_split(limit).feature_key, limit, int(layer), key)
@@ -257,7 +257,8 @@ def corpus_panel(
         raise ValueError(
             f"The corpus index has {len(index)} rows but the cached vectors {Xn.shape[0]}; rebuild the feature cache."
         )
-    k = st.slider("Corpus neighbours", 5, 50, step=5, key=state.bind(f"{key}_k", 20, lo=5, hi=50, param=k_param))
+    k_key = state.bind(f"{key}_k", 20, lo=5, hi=50, param=k_param or f"{key}_k")
+    k = st.slider("Corpus neighbours", 5, 50, step=5, key=k_key)
     exclude = index.row_of(*ref) if ref is not None else None
     hits = nearest(Xn, query, k, exclude=exclude)
     sentences, _ = semcor_corpus()

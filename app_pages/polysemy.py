@@ -221,7 +221,7 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
             list(range(len(occs))),
             key=state.bind("poly_pick", 0, lo=0, hi=len(occs) - 1, param="pick"),
             format_func=lambda i: f"#{i + 1} {shorten(occs[i].context(5), 70)}",
-            help="Or click a point on the plot.",
+            help="Or click a point on the plot." if c["dims"] == 2 else "A 3-D plot's clicks turn it: choose here.",
         )
         k = st.slider("Neighbours", 3, 20, key=state.bind("poly_k", 8, lo=3, hi=20, param="k"))
         st.caption(f"Sense: {md(sense_label(occs[pick].group))}")

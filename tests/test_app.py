@@ -277,6 +277,7 @@ def test_polysemy_semcor_bank_contextual_and_static() -> None:
     at.segmented_control(key="poly_dims").set_value("3-D").run()
     at.selectbox(key="poly_pick").set_value(3).run()
     assert_ok(at)
+    assert "3-D plot's clicks turn it" in at.selectbox(key="poly_pick").help  # no point-click in 3-D: says so
     assert len(at.dataframe[0].value) == at.slider(key="poly_k").value
     # A static model: one point per word form, with the explanation.
     at.selectbox(key="poly_model").set_value("glove-6b-50d").run()
