@@ -46,6 +46,11 @@ TITLE_LINE = 60
 LEGEND_ROW, LEGEND_ROW_PX = 3, 24  # legend entries per row under a half-width chart, and a row's height
 
 
+def two_line_title(head: str, rest: str) -> str:
+    """A chart title as a headline and, below it, a smaller second line (plotly's title markup; text escaped)."""
+    return f"{escape_html(head)}<br><sup>{escape_html(rest)}</sup>"
+
+
 def chart_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
     """The layout of a chart of several series: the title in two lines when long (headline, then what the error
     bars are), the legend in rows under the plot (about three entries a row), the figure taller by those rows so
@@ -54,7 +59,7 @@ def chart_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Fi
     two_lines = len(title) > TITLE_LINE and sep
     _layout(fig, head if two_lines else title, height)
     if two_lines:
-        fig.update_layout(title_text=f"{escape_html(head)}<br><sup>{escape_html(rest)}</sup>", margin_t=80)
+        fig.update_layout(title_text=two_line_title(head, rest), margin_t=80)
     entries = sum(1 for t in fig.data if t.name and t.showlegend is not False)
     rows = -(-entries // LEGEND_ROW)
     fig.update_layout(

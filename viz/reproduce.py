@@ -16,6 +16,7 @@ from probes.reporting import paper
 from probes.reporting.tables import build_tables, markdown_table, paper_tables, titles
 from probes.tasks.wsd.scoring import EVAL_LABELS, PAPER_ALL
 from probes.tasks.wsd.tables import BASELINE_MODELS as WSD_BASELINES  # baselines: rows of their own
+from viz.figures import two_line_title
 from viz.probe_figures import interval_error
 from viz.text import escape_html
 
@@ -220,7 +221,7 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
     # A half-width chart with plotly's whole toolbar: the headline (before " (") stays left of it, the rest
     # goes to a smaller second line.
     head, sep, rest = title.partition(" (")
-    text = f"{escape_html(head)}<br><sup>({escape_html(rest)}</sup>" if sep else escape_html(title)
+    text = two_line_title(head, sep.strip() + rest) if sep else escape_html(title)
     height, top, bottom = 90 + 26 * len(systems) + LEGEND_PX, 72 if sep else 50, LEGEND_PX + 34  # + the legend's row
     fig.update_layout(
         template="plotly_white",
