@@ -139,13 +139,15 @@ _CHILDREN: dict[tuple[str, str, int | None], Child] = {}  # (model, fingerprint,
 _CHILDREN_LOCK = threading.Lock()
 
 
-def start_build(model: str, fingerprint: str, limit: int | None) -> None:
-    """Start building ``model``'s corpus index in a child process unless this server already runs one."""
+def start_build(model: str, fingerprint: str, limit: int | None, layer: int) -> None:
+    """Start building ``model``'s corpus index in a child process unless this server already runs one: every
+    layer where the disk holds them, else at least ``layer`` (the one the page shows)."""
     with _CHILDREN_LOCK:
         child = _CHILDREN.get((model, fingerprint, limit))
         if child is not None and child.proc.poll() is None:
             return
-        argv = [sys.executable, "-m", "features", "index", "--model", model, "--nice", "10", "--quiet"]
+        argv = [sys.executable, "-m", "features", "index", "--model", model, "--layers", str(layer)]
+        argv += ["--nice", "10", "--quiet"]
         log = tempfile.TemporaryFile()  # noqa: SIM115 - open for the child's whole life
         proc = subprocess.Popen(
             argv + ([] if limit is None else ["--limit", str(limit)]),
@@ -220,7 +222,8 @@ def index_missing(model: str, fingerprint: str, key: str, limit: int | None, lay
                 st.info(
                     f"The corpus index of **{md(model)}** is not built yet: it embeds every sense-tagged SemCor "
                     "sentence once (the features the WSD probe uses; minutes on a CPU, in the background, while "
-                    "the page stays usable), then every search is instant. Or build it ahead: `make index` or "
+                    "the page stays usable; every layer, or only this one where the disk is short), then every "
+                    "search is instant. Or build it ahead: `make index` or "
                     "`python -m features index --model " + md(model) + "`."
                 )
             label = "Try again" if status is not None else f"Build the SemCor index for {model}"
@@ -228,7 +231,7 @@ def index_missing(model: str, fingerprint: str, key: str, limit: int | None, lay
         if not clicked:
             return
         box.empty()
-        start_build(model, fingerprint, limit)
+        start_build(model, fingerprint, limit, layer)
     build_progress(model, fingerprint, key, limit, layer)
 
 

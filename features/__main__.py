@@ -3,11 +3,14 @@
     python -m features index                                  # the corpus index of minilm (models.DEFAULT_MODEL)
     python -m features index --model minilm --model gpt-small # or --model minilm,gpt-small
     python -m features index --model minilm --limit 200       # the first 200 SemCor sentences (a quick try)
+    python -m features index --model minilm --layers 6        # at least layer 6 (the others if the disk holds them)
     make index                                                # the default contextual models
 
 ``index`` embeds the WSD probe's SemCor training split (``probes.tasks.wsd.sources.builtin_train``: every
 sense-tagged token, the entry "semcor-tagged") once per model, every layer: what the app's corpus search
 (Polysemy, Embedding space) and the WSD probe read. A model whose index is built and valid is skipped.
+Where the disk cannot hold every layer, ``--layers`` names those that must be stored (the app asks for
+the layer on its slider): only they are written, said in a warning; without it too little disk is an error.
 The build goes through ``features.background.build_entry``: one builder per entry (a second one, from
 the app or another terminal, waits for the first and reuses its work), its progress in the cache for
 the app to show. On a terminal a bar shows the fraction, the time spent and the time left; otherwise a
@@ -61,12 +64,26 @@ def model_names(values: list[str] | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def layer_numbers(text: str | None, num_layers: int) -> list[int]:
+    """``--layers``: "0,6" (default every layer), each in range."""
+    if text is None:
+        return list(range(num_layers))
+    try:
+        layers = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise RequestError(f"--layers {text!r}: give layer numbers separated by commas, e.g. 0,6.") from None
+    if not layers or layers[0] < 0 or layers[-1] >= num_layers:
+        raise RequestError(f"--layers {text!r}: the model has layers 0..{num_layers - 1}.")
+    return layers
+
+
 def index_one(name: str, args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     split = builtin_train(args.limit)
     emb = load_model(name, args.device)
-    key, layers = split.feature_key, range(emb.num_layers)
-    if has_layers(emb, key, layers):
+    key, every = split.feature_key, range(emb.num_layers)
+    layers = layer_numbers(args.layers, emb.num_layers)
+    if has_layers(emb, key, every) or (args.layers is not None and has_layers(emb, key, layers)):
         print(f"{name}: the corpus index ({key}) is already built.")
         return
     words = sum(len(s) for s in split.layout.sentences)
@@ -79,12 +96,15 @@ def index_one(name: str, args: argparse.Namespace) -> None:
     t_build = time.perf_counter()
     with TerminalProgress(f"{name} index", quiet=args.quiet) as bar:
         progress = bar.callback or (None if args.quiet else Lines(name))
-        build_entry(emb, key, split.layout.sentences, keep=split.keep, by=BY, on_busy=busy, progress=progress)
+        build_entry(
+            emb, key, split.layout.sentences, keep=split.keep, layers=layers, by=BY, on_busy=busy, progress=progress
+        )
     if not has_layers(emb, key, layers):
         raise LabError(f"{name}: the index was computed but could not be stored in the feature cache (see above).")
     spent = time.perf_counter() - t_build
+    which = "" if has_layers(emb, key, every) else f" (layers {','.join(map(str, layers))} only: see the warning)"
     print(
-        f"{name}: built in {duration(time.perf_counter() - t0)} ({duration(spent)} embedding, "
+        f"{name}: built{which} in {duration(time.perf_counter() - t0)} ({duration(spent)} embedding, "
         f"{words / max(spent, 1e-9):,.0f} words/s)."
     )
 
@@ -107,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="build the corpus index (SemCor's sense-tagged tokens) of some models")
     p.add_argument("--model", action="append", help=f"a model name or reference, repeatable (default {DEFAULT_MODEL})")
     p.add_argument("--limit", type=int, default=None, help="only the first N SemCor sentences")
+    p.add_argument(
+        "--layers", default=None, help="layers that must be stored, e.g. 0,6 (default every layer; all are stored "
+        "when the disk holds them)"
+    )  # fmt: skip
     p.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--nice", type=int, default=0, help="lower this process's priority by N (the app uses 10)")

@@ -199,6 +199,7 @@ def build_entry(
     sentences: Sequence[Sequence[str]],
     *,
     keep: np.ndarray | None = None,
+    layers: Sequence[int] | None = None,
     by: str = "",
     wait: bool = True,
     on_busy: Callable[[BuildStatus | None], None] | None = None,
@@ -206,7 +207,8 @@ def build_entry(
     show_progress: bool = False,
     root: Path | None = None,
 ) -> Features:
-    """``get_features`` (every layer) of one entry, as its only builder, with its progress on disk.
+    """``get_features`` of one entry, as its only builder, with its progress on disk: every layer where the
+    disk holds them, else only ``layers`` (default every layer: then too little disk is an error).
 
     Another builder at work: ``on_busy(its status)``, then wait for it and reuse what it wrote
     (``wait``), else raise ``BuildBusy``. A failure is recorded for ``build_status`` and re-raised.
@@ -233,7 +235,7 @@ def build_entry(
         report.write(state="running", fraction=0.0, eta_s=None, message="starting")
         try:
             feats = get_features(
-                embedder, key, sentences, keep=keep, progress=report, show_progress=show_progress, root=root
+                embedder, key, sentences, layers, keep=keep, progress=report, show_progress=show_progress, root=root
             )
         except BaseException as exc:  # noqa: BLE001 - recorded for the page, then raised as it was
             report.write(state="failed", error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)

@@ -71,24 +71,25 @@ class Job:
         return int(self.offsets[-1]) if self.keep is None else len(self.keep)
 
 
-def layers_to_write(job: Job, directory: Path, requested: list[int]) -> list[int]:
-    """Every layer (the model computes them all anyway) where the disk holds them; else the ``requested``
-    ones, said in a warning; else a ``FeatureCacheError`` saying what it needs, before anything is embedded."""
-    every = list(range(job.embedder.num_layers))
+def layers_to_write(job: Job, directory: Path, missing: list[int], have: list[int] = ()) -> list[int]:
+    """Every layer not already stored (``have``; the model computes them all anyway) where the disk holds
+    them; else only the ``missing`` ones asked for, said in a warning; else a ``FeatureCacheError`` saying
+    what it needs, before anything is embedded."""
+    every = [j for j in range(job.embedder.num_layers) if j not in set(have)]
     per_layer = job.num_rows * job.embedder.dim * np.dtype(job.dtype).itemsize
     free = shutil.disk_usage(directory).free
     if per_layer * len(every) <= free * DISK_SHARE:
         return every
     what = f"{job.embedder.name}/{job.key}: {job.num_rows:,} rows × {job.embedder.dim} × {job.dtype}"
-    if per_layer * len(requested) <= free * DISK_SHARE:
-        need, less = gb(per_layer * len(every)), gb(per_layer * len(requested))
+    if per_layer * len(missing) <= free * DISK_SHARE:
+        need, less = gb(per_layer * len(every)), gb(per_layer * len(missing))
         log.warning(
-            "%s: all %d layers need %s, %s is free in %s; writing only the requested layers %s (%s).",
-            what, len(every), need, gb(free), directory, requested, less,
+            "%s: the %d layers not stored yet need %s, %s is free in %s; writing only the requested layers %s (%s).",
+            what, len(every), need, gb(free), directory, sorted(missing), less,
         )  # fmt: skip
-        return sorted(requested)
+        return sorted(missing)
     raise FeatureCacheError(
-        f"{what} needs {gb(per_layer * len(requested))} for the {len(requested)} layer{'s' * (len(requested) > 1)} "
+        f"{what} needs {gb(per_layer * len(missing))} for the {len(missing)} layer{'s' * (len(missing) > 1)} "
         "asked for "
         f"({gb(per_layer)} each), but only {gb(free)} is free in {directory}. Ask for fewer layers (--layers 0,6,12), "
         "free some space (old entries under the cache's features/ folder can go), or point EMBPROBE_CACHE at a "
@@ -100,8 +101,10 @@ def gb(n: float) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
 
 
-def extract_to_disk(job: Job, directory: Path, layers: list[int] | None = None) -> dict:
-    """Embed every sentence once and write ``layers`` (default all: the model computes them all anyway)."""
+def extract_to_disk(job: Job, directory: Path, layers: list[int] | None = None, kept: dict | None = None) -> dict:
+    """Embed every sentence once and write ``layers`` (default all: the model computes them all anyway).
+    ``kept``: the ``meta.json`` records of valid layers already in place for this same job, which the new
+    ``meta.json`` lists too (a later request for another layer adds to an entry instead of replacing it)."""
     emb = job.embedder
     dim = emb.dim
     layers = list(range(emb.num_layers)) if layers is None else layers
@@ -163,7 +166,7 @@ def extract_to_disk(job: Job, directory: Path, layers: list[int] | None = None) 
         "num_rows": job.num_rows,
         "dim": dim,
         "dtype": job.dtype,
-        "layers": layer_meta,
+        "layers": dict(sorted({**(kept or {}), **layer_meta}.items(), key=lambda item: int(item[0]))),
     }
     try:
         atomic_write_text(directory / META_FILE, meta_text(meta))

@@ -37,7 +37,16 @@ import numpy as np
 from corpora.errors import RequestError
 from features.build import CannotWrite, Job, LayerArrays, ProgressFn, embed_into, extract_to_disk, layers_to_write
 from features.checks import FeatureCacheError, NonFiniteFeaturesError, entry_lock, remove_stale_temps
-from features.store import FORMAT_VERSION, check_layer, feature_dir, layer_file, meta_problem, read_meta, sentences_hash
+from features.store import (
+    FORMAT_VERSION,
+    check_layer,
+    feature_dir,
+    layer_file,
+    meta_problem,
+    read_meta,
+    sentences_hash,
+    stored,
+)
 
 __all__ = ["FeatureCacheError", "Features", "NonFiniteFeaturesError", "get_features"]
 
@@ -183,8 +192,15 @@ def get_features(
                 missing.append(j)
         unwritable = None
         if missing:
+            # Layers stored earlier (a short disk wrote only those asked for then) stay, listed in the new
+            # meta.json; a cheap check here, their checksum is verified when they are read.
+            have = [
+                j for j in range(num_layers) if j not in missing and meta is not None and stored(directory, meta, j)
+            ]
+            write = layers_to_write(job, directory, missing, have)
+            kept = {str(j): meta["layers"][str(j)] for j in have if j not in write}
             try:
-                extract_to_disk(job, directory, layers_to_write(job, directory, layers))
+                extract_to_disk(job, directory, write, kept)
             except CannotWrite as exc:
                 unwritable = str(exc)
         elif progress is not None:

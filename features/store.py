@@ -148,13 +148,25 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def _layer_record(meta: dict, j: int) -> dict | None:
+    layers = meta.get("layers")
+    entry = layers.get(str(j)) if isinstance(layers, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def stored(directory: Path, meta: dict, j: int) -> bool:
+    """Whether ``meta.json`` lists layer ``j`` and its file has the listed size: the cheap part of
+    ``check_layer`` (the checksum is verified when the layer is read)."""
+    entry, path = _layer_record(meta, j), directory / layer_file(j)
+    return entry is not None and path.is_file() and path.stat().st_size == entry.get("nbytes")
+
+
 def check_layer(directory: Path, meta: dict | None, j: int) -> str | None:
     """Why layer ``j`` in ``directory`` cannot be used, or None when it is valid."""
     if meta is None:
         return "no readable meta.json"
-    layers = meta.get("layers")
-    entry = layers.get(str(j)) if isinstance(layers, dict) else None
-    if not isinstance(entry, dict):
+    entry = _layer_record(meta, j)
+    if entry is None:
         return f"layer {j} not in meta.json"
     path = directory / layer_file(j)
     if not path.is_file():

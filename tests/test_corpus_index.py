@@ -102,6 +102,36 @@ def test_the_command_builds_a_tiny_index_once(cache, tiny_bert, capsys) -> None:
     assert main(["index", "--limit", "0"]) == 2
 
 
+def test_the_command_stores_the_layer_asked_for_when_the_disk_cannot_hold_every_layer(
+    cache, tiny_bert, capsys, monkeypatch
+) -> None:
+    import shutil
+    from collections import namedtuple
+
+    from features import DISK_SHARE
+    from features.__main__ import main
+    from probes.tasks.wsd.sources import builtin_train
+
+    emb, split = load_embedder(tiny_bert), builtin_train(12)
+    per_layer = len(split.keep) * emb.dim * 2  # float16 rows
+    usage, real = namedtuple("usage", "total used free"), shutil.disk_usage
+    monkeypatch.setattr(
+        shutil, "disk_usage", lambda path: usage(real(path).total, 0, int(1.5 * per_layer / DISK_SHARE))
+    )
+    assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "x"]) == 2
+    assert "--layers 'x'" in capsys.readouterr().err
+    assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "0,3"]) == 2
+    assert "layers 0..2" in capsys.readouterr().err
+    assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "1"]) == 0
+    assert "built (layers 1 only" in capsys.readouterr().out
+    key = split.feature_key
+    assert has_layers(emb, key, [1]) and not has_layers(emb, key, [0]) and not has_layers(emb, key, [2])
+    assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "1"]) == 0
+    assert "is already built" in capsys.readouterr().out
+    assert main(["index", "--model", tiny_bert, "--limit", "12"]) == 2  # every layer, no room: refused, said why
+    assert "is free in" in capsys.readouterr().err
+
+
 def test_the_panel_builds_in_the_background_and_the_box_goes_away(cache, monkeypatch) -> None:
     from app_pages import corpus_ui
 

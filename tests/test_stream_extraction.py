@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from features import NonFiniteFeaturesError, get_features
+from features import NonFiniteFeaturesError, get_features, read_meta
 from models.tiny import make_tiny_checkpoint
 from models.transformer.auto import load_hf_checkpoint
 from models.transformer.stream import stream_rows
@@ -132,11 +132,21 @@ def test_a_disk_too_small_keeps_the_layers_asked_for_or_refuses_before_embedding
         feats = get_features(emb, "toy", sentences, layers=[0, 2], root=tmp_path, show_progress=False)
     assert sorted(feats.layers) == [0, 2] and len(calls) == 1
     assert sorted(p.name for p in feats.directory.glob("layer_*.npy")) == ["layer_0.npy", "layer_2.npy"]
-    assert "all 3 layers need" in caplog.text and "writing only the requested layers [0, 2]" in caplog.text
+    assert "the 3 layers not stored yet need" in caplog.text
+    assert "writing only the requested layers [0, 2]" in caplog.text
+    before = feats.stacked()
+    # Another layer later, room for one: it is added to the entry, the two stored ones stay (not embedded
+    # again as files, not dropped from meta.json), and the entry now serves every layer from the cache.
+    free["bytes"] = int(1.5 * per_layer / DISK_SHARE)
+    feats = get_features(emb, "toy", sentences, layers=[1], root=tmp_path, show_progress=False)
+    assert len(calls) == 2 and sorted(read_meta(feats.directory)["layers"]) == ["0", "1", "2"]
+    every = get_features(emb, "toy", sentences, root=tmp_path, show_progress=False)
+    assert len(calls) == 2 and np.array_equal(every.stacked([0, 2]), before)
+    assert np.array_equal(every.layer(1), feats.layer(1))
     free["bytes"] = per_layer // 2
     with pytest.raises(FeatureCacheError, match=r"needs .* for the 1 layer asked for .*--layers"):
         get_features(emb, "toy2", sentences, layers=[1], root=tmp_path, show_progress=False)
-    assert len(calls) == 1 and not list(tmp_path.glob("features/*/toy2/*.npy"))
+    assert len(calls) == 2 and not list(tmp_path.glob("features/*/toy2/*.npy"))
 
 
 def test_layers_written_by_several_threads_equal_one_thread(checkpoints, sentences, tmp_path, monkeypatch):
