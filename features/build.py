@@ -17,7 +17,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +71,7 @@ class Job:
         return int(self.offsets[-1]) if self.keep is None else len(self.keep)
 
 
-def layers_to_write(job: Job, directory: Path, missing: list[int], have: list[int] = ()) -> list[int]:
+def layers_to_write(job: Job, directory: Path, missing: list[int], have: Sequence[int] = ()) -> list[int]:
     """Every layer not already stored (``have``; the model computes them all anyway) where the disk holds
     them; else only the ``missing`` ones asked for, said in a warning; else a ``FeatureCacheError`` saying
     what it needs, before anything is embedded."""
