@@ -33,7 +33,7 @@ import streamlit as st
 from app_pages import state
 from app_pages.common import _cached_embedder, chart, download, get_embedder, md, semcor_corpus
 from corpora.paths import REPO_ROOT
-from features import get_features, has_layers
+from features import get_features, has_layers, stored_layers
 from features.background import BuildStatus, build_status
 from probes.tasks.wsd.sources import WsdSplit, builtin_train
 from viz.corpus_search import (
@@ -211,12 +211,22 @@ def index_missing(model: str, fingerprint: str, key: str, limit: int | None, lay
     """What the panel shows while ``model`` has no index: its build's progress, its failure, or the offer."""
     status = index_state(model, fingerprint, key, limit)
     if status is None or not status.running:
+        # layers a short disk kept (the page's own layer among them would be a broken file: rebuilt)
+        stored = [j for j in stored_layers(fingerprint, key) if j != layer] if status is None else []
         box = st.empty()  # the offer goes as soon as it is taken: the progress replaces it in this run
         with box.container():
             if status is not None:
                 st.error(
                     f"Building the corpus index of **{md(model)}** failed: {md(status.text())}. Nothing partial "
                     "is used; try again, or run `python -m features index --model " + md(model) + "` in a terminal."
+                )
+            elif stored:
+                held = ", ".join(map(str, stored))
+                st.info(
+                    f"The corpus index of **{md(model)}** holds layer{'s' * (len(stored) > 1)} {held} only (the "
+                    f"disk could not hold every layer when it was built). Layer {layer} needs SemCor embedded "
+                    "again (minutes on a CPU, in the background); it is added to the index if the disk has room. "
+                    "Or free some space and run `python -m features index --model " + md(model) + "`."
                 )
             else:
                 st.info(
@@ -226,7 +236,13 @@ def index_missing(model: str, fingerprint: str, key: str, limit: int | None, lay
                     "search is instant. Or build it ahead: `make index` or "
                     "`python -m features index --model " + md(model) + "`."
                 )
-            label = "Try again" if status is not None else f"Build the SemCor index for {model}"
+            label = (
+                "Try again"
+                if status is not None
+                else f"Build layer {layer} of the SemCor index for {model}"
+                if stored
+                else f"Build the SemCor index for {model}"
+            )
             clicked = st.button(label, key=f"{widget_key}_build")
         if not clicked:
             return

@@ -10,7 +10,7 @@ outside the package (``entries``). Nothing outside ``features/`` names an entry'
 
 from features.build import DISK_SHARE, gb
 from features.checks import FeatureCacheError, NonFiniteFeaturesError
-from features.entries import entry_files, has_layers, install_entry, local_entries, open_layer
+from features.entries import entry_files, has_layers, install_entry, local_entries, open_layer, stored_layers
 from features.extract import Features, get_features
 from features.store import META_FILE, data_hash, entry_rel, meta_text, read_meta, sentences_hash
 
@@ -32,4 +32,5 @@ __all__ = [
     "open_layer",
     "read_meta",
     "sentences_hash",
+    "stored_layers",
 ]

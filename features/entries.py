@@ -2,6 +2,7 @@
 between caches. Callers name an entry (model, dataset key), never its files.
 
     has_layers(embedder, "semcor-tagged", [0, 6])     # built and valid? nothing is extracted
+    stored_layers(embedder, "semcor-tagged")          # [6]: the layers it holds (a quick look)
     open_layer(embedder, "semcor-tagged", 6)          # (num_rows, dim) read-only memmap, verified
     names = entry_files(directory, read_meta(directory))   # layer files to copy, each checked first
     install_entry(fingerprint, key, meta, fetch)      # a copied entry into the local cache
@@ -39,6 +40,7 @@ from features.store import (
     layer_file,
     meta_text,
     read_meta,
+    stored,
 )
 
 #: ``fetch(name, path)``: copy the source entry's file ``name`` to the local file ``path``.
@@ -68,6 +70,20 @@ def has_layers(embedder_or_fingerprint, key: str, layers: Iterable[int], root: P
     ``embedder_or_fingerprint``: an embedder (its ``fingerprint()``) or the fingerprint itself.
     """
     return not _problems(embedder_or_fingerprint, key, layers, root)[1]
+
+
+def stored_layers(embedder_or_fingerprint, key: str, root: Path | None = None) -> list[int]:
+    """The layers the entry (model, ``key``) lists with files of the listed size: a quick look (no checksum;
+    ``has_layers`` verifies), e.g. to say which layers a disk too small for all of them kept."""
+    fingerprint = _fingerprint(embedder_or_fingerprint)
+    directory = feature_dir(fingerprint, key, root)
+    meta = read_meta(directory)
+    if meta is None or (meta.get("version"), meta.get("fingerprint")) != (FORMAT_VERSION, fingerprint):
+        return []
+    listed = meta.get("layers")
+    if not isinstance(listed, dict):
+        return []
+    return sorted(int(j) for j in listed if str(j).isdigit() and stored(directory, meta, int(j)))
 
 
 def open_layer(embedder_or_fingerprint, key: str, layer: int, root: Path | None = None) -> np.ndarray:

@@ -108,7 +108,8 @@ def test_the_command_stores_the_layer_asked_for_when_the_disk_cannot_hold_every_
     import shutil
     from collections import namedtuple
 
-    from features import DISK_SHARE
+    from app_pages import corpus_ui
+    from features import DISK_SHARE, stored_layers
     from features.__main__ import main
     from probes.tasks.wsd.sources import builtin_train
 
@@ -118,18 +119,32 @@ def test_the_command_stores_the_layer_asked_for_when_the_disk_cannot_hold_every_
     monkeypatch.setattr(
         shutil, "disk_usage", lambda path: usage(real(path).total, 0, int(1.5 * per_layer / DISK_SHARE))
     )
+    assert main(["index", "--model", tiny_bert, "--limit", "12"]) == 2  # every layer, no room: refused, said why
+    assert "is free in" in capsys.readouterr().err
     assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "x"]) == 2
     assert "--layers 'x'" in capsys.readouterr().err
     assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "0,3"]) == 2
     assert "layers 0..2" in capsys.readouterr().err
-    assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "1"]) == 0
-    assert "built (layers 1 only" in capsys.readouterr().out
+    assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "0"]) == 0
+    assert "built (layers 0 only" in capsys.readouterr().out
     key = split.feature_key
-    assert has_layers(emb, key, [1]) and not has_layers(emb, key, [0]) and not has_layers(emb, key, [2])
-    assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "1"]) == 0
+    assert has_layers(emb, key, [0]) and not has_layers(emb, key, [1]) and not has_layers(emb, key, [2])
+    assert main(["index", "--model", tiny_bert, "--limit", "12", "--layers", "0"]) == 0
     assert "is already built" in capsys.readouterr().out
-    assert main(["index", "--model", tiny_bert, "--limit", "12"]) == 2  # every layer, no room: refused, said why
-    assert "is free in" in capsys.readouterr().err
+    assert stored_layers(emb, key) == [0]
+    # The panel at layer 1 says what the index holds and offers that layer; the build (a child process, the
+    # real disk) adds layers 1 and 2 beside the stored layer 0, which is neither dropped nor written again.
+    layer0 = (feature_dir(emb.fingerprint(), key) / "layer_0.npy").stat().st_mtime_ns
+    at = open_panel(12, monkeypatch)
+    assert "holds layer 0 only" in infos(at) and "Layer 1 needs SemCor embedded again" in infos(at)
+    assert at.button(key="t_build").label == f"Build layer 1 of the SemCor index for {tiny_bert}"
+    at.button(key="t_build").click()
+    assert timed_run(at) < 30 and progress_texts(at)
+    corpus_ui.wait_for_builds(BUILD_S)
+    at.run()
+    assert not at.exception and not at.error and not at.info and len(at.dataframe[-1].value) == 20
+    assert has_layers(emb, key, [0, 1, 2]) and stored_layers(emb, key) == [0, 1, 2]
+    assert (feature_dir(emb.fingerprint(), key) / "layer_0.npy").stat().st_mtime_ns == layer0
 
 
 def test_the_panel_builds_in_the_background_and_the_box_goes_away(cache, monkeypatch) -> None:
