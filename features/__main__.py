@@ -127,10 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="build the corpus index (SemCor's sense-tagged tokens) of some models")
     p.add_argument("--model", action="append", help=f"a model name or reference, repeatable (default {DEFAULT_MODEL})")
     p.add_argument("--limit", type=int, default=None, help="only the first N SemCor sentences")
-    p.add_argument(
-        "--layers", default=None, help="layers that must be stored, e.g. 0,6 (default every layer; all are stored "
-        "when the disk holds them)"
-    )  # fmt: skip
+    p.add_argument("--layers", default=None, help="layers that must be stored, e.g. 0,6 (default: every layer)")
     p.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--nice", type=int, default=0, help="lower this process's priority by N (the app uses 10)")

@@ -158,7 +158,10 @@ def stored(directory: Path, meta: dict, j: int) -> bool:
     """Whether ``meta.json`` lists layer ``j`` and its file has the listed size: the cheap part of
     ``check_layer`` (the checksum is verified when the layer is read)."""
     entry, path = _layer_record(meta, j), directory / layer_file(j)
-    return entry is not None and path.is_file() and path.stat().st_size == entry.get("nbytes")
+    try:
+        return entry is not None and path.is_file() and path.stat().st_size == entry.get("nbytes")
+    except OSError:  # replaced or removed meanwhile (a reader holds no lock)
+        return False
 
 
 def check_layer(directory: Path, meta: dict | None, j: int) -> str | None:
