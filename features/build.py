@@ -75,7 +75,8 @@ def layers_to_write(job: Job, directory: Path, missing: list[int], have: Sequenc
     """Every layer not already stored (``have``; the model computes them all anyway) where the disk holds
     them; else only the ``missing`` ones asked for, said in a warning; else a ``FeatureCacheError`` saying
     what it needs, before anything is embedded."""
-    every = [j for j in range(job.embedder.num_layers) if j not in set(have)]
+    stored_already = set(have)
+    every = [j for j in range(job.embedder.num_layers) if j not in stored_already]
     per_layer = job.num_rows * job.embedder.dim * np.dtype(job.dtype).itemsize
     free = shutil.disk_usage(directory).free
     if per_layer * len(every) <= free * DISK_SHARE:

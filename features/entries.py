@@ -53,12 +53,17 @@ def _fingerprint(embedder_or_fingerprint) -> str:
     return embedder_or_fingerprint.fingerprint()
 
 
+def _foreign(meta: dict, fingerprint: str) -> bool:
+    """Whether ``meta.json`` was written by another format version or for another model."""
+    return (meta.get("version"), meta.get("fingerprint")) != (FORMAT_VERSION, fingerprint)
+
+
 def _problems(embedder_or_fingerprint, key: str, layers: Iterable[int], root: Path | None) -> tuple[Path, dict]:
     """(the entry's directory, {layer: why it cannot be read} for the layers that cannot)."""
     fingerprint = _fingerprint(embedder_or_fingerprint)
     directory = feature_dir(fingerprint, key, root)
     meta = read_meta(directory)
-    if meta is not None and (meta.get("version"), meta.get("fingerprint")) != (FORMAT_VERSION, fingerprint):
+    if meta is not None and _foreign(meta, fingerprint):
         return directory, {int(j): f"{META_FILE} of another format version or model" for j in layers}
     found = {int(j): check_layer(directory, meta, int(j)) for j in layers}
     return directory, {j: why for j, why in found.items() if why is not None}
@@ -78,7 +83,7 @@ def stored_layers(embedder_or_fingerprint, key: str, root: Path | None = None) -
     fingerprint = _fingerprint(embedder_or_fingerprint)
     directory = feature_dir(fingerprint, key, root)
     meta = read_meta(directory)
-    if meta is None or (meta.get("version"), meta.get("fingerprint")) != (FORMAT_VERSION, fingerprint):
+    if meta is None or _foreign(meta, fingerprint):
         return []
     listed = meta.get("layers")
     if not isinstance(listed, dict):
