@@ -16,7 +16,7 @@ filled), untimed: the targets are for a warm server.
   one-chart floor's p50 of the same run, the difference, and whether it is within 0.5 s of it
   (``bench/latency_report.py``; the absolute 2 s goal is retired: the one-chart floor alone is ~2.6 s here).
 - **warm interactions**, per page (``--only`` names them: models, attention, polysemy, corpus,
-  embedding_space, probes): a slider step, a picker, a clicked head, a neighbours query, a new word on
+  embedding_space, probes, syntax): a slider step, a picker, a clicked head, a neighbours query, a new word on
   the Polysemy explorer (read from the SemCor feature cache — the corpus index — when it holds the
   model: the step's name says whether it did), a corpus search for another occurrence (``corpus``: the
   Polysemy explorer's search over every sense-tagged SemCor token). Each is timed from the action (a key
@@ -262,6 +262,15 @@ def probes_steps():
     ]
 
 
+def syntax_steps():
+    def layer(page, i):
+        value = 4 - i % 2  # the page opens on layer 3 (minilm's 7 // 2): 4, 3, 4, … (repeat 0 fits layer 4)
+        slider_to(page, "Layer", "syn_layer", value)
+        return f"minilm, layer {value}: depth per word"
+
+    return [("layer slider (trees)", layer)]
+
+
 def models_steps():
     from models.registry import get_spec
 
@@ -281,13 +290,13 @@ SCENARIOS = {
     "polysemy": ("polysemy", "occurrences of “bank” in SemCor", polysemy_steps),
     "embedding_space": ("embedding_space", "Neighbours (CSV)", space_steps),
     "probes": ("probes", "by layer", probes_steps),
+    "syntax": ("syntax", "depth per word", syntax_steps),  # the last of its three charts
     "corpus": ("polysemy?corpus=1", "have the query's sense", corpus_steps),
     "reproduce": ("reproduce", "Paper vs. ours", lambda: []),
 }
 #: A page's settled evidence for its first paint: the scenario's, else these, else the page's title.
 NEEDLES = {path: needle for path, needle, _ in SCENARIOS.values() if "?" not in path} | {
-    "syntax": "depth per word",  # the last of its three charts
-    "layer_profile": "context-specific",  # the contextuality chart, beside the probe profile
+    "layer_profile": "context-specific"  # the contextuality chart, beside the probe profile
 }
 CORPUS_MODEL = "minilm"  # the Polysemy explorer's default model
 CORPUS_INDEX: dict[str, bool] = {}  # model -> whether the SemCor feature cache holds all its layers (main)

@@ -8,6 +8,7 @@ sentences, 50 dev sentences for the heads).
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import numpy as np
@@ -147,6 +148,25 @@ def test_the_page_fit_embeds_the_training_slice_once_and_trains_enough_steps(tmp
 
 
 # ----------------------------------------------------------------------------- the page
+
+
+def test_the_training_slice_is_read_once_per_version_of_its_file(tmp_path, monkeypatch) -> None:
+    """The page asks for the slice on every run: a second ask reuses the parse; a changed file is read again."""
+    from corpora.paths import data_path
+    from probes.syntax_views import train_slice
+    from probes.tasks.structural import EWT
+
+    blocks = data_path(EWT.format("train")).read_text(encoding="utf-8").split("\n\n")[:40]
+    path = tmp_path / EWT.format("train")
+    path.parent.mkdir(parents=True)
+    path.write_text("\n\n".join(blocks[:30]) + "\n\n", encoding="utf-8")
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
+    key, trees = train_slice(20)
+    assert len(trees) == 20 and train_slice(20)[1] is trees  # no second parse
+    path.write_text("\n\n".join(blocks[10:40]) + "\n\n", encoding="utf-8")  # another slice, same size or not
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000_000))
+    key2, trees2 = train_slice(20)
+    assert trees2[0].words == trees[10].words and key2 != key
 
 
 def test_the_page_draws_gold_and_predicted_trees_for_glove_from_the_url() -> None:
