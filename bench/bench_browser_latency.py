@@ -319,6 +319,7 @@ def corpus_index_present(model: str) -> bool:
 FLOORS = {
     "floor: empty Streamlit page": ("", "One title and one paragraph"),
     "floor: one plotly chart": ("?chart=1", "Floor chart"),
+    "floor: one chart in the app's frame": ("?chart=1&frame=1", "Floor chart"),
 }
 
 

@@ -56,3 +56,27 @@ def test_the_section_names_machine_load_date_and_command() -> None:
     assert "nice -n 10 python bench/bench_browser_latency.py --repeats 5" in text
     assert "AMD EPYC, 2 cores" in text and "load average: 2.0" in text
     assert "- a note" in text and settle_vs_floor(TIMES) in text
+
+
+def test_the_floor_app_draws_one_chart_alone_or_inside_a_copy_of_the_apps_frame() -> None:
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from bench.bench_browser_latency import FLOORS
+
+    app = str(Path(__file__).resolve().parent.parent / "bench" / "floor_app.py")
+    drawn = {}
+    for name, (query, needle) in FLOORS.items():
+        at = AppTest.from_file(app)
+        for key, value in (p.split("=") for p in query.lstrip("?").split("&") if p):
+            at.query_params[key] = value
+        at.run()
+        assert not at.exception, name
+        charts = len(at.get("plotly_chart"))
+        drawn[name] = (charts, [r.label for r in at.sidebar.radio], len(at.selectbox), len(at.slider))
+        assert charts == 0 or needle == "Floor chart"  # the bench waits for the chart's title
+    assert drawn["floor: empty Streamlit page"] == (0, [], 0, 0)
+    assert drawn["floor: one plotly chart"] == (1, [], 0, 0)
+    assert drawn["floor: one chart in the app's frame"] == (1, ["Chart downloads"], 1, 1)
+    assert settle_rows({f"first paint, settled: {n}": [2.0] for n in FLOORS}) == []  # a floor is not an app page
