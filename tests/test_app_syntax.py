@@ -163,7 +163,8 @@ def test_the_training_slice_is_read_once_per_version_of_its_file(tmp_path, monke
     monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
     key, trees = train_slice(20)
     assert len(trees) == 20 and train_slice(20)[1] is trees  # no second parse
-    path.write_text("\n\n".join(blocks[10:40]) + "\n\n", encoding="utf-8")  # another slice, same size or not
+    path.write_text("\n\n".join(blocks[10:40]) + "\n\n", encoding="utf-8")  # another slice
+    # its mtime moved on by a second: a coarse file-system clock could give the rewrite the old one
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000_000))
     key2, trees2 = train_slice(20)
     assert trees2[0].words == trees[10].words and key2 != key

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from bench.bench_browser_latency import FLOORS
 from bench.latency_report import FLOOR_MARGIN_S, report, section, settle_rows, settle_vs_floor, target
 
 TIMES = {
@@ -59,12 +64,7 @@ def test_the_section_names_machine_load_date_and_command() -> None:
 
 
 def test_the_floor_app_draws_one_chart_alone_or_inside_a_copy_of_the_apps_frame() -> None:
-    from pathlib import Path
-
-    from streamlit.testing.v1 import AppTest
-
-    from bench.bench_browser_latency import FLOORS
-
+    """What each floor of the latency bench draws: nothing but a title, one chart, or that chart in the frame."""
     app = str(Path(__file__).resolve().parent.parent / "bench" / "floor_app.py")
     drawn = {}
     for name, (query, needle) in FLOORS.items():
