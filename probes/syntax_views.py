@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from corpora.cache import files_fingerprint
 from corpora.conllu import DepTree, iter_trees
 from corpora.paths import data_path
 from features.entries import has_layers
@@ -61,15 +62,14 @@ class TreeProbes:
 def train_slice(limit: int = TRAIN_LIMIT) -> tuple[str, tuple[DepTree, ...]]:
     """The feature-cache key and trees of EWT train's first ``limit`` sentences (the structural probe's key).
 
-    Read once per version of the file (its size and modification time): the page asks on every run,
-    and parsing the slice was most of a Syntax page run (0.65 of 0.9 s, measured)."""
+    Read once per version of the file (``corpora.cache.files_fingerprint``: path, size, mtime): the page asks
+    on every run, and parsing the slice was most of a Syntax page run (0.65 of 0.9 s, measured)."""
     path = data_path(EWT.format("train"))
-    stat = path.stat()
-    return _read_train_slice(path, stat.st_size, stat.st_mtime_ns, limit)
+    return _read_train_slice(path, tuple(map(tuple, files_fingerprint([path]))), limit)
 
 
 @lru_cache(maxsize=8)
-def _read_train_slice(path: Path, size: int, mtime_ns: int, limit: int) -> tuple[str, tuple[DepTree, ...]]:
+def _read_train_slice(path: Path, version: tuple, limit: int) -> tuple[str, tuple[DepTree, ...]]:
     files, trees = load_splits(limit, train=path, test=path)  # the key is the train file's alone
     return files.feature_key("train", limit), tuple(trees["train"])
 
