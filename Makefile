@@ -41,8 +41,10 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
+# One pytest worker per core (at most 4: each loads its own models, server and browser), a test file per worker
+# so a file's tests keep their order: 1,129 tests in 11.6 min instead of 16-20 on 2 cores, warm caches.
 test: $(STAMP) $(CLUSTER_STAMP) browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 # Refresh the README screenshots: the browser tests, told to save them in docs/screenshots/
 # (a plain test run saves them in a temporary directory and leaves the tree as it was).
