@@ -29,7 +29,7 @@ CONLL_SPLITS = {"train": "train.txt", "test": "test.txt"}
 
 def _fingerprint(item: str) -> tuple:
     """Hashable (path, size, mtime) of a data item: keys the in-memory and on-disk caches."""
-    return tuple(tuple(f) for f in files_fingerprint([data_path(item)]))
+    return tuple(files_fingerprint([data_path(item)]))  # its items are tuples already
 
 
 def _conll(split: str) -> tuple[TaggedSentence, ...]:

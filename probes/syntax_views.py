@@ -65,7 +65,7 @@ def train_slice(limit: int = TRAIN_LIMIT) -> tuple[str, tuple[DepTree, ...]]:
     Read once per version of the file (``corpora.cache.files_fingerprint``: path, size, mtime): the page asks
     on every run, and parsing the slice was most of a Syntax page run (0.65 of 0.9 s, measured)."""
     path = data_path(EWT.format("train"))
-    return _read_train_slice(path, tuple(map(tuple, files_fingerprint([path]))), limit)
+    return _read_train_slice(path, tuple(files_fingerprint([path])), limit)
 
 
 @lru_cache(maxsize=8)
