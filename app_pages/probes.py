@@ -1,8 +1,10 @@
 """Probes page: saved layer-by-layer results compared across models, and quick probe runs.
 
 Only the open tab runs and draws (``st.tabs(..., on_change="rerun")``), the saved results' probes
-included: each probe's section draws two or three charts and a table, and a new visitor's browser
-would otherwise draw every probe's. The open tabs and the pickers live in the URL (``?tab=…&saved=…&results=…
+included: each probe's section draws two or three charts, and a new visitor's browser would otherwise
+draw every probe's. Its model × layer table opens on demand (an expander that runs only when open): the data
+grid cost a new visitor's first paint 0.14–0.24 s at p50 in two A/B runs (issue 30, docs/benchmarks.md) for
+the scores the chart and its CSV already give. The open tabs and the pickers live in the URL (``?tab=…&saved=…&results=…
 &saved_set=…&saved_metric=…``).
 """
 
@@ -130,8 +132,10 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
                     else "These results carry no intervals: treat differences of a few points as noise."
                 )
             )
-    if not view["table"].empty:
-        st.dataframe(view["table"], width="stretch")
+    if not view["table"].empty:  # on demand (issue 30): the chart and its CSV hold the same scores
+        table = st.expander("Scores by model and layer (table)", key=f"{choice}_table_open", on_change="rerun")
+        if table.open:  # a closed box costs a new visitor nothing: no data grid drawn, its code not loaded
+            table.dataframe(view["table"], width="stretch")
     if results is not None and not curves.empty:
         layer_tests_section(spec, dataset, sorted(set(curves["model"])), results, key)
     if not base.empty:
@@ -324,7 +328,7 @@ def quick_tab() -> None:
 
 @page
 def main() -> None:
-    page_header("Probes", INTRO, draws=("plotly", "dataframe"))
+    page_header("Probes", INTRO, draws=("plotly",))  # tables open on demand
     saved, quick, yours = st.tabs(TABS, key=state.bind("probes_tab", TABS[0], TABS, param="tab"), on_change="rerun")
     if saved.open:
         with saved, safe("show the saved results"):

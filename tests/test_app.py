@@ -352,6 +352,9 @@ def test_probes_page_quick_runs_with_progress() -> None:
     assert model["error_y"]["type"] == "data"  # 95% intervals drawn
     low, high = fig["layout"]["yaxis"]["range"]
     assert high - low >= 20
+    assert not at.dataframe, "the model × layer table opens on demand (issue 30)"
+    at.session_state["quick_wsd_table_open"] = True  # a click on "Scores by model and layer (table)"
+    at.run()
     table = at.dataframe[-1].value  # the quick run's model × layer table
     assert "wordnet-1st-sense" not in table.index and "first-sense" not in table.columns
     assert "WordNet 1st sense" in texts(at.caption)  # listed as a baseline instead
@@ -389,6 +392,8 @@ def test_probes_page_shows_saved_results_by_layer(tmp_path, monkeypatch) -> None
     mine = next(o for o in options if str(tmp_path) in o)
     at.selectbox(key="probe_results_dir").set_value(mine).run()
     assert_ok(at)
+    at.session_state["saved_pos_table_open"] = True  # the table opens on demand
+    at.run()
     pos_table = next(d.value for d in at.dataframe if "glove-6b-50d" in d.value.index)
     assert set(pos_table.index) == {"glove-6b-50d"}  # the baseline is not a row of models' layers ...
     assert 0 < float(pos_table.loc["glove-6b-50d", "0"]) <= 100

@@ -80,3 +80,47 @@ def test_the_floor_app_draws_one_chart_alone_or_inside_a_copy_of_the_apps_frame(
     assert drawn["floor: one plotly chart"] == (1, [], 0, 0)
     assert drawn["floor: one chart in the app's frame"] == (1, ["Chart downloads"], 1, 1)
     assert settle_rows({f"first paint, settled: {n}": [2.0] for n in FLOORS}) == []  # a floor is not an app page
+
+
+def test_the_page_profile_gives_each_sample_interval_to_its_scripts_group() -> None:
+    from bench.bench_page_profile import COLUMNS, self_times, table
+
+    def node(i: int, url: str, fn: str = "f") -> dict:
+        return {"id": i, "callFrame": {"url": url, "functionName": fn}}
+
+    static = "http://127.0.0.1:8501/static/js/"
+    profile = {  # a CDP Profiler.stop profile: sample k lasts until sample k+1 (timeDeltas[k+1], µs)
+        "nodes": [
+            node(1, "", "(root)"),
+            node(2, static + "PlotlyChart.D9Z0_fxz.js"),
+            node(3, static + "react-dom.Dzbslgj4.js"),
+            node(4, "", "(idle)"),
+            node(5, "", "(program)"),
+            node(6, static + "Slider.WU6er_Bo.js"),
+            node(7, "", "appendChild"),
+        ],
+        "samples": [2, 2, 3, 4, 5, 6, 7],
+        "timeDeltas": [0, 1000, 3000, 500, 2000, 250, 750],
+    }
+    ms = self_times(profile)
+    assert ms["plotly.js"] == 4.0  # 1.0 + 3.0: the first two samples' intervals
+    assert ms["React and styling"] == 0.5 + 0.0  # react-dom's sample, and appendChild's (the last: no interval)
+    assert ms["idle"] == 2.0 and ms["engine (parse, style, layout, GC)"] == 0.25 and ms["other frontend JS"] == 0.75
+    assert set(ms) <= set(COLUMNS)
+    row = table({"attention": {"n": 1, "settled": [3.2], "ms": ms}}).splitlines()[-1]
+    assert row.startswith("| attention | 1 | 3.20 | 4 |") and row.endswith("| 0.01 |")  # busy: all but idle
+
+
+def test_the_ab_bench_refuses_an_unknown_page_or_a_folder_without_the_app(tmp_path, capsys) -> None:
+    import pytest
+
+    from bench.ab_first_paint import main as ab_main
+
+    repo = str(Path(__file__).resolve().parent.parent)
+    for argv, said in [
+        ([repo, repo, "nosuch"], "unknown page(s) nosuch; the pages are models, polysemy"),
+        ([str(tmp_path), repo, "--repeats", "1", "probes"], "holds no app.py"),
+    ]:
+        with pytest.raises(SystemExit):
+            ab_main(argv)
+        assert said in capsys.readouterr().err
