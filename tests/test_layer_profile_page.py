@@ -101,6 +101,8 @@ def test_contextuality_and_cka_are_tabs_of_the_probes_page(tmp_path, monkeypatch
             f for f in (json.loads(c.proto.spec) for c in charts(at)) if f["layout"]["title"]["text"].startswith(title)
         )
         assert [t.get("name") for t in fig["data"]] == ["elmo-small"] and fig["layout"]["yaxis"]["range"] == y_range
+        at.session_state[f"saved_{tab.lower()}_table_open"] = True  # the table opens on demand (issue 30)
+        at.run()
         table = next(d.value for d in at.dataframe if "elmo-small" in d.value.index)  # model × layer
         assert list(table.columns) == ["0", "1", "2"]
         if tab == "CKA":

@@ -164,6 +164,8 @@ def test_a_new_probe_is_on_the_probes_page(toy):
     at.button(key="probe_run").click().run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     assert any("Toy on glove-6b-50d" in s.value for s in at.success)
+    at.session_state["quick_toy_table_open"] = True  # the model × layer table opens on demand (issue 30)
+    at.run()
     assert any(list(d.value.columns) == ["0"] for d in at.dataframe)
 
 
@@ -238,5 +240,7 @@ def test_a_probe_on_files_is_an_upload_task_and_a_saved_results_tab(toy_files):
     mine = next(o for o in at.selectbox(key="probe_results_dir").options if str(toy_files) in o)
     at.selectbox(key="probe_results_dir").set_value(mine).run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    at.session_state["saved_toyfiles_table_open"] = True  # the table opens on demand
+    at.run()
     table = next(d.value for d in at.dataframe if "glove-6b-50d" in d.value.index)
     assert list(table.columns) == ["0"] and float(table.loc["glove-6b-50d", "0"]) > 0
