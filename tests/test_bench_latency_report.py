@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from bench.bench_browser_latency import FLOORS
@@ -104,7 +105,7 @@ def test_the_page_profile_gives_each_sample_interval_to_its_scripts_group() -> N
     }
     ms = self_times(profile)
     assert ms["plotly.js"] == 4.0  # 1.0 + 3.0: the first two samples' intervals
-    assert ms["React and styling"] == 0.5 + 0.0  # react-dom's sample, and appendChild's (the last: no interval)
+    assert ms["React and styling"] == 0.5  # react-dom's sample; appendChild's is the last (no interval after it)
     assert ms["idle"] == 2.0 and ms["engine (parse, style, layout, GC)"] == 0.25 and ms["other frontend JS"] == 0.75
     assert set(ms) <= set(COLUMNS)
     row = table({"attention": {"n": 1, "settled": [3.2], "ms": ms}}).splitlines()[-1]
@@ -112,8 +113,6 @@ def test_the_page_profile_gives_each_sample_interval_to_its_scripts_group() -> N
 
 
 def test_the_ab_bench_refuses_an_unknown_page_or_a_folder_without_the_app(tmp_path, capsys) -> None:
-    import pytest
-
     from bench.ab_first_paint import main as ab_main
 
     repo = str(Path(__file__).resolve().parent.parent)
