@@ -4,8 +4,8 @@ Only the open tab runs and draws (``st.tabs(..., on_change="rerun")``), the save
 included: each probe's section draws two or three charts, and a new visitor's browser would otherwise
 draw every probe's. Its model × layer table opens on demand (an expander that runs only when open): the data
 grid cost a new visitor's first paint 0.14–0.24 s at p50 in two A/B runs (issue 30, docs/benchmarks.md) for
-the scores the chart and its CSV already give. The open tabs and the pickers live in the URL (``?tab=…&saved=…&results=…
-&saved_set=…&saved_metric=…``).
+the scores the chart and its CSV already give. The open tabs and the pickers live in the URL
+(``?tab=…&saved=…&results=…&saved_set=…&saved_metric=…``).
 """
 
 from __future__ import annotations

@@ -27,21 +27,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.bench_browser_latency import VIEWPORT, app_pages, settle  # noqa: E402
-from tests.browser_support import chromium_problem, launch_chromium, server_env, start_streamlit, stop  # noqa: E402
+from bench.bench_browser_latency import app_pages, new_visitor, settle, start_app  # noqa: E402
+from tests.browser_support import chromium_problem, launch_chromium, stop  # noqa: E402
 
 
 def visit(browser, address: str, needle: str, label: str) -> float:
     """Seconds from a new visitor's navigation to ``address`` to its settled page."""
-    ctx = browser.new_context(viewport=VIEWPORT)
-    try:
-        page = ctx.new_page()
+    with new_visitor(browser) as page:
         t0 = time.perf_counter()
         page.goto(address)
         settle(page, needle, label, timeout_ms=600_000)
         return time.perf_counter() - t0
-    finally:
-        ctx.close()
 
 
 def summary(name: str, a: list[float], b: list[float]) -> str:
@@ -71,11 +67,10 @@ def main(argv: list[str] | None = None) -> int:
 
     times: dict[tuple[str, int], list[float]] = {(name, i): [] for name in args.pages for i in (0, 1)}
     with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp:
-        env = server_env(EMBPROBE_MODELS=str(Path(tmp) / "m.toml"))
         servers = []
         try:
             for i, side in enumerate((args.a, args.b)):
-                servers.append(start_streamlit(Path(tmp) / f"server{i}.log", env=env, app=side.resolve() / "app.py"))
+                servers.append(start_app(Path(tmp), app=side.resolve() / "app.py", log=f"server{i}.log"))
             with sync_playwright() as pw:
                 browser = launch_chromium(pw)
                 for round_ in range(args.repeats + 1):

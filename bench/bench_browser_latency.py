@@ -43,11 +43,13 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.latency_report import machine, report, section, settle_rows, settle_vs_floor, uptime  # noqa: E402
+from bench.latency_report import ended, machine, report, section, settle_rows, settle_vs_floor  # noqa: E402
 from tests.browser_support import chromium_problem, launch_chromium, nav_pages, server_env, start_streamlit, stop  # noqa: E402
 
 VIEWPORT = {"width": 1440, "height": 900}
@@ -99,6 +101,30 @@ def settle(page, needle: str, label: str, rerun: bool = False, timeout_ms: int |
     if handle.json_value() == "error":
         text = page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]').first.inner_text()
         raise RuntimeError(f"{label}: the page shows an error: {text[:300]}")
+
+
+@contextmanager
+def new_visitor(browser, init_script: str | None = None) -> Iterator:
+    """A new visitor's page: a fresh browser context (no session, no browser cache) at :data:`VIEWPORT`, with
+    ``init_script`` run before the page's own; the context is closed after."""
+    ctx = browser.new_context(viewport=VIEWPORT)
+    try:
+        if init_script:
+            ctx.add_init_script(init_script)
+        yield ctx.new_page()
+    finally:
+        ctx.close()
+
+
+def start_app(tmp: Path, app: Path = REPO / "app.py", log: str = "server.log"):
+    """``app`` on its own server as the benches time it: no user models (an empty registry file in ``tmp``);
+    (process, base URL), its output in ``tmp / log``."""
+    return start_streamlit(tmp / log, env=server_env(EMBPROBE_MODELS=str(tmp / "m.toml")), app=app)
+
+
+def start_floor(tmp: Path):
+    """``bench/floor_app.py`` on its own server (:data:`FLOORS` are its pages); (process, base URL)."""
+    return start_streamlit(tmp / "floor.log", app=REPO / "bench" / "floor_app.py")
 
 
 def open_options(page, label: str, option: str) -> None:
@@ -341,15 +367,12 @@ def first_paints(browser, url: str, repeats: int, floor_url: str | None = None) 
     for name, (address, needle) in pages.items():
         content, settled = [], []
         for _ in range(repeats):
-            ctx = browser.new_context(viewport=VIEWPORT)
-            ctx.add_init_script(FIRST_CONTENT_JS)
-            page = ctx.new_page()
-            t0 = time.perf_counter()
-            page.goto(address)
-            settle(page, needle, f"first paint {name}")
-            settled.append(time.perf_counter() - t0)
-            content.append(page.evaluate("() => window.__embprobeTitle") / 1000)
-            ctx.close()
+            with new_visitor(browser, FIRST_CONTENT_JS) as page:
+                t0 = time.perf_counter()
+                page.goto(address)
+                settle(page, needle, f"first paint {name}")
+                settled.append(time.perf_counter() - t0)
+                content.append(page.evaluate("() => window.__embprobeTitle") / 1000)
         suffix = "" if name == "models" else f": {name}"  # the landing page is "the" first paint
         out[f"first content{suffix}"] = content
         out[f"first paint, settled{suffix}"] = settled
@@ -415,11 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
-        proc, url = start_streamlit(Path(tmp) / "server.log", env=server_env(EMBPROBE_MODELS=str(Path(tmp) / "m.toml")))
+        proc, url = start_app(Path(tmp))
         floor_proc = floor_url = None
         try:
             if not args.no_first_paint:
-                floor_proc, floor_url = start_streamlit(Path(tmp) / "floor.log", app=REPO / "bench" / "floor_app.py")
+                floor_proc, floor_url = start_floor(Path(tmp))
             with sync_playwright() as pw:
                 browser = launch_chromium(pw)
                 warm = browser.new_context(viewport=VIEWPORT).new_page()  # untimed: load models, read data
@@ -443,9 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             stop(proc)
             if floor_proc is not None:
                 stop(floor_proc)
-    info |= {"uptime_end": uptime(), "utc_end": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
-    print(f"{info['cpu']}, {info['nproc']} cores, {info['utc_start']} – {info['utc_end']} UTC, {args.repeats} repeats")
-    print(f"uptime: {info['uptime_start']} → {info['uptime_end']}\n")
+    print(ended(info, args.repeats))
     print(report(times) + "\n")
     print(settle_vs_floor(times) + "\n")
     print(section(info, times, notes))

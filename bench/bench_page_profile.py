@@ -30,9 +30,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.bench_browser_latency import FLOORS, VIEWPORT, app_pages, settle  # noqa: E402
-from bench.latency_report import machine, uptime  # noqa: E402
-from tests.browser_support import chromium_problem, launch_chromium, server_env, start_streamlit, stop  # noqa: E402
+from bench.bench_browser_latency import FLOORS, app_pages, new_visitor, settle, start_app, start_floor  # noqa: E402
+from bench.latency_report import ended, machine  # noqa: E402
+from tests.browser_support import chromium_problem, launch_chromium, stop  # noqa: E402
 
 #: group -> script file stems (or V8's own node names) whose self time it sums; anything else: OTHER.
 GROUPS = {
@@ -77,10 +77,8 @@ def self_times(profile: dict) -> Counter:
 
 def profiled_visit(browser, address: str, needle: str, label: str) -> tuple[float, Counter]:
     """A new visitor opens ``address`` under the profiler: (seconds to the settled page, ms per group)."""
-    ctx = browser.new_context(viewport=VIEWPORT)
-    try:
-        page = ctx.new_page()
-        cdp = ctx.new_cdp_session(page)
+    with new_visitor(browser) as page:
+        cdp = page.context.new_cdp_session(page)
         cdp.send("Profiler.enable")
         cdp.send("Profiler.setSamplingInterval", {"interval": SAMPLING_US})
         cdp.send("Profiler.start")
@@ -89,8 +87,6 @@ def profiled_visit(browser, address: str, needle: str, label: str) -> tuple[floa
         settle(page, needle, label, timeout_ms=600_000)
         settled = time.perf_counter() - t0
         return settled, self_times(cdp.send("Profiler.stop")["profile"])
-    finally:
-        ctx.close()
 
 
 def table(rows: dict[str, dict]) -> str:
@@ -123,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
-        proc, url = start_streamlit(Path(tmp) / "server.log", env=server_env(EMBPROBE_MODELS=str(Path(tmp) / "m.toml")))
-        floor_proc, floor_url = start_streamlit(Path(tmp) / "floor.log", app=REPO / "bench" / "floor_app.py")
+        proc, url = start_app(Path(tmp))
+        floor_proc, floor_url = start_floor(Path(tmp))
         visits = {
             name: (f"{floor_url}/{query}", needle) for name, (query, needle) in FLOORS.items() if "chart" in query
         }
@@ -146,9 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             stop(proc)
             stop(floor_proc)
-    info |= {"uptime_end": uptime(), "utc_end": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
-    print(f"{info['cpu']}, {info['nproc']} cores, {info['utc_start']} – {info['utc_end']} UTC, {args.repeats} repeats")
-    print(f"uptime: {info['uptime_start']} → {info['uptime_end']}\n")
+    print(ended(info, args.repeats))
     print("Self time on the page's main thread, ms per visit (mean), from the navigation to the settled page:\n")
     print(table(rows))
     if args.json:

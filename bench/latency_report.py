@@ -110,6 +110,16 @@ def machine() -> dict:
     }
 
 
+def ended(info: dict, repeats: int) -> str:
+    """Record the run's end in ``info`` (``uptime`` and UTC); the two lines a bench prints first: machine, cores,
+    start – end, repeats, and the load at both ends."""
+    info |= {"uptime_end": uptime(), "utc_end": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
+    return (
+        f"{info['cpu']}, {info['nproc']} cores, {info['utc_start']} – {info['utc_end']} UTC, {repeats} repeats\n"
+        f"uptime: {info['uptime_start']} → {info['uptime_end']}\n"
+    )
+
+
 def section(info: dict, times: dict[str, list[float]], notes: list[str]) -> str:
     """The Markdown section: title with the date, command, machine, the settle-vs-floor table, every step."""
     day, start = info["utc_start"].split()
