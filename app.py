@@ -13,7 +13,8 @@ import streamlit as st
 
 # `streamlit run app.py` (from any directory) puts this file's folder, the repository root, on
 # sys.path, so the project's packages import without a path computation here.
-from app_pages.common import FIGURE_FORMAT_KEY, start_warmup
+from app_pages.common import FIGURE_FORMAT_KEY
+from app_pages.warmup import start_warmup
 from models.allocator import reuse_freed_memory
 from viz.export import FORMATS
 

@@ -3,7 +3,7 @@
 - :func:`get_embedder` — ``st.cache_resource`` over ``load_embedder``: one instance for every session.
 - :func:`safe` — any exception as a friendly ``st.error`` (the traceback only in the server log); the page goes on.
 - :func:`show_warnings`, :func:`md` — input-cap warnings; user text escaped wherever it is echoed.
-- :func:`start_warmup` — reads WordNet and SemCor in the background when the server starts.
+- :func:`semcor_corpus` — SemCor and its lemma index, once per server (after ``app_pages.warmup``'s read).
 - :func:`chart` — every chart: ``st.plotly_chart`` with the modebar's SVG/PNG download
   (``viz.export.chart_config``, the format chosen in the sidebar) and a CSV of its data beside it.
 """
@@ -14,8 +14,6 @@ import contextlib
 import logging
 import os
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -32,10 +30,10 @@ import streamlit as st  # noqa: E402
 
 from app_pages import state  # noqa: E402
 from app_pages.preload import preload  # noqa: E402
+from app_pages.warmup import wait_warmup  # noqa: E402
 from corpora.errors import LabError  # noqa: E402
 from corpora.paths import DataMissingError  # noqa: E402
 from corpora.semcor import load_semcor  # noqa: E402
-from corpora.wordnet import wordnet  # noqa: E402
 from models import DEFAULT_MODEL  # noqa: E402
 from models.base import Embedder, ModelLoadError  # noqa: E402
 from models.listing import weights_location  # noqa: E402
@@ -295,43 +293,6 @@ def piece_attention(name: str, words: list[str]) -> dict:
     emb = get_embedder(name)
     with st.spinner(f"Running {name}…"):
         return _piece_attention_cached(name, emb.fingerprint(), tuple(words))
-
-
-# ---------------------------------------------------------------------------- data warm-up
-
-# WordNet (NLTK builds its indexes: ~20-30 s on a busy 2-core CPU) and SemCor (~10 s from the
-# parse cache) are read once per server process. A background thread starts reading them when
-# the server starts, so the first visitor to the Polysemy or Probes page waits less.
-_WARM_LOCK = threading.Lock()
-_WARM_STARTED = threading.Event()
-
-
-def start_warmup() -> None:
-    """Start reading WordNet and SemCor in a background thread (once per process)."""
-    if _WARM_STARTED.is_set():
-        return
-    _WARM_STARTED.set()
-    _WARM_LOCK.acquire()  # released by the worker: wait_warmup() blocks until the data is read
-
-    def work() -> None:
-        try:
-            t0 = time.perf_counter()
-            wordnet()
-            load_semcor()
-            log.info("warm-up: WordNet and SemCor read in %.1f s", time.perf_counter() - t0)
-        except Exception:  # noqa: BLE001 — missing data is reported by the page that needs it
-            log.warning("warm-up could not read the data", exc_info=True)
-        finally:
-            _WARM_LOCK.release()
-
-    threading.Thread(target=work, name="embprobe-warmup", daemon=True).start()
-
-
-def wait_warmup() -> None:
-    """Block until the warm-up (if started) has finished, so data is never read twice at once."""
-    if _WARM_STARTED.is_set():
-        with st.spinner("Reading WordNet and SemCor (once per server)…"), _WARM_LOCK:
-            pass
 
 
 # ---------------------------------------------------------------------------- SemCor

@@ -16,7 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, get_embedder, model_names, page, page_header, preferred, safe, wait_warmup
+from app_pages.common import chart, get_embedder, model_names, page, page_header, preferred, safe
+from app_pages.warmup import wait_warmup
 from corpora.paths import REPO_ROOT
 from models.random_init import random_name, twin_base
 from models.registry import get_spec

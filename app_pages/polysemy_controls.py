@@ -12,7 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import MAX_UPLOAD_MB, md, model_names, preferred, semcor_corpus, show_warnings, wait_warmup
+from app_pages.common import MAX_UPLOAD_MB, md, model_names, preferred, semcor_corpus, show_warnings
+from app_pages.warmup import wait_warmup
 from models import DEFAULT_STATIC_MODEL
 from viz.lexical_sample import LexicalSampleSource
 from viz.points import COLOUR_COLUMNS

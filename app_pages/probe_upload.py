@@ -38,8 +38,8 @@ from app_pages.common import (
     log,
     model_select,
     safe,
-    wait_warmup,
 )
+from app_pages.warmup import wait_warmup
 from corpora.paths import cache_dir
 from models import DEFAULT_STATIC_MODEL
 from probes.inputs import InputFile, Preview

@@ -18,9 +18,10 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, download, get_embedder, log, model_select, page, page_header, safe, wait_warmup
+from app_pages.common import chart, download, get_embedder, log, model_select, page, page_header, safe
 from app_pages.probe_rigor import layer_tests_section, rigor_section
 from app_pages.probe_upload import upload_tab
+from app_pages.warmup import wait_warmup
 from models import DEFAULT_MODEL
 from models.random_init import twin_base
 from probes.estimate import estimate_run

@@ -33,10 +33,10 @@ from app_pages.common import (
     preferred,
     safe,
     semcor_corpus,
-    wait_warmup,
 )
 from app_pages.corpus_ui import sense_label
 from app_pages.linked import linked_chart_kwargs
+from app_pages.warmup import wait_warmup
 from models import DEFAULT_STATIC_MODEL
 from viz.export import file_stem, frame_csv, frame_json
 from viz.lexical_sample import LexicalSampleSource

@@ -1,7 +1,12 @@
-"""bench/latency_report.py: each page's settle judged against the one-chart floor of the same run (issue 30)."""
+"""bench/latency_report.py: each page's settle judged against the one-chart floor of the same run (issue 30); the
+other browser benches' parts that run without a browser."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +128,23 @@ def test_the_ab_bench_refuses_an_unknown_page_or_a_folder_without_the_app(tmp_pa
         with pytest.raises(SystemExit):
             ab_main(argv)
         assert said in capsys.readouterr().err
+
+
+def test_the_cold_start_bench_logs_each_long_collection_of_the_server(tmp_path) -> None:
+    """The hook the cold-start bench puts on the server's path, in a real interpreter: a full collection over
+    a large heap is logged with its generation and duration, and read back."""
+    from bench.bench_cold_start import GC_HOOK, gc_pauses, main as cold_main
+
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(GC_HOOK, encoding="utf-8")
+    heap = "import gc; keep = [[i] for i in range(2_000_000)]; gc.collect(2)"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "hook")}
+    done = subprocess.run([sys.executable, "-c", heap], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    log = tmp_path / "server.log"
+    log.write_text("Uvicorn server started\n" + done.stderr, encoding="utf-8")
+    pauses = gc_pauses(log)
+    assert pauses and pauses[-1][1] == 2 and pauses[-1][2] > 10  # the full collection, over 10 ms
+    assert all(abs(when - time.time()) < 300 for when, _, _ in pauses)
+    with pytest.raises(SystemExit):
+        cold_main([str(tmp_path), str(tmp_path)])  # no app.py there

@@ -1,0 +1,104 @@
+"""The app's data warm-up (``app_pages.warmup.start_warmup``): a thread that reads WordNet and SemCor while
+the first page runs, must not import packages while it does, and keeps what it read out of later garbage
+collections.
+
+Python's imports are not safe against two threads importing packages that import each other at the same
+time: with the worker importing nltk (which imports scikit-learn) while a first page imported probes (which
+imports scikit-learn too), a first visitor could see "This app has encountered an error": ``cannot import
+name 'clone' from 'sklearn.base'``, a ``_DeadlockError``, in 1 of 40 starts of a harness doing what the server does. The
+race is too rare to test as a race; what is tested is the rule that prevents it: every module the worker
+needs is imported before it starts, so the worker itself imports none (an audit hook sees each import and
+the thread that makes it). In a subprocess: an audit hook cannot be removed, and the modules must not
+already be imported by other tests.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import weakref
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+SCRIPT = """
+import gc, json, sys, threading
+import streamlit  # the server has imported it before app.py runs
+import app_pages.common  # app.py's imports
+import app_pages.warmup as warmup
+
+imported_by_worker = []
+
+
+def hook(event, args):
+    if event == "import" and threading.current_thread().name == "embprobe-warmup":
+        imported_by_worker.append(args[0])
+
+
+sys.addaudithook(hook)
+warmup.start_warmup()
+with warmup._WARM_LOCK:  # released when the worker is done
+    pass
+print(json.dumps({
+    "imported": imported_by_worker,
+    "nltk": "nltk" in sys.modules,
+    "frozen": gc.get_freeze_count(),
+    "walked": len(gc.get_objects()),
+    "gc_enabled": gc.isenabled(),
+}))
+"""
+
+
+def warmed_up(data_root: Path) -> dict:
+    """What SCRIPT reports after the warm-up of a fresh interpreter has read the real data."""
+    env = {**os.environ, "EMBPROBE_DATA": str(data_root), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "warm-up could not read the data" not in done.stderr  # the worker really read WordNet and SemCor
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_warmup_thread_imports_nothing_but_codecs(data_root: Path) -> None:
+    report = warmed_up(data_root)
+    assert report["nltk"]
+    # A text codec (a file's encoding, looked up on first use) is a leaf module: it imports nothing back.
+    assert [m for m in report["imported"] if not m.startswith("encodings")] == []
+
+
+def test_the_data_read_by_the_warmup_is_kept_out_of_later_collections(data_root: Path) -> None:
+    """WordNet's indexes and SemCor (~370k objects) are frozen once read: a later full collection does not walk
+    them (0.25 s each on this machine, bench/bench_gc_pause.py), and the collector is on again."""
+    report = warmed_up(data_root)
+    assert report["gc_enabled"]
+    assert report["frozen"] > 300_000  # the imports, WordNet and SemCor
+    assert report["walked"] < report["frozen"] / 10
+
+
+@pytest.mark.parametrize("name", ["minilm", "elmo-small", "gpt-small"])
+def test_an_unloaded_model_is_freed_without_the_collector(name: str) -> None:
+    """A model loaded while the warm-up reads is frozen with everything else; the freeze is safe only if its
+    tensors need no collection to be freed once the model is unloaded: no reference cycle may hold them."""
+    import torch
+
+    from models.registry import load_embedder, unload_embedder
+
+    emb = load_embedder(name)
+    emb.embed([["The", "bank", "was", "closed", "."]])
+    modules = [m for m in vars(emb).values() if isinstance(m, torch.nn.Module)]
+    params = [weakref.ref(p) for m in modules for p in m.parameters()]
+    assert params
+    del modules
+    gc.disable()
+    try:
+        unload_embedder(name)
+        del emb
+        assert [r for r in params if r() is not None] == []
+    finally:
+        gc.enable()
