@@ -102,3 +102,40 @@ def test_an_unloaded_model_is_freed_without_the_collector(name: str) -> None:
         assert [r for r in params if r() is not None] == []
     finally:
         gc.enable()
+
+
+CONCURRENT_FIRST_RUNS = """
+import json, sys, threading
+import streamlit
+import app_pages.common
+import app_pages.warmup as warmup
+
+barrier = threading.Barrier(3)
+returned_with_nltk = []
+
+
+def first_run():
+    barrier.wait()
+    warmup.start_warmup()
+    returned_with_nltk.append("nltk" in sys.modules and warmup._WARM_STARTED.is_set())
+
+
+threads = [threading.Thread(target=first_run) for _ in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+warmup.wait_warmup()
+print(json.dumps(returned_with_nltk))
+"""
+
+
+def test_sessions_starting_at_once_wait_until_the_warmup_has_imported(data_root: Path) -> None:
+    """Three sessions' first runs at once: none goes on to its page (and its imports) before nltk is imported
+    and the worker started, so no page imports beside nltk's import either."""
+    env = {**os.environ, "EMBPROBE_DATA": str(data_root), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", CONCURRENT_FIRST_RUNS], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, True, True]
