@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     runs: dict[int, list[tuple[dict[str, tuple[float, float]], float]]] = {0: [], 1: []}
+    began = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp, sync_playwright() as pw:
         browser = launch_chromium(pw)
         for start in range(args.starts):
@@ -103,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                 side = (args.a, args.b)[i].resolve()
                 runs[i].append(one_start(browser, side / "app.py", Path(tmp), f"{'AB'[i]}{start}"))
         browser.close()
-    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
-    print(f"A = {args.a}, B = {args.b}, {args.starts} starts each, {when} UTC")
+    ended = time.strftime("%H:%M", time.gmtime())
+    print(f"A = {args.a}, B = {args.b}, {args.starts} starts each, {began}–{ended} UTC")
     print("| page | A settled p50 (s) | A GC (ms) | B settled p50 (s) | B GC (ms) |\n|---|---:|---:|---:|---:|")
     for name in app_pages():
         cells = []
