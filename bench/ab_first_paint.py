@@ -27,17 +27,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.bench_browser_latency import app_pages, new_visitor, settle, start_app  # noqa: E402
+from bench.bench_browser_latency import app_pages, start_app, visit  # noqa: E402
 from tests.browser_support import chromium_problem, launch_chromium, stop  # noqa: E402
 
 
-def visit(browser, address: str, needle: str, label: str) -> float:
-    """Seconds from a new visitor's navigation to ``address`` to its settled page."""
-    with new_visitor(browser) as page:
-        t0 = time.perf_counter()
-        page.goto(address)
-        settle(page, needle, label, timeout_ms=600_000)
-        return time.perf_counter() - t0
+def refuse_unusable(p: argparse.ArgumentParser, *checkouts: Path) -> None:
+    """Stop with a usage error when a checkout holds no app.py or there is no Chromium to visit with."""
+    for side in checkouts:
+        if not (side / "app.py").is_file():
+            p.error(f"{side} holds no app.py")
+    if problem := chromium_problem():
+        p.error(problem)
 
 
 def summary(name: str, a: list[float], b: list[float]) -> str:
@@ -58,11 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = app_pages()
     if unknown := [name for name in args.pages if name not in pages]:
         p.error(f"unknown page(s) {', '.join(unknown)}; the pages are {', '.join(pages)}")
-    for side in (args.a, args.b):
-        if not (side / "app.py").is_file():
-            p.error(f"{side} holds no app.py")
-    if problem := chromium_problem():
-        p.error(problem)
+    refuse_unusable(p, args.a, args.b)
     from playwright.sync_api import sync_playwright
 
     times: dict[tuple[str, int], list[float]] = {(name, i): [] for name in args.pages for i in (0, 1)}

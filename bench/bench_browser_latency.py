@@ -116,6 +116,15 @@ def new_visitor(browser, init_script: str | None = None) -> Iterator:
         ctx.close()
 
 
+def visit(browser, address: str, needle: str, label: str) -> float:
+    """Seconds from a new visitor's navigation to ``address`` to its settled page."""
+    with new_visitor(browser) as page:
+        t0 = time.perf_counter()
+        page.goto(address)
+        settle(page, needle, label, timeout_ms=600_000)
+        return time.perf_counter() - t0
+
+
 def start_app(tmp: Path, app: Path = REPO / "app.py", log: str = "server.log"):
     """``app`` on its own server as the benches time it: no user models (an empty registry file in ``tmp``);
     (process, base URL), its output in ``tmp / log``."""

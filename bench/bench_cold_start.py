@@ -26,8 +26,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.bench_browser_latency import app_pages, new_visitor, settle  # noqa: E402
-from tests.browser_support import chromium_problem, launch_chromium, server_env, start_streamlit, stop  # noqa: E402
+from bench.ab_first_paint import refuse_unusable  # noqa: E402
+from bench.bench_browser_latency import app_pages, visit  # noqa: E402
+from tests.browser_support import launch_chromium, server_env, start_streamlit, stop  # noqa: E402
 
 GC_HOOK = """
 import gc, sys, time
@@ -67,11 +68,9 @@ def one_start(browser, app: Path, tmp: Path, label: str) -> tuple[dict[str, tupl
     visits = {}
     try:
         for name, (path, needle) in app_pages().items():
-            with new_visitor(browser) as page:
-                began, t0 = time.time(), time.perf_counter()
-                page.goto(f"{url}/{path}")
-                settle(page, needle, f"{label} {name}", timeout_ms=600_000)
-                visits[name] = (time.perf_counter() - t0, began, time.time())
+            began = time.time()
+            seconds = visit(browser, f"{url}/{path}", needle, f"{label} {name}")
+            visits[name] = (seconds, began, time.time())
     finally:
         stop(proc)
     pauses = gc_pauses(log)
@@ -88,11 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("b", type=Path, help="checkout B (the change)")
     p.add_argument("--starts", type=int, default=2, help="fresh servers per checkout")
     args = p.parse_args(argv)
-    for side in (args.a, args.b):
-        if not (side / "app.py").is_file():
-            p.error(f"{side} holds no app.py")
-    if problem := chromium_problem():
-        p.error(problem)
+    refuse_unusable(p, args.a, args.b)
     from playwright.sync_api import sync_playwright
 
     runs: dict[int, list[tuple[dict[str, tuple[float, float]], float]]] = {0: [], 1: []}
