@@ -52,16 +52,22 @@ print(json.dumps({
 """
 
 
+def in_fresh_interpreter(script: str, data_root: Path, *args: str) -> tuple:
+    """(the JSON ``script`` prints last, its stderr), run by a new Python on the real data with ``args``."""
+    env = {**os.environ, "EMBPROBE_DATA": str(data_root), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
 @pytest.fixture(scope="module")
 def warmed_up(data_root: Path) -> dict:
     """What SCRIPT reports after the warm-up of a fresh interpreter has read the real data."""
-    env = {**os.environ, "EMBPROBE_DATA": str(data_root), "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "warm-up could not read the data" not in done.stderr  # the worker really read WordNet and SemCor
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    report, stderr = in_fresh_interpreter(SCRIPT, data_root)
+    assert "warm-up could not read the data" not in stderr  # the worker really read WordNet and SemCor
+    return report
 
 
 def test_the_warmup_thread_imports_nothing_but_codecs(warmed_up: dict) -> None:
@@ -104,13 +110,9 @@ def test_an_unloaded_model_is_freed_without_the_collector(data_root: Path) -> No
     """A model loaded while the warm-up reads is frozen with everything else; the freeze is safe only if its
     tensors need no collection to be freed once the model is unloaded: no reference cycle may hold them. In a
     fresh interpreter: in the suite's, the app's own model cache (AppTests) holds models too."""
-    env = {**os.environ, "EMBPROBE_DATA": str(data_root), "PYTHONPATH": str(REPO)}
     names = ["minilm", "elmo-small", "gpt-small"]
-    done = subprocess.run(
-        [sys.executable, "-c", UNLOADED_MODELS, *names], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == dict.fromkeys(names, 0)
+    alive, _ = in_fresh_interpreter(UNLOADED_MODELS, data_root, *names)
+    assert alive == dict.fromkeys(names, 0)
 
 
 CONCURRENT_FIRST_RUNS = """
@@ -142,9 +144,5 @@ print(json.dumps(returned_with_nltk))
 def test_sessions_starting_at_once_wait_until_the_warmup_has_imported(data_root: Path) -> None:
     """Three sessions' first runs at once: none goes on to its page (and its imports) before nltk is imported
     and the worker started, so no page imports beside nltk's import either."""
-    env = {**os.environ, "EMBPROBE_DATA": str(data_root), "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-c", CONCURRENT_FIRST_RUNS], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, True, True]
+    returned_with_nltk, _ = in_fresh_interpreter(CONCURRENT_FIRST_RUNS, data_root)
+    assert returned_with_nltk == [True, True, True]
