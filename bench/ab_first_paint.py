@@ -8,8 +8,11 @@ margin a page is judged by, so a change to a page is measured against the code b
 Each checkout's ``app.py`` runs on its own server (``streamlit run`` puts the script's folder first on the
 import path, so each server imports its own checkout's packages); a new visitor (a fresh browser context)
 opens the page on one and then the other, in turn (ABBA: the order flips each round), to the settled page
-(the latency bench's test and evidence, ``bench_browser_latency.app_pages``). The first round is untimed (the
-servers' caches, the models). Prints per page the p50 and mean of each side and B − A.
+(the latency bench's test and evidence, ``bench_browser_latency.app_pages``); ``--returning``: a returning
+visitor instead (a new tab of one browser context, its cache warm). The first round is untimed (the servers'
+caches, the models, the browser's cache). Prints per page the p50 and mean of each side and B − A: the median of
+the rounds' paired differences, with its interval (95 % over all the pages together, as
+``latency_report.settle_rows``; "too few rounds" under 6 rounds for one page).
 
 A benchmark, not a test: the numbers depend on the machine and its load. On the 2-core dev machine one
 change read −0.14 and −0.24 s in two runs of 10 visitors a side, another −0.37 s with 6 and −0.06 s with 10:
@@ -27,7 +30,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.bench_browser_latency import app_pages, start_app, visit  # noqa: E402
+from bench.bench_browser_latency import VIEWPORT, app_pages, start_app, visit  # noqa: E402
+from bench.latency_report import FAMILY_ALPHA, median_interval  # noqa: E402
 from tests.browser_support import chromium_problem, launch_chromium, stop  # noqa: E402
 
 
@@ -40,11 +44,15 @@ def refuse_unusable(p: argparse.ArgumentParser, *checkouts: Path) -> None:
         p.error(problem)
 
 
-def summary(name: str, a: list[float], b: list[float]) -> str:
-    pa, pb = statistics.median(a), statistics.median(b)
+def summary(name: str, a: list[float], b: list[float], pages: int = 1) -> str:
+    """One page's line: each side's p50 and mean, and B − A per round (paired): median and interval."""
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    low, high = median_interval(diffs, 1 - FAMILY_ALPHA / pages)
+    interval = "too few rounds for an interval" if low != low else f"interval {low:+.2f} to {high:+.2f} s"
     return (
-        f"{name}: A p50 {pa:.2f} s (mean {statistics.mean(a):.2f}), B p50 {pb:.2f} s (mean {statistics.mean(b):.2f}), "
-        f"B − A {pb - pa:+.2f} s at p50, {len(a)} visitors each"
+        f"{name}: A p50 {statistics.median(a):.2f} s (mean {statistics.mean(a):.2f}), "
+        f"B p50 {statistics.median(b):.2f} s (mean {statistics.mean(b):.2f}), "
+        f"B − A {statistics.median(diffs):+.2f} s (median of {len(diffs)} rounds; {interval}), {len(a)} visitors each"
     )
 
 
@@ -54,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("b", type=Path, help="checkout B (the change)")
     p.add_argument("pages", nargs="+", help=f"pages by script name: {', '.join(app_pages())}")
     p.add_argument("--repeats", type=int, default=10, help="timed visitors per page and side")
+    p.add_argument("--returning", action="store_true", help="returning visitors (a new tab, the cache warm)")
     args = p.parse_intermixed_args(argv)  # options may stand between the pages
     pages = app_pages()
     if unknown := [name for name in args.pages if name not in pages]:
@@ -69,20 +78,23 @@ def main(argv: list[str] | None = None) -> int:
                 servers.append(start_app(Path(tmp), app=side.resolve() / "app.py", log=f"server{i}.log"))
             with sync_playwright() as pw:
                 browser = launch_chromium(pw)
+                returning = browser.new_context(viewport=VIEWPORT) if args.returning else None
                 for round_ in range(args.repeats + 1):
                     for name in args.pages:
                         path, needle = pages[name]
                         for i in (0, 1) if round_ % 2 == 0 else (1, 0):
-                            seconds = visit(browser, f"{servers[i][1]}/{path}", needle, f"{'AB'[i]} {name}")
+                            address, label = f"{servers[i][1]}/{path}", f"{'AB'[i]} {name}"
+                            seconds = visit(browser, address, needle, label, returning)
                             if round_:  # the first round warms both servers
                                 times[(name, i)].append(seconds)
                 browser.close()
         finally:
             for proc, _ in servers:
                 stop(proc)
-    print(f"A = {args.a}, B = {args.b}, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC")
+    visitors = "returning visitors" if args.returning else "new visitors"
+    print(f"A = {args.a}, B = {args.b}, {visitors}, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC")
     for name in args.pages:
-        print(summary(name, times[(name, 0)], times[(name, 1)]))
+        print(summary(name, times[(name, 0)], times[(name, 1)], len(args.pages)))
     return 0
 
 

@@ -12,17 +12,19 @@ filled), untimed: the targets are for a warm server.
   cache) opens the page's address, timed to its *first content* (the page's title drawn, from the
   navigation's start) and to the *settled* page (below), every widget and chart drawn. Beside them, the
   **floor**: ``bench/floor_app.py`` on its own server (a page with a title, and one with a small plotly
-  chart) timed the same way. **Page settle vs floor** (issue 30): each page's settled p50 against the
-  one-chart floor's p50 of the same run, the difference, and whether it is within 0.5 s of it
+  chart) timed the same way, in rounds: each round visits every page and floor once, in a shuffled order.
+  **Page settle vs floor** (issue 30): each page's paired differences to the one-chart floor (one per round),
+  their median, a simultaneous 95 % interval and whether the page is within 0.5 s of the floor
   (``bench/latency_report.py``; the absolute 2 s goal is retired: the one-chart floor alone is ~2.6 s here).
 - **warm interactions**, per page (``--only`` names them: models, attention, polysemy, corpus,
-  embedding_space, probes, syntax): a slider step, a picker, a clicked head, a neighbours query, a new word on
-  the Polysemy explorer (read from the SemCor feature cache — the corpus index — when it holds the
+  embedding_space, probes, syntax, navigation): a page switch from the sidebar (``navigation``: from
+  Models to each page), a slider step, a picker, a clicked head, a neighbours query, a new word on the
+  Polysemy explorer (read from the SemCor feature cache — the corpus index — when it holds the
   model: the step's name says whether it did), a corpus search for another occurrence (``corpus``: the
   Polysemy explorer's search over every sense-tagged SemCor token). Each is timed from the action (a key
   press; a click on a tile; for a picker, the click on the option — opening the list and typing to bring a
   virtualised option into view come before, untimed) to the settled page, alternating between two values
-  so every repeat is a real change.
+  so every repeat is a real change (a page switch: going back to Models is untimed).
 
 Settled = the app's script state is ``notRunning``, no skeleton (lazy element) is left, and the
 action's own evidence is on the page (a chart title, a caption naming the new value), polled every
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -49,7 +52,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.latency_report import ended, machine, report, section, settle_rows, settle_vs_floor  # noqa: E402
+from bench.latency_report import RETURNING, ended, machine, report, section, settle_rows, settle_vs_floor  # noqa: E402
 from tests.browser_support import chromium_problem, launch_chromium, nav_pages, server_env, start_streamlit, stop  # noqa: E402
 
 VIEWPORT = {"width": 1440, "height": 900}
@@ -116,9 +119,20 @@ def new_visitor(browser, init_script: str | None = None) -> Iterator:
         ctx.close()
 
 
-def visit(browser, address: str, needle: str, label: str) -> float:
-    """Seconds from a new visitor's navigation to ``address`` to its settled page."""
-    with new_visitor(browser) as page:
+@contextmanager
+def new_tab(ctx) -> Iterator:
+    """A new tab of an open browser context: a new Streamlit session with the context's HTTP cache."""
+    page = ctx.new_page()
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+def visit(browser, address: str, needle: str, label: str, returning=None) -> float:
+    """Seconds from a new visitor's navigation to ``address`` to its settled page; with ``returning`` (a browser
+    context that has been there before), a returning visitor's: a new tab of that context."""
+    with new_tab(returning) if returning is not None else new_visitor(browser) as page:
         t0 = time.perf_counter()
         page.goto(address)
         settle(page, needle, label, timeout_ms=600_000)
@@ -318,6 +332,30 @@ def models_steps():
     return [("model picker", model, lambda page, i: open_options(page, "Model", names[i % 2]))]
 
 
+def navigation_steps():
+    """A page switch in an open app, what a daily user does most: a click on a page's sidebar link from the
+    Models page (the way back to it is untimed). The frame and plotly.js are loaded by then; what is timed is the
+    page's script on the server and its drawing in the browser."""
+    pages = {p.url_path: p.title for p in nav_pages()}
+    home = pages.pop("")
+
+    def link(page, title: str):
+        return page.locator('[data-testid="stSidebarNavLink"]', has_text=title).first
+
+    def back(page, i):
+        link(page, home).click()
+        settle(page, SCENARIOS["models"][1], "page switch: back to Models")
+
+    def switch(path: str, title: str):
+        def act(page, i):
+            link(page, title).click()
+            return NEEDLES.get(path, title)
+
+        return (f"page switch to {title}", act, back)
+
+    return [switch(path, title) for path, title in pages.items()]
+
+
 #: (address, the settled page's evidence, steps); "corpus" runs only when the corpus index exists.
 SCENARIOS = {
     "models": ("", "Start here", models_steps),
@@ -328,6 +366,7 @@ SCENARIOS = {
     "syntax": ("syntax", "depth per word", syntax_steps),  # the last of its three charts
     "corpus": ("polysemy?corpus=1", "have the query's sense", corpus_steps),
     "reproduce": ("reproduce", "Paper vs. ours", lambda: []),
+    "navigation": ("", "Start here", navigation_steps),
 }
 #: A page's settled evidence for its first paint: the scenario's, else these, else the page's title.
 NEEDLES = {path: needle for path, needle, _ in SCENARIOS.values() if "?" not in path} | {
@@ -364,27 +403,55 @@ def app_pages() -> dict[str, tuple[str, str]]:
     return {Path(p.script).stem: (p.url_path, NEEDLES.get(p.url_path, p.title)) for p in nav_pages()}
 
 
-def first_paints(browser, url: str, repeats: int, floor_url: str | None = None) -> dict[str, list[float]]:
+def rounds(names: list[str], repeats: int) -> Iterator[str]:
+    """``names`` ``repeats`` times over, each round in its own order (shuffled, seeded by the round's number):
+    no page is always visited right after the same one, and a rerun visits in the same order."""
+    for round_ in range(repeats):
+        order = list(names)
+        random.Random(round_).shuffle(order)
+        yield from order
+
+
+def first_paints(
+    browser, url: str, repeats: int, floor_url: str | None = None, returning: bool = False
+) -> dict[str, list[float]]:
     """Per page of the navigation, a new visitor (fresh context: no session, no browser cache), ``repeats``
-    times: the time to its first content (the page title drawn, from the navigation's start) and to the
-    settled page; with ``floor_url``, the same for the floor pages (:data:`FLOORS`), in turn with the app's
-    pages so that both see the same load."""
-    out: dict[str, list[float]] = {}
+    rounds: the time to its first content (the page title drawn, from the navigation's start) and to the
+    settled page; with ``floor_url``, the same for the floor pages (:data:`FLOORS`). Each round visits every
+    page and floor once, in its own shuffled order (seeded by the round), so the k-th time of a page and of the
+    floor saw the same load: ``latency_report.settle_rows`` pairs them.
+
+    ``returning``: a returning visitor instead — a new tab (a new session) in one browser context that has
+    opened every page and floor once before (untimed), so its HTTP cache holds Streamlit's and plotly.js's code;
+    the steps are named with :data:`RETURNING` first."""
     pages = {name: (f"{url}/{path}", needle) for name, (path, needle) in app_pages().items()}
     if floor_url:
         pages |= {name: (f"{floor_url}/{query}", needle) for name, (query, needle) in FLOORS.items()}
-    for name, (address, needle) in pages.items():
-        content, settled = [], []
-        for _ in range(repeats):
-            with new_visitor(browser, FIRST_CONTENT_JS) as page:
-                t0 = time.perf_counter()
+    shared = browser.new_context(viewport=VIEWPORT) if returning else None
+    if shared is not None:
+        shared.add_init_script(FIRST_CONTENT_JS)
+        for name, (address, needle) in pages.items():
+            with new_tab(shared) as page:
                 page.goto(address)
-                settle(page, needle, f"first paint {name}")
-                settled.append(time.perf_counter() - t0)
-                content.append(page.evaluate("() => window.__embprobeTitle") / 1000)
+                settle(page, needle, f"first visit {name}")
+    content: dict[str, list[float]] = {name: [] for name in pages}
+    settled: dict[str, list[float]] = {name: [] for name in pages}
+    for name in rounds(list(pages), repeats):
+        address, needle = pages[name]
+        with new_tab(shared) if shared is not None else new_visitor(browser, FIRST_CONTENT_JS) as page:
+            t0 = time.perf_counter()
+            page.goto(address)
+            settle(page, needle, f"first paint {name}")
+            settled[name].append(time.perf_counter() - t0)
+            content[name].append(page.evaluate("() => window.__embprobeTitle") / 1000)
+    if shared is not None:
+        shared.close()
+    out: dict[str, list[float]] = {}
+    prefix = RETURNING if returning else ""
+    for name in pages:
         suffix = "" if name == "models" else f": {name}"  # the landing page is "the" first paint
-        out[f"first content{suffix}"] = content
-        out[f"first paint, settled{suffix}"] = settled
+        out[f"{prefix}first content{suffix}"] = content[name]
+        out[f"{prefix}first paint, settled{suffix}"] = settled[name]
     return out
 
 
@@ -430,6 +497,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated interactions ({', '.join(SCENARIOS)}); 'none' for first paints only",
     )
     p.add_argument("--no-first-paint", action="store_true")
+    p.add_argument(
+        "--returning",
+        action="store_true",
+        help="first paints of a returning visitor (a new tab, the browser's cache warm) instead of a new one",
+    )
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     if problem := chromium_problem():
@@ -465,7 +537,9 @@ def main(argv: list[str] | None = None) -> int:
                     warm.goto(f"{url}/{path}")
                     settle(warm, needle, f"warm-up {name}", timeout_ms=600_000)
                 warm.context.close()
-                times = {} if args.no_first_paint else first_paints(browser, url, args.repeats, floor_url)
+                times = {}
+                if not args.no_first_paint:
+                    times = first_paints(browser, url, args.repeats, floor_url, args.returning)
                 times |= interactions(browser, url, args.repeats, only)
                 browser.close()
         except BaseException:
@@ -486,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
                     "machine": info,
                     "args": vars(args) | {"json": str(args.json)},
                     "times": times,
-                    "settle_vs_floor": settle_rows(times),
+                    "settle_vs_floor": settle_rows(times) + settle_rows(times, returning=True),
                 },
                 indent=1,
             )

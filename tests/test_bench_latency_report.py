@@ -12,8 +12,17 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bench.bench_browser_latency import FLOORS
-from bench.latency_report import FLOOR_MARGIN_S, report, section, settle_rows, settle_vs_floor, target
+from bench.bench_browser_latency import FLOORS, rounds
+from bench.latency_report import (
+    FAMILY_ALPHA,
+    FLOOR_MARGIN_S,
+    RETURNING,
+    report,
+    section,
+    settle_rows,
+    settle_vs_floor,
+    target,
+)
 
 TIMES = {
     "first content": [1.2, 1.3, 1.25],
@@ -26,20 +35,73 @@ TIMES = {
 }
 
 
-def test_each_page_is_judged_against_the_floor_p50_plus_the_margin() -> None:
+def paired_rounds(over: dict[str, float], spread: float, rounds: int = 13) -> dict[str, list[float]]:
+    """Settled times of ``rounds`` rounds: a floor that drifts by 1.2 s over the run (the load changes), and per
+    page the floor of the same round plus ``over`` plus noise of ±``spread``."""
+    floor = [2.0 + 1.2 * k / (rounds - 1) for k in range(rounds)]
+    noise = [spread * ((7 * k) % rounds / (rounds - 1) * 2 - 1) for k in range(rounds)]  # a fixed spread, no seed
+    times = {"first paint, settled: floor: one plotly chart": floor}
+    for page, o in over.items():
+        step = "first paint, settled" + ("" if page == "models" else f": {page}")
+        times[step] = [f + o + e for f, e in zip(floor, noise, strict=True)]
+    return times
+
+
+def test_each_page_is_judged_on_its_paired_differences_to_the_floor_with_an_interval() -> None:
+    times = paired_rounds({"models": 0.1, "attention": 0.9, "polysemy": 0.5}, spread=0.15)
+    rows = {r["page"]: r for r in settle_rows(times)}
+    assert set(rows) == {"models", "attention", "polysemy"}  # the floor pages are not pages of the app
+    assert abs(rows["models"]["over"] - 0.1) < 1e-9 and abs(rows["attention"]["over"] - 0.9) < 1e-9
+    assert rows["models"]["level"] == 1 - FAMILY_ALPHA / 3  # simultaneous over the pages judged
+    for r in rows.values():
+        assert r["low"] < r["over"] < r["high"] and r["high"] - r["low"] <= 0.3 + 1e-9
+    assert [rows[p]["verdict"] for p in ("models", "attention", "polysemy")] == ["within", "over", "undecided"]
+    # the floor drifted by 1.2 s: the difference of p50s would still point the right way, but pairing the
+    # rounds is what keeps the interval as narrow as the page's own noise
+    assert max(times["first paint, settled: attention"]) - min(times["first paint, settled: attention"]) > 1.2
+    table = settle_vs_floor(times)
+    assert f"≤ floor + {FLOOR_MARGIN_S:g} s" in table and "98.3% interval" in table
+    line = {row.split(" | ")[0]: row for row in table.splitlines() if row.startswith("| ")}
+    assert line["| models"].endswith("| ✓ |") and "✗ (+0.40 s over)" in line["| attention"]
+    assert line["| polysemy"].endswith("| undecided |")
+    assert "1 of 3 pages within the margin, 1 over it, 1 undecided" in table
+
+
+def test_a_returning_visitors_first_paints_are_judged_on_their_own_floor() -> None:
+    new = paired_rounds({"models": 0.1, "attention": 0.9}, spread=0.15)
+    returning = {RETURNING + step: [x - 1.0 for x in xs] for step, xs in paired_rounds({"attention": 0.2}, 0.1).items()}
+    rows = settle_rows(new | returning, returning=True)
+    assert [(r["visitor"], r["page"], r["verdict"]) for r in rows] == [("returning", "attention", "within")]
+    assert [r["page"] for r in settle_rows(new | returning)] == ["models", "attention"]  # new visitors' rows alone
+    assert target(RETURNING + "first paint, settled: attention") is None  # judged against its floor, not 1 s
+    text = settle_vs_floor(new | returning)
+    assert text.index("| models") < text.index("A returning visitor") < text.rindex("| attention")
+    assert settle_vs_floor(returning).startswith("A returning visitor")
+
+
+def test_a_few_rounds_decide_nothing() -> None:
+    """Three rounds: the median difference is reported, but no interval of 95 % exists, so no verdict."""
     rows = {r["page"]: r for r in settle_rows(TIMES)}
-    assert set(rows) == {"models", "attention"}  # the floor pages are not pages of the app
-    assert rows["models"]["floor"] == rows["attention"]["floor"] == 2.6
-    assert abs(rows["models"]["over"] - 0.4) < 1e-9 and abs(rows["attention"]["over"] - 0.9) < 1e-9
-    table = settle_vs_floor(TIMES)
-    assert f"≤ floor + {FLOOR_MARGIN_S:g} s" in table
-    models, attention = (line for line in table.splitlines() if line.startswith(("| models", "| attention")))
-    assert models.endswith("| ✓ |") and "✗ (+0.40 s over)" in attention
+    assert abs(rows["attention"]["over"] - 0.9) < 1e-9
+    assert rows["attention"]["low"] != rows["attention"]["low"]  # nan: too few rounds
+    assert {r["verdict"] for r in rows.values()} == {"undecided"}
+    assert "too few rounds" in settle_vs_floor(TIMES)
+    unpaired = TIMES | {"first paint, settled: attention": [3.4, 3.5]}  # not timed in the same rounds
+    assert abs(next(r for r in settle_rows(unpaired) if r["page"] == "attention")["over"] - (3.45 - 2.6)) < 1e-9
 
 
 def test_without_a_floor_there_is_no_verdict() -> None:
     assert settle_rows({"first paint, settled": [3.0]}) == []
     assert "no floor" in settle_vs_floor({"first paint, settled": [3.0]})
+
+
+def test_each_round_visits_every_page_once_in_its_own_order() -> None:
+    names = [f"page {i}" for i in range(11)]
+    visits = list(rounds(names, 4))
+    per_round = [visits[k * 11 : (k + 1) * 11] for k in range(4)]
+    assert all(sorted(r) == sorted(names) for r in per_round)
+    assert len({tuple(r) for r in per_round}) == 4  # no two rounds in the same order
+    assert visits == list(rounds(names, 4))  # a rerun visits in the same order
 
 
 def test_targets_a_new_word_2_s_a_warm_step_1_s_first_paints_against_the_floor() -> None:
@@ -128,6 +190,17 @@ def test_the_ab_bench_refuses_an_unknown_page_or_a_folder_without_the_app(tmp_pa
         with pytest.raises(SystemExit):
             ab_main(argv)
         assert said in capsys.readouterr().err
+
+
+def test_the_ab_bench_reports_b_minus_a_per_round_with_an_interval_only_when_the_rounds_allow_it() -> None:
+    from bench.ab_first_paint import summary
+
+    a = [3.0, 3.4, 2.8, 3.6, 3.1, 2.9, 3.3, 3.5]  # the load moves both sides of a round together
+    b = [x - 0.2 + d for x, d in zip(a, [0.02, -0.03, 0.01, 0.0, -0.01, 0.03, -0.02, 0.01], strict=True)]
+    line = summary("probes", a, b)
+    assert "B − A -0.20 s (median of 8 rounds; interval -0.23 to -0.17 s)" in line, line
+    assert "too few rounds for an interval" in summary("probes", a, b, pages=8)  # 99.4 % needs more than 8
+    assert "too few rounds" in summary("probes", a[:5], b[:5])
 
 
 def test_the_cold_start_bench_logs_each_long_collection_of_the_server(tmp_path) -> None:
