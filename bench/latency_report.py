@@ -10,7 +10,7 @@ and the machine the numbers came from.
   resampling is the round. The estimate is the median difference, with a distribution-free interval for it
   (order statistics: ``scipy.stats.quantile_test``) at a simultaneous 95 % over the pages judged (Bonferroni).
   The verdict is ✓ when the whole interval is within the margin, ✗ when all of it is over, and "undecided" when
-  it holds the margin — a run of few rounds decides nothing (the interval needs ≥ 10 rounds for 8 pages).
+  it holds the margin — a run of few rounds decides nothing (the interval needs ≥ 9 rounds for 8 pages).
 - :func:`machine` / :func:`section` — CPU model, cores, ``uptime`` at the start and the end, the date and the
   command; the whole section as it is appended to docs/benchmarks.md.
 """
