@@ -22,6 +22,7 @@ differences under ~0.2 s are at the edge of what it tells apart (docs/benchmarks
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import tempfile
@@ -48,7 +49,7 @@ def summary(name: str, a: list[float], b: list[float], pages: int = 1) -> str:
     """One page's line: each side's p50 and mean, and B − A per round (paired): median and interval."""
     diffs = [y - x for x, y in zip(a, b, strict=True)]
     low, high = median_interval(diffs, 1 - FAMILY_ALPHA / pages)
-    interval = "too few rounds for an interval" if low != low else f"interval {low:+.2f} to {high:+.2f} s"
+    interval = "too few rounds for an interval" if math.isnan(low) else f"interval {low:+.2f} to {high:+.2f} s"
     return (
         f"{name}: A p50 {statistics.median(a):.2f} s (mean {statistics.mean(a):.2f}), "
         f"B p50 {statistics.median(b):.2f} s (mean {statistics.mean(b):.2f}), "

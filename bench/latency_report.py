@@ -17,6 +17,7 @@ and the machine the numbers came from.
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import statistics
@@ -127,6 +128,7 @@ def settle_vs_floor(times: dict[str, list[float]]) -> str:
 
 
 def visitor_table(rows: list[dict]) -> str:
+    """One kind of visitor's rows (:func:`settle_rows`) as a Markdown table with a count of the verdicts."""
     if not rows:
         return ""
     lines = [
@@ -140,7 +142,7 @@ def visitor_table(rows: list[dict]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
-        interval = "too few rounds" if r["low"] != r["low"] else f"{r['low']:+.2f} to {r['high']:+.2f}"
+        interval = "too few rounds" if math.isnan(r["low"]) else f"{r['low']:+.2f} to {r['high']:+.2f}"
         verdict = {"within": "✓", "over": f"✗ ({r['over'] - FLOOR_MARGIN_S:+.2f} s over)", "undecided": "undecided"}
         numbers = f"{r['p50']:.2f} | {r['p95']:.2f} | {r['floor']:.2f} | {r['over']:+.2f} | {interval}"
         lines.append(f"| {r['page']} | {r['n']} | {numbers} | {verdict[r['verdict']]} |")
