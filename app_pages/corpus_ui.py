@@ -31,7 +31,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import _cached_embedder, chart, download, get_embedder, md, semcor_corpus
+from app_pages.common import OCCURRENCE_COLUMNS, _cached_embedder, chart, download, get_embedder, md, semcor_corpus
 from corpora.paths import REPO_ROOT
 from features import get_features, has_layers, stored_layers
 from features.background import BuildStatus, build_status
@@ -296,7 +296,5 @@ def corpus_panel(
         data=lambda: df.to_csv(index=False).encode("utf-8"),
         data_label="Hits (CSV)",
     )
-    st.dataframe(
-        df, hide_index=True, width="stretch", column_config={"context": st.column_config.TextColumn(width="large")}
-    )
+    st.dataframe(df, hide_index=True, width="stretch", column_config=OCCURRENCE_COLUMNS)
     download("Hits (JSON)", lambda: frame_json(df), f"{name}.json", key=f"{key}_json", mime="application/json")

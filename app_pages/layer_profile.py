@@ -36,7 +36,7 @@ from viz.profile import (
     profile_figure,
     summary_frame,
 )
-from viz.results import baselines, dirs_with_results, folder_version, label_dir, load_dir, result_dirs
+from viz.results import baseline_frame, dirs_with_results, folder_version, label_dir, load_dir, result_dirs
 
 INTRO = """
 Per-layer probe scores against **relative depth** (layer / top layer: 0 is the context-independent
@@ -100,10 +100,14 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
         st.info("Pick at least one model with per-layer results.")
         return None
     title = choice_label((probe, dataset, metric))
-    fig = profile_figure(prof, title=title, y_title=metric, twin_of=twin_base)
+    base = baseline_frame(df, spec, dataset, metric) if spec is not None else None
+    fig = profile_figure(prof, title=title, y_title=metric, base=base, twin_of=twin_base)
     chart(fig, file_stem("layer-profile", probe, dataset, metric), key="lp_profile_chart", data=frame_csv(prof))
-    if base := (baselines(df, spec, dataset, metric) if spec is not None else {}):
-        st.caption("Baselines (no embeddings): " + "; ".join(f"{k} {v:.2f}" for k, v in base.items()))
+    if base is not None and not base.empty:
+        st.caption(
+            "Baselines (no embeddings; drawn as dashed lines): "
+            + "; ".join(f"{r.label} {r.value:.2f}" for r in base.itertuples() if pd.notna(r.value))
+        )
     small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < 200})
     if small:
         st.caption(f"Small samples (under 200 test instances): {', '.join(small)} — differences may be noise.")

@@ -24,7 +24,16 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, download, md, occurrence_vectors_progress, page, page_header, safe
+from app_pages.common import (
+    OCCURRENCE_COLUMNS,
+    chart,
+    download,
+    md,
+    occurrence_vectors_progress,
+    page,
+    page_header,
+    safe,
+)
 from app_pages.corpus_ui import cached_occurrence_vectors, corpus_panel, sense_label
 from app_pages.linked import linked_chart_kwargs
 from app_pages.polysemy_controls import controls, get_occurrences
@@ -32,7 +41,7 @@ from models.registry import get_spec
 from viz.export import file_stem, frame_csv, frame_json
 from viz.occurrence_figures import layer_measures_figure, occurrence_scatter
 from viz.points import collapse, colour_groups, occurrence_metadata
-from viz.polysemy import layer_measures, neighbour_table, separability_problem
+from viz.polysemy import AGREEMENT_INTERVAL, layer_measures, neighbour_table, separability_problem
 from viz.projection import project, project_layers
 from viz.senses import sense_info
 from viz.text import shorten
@@ -147,6 +156,11 @@ def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     )
     if problem:
         st.info(problem)
+    elif labelled := sum(g is not None for g in groups):
+        st.caption(
+            f"1-NN over {labelled} occurrences with a sense; its error bars are {AGREEMENT_INTERVAL}: layers whose "
+            "bars overlap are not told apart by these occurrences."
+        )
     long, fig = _layer_figure(occurrence_signature(c, occs) + tuple(Xs), Xs, occs, problem is None)
     if fig is None:
         st.caption("Nothing to compare across layers (a one-layer model, or a single sentence).")
@@ -236,7 +250,7 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
             neighbour_table(Xs[model][layer], occs, pick, k, sense_label),
             hide_index=True,
             width="stretch",
-            column_config={"context": st.column_config.TextColumn(width="large")},
+            column_config=OCCURRENCE_COLUMNS,
         )
 
     if st.toggle(

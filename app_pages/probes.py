@@ -31,7 +31,15 @@ from probes.run import run_probe
 from viz.export import file_stem, frame_csv, run_record_json
 from viz.probe_figures import has_intervals, small_sample_note
 from viz.probe_views import frame_signature, probe_view
-from viz.results import datasets_of, dirs_with_results, folder_version, label_dir, load_dir, metrics_of
+from viz.results import (
+    breakdown_scored,
+    datasets_of,
+    dirs_with_results,
+    folder_version,
+    label_dir,
+    load_dir,
+    metrics_of,
+)
 
 INTRO = """
 **Probing** asks what a frozen representation already knows, with a deliberately weak model on
@@ -150,10 +158,9 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         )
     rigor_section(spec, df, key, signature)
     if view["breakdown_figure"] is not None:
-        st.markdown(
-            f"**By {spec.chart.breakdown_label}** ({spec.chart.breakdown.rstrip(':')}, each model at "
-            f"its best layer on {dataset})"
-        )
+        st.markdown(f"**By {spec.chart.breakdown_label}** ({breakdown_scored(spec, dataset)})")
+        if view["breakdown_note"]:
+            st.caption(view["breakdown_note"])
         chart(
             view["breakdown_figure"],
             file_stem(key, spec.name, "by", spec.chart.breakdown_label),

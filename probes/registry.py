@@ -124,6 +124,9 @@ class ChartSpec:
     layer_order:  non-numeric layer labels in display order (e.g. the λ ablation's rows).
     breakdown:    dataset prefix of per-category rows shown as grouped bars ("ALL:" -> WSD per POS),
                   and what the categories are ("part of speech").
+    breakdown_ranked_on: the dataset that picks the layer each model's breakdown is shown at (its best there): a dev
+                  set, so that the test set does not choose the layer it then judges; None, or a model without
+                  rows on it: the dataset shown, and ``viz.results.breakdown_frame`` says so per model.
     y_range:      a fixed y axis for every metric (cosines: (-1, 1)); None: the metric's own axis
                   (``viz.probe_figures.METRIC_AXES``, percentages by default).
     """
@@ -133,6 +136,7 @@ class ChartSpec:
     layer_order: tuple[str, ...] = ()
     breakdown: str | None = None
     breakdown_label: str = "category"
+    breakdown_ranked_on: str | None = None
     y_range: tuple[float, float] | None = None
 
 

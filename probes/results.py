@@ -137,6 +137,21 @@ def sliced(dataset: str, limit: Any) -> str:
     return f"{dataset} (limit {limit})"
 
 
+SLICE = re.compile(r"^(?P<name>.*) \(limit (?P<limit>\d+)\)$")  # what :func:`sliced` appends
+
+
+def split_slice(dataset: str) -> tuple[str, str | None]:
+    """(name, limit) of a row's dataset: ``("ALL:NOUN", "3")`` for ``ALL:NOUN (limit 3)``, ``("ALL", None)``."""
+    m = SLICE.match(dataset)
+    return (m["name"], m["limit"]) if m else (dataset, None)
+
+
+def on_slice_of(dataset: str, like: str) -> str:
+    """``dataset`` as a row of the same slice as ``like`` reads: ``semeval2007`` for ``ALL``, ``semeval2007 (limit 3)``
+    for ``ALL (limit 3)``."""
+    return sliced(dataset, split_slice(like)[1])
+
+
 def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
     """The one flattening of results into a table with ``COLUMNS``."""
     records = [

@@ -340,6 +340,9 @@ def test_probes_page_quick_runs_with_progress() -> None:
     backoff = re.search(r"(\d+) of (\d+) evaluated instances \(\d+%\) had no sense seen in training", texts(at.caption))
     assert backoff and 0 < int(backoff[1]) < int(backoff[2]), texts(at.caption)
     assert "By part of speech" in texts(at.markdown)
+    # ... each model at the layer the dev set ranks first, not the one the scored set would pick
+    ranked = r"best on the \d+ instances of semeval2007 \(limit 3\), not at its best on the \d+ instances of ALL"
+    assert re.search(ranked, texts(at.caption)), texts(at.caption)
     # Bug 3: the baseline is its own dashed series (not a layer of the model), the y axis does not
     # zoom into noise, and the tiny slice says that it is small, with its intervals.
     quick = [f for f in figures(at) if "small slice" in f["layout"].get("title", {}).get("text", "")]
@@ -421,7 +424,7 @@ def test_probes_page_shows_control_task_and_mdl(tmp_path, monkeypatch) -> None:
     assert_ok(at)
     assert "Control task and MDL" in texts(at.markdown)
     by_title = {f["layout"]["title"]["text"]: f for f in figures(at)}
-    acc = next(f for t, f in by_title.items() if t.startswith("accuracy: task vs control task"))
+    acc = next(f for t, f in by_title.items() if t.startswith("accuracy: task vs control on"))
     mdl = next(f for t, f in by_title.items() if t.startswith("online codelength: task vs control"))
     assert {t["line"]["dash"] for t in acc["data"]} == {"solid", "dash"}
     table = next(d.value for d in at.dataframe if "selectivity" in d.value.columns)

@@ -65,8 +65,13 @@ def test_query_key_chart_puts_both_zeros_on_one_line() -> None:
     for query in range(att.shape[0]):
         fig = query_key_figure(att, list("abcdef"), query)
         (lo, hi), (wlo, whi) = fig.layout.yaxis.range, fig.layout.yaxis2.range
-        scores = np.asarray(fig.data[0].y, float)
-        assert lo <= np.nanmin(scores) and hi >= np.nanmax(scores) and whi >= max(fig.data[1].y)
+        bars = [t for t in fig.data if t.type == "bar"]
+        scores = np.concatenate([np.asarray(t.y, float) for t in bars])
+        weights = next(t for t in fig.data if t.name == "attention weight").y
+        assert lo <= np.nanmin(scores) and hi >= np.nanmax(scores) and whi >= max(weights)
+        # the query's own key is a series of its own: each legend swatch has its bars' colour
+        own = next(t for t in bars if t.name == "the query itself")
+        assert list(own.x) == [query] and all(t.marker.color != own.marker.color for t in bars if t is not own)
         assert -lo / (hi - lo) == pytest.approx(-wlo / (whi - wlo))  # zero at the same height on both axes
         assert list(fig.layout.yaxis2.tickvals) == [0, 0.25, 0.5, 0.75, 1]  # no negative weights labelled
 

@@ -51,7 +51,11 @@ def test_layer_profile_charts_export_in_the_chosen_format_with_a_csv_and_context
     assert "lp_cka_within_a" in exports and set(exports.values()) == {("png", True)}
     # error bars wherever the rows have intervals (the committed POS runs all do)
     profile = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("pos · conll2000-test"))
-    assert all(len(t["error_y"]["array"]) == len(t["y"]) for t in profile["data"])
+    models = [t for t in profile["data"] if not t["name"].endswith("(baseline)")]
+    assert models and all(len(t["error_y"]["array"]) == len(t["y"]) for t in models)
+    # the majority-tag baseline is a dashed series of its own (it was only a caption)
+    (base,) = [t for t in profile["data"] if t["name"].endswith("(baseline)")]
+    assert base["line"]["dash"] == "dash" and "majority tag" in base["name"]
 
 
 def test_layer_profile_choices_round_trip_through_the_url() -> None:
@@ -70,7 +74,8 @@ def test_layer_profile_choices_round_trip_through_the_url() -> None:
     assert fresh.number_input(key="lp_cka_n").value == 15
     assert fresh.multiselect(key="lp_models").value == ["minilm"]
     (title,) = [f["layout"]["title"]["text"] for f in figures(fresh) if "· ALL ·" in f["layout"]["title"]["text"]]
-    assert [t["name"] for f in figures(fresh) if f["layout"]["title"]["text"] == title for t in f["data"]] == ["minilm"]
+    names = [t["name"] for f in figures(fresh) if f["layout"]["title"]["text"] == title for t in f["data"]]
+    assert [n for n in names if not n.endswith("(baseline)")] == ["minilm"]  # the baselines: series of their own
 
 
 @pytest.mark.parametrize(("probe", "measure"), [("pos", "pos · conll2000-test · accuracy"), ("wsd", "wsd · ALL · F1")])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import corpus_ui
 from corpora.semcor import load_semcor
-from tests.test_app import assert_ok, open_page as open_app_page
+from tests.test_app import assert_ok, open_page as open_app_page, texts
 from viz.polysemy import build_lemma_index, semcor_occurrences
 
 MONEY_BANK = "bank%1:14:00::"  # a financial institution
@@ -39,10 +40,6 @@ def build(at: AppTest, key: str) -> None:
         corpus_ui.wait_for_builds()
         at.run()
         assert_ok(at)
-
-
-def texts(elements) -> str:
-    return "\n".join(str(e.value) for e in elements).replace("\\", "")
 
 
 def figures(at: AppTest) -> list[dict]:
@@ -154,7 +151,8 @@ def test_colour_by_metadata_and_contextuality_beside_the_1nn_curve() -> None:
     names = {t["name"] for t in scatter(at)["data"]} - {"selected"}
     assert "press: reportage" in " ".join(names), names
     measures = {t["name"] for f in figures(at) for t in f["data"]}
-    assert {"1-NN same sense", "chance", "self-similarity", "explainable variance"} <= measures
+    assert {"1-NN same sense", "chance (baseline)", "self-similarity", "explainable variance"} <= measures
+    assert re.search(r"1-NN over \d+ occurrences with a sense; its error bars are approximate 95%", texts(at.caption))
 
 
 def test_upload_source_asks_for_a_lexical_sample_file() -> None:

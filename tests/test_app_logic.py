@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from viz.attention import head_entropy, mean_over_heads, strongest_links
@@ -251,6 +250,24 @@ def test_typed_occurrences_and_layer_agreement() -> None:
     df = layer_agreement(X, [o.group for o in occs])
     assert list(df["1-NN same sense"]) == [pytest.approx(2 / 3), 0.0]
     assert df["chance"].iloc[0] == pytest.approx(2 / 6)
+    # three occurrences say little: the interval around 2/3 spans most of [0, 1] and holds the value
+    assert list(df["n"]) == [3, 3] and (df["lo"] <= df["1-NN same sense"]).all()
+    assert (df["1-NN same sense"] <= df["hi"]).all() and (df["hi"] - df["lo"]).min() > 0.5
+
+
+def test_polysemy_layer_chart_marks_chance_as_a_baseline_and_draws_intervals() -> None:
+    from viz.occurrence_figures import layer_measures_figure
+    from viz.polysemy import Occurrence, layer_measures
+
+    rng = np.random.default_rng(0)
+    occs = [Occurrence(("w", str(i)), 0, 1, label="ab"[i % 2]) for i in range(40)]
+    long = layer_measures(rng.normal(size=(3, 40, 8)).astype(np.float32), occs)
+    fig = layer_measures_figure(long)
+    by_name = {t.name: t for t in fig.data}
+    assert by_name["chance (baseline)"].line.dash == "dash" and by_name["chance (baseline)"].mode == "lines"
+    nn = by_name["1-NN same sense"]
+    assert nn.error_y.array is not None and len(nn.error_y.array) == 3  # 40 occurrences: bars, not bare points
+    assert by_name["self-similarity"].error_y.array is None  # no interval is claimed where none is computed
 
 
 # ----------------------------------------------------------------------------- zoo and results
@@ -270,9 +287,10 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
     from probes.registry import get_probe
     from probes.results import ProbeResult, save_result
     from viz.results import (
-        baselines,
+        baseline_frame,
         best_layer,
         breakdown_frame,
+        breakdown_note,
         datasets_of,
         dirs_with_results,
         layer_curves_frame,
@@ -291,7 +309,32 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
             + [
                 {"dataset": "ALL", "layer": "mean", "metric": "F1", "value": 58, "n": 10},
                 {"dataset": "ALL:NOUN", "layer": "1", "metric": "F1", "value": 62, "n": 6},
+                {"dataset": "ALL:NOUN", "layer": "2", "metric": "F1", "value": 57, "n": 6},
+                # the dev set ranks layer 2 first, though ALL (the set the bars score) would pick layer 1
+                {"dataset": "semeval2007", "layer": "1", "metric": "F1", "value": 40, "n": 3},
+                {"dataset": "semeval2007", "layer": "2", "metric": "F1", "value": 45, "n": 3},
             ],
+        ),
+        tmp_path,
+    )
+    save_result(  # a --limit run of m1 beside its full run: its rows are another slice, never mixed in
+        ProbeResult(
+            "m1",
+            "wsd",
+            [
+                {"dataset": d, "layer": "0", "metric": "F1", "value": 99, "n": 2}
+                for d in ("ALL", "ALL:NOUN", "semeval2007")
+            ],
+            params={"limit": 3},
+        ),
+        tmp_path,
+    )
+    save_result(  # a model with no dev-set rows (a user's ALL-only run)
+        ProbeResult(
+            "m2",
+            "wsd",
+            [{"dataset": "ALL", "layer": str(j), "metric": "F1", "value": v, "n": 10} for j, v in enumerate([51, 49])]
+            + [{"dataset": "ALL:NOUN", "layer": str(j), "metric": "F1", "value": 50, "n": 6} for j in range(2)],
         ),
         tmp_path,
     )
@@ -310,12 +353,25 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
     (tmp_path / "broken.json").write_text("{not json")
     assert dirs_with_results((tmp_path, tmp_path / "missing")) == [tmp_path]
     df = load_dir(tmp_path)
-    assert datasets_of(df, wsd) == ["ALL"]  # the per-POS rows are a breakdown, not a dataset
+    assert datasets_of(df, wsd) == [
+        "ALL",
+        "semeval2007",
+        "ALL (limit 3)",
+        "semeval2007 (limit 3)",
+    ]  # the per-POS rows are a breakdown, not a dataset
     curves = layer_curves_frame(df, "wsd", "ALL", "F1", exclude=set(wsd.baseline_models))
-    assert list(curves["layer"]) == [0, 1, 2] and list(curves["value"]) == [50, 60, 55]
-    assert baselines(df, wsd, "ALL", "F1") == {"WordNet 1st sense": 52.0}
+    m1 = curves[curves["model"] == "m1"]
+    assert list(m1["layer"]) == [0, 1, 2] and list(m1["value"]) == [50, 60, 55] and set(curves["model"]) == {"m1", "m2"}
+    base = baseline_frame(df, wsd, "ALL", "F1")
+    assert list(base["label"]) == ["WordNet 1st sense"] and list(base["value"]) == [52.0]
     assert best_layer(df, "m1", "wsd", "ALL", "F1") == "1"
     assert list(wide_table(df, "wsd", "ALL", "F1").columns) == ["0", "1", "2", "first-sense", "mean"]
     br = breakdown_frame(df, wsd, "F1", "ALL")
-    assert list(br["model"]) == ["m1 (layer 1)", "WordNet 1st sense"] and list(br["value"]) == [62.0, 54.0]
-    assert isinstance(br, pd.DataFrame)
+    assert list(br["label"]) == ["m1 (layer 2)", "m2 (layer 0)", "WordNet 1st sense"]
+    assert list(br["value"]) == [57.0, 50.0, 54.0] and list(br["chosen on"]) == ["semeval2007", "ALL", ""]
+    sliced = breakdown_frame(df, wsd, "F1", "ALL (limit 3)")
+    assert list(sliced["label"]) == ["m1 (layer 0)"] and list(sliced["category"]) == ["NOUN"]
+    assert list(sliced["chosen on"]) == ["semeval2007 (limit 3)"] and list(sliced["value"]) == [99.0]
+    note = breakdown_note(br, df, wsd, "ALL")
+    assert "best on the 3 instances of semeval2007, not at its best on the 10 instances of ALL" in note
+    assert "No dev-set rows for m2: ALL chose its layer itself, an optimistic pick." in note

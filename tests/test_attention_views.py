@@ -62,7 +62,7 @@ def test_query_key_scores_give_back_the_attention_through_the_softmax(att) -> No
     causal = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]
     assert np.isnan(query_key_scores(causal, 1)[2:]).all()  # a causal model's future keys: not seen
     fig = query_key_figure(a, WORDS, 4)
-    assert list(fig.data[1].y) == pytest.approx(list(a[4]))
+    assert list(next(t for t in fig.data if t.name == "attention weight").y) == pytest.approx(list(a[4]))
 
 
 # ----------------------------------------------------------------------------- issue 30: bertviz's views

@@ -7,6 +7,8 @@ is walked without listing it here. On each page, in its default view and in each
   modebar carries the "Download plot" button with the app's image options (``toImageButtonOptions``: a
   file name and the sidebar's SVG/PNG format; a bare ``st.plotly_chart`` has neither) and the chart's
   key has its CSV button (``<key>__data``) beside it. A failure names the page, tab and chart title;
+- **titles** — no chart title under its toolbar or legend, none wider than its chart (also at a laptop's
+  1280 px, where charts side by side are ~400 px wide);
 - **no error** — no exception box, traceback or error alert (``browser_support.assert_clean``);
 - **URL state** — one choice (the page's first slider, else its first picker with another option) is
   changed; the address then opens in a fresh browser context (no shared session) with that choice.
@@ -47,6 +49,17 @@ CHARTS_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"
       csv: !!(key && document.querySelector(`.st-key-${CSS.escape(key + '__data')} [data-testid="stDownloadButton"]`)),
     };
   })"""
+# Per chart shown: its title's box and the modebar's (the toolbar, top right), relative to the chart, and its width.
+TITLE_BOXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter(el => el.offsetParent !== null && el.querySelector('.gtitle')?.textContent)
+  .map(el => {
+    const at = el.getBoundingClientRect(), box = e => { const r = e.getBoundingClientRect();
+      return [r.left - at.left, r.top - at.top, r.right - at.left, r.bottom - at.top]; };
+    const bar = el.querySelector('.modebar'), legend = el.querySelector('.legend');
+    return {title: el.querySelector('.gtitle').textContent, text: box(el.querySelector('.gtitle')),
+            bar: bar ? box(bar) : null, legend: legend ? box(legend) : null, width: at.width};
+  })"""
+LAPTOP = {"width": 1280, "height": 2400}  # a laptop's width; tall, so every chart of a first view is drawn
 # Keyed choice widgets of the main area, in page order: (key, kind).
 CHOICES_JS = """() => [...document.querySelectorAll(
     '[data-testid="stMain"] [data-testid="stElementContainer"][class*="st-key-"]')]
@@ -74,6 +87,21 @@ def export_problems(pg, where: str) -> list[str]:
             problems.append(f"{name} [{c['key']}]: the modebar's image options are not the app's ({c['image']})")
         if not c["csv"]:
             problems.append(f"{name} [{c['key']}]: no CSV button ({c['key']}__data)")
+    return problems
+
+
+def title_problems(pg, where: str) -> list[str]:
+    """Chart titles that run under the chart's toolbar or legend, or past its right edge (empty when none does)."""
+    problems = []
+    for c in pg.evaluate(TITLE_BOXES_JS):
+        (left, top, right, bottom) = c["text"]
+        for what, box in (("toolbar", c["bar"]), ("legend", c["legend"])):
+            if box and left < box[2] and box[0] < right and top < box[3] and box[1] < bottom:
+                problems.append(f"{where}: the title {c['title']!r} runs under the chart's {what}")
+        if right > c["width"] + 1:
+            problems.append(
+                f"{where}: the title {c['title']!r} is wider than its chart ({right:.0f} > {c['width']:.0f} px)"
+            )
     return problems
 
 
@@ -106,7 +134,8 @@ def walk_tabs(pg, address: str, where: str) -> list[str]:
             continue
         tab.first.click()
         wait_idle(pg, WAIT_S)
-        problems += export_problems(pg, f"{where}, tab {name!r}") + error_problems(pg, f"{where}, tab {name!r}")
+        at = f"{where}, tab {name!r}"
+        problems += export_problems(pg, at) + title_problems(pg, at) + error_problems(pg, at)
     return problems
 
 
@@ -189,7 +218,7 @@ def test_every_chart_exports_every_choice_is_in_the_url_and_no_page_errs(page, s
     address = f"{server}/{nav.url_path}"
     where = f"page {nav.title!r}"
     open_fresh(page, address)
-    problems = export_problems(page, where) + error_problems(page, where)
+    problems = export_problems(page, where) + title_problems(page, where) + error_problems(page, where)
     problems += walk_tabs(page, address, where)
     problems += url_state_problems(page, browser, address, where)
     known = KNOWN_GAPS.get(nav.url_path, [])
@@ -213,3 +242,19 @@ def test_nav_pages_reads_every_page_of_the_navigation_in_order(tmp_path: Path) -
         ("app_pages/c.py", "C", "see"),
         ("app_pages/d.py", "D", "d"),
     ]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("nav", PAGES, ids=page_id)
+def test_no_chart_title_runs_under_its_toolbar_at_a_laptops_width(browser, server, nav) -> None:
+    """At 1280 px a chart beside another is ~400 px wide: a title must start below the toolbar's buttons, clear
+    of the legend, and fit."""
+    ctx = browser.new_context(viewport=LAPTOP)
+    try:
+        pg = ctx.new_page()
+        pg.set_default_timeout(WAIT_S * 1000)
+        open_fresh(pg, f"{server}/{nav.url_path}")
+        problems = title_problems(pg, f"page {nav.title!r}")
+    finally:
+        ctx.close()
+    assert not problems, "\n".join(problems)

@@ -118,9 +118,10 @@ def test_unbounded_metrics_are_not_clipped_to_a_percent_axis() -> None:
 def test_every_probe_chart_draws_its_intervals(tables) -> None:
     """The λ ablation's rows, the per-POS bars and the paper-vs-ours chart carry our 95% intervals as
     error bars (the layer chart's are checked above); bars start at 0."""
+    from models.random_init import twin_base
     from probes.registry import get_probe
     from probes.results import load_results
-    from viz.probe_figures import grouped_bars, named_rows_figure
+    from viz.probe_figures import breakdown_figure, named_rows_figure
     from viz.reproduce import comparison_figure, comparison_frame
     from viz.results import baseline_frame, breakdown_frame, named_rows_frame
 
@@ -136,7 +137,19 @@ def test_every_probe_chart_draws_its_intervals(tables) -> None:
     assert any(t.name == "GloVe 6B 50d input only (baseline)" and t.line.dash == "dash" for t in fig.data)
     by_pos = breakdown_frame(df, get_probe("wsd"), "F1", "ALL")
     assert by_pos[["lo", "hi"]].notna().all(axis=None)
-    assert all(t.error_y.array is not None for t in grouped_bars(by_pos, x="category", y="value", color="model").data)
+    fig = breakdown_figure(by_pos, title="t", twin_of=twin_base)
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert bars and all(t.error_y.array is not None for t in bars) and list(fig.layout.yaxis.range) == [0, 100]
+    # the test set does not choose the layer it scores: every model's layer is its best on the dev set
+    assert set(by_pos.loc[by_pos["chosen on"] != "", "chosen on"]) == {"semeval2007"}
+    # baselines are dashed segments of their own, not bars among the models; a twin is hatched in its model's colour
+    assert {t.name for t in fig.data if t.type == "scatter"} == {
+        "WordNet 1st sense (baseline)",
+        "MFS in SemCor (baseline)",
+    }
+    assert all(t.line.dash != "solid" for t in fig.data if t.type == "scatter")
+    colour = {t.name.split(" (")[0]: (t.marker.color, t.marker.pattern.shape) for t in bars}
+    assert colour["random:minilm@0"] == (colour["minilm"][0], "/") and colour["minilm"][1] == ""
     comp = comparison_frame(tables, df)
     ours = comp[comp.source == "ours"]
     assert ours[["lo", "hi"]].notna().all(axis=None) and (ours.lo <= ours.score).all() and (ours.score <= ours.hi).all()

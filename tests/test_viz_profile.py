@@ -40,14 +40,18 @@ def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():
         }
     )
     prof = layer_profile(df, "pos", "d", "accuracy")
-    fig = profile_figure(prof, title="t <b>", y_title="accuracy", twin_of=twin_base)
-    trained, random = fig.data
+    base = pd.DataFrame({"label": ["majority tag"], "value": [85.0], "lo": [np.nan], "hi": [np.nan]})
+    fig = profile_figure(prof, title="t <b> (aside)", y_title="accuracy", base=base, twin_of=twin_base)
+    trained, random, baseline = fig.data
     assert list(trained.x) == [0, 0.5, 1] and list(trained.y) == [90, 92, 91]
     assert trained.line.dash == "solid" and random.line.dash == "dot"
     assert random.line.color == trained.line.color  # the twin is drawn beside its model, never as a look-alike
     assert list(trained.error_y.array) == [1, 1, 1] and random.error_y.array is None
     assert "layer 1 of 2" in trained.hovertext[1]
-    assert fig.layout.title.text == "t &lt;b&gt;"
+    # two lines at half width: the headline, then the aside and what the error bars are
+    assert fig.layout.title.text == "t &lt;b&gt;<br><sup>aside; 95% intervals</sup>"
+    # the baseline is a dashed series of its own across the depths, in the legend
+    assert baseline.name == "majority tag (baseline)" and baseline.line.dash == "dash" and list(baseline.x) == [0, 1]
 
 
 def test_cka_heatmap_checks_its_labels():

@@ -213,17 +213,22 @@ def query_key_figure(att2d: np.ndarray, tokens: Sequence[str], query: int, *, ti
     labels = [escape_html(shorten(str(t), 20)) for t in tokens]
     weights = np.asarray(att2d, np.float64)[query]
     fig = go.Figure(**FAST)
-    fig.add_trace(
-        go.Bar(
-            x=list(range(len(tokens))),
-            y=scores,
-            name="q·k/√d (centred)",
-            marker=dict(color=["#d62728" if i == query else "#7f7f7f" for i in range(len(tokens))]),
-            customdata=labels,
-            hovertemplate="key %{customdata}: %{y:.2f}<extra></extra>",
-            **FAST,
+    keys = np.arange(len(tokens))
+    for name, colour, shown in (
+        ("q·k/√d (centred)", "#7f7f7f", keys != query),
+        ("the query itself", "#d62728", keys == query),
+    ):
+        fig.add_trace(  # the query's own key a series of its own, so each legend swatch has its bars' colour
+            go.Bar(
+                x=keys[shown].tolist(),
+                y=scores[shown],
+                name=name,
+                marker=dict(color=colour),
+                customdata=[labels[i] for i in keys[shown]],
+                hovertemplate="key %{customdata}: %{y:.2f}<extra></extra>",
+                **FAST,
+            )
         )
-    )
     fig.add_trace(
         go.Scatter(
             x=list(range(len(tokens))),
@@ -240,7 +245,7 @@ def query_key_figure(att2d: np.ndarray, tokens: Sequence[str], query: int, *, ti
     fig.update_layout(
         template=TEMPLATE,
         height=360,
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        margin=dict(l=10, r=10, t=84 if title else 40, b=10),  # the legend's row between the title and the plot
         title=dict(text=escape_html(title) if title else None, x=0),
         xaxis=dict(tickvals=list(range(len(tokens))), ticktext=labels, tickangle=-50),
         yaxis=dict(title=dict(text="q·k/√d − row mean"), zeroline=True, range=score_range),
@@ -253,6 +258,7 @@ def query_key_figure(att2d: np.ndarray, tokens: Sequence[str], query: int, *, ti
             showgrid=False,
         ),
         legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
+        barmode="overlay",  # one bar per key: the two bar series never share a key
     )
     return fig
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -40,8 +39,28 @@ def _layout(fig: go.Figure, title: str | None = None, height: int | None = None)
     return fig
 
 
-#: A title longer than this is split at its " — " into a headline and a smaller second line, so that neither runs
-#: under plotly's toolbar (top right) on a half-width chart.
+#: plotly's toolbar (the modebar, top right) is 26 px tall from 2 px down (measured in Chromium); a title's top
+#: goes below it, so that no window width puts a title under its buttons. plotly anchors a title of several lines
+#: by its first, so each further line needs its own height more of padding.
+TOOLBAR_PX = 34
+TITLE_LINE_PX = 18  # a further title line's height (a ``<sup>`` line, as ``two_line_title`` writes it)
+
+
+def title_below_toolbar(fig: go.Figure) -> go.Figure:
+    """Move ``fig``'s title (if it has one) under the toolbar's row, with the top margin it then needs. Idempotent:
+    a cached figure drawn again is left as it is."""
+    text = fig.layout.title.text
+    if text:
+        pad = TOOLBAR_PX + TITLE_LINE_PX * text.count("<br>")
+        fig.update_layout(
+            title=dict(yref="container", y=1, yanchor="top", pad=dict(t=pad)),
+            margin_t=max(fig.layout.margin.t or 0, pad + 2 * TITLE_LINE_PX),
+        )
+    return fig
+
+
+#: A title longer than this is split at its " — " into a headline and a smaller second line, so that it fits a
+#: half-width chart.
 TITLE_LINE = 60
 LEGEND_ROW, LEGEND_ROW_PX = 3, 24  # legend entries per row under a half-width chart, and a row's height
 
@@ -51,19 +70,31 @@ def two_line_title(head: str, rest: str) -> str:
     return f"{escape_html(head)}<br><sup>{escape_html(rest)}</sup>"
 
 
-def chart_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
+def chart_layout(
+    fig: go.Figure, title: str, height: int | None = None, *, per_row: int = LEGEND_ROW, split: bool | None = None
+) -> go.Figure:
     """The layout of a chart of several series: the title in two lines when long (headline, then what the error
-    bars are), the legend in rows under the plot (about three entries a row), the figure taller by those rows so
-    the plot keeps its height, and the legend never scrolled or over the axis title."""
+    bars are; ``split``: always or never), the legend in rows of ``per_row`` entries under the plot (each entry
+    that share of the width, so the rows are as many as counted), the figure taller by those rows so the plot keeps
+    its height, and the legend never scrolled or over the axis title."""
     head, sep, rest = title.partition(" — ")
-    two_lines = len(title) > TITLE_LINE and sep
+    two_lines = (len(title) > TITLE_LINE if split is None else split) and sep
     _layout(fig, head if two_lines else title, height)
     if two_lines:
         fig.update_layout(title_text=two_line_title(head, rest), margin_t=80)
     entries = sum(1 for t in fig.data if t.name and t.showlegend is not False)
-    rows = -(-entries // LEGEND_ROW)
+    rows = -(-entries // per_row)
     fig.update_layout(
-        legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0),
+        legend=dict(
+            orientation="h",
+            yref="container",
+            yanchor="bottom",
+            y=0.0,
+            xanchor="left",
+            x=0.0,
+            entrywidth=0.95 / per_row,  # a share of the plot's width, a hair under so the row never wraps early
+            entrywidthmode="fraction",
+        ),
         margin_b=60 + LEGEND_ROW_PX * rows,
         height=None if height is None else height + LEGEND_ROW_PX * rows,
     )
@@ -271,21 +302,3 @@ def attention_heatmap(
         xaxis=dict(title=dict(text="key (attended to)"), tickangle=-50, tickfont=dict(size=11), side="bottom"),
     )
     return go.Figure(data=[heat], layout=layout, **FAST)
-
-
-def layer_curves(
-    df: pd.DataFrame,
-    *,
-    x: str = "layer",
-    y: str = "score",
-    color: str = "model",
-    title: str | None = None,
-    y_title: str | None = None,
-    height: int = 420,
-) -> go.Figure:
-    """Per-layer line chart comparing models (the layer-probe comparison)."""
-    fig = px.line(df, x=x, y=y, color=color, markers=True, color_discrete_sequence=PALETTE)
-    fig.update_traces(marker=dict(size=9), line=dict(width=2.5))  # a one-layer model is one visible dot
-    fig.update_xaxes(dtick=1, title=x)
-    fig.update_yaxes(title=y_title or y)
-    return _layout(fig, title, height)

@@ -26,7 +26,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.figures import PALETTE, _layout, layer_curves
+from viz.figures import PALETTE, _layout
+from viz.probe_figures import interval_error
 from viz.text import escape_html, legend_label, shorten
 
 MIXED = "several senses"
@@ -193,9 +194,29 @@ def occurrence_scatter(
 
 
 def layer_measures_figure(df: pd.DataFrame, *, title: str | None = None, height: int = 340) -> go.Figure:
-    """Per-layer lines (long frame: layer, measure, value), every measure on one 0–1 axis."""
-    fig = layer_curves(df, y="value", color="measure", y_title="value (0–1)", title=title, height=height)
-    fig.update_yaxes(range=[-0.02, 1.02])
+    """Per-layer lines (long frame: layer, measure, value[, lo, hi]), every measure on one 0–1 axis; a measure with
+    ``lo``/``hi`` has them as error bars; chance ("… chance") is a baseline: grey, dashed, no markers."""
+    fig = go.Figure()
+    colours = iter(PALETTE)
+    for measure, part in df.groupby("measure", sort=False):
+        name = escape_html(str(measure))
+        if str(measure).endswith("chance"):
+            style = dict(mode="lines", name=f"{name} (baseline)", line=dict(color="#555", dash="dash", width=2))
+        else:
+            colour = next(colours)
+            style = dict(mode="lines+markers", name=name, line=dict(color=colour, width=2.5), marker=dict(size=9))
+        fig.add_trace(
+            go.Scatter(
+                x=part["layer"],
+                y=part["value"],
+                error_y=interval_error(part),
+                hovertemplate=f"{name}, layer %{{x}}: %{{y:.2f}}<extra></extra>",
+                **style,
+            )
+        )
+    _layout(fig, title, height)
+    fig.update_xaxes(dtick=1, title="layer")
+    fig.update_yaxes(title="value (0–1)", range=[-0.02, 1.02])
     return fig
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
 
 from corpora.types import SemcorSentence
 from probes.estimators.contextuality import word_profile
@@ -173,11 +174,17 @@ def occurrence_vectors(embed_fn: EmbedFn, occs: Sequence[Occurrence]) -> np.ndar
     return np.stack(vecs, axis=1).astype(np.float32)
 
 
+#: What the 1-NN curve's error bars are (the chart's caption and CSV say it): each occurrence's outcome counts as one
+#: independent trial, which leave-one-out neighbours are not quite, so the interval is approximate.
+AGREEMENT_INTERVAL = "approximate 95% intervals (Wilson, each occurrence one trial)"
+
+
 def layer_agreement(X: np.ndarray, groups: Sequence[str | None]) -> pd.DataFrame:
     """Per layer: how often an occurrence's nearest other occurrence has the same sense.
 
     Columns: layer, 1-NN same sense, chance (probability that a random other occurrence shares
-    the sense: Σ c(c−1) / n(n−1)).
+    the sense: Σ c(c−1) / n(n−1)), n (occurrences with a sense), lo, hi (the 1-NN fraction's
+    :data:`AGREEMENT_INTERVAL`).
     """
     labels = list(groups)
     known = [g for g in labels if g is not None]
@@ -186,10 +193,20 @@ def layer_agreement(X: np.ndarray, groups: Sequence[str | None]) -> pd.DataFrame
     for g in known:
         counts[g] = counts.get(g, 0) + 1
     chance = sum(c * (c - 1) for c in counts.values()) / (n * (n - 1)) if n > 1 else float("nan")
-    rows = [
-        {"layer": layer, "1-NN same sense": nn_label_agreement(X[layer], labels), "chance": chance}
-        for layer in range(X.shape[0])
-    ]
+    rows = []
+    for layer in range(X.shape[0]):
+        agreement = nn_label_agreement(X[layer], labels)
+        ci = binomtest(round(agreement * n), n).proportion_ci(method="wilson") if n > 1 else None
+        rows.append(
+            {
+                "layer": layer,
+                "1-NN same sense": agreement,
+                "chance": chance,
+                "n": n,
+                "lo": ci.low if ci else float("nan"),
+                "hi": ci.high if ci else float("nan"),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -215,14 +232,15 @@ def separability_problem(groups: Sequence[str | None]) -> str | None:
 
 
 def layer_measures(X: np.ndarray, occs: Sequence[Occurrence], *, with_agreement: bool = True) -> pd.DataFrame:
-    """Per layer, long (layer, measure, value): 1-NN same sense and chance (``layer_agreement``), and how
+    """Per layer, long (layer, measure, value[, n, lo, hi]): 1-NN same sense with its interval and chance
+    (``layer_agreement``), and how
     contextual the layer is for this word (Ethayarajh 2019, ``probes.estimators.contextuality.word_profile``):
     self-similarity and explainable variance, over one occurrence per distinct sentence."""
     parts = []
     if with_agreement:
-        parts.append(
-            layer_agreement(X, [o.group for o in occs]).melt(id_vars="layer", var_name="measure", value_name="value")
-        )
+        agreement = layer_agreement(X, [o.group for o in occs])
+        long = agreement.melt(id_vars="layer", value_vars=["1-NN same sense", "chance"], var_name="measure")
+        parts.append(long.merge(agreement[["layer", "n", "lo", "hi"]].assign(measure="1-NN same sense"), how="left"))
     one_per_sentence = sorted({o.words: i for i, o in enumerate(occs)}.values())
     if len(one_per_sentence) >= 2:
         prof = word_profile(X[:, one_per_sentence])

@@ -15,11 +15,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
 import plotly.graph_objects as go
 
 from probes.stats.units import over_text
-from viz.figures import PALETTE, _layout, chart_layout, model_styles
+from viz.figures import chart_layout, model_styles
 from viz.text import escape_html
 
 
@@ -58,7 +57,7 @@ def _extent(part: pd.DataFrame) -> list[float]:
 BASELINE_LINES = (("dash", "#444"), ("longdash", "#888"), ("12px,4px,2px,4px", "#666"))
 
 
-def _baseline_line(row, x: Sequence, k: int = 0, **kwargs) -> go.Scatter:
+def baseline_line(row, x: Sequence, k: int = 0, **kwargs) -> go.Scatter:
     """The ``k``-th baseline (``row``: label, value) as a dashed series of its own across ``x``, in the legend;
     a baseline marked missing (no value) only as a legend entry that says so."""
     value = "missing" if pd.isna(row["value"]) else f"{row['value']:.2f}"
@@ -73,37 +72,6 @@ def _baseline_line(row, x: Sequence, k: int = 0, **kwargs) -> go.Scatter:
         hovertemplate=f"{label}: {value}<extra></extra>",
         **kwargs,
     )
-
-
-def grouped_bars(
-    df: pd.DataFrame,
-    *,
-    x: str,
-    y: str,
-    color: str,
-    title: str | None = None,
-    y_title: str | None = None,
-    height: int = 400,
-    category_orders: dict | None = None,
-) -> go.Figure:
-    """Grouped bars from 0; with ``lo``/``hi`` columns (95% intervals) each bar that has one gets its
-    error bar (a result without intervals: none drawn, rather than a zero-width one)."""
-    has_ci = {"lo", "hi"} <= set(df) and bool(df[["lo", "hi"]].notna().all(axis=1).any())
-    if has_ci:
-        df = df.assign(_plus=(df["hi"] - df[y]).clip(lower=0), _minus=(df[y] - df["lo"]).clip(lower=0))
-    fig = px.bar(
-        df,
-        x=x,
-        y=y,
-        color=color,
-        barmode="group",
-        color_discrete_sequence=PALETTE,
-        error_y="_plus" if has_ci else None,
-        error_y_minus="_minus" if has_ci else None,
-        category_orders=category_orders,
-    )
-    fig.update_yaxes(title=y_title or y, rangemode="tozero")
-    return _layout(fig, title + (" (error bars: 95% intervals)" if has_ci and title else "") if title else None, height)
 
 
 #: Fewer test instances than this make a "small slice": its 95% interval is drawn and the title says so.
@@ -227,7 +195,7 @@ def layer_probe_figure(
             )
         bounds += _extent(part)
     for k, (_, row) in enumerate((base if base is not None else pd.DataFrame()).iterrows()):
-        fig.add_trace(_baseline_line(row, [x0, x1], k, legendgroup="baselines"))
+        fig.add_trace(baseline_line(row, [x0, x1], k, legendgroup="baselines"))
         bounds.append(row["value"])
         if pd.notna(row.get("lo")) and pd.notna(row.get("hi")):
             fig.add_trace(
@@ -288,10 +256,71 @@ def named_rows_figure(
             )
         )
     for k, (_, row) in enumerate((base if base is not None else pd.DataFrame()).iterrows()):
-        fig.add_trace(_baseline_line(row, order, k))
+        fig.add_trace(baseline_line(row, order, k))
     chart_layout(fig, f"{title} — {interval_note(rows)}", height)
     fig.update_layout(barmode="group")
     fig.update_xaxes(categoryorder="array", categoryarray=list(order), title=None)
+    unit = METRIC_AXES.get(metric, PERCENT)[0]
+    fig.update_yaxes(title=f"{metric} ({unit})", **({"range": [0, 100]} if unit == "%" else {"rangemode": "tozero"}))
+    return fig
+
+
+def breakdown_figure(
+    frame: pd.DataFrame,
+    *,
+    title: str,
+    metric: str = "F1",
+    height: int = 360,
+    twin_of: Callable[[str], str | None] = lambda model: None,
+) -> go.Figure:
+    """Bars per category (WSD: part of speech), one series a model at its chosen layer, from 0, with their 95%
+    intervals as error bars; a random-weight twin in its trained model's colour, hatched; each baseline a dashed
+    segment of its own across each category's group of bars (in the legend, never a bar among the models).
+
+    frame: ``viz.results.breakdown_frame`` (label, model, category, value[, lo, hi]; baselines have no
+    "chosen on")."""
+    fig = go.Figure()
+    categories = list(dict.fromkeys(frame["category"]))
+    where = {c: i for i, c in enumerate(categories)}
+    is_base = frame["chosen on"] == ""
+    models = frame[~is_base]
+    styles = model_styles(list(dict.fromkeys(models["model"])), twin_of)
+    for (model, label), part in models.groupby(["model", "label"], sort=False):
+        name = escape_html(str(label))
+        fig.add_trace(
+            go.Bar(
+                x=part["category"].map(where),
+                y=part["value"],
+                name=name,
+                marker_color=styles[model]["color"],
+                marker_pattern_shape="" if styles[model]["dash"] == "solid" else "/",
+                error_y=interval_error(part),
+                customdata=part[["category"]],
+                hovertemplate=f"{name} %{{customdata[0]}}: %{{y:.2f}}<extra></extra>",
+            )
+        )
+    for k, (label, part) in enumerate(frame[is_base].groupby("label", sort=False)):
+        dash, colour = BASELINE_LINES[k % len(BASELINE_LINES)]
+        xs, ys, texts = [], [], []
+        for c, v in zip(part["category"], part["value"]):
+            xs += [where[c] - 0.42, where[c] + 0.42, None]
+            ys += [v, v, None]
+            texts += [f"{c}: {v:.2f}"] * 2 + [None]
+        name = escape_html(f"{label} (baseline)")
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                text=texts,
+                name=name,
+                mode="lines",
+                line=dict(dash=dash, width=2, color=colour),
+                hovertemplate=f"{name} %{{text}}<extra></extra>",
+            )
+        )
+    chart_layout(fig, f"{title} — {interval_note(models)}", height)
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(tickvals=list(range(len(categories))), ticktext=[escape_html(c) for c in categories], title=None)
     unit = METRIC_AXES.get(metric, PERCENT)[0]
     fig.update_yaxes(title=f"{metric} ({unit})", **({"range": [0, 100]} if unit == "%" else {"rangemode": "tozero"}))
     return fig

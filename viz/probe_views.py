@@ -18,8 +18,15 @@ from probes.reporting.rigor_tables import selectivity_mdl_table
 from probes.results import ProbeResult
 from probes.stats.claims import ALPHA, p_text
 from probes.stats.comparisons import holm, layer_comparisons, numbered_layers, outcome_table
-from viz.probe_figures import grouped_bars, layer_probe_figure, named_rows_figure, task_vs_control_figure
-from viz.results import baseline_frame, breakdown_frame, layer_curves_frame, named_rows_frame, wide_table
+from viz.probe_figures import breakdown_figure, layer_probe_figure, named_rows_figure, task_vs_control_figure
+from viz.results import (
+    baseline_frame,
+    breakdown_frame,
+    breakdown_note,
+    layer_curves_frame,
+    named_rows_frame,
+    wide_table,
+)
 
 #: The two control-task panels: (task metric, control metric, on the training split?, what, the flag that measures it).
 RIGOR_PANELS = (
@@ -44,8 +51,8 @@ TwinOf = Callable[[str], str | None]  # a random-weight twin's trained model (``
 def probe_view(
     df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str, twin_of: TwinOf = lambda model: None
 ) -> dict:
-    """curves, base, rows (named rows), rows_figure, layer_figure, table, breakdown, breakdown_figure
-    (a figure is None where there is nothing to draw)."""
+    """curves, base, rows (named rows), rows_figure, layer_figure, table, breakdown, breakdown_figure,
+    breakdown_note (which set chose each model's layer) (a figure is None where there is nothing to draw)."""
     name = spec.short_title
     curves = layer_curves_frame(df, spec.name, dataset, metric, exclude=set(spec.baseline_models))
     base = baseline_frame(df, spec, dataset, metric)
@@ -81,20 +88,16 @@ def probe_view(
         ),
         "breakdown": None,
         "breakdown_figure": None,
+        "breakdown_note": "",
     }
     if spec.chart.breakdown:
         breakdown = breakdown_frame(df, spec, metric, dataset)
         if not breakdown.empty:
             view["breakdown"] = breakdown
-            view["breakdown_figure"] = grouped_bars(
-                breakdown,
-                x="category",
-                y="value",
-                color="model",
-                y_title=f"{metric} (%)",
-                height=360,
-                title=f"{name}: {metric} by {spec.chart.breakdown_label}",
+            view["breakdown_figure"] = breakdown_figure(
+                breakdown, metric=metric, title=f"{name}: {metric} by {spec.chart.breakdown_label}", twin_of=twin_of
             )
+            view["breakdown_note"] = breakdown_note(breakdown, df, spec, dataset)
     return view
 
 
@@ -122,7 +125,7 @@ def rigor_view(df: pd.DataFrame, probe: str, twin_of: TwinOf = lambda model: Non
             curves[task_metric],
             curves[control_metric],
             metric=task_metric,
-            title=f"{what}: task vs control task on {dataset}",
+            title=f"{what}: task vs control on {dataset}",  # fits a half-width chart at 1280 px
             twin_of=twin_of,
         )
         panels.append(

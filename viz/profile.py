@@ -21,8 +21,8 @@ import plotly.graph_objects as go
 
 from probes.estimators.contextuality import METRICS as CONTEXTUALITY_METRICS
 from probes.tasks.contextuality import NAME as CONTEXTUALITY
-from viz.figures import _layout, model_styles
-from viz.probe_figures import interval_error
+from viz.figures import _layout, chart_layout, model_styles
+from viz.probe_figures import baseline_line, interval_error, interval_note
 from viz.text import escape_html
 
 #: metrics shown as profiles (a probe's first metric is its headline one)
@@ -62,13 +62,17 @@ def profile_figure(
     *,
     title: str,
     y_title: str,
+    base: pd.DataFrame | None = None,
     height: int = 440,
     twin_of: Callable[[str], str | None] = lambda model: None,
 ) -> go.Figure:
-    """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns).
+    """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns), each
+    baseline (``base``: label, value, as ``viz.results.baseline_frame``) a dashed series of its own across the depths.
 
-    twin_of: a random-weight twin's trained model, drawn dotted in that model's colour (``viz.figures.model_styles``;
-    the app passes ``models.random_init.twin_base``: viz imports no models).
+    Drawn at half width: the title in two lines (``title``'s part before " (", then the rest with what the error
+    bars are), the legend two entries a row under the plot. twin_of: a random-weight twin's trained model,
+    drawn dotted in that model's colour (``viz.figures.model_styles``; the app passes
+    ``models.random_init.twin_base``: viz imports no models).
     """
     fig = go.Figure()
     styles = model_styles(list(dict.fromkeys(profile["model"])), twin_of)
@@ -93,9 +97,15 @@ def profile_figure(
                 hoverinfo="text",
             )
         )
+    for k, (_, row) in enumerate((base if base is not None else pd.DataFrame()).iterrows()):
+        fig.add_trace(baseline_line(row, [0.0, 1.0], k))
+    head, _, aside = title.partition(" (")
+    notes = [aside.rstrip(")")] if aside else []
+    notes.append(interval_note(profile.dropna(subset=["lo", "hi"])))
+    chart_layout(fig, f"{head} — {'; '.join(notes)}", height, per_row=2, split=True)  # drawn at half width
     fig.update_xaxes(title="relative depth (layer / top layer)", range=[-0.05, 1.05], dtick=0.25)
     fig.update_yaxes(title=escape_html(y_title))
-    return _layout(fig, title, height)
+    return fig
 
 
 def cka_heatmap(

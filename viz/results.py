@@ -15,7 +15,7 @@ import pandas as pd
 
 from corpora.paths import REPO_ROOT, cache_dir
 from probes.registry import ProbeSpec
-from probes.results import COLUMNS, load_results
+from probes.results import COLUMNS, load_results, on_slice_of, split_slice
 from probes.tasks.wsd.tables import WORD_ROW
 
 
@@ -127,12 +127,6 @@ def named_rows_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: st
     )
 
 
-def baselines(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> dict[str, float]:
-    """Label -> value of the probe's baseline results (WordNet first sense, majority tag…)."""
-    base = baseline_frame(df, spec, dataset, metric)
-    return {str(label): float(v) for label, v in zip(base["label"], base["value"])}
-
-
 def baseline_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str) -> pd.DataFrame:
     """label, model, value, n, lo, hi of the probe's baseline results: each its own series."""
     sel = df[
@@ -154,40 +148,75 @@ def best_layer(df: pd.DataFrame, model: str, probe: str, dataset: str, metric: s
     return str(int(curves.loc[curves["value"].idxmax(), "layer"]))
 
 
-def _num(value) -> float:
-    """A row's optional number (None or missing -> NaN)."""
-    return float("nan") if value is None else float(value)
+BREAKDOWN_COLUMNS = ["label", "model", "layer", "chosen on", "category", "value", "n", "lo", "hi", "unit", "clusters"]
+
+
+def breakdown_scored(spec: ProbeSpec, dataset: str) -> str:
+    """The set a probe's breakdown scores (WSD: ALL), on the slice ``dataset`` is on."""
+    return on_slice_of((spec.chart.breakdown or "").rstrip(":"), dataset)
 
 
 def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str) -> pd.DataFrame:
-    """Per-category scores (e.g. WSD F1 on ALL by POS): model label, category, value, n, lo, hi.
+    """Per-category scores (e.g. WSD F1 on ALL by POS) of the slice ``dataset`` is on (a ``--limit`` run's rows
+    never mix with a full run's), a row per model and category: label (the legend's: "minilm (layer 6)"), model,
+    layer, chosen on, category, value, n, lo, hi, unit, clusters.
 
-    Each model at its best numbered layer on ``dataset``; each baseline model as it is. ``lo``/``hi``:
-    the rows' 95% interval (NaN where a result has none).
+    A model is shown at its best numbered layer on ``spec.chart.breakdown_ranked_on`` (a dev set: WSD's SemEval-07,
+    whose words ALL holds too) where its results have that set, else at its best on the set the bars score
+    (ALL) — the test set choosing the layer it is then scored on, an optimistic pick; "chosen on" names the set
+    that chose. A baseline model is shown as it is ("chosen on" empty). ``lo``/``hi``: the rows' 95% interval.
     """
-    prefix = spec.chart.breakdown or ""
-    rows = []
-    sel_all = df[(df["probe"] == spec.name) & df["dataset"].str.startswith(prefix) & (df["metric"] == metric)]
+    prefix, scored = spec.chart.breakdown or "", breakdown_scored(spec, dataset)
+    rank_on = on_slice_of(spec.chart.breakdown_ranked_on, dataset) if spec.chart.breakdown_ranked_on else None
+    sel_all = df[(df["probe"] == spec.name) & (df["metric"] == metric)]
+    if sel_all.empty:
+        return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    name, limit = zip(*map(split_slice, sel_all["dataset"]))
+    sel_all = sel_all.assign(_name=name)[[lim == split_slice(dataset)[1] for lim in limit]]
+    sel_all = sel_all[sel_all["_name"].str.startswith(prefix)]
+    frames = []
     for model in dict.fromkeys(sel_all["model"]):
         if model in spec.baseline_models:
-            sel, label = sel_all[sel_all["model"] == model], spec.baseline_models[model]
+            sel = sel_all[sel_all["model"] == model]
+            label, chosen_on = spec.baseline_models[model], ""
         else:
-            layer = best_layer(df, model, spec.name, dataset, metric)
+            chosen_on = rank_on if rank_on and best_layer(df, model, spec.name, rank_on, metric) else scored
+            layer = best_layer(df, model, spec.name, chosen_on, metric)
             sel = sel_all[(sel_all["model"] == model) & (sel_all["layer"] == layer)]
             label = f"{model} (layer {layer})"
-        sel = with_optional(sel, ("lo", "hi"))
-        for ds, v, n, lo, hi in zip(sel["dataset"], sel["value"], sel["n"], sel["lo"], sel["hi"]):
-            rows.append(
-                {
-                    "model": label,
-                    "category": ds[len(prefix) :],
-                    "value": float(v),
-                    "n": n,
-                    "lo": _num(lo),
-                    "hi": _num(hi),
-                }
-            )
-    return pd.DataFrame(rows, columns=["model", "category", "value", "n", "lo", "hi"])
+        sel = with_optional(sel)
+        frames.append(
+            sel.assign(label=label, category=sel["_name"].str[len(prefix) :], **{"chosen on": chosen_on})[
+                BREAKDOWN_COLUMNS
+            ]
+        )
+    if not frames:
+        return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    out = pd.concat(frames, ignore_index=True)
+    return out.astype({"value": float, "lo": float, "hi": float}).reset_index(drop=True)
+
+
+def breakdown_note(frame: pd.DataFrame, df: pd.DataFrame, spec: ProbeSpec, dataset: str) -> str:
+    """Which set chose the layer each model's breakdown (``breakdown_frame``) is shown at, in sentences, with the
+    sets' sizes (``n`` of the results ``df``); the models whose layer the scored set chose itself are named, as
+    their bars are optimistic."""
+    models, scored = frame[frame["chosen on"] != ""].drop_duplicates("model"), breakdown_scored(spec, dataset)
+
+    def size(name: str) -> str:
+        n = pd.to_numeric(df.loc[(df["probe"] == spec.name) & (df["dataset"] == name), "n"], errors="coerce").max()
+        return f"the {int(n):,} instances of {name}" if pd.notna(n) else name
+
+    sentences = [
+        f"Each model is shown at the layer that scores best on {size(name)}, not at its best on {size(scored)}, "
+        "which these bars score."
+        for name in sorted(set(models["chosen on"]) - {scored})
+    ]
+    if own := models.loc[models["chosen on"] == scored, "model"].tolist():
+        sentences.append(
+            f"No dev-set rows for {', '.join(own)}: {scored} chose {'its' if len(own) == 1 else 'their'} layer "
+            "itself, an optimistic pick."
+        )
+    return " ".join(sentences)
 
 
 def wide_table(

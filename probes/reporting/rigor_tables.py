@@ -29,12 +29,13 @@ from probes.stats.claims import ALPHA, claims_table, holm_family
 from probes.stats.comparisons import compare, numbered_layers, outcome_table
 from probes.stats.units import over_text, value_interval_text
 from probes.tasks.rigor_options import RIGOR_METRICS, base_probe
+from probes.tasks.wsd.scoring import DEV_SET, PAPER_ALL
 
 TOKEN_PROBES = ("pos", "tag")
 #: What ranks the POS layers: the probe's early-stopping split of the training tokens (``_held_out_accuracy``).
 HELD_OUT = "conll2000-train held-out tenth"
 # probe -> (what ranks the layers, dataset that tests the best)
-BEST_LAYER_DATASETS = {"wsd": ("semeval2007", "ALL-noSE07"), "pos": (HELD_OUT, "conll2000-test")}
+BEST_LAYER_DATASETS = {"wsd": (DEV_SET, PAPER_ALL), "pos": (HELD_OUT, "conll2000-test")}
 TITLES = {
     "best_layer": "Is the best layer best? Each model's best layer (ranked on dev) against the runner-up and layer 0 "
     "(paired tests, Holm-corrected)",

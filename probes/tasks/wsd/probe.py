@@ -34,7 +34,7 @@ from probes.tasks.wsd.estimator import first_sense_predictions
 from probes.tasks.wsd.inventory import WORDNET, choose_kind
 from probes.tasks.wsd.rows import evaluate
 from probes.tasks.wsd.runner import Plan, layer_predictions
-from probes.tasks.wsd.scoring import EVAL_SETS, PAPER_ALL, key_dir, write_key_file
+from probes.tasks.wsd.scoring import DEV_SET, EVAL_SETS, PAPER_ALL, key_dir, set_groups, write_key_file
 from probes.tasks.wsd.tables import BASELINE_MODELS, FIRST_SENSE, SEMCOR_MFS, TRAIN_MFS, wsd_tables
 from probes.tasks.wsd.words import TIE_RULE, target_words, wsd_summary
 
@@ -189,15 +189,11 @@ def run_first_sense(
 def evaluate_predictions(instances, preds: list[str | None], label: str, seed: int = 0) -> list[dict]:
     """Rows of built-in-style evaluation (per set, ALL, ALL w/o SE07, POS on ALL) of framework instances."""
     sets = [inst.id.split(".")[0] for inst in instances]
-    groups = {
-        n: [i for i, s in enumerate(sets) if n == "ALL" or s == n or (n == PAPER_ALL and s != "semeval2007")]
-        for n in EVAL_SETS + (PAPER_ALL,)
-    }
     return evaluate(
         preds,
         [i.gold_keys for i in instances],
         [i.pos for i in instances],
-        groups,
+        set_groups(sets),
         label,
         by_pos="ALL",
         seed=seed,
@@ -310,6 +306,7 @@ PROBE = ProbeSpec(
         datasets=("ALL",) + EVAL_SETS[:-1] + (PAPER_ALL,),
         breakdown="ALL:",
         breakdown_label="part of speech",
+        breakdown_ranked_on=DEV_SET,
     ),
     options=(
         Option("semcor_limit", int, None, "train on the first N SemCor sentences only", positive=True, in_app=False),

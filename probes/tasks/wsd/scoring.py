@@ -26,7 +26,18 @@ EVAL_LABELS = {
 #: Peters et al. (2018, Table 5) report the four test sets of Raganato et al. (2017a) together:
 #: ALL without SemEval-07 (their development set). WordNet's first sense scores 65.9 there.
 PAPER_ALL = "ALL-noSE07"
+#: The framework's development set: where a layer is chosen without the test set, this set ranks the layers.
+DEV_SET = "semeval2007"
 UPOS = ("NOUN", "VERB", "ADJ", "ADV")
+
+
+def set_groups(sets: Sequence[str]) -> dict[str, list[int]]:
+    """Instance indices of each evaluation set, ALL and ALL w/o SE07, from each instance's set name (in
+    :data:`EVAL_SETS` order, then :data:`PAPER_ALL`)."""
+    return {
+        name: [i for i, s in enumerate(sets) if name == "ALL" or s == name or (name == PAPER_ALL and s != DEV_SET)]
+        for name in EVAL_SETS + (PAPER_ALL,)
+    }
 
 
 def score(predictions: Sequence[str | None], golds: Sequence[Sequence[str]]) -> dict:

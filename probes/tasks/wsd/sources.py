@@ -30,7 +30,7 @@ from probes.errors import ProbeInputError
 from probes.tasks.wsd.data import eval_slice, semcor_view
 from probes.tasks.wsd.estimator import SenseAssignments
 from probes.tasks.wsd.layout import PieceLayout, build_layout, eval_word_pieces
-from probes.tasks.wsd.scoring import EVAL_SETS, PAPER_ALL
+from probes.tasks.wsd.scoring import set_groups
 
 FORMATS = ("xml", "tsv")
 
@@ -128,14 +128,7 @@ def builtin_test(limit: int | None) -> WsdSplit:
     if not instances:
         raise ProbeInputError("No WSD evaluation instances in this slice.")
     sets = [inst.id.split(".")[0] for inst in instances]
-    groups = {}
-    for name in EVAL_SETS + (PAPER_ALL,):
-        if name == "ALL":
-            groups[name] = list(range(len(instances)))
-        elif name == PAPER_ALL:
-            groups[name] = [i for i, s in enumerate(sets) if s != "semeval2007"]
-        else:
-            groups[name] = [i for i, s in enumerate(sets) if s == name]
+    groups = set_groups(sets)
     return WsdSplit(
         "ALL",
         layout,
