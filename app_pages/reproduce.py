@@ -93,7 +93,9 @@ def main() -> None:
             st.subheader("Paper vs. ours at a glance")
             st.caption(
                 "WSD: F1 on the paper's evaluation set, ALL without SemEval-07 (SE2, SE3, SE13, SE15), "
-                "for both (paper: biLM and CoVe layers 1 and 2; ours: each model's best layer). "
+                "for both (paper: biLM and CoVe layers 1 and 2; ours: each model's layer ranked best without the "
+                "test set — WSD on SemEval-07, POS on the probe's held-out tenth of its training tokens — as in "
+                "the best-layer table). "
                 "POS: accuracy, on different test sets (paper: PTB; ours: CoNLL-2000, also WSJ text), "
                 "so only the pattern compares. WordNet 1st sense and the majority tag use no embeddings. "
                 "Error bars on our rows: 95% cluster-bootstrap intervals over the test set's documents (WSD) "

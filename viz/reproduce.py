@@ -43,15 +43,29 @@ def load_tables(results_dir: Path | None) -> dict[str, pd.DataFrame]:
     return tables or paper_tables()
 
 
-def _best_rows(df: pd.DataFrame, value_col: str) -> list[tuple[str, str, float]]:
-    """(model, layer, value) of each model's best numbered layer."""
+def _ranked_rows(df: pd.DataFrame, value_col: str, ranked: dict[str, str]) -> list[tuple[str, str, str, float]]:
+    """(model, system, layer, value) of each model at the layer ranked best without the test set (``ranked``: model ->
+    layer, from the best-layer table); a one-layer model at its layer; a model the table does not rank at its
+    best on the test set itself, which its system name says ("… (best on test)")."""
     out = []
     sel = df[df["layer"].astype(str).str.fullmatch(r"\d+")].copy()
     sel[value_col] = pd.to_numeric(sel[value_col], errors="coerce")
     for model, grp in sel.dropna(subset=[value_col]).groupby("model", sort=False):
-        best = grp.loc[grp[value_col].idxmax()]
-        out.append((str(model), str(best["layer"]), float(best[value_col])))
+        layers = grp.set_index(grp["layer"].astype(str))[value_col]
+        if len(layers) == 1 or ranked.get(str(model)) in layers.index:
+            layer, note = (ranked[str(model)] if len(layers) > 1 else layers.index[0]), ""
+        else:
+            layer, note = str(layers.idxmax()), " (best on test)"
+        out.append((str(model), f"{model} layer {layer}{note}", layer, float(layers[layer])))
     return out
+
+
+def _ranked_layers(tables: dict[str, pd.DataFrame], probe: str) -> dict[str, str]:
+    """model -> its best layer as the best-layer table ranked it without the test set ("minilm L6" -> "6")."""
+    table = tables.get("best_layer")
+    if table is None or table.empty:
+        return {}
+    return dict(s.rsplit(" L", 1) for s in table.loc[table["probe"] == probe, "best"])
 
 
 #: The paper's WSD numbers (Table 5) are on ALL without SemEval-07 (SE2, SE3, SE13, SE15): ours on the same.
@@ -127,11 +141,14 @@ def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | No
                     }
                 )
                 ours += 1
-        for model, layer, value in _best_rows(wsd[~wsd["model"].isin(list(WSD_BASELINES))], WSD_COLUMN):
+        ranked = _ranked_layers(tables, "wsd")
+        for model, system, layer, value in _ranked_rows(
+            wsd[~wsd["model"].isin(list(WSD_BASELINES))], WSD_COLUMN, ranked
+        ):
             rows.append(
                 {
                     "task": WSD_TASK,
-                    "system": f"{model} layer {layer}",
+                    "system": system,
                     "source": "ours",
                     "test set": WSD_COLUMN,
                     "score": value,
@@ -153,11 +170,12 @@ def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | No
                     **_lohi(results, POS_TASK, "majority-tag", None),
                 }
             )
-        for model, layer, value in _best_rows(pos[pos["model"] != "majority-tag"], POS_COLUMN):
+        ranked = _ranked_layers(tables, "pos")
+        for model, system, layer, value in _ranked_rows(pos[pos["model"] != "majority-tag"], POS_COLUMN, ranked):
             rows.append(
                 {
                     "task": POS_TASK,
-                    "system": f"{model} layer {layer}",
+                    "system": system,
                     "source": "ours",
                     "test set": "CoNLL-2000",
                     "score": value,
