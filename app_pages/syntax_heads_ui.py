@@ -67,7 +67,9 @@ def heads_tab(model: str, words: list[str], keys: str, params: str) -> None:
         f"Over {counts.sentences} EWT dev sentences, relations with ≥ {MIN_COUNT} dependencies, both directions "
         "(dep->head: the dependent's row finds its head; head->dep: the head's row finds the dependent). "
         "The **fixed-offset baseline** always picks the word at −2, −1, +1 or +2 (the best of the four per "
-        "relation, on the same dependencies): a head is only interesting above it. Per relation:"
+        "relation, on the same dependencies): a head is only interesting above it. Here each relation's best head "
+        "is picked and scored on the same sentences, an upper bound for new text; the committed results "
+        "(docs/results/ud_ewt/) pick on EWT dev and score on test. Per relation:"
     )
     table = relation_table(counts)
     st.dataframe(table, hide_index=True, width="stretch", height=250)
