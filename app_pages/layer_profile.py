@@ -21,7 +21,7 @@ from app_pages.warmup import wait_warmup
 from corpora.paths import REPO_ROOT
 from models.random_init import random_name, twin_base
 from models.registry import get_spec
-from probes.registry import RunContext, all_probes
+from probes.registry import RunContext, all_probes, get_probe
 from probes.results import load_extras
 from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
 from probes.tasks.cka import MAX_VECTORS, PROBE as CKA
@@ -101,7 +101,8 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
         return None
     title = choice_label((probe, dataset, metric))
     base = baseline_frame(df, spec, dataset, metric) if spec is not None else None
-    fig = profile_figure(prof, title=title, y_title=metric, base=base, twin_of=twin_base)
+    y_range = spec.chart.y_range if spec is not None else None
+    fig = profile_figure(prof, title=title, y_title=metric, base=base, y_range=y_range, twin_of=twin_base)
     chart(fig, file_stem("layer-profile", probe, dataset, metric), key="lp_profile_chart", data=frame_csv(prof))
     if base is not None and not base.empty:
         st.caption(
@@ -134,7 +135,9 @@ def contextuality_section(dirs: list[Path]) -> None:
     dataset = st.selectbox("Corpus", corpora, key=state.bind("lp_ctx_dataset", corpora[0], corpora, param="ctx_corpus"))
     prof = layer_profile(df, CONTEXTUALITY, dataset, metric)
     title = CONTEXTUALITY_TITLES.get(metric, metric)
-    fig = profile_figure(prof, title=title, y_title=metric, twin_of=twin_base)
+    fig = profile_figure(
+        prof, title=title, y_title=metric, y_range=get_probe(CONTEXTUALITY).chart.y_range, twin_of=twin_base
+    )
     chart(fig, file_stem("contextuality", dataset, metric), key="lp_ctx_chart", data=frame_csv(prof))
     st.caption(
         "Self-similarity: mean cosine of a word's vectors across its sentences; adjusted = minus the mean "

@@ -73,3 +73,17 @@ def test_contextuality_metrics_adjusted_first():
     df = pd.DataFrame({"probe": "contextuality", "metric": ["self_similarity", "anisotropy", "self_similarity_adj"]})
     assert contextuality_metrics(df) == ["self_similarity_adj", "self_similarity", "anisotropy"]
     assert contextuality_metrics(df.iloc[0:0]) == []
+
+
+def test_profile_axis_never_zooms_into_noise_and_takes_a_probes_fixed_range():
+    """One model whose layers differ by 1.5 points: the accuracy axis still spans 20 points of its unit (as the
+    Probes page's); a probe's fixed range (cosines: -1..1) is kept as given."""
+    df = pd.DataFrame(
+        {"model": "minilm", "probe": "pos", "dataset": "d", "metric": "accuracy", "layer": ["0", "1", "2"]}
+        | {"value": [93.0, 94.5, 94.0]}
+    )
+    prof = layer_profile(df, "pos", "d", "accuracy")
+    fig = profile_figure(prof, title="t", y_title="accuracy")
+    lo, hi = fig.layout.yaxis.range
+    assert hi - lo >= 20 and lo <= 93 and hi <= 100 and fig.layout.yaxis.title.text == "accuracy (%)"
+    assert list(profile_figure(prof, title="t", y_title="cos", y_range=(-1.0, 1.0)).layout.yaxis.range) == [-1, 1]

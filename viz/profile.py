@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 from probes.estimators.contextuality import METRICS as CONTEXTUALITY_METRICS
 from probes.tasks.contextuality import NAME as CONTEXTUALITY
 from viz.figures import _layout, chart_layout, model_styles
-from viz.probe_figures import baseline_line, interval_error, interval_note
+from viz.probe_figures import baseline_line, interval_error, interval_note, metric_axis
 from viz.text import escape_html
 
 #: metrics shown as profiles (a probe's first metric is its headline one)
@@ -63,16 +63,18 @@ def profile_figure(
     title: str,
     y_title: str,
     base: pd.DataFrame | None = None,
+    y_range: tuple[float, float] | None = None,
     height: int = 440,
     twin_of: Callable[[str], str | None] = lambda model: None,
 ) -> go.Figure:
     """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns), each
     baseline (``base``: label, value, as ``viz.results.baseline_frame``) a dashed series of its own across the depths.
 
-    Drawn at half width: the title in two lines (``title``'s part before " (", then the rest with what the error
-    bars are), the legend two entries a row under the plot. twin_of: a random-weight twin's trained model,
-    drawn dotted in that model's colour (``viz.figures.model_styles``; the app passes
-    ``models.random_init.twin_base``: viz imports no models).
+    The y axis: ``y_range`` (a probe's fixed one: cosines, CKA), else the metric's unit and bounds spanning at least
+    ``viz.probe_figures.MIN_SPAN`` points, as on the Probes page. Drawn at half width: the title in two lines
+    (``title``'s part before " (", then the rest with what the error bars are), the legend two entries a row under
+    the plot. twin_of: a random-weight twin's trained model, drawn dotted in that model's colour
+    (``viz.figures.model_styles``; the app passes ``models.random_init.twin_base``: viz imports no models).
     """
     fig = go.Figure()
     styles = model_styles(list(dict.fromkeys(profile["model"])), twin_of)
@@ -104,7 +106,10 @@ def profile_figure(
     notes.append(interval_note(profile.dropna(subset=["lo", "hi"])))
     chart_layout(fig, f"{head} — {'; '.join(notes)}", height, per_row=2, split=True)  # drawn at half width
     fig.update_xaxes(title="relative depth (layer / top layer)", range=[-0.05, 1.05], dtick=0.25)
-    fig.update_yaxes(title=escape_html(y_title))
+    if y_range is None:  # the metric's unit and bounds, never zoomed into noise (``viz.probe_figures.metric_axis``)
+        values = [*profile["value"], *profile["lo"].dropna(), *profile["hi"].dropna()]
+        y_title, y_range = metric_axis(y_title, values + ([] if base is None else list(base["value"].dropna())))
+    fig.update_yaxes(title=escape_html(y_title), range=list(y_range))
     return fig
 
 
