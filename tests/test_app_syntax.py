@@ -178,6 +178,8 @@ def test_the_page_draws_gold_and_predicted_trees_for_glove_from_the_url() -> Non
     assert at.selectbox(key="syn_sentence").options[6].startswith("7. ")
     uuas = float(at.metric[0].value)
     assert 0 <= uuas <= 100 and "vs the left-to-right chain" in at.metric[0].proto.delta
+    found, total = map(int, re.search(r"this sentence: (\d+) of (\d+) gold edges", at.metric[0].label).groups())
+    assert uuas == pytest.approx(100 * found / total, abs=0.05)  # the edges behind the score are on the page
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert titles == [
         "glove-6b-50d, layer 0: gold and predicted trees",
