@@ -51,7 +51,7 @@ def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():
     # two lines at half width: the headline, then the aside and what the error bars are
     assert fig.layout.title.text == "t &lt;b&gt;<br><sup>aside; 95% intervals</sup>"
     # the baseline is a dashed series of its own across the depths, in the legend
-    assert baseline.name == "majority tag (baseline)" and baseline.line.dash == "dash" and list(baseline.x) == [0, 1]
+    assert baseline.name == "majority tag<br>(baseline)" and baseline.line.dash == "dash" and list(baseline.x) == [0, 1]
 
 
 def test_cka_heatmap_checks_its_labels():
