@@ -49,7 +49,7 @@ CHARTS_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"
       csv: !!(key && document.querySelector(`.st-key-${CSS.escape(key + '__data')} [data-testid="stDownloadButton"]`)),
     };
   })"""
-# Per chart shown: its title's box and the modebar's (the toolbar, top right), relative to the chart, and its width.
+# Per chart shown: the boxes of its title, modebar (toolbar, top right) and legend, relative to the chart; its width.
 TITLE_BOXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
   .filter(el => el.offsetParent !== null && el.querySelector('.gtitle')?.textContent)
   .map(el => {
