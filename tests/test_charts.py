@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from probes.stats.comparisons import labelled_side
 from viz.reproduce import WSD_COLUMN, comparison_figure, comparison_frame, load_tables
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results" / "runs"
@@ -29,7 +30,7 @@ def test_reproduce_compares_wsd_on_the_papers_evaluation_set(tables) -> None:
     assert ours_fs == pytest.approx(65.9, abs=0.1)  # the paper's first sense on that set
     # each model at the layer ranked best without the test set (the best-layer table: on SemEval-07), not at its
     # best on the test set: for two random-weight twins those differ
-    ranked = dict(b.rsplit(" L", 1) for b in tables["best_layer"].query("probe == 'wsd'")["best"])
+    ranked = dict(labelled_side(best) for best in tables["best_layer"].query("probe == 'wsd'")["best"])
     differs = 0
     for model, layer in (s.rsplit(" layer ", 1) for s in wsd[wsd["source"] == "ours"]["system"] if " layer " in s):
         rows = tables["wsd"][(tables["wsd"]["model"] == model) & tables["wsd"]["layer"].astype(str).str.isdigit()]

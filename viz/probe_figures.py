@@ -57,16 +57,17 @@ def _extent(part: pd.DataFrame) -> list[float]:
 BASELINE_LINES = (("dash", "#444"), ("longdash", "#888"), ("12px,4px,2px,4px", "#666"))
 
 
-def baseline_line(row, x: Sequence, k: int = 0, **kwargs) -> go.Scatter:
-    """The ``k``-th baseline (``row``: label, value) as a dashed series of its own across ``x``, in the legend;
-    a baseline marked missing (no value) only as a legend entry that says so."""
+def baseline_line(row, x: Sequence, k: int = 0, *, two_lines: bool = False, **kwargs) -> go.Scatter:
+    """The ``k``-th baseline (``row``: label, value) as a dashed series of its own across ``x``, in the legend
+    (``two_lines``: its "(baseline)" on a line of its own, for a narrow legend column); a baseline marked missing
+    (no value) only as a legend entry that says so."""
     value = "missing" if pd.isna(row["value"]) else f"{row['value']:.2f}"
     label = escape_html(f"{row['label']} (baseline{': missing' if value == 'missing' else ''})")
     dash, colour = BASELINE_LINES[k % len(BASELINE_LINES)]
     return go.Scatter(
         x=list(x),
         y=[row["value"]] * len(x),
-        name=label,
+        name=label.replace(" (baseline", "<br>(baseline") if two_lines else label,
         mode="lines",
         line=dict(dash=dash, width=2, color=colour),
         hovertemplate=f"{label}: {value}<extra></extra>",

@@ -100,9 +100,7 @@ def profile_figure(
             )
         )
     for k, (_, row) in enumerate((base if base is not None else pd.DataFrame()).iterrows()):
-        line = baseline_line(row, [0.0, 1.0], k)
-        line.name = line.name.replace(" (baseline", "<br>(baseline")  # two lines: a half-width column holds it whole
-        fig.add_trace(line)
+        fig.add_trace(baseline_line(row, [0.0, 1.0], k, two_lines=True))  # a half-width legend column holds it whole
     head, _, aside = title.partition(" (")
     notes = [aside.rstrip(")")] if aside else []
     notes.append(interval_note(profile.dropna(subset=["lo", "hi"])))

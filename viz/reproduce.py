@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from probes.reporting import paper
 from probes.reporting.tables import build_tables, markdown_table, paper_tables, titles
+from probes.stats.comparisons import labelled_side
 from probes.tasks.wsd.scoring import EVAL_LABELS, PAPER_ALL
 from probes.tasks.wsd.tables import BASELINE_MODELS as WSD_BASELINES  # baselines: rows of their own
 from viz.figures import two_line_title
@@ -52,8 +53,10 @@ def _ranked_rows(df: pd.DataFrame, value_col: str, ranked: dict[str, str]) -> li
     sel[value_col] = pd.to_numeric(sel[value_col], errors="coerce")
     for model, grp in sel.dropna(subset=[value_col]).groupby("model", sort=False):
         layers = grp.set_index(grp["layer"].astype(str))[value_col]
-        if len(layers) == 1 or ranked.get(str(model)) in layers.index:
-            layer, note = (ranked[str(model)] if len(layers) > 1 else layers.index[0]), ""
+        if len(layers) == 1:
+            layer, note = layers.index[0], ""
+        elif ranked.get(str(model)) in layers.index:
+            layer, note = ranked[str(model)], ""
         else:
             layer, note = str(layers.idxmax()), " (best on test)"
         out.append((str(model), f"{model} layer {layer}{note}", layer, float(layers[layer])))
@@ -65,7 +68,7 @@ def _ranked_layers(tables: dict[str, pd.DataFrame], probe: str) -> dict[str, str
     table = tables.get("best_layer")
     if table is None or table.empty:
         return {}
-    return dict(s.rsplit(" L", 1) for s in table.loc[table["probe"] == probe, "best"])
+    return dict(labelled_side(best) for best in table.loc[table["probe"] == probe, "best"])
 
 
 #: The paper's WSD numbers (Table 5) are on ALL without SemEval-07 (SE2, SE3, SE13, SE15): ours on the same.

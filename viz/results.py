@@ -172,7 +172,8 @@ def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str
     if sel_all.empty:
         return pd.DataFrame(columns=BREAKDOWN_COLUMNS)
     name, limit = zip(*map(split_slice, sel_all["dataset"]))
-    sel_all = sel_all.assign(_name=name)[[lim == split_slice(dataset)[1] for lim in limit]]
+    own_slice = split_slice(dataset)[1]
+    sel_all = sel_all.assign(_name=name)[[lim == own_slice for lim in limit]]
     sel_all = sel_all[sel_all["_name"].str.startswith(prefix)]
     frames = []
     for model in dict.fromkeys(sel_all["model"]):
@@ -180,8 +181,9 @@ def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str
             sel = sel_all[sel_all["model"] == model]
             label, chosen_on = spec.baseline_models[model], ""
         else:
-            chosen_on = rank_on if rank_on and best_layer(df, model, spec.name, rank_on, metric) else scored
-            layer = best_layer(df, model, spec.name, chosen_on, metric)
+            layer, chosen_on = best_layer(df, model, spec.name, rank_on, metric) if rank_on else None, rank_on
+            if layer is None:  # no rows on the dev set: the scored set chooses
+                layer, chosen_on = best_layer(df, model, spec.name, scored, metric), scored
             sel = sel_all[(sel_all["model"] == model) & (sel_all["layer"] == layer)]
             label = f"{model} (layer {layer})"
         sel = with_optional(sel)

@@ -83,6 +83,12 @@ def side_label(side: Side) -> str:
     return f"{model} L{layer}" if layer.isdigit() else f"{model} {layer}"
 
 
+def labelled_side(label: str) -> Side:
+    """The side a numbered layer's :func:`side_label` names ("minilm L6" -> ("minilm", "6"))."""
+    model, layer = label.rsplit(" L", 1)
+    return model, layer
+
+
 def compare(outcomes: dict[Side, np.ndarray], pairs: Sequence[tuple[Side, Side]], *, seed: int = 0) -> pd.DataFrame:
     """One row per pair (A, B): A − B in points with its paired interval and p-value.
 
