@@ -68,6 +68,7 @@ A GPT-style model only attends to the left (a triangle); a BERT-style model sees
 MAX_WORDS = 40  # a 6 × 12 grid of 40 × 40 maps stays fast to draw
 UNITS = ["words", "subword pieces"]
 COMPARE = ["one model", "two models", "two layers"]
+SHORT = {"subword pieces": "subwords", "one model": "off"}  # labels of choices (the URL keeps the names)
 TABS = ["Heads", "Neurons", "Averages", "Syntax"]  # only the open tab runs and draws (a new visitor's first paint)
 
 
@@ -312,13 +313,23 @@ def main() -> None:
         help=f"Up to {MAX_WORDS} words; longer text is cut with a warning.",
     )
     model = c2.selectbox("Model", names, key=state.bind("attn_model", preferred(names), names, param="model"))
-    c3, s1, s2 = st.columns([2, 3, 2])  # each control as wide as its options ("subword pieces" was cut)
-    unit = c3.segmented_control("Units", UNITS, key=state.bind("attn_unit", "words", UNITS, param="unit")) or "words"
+    # each control as wide as its options at a 1024-px window (they scrolled out of sight), short labels for it
+    c3, s1, s2 = st.columns([4, 6, 3])
+    unit = (
+        c3.segmented_control(
+            "Units",
+            UNITS,
+            key=state.bind("attn_unit", "words", UNITS, param="unit"),
+            format_func=lambda unit: SHORT.get(unit, unit),
+        )
+        or "words"
+    )
     compare = (
         s1.segmented_control(
             "Side by side",
             COMPARE,
             key=state.bind("attn_compare", COMPARE[0], COMPARE, param="compare"),
+            format_func=lambda compare: SHORT.get(compare, compare),
             help="Two models on the same sentence, or two layers of this model.",
         )
         or COMPARE[0]

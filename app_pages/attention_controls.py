@@ -83,7 +83,7 @@ def pair_controls(att: np.ndarray, tokens: list[str], layer: int, head: int) -> 
 
 def line_controls(heads: int) -> tuple[str, float, list[int]]:
     """The line view's focus, its threshold and the further heads it draws (1-based), in one row."""
-    c1, c2, c3 = st.columns([2, 3, 3])
+    c1, c2, c3 = st.columns([4, 3, 4])  # the focus's three buttons whole at a 1024-px window
     focus = (
         c1.segmented_control(
             "Line view focus",

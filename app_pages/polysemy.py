@@ -172,15 +172,19 @@ def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
 def _layer_figure(key: tuple, _Xs: dict, _occs, with_agreement: bool):
     """(long frame, figure) of the per-layer measures, once per (occurrences, models): a slider step
     or a new pick only redraws it. ``key`` names the occurrences and models (the vectors are not hashed)."""
-    frames = []
+    frames, chance = [], []
     for model, X in _Xs.items():
         if X.shape[0] < 2:
             continue
         part = layer_measures(X, _occs, with_agreement=with_agreement)
         if not part.empty:
+            chance.append(part[part["measure"] == "chance"])
             frames.append(part.assign(measure=(f"{model}: " if len(_Xs) > 1 else "") + part["measure"]))
     if not frames:
         return None, None
+    if len(frames) > 1 and pd.concat(chance)["value"].nunique() == 1:  # the occurrences', not a model's: one line
+        frames = [f[~f["measure"].str.endswith(": chance")] for f in frames]
+        frames.append(pd.concat(chance).drop_duplicates("layer").sort_values("layer"))
     long = pd.concat(frames, ignore_index=True)
     return long, layer_measures_figure(long)
 

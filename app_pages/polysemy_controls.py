@@ -40,7 +40,7 @@ def controls() -> dict | None:
     if not names:
         st.info("No model is available yet. See the Models page for how to train or add one.")
         return None
-    c1, c2, c3 = st.columns([2, 2, 1])
+    c1, c2, c3 = st.columns([10, 5, 4])  # the buttons whole at a 1024-px window (they scrolled out of sight)
     source = (
         c1.segmented_control(
             "Occurrences from", SOURCES, key=state.bind("poly_source", "SemCor", SOURCES, param="source")
@@ -49,7 +49,7 @@ def controls() -> dict | None:
     )
     model = c2.selectbox("Model", names, key=state.bind("poly_model", preferred(names), names, param="model"))
     dims = c3.segmented_control("Plot", DIMS, key=state.bind("poly_dims", "2-D", DIMS, param="dims")) or "2-D"
-    c4, c5, c6, c7 = st.columns([2, 1, 1, 1])
+    c4, c5, c6, c7 = st.columns([3, 2, 2, 2])  # "one panel" whole at a 1024-px window
     word = c4.text_input(
         "Word (lemma)",
         key=state.bind("poly_word", "bank", param="word"),

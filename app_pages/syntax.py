@@ -172,7 +172,7 @@ def trees_tab(model: str, words: list[str], tree: DepTree | None, name: str) -> 
     )
     c1, c2 = st.columns([3, 2])
     chart(distance_figure(view, title=f"{head}: distances"), stem + "-distances", key="syn_dist", container=c1)
-    chart(depth_figure(view, title=f"{head}: depth per word"), stem + "-depths", key="syn_depth", container=c2)
+    chart(depth_figure(view, title=f"{head}: word depths"), stem + "-depths", key="syn_depth", container=c2)
 
 
 @page

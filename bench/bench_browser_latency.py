@@ -318,7 +318,7 @@ def syntax_steps():
     def layer(page, i):
         value = 4 - i % 2  # the page opens on layer 3 (minilm's 7 // 2): 4, 3, 4, … (repeat 0 fits layer 4)
         slider_to(page, "Layer", "syn_layer", value)
-        return f"minilm, layer {value}: depth per word"
+        return f"minilm, layer {value}: word depths"
 
     return [("layer slider (trees)", layer)]
 
@@ -366,7 +366,7 @@ SCENARIOS = {
     "polysemy": ("polysemy", "occurrences of “bank” in SemCor", polysemy_steps),
     "embedding_space": ("embedding_space", "Neighbours (CSV)", space_steps),
     "probes": ("probes", "by layer", probes_steps),
-    "syntax": ("syntax", "depth per word", syntax_steps),  # the last of its three charts
+    "syntax": ("syntax", "word depths", syntax_steps),  # the last of its three charts
     "corpus": ("polysemy?corpus=1", "have the query's sense", corpus_steps),
     "reproduce": ("reproduce", "Paper vs. ours", lambda: []),
     "navigation": ("", "Start here", navigation_steps),

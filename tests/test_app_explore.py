@@ -136,6 +136,12 @@ def test_side_by_side_two_models_and_two_layers_share_the_occurrences() -> None:
     a, b = scatter(at, 0), scatter(at, 1)
     assert "minilm" in a["layout"]["title"]["text"] and "glove-6b-50d" in b["layout"]["title"]["text"]
     assert drawn_points(a) > drawn_points(b) == 2
+    at.selectbox(key="poly_model_b").set_value("elmo-small").run()
+    assert_ok(at)
+    lines = {t["name"]: t for f in figures(at) for t in f["data"] if "chance" in str(t.get("name"))}
+    # chance is the occurrences' (a random other one shares the sense), the same for both models: drawn once,
+    # across both models' layers (it was drawn twice, "minilm: chance" over 0–6 on "elmo-small: chance" over 0–2)
+    assert list(lines) == ["chance (baseline)"] and values(lines["chance (baseline)"]["x"]) == list(range(7))
     at.selectbox(key="poly_compare").set_value("two layers").run()
     at.slider(key="poly_layer").set_value(0).run()
     at.slider(key="poly_layer_b").set_value(6).run()

@@ -184,7 +184,7 @@ def test_the_page_draws_gold_and_predicted_trees_for_glove_from_the_url() -> Non
     assert titles == [
         "glove-6b-50d, layer 0: gold and predicted trees",
         "glove-6b-50d, layer 0: distances",
-        "glove-6b-50d, layer 0: depth per word",
+        "glove-6b-50d, layer 0: word depths",
     ]
     arcs = figures(at)[0]
     assert f"UUAS {uuas:.1f}" in arcs["layout"]["annotations"][1]["text"]

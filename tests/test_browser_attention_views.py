@@ -41,8 +41,8 @@ def test_a_click_on_a_token_of_the_line_view_focuses_it(page, server, screenshot
 def test_the_units_control_shows_both_options_whole(page, server):
     open_page(page, server, "attention")
     control = page.get_by_role("radiogroup", name="Units")
-    for option in ("words", "subword pieces"):
-        button = control.get_by_role("radio", name=option)  # Streamlit's segmented control: one radio each
+    for option in ("words", "subwords"):  # "subword pieces" in the URL, shorter on the button (fits 1024 px)
+        button = control.get_by_role("radio", name=option, exact=True)  # Streamlit's segmented control: a radio each
         expect(button).to_be_visible(timeout=WAIT_MS)
         clipped = button.evaluate(
             "b => { const r = b.getBoundingClientRect(); let p = b.parentElement; while (p) { const s = "

@@ -8,7 +8,9 @@ is walked without listing it here. On each page, in its default view and in each
   file name and the sidebar's SVG/PNG format; a bare ``st.plotly_chart`` has neither) and the chart's
   key has its CSV button (``<key>__data``) beside it. A failure names the page, tab and chart title;
 - **titles** — no chart title under its toolbar or legend, none wider than its chart (also at a laptop's
-  1280 px, where charts side by side are ~400 px wide);
+  1280 px and a projector's 1024 px, where charts side by side are ~400 and ~274 px wide);
+- **layout** — no legend entry, panel or axis title running into another or out of its chart, no legend that
+  scrolls, no choice whose options Streamlit scrolls out of sight;
 - **no error** — no exception box, traceback or error alert (``browser_support.assert_clean``);
 - **URL state** — one choice (the page's first slider, else its first picker with another option) is
   changed; the address then opens in a fresh browser context (no shared session) with that choice.
@@ -60,6 +62,49 @@ TITLE_BOXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
             bar: bar ? box(bar) : null, legend: legend ? box(legend) : null, width: at.width};
   })"""
 LAPTOP = {"width": 1280, "height": 2400}  # a laptop's width; tall, so every chart of a first view is drawn
+PROJECTOR = {"width": 1024, "height": 2400}  # a classroom projector's: the narrowest the app is laid out for
+# Per chart shown: legend entries that run into another entry (its text or symbol) or past the chart's right edge,
+# a legend that scrolls, texts (titles, panel titles, axis titles) that overlap or leave the chart, a title that
+# reaches the plot (its top tick label); per button group (segmented control, radio): an option past its box's
+# right edge (Streamlit scrolls it out of sight).
+LAYOUT_JS = """() => {
+  const out = [];
+  const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  for (const el of document.querySelectorAll('.js-plotly-plot')) {
+    if (el.offsetParent === null) continue;
+    const at = el.getBoundingClientRect(), title = (el.querySelector('.gtitle') || {}).textContent || '(untitled)';
+    const entries = [...el.querySelectorAll('.legend .traces')].map(i => ({
+      name: i.querySelector('.legendtext')?.textContent, text: i.querySelector('.legendtext')?.getBoundingClientRect(),
+      symbol: i.querySelector('.legendpoints, .legendsymbols')?.getBoundingClientRect()})).filter(e => e.text);
+    for (const a of entries) {
+      if (a.text.right > at.right + 1) out.push(`${title}: legend entry '${a.name}' runs past the chart's edge`);
+      for (const b of entries) if (a !== b && (hit(a.text, b.text) || (b.symbol && hit(a.text, b.symbol))))
+        out.push(`${title}: legend entry '${a.name}' runs into '${b.name}'`);
+    }
+    const bar = el.querySelector('.legend .scrollbar');
+    if (bar && bar.getBoundingClientRect().height > 0) out.push(`${title}: the legend scrolls`);
+    const texts = [...el.querySelectorAll('.gtitle, .annotation-text, .g-xtitle text, .g-ytitle text')]
+      .map(t => ({text: t.textContent, box: t.getBoundingClientRect()})).filter(t => t.box.width > 0);
+    texts.forEach((a, i) => texts.slice(i + 1).forEach(b => {
+      if (hit(a.box, b.box)) out.push(`${title}: '${a.text}' overlaps '${b.text}'`);
+    }));
+    for (const t of texts)
+      if (t.box.right > at.right + 1 || t.box.left < at.left - 1) out.push(`${title}: '${t.text}' leaves the chart`);
+    const head = el.querySelector('.gtitle')?.getBoundingClientRect();
+    const plots = [...el.querySelectorAll('.nsewdrag')].map(d => d.getBoundingClientRect().top);
+    if (head && head.width && plots.length && head.bottom > Math.min(...plots) - 6)
+      out.push(`${title}: the title runs into the plot`);
+  }
+  const groups = '[data-testid="stMain"] [data-testid="stButtonGroup"], [data-testid="stMain"] [data-testid="stRadio"]';
+  for (const g of document.querySelectorAll(groups)) {
+    if (g.offsetParent === null) continue;
+    const box = (g.closest('[data-testid="stElementContainer"]') || g).getBoundingClientRect();
+    const cut = [...g.querySelectorAll('button, label')].find(b => b.getBoundingClientRect().right > box.right + 1);
+    const label = (g.innerText || '').split('\\n')[0];
+    if (cut) out.push(`the choice '${label}': option '${cut.innerText.trim()}' is cut off`);
+  }
+  return [...new Set(out)];
+}"""
 # Keyed choice widgets of the main area, in page order: (key, kind).
 CHOICES_JS = """() => [...document.querySelectorAll(
     '[data-testid="stMain"] [data-testid="stElementContainer"][class*="st-key-"]')]
@@ -105,6 +150,11 @@ def title_problems(pg, where: str) -> list[str]:
     return problems
 
 
+def layout_problems(pg, where: str) -> list[str]:
+    """Legend entries, chart texts and choice buttons that run into each other or out of their box."""
+    return [f"{where}: {problem}" for problem in pg.evaluate(LAYOUT_JS)]
+
+
 def error_problems(pg, where: str) -> list[str]:
     try:
         assert_clean(pg)
@@ -135,7 +185,7 @@ def walk_tabs(pg, address: str, where: str) -> list[str]:
         tab.first.click()
         wait_idle(pg, WAIT_S)
         at = f"{where}, tab {name!r}"
-        problems += export_problems(pg, at) + title_problems(pg, at) + error_problems(pg, at)
+        problems += export_problems(pg, at) + title_problems(pg, at) + layout_problems(pg, at) + error_problems(pg, at)
     return problems
 
 
@@ -218,7 +268,8 @@ def test_every_chart_exports_every_choice_is_in_the_url_and_no_page_errs(page, s
     address = f"{server}/{nav.url_path}"
     where = f"page {nav.title!r}"
     open_fresh(page, address)
-    problems = export_problems(page, where) + title_problems(page, where) + error_problems(page, where)
+    problems = export_problems(page, where) + title_problems(page, where) + layout_problems(page, where)
+    problems += error_problems(page, where)
     problems += walk_tabs(page, address, where)
     problems += url_state_problems(page, browser, address, where)
     known = KNOWN_GAPS.get(nav.url_path, [])
@@ -246,15 +297,19 @@ def test_nav_pages_reads_every_page_of_the_navigation_in_order(tmp_path: Path) -
 
 @pytest.mark.browser
 @pytest.mark.parametrize("nav", PAGES, ids=page_id)
-def test_no_chart_title_runs_under_its_toolbar_at_a_laptops_width(browser, server, nav) -> None:
-    """At 1280 px a chart beside another is ~400 px wide: a title must start below the toolbar's buttons, clear
-    of the legend, and fit."""
-    ctx = browser.new_context(viewport=LAPTOP)
-    try:
-        pg = ctx.new_page()
-        pg.set_default_timeout(WAIT_S * 1000)
-        open_fresh(pg, f"{server}/{nav.url_path}")
-        problems = title_problems(pg, f"page {nav.title!r}")
-    finally:
-        ctx.close()
+def test_charts_and_choices_fit_a_laptop_and_a_projector(browser, server, nav) -> None:
+    """At 1280 px a chart beside another is ~400 px wide, at 1024 px ~274: a title must start below the toolbar's
+    buttons, clear of the legend, and fit; legend entries, panel titles and axis titles must not run into each
+    other or out of the chart, nor a choice's options out of sight."""
+    problems = []
+    for viewport in (LAPTOP, PROJECTOR):
+        ctx = browser.new_context(viewport=viewport)
+        try:
+            pg = ctx.new_page()
+            pg.set_default_timeout(WAIT_S * 1000)
+            open_fresh(pg, f"{server}/{nav.url_path}")
+            where = f"page {nav.title!r} at {viewport['width']} px"
+            problems += title_problems(pg, where) + layout_problems(pg, where)
+        finally:
+            ctx.close()
     assert not problems, "\n".join(problems)

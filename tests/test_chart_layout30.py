@@ -11,14 +11,27 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import plotly.graph_objects as go
 import pytest
 from test_app import assert_ok, open_page, texts
 
 from models.random_init import twin_base
 from probes.registry import all_probes, get_probe
 from probes.results import load_results
-from viz.figures import TITLE_LINE, model_styles, scatter_points
-from viz.probe_views import probe_view
+from probes.stats.profiles import layer_profile
+from viz.figures import (
+    HALF_TITLE_CHARS,
+    LAPTOP_PLOT_PX,
+    LEGEND_ROW_PX,
+    TITLE_LINE,
+    balanced_wrap,
+    chart_layout,
+    legend_rows,
+    model_styles,
+    scatter_points,
+)
+from viz.probe_views import probe_view, rigor_view
+from viz.profile import profile_figure
 from viz.reproduce import comparison_figure, comparison_frame, load_tables
 
 RUNS = Path(__file__).resolve().parent.parent / "docs" / "results" / "runs"
@@ -65,8 +78,48 @@ def test_titles_leave_the_toolbar_room_and_legends_sit_under_the_plot(committed)
     head, second = fig.layout.title.text.split("<br>")
     assert len(head) <= TITLE_LINE and "95% CI over 26 documents" in second and fig.layout.margin.t >= 80
     legend = fig.layout.legend  # in rows at the figure's foot, below the axis title: every entry visible
-    assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0 and fig.layout.margin.b > 100
+    assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0 and legend.yanchor == "bottom"
     assert {"WordNet 1st sense (baseline)", "MFS in SemCor (baseline)"} <= set(_traces(fig))
+
+
+def test_legends_wrap_to_the_charts_width_and_the_figure_budgets_a_laptops_rows(committed) -> None:
+    """At 1024 px the legend's entries had a fixed share of the width (a third, a half) and ran into each other;
+    now plotly wraps them (no entry width set) and the figure is taller by the rows a 1280-px window needs."""
+    fig = probe_view(committed, get_probe("wsd"), "ALL", "F1", twin_of=twin_base)["layer_figure"]
+    legend = fig.layout.legend
+    assert legend.entrywidth is None and legend.entrywidthmode is None and legend.maxheight == 1  # wraps, no scroll
+    names = [(t.name, t.legendgroup) for t in fig.data if t.name and t.showlegend is not False]
+    # the widest label is "WordNet 1st sense (baseline)": 36 + 6 * 28 = 204 px, so 3 a row in 744 px, 1 in 200;
+    # the two baselines are one legend group (one column), the last of 12 groups
+    assert legend_rows(names, LAPTOP_PLOT_PX[False]) == 5 and legend_rows(names, 200) == len(names) == 13
+    assert fig.layout.height == 440 + LEGEND_ROW_PX * 5  # layer_probe_figure's plot height and the rows
+    # a legend group's entries stack in one column: two groups of two a row are two rows
+    assert legend_rows([("a — task", "a"), ("a — control", "a"), ("b — task", "b"), ("b — control", "b")], 740) == 2
+
+
+def _title_lines(title: str) -> tuple[list[str], list[str]]:
+    lines = title.split("<br>")
+    return [x for x in lines if not x.startswith("<sup>")], [x[5:-6] for x in lines if x.startswith("<sup>")]
+
+
+def test_half_width_titles_wrap_to_a_projectors_width(committed) -> None:
+    """Beside another chart in a 1024-px window a chart is ~274 px wide: each line of its title fits it (the
+    control/MDL panels' and the layer profile's titles ran past the chart's edge)."""
+    long = (
+        "online codelength: task vs control on conll2000-train — 95% CI over 3 data orders (few: interval approximate)"
+    )
+    heads, subs = _title_lines(chart_layout(go.Figure(), long, 380, half=True).layout.title.text)
+    assert len(heads) == 2 and len(subs) == 2 and " ".join(heads + subs) == long.replace(" — ", " ")
+    assert heads == ["online codelength: task vs", "control on conll2000-train"]  # even lines, the name whole
+    assert balanced_wrap("lower = more context-specific; 95% CI over 1000 words", 48)[-1] != "words"
+    panels = [fig for fig, _ in rigor_view(committed, "pos", twin_base)["panels"]]
+    prof = layer_profile(committed, "pos", "conll2000-test", "accuracy")
+    long_profile = "Self-similarity, adjusted for anisotropy (lower = more context-specific)"  # the longest one
+    profile = profile_figure(prof, title=long_profile, y_title="accuracy", twin_of=twin_base)
+    assert len(panels) == 2
+    for fig in [*panels, profile]:
+        heads, subs = _title_lines(fig.layout.title.text)
+        assert subs and max(map(len, heads)) <= HALF_TITLE_CHARS[0] and max(map(len, subs)) <= HALF_TITLE_CHARS[1]
 
 
 def test_the_reproduce_charts_headlines_stay_left_of_the_toolbar() -> None:

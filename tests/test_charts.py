@@ -115,8 +115,10 @@ def test_unbounded_metrics_are_not_clipped_to_a_percent_axis() -> None:
     assert "kbits" in fig.layout.yaxis.title.text
     both = task_vs_control_figure(task, control, metric="codelength_kbits", title="t")
     assert both.layout.yaxis.range[1] >= 415.3 and both.layout.yaxis.range[0] == 0
-    assert [t.line.dash for t in both.data] == ["solid", "dash"]
+    assert [t.line.dash for t in both.data] == ["solid", "dash", "solid", "dash"]  # the model's two, then the key
     assert both.data[0].line.color == both.data[1].line.color
+    # the legend names a model once and the line styles once (it listed "m — task", "m — control task" per model)
+    assert [t.name for t in both.data if t.showlegend is not False] == ["m", "task (solid)", "control task (dashed)"]
     title, (lo, hi) = metric_axis("selectivity", [-3.0, 2.0])
     assert lo <= -3.0 and hi >= 2.0 and "task − control" in title
     assert metric_axis("accuracy", [95.0, 99.0])[1][1] == 100

@@ -6,6 +6,10 @@ plotly renders a subset of HTML in labels and hover text.
 
 from __future__ import annotations
 
+import functools
+import re
+import textwrap
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -40,51 +44,98 @@ def _layout(fig: go.Figure, title: str | None = None, height: int | None = None)
 
 
 #: plotly's toolbar (the modebar, top right) is 26 px tall from 2 px down (measured in Chromium); a title's top
-#: goes below it, so that no window width puts a title under its buttons. plotly anchors a title of several lines
-#: by its first, so each further line needs its own height more of padding.
+#: goes below it, so that no window width puts a title under its buttons.
 TOOLBAR_PX = 34
-TITLE_LINE_PX = 18  # a further title line's height (a ``<sup>`` line, as ``two_line_title`` writes it)
+#: A title line's height, headline and ``<sup>`` line (``two_line_title``), and the shift plotly gives a title of
+#: several lines: its top lands that much above its pad (all measured in Chromium).
+HEAD_LINE_PX, SUB_LINE_PX, MULTILINE_SHIFT_PX = 23, 18, 16
 
 
 def title_below_toolbar(fig: go.Figure) -> go.Figure:
-    """Move ``fig``'s title (if it has one) under the toolbar's row, with the top margin it then needs. Idempotent:
-    a cached figure drawn again is left as it is."""
+    """Move ``fig``'s title (if it has one) under the toolbar's row, with the top margin its lines need, one line
+    more below them (the top tick label) and one more for panel titles. Idempotent: a cached figure drawn again is
+    left as it is."""
     text = fig.layout.title.text
     if text:
-        pad = TOOLBAR_PX + TITLE_LINE_PX * text.count("<br>")
+        lines = text.split("<br>")
+        subs = sum(line.startswith("<sup>") for line in lines)
+        block = HEAD_LINE_PX * (len(lines) - subs) + SUB_LINE_PX * subs
+        # subplot titles sit just above the top of their plots: the margin keeps a line for them under the title
+        panel_titles = any(
+            a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 1 for a in fig.layout.annotations
+        )
         fig.update_layout(
-            title=dict(yref="container", y=1, yanchor="top", pad=dict(t=pad)),
-            margin_t=max(fig.layout.margin.t or 0, pad + 2 * TITLE_LINE_PX),
+            title=dict(
+                yref="container", y=1, yanchor="top", pad=dict(t=TOOLBAR_PX + MULTILINE_SHIFT_PX * (len(lines) > 1))
+            ),
+            margin_t=max(fig.layout.margin.t or 0, TOOLBAR_PX + block + SUB_LINE_PX * (1 + panel_titles)),
         )
     return fig
 
 
 #: A title longer than this is split at its " — " into a headline and a smaller second line, so that it fits a
-#: half-width chart.
+#: chart across the page.
 TITLE_LINE = 60
-LEGEND_ROW, LEGEND_ROW_PX = 3, 24  # legend entries per row under a half-width chart, and a row's height
+#: A half-width chart (one of two side by side) is ~274 px wide in a 1024-px window, the narrowest the app is laid
+#: out for (a projector's width): its title's lines are wrapped to these many characters (headline, second line;
+#: measured in Chromium: ~6.8 and ~5.0 px a character).
+HALF_TITLE_CHARS = (36, 48)
+#: The plot's width (px) in a laptop's 1280-px window (measured in Chromium), across the page or at half width: the
+#: legend's rows are counted for it. plotly wraps the entries to the plot's real width and reserves the legend's
+#: room below it, so a narrower window gives the legend more rows and the plot less height, a wider one the reverse.
+LAPTOP_PLOT_PX = {False: 744, True: 326}
+#: A legend entry's width: its label's characters (5.3–6.4 px each, measured) and its symbol and gaps; a row's height.
+LEGEND_CHAR_PX, LEGEND_SYMBOL_PX, LEGEND_ROW_PX = 6.0, 36, 24
+LEGEND_FONT, HALF_LEGEND_FONT = 12, 11  # the legend's font size (px) as drawn in the app, and beside another chart
 
 
-def two_line_title(head: str, rest: str) -> str:
-    """A chart title as a headline and, below it, a smaller second line (plotly's title markup; text escaped)."""
-    return f"{escape_html(head)}<br><sup>{escape_html(rest)}</sup>"
+def balanced_wrap(text: str, width: int) -> list[str]:
+    """``text`` in as few lines of at most ``width`` characters as ``textwrap`` needs, of even length (no one-word
+    last line)."""
+    wrap = functools.partial(textwrap.wrap, break_long_words=False, break_on_hyphens=False)  # "conll2000-test" whole
+    lines = wrap(text, width) or [""]
+    for narrower in range(max(1, -(-len(text) // len(lines))), width):
+        if len(even := wrap(text, narrower)) == len(lines):
+            return even
+    return lines
 
 
-def chart_layout(
-    fig: go.Figure, title: str, height: int | None = None, *, per_row: int = LEGEND_ROW, split: bool | None = None
-) -> go.Figure:
+def two_line_title(head: str, rest: str, widths: tuple[int, int] | None = None) -> str:
+    """A chart title as a headline and, below it, a smaller second line (plotly's title markup; text escaped);
+    with ``widths`` (characters), each wrapped at spaces to lines of at most that many."""
+    heads, rests = (
+        ([head], [rest]) if widths is None else (balanced_wrap(head, widths[0]), balanced_wrap(rest, widths[1]))
+    )
+    return "<br>".join([*map(escape_html, heads), *(f"<sup>{escape_html(line)}</sup>" for line in rests)])
+
+
+def legend_rows(entries: Sequence[tuple[str, str]], plot_px: float, char_px: float = LEGEND_CHAR_PX) -> int:
+    """How many rows of entries plotly lays a horizontal legend out in under a plot ``plot_px`` wide. entries:
+    (name, legend group) per entry. Every entry is as wide as the widest (its longest line), as many a row as fit;
+    a legend group's entries stack in one column, so a row of groups is as tall as its largest group. (plotly gives
+    each group its own width, so a row may hold more: the count errs on the side of room.)"""
+    lines = [line for name, _ in entries for line in re.sub(r"<[^>]+>", "\n", name).split("\n")] or [""]
+    per_row = max(1, int(plot_px // (LEGEND_SYMBOL_PX + char_px * max(len(line) for line in lines))))
+    sizes = list(Counter(group or name for name, group in entries).values())  # in order of first appearance
+    return sum(max(sizes[k : k + per_row]) for k in range(0, len(sizes), per_row))
+
+
+def chart_layout(fig: go.Figure, title: str, height: int | None = None, *, half: bool = False) -> go.Figure:
     """The layout of a chart of several series: the title in two lines when long (headline, then what the error
-    bars are; ``split``: always or never), the legend in rows of ``per_row`` entries under the plot (each entry
-    that share of the width, so the rows are as many as counted), the figure taller by those rows so the plot keeps
-    its height, and the legend never scrolled or over the axis title."""
+    bars are; ``half``, a chart beside another: always, each wrapped to fit), the legend in rows under the plot,
+    as many entries a row as fit the chart's width (plotly wraps them, so no entry runs into the next at any
+    window width), the figure taller by the rows a laptop's window needs, and the legend never scrolled or over
+    the axis title."""
     head, sep, rest = title.partition(" — ")
-    two_lines = (len(title) > TITLE_LINE if split is None else split) and sep
-    _layout(fig, head if two_lines else title, height)
-    if two_lines:
-        fig.update_layout(title_text=two_line_title(head, rest), margin_t=80)
-    entries = sum(1 for t in fig.data if t.name and t.showlegend is not False)
-    rows = -(-entries // per_row)
-    fig.update_layout(
+    if sep and (half or len(title) > TITLE_LINE):
+        _layout(fig, head, height)
+        fig.update_layout(title_text=two_line_title(head, rest, HALF_TITLE_CHARS if half else None), margin_t=80)
+    else:
+        _layout(fig, title, height)
+    entries = [(t.name, t.legendgroup) for t in fig.data if t.name and t.showlegend is not False]
+    font = HALF_LEGEND_FONT if half else None  # smaller beside another chart: two entries a row at a laptop's width
+    rows = legend_rows(entries, LAPTOP_PLOT_PX[half], LEGEND_CHAR_PX * (font or LEGEND_FONT) / LEGEND_FONT)
+    fig.update_layout(  # maxheight 1: the whole figure's height, so the legend never scrolls
         legend=dict(
             orientation="h",
             yref="container",
@@ -92,10 +143,11 @@ def chart_layout(
             y=0.0,
             xanchor="left",
             x=0.0,
-            entrywidth=0.95 / per_row,  # a share of the plot's width, a hair under so the row never wraps early
-            entrywidthmode="fraction",
+            maxheight=1,
+            font_size=font,
+            tracegroupgap=0,  # a legend group of one entry takes a row, not a row and a gap
         ),
-        margin_b=60 + LEGEND_ROW_PX * rows,
+        margin_b=60,  # the axis title's room; plotly reserves the legend's below it
         height=None if height is None else height + LEGEND_ROW_PX * rows,
     )
     return fig
@@ -113,6 +165,14 @@ def model_styles(models: Sequence[str], twin_of: Callable[[str], str | None] = l
         colour = styles[base]["color"] if base in styles else next(colours)
         styles[model] = {"color": colour, "dash": "solid" if base is None else "dot"}
     return {model: styles[model] for model in models}
+
+
+def line_style_key(fig: go.Figure, styles: dict[str, str], colour: str = "#555") -> go.Figure:
+    """Legend entries that say what each line style means (name -> plotly dash), drawn in a neutral colour and
+    holding no points, for charts whose colours are models and whose styles are what was measured."""
+    for name, dash in styles.items():
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name, line=dict(color=colour, dash=dash)))
+    return fig
 
 
 def unique_labels(labels: Sequence[str], max_len: int = 70) -> list[str]:

@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from probes.stats.units import over_text
-from viz.figures import chart_layout, model_styles
+from viz.figures import chart_layout, line_style_key, model_styles
 from viz.text import escape_html
 
 
@@ -118,11 +118,12 @@ def metric_axis(metric: str, values: Sequence[float]) -> tuple[str, list[float]]
     """The y-axis title and range for ``metric`` holding ``values`` (``honest_range`` with the metric's
     unit and bounds; unbounded metrics start at 0)."""
     unit, bounds, min_span = METRIC_AXES.get(metric, PERCENT)
+    title = f"{metric.removesuffix('_' + unit)} ({unit})"  # "codelength (kbits)": the unit once
     if bounds[1] == float("inf"):
         finite = [float(v) for v in values if v is not None and np.isfinite(v)]
         top = max(finite, default=1.0)
-        return f"{metric} ({unit})", [0.0, top * 1.08 if top > 0 else 1.0]
-    return f"{metric} ({unit})", honest_range(values, min_span=min_span, bounds=bounds)
+        return title, [0.0, top * 1.08 if top > 0 else 1.0]
+    return title, honest_range(values, min_span=min_span, bounds=bounds)
 
 
 def small_sample_note(curves: pd.DataFrame, small_n: int = SMALL_N) -> str | None:
@@ -345,8 +346,8 @@ def task_vs_control_figure(
     values: list[float] = []
     models = list(dict.fromkeys(list(task["model"]) + list(control["model"])))
     styles = model_styles(models, twin_of)
-    for model in models:
-        colour, twin = styles[model]["color"], styles[model]["dash"] != "solid"
+    for model in models:  # the legend: a model once (its colour), the line styles once (``line_style_key``)
+        colour, twin, named = styles[model]["color"], styles[model]["dash"] != "solid", False
         for frame, what, dash in (
             (task, "task", "dot" if twin else "solid"),
             (control, "control task", "dashdot" if twin else "dash"),
@@ -359,7 +360,8 @@ def task_vs_control_figure(
                 go.Scatter(
                     x=part["layer"],
                     y=part["value"],
-                    name=label,
+                    name=label if named else escape_html(str(model)),
+                    showlegend=not named,
                     mode="lines+markers",
                     legendgroup=escape_html(str(model)),
                     line=dict(color=colour, dash=dash, width=2.5),
@@ -369,8 +371,9 @@ def task_vs_control_figure(
                     hovertemplate=f"{label} layer %{{x}}: %{{y:.2f}}<extra></extra>",
                 )
             )
-            values += _extent(part)
-    chart_layout(fig, f"{title} — {interval_note(task)}", height)
+            values, named = values + _extent(part), True
+    line_style_key(fig, {"task (solid)": "solid", "control task (dashed)": "dash"})
+    chart_layout(fig, f"{title} — {interval_note(task)}", height, half=True)  # drawn beside the other panel
     axis_title, y_range = metric_axis(metric, values)
     fig.update_xaxes(dtick=1, title="layer")
     fig.update_yaxes(title=axis_title, range=y_range)

@@ -71,10 +71,11 @@ def profile_figure(
     baseline (``base``: label, value, as ``viz.results.baseline_frame``) a dashed series of its own across the depths.
 
     The y axis: ``y_range`` (a probe's fixed one: cosines, CKA), else the metric's unit and bounds spanning at least
-    ``viz.probe_figures.MIN_SPAN`` points, as on the Probes page. Drawn at half width: the title in two lines
-    (``title``'s part before " (", then the rest with what the error bars are), the legend two entries a row under
-    the plot. twin_of: a random-weight twin's trained model, drawn dotted in that model's colour
-    (``viz.figures.model_styles``; the app passes ``models.random_init.twin_base``: viz imports no models).
+    ``viz.probe_figures.MIN_SPAN`` points, as on the Probes page. Drawn at half width: the title in two parts
+    (``title``'s part before " (", then the rest with what the error bars are), each wrapped to fit, the legend
+    under the plot (``viz.figures.chart_layout(half=True)``). twin_of: a random-weight twin's trained model, drawn
+    dotted in that model's colour (``viz.figures.model_styles``; the app passes ``models.random_init.twin_base``:
+    viz imports no models).
     """
     fig = go.Figure()
     styles = model_styles(list(dict.fromkeys(profile["model"])), twin_of)
@@ -104,7 +105,7 @@ def profile_figure(
     head, _, aside = title.partition(" (")
     notes = [aside.rstrip(")")] if aside else []
     notes.append(interval_note(profile.dropna(subset=["lo", "hi"])))
-    chart_layout(fig, f"{head} — {'; '.join(notes)}", height, per_row=2, split=True)  # drawn at half width
+    chart_layout(fig, f"{head} — {'; '.join(notes)}", height, half=True)  # drawn beside another
     fig.update_xaxes(title="relative depth (layer / top layer)", range=[-0.05, 1.05], dtick=0.25)
     if y_range is None:  # the metric's unit and bounds, never zoomed into noise (``viz.probe_figures.metric_axis``)
         values = [*profile["value"], *profile["lo"].dropna(), *profile["hi"].dropna()]

@@ -239,11 +239,12 @@ def distance_figure(view: TreeView, *, title: str = "") -> go.Figure:
     keep = view.scored
     words = [escape_html(w) for w, k in zip(view.words, keep) if k]
     labels = [f"{i + 1}:{w}" for i, w in enumerate(words)]  # unique axis labels for repeated words
-    mats = [("predicted squared distance", view.distances[np.ix_(keep, keep)])]
+    mats = [("predicted", "predicted squared distance", view.distances[np.ix_(keep, keep)])]
     if view.tree is not None:
-        mats.append(("gold tree distance", tree_distances(view.tree.heads)[np.ix_(keep, keep)]))
+        mats.append(("gold tree", "gold tree distance", tree_distances(view.tree.heads)[np.ix_(keep, keep)]))
+    # short panel titles: two side by side share ~280 px in a 1024-px window; the hover names the measure in full
     fig = make_subplots(rows=1, cols=len(mats), subplot_titles=[m[0] for m in mats], horizontal_spacing=0.03)
-    for k, (name, z) in enumerate(mats):
+    for k, (_, name, z) in enumerate(mats):
         fig.add_trace(
             go.Heatmap(
                 z=z,
