@@ -108,14 +108,14 @@ def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta:
     if note:
         st.caption(note)
     groups = colour_groups(meta, c["colour"])
-    title = f"“{c['word']}” · {model} · layer {layer} · {c['method']} ({len(occs)} occurrences)"
     fig = occurrence_scatter(
         coords,
         groups,
         [hover_text(o) for o in occs],
         inverse=inverse,
         highlight=pick,
-        title=title,
+        title=f"“{c['word']}” · {model} · layer {layer}",
+        subtitle=f"{c['method']} ({len(occs)} occurrences)",
         legend_title=c["colour"],
         height=520 if c["compare"] == "one panel" else 560,
         legend_below=c["compare"] != "one panel",

@@ -63,6 +63,8 @@ TITLE_BOXES_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
   })"""
 LAPTOP = {"width": 1280, "height": 2400}  # a laptop's width; tall, so every chart of a first view is drawn
 PROJECTOR = {"width": 1024, "height": 2400}  # a classroom projector's: the narrowest the app is laid out for
+#: Views with two panels side by side (half the width each), checked at those widths too: page -> query strings.
+SIDE_BY_SIDE = {"polysemy": ("?compare=two+models&model_b=elmo-small",), "attention": ("?compare=two+layers",)}
 # Per chart shown: legend entries that run into another entry (its text or symbol) or past the chart's right edge,
 # a legend that scrolls, texts (titles, panel titles, axis titles) that overlap or leave the chart, a title that
 # reaches the plot (its top tick label); per button group (segmented control, radio): an option past its box's
@@ -307,9 +309,10 @@ def test_charts_and_choices_fit_a_laptop_and_a_projector(browser, server, nav) -
         try:
             pg = ctx.new_page()
             pg.set_default_timeout(WAIT_S * 1000)
-            open_fresh(pg, f"{server}/{nav.url_path}")
-            where = f"page {nav.title!r} at {viewport['width']} px"
-            problems += title_problems(pg, where) + layout_problems(pg, where)
+            for query in ("", *SIDE_BY_SIDE.get(nav.url_path, ())):
+                open_fresh(pg, f"{server}/{nav.url_path}{query}")
+                where = f"page {nav.title!r}{query} at {viewport['width']} px"
+                problems += title_problems(pg, where) + layout_problems(pg, where)
         finally:
             ctx.close()
     assert not problems, "\n".join(problems)

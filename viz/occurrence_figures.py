@@ -26,7 +26,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.figures import PALETTE, _layout
+from viz.figures import HALF_TITLE_CHARS, PALETTE, _layout, two_line_title
 from viz.probe_figures import interval_error
 from viz.text import escape_html, legend_label, shorten
 
@@ -49,6 +49,7 @@ def occurrence_scatter(
     matched: np.ndarray | None = None,
     isolate: bool = False,
     title: str | None = None,
+    subtitle: str | None = None,
     legend_title: str = "sense",
     height: int = 520,
     legend_below: bool = False,
@@ -63,6 +64,8 @@ def occurrence_scatter(
     matched: (n,) bool of search hits (emphasised; with ``isolate`` only they are drawn).
     labels: (n,) text beside each point ("" for none). related: occurrences marked as the highlighted
     one's neighbours. webgl: draw 2-D points with WebGL (default: from ``WEBGL_MIN_POINTS`` points).
+    subtitle: the title's second part ("PCA (37 occurrences)"), after " · " on a wide plot; ``legend_below`` (a
+    narrow panel beside another): the title in lines that fit a 1024-px window, the legend's lines shorter.
     """
     coords = np.asarray(coords, np.float64)
     n = coords.shape[0]
@@ -125,7 +128,7 @@ def occurrence_scatter(
             line = dict(width=0.5, color="white")
         marker = dict(size=np.minimum(size, 48), color=colour, opacity=0.85, line=line)
         xyz = dict(x=coords[reps, 0], y=coords[reps, 1]) | ({"z": coords[reps, 2]} if dims == 3 else {})
-        label = legend_label(group) + (f" ({sum(counts)})" if collapsed else "")
+        label = legend_label(group, 38 if legend_below else 45) + (f" ({sum(counts)})" if collapsed else "")
         text = [f"×{c}" if c > 1 else "" for c in counts] if collapsed else None
         if labels is not None:
             text = [" ".join(filter(None, (escape_html(labels[r]), t))) for r, t in zip(reps, text or [""] * len(reps))]
@@ -170,7 +173,9 @@ def occurrence_scatter(
                 ),
             )
         )
-    _layout(fig, title, height)
+    _layout(fig, title if subtitle is None else f"{title} · {subtitle}", height)
+    if legend_below and title and subtitle:
+        fig.update_layout(title_text=two_line_title(title, subtitle, HALF_TITLE_CHARS))
     if dims == 2:
         fig.update_xaxes(showticklabels=False, zeroline=False, title=None)
         fig.update_yaxes(showticklabels=False, zeroline=False, title=None)
