@@ -102,7 +102,8 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
     title = choice_label((probe, dataset, metric))
     base = baseline_frame(df, spec, dataset, metric) if spec is not None else None
     y_range = spec.chart.y_range if spec is not None else None
-    fig = profile_figure(prof, title=title, y_title=metric, base=base, y_range=y_range, twin_of=twin_base)
+    y_title = (spec.chart.axis_title(metric) if spec is not None else None) or metric
+    fig = profile_figure(prof, title=title, y_title=y_title, base=base, y_range=y_range, twin_of=twin_base)
     chart(fig, file_stem("layer-profile", probe, dataset, metric), key="lp_profile_chart", data=frame_csv(prof))
     if base is not None and not base.empty:
         st.caption(
@@ -135,8 +136,13 @@ def contextuality_section(dirs: list[Path]) -> None:
     dataset = st.selectbox("Corpus", corpora, key=state.bind("lp_ctx_dataset", corpora[0], corpora, param="ctx_corpus"))
     prof = layer_profile(df, CONTEXTUALITY, dataset, metric)
     title = CONTEXTUALITY_TITLES.get(metric, metric)
+    chart_spec = get_probe(CONTEXTUALITY).chart
     fig = profile_figure(
-        prof, title=title, y_title=metric, y_range=get_probe(CONTEXTUALITY).chart.y_range, twin_of=twin_base
+        prof,
+        title=title,
+        y_title=chart_spec.axis_title(metric) or metric,
+        y_range=chart_spec.y_range,
+        twin_of=twin_base,
     )
     chart(fig, file_stem("contextuality", dataset, metric), key="lp_ctx_chart", data=frame_csv(prof))
     st.caption(

@@ -129,6 +129,8 @@ class ChartSpec:
                   rows on it: the dataset shown, and ``viz.results.breakdown_frame`` says so per model.
     y_range:      a fixed y axis for every metric (cosines: (-1, 1)); None: the metric's own axis
                   (``viz.probe_figures.METRIC_AXES``, percentages by default).
+    axis_titles:  (metric, y-axis title) pairs saying what a fixed-axis metric's number is ("cosine −
+                  anisotropy"), where its name ("self_similarity_adj") does not; ``axis_title``.
     """
 
     metrics: tuple[str, ...]
@@ -138,6 +140,11 @@ class ChartSpec:
     breakdown_label: str = "category"
     breakdown_ranked_on: str | None = None
     y_range: tuple[float, float] | None = None
+    axis_titles: tuple[tuple[str, str], ...] = ()
+
+    def axis_title(self, metric: str) -> str | None:
+        """The y-axis title for ``metric`` (None: the chart's own, from the metric's name and unit)."""
+        return dict(self.axis_titles).get(metric)
 
 
 @dataclass(frozen=True)

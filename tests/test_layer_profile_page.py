@@ -35,6 +35,10 @@ def charts(at: AppTest) -> list:
     return at.get("plotly_chart")
 
 
+def y_titles(at: AppTest) -> list[str]:
+    return [json.loads(c.proto.spec)["layout"]["yaxis"]["title"]["text"] for c in charts(at)]
+
+
 def test_profile_summary_and_cka_heatmaps():
     at = open_page()
     assert at.title[0].value == "Layer profile"
@@ -78,8 +82,10 @@ def test_contextuality_curves_from_the_committed_run():
     assert metric.value == "self_similarity_adj"
     assert "Anisotropy: mean cosine of random occurrence pairs" in metric.options  # options show the titles
     assert at.selectbox(key="lp_ctx_dataset").value == "semcor-first2000"
+    assert "cosine − anisotropy" in y_titles(at)  # what the number is (the axis said "self_similarity_adj")
     metric.set_value("anisotropy").run()
     assert_ok(at)
+    assert "cosine" in y_titles(at)  # anisotropy: the mean cosine of random pairs
 
 
 def test_contextuality_and_cka_are_tabs_of_the_probes_page(tmp_path, monkeypatch):
@@ -89,9 +95,14 @@ def test_contextuality_and_cka_are_tabs_of_the_probes_page(tmp_path, monkeypatch
     for name, options in (("contextuality", {"min_occurrences": 3}), ("cka", {"max_vectors": 200})):
         spec = get_probe(name)
         save_result(spec.run(elmo, None, ctx, **spec.options_from(options)).stamped(), tmp_path / "results")
-    for tab, title, y_range in (
-        ("Contextuality", "Contextuality: self_similarity_adj on semcor-first30, by layer", [-1, 1]),
-        ("CKA", "CKA: cka_0 on semcor-first30, by layer", [0, 1]),
+    for tab, title, y_range, y_title in (
+        (
+            "Contextuality",
+            "Contextuality: self_similarity_adj on semcor-first30, by layer",
+            [-1, 1],
+            "cosine − anisotropy",
+        ),
+        ("CKA", "CKA: cka_0 on semcor-first30, by layer", [0, 1], "linear CKA with layer 0"),
     ):
         at = open_page("probes", saved=tab)
         mine = next(o for o in at.selectbox(key="probe_results_dir").options if str(tmp_path) in o)
@@ -101,6 +112,7 @@ def test_contextuality_and_cka_are_tabs_of_the_probes_page(tmp_path, monkeypatch
             f for f in (json.loads(c.proto.spec) for c in charts(at)) if f["layout"]["title"]["text"].startswith(title)
         )
         assert [t.get("name") for t in fig["data"]] == ["elmo-small"] and fig["layout"]["yaxis"]["range"] == y_range
+        assert fig["layout"]["yaxis"]["title"]["text"] == y_title  # what the number is (it said "self_similarity_adj")
         at.session_state[f"saved_{tab.lower()}_table_open"] = True  # the table opens on demand (issue 30)
         at.run()
         table = next(d.value for d in at.dataframe if "elmo-small" in d.value.index)  # model × layer

@@ -76,6 +76,7 @@ def probe_view(
             base,
             metric=metric,
             y_range=spec.chart.y_range,
+            y_title=spec.chart.axis_title(metric),
             title=f"{name}: {metric} on {dataset}, by layer",
             twin_of=twin_of,
         )

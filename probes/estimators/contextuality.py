@@ -67,6 +67,18 @@ BASELINE_OF = {
     "explainable_variance": "mev_baseline",
 }
 METRICS = (*MEASURES, "anisotropy", "mev_baseline", *(f"{m}_adj" for m in MEASURES))
+#: What each metric's number is (its unit, for a chart's axis): a mean cosine or a share of variance, an adjusted
+#: one minus its baseline.
+QUANTITY = {
+    "self_similarity": "cosine",
+    "intra_sentence_similarity": "cosine",
+    "explainable_variance": "variance share",
+    "anisotropy": "cosine",
+    "mev_baseline": "variance share",
+    "self_similarity_adj": "cosine − anisotropy",
+    "intra_sentence_similarity_adj": "cosine − anisotropy",
+    "explainable_variance_adj": "variance share − MEV baseline",
+}
 LEVEL = 0.95
 RESAMPLES = 1000  # bootstrap resamples of words / sentences
 TARGET_SE = 0.0005  # a baseline's Monte-Carlo SE stays below half a unit of the printed third decimal

@@ -219,7 +219,11 @@ PROBE = ProbeSpec(
     baselines=no_baselines,
     tables=cka_tables,
     table_titles={"cka": "Linear CKA between layers (Kornblith et al. 2019): row layer × column layer, SemCor words"},
-    chart=ChartSpec(metrics=tuple(f"cka_{j}" for j in range(CHART_LAYERS)), y_range=(0.0, 1.0)),
+    chart=ChartSpec(
+        metrics=tuple(f"cka_{j}" for j in range(CHART_LAYERS)),
+        y_range=(0.0, 1.0),
+        axis_titles=tuple((f"cka_{j}", f"linear CKA with layer {j}") for j in range(CHART_LAYERS)),
+    ),
     options=(
         Option("against", help="also compare every layer with every layer of this model (a name or reference)"),
         Option(

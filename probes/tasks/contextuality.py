@@ -41,7 +41,7 @@ import pandas as pd
 from corpora.semcor import load_semcor
 from features.extract import get_features
 from probes.errors import ProbeInputError
-from probes.estimators.contextuality import METRICS, layer_measures, select_words
+from probes.estimators.contextuality import METRICS, QUANTITY, layer_measures, select_words
 from probes.inputs import InputFile, Preview
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext, no_baselines
 from probes.reporting.tables import markdown_table
@@ -59,7 +59,7 @@ TITLES = {
     "explainable_variance": "Maximum explainable variance (raw)",
     "mev_baseline": "MEV of random occurrence sets (size-matched baseline)",
 }
-assert set(TITLES) == set(METRICS)
+assert set(TITLES) == set(METRICS) == set(QUANTITY)
 CSV_COLUMNS = ["model", "dataset", "layer", "metric", "value", "lo", "hi", "n", "unit", "clusters", "se"]
 SUMMARY_METRICS = ("self_similarity_adj", "intra_sentence_similarity_adj", "explainable_variance_adj", "anisotropy")
 
@@ -327,7 +327,7 @@ PROBE = ProbeSpec(
     baselines=no_baselines,
     tables=contextuality_tables,
     table_titles=TITLES,
-    chart=ChartSpec(metrics=tuple(TITLES), y_range=(-1.0, 1.0)),
+    chart=ChartSpec(metrics=tuple(TITLES), y_range=(-1.0, 1.0), axis_titles=tuple(QUANTITY.items())),
     trains=False,  # its seed draws the anisotropy baselines' random pairs, whose error its intervals carry
     options=(
         Option("words", default="", parse=_words, help="only these words (comma-separated), e.g. bank,play"),
