@@ -68,8 +68,12 @@ A GPT-style model only attends to the left (a triangle); a BERT-style model sees
 MAX_WORDS = 40  # a 6 × 12 grid of 40 × 40 maps stays fast to draw
 UNITS = ["words", "subword pieces"]
 COMPARE = ["one model", "two models", "two layers"]
-SHORT = {"subword pieces": "subwords", "one model": "off"}  # labels of choices (the URL keeps the names)
 TABS = ["Heads", "Neurons", "Averages", "Syntax"]  # only the open tab runs and draws (a new visitor's first paint)
+SHORT = {"subword pieces": "subwords", "one model": "off"}  # labels of choices (the URL keeps the names)
+
+
+def short_label(choice: str) -> str:
+    return SHORT.get(choice, choice)
 
 
 def head_panel(
@@ -317,10 +321,7 @@ def main() -> None:
     c3, s1, s2 = st.columns([4, 6, 3])
     unit = (
         c3.segmented_control(
-            "Units",
-            UNITS,
-            key=state.bind("attn_unit", "words", UNITS, param="unit"),
-            format_func=lambda unit: SHORT.get(unit, unit),
+            "Units", UNITS, key=state.bind("attn_unit", "words", UNITS, param="unit"), format_func=short_label
         )
         or "words"
     )
@@ -329,7 +330,7 @@ def main() -> None:
             "Side by side",
             COMPARE,
             key=state.bind("attn_compare", COMPARE[0], COMPARE, param="compare"),
-            format_func=lambda compare: SHORT.get(compare, compare),
+            format_func=short_label,
             help="Two models on the same sentence, or two layers of this model.",
         )
         or COMPARE[0]
