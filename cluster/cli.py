@@ -24,7 +24,7 @@ from cluster.sweep import run_sweep
 from cluster.tasks import FAULT_ENV, TaskEnv
 from corpora.paths import cache_dir
 from probes.cli import add_all_options, command_line, print_rows
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, check_seeds
 from probes.progress import TerminalProgress
 from probes.registry import all_probes, builtin_probe_names, get_probe
 from probes.run import writable_dir
@@ -56,6 +56,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not specs:
         raise ProbeInputError("--probes is empty.")
     seeds = _ints(args.seeds, "--seeds")
+    for seed in seeds:
+        check_seeds(seed, flag="--seeds")
     if args.limit is not None and args.limit < 1:
         raise ProbeInputError(f"--limit {args.limit}: give a positive number of sentences.")
     if args.threads is not None and args.threads < 1:

@@ -42,7 +42,7 @@ from corpora.stats import dataset_table, format_table
 from models.allocator import reuse_freed_memory
 from probes.errors import ProbeInputError
 from probes.progress import TerminalProgress
-from probes.registry import Option, ProbeSpec, all_probes, builtin_probe_names, get_probe
+from probes.registry import Option, ProbeSpec, RunContext, all_probes, builtin_probe_names, get_probe
 from probes.reporting.result_diff import compare_results
 from probes.results import ProbeResult
 from probes.run import ProbeRun, load_model, run_probe, writable_dir
@@ -192,18 +192,25 @@ def estimate_line(spec: ProbeSpec, embedder, args: argparse.Namespace) -> str:
     return "estimate: " + (est.text() if est is not None else f"{spec.name} reads its data when it runs (no estimate)")
 
 
-def cmd_reproduce(args: argparse.Namespace) -> int:
+def cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from probes import reproduce  # lazy: the tables and the model zoo import torch
 
     out = Path(args.out)
+    if args.verify or args.tables_only:  # they read saved results: an option of a run would go unheard
+        given = [name for name in reproduce.RUN_ONLY if getattr(args, name) != parser.get_default(name)]
+        reproduce.refuse_run_options(
+            given, "--verify checks" if args.verify else "--tables-only builds the tables from"
+        )
     if args.verify:
         return 0 if reproduce.verify(out / "runs") else 1
-    writable_dir(out, "--out")
     if args.tables_only:
+        reproduce.results_folder(out, args.results)  # a --results folder that is not there: before OUT is made
+        writable_dir(out, "--out")
         for path in reproduce.write_reports(out, args.results):
             print(f"tables written to {path}")
         return 0
     setup(args)
+    RunContext(limit=args.limit, seed=args.seed, seeds=args.seeds or 1)  # checks them before any folder is made
     models = reproduce.split_references(args.models)
     if not models:  # the obvious default: every model of the built-in zoo that is usable here
         models = reproduce.zoo_models()
@@ -217,10 +224,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
     for spec in specs:  # every probe's options, before any model is loaded
         spec.options_from(vars(args))
-    writable_dir(out / "runs", "--out")
     embedders = {m: load_model(m, args.device) for m in models}  # fail early on an unknown or broken model
     if args.rigor:
         embedders |= {m: load_model(m, args.device) for m in reproduce.random_twins(embedders)}
+    writable_dir(out / "runs", "--out")
     command = command_line(args.argv)
     with TerminalProgress("reproduce", quiet=args.quiet) as bar:  # model i/N, probe j/M and each run's steps
         timings = reproduce.reproduce(
@@ -351,7 +358,7 @@ def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) 
     )
     add_common(p, model=False, seeds=None)
     add_all_options(p, specs)
-    p.set_defaults(func=cmd_reproduce)
+    p.set_defaults(func=lambda args, parser=p: cmd_reproduce(args, parser))
     for add in commands:
         add(sub)
     return parser

@@ -13,3 +13,14 @@ def check_positive(value: int | float | None, flag: str) -> None:
     """A count given as ``flag`` (a limit, epochs) must be positive when given (None: not given)."""
     if value is not None and value <= 0:
         raise ProbeInputError(f"{flag} {value} selects nothing; use a positive number.")
+
+
+#: The seeds numpy's and torch's generators take: 0 … 2**32 − 1.
+MAX_SEED = 2**32 - 1
+
+
+def check_seeds(first: int, count: int = 1, flag: str = "--seed") -> None:
+    """Seeds ``first`` … ``first + count − 1`` (``--seed`` and ``--seeds``) must be ones numpy and torch take."""
+    if first < 0 or first + count - 1 > MAX_SEED:
+        last = "" if count == 1 else f" (with --seeds {count}: up to {first + count - 1})"
+        raise ProbeInputError(f"{flag} {first}{last}: seeds run from 0 to {MAX_SEED}.")

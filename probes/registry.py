@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from probes.errors import ProbeInputError, check_positive
+from probes.errors import ProbeInputError, check_positive, check_seeds
 from probes.inputs import InputFile, Preview
 from probes.layers import LayerSpec
 from probes.progress import ProgressFn, scaled
@@ -100,6 +100,7 @@ class RunContext:
     def __post_init__(self) -> None:
         check_positive(self.limit, "--limit")
         check_positive(self.seeds, "--seeds")
+        check_seeds(self.seed, self.seeds or 1)
 
     def sub_progress(self, lo: float, hi: float, prefix: str = "") -> ProgressFn | None:
         """``progress`` for one part of the run, mapping its 0..1 onto ``lo``..``hi`` of the whole
@@ -127,6 +128,8 @@ class ChartSpec:
     breakdown_ranked_on: the dataset that picks the layer each model's breakdown is shown at (its best there): a dev
                   set, so that the test set does not choose the layer it then judges; None, or a model without
                   rows on it: the dataset shown, and ``viz.results.breakdown_frame`` says so per model.
+    breakdown_ranked_within: the dataset shown holds the ranking set's instances too (WSD: ALL holds SemEval-07),
+                  so the layer is not chosen on wholly unseen data: the chart's note says so.
     y_range:      a fixed y axis for every metric (cosines: (-1, 1)); None: the metric's own axis
                   (``viz.probe_figures.METRIC_AXES``, percentages by default).
     axis_titles:  (metric, y-axis title) pairs saying what a fixed-axis metric's number is ("cosine −
@@ -139,6 +142,7 @@ class ChartSpec:
     breakdown: str | None = None
     breakdown_label: str = "category"
     breakdown_ranked_on: str | None = None
+    breakdown_ranked_within: bool = False
     y_range: tuple[float, float] | None = None
     axis_titles: tuple[tuple[str, str], ...] = ()
 
@@ -178,6 +182,8 @@ class ProbeSpec:
     quick:           options the app's quick run sets besides ``--limit`` (option name -> its default there),
                      each a number input labelled by the option's help: WSD's SemCor slice, since the test
                      slice's limit applied to SemCor leaves nearly every test word to the first-sense backoff.
+    check_options:   the options that only make sense together (``--rank`` with ``--probe rank``), checked
+                     once each is: ProbeInputError, never an option silently ignored.
     """
 
     name: str
@@ -201,6 +207,7 @@ class ProbeSpec:
     embeds: Callable[[int | None, dict], Embeds | None] | None = None
     trains: bool = True
     quick: dict[str, int] = field(default_factory=dict)
+    check_options: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def short_title(self) -> str:
@@ -212,8 +219,12 @@ class ProbeSpec:
             opt.add_to(parser)
 
     def options_from(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Runner keywords from parsed CLI arguments or app inputs (missing ones take their defaults)."""
-        return {o.name: o.value(values.get(o.name, o.default)) for o in self.options}
+        """Runner keywords from parsed CLI arguments or app inputs (missing ones take their defaults), each checked,
+        then together (``check_options``)."""
+        options = {o.name: o.value(values.get(o.name, o.default)) for o in self.options}
+        if self.check_options is not None:
+            self.check_options(options)
+        return options
 
     def check_model(self, embedder) -> None:
         if embedder.num_layers < self.min_layers:

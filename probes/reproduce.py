@@ -126,6 +126,17 @@ def _run_all(
             timings[f"{name} {spec.name}"] = time.perf_counter() - t
 
 
+#: ``reproduce``'s options that choose what a run measures: ``--tables-only`` and ``--verify`` refuse them.
+RUN_ONLY = ("models", "probes", "limit", "seed", "seeds", "rigor", "device")
+
+
+def refuse_run_options(given: Sequence[str], mode: str) -> None:
+    """ProbeInputError naming the options of a run (``RUN_ONLY``) ``given`` to a mode that reads saved results."""
+    if given:
+        flags, what = ", ".join("--" + name for name in given), "an option" if len(given) == 1 else "options"
+        raise ProbeInputError(f"{mode} the saved results; drop {flags} ({what} of a run).")
+
+
 def results_folder(out: Path, results: str | Path | None = None) -> Path:
     """Where ``--tables-only`` reads results: ``--results DIR`` when given, else ``OUT/runs`` when it holds
     a result, else ``<cache>/results`` (where the probe commands, the app and ``sweep`` save by default)."""

@@ -20,7 +20,8 @@ per measurement; ``layer`` is a string: "0", "1", …, "mean", "baseline", "all 
 (model, probe, dataset, layer, metric) appears in several files, the newest file wins (a row marked
 missing, ``value`` None, only where no file measured it). A run on a slice
 (``--limit N``, ``params["limit"]``) is another dataset: its rows read back as ``DATASET (limit N)``
-(:func:`sliced`), so a slice never replaces the full run in a table, nor its baseline the full baseline.
+(:func:`sliced`), so a slice never replaces the full run in a table, nor its baseline the full baseline; the
+tables of ``build_tables`` are built for each slice apart (``slice_of``, ``as_full_run``).
 Files written before ``ProbeResult`` existed (no top-level ``dataset``) read back unchanged.
 """
 
@@ -137,6 +138,25 @@ def sliced(dataset: str, limit: Any) -> str:
     return f"{dataset} (limit {limit})"
 
 
+def row_dataset(result: ProbeResult, row: dict) -> str:
+    """The dataset ``row`` of ``result`` reads back as (:func:`sliced` by the run's ``--limit``)."""
+    return sliced(str(row["dataset"]), (result.params or {}).get("limit"))
+
+
+def slice_of(result: ProbeResult) -> Any:
+    """The ``--limit`` that makes ``result`` a slice of its data (None: the full data, or a name that says which
+    slice it is, ``semcor-first2000``)."""
+    limit = (result.params or {}).get("limit")
+    return None if sliced(str(result.dataset), limit) == str(result.dataset) else limit
+
+
+def as_full_run(result: ProbeResult) -> ProbeResult:
+    """``result`` without its ``--limit``: its rows read back under their own dataset names, so tables built from
+    one slice's results alone take the same shape as the full data's (``build_tables``)."""
+    params = {k: v for k, v in (result.params or {}).items() if k != "limit"}
+    return dataclasses.replace(result, params=params)
+
+
 SLICE = re.compile(r"^(?P<name>.*) \(limit (?P<limit>\d+)\)$")  # what :func:`sliced` appends
 
 
@@ -158,7 +178,7 @@ def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
         {
             "model": r.model,
             "probe": r.probe,
-            "dataset": sliced(str(row["dataset"]), (r.params or {}).get("limit")),
+            "dataset": row_dataset(r, row),
             "layer": str(row["layer"]),
             "metric": row["metric"],
             "value": row["value"],

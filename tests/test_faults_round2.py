@@ -168,6 +168,9 @@ def test_a_limit_run_does_not_replace_the_full_run_in_tables(data_root, tmp_path
         ("pos", "glove-6b-50d", {"probe": "mlp", "hidden": "0"}),
         ("pos", "glove-6b-50d", {"probe": "bogus"}),
         ("mix", "minilm", {"rows": "foo;bar"}),  # was refused only after extracting the features
+        ("pos", "glove-6b-50d", {"rank": "5"}),  # ran the linear probe, saved as another probe ("pos+linear")
+        ("pos", "glove-6b-50d", {"probe": "linear", "hidden": "512"}),
+        ("pos", "glove-6b-50d", {"probe": "mlp", "rank": "3"}),
     ],
 )
 def test_bad_options_leave_no_file(probe, model, options, tmp_path):
@@ -177,6 +180,44 @@ def test_bad_options_leave_no_file(probe, model, options, tmp_path):
     with pytest.raises(ProbeInputError):
         run_probe(probe, model, limit=20, options=options, results_dir=tmp_path / "r", feature_root=tmp_path / "f")
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.parametrize("seed, seeds", [(-5, 1), (2**32 - 1, 1), (2**32 - 2, 3)])
+def test_a_seed_numpy_cannot_take_is_refused_before_any_file(seed, seeds, tmp_path):
+    from probes import run_probe
+    from probes.errors import ProbeInputError
+
+    kw = dict(limit=5, results_dir=tmp_path / "r", feature_root=tmp_path / "f")
+    if seeds == 1 and seed >= 0:  # the largest seed numpy takes runs
+        assert run_probe("pos", None, seed=seed, **kw).baselines
+        return
+    with pytest.raises(ProbeInputError, match="seeds run from 0 to 4294967295"):
+        run_probe("pos", "glove-6b-50d", seed=seed, seeds=seeds, **kw)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--tables-only", "--models", "nosuch", "--limit", "4"],
+            "the tables from the saved results; drop --models, --limit (options",
+        ),
+        (["--verify", "--seed", "2"], "--verify checks the saved results; drop --seed (an option of a run)"),
+        (["--tables-only", "--results", "NOWHERE"], "no such folder"),
+        (["--models", "nosuch"], "Unknown model 'nosuch'"),
+        (["--models", "glove-6b-50d", "--limit", "-1"], "--limit -1 selects nothing"),
+        (["--models", "glove-6b-50d", "--seed", "-1"], "--seed -1: seeds run from 0"),
+    ],
+)
+def test_reproduce_refuses_a_bad_request_before_it_makes_its_folder(args, message, tmp_path):
+    out = tmp_path / "out"
+    args = [a.replace("NOWHERE", str(tmp_path / "nowhere")) for a in args]
+    cmd = [sys.executable, "-m", "probes", "reproduce", "--out", str(out), *args]
+    env = {**os.environ, "EMBPROBE_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not out.exists()
 
 
 def test_cli_bad_mix_rows_is_one_error_line(tmp_path):

@@ -17,11 +17,13 @@ from probes.stats.intervals import keep_instances
 from probes.stats.seeds import merge_seeds, run_with_seeds
 from tests.probe_helpers import RandomEmbedder
 
+SLICE = "conll2000-test (limit 60)"  # the dataset a --limit 60 run's rows read back as
+
 
 @pytest.fixture(scope="module")
 def pos_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("features")
-    ctx = RunContext(limit=60, device="cpu", show_progress=False, feature_root=root)
+    ctx = RunContext(limit=60, device="cpu", show_progress=False, feature_root=root)  # rows: SLICE
     typed = RandomEmbedder(num_layers=3, dim=24, seed=7, version="typed", noise=0.5)
     spec = get_probe("pos")
     return ctx, typed, spec, spec.run(typed, "0,1,2", ctx)
@@ -30,8 +32,8 @@ def pos_runs(tmp_path_factory):
 def test_a_model_against_itself_gives_p_1(pos_runs):
     ctx, typed, spec, res = pos_runs
     again = spec.run(typed, "0,1,2", ctx)  # same seed: the same outcomes
-    outcomes = outcome_table([res], "pos", "conll2000-test")
-    twin = {("twin", layer): out for (_, layer), out in outcome_table([again], "pos", "conll2000-test").items()}
+    outcomes = outcome_table([res], "pos", SLICE)
+    twin = {("twin", layer): out for (_, layer), out in outcome_table([again], "pos", SLICE).items()}
     t = compare(
         {**outcomes, **twin}, [(("random-test", "2"), ("twin", "2")), (("random-test", "1"), ("random-test", "1"))]
     )
@@ -41,7 +43,7 @@ def test_a_model_against_itself_gives_p_1(pos_runs):
 def test_layer_differences_are_the_row_differences(pos_runs):
     _, _, _, res = pos_runs
     value = {r["layer"]: r["value"] for r in res.rows if r["metric"] == "accuracy"}
-    t = layer_comparisons(outcome_table([res], "pos", "conll2000-test"), "random-test", against="first")
+    t = layer_comparisons(outcome_table([res], "pos", SLICE), "random-test", against="first")
     assert list(t.a) == ["random-test L1", "random-test L2"] and set(t.b) == {"random-test L0"}
     for row, layer in zip(t.itertuples(), ("1", "2")):
         assert row.diff == pytest.approx(value[layer] - value["0"], abs=0.011)
@@ -52,7 +54,7 @@ def test_layer_differences_are_the_row_differences(pos_runs):
 
 def test_comparisons_refuse_different_instances_and_missing_outcomes(pos_runs):
     _, _, _, res = pos_runs
-    outcomes = outcome_table([res], "pos", "conll2000-test")
+    outcomes = outcome_table([res], "pos", SLICE)
     outcomes[("short", "0")] = outcomes[("random-test", "0")][:-5]
     with pytest.raises(ProbeInputError, match="different data"):
         compare(outcomes, [(("random-test", "0"), ("short", "0"))])
@@ -180,3 +182,49 @@ def test_best_layer_table_tests_the_best_against_runner_up_and_layer_0():
     del res.extra["history"]  # a result that kept no training history cannot be ranked without the test set
     assert best_layer_table([res]) is None
     assert best_layer_table([_result("m", "pos", "conll2000-test", {"0": base}, keep=False)]) is None
+
+
+def test_a_slice_run_never_mixes_with_the_full_run(tmp_path):
+    """A newer ``--limit 20`` run of the same model and probe: every table, claim test and outcome lookup of the
+    full data still reads the full run; the slice gets tables of its own, built from its results alone."""
+    from probes.reporting.tables import build_tables, titles
+    from probes.results import read_results, save_result
+
+    rng = np.random.default_rng(5)
+    base = rng.random(3000) < 0.7
+    full = _result("a", "pos", "conll2000-test", {"0": base, "1": base | (rng.random(3000) < 0.3), "2": base})
+    small = rng.random(60) < 0.5
+    limited = _result("a", "pos", "conll2000-test", {"0": small, "1": small, "2": small | (rng.random(60) < 0.4)})
+    for res, limit, selectivity in ((full, None, 20.0), (limited, 20, 5.0)):
+        res.dataset, res.params = "conll2000-test", {"limit": limit}
+        res.rows.append({"dataset": "conll2000-test", "layer": "1", "metric": "selectivity", "value": selectivity})
+        res.timestamp = f"2026-11-28T0{1 if limit is None else 2}:00:00+00:00"  # the slice is the newer run
+        save_result(res, tmp_path)
+    value = {
+        (res.params["limit"], row["layer"]): row["value"]
+        for res in (full, limited)
+        for row in res.rows
+        if row["metric"] == "accuracy"
+    }
+    results = read_results(tmp_path)
+    assert [r.params["limit"] for r in results] == [None, 20]
+
+    assert outcome_table(results, "pos", "conll2000-test")[("a", "2")].tolist() == base.tolist()
+    assert len(outcome_table(results, "pos", "conll2000-test (limit 20)")[("a", "2")]) == 60
+
+    tables = build_tables(tmp_path)
+    pos, sliced = tables["pos"], tables["pos (limit 20)"]
+    assert dict(zip(pos.layer, pos["accuracy (CoNLL-2000 test)"])) == {
+        layer: value[(None, layer)] for layer in ("0", "1", "2")
+    }
+    assert dict(zip(sliced.layer, sliced["accuracy (CoNLL-2000 test)"])) == {
+        layer: value[(20, layer)] for layer in ("0", "1", "2")
+    }
+    claim = tables["claims"].set_index("claim").loc[CLAIMS[1].text]  # first > top, on the full run's outcomes
+    assert claim["A − B (points)"] == pytest.approx(value[(None, "1")] - value[(None, "2")], abs=0.01)
+    assert tables["selectivity_mdl"].selectivity.tolist() == ["20.00"]
+    assert tables["selectivity_mdl (limit 20)"].selectivity.tolist() == ["5.00"]
+    assert "published_rigor (limit 20)" not in tables  # the papers' numbers sit beside the full runs only
+    named = titles(tables)
+    assert list(named)[-3:] == ["pos (limit 20)", "claims (limit 20)", "selectivity_mdl (limit 20)"]
+    assert named["pos (limit 20)"].startswith(named["pos"]) and "--limit 20" in named["pos (limit 20)"]

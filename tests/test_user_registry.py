@@ -135,6 +135,26 @@ def test_registry_refusals_leave_the_file_unchanged(small_static, registry, caps
     assert not registry.exists()
 
 
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("3 2\na 0.1 0.2\nb 0.3\nc 0.5 0.6\n", "line 3: expected 2 values"),  # a short row
+        ("2 2\na 0.1 0.2\nb 0.3", "line 3: expected 2 values"),  # cut inside its last row
+        ("2 2\na 0.1 abc\nb 0.3 0.4\n", "line 2: value 'abc' is not a number"),
+        ("2 2\na 0.1 nan\nb 0.3 0.4\n", "line 2: non-finite value"),
+    ],
+)
+def test_a_vectors_file_with_a_bad_row_is_not_registered(text, problem, registry, tmp_path, capsys):
+    """The header alone said "ok" for each: the rows are read when it is added, not first when a probe runs."""
+    from models.__main__ import main
+
+    (tmp_path / "mine.vec").write_text(text, encoding="utf-8")
+    assert main(["add", "mine", str(tmp_path / "mine.vec")]) == 2
+    err = capsys.readouterr().err
+    assert problem in err and "mine.vec" in err and len(err.strip().splitlines()) == 1
+    assert not registry.exists()
+
+
 def test_relative_paths_are_relative_to_the_registry_file(small_static, registry):
     from models.registry import get_spec
 

@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
-from probes.results import extras_of, latest_rows, read_results
+from probes.results import ProbeResult, as_full_run, extras_of, latest_rows, read_results, slice_of, split_slice
 from probes.stats.units import over_text, value_interval_text
 
 TABLE_NOTES = RIGOR_NOTES  # table key -> a note printed under it (tables.md, the Reproduce page)
+#: Tables that set the papers' numbers beside our full runs: a slice has none of its own.
+BESIDE_PAPERS = ("published_rigor",)
 PAPER_TITLES = {
     "paper_wsd": "Paper, Table 5: all-words fine-grained WSD F1",
     "paper_pos": "Paper, Table 6: PTB POS tagging accuracy",
@@ -39,7 +42,7 @@ PAPER_TITLES = {
 def titles(tables: dict[str, pd.DataFrame] | None = None) -> dict[str, str]:
     """Table key -> title, in the order ``tables.md`` shows them (probes in registry order, the tables of
     ``tables`` no probe names — one per user dataset, ``tag:…``, ``wsd_data:…`` — the claim tests and
-    selectivity/MDL, then the papers')."""
+    selectivity/MDL, then the papers'; then the tables of each slice, ``"<key> (limit N)"``, in that order)."""
     out: dict[str, str] = {}
     for spec in all_probes():
         out.update(spec.table_titles)
@@ -48,8 +51,21 @@ def titles(tables: dict[str, pd.DataFrame] | None = None) -> dict[str, str]:
         **PAPER_TITLES,
         "published_rigor": RIGOR_TITLES["published_rigor"],
     }
-    per_dataset = {k: dataset_table_title(k) for k in tables or {} if k not in out and k not in rest}
-    return {**out, **per_dataset, **rest}
+    full = {**out, **rest}
+    keys = [k for k in tables or {} if k not in full]
+    slices = {k: split_slice(k) for k in keys if split_slice(k)[1] is not None}
+    per_dataset = {k: dataset_table_title(k) for k in keys if k not in slices}
+    ordered = {**out, **per_dataset, **rest}
+    of_slices = {
+        k: slice_title(ordered.get(base) or dataset_table_title(base), limit)
+        for k, (base, limit) in sorted(slices.items(), key=lambda item: int(item[1][1]))
+    }
+    return {**ordered, **of_slices}
+
+
+def slice_title(title: str, limit: Any) -> str:
+    """The title of a table built from the runs on a slice (``--limit limit``) alone."""
+    return f"{title} — runs with --limit {limit}: a slice of the data, kept apart from the full runs"
 
 
 def csv_name(key: str) -> str:
@@ -67,9 +83,27 @@ def paper_tables() -> dict[str, pd.DataFrame]:
 def build_tables(results_dir: Path, models: list[str] | None = None) -> dict[str, pd.DataFrame]:
     """Paper-style tables (DataFrames) from the result files under ``results_dir`` ({} when there are none).
 
-    ``models``: keep only these models' rows (and every probe's baselines).
+    ``models``: keep only these models' rows (and every probe's baselines). The runs on a slice of the data
+    (``--limit N``) make tables of their own, built from their results alone the way the full data's are and
+    keyed ``"<key> (limit N)"`` (:func:`slice_key`): a table, a claim test or a learned weight never mixes a
+    slice with the full run, and a slice never stands in for it.
     """
-    results = read_results(results_dir)  # one read of the files serves the rows and the extras
+    by_slice: dict[Any, list[ProbeResult]] = {}
+    for res in read_results(results_dir):  # one read of the files serves the rows and the extras
+        by_slice.setdefault(slice_of(res), []).append(res)
+    tables: dict[str, pd.DataFrame] = {}
+    for limit in sorted(by_slice, key=lambda n: -1 if n is None else int(n)):
+        if limit is None:
+            tables.update(_tables_of(by_slice[limit], models))
+        else:
+            part = _tables_of([as_full_run(res) for res in by_slice[limit]], models)
+            shown = {key: table for key, table in part.items() if key not in BESIDE_PAPERS and not table.empty}
+            tables.update({slice_key(key, limit): table for key, table in shown.items()})
+    return {**tables, **paper_tables()} if tables else {}
+
+
+def _tables_of(results: list[ProbeResult], models: list[str] | None) -> dict[str, pd.DataFrame]:
+    """Every probe's tables and the rigor tables of ``results`` (oldest first)."""
     df = latest_rows(results)
     if df.empty:
         return {}
@@ -81,7 +115,17 @@ def build_tables(results_dir: Path, models: list[str] | None = None) -> dict[str
     tables: dict[str, pd.DataFrame] = {}
     for spec in specs:
         tables.update(spec.tables(df, extras))
-    return {**tables, **rigor_tables(results, df, models), **paper_tables()}
+    return {**tables, **rigor_tables(results, df, models)}
+
+
+def slice_key(key: str, limit: Any) -> str:
+    """The key of table ``key`` built from the runs on the slice ``--limit limit``."""
+    return f"{key} (limit {limit})"
+
+
+def table_note(key: str) -> str | None:
+    """The note printed under table ``key`` (a slice's table: its full-data table's note)."""
+    return TABLE_NOTES.get(split_slice(key)[0])
 
 
 def markdown_table(df: pd.DataFrame, missing: str = "n/a") -> str:
@@ -102,6 +146,13 @@ def _section(title: str, df: pd.DataFrame, missing: str = "n/a") -> list[str]:
     return [f"## {title}", "", markdown_table(df, missing), ""]
 
 
+def table_section(key: str, title: str, df: pd.DataFrame) -> list[str]:
+    """Table ``key`` as ``tables.md`` has it, in lines: its title, the table and the note under it (``table_note``:
+    how its intervals and verdicts were made) — also what the Reproduce page's Markdown downloads give."""
+    note = table_note(key)
+    return _section(title, df) + ([note, ""] if note else [])
+
+
 def write_tables(
     results_dir: Path, out: Path, models: list[str] | None = None, timings: dict | None = None, command: str = ""
 ) -> Path | None:
@@ -120,9 +171,7 @@ def write_tables(
             continue
         t = tables[key]
         t.to_csv(out / csv_name(key), index=False)
-        lines += _section(title, t)
-        if key in TABLE_NOTES:
-            lines += [TABLE_NOTES[key], ""]
+        lines += table_section(key, title, t)
     if timings:
         lines += ["## Wall time (s)", ""] + [f"- {k}: {v:.0f}" for k, v in timings.items()] + [""]
     path = out / "tables.md"

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from probes.estimators.mdl import shorter_in_all_orders
-from probes.results import ProbeResult
+from probes.results import ProbeResult, row_dataset
 from probes.stats.comparisons import Side, compare, holm, outcome_table
 from probes.stats.units import over_text
 
@@ -140,7 +140,7 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
     seeds: dict[str, str] = {}
     for res in results:
         if res.probe == claim.probe and (models is None or res.model in models):
-            layers = {str(r["layer"]) for r in res.rows if r["dataset"] == claim.dataset}
+            layers = {str(r["layer"]) for r in res.rows if row_dataset(res, r) == claim.dataset}
             measured.setdefault(res.model, set()).update(layers)
             if layers:
                 seeds[res.model] = _seeds(res)
@@ -196,7 +196,7 @@ def _newest_rows(results: Sequence[ProbeResult], claim: RowClaim) -> dict[tuple[
     for res in results:
         if res.probe == claim.probe:
             for r in res.rows:
-                if r["dataset"] == claim.dataset and r["metric"] == claim.metric:
+                if row_dataset(res, r) == claim.dataset and r["metric"] == claim.metric:
                     rows[(res.model, str(r["layer"]))] = {**r, "seeds": _seeds(res)}
     return rows
 

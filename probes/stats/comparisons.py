@@ -32,7 +32,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from probes.errors import ProbeInputError
-from probes.results import ProbeResult
+from probes.results import ProbeResult, row_dataset
 from probes.stats.intervals import instances, paired_seed_test, paired_test, seed_outcomes
 from probes.stats.units import Units, units_of
 
@@ -56,23 +56,25 @@ AGAINST = ("previous", "first")
 
 
 def outcome_table(results: Iterable[ProbeResult], probe: str, dataset: str) -> Outcomes:
-    """(model, layer) -> kept per-instance outcomes on ``dataset``; ``results`` oldest first, the newest wins."""
+    """(model, layer) -> kept per-instance outcomes on ``dataset`` as rows read back (a ``--limit`` run's:
+    ``conll2000-test (limit 60)``, never the full run's); ``results`` oldest first, the newest wins."""
     table = Outcomes()
     for res in results:
         if res.probe != probe:
             continue
         for row in res.rows:
-            if row["dataset"] == dataset:
-                out = instances(res, dataset, str(row["layer"]))
+            if row_dataset(res, row) == dataset:
+                kept = row["dataset"]  # the name the run kept its outcomes under
+                out = instances(res, kept, str(row["layer"]))
                 if out is not None:
                     side = (res.model, str(row["layer"]))
                     table[side] = out
-                    seeds = seed_outcomes(res, dataset, side[1])
+                    seeds = seed_outcomes(res, kept, side[1])
                     if seeds is not None:
                         table.by_seed[side] = seeds
                     else:
                         table.by_seed.pop(side, None)
-                    units = units_of(res, dataset, len(out))
+                    units = units_of(res, kept, len(out))
                     if not units.is_instance:
                         table.units[len(out)] = units
     return table

@@ -22,7 +22,7 @@ from probes.registry import ChartSpec, Embeds, ProbeSpec, RunContext
 from probes.results import ProbeResult
 from probes.stats.units import interval_text, over_text
 from probes.tasks.conll import DATASET, conll_slice, feature_key
-from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_OPTIONS, RigorOptions
+from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_OPTIONS, RigorOptions, check_rigor_options
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
 TEST_SET = "conll2000-test"
@@ -101,6 +101,7 @@ PROBE = ProbeSpec(
     table_titles={"pos": "POS tagging: linear probe per layer, accuracy on CoNLL-2000 test (WSJ 20)"},
     chart=ChartSpec(metrics=("accuracy", *RIGOR_METRICS[1:]), datasets=(TEST_SET, "conll2000-train")),
     options=RIGOR_OPTIONS,
+    check_options=check_rigor_options,
     baseline_models={MAJORITY: "majority tag per word"},
     embeds=conll_embeds,
 )

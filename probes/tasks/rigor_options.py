@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from probes.errors import ProbeInputError
 from probes.estimators.classifier import LinearProbe
 from probes.estimators.control import DRAWS, ControlTask, control_correct, selectivity_rows
 from probes.estimators.families import DEFAULT_WEIGHT_DECAY, KINDS, ProbeFamily, make_probe, parse_hidden
@@ -90,6 +91,18 @@ RIGOR_OPTIONS = (
     Option("mdl_orders", int, ORDERS, "MDL: data orders, each its own online code (mean and interval)", positive=True),
 )
 RIGOR_NAMES = tuple(o.name for o in RIGOR_OPTIONS)
+
+
+def check_rigor_options(options: dict) -> None:
+    """``ProbeSpec.check_options`` of the token probes: another family's option is refused, not ignored (``--rank``
+    without ``--probe rank`` ran the linear probe and saved it under another probe name)."""
+    kind = options.get("probe") or "linear"
+    if kind != "rank" and options.get("rank") is not None:
+        raise ProbeInputError(f"--rank sets the rank of --probe rank; this run's probe is {kind}.")
+    if kind != "mlp" and parse_hidden(options.get("hidden") or "256") != ProbeFamily().hidden:
+        raise ProbeInputError(f"--hidden sets the widths of --probe mlp; this run's probe is {kind}.")
+
+
 FAMILY_SEPARATOR = "+"  # "pos+mlp-256": the probe run with another family (``RigorOptions.probe_name``)
 
 

@@ -38,7 +38,7 @@ from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.tasks.datafiles import DataFiles, file_inputs, file_options, read_roles
 from probes.tasks.preview import token_preview
-from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_NAMES, RIGOR_OPTIONS, RigorOptions
+from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_NAMES, RIGOR_OPTIONS, RigorOptions, check_rigor_options
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
 MAJORITY = "majority-label"
@@ -227,6 +227,7 @@ PROBE = ProbeSpec(
     table_titles={},
     chart=ChartSpec(metrics=("accuracy", "F1", *RIGOR_METRICS[1:])),
     options=OPTIONS + RIGOR_OPTIONS,
+    check_options=check_rigor_options,
     baseline_models={MAJORITY: "majority label per word"},
     needs_files=True,
     inputs=file_inputs(FILE_FORMATS),

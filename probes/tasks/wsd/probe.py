@@ -307,6 +307,7 @@ PROBE = ProbeSpec(
         breakdown="ALL:",
         breakdown_label="part of speech",
         breakdown_ranked_on=DEV_SET,
+        breakdown_ranked_within=True,  # ALL = SE2 + SE3 + SemEval-07 + SE13 + SE15; only ALL has per-POS rows
     ),
     options=(
         Option("semcor_limit", int, None, "train on the first N SemCor sentences only", positive=True, in_app=False),
