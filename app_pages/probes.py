@@ -32,6 +32,7 @@ from viz.export import file_stem, frame_csv, run_record_json
 from viz.probe_figures import has_intervals, small_sample_note
 from viz.probe_views import frame_signature, probe_view
 from viz.results import (
+    baseline_only,
     breakdown_scored,
     datasets_of,
     dirs_with_results,
@@ -40,6 +41,15 @@ from viz.results import (
     load_dir,
     metrics_of,
 )
+
+
+def with_baselines(rows: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
+    """A chart's rows and its baselines' (named in a column ``baseline``), as its CSV has them: layer numbers and
+    counts stay whole numbers (the baselines have no layer, which made the column float: "0.0")."""
+    out = pd.concat([rows, base.rename(columns={"label": "baseline"})], ignore_index=True)
+    whole = [c for c in ("layer", "n", "clusters") if c in out and pd.api.types.is_numeric_dtype(out[c])]
+    return out.astype(dict.fromkeys(whole, "Int64"))
+
 
 INTRO = """
 **Probing** asks what a frozen representation already knows, with a deliberately weak model on
@@ -114,14 +124,14 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
             view["rows_figure"],
             file_stem(key, spec.name, dataset, metric),
             key=f"{key}_{spec.name}_rows",
-            data=frame_csv(pd.concat([view["rows"], base.rename(columns={"label": "baseline"})], ignore_index=True)),
+            data=frame_csv(with_baselines(view["rows"], base)),
         )
     if view["layer_figure"] is not None:
         chart(
             view["layer_figure"],
             file_stem(key, spec.name, dataset, metric),
             key=f"{key}_{spec.name}_plot",
-            data=frame_csv(pd.concat([curves, base.rename(columns={"label": "baseline"})], ignore_index=True)),
+            data=frame_csv(with_baselines(curves, base)),
         )
         if records is not None:
             download(
@@ -197,7 +207,7 @@ def saved_tab() -> None:
         st.info("No readable results in this directory.")
         return
     specs = all_probes()
-    baselines = df["model"].isin({m for spec in specs for m in spec.baseline_models})
+    baselines = df["model"].isin(baseline_only(df, specs))
     st.caption(
         f"{df.loc[~baselines, 'model'].nunique()} models and {df.loc[baselines, 'model'].nunique()} baselines · "
         f"newest {str(df['timestamp'].max())[:16].replace('T', ' ')} UTC"

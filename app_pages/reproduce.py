@@ -9,7 +9,7 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import chart, page, page_header, safe
-from probes.reporting.tables import TABLE_NOTES, markdown_table, titles
+from probes.reporting.tables import table_note, table_section, titles
 from viz.export import frame_csv
 from viz.reproduce import comparison_figure, comparison_frame, load_tables, read_run_notes, tables_markdown
 from viz.results import dirs_with_results, folder_version, label_dir, load_dir
@@ -53,7 +53,7 @@ def download_row(key: str, title: str, df) -> None:
     )
     c2.download_button(
         "Markdown",
-        f"## {title}\n\n{markdown_table(df)}\n".encode(),
+        "\n".join(table_section(key, title, df)).encode(),
         file_name=f"{key}.md",
         mime="text/markdown",
         key=f"dl_md_{key}",
@@ -97,9 +97,10 @@ def main() -> None:
                 "test set — WSD on SemEval-07, POS on the probe's held-out tenth of its training tokens — as in "
                 "the best-layer table). "
                 "POS: accuracy, on different test sets (paper: PTB; ours: CoNLL-2000, also WSJ text), "
-                "so only the pattern compares. WordNet 1st sense and the majority tag use no embeddings. "
+                "so only the pattern compares. Grey hatched bars, and the dotted line at the first: baselines "
+                "that use no embeddings (WordNet's first sense, SemCor's most frequent sense, the majority tag). "
                 "Error bars on our rows: 95% cluster-bootstrap intervals over the test set's documents (WSD) "
-                "and sentences (POS), as each chart's title says (the paper gives none)."
+                "and sentences (POS); the paper gives none."
             )
             cols = st.columns(2)
             for col, (task, part), name in zip(cols, comp.groupby("task", sort=False), ("wsd", "pos")):
@@ -136,8 +137,8 @@ def main() -> None:
                 )
             )
             box.dataframe(shown, hide_index=True, width="stretch")
-            if key in TABLE_NOTES:
-                box.caption(TABLE_NOTES[key])
+            if table_note(key):
+                box.caption(table_note(key))
             with box:
                 download_row(key, title, tables[key])
 

@@ -19,7 +19,8 @@ default (``value=`` / ``index=``): the bound value in ``st.session_state`` is it
 - on every run the current value is written back to the URL, so the address bar always holds a link
   to what is on screen (defaults included: a link says everything it restores);
 - a value in ``st.session_state`` that is no longer valid (the options changed: a model was removed)
-  is reset to ``default`` rather than handed to the widget.
+  is reset to ``default`` rather than handed to the widget; a valid one is kept, also by a widget whose
+  range changed (layer 4 stays layer 4 when the next model has it).
 
 Values are encoded as text: ``str`` as is, ``bool`` as ``1``/``0``, ``int``/``float`` with ``repr``,
 options by ``str(option)`` (so integer or tuple options round-trip), lists as repeated parameters
@@ -139,6 +140,11 @@ def bind(
         st.session_state[key], default, opts, lo, hi, check
     ):
         st.session_state[key] = default
+    else:
+        # Given again, so that a widget whose range or options changed (a model with another number of
+        # layers) takes it: Streamlit builds such a widget anew and would otherwise start it at its minimum,
+        # while the URL written below still said the old value.
+        st.session_state[key] = st.session_state[key]
     _write(param, st.session_state[key])
     return key
 

@@ -343,6 +343,7 @@ def test_probes_page_quick_runs_with_progress() -> None:
     # ... each model at the layer the dev set ranks first, not the one the scored set would pick
     ranked = r"best on the \d+ instances of semeval2007 \(limit 3\), not at its best on the \d+ instances of ALL"
     assert re.search(ranked, texts(at.caption)), texts(at.caption)
+    assert "holds those instances too (only ALL (limit 3) has rows per part of speech)" in texts(at.caption)
     # Bug 3: the baseline is its own dashed series (not a layer of the model), the y axis does not
     # zoom into noise, and the tiny slice says that it is small, with its intervals.
     quick = [f for f in figures(at) if "small slice" in f["layout"].get("title", {}).get("text", "")]

@@ -34,7 +34,7 @@ def test_reproduce_draws_paper_and_ours_side_by_side_and_the_legend_below_the_pl
     fig = comparison_figure(wsd, "WSD")
     slots = {}
     for trace in fig.data:
-        source = trace.name.split(" ")[0]
+        source = "paper" if trace.name.startswith("paper") else "ours"
         offsets = trace.offset if trace.offset is not None else [None] * len(trace.y)
         widths = trace.width if trace.width is not None else [None] * len(trace.y)
         for system, value, offset, width in zip(trace.y, trace.x, offsets, widths):

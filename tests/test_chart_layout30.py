@@ -16,7 +16,7 @@ import pytest
 from test_app import assert_ok, open_page, texts
 
 from models.random_init import twin_base
-from probes.registry import all_probes, get_probe
+from probes.registry import get_probe
 from probes.results import load_results
 from probes.stats.profiles import layer_profile
 from viz.figures import (
@@ -150,9 +150,11 @@ def test_the_saved_results_count_models_apart_from_baselines(committed) -> None:
     at = open_page("probes")
     assert_ok(at)
     counted = re.search(r"(\d+) models and (\d+) baselines", texts(at.caption))
-    baselines = {m for spec in all_probes() for m in spec.baseline_models}
-    models = set(committed.model)
-    assert counted and (int(counted[1]), int(counted[2])) == (len(models - baselines), len(models & baselines))
+    # a baseline has no layers of its own: GloVe is the λ ablation's input and a model on POS and WSD
+    models = set(committed[committed.layer.str.isdigit()].model)
+    baselines = set(committed.model) - models
+    assert "glove-6b-50d" in models and baselines == {"majority-tag", "wordnet-1st-sense", "semcor-mfs"}
+    assert counted and (int(counted[1]), int(counted[2])) == (len(models), len(baselines))
 
 
 def test_tables_and_csvs_keep_whole_glosses_and_sentences() -> None:
@@ -169,3 +171,29 @@ def test_tables_and_csvs_keep_whole_glosses_and_sentences() -> None:
     table = neighbour_table(np.eye(3, 4, dtype=np.float32) + 0.1, occs, 0, 2, lambda key: sense_info(key).label)
     assert set(table.sense) == {label} and set(table.source) == {"doc s1", "doc s2"}
     assert all(c == " ".join(words[:40]) + " [bank] " + " ".join(words[41:]) for c in table.context)
+
+
+def test_panel_titles_of_a_chart_without_a_title_stay_below_the_toolbar() -> None:
+    """Embedding space's corpus hits: two panels ("sense", "POS") and no title; the panel titles sat in the
+    toolbar's row, the right one under its buttons."""
+    import pandas as pd
+
+    from viz.figures import PANEL_TITLE_GAP_PX, SUB_LINE_PX, TOOLBAR_PX, title_below_toolbar
+    from viz.occurrence_figures import hit_histograms
+
+    df = pd.DataFrame({"sense": ["bank%1:14:00::", "bank%1:17:01::"], "POS": ["NOUN", "NOUN"]})
+    fig = title_below_toolbar(hit_histograms(df))
+    assert not fig.layout.title.text and [a.text for a in fig.layout.annotations] == ["sense", "POS"]
+    assert fig.layout.margin.t >= TOOLBAR_PX + SUB_LINE_PX + PANEL_TITLE_GAP_PX
+
+
+def test_a_charts_csv_keeps_layer_numbers_and_counts_whole(committed) -> None:
+    """The Probes chart's CSV wrote layers 0.0, 1.0, … (the baselines' missing layer made the column float)."""
+    from app_pages.probes import with_baselines
+
+    view = probe_view(committed, get_probe("pos"), "conll2000-test", "accuracy")
+    header, *lines = with_baselines(view["curves"], view["base"]).to_csv(index=False).splitlines()
+    rows = [dict(zip(header.split(","), line.split(","))) for line in lines]
+    assert {r["layer"] for r in rows if r["layer"]} == {str(k) for k in range(7)}
+    assert all(r["clusters"] in ("", "2012") and "." not in r["n"] for r in rows)
+    assert [r["baseline"] for r in rows if not r["layer"]] == ["majority tag per word"]

@@ -52,7 +52,10 @@ def test_reproduce_chart_labels_are_readable_and_bars_start_at_zero(tables) -> N
         assert sorted(y for t in fig.data for y in t.y) == sorted(part["system"])
         assert fig.layout.xaxis.range[0] == 0
         assert fig.layout.height >= 26 * len(part)  # one readable row per system
-        assert {t.name.split(" ")[0] for t in fig.data} == {"paper", "ours"}
+        assert {t.name.split(" (")[0] for t in fig.data} == {"paper", "ours", "ours: baseline, no embeddings"}
+        baseline = next(t for t in fig.data if "baseline" in t.name)  # its own series, hatched, and a line at it
+        assert baseline.marker.pattern.shape == "/" and [s.x0 for s in fig.layout.shapes] == [baseline.x[0]]
+        assert {t.textposition for t in fig.data} == {"inside"}  # labels at the base: whiskers never cross them
 
 
 def test_layer_probe_figure_baselines_axes_and_small_slices() -> None:
@@ -162,5 +165,5 @@ def test_every_probe_chart_draws_its_intervals(tables) -> None:
     comp = comparison_frame(tables, df)
     ours = comp[comp.source == "ours"]
     assert ours[["lo", "hi"]].notna().all(axis=None) and (ours.lo <= ours.score).all() and (ours.score <= ours.hi).all()
-    paper, mine = comparison_figure(comp[comp.task == comp.task.iloc[0]], "t").data
-    assert paper.error_x.array is None and mine.error_x.array is not None
+    paper, mine, baselines = comparison_figure(comp[comp.task == comp.task.iloc[0]], "t").data
+    assert paper.error_x.array is None and mine.error_x.array is not None and baselines.error_x.array is not None

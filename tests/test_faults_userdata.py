@@ -161,3 +161,16 @@ def test_the_reproduce_page_download_keeps_the_user_dataset_tables():
     table = pd.DataFrame({"model": ["glove-6b-50d"], "0": [91.5]})
     text = tables_markdown({"tag:ewt@1234abcd:accuracy": table})
     assert f"## {dataset_table_title('tag:ewt@1234abcd:accuracy')}" in text and "91.5" in text
+
+
+def test_the_reproduce_page_markdown_keeps_each_tables_note():
+    """A pasted table keeps its caveats: "Download all tables" has every note ``tables.md`` prints under a table
+    (how the claim tests' intervals and verdicts were made, …) — it had the tables alone."""
+    from probes.reporting.tables import TABLE_NOTES
+    from viz.reproduce import load_tables, tables_markdown
+
+    results = Path(__file__).resolve().parent.parent / "docs" / "results"
+    text = tables_markdown(load_tables(results / "runs"))
+    committed = (results / "tables.md").read_text(encoding="utf-8")
+    for key in ("claims", "best_layer", "selectivity_mdl", "published_rigor"):
+        assert TABLE_NOTES[key] in committed and TABLE_NOTES[key] in text, key

@@ -70,3 +70,27 @@ def test_changes_are_written_back_to_the_url() -> None:
     again = _app(**{k: v for k, v in qp.items()})
     assert again.selectbox(key="m").value == "glove-6b-50d" and again.slider(key="layer").value == 3
     assert again.text_input(key="word").value == "play & <b>" and again.multiselect(key="layers").value == [4, 0]
+
+
+def _layered_page() -> None:
+    import streamlit as st
+
+    from app_pages import state
+
+    layers = {"minilm": 7, "gpt-small": 5, "elmo-small": 3}
+    model = st.selectbox("Model", list(layers), key=state.bind("m", "minilm", list(layers), param="model"))
+    top = layers[model] - 1  # the slider's range follows the model, so Streamlit makes it a new widget
+    st.slider(f"Layer of {model}", 0, top, key=state.bind("layer", 1, lo=0, hi=top))
+
+
+def test_a_widget_whose_range_changes_keeps_its_value_and_the_url_says_so() -> None:
+    at = AppTest.from_function(_layered_page, default_timeout=60)
+    at.query_params["model"], at.query_params["layer"] = "minilm", "4"
+    at.run()
+    assert at.slider(key="layer").value == 4
+    at.selectbox(key="m").set_value("gpt-small").run()  # 5 layers: layer 4 is still there
+    assert at.slider(key="layer").value == 4 and at.query_params["layer"] == "4"
+    at.run()
+    assert at.slider(key="layer").value == 4 and at.query_params["layer"] == "4"
+    at.selectbox(key="m").set_value("elmo-small").run()  # 3 layers: back to the default, on screen and in the URL
+    assert at.slider(key="layer").value == 1 and at.query_params["layer"] == "1"

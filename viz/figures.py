@@ -49,6 +49,9 @@ TOOLBAR_PX = 34
 #: A title line's height, headline and ``<sup>`` line (``two_line_title``), and the shift plotly gives a title of
 #: several lines: its top lands that much above its pad (all measured in Chromium).
 HEAD_LINE_PX, SUB_LINE_PX, MULTILINE_SHIFT_PX = 23, 18, 16
+#: Room between the toolbar and panel titles of a chart without a title (a panel title is drawn a few px above
+#: its plot).
+PANEL_TITLE_GAP_PX = 6
 
 
 def title_below_toolbar(fig: go.Figure) -> go.Figure:
@@ -56,14 +59,14 @@ def title_below_toolbar(fig: go.Figure) -> go.Figure:
     more below them (the top tick label) and one more for panel titles. Idempotent: a cached figure drawn again is
     left as it is."""
     text = fig.layout.title.text
+    # subplot titles sit just above the top of their plots: the margin keeps a line for them under the title
+    panel_titles = any(a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 1 for a in fig.layout.annotations)
+    if not text and panel_titles:  # no title: the panel titles alone go under the toolbar's row
+        fig.update_layout(margin_t=max(fig.layout.margin.t or 0, TOOLBAR_PX + SUB_LINE_PX + PANEL_TITLE_GAP_PX))
     if text:
         lines = text.split("<br>")
         subs = sum(line.startswith("<sup>") for line in lines)
         block = HEAD_LINE_PX * (len(lines) - subs) + SUB_LINE_PX * subs
-        # subplot titles sit just above the top of their plots: the margin keeps a line for them under the title
-        panel_titles = any(
-            a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 1 for a in fig.layout.annotations
-        )
         fig.update_layout(
             title=dict(
                 yref="container", y=1, yanchor="top", pad=dict(t=TOOLBAR_PX + MULTILINE_SHIFT_PX * (len(lines) > 1))

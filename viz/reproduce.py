@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from probes.reporting import paper
-from probes.reporting.tables import build_tables, markdown_table, paper_tables, titles
+from probes.reporting.tables import build_tables, paper_tables, table_section, titles
 from probes.stats.comparisons import labelled_side
 from probes.tasks.wsd.scoring import EVAL_LABELS, PAPER_ALL
 from probes.tasks.wsd.tables import BASELINE_MODELS as WSD_BASELINES  # baselines: rows of their own
@@ -166,7 +166,7 @@ def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | No
             rows.append(
                 {
                     "task": POS_TASK,
-                    "system": "majority tag",
+                    "system": MAJORITY_TAG,
                     "source": "ours",
                     "test set": "CoNLL-2000",
                     "score": float(base[POS_COLUMN].iloc[0]),
@@ -206,16 +206,33 @@ def _bar_slots(part: pd.DataFrame) -> tuple[list[float], list[float]]:
     return [offset for offset, _ in slots], [width for _, width in slots]
 
 
+#: Our rows that use no embeddings: a series of their own (grey, hatched) and a dotted line at the first.
+MAJORITY_TAG = "majority tag"
+BASELINE_SYSTEMS = (*WSD_BASELINES.values(), MAJORITY_TAG)
+SERIES = (  # (name, which rows, colour, hatch, label colour)
+    ("paper", lambda p: p["source"] == "paper", "#636efa", "", "white"),
+    ("ours", lambda p: (p["source"] == "ours") & ~p["system"].isin(BASELINE_SYSTEMS), "#ef553b", "", "white"),
+    (
+        "ours: baseline, no embeddings",
+        lambda p: (p["source"] == "ours") & p["system"].isin(BASELINE_SYSTEMS),
+        "#9e9e9e",
+        "/",
+        "#222",
+    ),
+)
+
+
 def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
-    """Horizontal bars (every system's name readable, none rotated), paper and ours in two colours,
-    each bar labelled with its score; the axis starts at 0, so bar lengths compare honestly. A system
-    of both sources (the WordNet first sense: 65.9 vs 65.86) is two bars side by side; the legend sits
-    under the plot, clear of the title and the bars."""
+    """Horizontal bars (every system's name readable, none rotated): the paper's, ours, and our baselines (no
+    embeddings) as a series of their own with a dotted line at the first, so a model under it is seen to be;
+    each bar labelled with its score at its base, clear of its interval's whiskers; the axis starts at 0, so
+    bar lengths compare honestly. A system of both sources (the WordNet first sense: 65.9 vs 65.86) is two bars
+    side by side; the legend sits under the plot, clear of the title and the bars."""
     part = part.reset_index(drop=True)
     offsets, widths = _bar_slots(part)
     fig = go.Figure()
-    for source, colour in (("paper", "#636efa"), ("ours", "#ef553b")):
-        sel = part[part["source"] == source]
+    for name, rows, colour, hatch, ink in SERIES:
+        sel = part[rows(part)]
         if sel.empty:
             continue
         fig.add_trace(
@@ -223,19 +240,21 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
                 x=sel["score"],
                 y=sel["system"],
                 orientation="h",
-                name=f"{source} ({sel['test set'].iloc[0]})",
-                marker_color=colour,
+                name=f"{name} ({sel['test set'].iloc[0]})",
+                marker=dict(color=colour, pattern=dict(shape=hatch, fgcolor="#616161")),
                 offset=[offsets[i] for i in sel.index],
                 width=[widths[i] for i in sel.index],
                 text=[f"{v:.1f}" for v in sel["score"]],
-                textposition="outside",
-                textfont=dict(size=11),
+                textposition="inside",  # at the bar's base: the whiskers at its end would cross a label there
+                insidetextanchor="start",
+                textfont=dict(size=11, color=ink),
                 constraintext="none",  # a half-thickness bar keeps a readable label
-                cliponaxis=False,
                 error_x=interval_error(sel, "score", width=3, color="#333"),
-                hovertemplate="%{y}: %{x:.2f}<extra>" + source + "</extra>",
+                hovertemplate="%{y}: %{x:.2f}<extra>" + name + "</extra>",
             )
         )
+        if hatch:
+            fig.add_vline(x=float(sel["score"].iloc[0]), line_dash="dot", line_color="#616161", line_width=1)
     systems = list(dict.fromkeys(part["system"]))
     fig.update_yaxes(categoryorder="array", categoryarray=systems[::-1], automargin=True, tickfont=dict(size=12))
     fig.update_xaxes(range=[0, 105], title="score (%)", dtick=20)
@@ -262,7 +281,7 @@ def tables_markdown(tables: dict[str, pd.DataFrame]) -> str:
     parts = ["# Embedding Probe Lab — Peters et al. (2018) §5 reproduced", "", f"Paper numbers: {paper.SOURCE}.", ""]
     for key, title in titles(tables).items():
         if key in tables:
-            parts += [f"## {title}", "", markdown_table(tables[key]), ""]
+            parts += table_section(key, title, tables[key])
     return "\n".join(parts)
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 from corpora.paths import REPO_ROOT, cache_dir
 from probes.registry import ProbeSpec
 from probes.results import COLUMNS, load_results, on_slice_of, split_slice
+from probes.tasks.rigor_options import base_probe
 from probes.tasks.wsd.tables import WORD_ROW
 
 
@@ -148,6 +149,16 @@ def best_layer(df: pd.DataFrame, model: str, probe: str, dataset: str, metric: s
     return str(int(curves.loc[curves["value"].idxmax(), "layer"]))
 
 
+def baseline_only(df: pd.DataFrame, specs: list[ProbeSpec]) -> set[str]:
+    """The models of the result rows ``df`` that are only ever a probe's baseline (the majority tag, WordNet's
+    first sense); a model that is one probe's baseline and another's subject (GloVe: the λ ablation's input,
+    and a model of its own on POS and WSD) is a model."""
+    baseline_of = {spec.name: set(spec.baseline_models) for spec in specs}
+    as_baseline = [model in baseline_of.get(base_probe(probe), ()) for model, probe in zip(df["model"], df["probe"])]
+    only = pd.Series(as_baseline, index=df["model"].to_numpy()).groupby(level=0).all()
+    return set(only[only].index)
+
+
 BREAKDOWN_COLUMNS = ["label", "model", "layer", "chosen on", "category", "value", "n", "lo", "hi", "unit", "clusters"]
 
 
@@ -208,9 +219,15 @@ def breakdown_note(frame: pd.DataFrame, df: pd.DataFrame, spec: ProbeSpec, datas
         n = pd.to_numeric(df.loc[(df["probe"] == spec.name) & (df["dataset"] == name), "n"], errors="coerce").max()
         return f"the {int(n):,} instances of {name}" if pd.notna(n) else name
 
+    within = (
+        f" {scored} holds those instances too (only {scored} has rows per {spec.chart.breakdown_label}), so the "
+        "choice is not wholly independent of the bars."
+        if spec.chart.breakdown_ranked_within
+        else ""
+    )
     sentences = [
         f"Each model is shown at the layer that scores best on {size(name)}, not at its best on {size(scored)}, "
-        "which these bars score."
+        f"which these bars score.{within}"
         for name in sorted(set(models["chosen on"]) - {scored})
     ]
     if own := models.loc[models["chosen on"] == scored, "model"].tolist():
