@@ -288,15 +288,19 @@ def occurrence_signature(c: dict, occs) -> tuple:
     return (c["source"], c["word"], len(occs), hash(tuple(occs)))
 
 
+#: The URL parameters of the view below the controls (``_view``, ``corpus_panel``).
+VIEW_PARAMS = ("pick", "layer", "layer_b", "k", "corpus", "corpus_k")
+
+
 @page
 def main() -> None:
     page_header("Polysemy explorer", INTRO, draws=("plotly", "dataframe"))
     c = controls()
-    if c is None:
-        return
     with safe("collect the occurrences"):
-        occs = get_occurrences(c)
-        if occs is None:
+        occs = None if c is None else get_occurrences(c)
+        if occs is None:  # nothing to show: the view's choices leave the URL (a link holds what is on screen)
+            for param in VIEW_PARAMS:
+                state.forget(param)
             return
         # A new set of occurrences starts the picker at the first one (its old label would be stale).
         sig = occurrence_signature(c, occs)

@@ -22,7 +22,8 @@ def layer_tests_section(spec: ProbeSpec, dataset: str, models: list[str], result
         key=f"{key}_{spec.name}_tests_open",
         on_change="rerun",
     )
-    if not box.open:
+    if not box.open:  # its model is in the URL only while it is shown
+        state.forget(f"{key}_tests_model")
         return
     model = box.selectbox(
         "Model", models, key=state.bind(f"{key}_{spec.name}_tests_model", models[0], models, param=f"{key}_tests_model")

@@ -98,7 +98,9 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
     results behind ``df``) paired tests between adjacent layers. A fragment: its evaluation-set and metric
     pickers rerun only this probe's section, not the page."""
     datasets = datasets_of(df, spec)
-    if not datasets:
+    if not datasets:  # no pickers: the URL keeps no other tab's choices
+        for name in ("set", "metric", "tests_model"):
+            state.forget(f"{key}_{name}")
         st.info(f"No {spec.name.upper()} results yet.")
         return
     c1, c2 = st.columns(2)
@@ -116,6 +118,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         )
     else:
         metric = metrics[0]
+        state.forget(f"{key}_metric")
     signature = frame_signature(df)
     view = section_view(signature, spec.name, dataset, metric, df)
     curves, base = view["curves"], view["base"]
@@ -157,6 +160,8 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
             table.dataframe(view["table"], width="stretch")
     if results is not None and not curves.empty:
         layer_tests_section(spec, dataset, sorted(set(curves["model"])), results, key)
+    else:
+        state.forget(f"{key}_tests_model")
     if not base.empty:
         st.caption(
             "Baselines (no embeddings; drawn as dashed lines): "

@@ -260,3 +260,11 @@ def test_issue30_bug1_a_polysemy_link_restores_pos_sample_size_and_typed_sentenc
     at = open_page("polysemy", source="my sentences", word="play", text=typed)
     assert at.text_area(key="poly_text").value == typed
     assert "pos" not in at.query_params and "cap" not in at.query_params  # the hidden controls' params are dropped
+
+
+def test_a_polysemy_word_without_occurrences_leaves_no_view_choices_in_the_url() -> None:
+    """A link's layer, neighbour count and picked occurrence stayed in the address bar (even ``layer=abc``) while
+    the page showed only "no occurrences": a copied link then carried choices the page never made."""
+    at = open_page("polysemy", word="qwxz", layer="abc", k="1e9", pick="99999")
+    assert "has no sense-tagged occurrences" in texts(at.info)
+    assert at.query_params["word"] == "qwxz" and not {"layer", "k", "pick"} & set(at.query_params)

@@ -56,3 +56,17 @@ def test_the_quick_runs_model_picker_round_trips_through_the_url() -> None:
     assert fresh.selectbox(key="probe_model").value == other
     bad = open_page("probes", tab="Run a quick probe", model="no-such-model")  # a bad link: the default
     assert bad.selectbox(key="probe_model").value == at.selectbox(key="probe_model").value
+
+
+def test_a_tab_without_pickers_leaves_no_other_tabs_choices_in_the_url() -> None:
+    """WSD's set and metric stayed in the address bar on a tab that has no results to pick from (Tag: the
+    committed results hold none), so a copied link carried choices the view does not show."""
+    at = open_page("probes")
+    sets = at.selectbox(key="saved_wsd_set").options
+    at.selectbox(key="saved_wsd_set").set_value(sets[-1]).run()
+    assert "saved_set" in at.query_params
+    at.session_state["probes_saved"] = next(spec.short_title for spec in all_probes() if spec.name == "tag")
+    at.run()
+    assert_ok(at)
+    assert "No TAG results yet." in [i.value for i in at.info]
+    assert not {"saved_set", "saved_metric", "saved_tests_model"} & set(at.query_params)
