@@ -41,6 +41,7 @@ from models.registry import available_models, load_embedder, loaded_models, unlo
 from viz.export import FORMATS, chart_config, figure_csv, file_stem  # noqa: E402
 from viz.figures import title_below_toolbar  # noqa: E402
 from viz.polysemy import build_lemma_index, occurrence_vectors  # noqa: E402
+from viz.results import label_dir  # noqa: E402
 from viz.text import InputError, escape_markdown  # noqa: E402
 
 log = logging.getLogger("embprobe.app")
@@ -349,3 +350,14 @@ def select_clicked_head(grid: str, layer_key: str, head_key: str) -> Callable[[]
             st.session_state[layer_key], st.session_state[head_key] = int(layer), int(head)
 
     return on_select
+
+
+def folder_select(label: str, dirs: list[Path], key: str, param: str, **kwargs) -> str:
+    """A results-folder picker bound to the URL parameter ``param``; returns the chosen folder's path. The URL names
+    a folder of the project by its relative path (``docs/results/runs``), so a link works on another install; an
+    older link's absolute path still opens it."""
+    by_label = {label_dir(d): str(d) for d in dirs}
+    labels = list(by_label)
+    if key not in st.session_state and (raw := st.query_params.get(param)) in by_label.values():
+        st.query_params[param] = next(name for name, path in by_label.items() if path == raw)
+    return by_label[st.selectbox(label, labels, key=state.bind(key, labels[0], labels, param=param), **kwargs)]

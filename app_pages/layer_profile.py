@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, get_embedder, model_names, page, page_header, preferred, safe
+from app_pages.common import chart, folder_select, get_embedder, model_names, page, page_header, preferred, safe
 from app_pages.warmup import wait_warmup
 from corpora.paths import REPO_ROOT
 from models.random_init import random_name, twin_base
@@ -36,7 +36,7 @@ from viz.profile import (
     profile_figure,
     summary_frame,
 )
-from viz.results import baseline_frame, dirs_with_results, folder_version, label_dir, load_dir, result_dirs
+from viz.results import baseline_frame, dirs_with_results, folder_version, load_dir, result_dirs
 
 INTRO = """
 Per-layer probe scores against **relative depth** (layer / top layer: 0 is the context-independent
@@ -67,14 +67,6 @@ def cached_cka(a: str, fp_a: str, b: str, fp_b: str, n: int) -> dict:
         get_embedder(a), None, RunContext(limit=n, show_progress=False), against=get_embedder(b) if b != a else None
     )
     return res.extra
-
-
-def folder_select(label: str, dirs: list[Path], key: str, param: str) -> str:
-    """A results-folder picker bound to the URL parameter ``param``; returns the chosen folder."""
-    options = [str(d) for d in dirs]
-    return st.selectbox(
-        label, options, format_func=lambda d: label_dir(Path(d)), key=state.bind(key, options[0], options, param=param)
-    )
 
 
 def profile_section(dirs: list[Path]) -> pd.DataFrame | None:

@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, download, get_embedder, log, model_select, page, page_header, safe
+from app_pages.common import chart, download, folder_select, get_embedder, log, model_select, page, page_header, safe
 from app_pages.probe_rigor import layer_tests_section, rigor_section
 from app_pages.probe_upload import upload_tab
 from app_pages.warmup import wait_warmup
@@ -37,7 +37,6 @@ from viz.results import (
     datasets_of,
     dirs_with_results,
     folder_version,
-    label_dir,
     load_dir,
     metrics_of,
 )
@@ -198,12 +197,11 @@ def saved_tab() -> None:
             "--out results/` (see docs/results/), or run a quick probe in the next tab."
         )
         return
-    options = [str(d) for d in dirs]
-    directory = st.selectbox(
+    directory = folder_select(
         "Results from",
-        options,
-        format_func=lambda d: label_dir(Path(d)),
-        key=state.bind("probe_results_dir", options[0], options, param="results"),
+        dirs,
+        "probe_results_dir",
+        "results",
         help="docs/results/runs: the committed full runs; results/runs: a local reproduce "
         "run; cache/results: single command-line runs (possibly with --limit).",
     )

@@ -7,12 +7,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app_pages import state
-from app_pages.common import chart, page, page_header, safe
+from app_pages.common import chart, folder_select, page, page_header, safe
 from probes.reporting.tables import table_note, table_section, titles
 from viz.export import frame_csv
 from viz.reproduce import comparison_figure, comparison_frame, load_tables, read_run_notes, tables_markdown
-from viz.results import dirs_with_results, folder_version, label_dir, load_dir
+from viz.results import dirs_with_results, folder_version, load_dir
 
 INTRO = """
 Peters et al. (2018), *Deep contextualized word representations* (NAACL), §5 asks **what the
@@ -72,13 +71,7 @@ def main() -> None:
         )
     directory = None
     if dirs:
-        options = [str(d) for d in dirs]
-        directory = st.selectbox(
-            "Results from",
-            options,
-            format_func=lambda d: label_dir(Path(d)),
-            key=state.bind("repro_dir", options[0], options, param="results"),
-        )
+        directory = folder_select("Results from", dirs, "repro_dir", "results")
     with safe("build the tables"):
         tables = cached_tables(directory, folder_version(directory)) if directory else load_tables(None)
         notes = read_run_notes(Path(directory)) if directory else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from test_app import assert_ok, figures, open_page
 
 from probes.registry import all_probes
-from viz.results import dirs_with_results
+from viz.results import dirs_with_results, label_dir
 
 
 def _one(value):
@@ -34,8 +34,19 @@ def test_a_saved_probes_evaluation_set_and_metric_round_trip_through_the_url() -
 def test_a_link_with_an_unknown_evaluation_set_falls_back_to_the_first() -> None:
     at = open_page("probes", saved_set="no-such-set", results="/no/such/dir")
     assert at.selectbox(key="saved_wsd_set").value == at.selectbox(key="saved_wsd_set").options[0]
-    assert at.selectbox(key="probe_results_dir").value == str(dirs_with_results()[0])
-    assert _one(at.query_params["results"]) == str(dirs_with_results()[0])  # the link now says what is shown
+    assert at.selectbox(key="probe_results_dir").value == label_dir(dirs_with_results()[0])
+    assert _one(at.query_params["results"]) == label_dir(dirs_with_results()[0])  # the link now says what is shown
+
+
+def test_a_link_names_the_projects_results_folder_by_its_relative_path() -> None:
+    """The link held the server's absolute path (/work/main/docs/results/runs): it opened nothing on another
+    install. It now holds docs/results/runs; a link made before, with the absolute path, still opens that folder."""
+    committed = next(d for d in dirs_with_results() if label_dir(d) == "docs/results/runs")
+    at = open_page("probes", results="docs/results/runs")
+    assert _one(at.query_params["results"]) == "docs/results/runs" == at.selectbox(key="probe_results_dir").value
+    older = open_page("probes", results=str(committed))
+    assert _one(older.query_params["results"]) == "docs/results/runs"
+    assert older.selectbox(key="probe_results_dir").value == "docs/results/runs"
 
 
 def test_the_your_data_tabs_task_round_trips_through_the_url() -> None:
