@@ -132,8 +132,10 @@ def content_digest(result: ProbeResult) -> str:
 
 def sliced(dataset: str, limit: Any) -> str:
     """A row's dataset as tables show it: ``DATASET (limit N)`` for a run on a slice, unless the name
-    already says which (``semcor-first2000``); unchanged for a full run (``limit`` None)."""
-    if limit is None or re.search(rf"(first|limit) ?{re.escape(str(limit))}\b", dataset):
+    already ends by saying which, as the lab names its own slices (``semcor-first2000``, CKA's ``semcor-first40 vs
+    B``); unchanged for a full run (``limit`` None). A name of yours that holds "first1" elsewhere
+    (``news-first1@1a2b3c4d:test:UPOS``) does not count: its slice would replace its full run."""
+    if limit is None or re.search(rf"-(first|limit){re.escape(str(limit))}(?: vs .+)?$", dataset):
         return dataset
     return f"{dataset} (limit {limit})"
 

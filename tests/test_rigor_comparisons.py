@@ -228,3 +228,14 @@ def test_a_slice_run_never_mixes_with_the_full_run(tmp_path):
     named = titles(tables)
     assert list(named)[-3:] == ["pos (limit 20)", "claims (limit 20)", "selectivity_mdl (limit 20)"]
     assert named["pos (limit 20)"].startswith(named["pos"]) and "--limit 20" in named["pos (limit 20)"]
+
+
+def test_a_name_of_yours_that_holds_first_n_is_still_a_slice():
+    """Only the lab's own slice names (ending "-first2000") say their slice; a --name "news-first1" run with
+    --limit 1 read back under the full run's dataset and replaced it."""
+    from probes.results import sliced
+
+    assert sliced("news-first1@1a2b3c4d:test:UPOS", 1) == "news-first1@1a2b3c4d:test:UPOS (limit 1)"
+    assert sliced("semcor-first2000", 2000) == "semcor-first2000"
+    assert sliced("semcor-first40 vs minilm", 40) == "semcor-first40 vs minilm"
+    assert sliced("semcor-first2000", 20) == "semcor-first2000 (limit 20)"

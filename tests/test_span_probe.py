@@ -70,8 +70,11 @@ def test_span_probe_on_ewt_spans_and_arcs(data_root, tmp_path, pairs, pooling):
         ("0", len(targets), "accuracy"),
         ("1", len(targets), "accuracy"),
     ]
-    assert res.rows[0]["dataset"] == f"{res.dataset}:test:span" and res.extra["pairs"] is pairs
-    (base,) = span_baselines(ctx, train=str(train), test=str(test))
+    # another pooling is another task: its rows never replace the mean pooling's in a table
+    task = "span" if pooling == "mean" else "span (endpoints pooling)"
+    assert res.rows[0]["dataset"] == f"{res.dataset}:test:{task}" and res.extra["pairs"] is pairs
+    (base,) = span_baselines(ctx, train=str(train), test=str(test), pooling=pooling)
+    assert base.rows[0]["dataset"] == res.rows[0]["dataset"]  # its table has its baseline
     share = 100 * Counter(t["label"] for t in targets).most_common(1)[0][1] / len(targets)
     # Word-identity vectors carry the word's UPOS (and the arc's two words its DEPREL) far better than the
     # most frequent label does; so does the span-text baseline, but a pair's text is rarely seen twice.
@@ -85,6 +88,12 @@ def test_span_bad_input(data_root, tmp_path):
     pairs = write(tmp_path / "pairs.jsonl", ewt_records(data_root, "dev", 5), True)
     with pytest.raises(ProbeInputError, match="mix single spans and span pairs"):
         span_baselines(RunContext(), train=str(single), test=str(pairs))
+    # a file whose first line has no target is judged by its first target (it was a traceback in the probe)
+    no_target = json.dumps({"text": "Nothing here .", "targets": []})
+    late = tmp_path / "late.jsonl"
+    late.write_text(no_target + "\n" + single.read_text(), encoding="utf-8")
+    with pytest.raises(ProbeInputError, match="mix single spans and span pairs"):
+        span_baselines(RunContext(), train=str(pairs), test=str(late))
     with pytest.raises(ProbeInputError, match="--pooling 'max'"):
         span_baselines(RunContext(), train=str(single), test=str(single), pooling="max")
     broken = tmp_path / "broken.jsonl"

@@ -236,6 +236,8 @@ def test_chain_baseline_and_cli_run_on_ewt(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "UUAS" in printed and "chain-baseline" in printed
     df = load_results(out)
+    # a setting other than the default is another task (its baseline too): it never replaces the default's rows
+    assert {d.split(":")[-1] for d in df.dataset} == {"tree (2 epochs) (limit 20)"}
     model = df[df.model == "glove-6b-50d"]
     assert set(model.metric) == {"UUAS", "DSpr", "root_acc", "NSpr", "UUAS_control", "selectivity"}
     assert set(model.layer) == {"0"} and (model["lo"] <= model["hi"]).all()
@@ -281,3 +283,19 @@ def test_cli_on_user_files_and_bad_heads_are_one_error_line(treebank, tmp_path, 
         and "HEAD '12' of 'on'" in err[0]
     ), err
     assert not bad_out.exists() or not list(bad_out.glob("*.json"))
+
+
+def test_a_test_set_with_nothing_to_score_has_no_value_not_zero(treebank, tmp_path):
+    """A test set of a one-word sentence and "Go !" has no scored edge: UUAS was saved as 0.00 [0.00, 0.00]."""
+    tiny = tmp_path / "tiny.conllu"
+    tiny.write_text(
+        "1\tHello\thello\tINTJ\tUH\t_\t0\troot\t_\t_\n\n1\tGo\tgo\tVERB\tVB\t_\t0\troot\t_\t_\n"
+        "2\t!\t!\tPUNCT\t.\t_\t1\tpunct\t_\t_\n\n",
+        encoding="utf-8",
+    )
+    (base,) = structural_baselines(RunContext(show_progress=False), train=str(treebank), test=str(tiny))
+    (row,) = base.rows
+    assert row["value"] is None and row["n"] == 0 and "nothing to score" in row["missing"]
+    # a set with edges: a resample that draws none of them is left out of the interval, not counted as 0 %
+    (edges,) = structural_baselines(RunContext(show_progress=False), train=str(treebank), test=str(treebank)).pop().rows
+    assert 0 < edges["lo"] <= edges["value"] <= edges["hi"]

@@ -178,12 +178,13 @@ def length_macro(sums: np.ndarray) -> np.ndarray:
     k = len(LENGTHS)
     total, count = sums[:, :k], sums[:, k:]
     per_length = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
-    return 100 * per_length.sum(1) / np.maximum((count > 0).sum(1), 1)
+    lengths = (count > 0).sum(1)
+    return np.divide(100 * per_length.sum(1), lengths, out=np.full(len(sums), np.nan), where=lengths > 0)
 
 
 def ratio(sums: np.ndarray) -> np.ndarray:
-    """(R, 2) summed (hits, total) -> percent."""
-    return 100 * sums[:, 0] / np.maximum(sums[:, 1], 1)
+    """(R, 2) summed (hits, total) -> percent; NaN where there is nothing to score (total 0)."""
+    return np.divide(100 * sums[:, 0], sums[:, 1], out=np.full(len(sums), np.nan), where=sums[:, 1] > 0)
 
 
 def difference(sums: np.ndarray) -> np.ndarray:
@@ -194,9 +195,19 @@ def difference(sums: np.ndarray) -> np.ndarray:
 def stat_row(
     dataset: str, layer: str, metric: str, stats: np.ndarray, statistic: Callable, n: int, *, seed: int = 0
 ) -> dict:
-    """A result row: the statistic of the summed per-sentence stats and its interval resampling sentences."""
-    lo, hi = grouped_interval(stats, statistic, seed=seed)
+    """A result row: the statistic of the summed per-sentence stats and its interval resampling sentences; a set
+    with nothing to score (no scored edge or sentence length: ``n`` 0) has no value, never 0.00."""
     value = float(statistic(stats.sum(0, keepdims=True))[0])
+    if not np.isfinite(value):
+        return {
+            "dataset": dataset,
+            "layer": layer,
+            "metric": metric,
+            "value": None,
+            "n": int(n),
+            "missing": f"nothing to score: no {metric} in this set's sentences (too short, or punctuation only)",
+        }
+    lo, hi = grouped_interval(stats, statistic, seed=seed)
     return {
         "dataset": dataset,
         "layer": layer,

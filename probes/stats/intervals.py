@@ -123,7 +123,8 @@ def grouped_interval(
     """Interval of a statistic of summed per-group counts, resampling groups (e.g. sentences).
 
     stats_per_group: (groups, k) counts, e.g. each sentence's (tp, n_pred, n_gold).
-    statistic:       (R, k) resampled sums -> (R,) values in percent (e.g. span F1).
+    statistic:       (R, k) resampled sums -> (R,) values in percent (e.g. span F1); NaN where a resample leaves
+                     it undefined (no edge to score), and such resamples are left out.
     """
     stats = np.asarray(stats_per_group, dtype=np.float64)
     if stats.ndim != 2 or stats.shape[0] == 0:
@@ -135,7 +136,11 @@ def grouped_interval(
     for start in range(0, resamples, per_chunk):
         size = min(per_chunk, resamples - start)
         values.append(np.asarray(statistic(_resample_weights(rng, groups, size) @ stats), dtype=float))
-    return _percentiles(np.concatenate(values))
+    samples = np.concatenate(values)
+    defined = samples[np.isfinite(samples)]  # a resample the statistic is undefined on (no edge drawn) is left out
+    if defined.size == 0:
+        raise ValueError("The statistic is undefined on every resample: nothing to score.")
+    return _percentiles(defined)
 
 
 def _resample_weights(rng: np.random.Generator, groups: int, size: int) -> np.ndarray:

@@ -49,8 +49,10 @@ def span_text(words, s: SpanSentence, t) -> str:
 class SpanSplit:
     """One file's sentences and targets, with each target's global word offsets."""
 
-    def __init__(self, files: DataFiles, role: str, sents: list[SpanSentence], limit: int | None) -> None:
-        self.name = files.row_dataset(role, "span")
+    def __init__(
+        self, files: DataFiles, role: str, sents: list[SpanSentence], limit: int | None, task: str = "span"
+    ) -> None:
+        self.name = files.row_dataset(role, task)
         self.key = files.feature_key(role, limit)
         self.sentences = [list(s.words) for s in sents]
         off = np.concatenate([[0], np.cumsum([len(s.words) for s in sents])]).astype(np.int64)
@@ -89,14 +91,17 @@ def load_splits(
         raise ProbeInputError(f"--pooling {pooling!r}: choose mean or endpoints.")
     files = DataFiles.checked("span", train, test, dev, name, settings="edge-probing")
     data = read_roles(files, iter_edge_probing, limit)
-    kinds = {role: sents[0].targets[0].span2 is not None for role, sents in data.items() if sents and sents[0].targets}
+    firsts = {role: next((t for s in sents for t in s.targets), None) for role, sents in data.items()}
+    kinds = {role: t.span2 is not None for role, t in firsts.items() if t is not None}  # a file's first target
     if len(set(kinds.values())) > 1:
         raise ProbeInputError(
             "The files mix single spans and span pairs: "
             + ", ".join(f"--{r} {'pairs' if k else 'single spans'}" for r, k in kinds.items())
             + "."
         )
-    splits = {role: SpanSplit(files, role, sents, limit) for role, sents in data.items()}
+    # another pooling is another task: its rows (and its baseline's) never replace the default pooling's
+    task = "span" if pooling == POOLINGS[0] else f"span ({pooling} pooling)"
+    splits = {role: SpanSplit(files, role, sents, limit, task) for role, sents in data.items()}
     return files, splits.pop("train"), list(splits.values())
 
 

@@ -58,6 +58,16 @@ from probes.tasks.token_labels import layer_matrix
 NAME = "structural"
 CHAIN = "chain-baseline"
 WHAT = "tree"
+EPOCHS = 6
+
+
+def tree_task(rank: int | None, epochs: int) -> str:
+    """The task part of the rows' dataset: ``tree``, with the probe's settings where they are not the defaults
+    (``tree (rank 2, 3 epochs)``), so a run with other settings never replaces the default run's rows."""
+    settings = [f"rank {rank}"] * (rank is not None) + [f"{epochs} epochs"] * (epochs != EPOCHS)
+    return WHAT + (f" ({', '.join(settings)})" if settings else "")
+
+
 FORMATS = ("CoNLL-U",)
 EWT = "ud_english_ewt/en_ewt-ud-{}.conllu"
 EVALS = ("dev", "test")
@@ -133,6 +143,7 @@ def run_layers(
             root=ctx.feature_root,
         )
     extra: dict = {"feature_s": round(time.perf_counter() - t0, 1), "history": {}, "fit_s": {}}
+    what = tree_task(settings["rank"], settings["epochs"])
     rng = np.random.default_rng(ctx.seed)
     random_trees = (
         {role: GoldTrees.of([random_tree(t, rng) for t in g.trees]) for role, g in trees.items()} if control else {}
@@ -146,12 +157,12 @@ def run_layers(
             preds[kind], extra["history"][f"{spec.label}:{kind}"] = fit_predict(kind, X, trees, ctx, settings)
             for role, pred in preds[kind].items():
                 rows += structural_rows(
-                    files.row_dataset(role, WHAT), spec.label, kind, pred, trees[role], seed=ctx.seed
+                    files.row_dataset(role, what), spec.label, kind, pred, trees[role], seed=ctx.seed
                 )
         if control:
             cpreds, extra["history"][f"{spec.label}:control"] = fit_predict("distance", X, random_trees, ctx, settings)
             for role, cpred in cpreds.items():
-                name = files.row_dataset(role, WHAT)
+                name = files.row_dataset(role, what)
                 pred = preds["distance"][role]
                 rows += control_rows(name, spec.label, pred, cpred, trees[role], random_trees[role], ctx.seed)
         extra["fit_s"][spec.label] = round(time.perf_counter() - t_fit, 1)
@@ -179,7 +190,7 @@ def run_structural(
     layers: str | list[LayerSpec] | None = None,
     ctx: RunContext = RunContext(),
     rank: int | None = None,
-    epochs: int = 6,
+    epochs: int = EPOCHS,
     control: bool = False,
     **files_options,
 ) -> ProbeResult:
@@ -201,11 +212,20 @@ def run_structural(
     )
 
 
-def structural_baselines(ctx: RunContext, rank=None, epochs=6, control=False, **files_options) -> list[ProbeResult]:
-    """The left-to-right chain over the non-punctuation words: its UUAS on dev and test."""
+def structural_baselines(
+    ctx: RunContext, rank=None, epochs=EPOCHS, control=False, **files_options
+) -> list[ProbeResult]:
+    """The left-to-right chain over the non-punctuation words: its UUAS on dev and test (under the run's dataset
+    names, ``tree_task``, so that its table has its baseline)."""
     files, trees = load_splits(ctx.limit, **files_options)
     rows = [
-        uuas_row(files.row_dataset(role, WHAT), "baseline", [chain_edges(t) for t in ts], ts, seed=ctx.seed)
+        uuas_row(
+            files.row_dataset(role, tree_task(rank, epochs)),
+            "baseline",
+            [chain_edges(t) for t in ts],
+            ts,
+            seed=ctx.seed,
+        )
         for role, ts in trees.items()
         if role in EVALS
     ]
@@ -215,7 +235,8 @@ def structural_baselines(ctx: RunContext, rank=None, epochs=6, control=False, **
 def summary(result: ProbeResult) -> list[str]:
     """The command line's table: every metric per layer on the test split (dev when there is no test row)."""
     df = pd.DataFrame(result.rows)
-    df = df[df["dataset"].str.endswith(f":test:{WHAT}")]
+    task = tree_task(result.params.get("rank"), result.params.get("epochs", EPOCHS))
+    df = df[df["dataset"].str.endswith(f":test:{task}")]
     if df.empty:
         return []
     wide = df.pivot_table(index="layer", columns="metric", values="value", aggfunc="first", sort=False)
@@ -255,7 +276,7 @@ PROBE = ProbeSpec(
     options=file_options(FORMATS)
     + (
         Option("rank", int, None, "rank of the probe's linear map (default min(128, dim))", positive=True),
-        Option("epochs", int, 6, "maximum training epochs per row", positive=True),
+        Option("epochs", int, EPOCHS, "maximum training epochs per row", positive=True),
         Option("control", bool, False, "also train the distance probe on random trees: UUAS_control, selectivity"),
     ),
     summary=summary,
