@@ -239,3 +239,17 @@ def test_lexical_sample_with_wordnet_keys_and_pos_uses_wordnet(tmp_path, tsv):
     ]
     assert list(instances(first, first.dataset, "first-sense")) == expected
     assert {r["dataset"] for r in res.rows} >= {res.dataset, f"{res.dataset}:NOUN", f"{res.dataset}:VERB"}
+
+
+def test_training_labels_meet_the_test_targets_across_tag_sets_and_a_missing_suffix():
+    """A Penn tag in the test file (NN) never met NOUN in training, and one test line without a ``.n`` suffix
+    turned every target of its file into "bank.n" with no POS: each fell back to the most frequent label."""
+    from probes.tasks.wsd.inventory import LABELS, Inventory
+
+    train = [("bank", "NOUN"), ("bank", "NOUN"), ("plant", "NOUN")]
+    golds = [["MONEY"], ["MONEY"], ["FLORA"]]
+    inv = Inventory.build(LABELS, train, golds, [("bank", "NN"), ("plant", "n")])
+    assert inv.senses("bank", "NN") == ("MONEY",) and inv.senses("plant", "n") == ("FLORA",)
+    inv = Inventory.build(LABELS, train, golds, [("bank", "NOUN"), ("plant", "")])  # one target without a POS
+    assert inv.senses("bank", "NOUN") == ("MONEY",) and inv.senses("plant", "") == ("FLORA",)
+    assert Inventory.build(LABELS, train, golds, [("bank", "VERB")]).senses("bank", "VERB") == ()

@@ -47,6 +47,13 @@ class Inventory:
     by_target: dict[Target, Counter] = field(default_factory=dict)
     wordnet: dict[Target, tuple[str, ...]] = field(default_factory=dict)
     order: dict[str, int] = field(default_factory=dict)  # label -> first occurrence in training
+    by_lemma: bool = False  # (labels mode) some target names no POS: targets are their lemmas alone
+
+    def target(self, lemma: str, pos: str) -> Target:
+        """(labels mode) the key a target's training labels are counted under: one tag set for every file (NN,
+        NOUN and n are one POS), and the lemma alone when some target of the run names no POS (``bank.n`` in
+        training, ``bank`` in test)."""
+        return (lemma, "") if self.by_lemma else (lemma, same_pos(pos))
 
     @classmethod
     def build(
@@ -67,10 +74,11 @@ class Inventory:
             return cls(kind, counts, wordnet=wordnet.sense_inventory(test_targets), order=order)
         if train_targets is None:
             raise ValueError("A labels inventory needs the training targets.")
-        by_target: dict[Target, Counter] = {}
-        for t, golds in zip(train_targets, train_golds):
-            by_target.setdefault(t, Counter()).update(golds)
-        return cls(kind, counts, by_target=by_target, order=order)
+        by_lemma = any(not pos for _, pos in [*train_targets, *test_targets])
+        inv = cls(kind, counts, order=order, by_lemma=by_lemma)
+        for (lemma, pos), golds in zip(train_targets, train_golds):
+            inv.by_target.setdefault(inv.target(lemma, pos), Counter()).update(golds)
+        return inv
 
     def _ranked(self, counter: Counter) -> tuple[str, ...]:
         return tuple(sorted(counter, key=lambda k: (-counter[k], self.order[k])))
@@ -79,7 +87,7 @@ class Inventory:
         """Candidate labels of a target, in tie-breaking order."""
         if self.kind == WORDNET:
             return self.wordnet[(lemma, pos)]
-        found = self.by_target.get((lemma, pos))
+        found = self.by_target.get(self.target(lemma, pos))
         return self._ranked(found) if found else ()
 
     def backoff(self, lemma: str, pos: str) -> str | None:
@@ -102,6 +110,14 @@ class Inventory:
     def first_sense(self, lemma: str, pos: str) -> str | None:
         """WordNet's first sense (WordNet mode only)."""
         return next(iter(self.wordnet[(lemma, pos)]), None)
+
+
+def same_pos(pos: str) -> str:
+    """A POS tag in one tag set (WordNet's letter: NN, NOUN and n are "n"); a tag of no known set as it is."""
+    try:
+        return wordnet.wn_pos(pos) or pos
+    except ValueError:
+        return pos
 
 
 def choose_kind(labels: Iterable[str], has_pos: bool) -> str:

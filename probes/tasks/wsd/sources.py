@@ -223,10 +223,8 @@ def lexical_split(name: str, items: Sequence[LexicalItem], limit: int | None = N
     lemma carries a POS suffix (``bank.n``) the instances have a POS (WordNet inventory possible)."""
     keep, layout = build_layout([[[w] for w in it.words] for it in items], [[it.index] for it in items]).restrict()
     labels = SenseAssignments.from_keys([(it.label,) for it in items])
-    targets = [split_lemma(it.lemma) for it in items]
+    targets = [split_lemma(it.lemma) for it in items]  # per line: a line without a suffix has no POS
     has_pos = all(pos for _, pos in targets)
-    if not has_pos:
-        targets = [(it.lemma, "") for it in items]
     return WsdSplit(
         name,
         layout,
