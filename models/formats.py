@@ -199,6 +199,10 @@ def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str]
                 dim, dim_from = len(values), f"line {lineno}"
                 if dim == 0:
                     raise _error(path, lineno, f"word {word!r} has no values")
+            extra = len(values) - dim
+            if dim > 0 and extra > 0 and not all(_is_float(v) for v in values[:extra]):
+                # a word with spaces (GloVe 840B's ". . ."): the row's last ``dim`` fields are the vector
+                word, values = " ".join([word, *values[:extra]]), values[extra:]
             if len(values) != dim:
                 raise _error(
                     path,

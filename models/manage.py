@@ -19,7 +19,7 @@ from models.formats import FORMATS, guess_format, read_vectors
 from models.listing import BROKEN, ModelRow, describe
 from models.options import ModelOptions
 from models.references import parse_reference, spec_for_reference
-from models.registry import REGISTRY
+from models.registry import REGISTRY, unload_embedder
 from models.user_registry import (
     UserModel,
     add_user_model,
@@ -80,6 +80,7 @@ def remove_model(name: str, file: Path | None = None) -> None:
     if name in REGISTRY:
         raise ModelLoadError(f"{name!r} is a built-in model; only models you registered can be removed.")
     remove_user_model(name, file)
+    unload_embedder(name)  # a loaded instance would go on answering for a name that no longer exists
 
 
 def registered(file: Path | None = None) -> dict[str, UserModel]:

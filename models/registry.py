@@ -131,7 +131,7 @@ for _spec in [
 ]:
     register(_spec)
 
-_LOADED: dict[str, Embedder] = {}
+_LOADED: dict[str, tuple[ModelSpec, Embedder]] = {}  # name -> the spec it was loaded from, and the model
 _LOCK = threading.Lock()
 
 
@@ -190,12 +190,15 @@ def load_spec(spec: ModelSpec, **overrides: Any) -> Embedder:
 
 
 def load_embedder(name: str) -> Embedder:
-    """The process-wide instance of model ``name`` (any reference; loaded on first use)."""
+    """The process-wide instance of model ``name`` (any reference; loaded on first use, and again when the name now
+    means another model: ``models add NAME NEW_REF --replace``, other options)."""
     spec = get_spec(name)
     with _LOCK:
-        if name not in _LOADED:
-            _LOADED[name] = load_spec(spec)
-        return _LOADED[name]
+        held = _LOADED.get(name)
+        if held is None or held[0] != spec:
+            _LOADED.pop(name, None)  # the old model's memory goes before the new one loads
+            _LOADED[name] = (spec, load_spec(spec))
+        return _LOADED[name][1]
 
 
 def unload_embedder(name: str) -> bool:

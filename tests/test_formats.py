@@ -187,3 +187,16 @@ def test_repeated_word_is_refused_naming_both_lines(tmp_path):
     p = tmp_path / "d.txt"
     p.write_text("a 1 2\nb 3 4\na 5 6\n", encoding="utf-8")
     assert re.search(r"line 3\b.*'a' is repeated \(first at line 1\)", _err(p, "glove"))
+
+
+def test_a_glove_word_with_spaces_keeps_its_vector(tmp_path):
+    """GloVe 840B has rows such as ". . . 0.7 0.8 0.9": it was refused ("after the word '.', found 5")."""
+    from models.formats import read_vectors
+
+    path = tmp_path / "glove.txt"
+    path.write_text(", 0.1 0.2 0.3\n. . . 0.7 0.8 0.9\nbank 1 2 3\n", encoding="utf-8")
+    words, vectors = read_vectors(path, "glove")
+    assert words == [",", ". . .", "bank"] and vectors[1].tolist() == pytest.approx([0.7, 0.8, 0.9])
+    path.write_text(", 0.1 0.2 0.3\nbank 1 2 3 4\n", encoding="utf-8")  # one number too many is still refused
+    with pytest.raises(ModelLoadError, match="line 2: expected 3 values"):
+        read_vectors(path, "glove")

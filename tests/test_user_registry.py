@@ -155,6 +155,23 @@ def test_a_vectors_file_with_a_bad_row_is_not_registered(text, problem, registry
     assert not registry.exists()
 
 
+def test_a_name_registered_again_loads_its_new_model(small_static, registry, tmp_path):
+    """``models add NAME NEW_REF --replace`` kept handing out the model loaded before under that name."""
+    from models.manage import add_model, remove_model
+    from models.registry import load_embedder, loaded_models
+
+    other = tmp_path / "other.vec"
+    other.write_text("2 3\nbank 0.1 0.2 0.3\nriver 0.4 0.5 0.6\n", encoding="utf-8")
+    add_model("swap", str(small_static))
+    before = load_embedder("swap")
+    add_model("swap", str(other), replace=True)
+    after = load_embedder("swap")
+    assert after is not before and (after.dim, after.fingerprint()) != (before.dim, before.fingerprint())
+    assert load_embedder("swap") is after  # loaded once per registration
+    remove_model("swap")
+    assert "swap" not in loaded_models()
+
+
 def test_relative_paths_are_relative_to_the_registry_file(small_static, registry):
     from models.registry import get_spec
 

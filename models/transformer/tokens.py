@@ -156,5 +156,11 @@ def check_known_words(path: Path, tokenizer, pieces: list[tuple[list[int], np.nd
             known = np.bincount(word_of, weights=np.asarray(ids) != unk)
             words, unknown = words + len(known), unknown + int((known == 0).sum())
     if words >= least and unknown > words / 2:
-        what = f"{unknown} of {words} words of a batch are the unknown token {tokenizer.unk_token!r}"
-        raise ModelLoadError(f"{path}: " + MISMATCH.format(files=_files(path), what=what))
+        # The text is named first: a foreign tokenizer is refused at load (check_vocabulary); what is left here is
+        # mostly text this vocabulary cannot read.
+        raise ModelLoadError(
+            f"{path}: {unknown} of {words} words of a batch are the unknown token {tokenizer.unk_token!r}, so their "
+            "vectors would all be that token's: this model's vocabulary cannot read the text (another alphabet, "
+            "rare technical words). Use text it can read or a model with a larger vocabulary; if the text is "
+            f"ordinary, the tokenizer may not be the model's (files: {_files(path)})."
+        )
