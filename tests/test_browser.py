@@ -41,6 +41,11 @@ def test_models_page(page, server, screenshots):
     expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
     # Main interaction: load GloVe; then Load is disabled and Unload enabled.
     choose(page, "Model", "glove-6b-50d")
+    wait_idle(page)
+    unload = page.get_by_role("button", name="Unload", exact=True)
+    if unload.is_enabled():  # the session's server is shared: a page visited before may have loaded GloVe
+        unload.click()
+        expect(page.get_by_role("button", name="Load", exact=True)).to_be_enabled(timeout=WAIT_MS)
     page.get_by_role("button", name="Load", exact=True).click()
     expect(page.get_by_role("button", name="Unload", exact=True)).to_be_enabled(timeout=WAIT_MS)
     wait_idle(page)

@@ -199,14 +199,8 @@ def stat_row(
     with nothing to score (no scored edge or sentence length: ``n`` 0) has no value, never 0.00."""
     value = float(statistic(stats.sum(0, keepdims=True))[0])
     if not np.isfinite(value):
-        return {
-            "dataset": dataset,
-            "layer": layer,
-            "metric": metric,
-            "value": None,
-            "n": int(n),
-            "missing": f"nothing to score: no {metric} in this set's sentences (too short, or punctuation only)",
-        }
+        why = f"nothing to score: no {metric} in this set's sentences (too short, or punctuation only)"
+        return dict(dataset=dataset, layer=layer, metric=metric, value=None, n=int(n), missing=why)
     lo, hi = grouped_interval(stats, statistic, seed=seed)
     return {
         "dataset": dataset,
