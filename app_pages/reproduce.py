@@ -9,6 +9,7 @@ import streamlit as st
 
 from app_pages.common import chart, folder_select, page, page_header, safe
 from probes.reporting.tables import table_note, table_section, titles
+from probes.results import split_slice
 from viz.export import frame_csv
 from viz.reproduce import comparison_figure, comparison_frame, load_tables, read_run_notes, tables_markdown
 from viz.results import dirs_with_results, folder_version, load_dir
@@ -104,6 +105,12 @@ def main() -> None:
                     data=frame_csv(part),
                     container=col,
                 )
+        elif slices := sorted({limit for key in tables for limit in [split_slice(key)[1]] if limit}, key=int):
+            st.info(
+                f"The runs in this folder are slices (--limit {', '.join(slices)}): the paper-vs-ours chart compares "
+                "full runs only. Their tables are below, each titled as a slice.",
+                icon=":material/info:",
+            )
         st.download_button(
             "Download all tables (Markdown)",
             tables_markdown(tables).encode(),

@@ -456,6 +456,8 @@ def test_reproduce_page_restores_its_results_folder_from_the_url(tmp_path, monke
     assert_ok(fresh)
     assert fresh.selectbox(key="repro_dir").value == mine
     assert fresh.query_params["results"] == [mine] or fresh.query_params["results"] == mine
+    # a folder of slices only: no paper-vs-ours chart (full runs only), and the page says why
+    assert not fresh.get("plotly_chart") and any("are slices (--limit 10)" in i.value for i in fresh.info)
 
 
 def test_reproduce_page_tables_and_downloads() -> None:
