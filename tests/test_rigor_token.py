@@ -163,6 +163,14 @@ def test_cli_probe_family_options(tmp_path, capsys, monkeypatch):
     assert linear != mlp
     table = pos_tables(df, [])["pos"]
     assert table[table.model == "glove-6b-50d"]["accuracy (CoNLL-2000 test)"].tolist() == [linear]
+    # ... and the other family's rows have a table of their own (they were in no per-layer table)
+    from probes.reporting.tables import build_tables, titles
+
+    tables = build_tables(tmp_path / "r")
+    family = tables["pos+mlp-16 (limit 60)"]  # a --limit run: its slice's table
+    assert family[family.model == "glove-6b-50d"]["accuracy (CoNLL-2000 test)"].tolist() == [mlp]
+    assert titles(tables)["pos+mlp-16 (limit 60)"].startswith(titles(tables)["pos (limit 60)"].split(" — runs")[0])
+    assert "— mlp-16 probe" in titles(tables)["pos+mlp-16 (limit 60)"]
     sel = selectivity_mdl_table(df)
     assert set(sel.probe) == {"pos+mlp-16"}
     # Each cell says what its interval resamples and how many random repeats it averages.

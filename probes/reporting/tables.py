@@ -29,6 +29,7 @@ from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
 from probes.results import ProbeResult, as_full_run, extras_of, latest_rows, read_results, slice_of, split_slice
 from probes.stats.units import over_text, value_interval_text
+from probes.tasks.rigor_options import FAMILY_SEPARATOR
 
 TABLE_NOTES = RIGOR_NOTES  # table key -> a note printed under it (tables.md, the Reproduce page)
 #: Tables that set the papers' numbers beside our full runs: a slice has none of its own.
@@ -46,6 +47,10 @@ def titles(tables: dict[str, pd.DataFrame] | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for spec in all_probes():
         out.update(spec.table_titles)
+    for key in tables or {}:  # another probe family's table: its probe's title, and the family ("pos+mlp-256")
+        base, sep, family = split_slice(key)[0].partition(FAMILY_SEPARATOR)
+        if sep and base in out and ":" not in family:
+            out[split_slice(key)[0]] = f"{out[base]} — {family} probe"
     rest = {
         **{k: RIGOR_TITLES[k] for k in ("claims", "best_layer", "selectivity_mdl")},
         **PAPER_TITLES,

@@ -22,7 +22,7 @@ from probes.registry import ChartSpec, Embeds, ProbeSpec, RunContext
 from probes.results import ProbeResult
 from probes.stats.units import interval_text, over_text
 from probes.tasks.conll import DATASET, conll_slice, feature_key
-from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_OPTIONS, RigorOptions, check_rigor_options
+from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_OPTIONS, RigorOptions, check_rigor_options, family_probes
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
 TEST_SET = "conll2000-test"
@@ -82,13 +82,17 @@ def run_pos(
 
 
 def pos_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
-    pos = df[(df.probe == "pos") & (df.metric == "accuracy")]
-    if pos.empty:
-        return {}
-    t = pos[["model", "layer", "value"]].rename(columns={"value": "accuracy (CoNLL-2000 test)"})
-    t["95% CI"] = [interval_text(lo, hi) for lo, hi in zip(pos.lo, pos.hi)]
-    t["CI over"] = [over_text(u, k) for u, k in zip(pos.unit, pos.clusters)]
-    return {"pos": t.reset_index(drop=True)}
+    """``pos``: accuracy per model and layer; each other probe family a table of its own (``pos+mlp-256``)."""
+    tables = {}
+    for probe in family_probes(df, "pos"):
+        pos = df[(df.probe == probe) & (df.metric == "accuracy")]
+        if pos.empty:
+            continue
+        t = pos[["model", "layer", "value"]].rename(columns={"value": "accuracy (CoNLL-2000 test)"})
+        t["95% CI"] = [interval_text(lo, hi) for lo, hi in zip(pos.lo, pos.hi)]
+        t["CI over"] = [over_text(u, k) for u, k in zip(pos.unit, pos.clusters)]
+        tables[probe] = t.reset_index(drop=True)
+    return tables
 
 
 PROBE = ProbeSpec(

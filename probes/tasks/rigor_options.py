@@ -111,6 +111,12 @@ def base_probe(probe: str) -> str:
     return probe.split(FAMILY_SEPARATOR, 1)[0]
 
 
+def family_probes(df, base: str) -> list[str]:
+    """The probe names of ``base`` in the result rows ``df``: ``base`` first, then its other families in order."""
+    names = {p for p in df["probe"].unique() if base_probe(p) == base}
+    return sorted(names, key=lambda p: (p != base, p))
+
+
 @dataclass(frozen=True)
 class RigorOptions:
     family: ProbeFamily = ProbeFamily()

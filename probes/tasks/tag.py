@@ -38,7 +38,14 @@ from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.tasks.datafiles import DataFiles, file_inputs, file_options, read_roles
 from probes.tasks.preview import token_preview
-from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_NAMES, RIGOR_OPTIONS, RigorOptions, check_rigor_options
+from probes.tasks.rigor_options import (
+    RIGOR_METRICS,
+    RIGOR_NAMES,
+    RIGOR_OPTIONS,
+    RigorOptions,
+    check_rigor_options,
+    family_probes,
+)
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
 MAJORITY = "majority-label"
@@ -223,7 +230,7 @@ PROBE = ProbeSpec(
     description="linear probe per layer on your token-labelled files (CoNLL-U, column files)",
     run=run_tag,
     baselines=tag_baselines,
-    tables=lambda df, extras: dataset_tables(df, "tag"),
+    tables=lambda df, extras: {k: t for p in family_probes(df, "tag") for k, t in dataset_tables(df, p).items()},
     table_titles={},
     chart=ChartSpec(metrics=("accuracy", "F1", *RIGOR_METRICS[1:])),
     options=OPTIONS + RIGOR_OPTIONS,
