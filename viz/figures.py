@@ -56,8 +56,8 @@ PANEL_TITLE_GAP_PX = 6
 
 def title_below_toolbar(fig: go.Figure) -> go.Figure:
     """Move ``fig``'s title (if it has one) under the toolbar's row, with the top margin its lines need, one line
-    more below them (the top tick label) and one more for panel titles. Idempotent: a cached figure drawn again is
-    left as it is."""
+    more below them (the top tick label) and one more for panel titles; without a title, its panel titles go under
+    the toolbar's row. Idempotent: a cached figure drawn again is left as it is."""
     text = fig.layout.title.text
     # subplot titles sit just above the top of their plots: the margin keeps a line for them under the title
     panel_titles = any(a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 1 for a in fig.layout.annotations)
