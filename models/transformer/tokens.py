@@ -156,8 +156,8 @@ def check_known_words(path: Path, tokenizer, pieces: list[tuple[list[int], np.nd
             known = np.bincount(word_of, weights=np.asarray(ids) != unk)
             words, unknown = words + len(known), unknown + int((known == 0).sum())
     if words >= least and unknown > words / 2:
-        # The text is named first: a foreign tokenizer is refused at load (check_vocabulary); what is left here is
-        # mostly text this vocabulary cannot read.
+        # The text is named first: a tokenizer whose size does not fit the model is refused at load
+        # (check_vocabulary), so what is left here is mostly text this vocabulary cannot read.
         raise ModelLoadError(
             f"{path}: {unknown} of {words} words of a batch are the unknown token {tokenizer.unk_token!r}, so their "
             "vectors would all be that token's: this model's vocabulary cannot read the text (another alphabet, "
