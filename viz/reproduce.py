@@ -77,6 +77,8 @@ POS_COLUMN = "accuracy (CoNLL-2000 test)"
 WSD_TASK = "WSD F1 on ALL without SE07 (SE2 + SE3 + SE13 + SE15)"
 POS_TASK = "POS accuracy (paper: PTB test; ours: CoNLL-2000 test)"
 COMPARISON_COLUMNS = ["task", "system", "source", "test set", "score", "lo", "hi"]
+MAJORITY_TAG = "majority tag"  # the POS baseline's system name in the chart
+BASELINE_SYSTEMS = (*WSD_BASELINES.values(), MAJORITY_TAG)  # our rows that use no embeddings
 #: Where each task's "ours" rows live in the results: (probe, dataset, metric).
 RESULT_ROWS = {WSD_TASK: ("wsd", PAPER_ALL, "F1"), POS_TASK: ("pos", "conll2000-test", "accuracy")}
 
@@ -206,9 +208,8 @@ def _bar_slots(part: pd.DataFrame) -> tuple[list[float], list[float]]:
     return [offset for offset, _ in slots], [width for _, width in slots]
 
 
-#: Our rows that use no embeddings: a series of their own (grey, hatched) and a dotted line at the first.
-MAJORITY_TAG = "majority tag"
-BASELINE_SYSTEMS = (*WSD_BASELINES.values(), MAJORITY_TAG)
+#: The bar series, in legend order; our rows that use no embeddings (``BASELINE_SYSTEMS``) are a series of their
+#: own (grey, hatched) with a dotted line at the first.
 SERIES = (  # (name, which rows, colour, hatch, label colour)
     ("paper", lambda p: p["source"] == "paper", "#636efa", "", "white"),
     ("ours", lambda p: (p["source"] == "ours") & ~p["system"].isin(BASELINE_SYSTEMS), "#ef553b", "", "white"),

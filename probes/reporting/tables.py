@@ -47,10 +47,11 @@ def titles(tables: dict[str, pd.DataFrame] | None = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for spec in all_probes():
         out.update(spec.table_titles)
-    for key in tables or {}:  # another probe family's table: its probe's title, and the family ("pos+mlp-256")
-        base, sep, family = split_slice(key)[0].partition(FAMILY_SEPARATOR)
+    named = {key: split_slice(key) for key in tables or {}}  # key -> (its full-data key, its slice or None)
+    for name in dict.fromkeys(full_key for full_key, _ in named.values()):
+        base, sep, family = name.partition(FAMILY_SEPARATOR)  # another probe family's table ("pos+mlp-256")
         if sep and base in out and ":" not in family:
-            out[split_slice(key)[0]] = f"{out[base]} — {family} probe"
+            out[name] = f"{out[base]} — {family} probe"
     rest = {
         **{k: RIGOR_TITLES[k] for k in ("claims", "best_layer", "selectivity_mdl")},
         **PAPER_TITLES,
@@ -58,7 +59,7 @@ def titles(tables: dict[str, pd.DataFrame] | None = None) -> dict[str, str]:
     }
     full = {**out, **rest}
     keys = [k for k in tables or {} if k not in full]
-    slices = {k: split_slice(k) for k in keys if split_slice(k)[1] is not None}
+    slices = {k: named[k] for k in keys if named[k][1] is not None}
     per_dataset = {k: dataset_table_title(k) for k in keys if k not in slices}
     ordered = {**out, **per_dataset, **rest}
     of_slices = {

@@ -99,7 +99,8 @@ def check_rigor_options(options: dict) -> None:
     kind = options.get("probe") or "linear"
     if kind != "rank" and options.get("rank") is not None:
         raise ProbeInputError(f"--rank sets the rank of --probe rank; this run's probe is {kind}.")
-    if kind != "mlp" and parse_hidden(options.get("hidden") or "256") != ProbeFamily().hidden:
+    hidden = options.get("hidden")
+    if kind != "mlp" and hidden and parse_hidden(hidden) != ProbeFamily().hidden:
         raise ProbeInputError(f"--hidden sets the widths of --probe mlp; this run's probe is {kind}.")
 
 
