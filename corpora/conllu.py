@@ -81,8 +81,8 @@ def _word_fields(path: str | Path, number: int, line: str, in_sentence: int) -> 
     wid = cols[0]
     if "-" in wid or "." in wid:  # multiword token range or empty node: not a word
         lo, sep, hi = wid.partition("-" if "-" in wid else ".")
-        if not (lo.isdigit() and hi.isdigit()):
-            raise DataFormatError(path, number, f"bad word ID {wid!r}.")
+        if not (lo.isdigit() and hi.isdigit()) or (sep == "-" and int(lo) >= int(hi)):
+            raise DataFormatError(path, number, f"bad word ID {wid!r}: a multiword token spans words lo-hi, lo < hi.")
         return None
     if not wid.isdigit():
         raise DataFormatError(path, number, f"bad word ID {wid!r}: expected 1, 2, 3 …, a range 1-2 or 1.1.")

@@ -94,6 +94,7 @@ def test_conllu_real_treebank_slice(data_root):
         (TINY.replace("2\tbark", "x\tbark"), 13, "bad word ID 'x'"),
         (TINY.replace("2\tbark", "3\tbark"), 13, "word ID 3 follows word 1"),
         (TINY.replace("2-3\tcan't", "2-x\tcan't"), 4, "bad word ID"),
+        (TINY.replace("2-3\tcan't", "3-2\tcan't"), 4, "a multiword token spans words lo-hi"),
         (TINY.replace("Number=Plur\t2", "Plural\t2"), 12, "bad FEATS/MISC item 'Plural'"),
     ],
 )

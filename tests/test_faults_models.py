@@ -43,6 +43,28 @@ def test_checkpoint_without_tokenizer_is_refused(tiny_bert, tmp_path):
         load_hf_checkpoint(broken)
 
 
+def test_another_models_tokenizer_of_the_same_size_is_refused_by_its_special_ids(tmp_path):
+    """A Llama-shaped checkpoint given a GPT-2 tokenizer of the same vocabulary size: the sizes fit, the
+    start and end ids (0 against the config's 1 and 2) do not; `models add`'s file checks say the same."""
+    from corpora.wsj import load_treebank
+    from models.transformer import load_hf_checkpoint
+    from models.transformer.auto import inspect_checkpoint
+
+    corpus = [" ".join(s.words) for s in load_treebank()[:300]]
+    gpt2 = make_tiny_checkpoint("gpt2", tmp_path / "gpt2", corpus=corpus, vocab_size=400)
+    llama = make_tiny_checkpoint("llama", tmp_path / "llama", corpus=corpus, vocab_size=400)
+    assert load_hf_checkpoint(llama).embed([TEXT[0].split()])[0].vectors.shape[1] == 11  # its own runs
+    foreign = shutil.copytree(llama, tmp_path / "foreign")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(gpt2 / name, foreign / name)
+    sizes = [len(json.loads((p / "tokenizer.json").read_text())["model"]["vocab"]) for p in (gpt2, llama)]
+    assert sizes[0] == sizes[1]  # the size checks cannot tell
+    expected = r"its bos_token_id is 0, the model's config says 1; its eos_token_id is 0, the model's config says 2"
+    with pytest.raises(ModelLoadError, match=expected):
+        load_hf_checkpoint(foreign)
+    assert re.search(expected, inspect_checkpoint(foreign)["refused"])
+
+
 def test_a_batch_of_mostly_unknown_words_is_refused(tiny_bert):
     from models.transformer import load_hf_checkpoint
 

@@ -171,6 +171,28 @@ def test_word_attention_matches_a_direct_transformers_forward(loaded, reference,
         np.testing.assert_allclose(out.attentions, expected, atol=1e-5, err_msg=kind)
 
 
+def test_words_that_spell_a_control_token_reach_the_model_as_text(loaded):
+    """T5 and ALBERT's vocabularies hold ``</s>``, ``<pad>``; DeBERTa-v3's ``[SEP]``, ``[CLS]``: a word
+    of the text that reads so must not end or pad the sequence (only the unknown piece may appear)."""
+    kind, _, emb = loaded
+    tok = emb.tokenizer
+    control = set(tok.all_special_ids) - {emb._unk_id}
+    literal = ["</s>", "<pad>", "[SEP]", "[CLS]", "<s>", "<unk>", "<|endoftext|>", "<mask>", "[MASK]"]
+    words = ["The", *literal, "end", "."]
+    ((ids, word_of),) = emb._pieces([words])
+    assert sorted(set(word_of.tolist())) == list(range(len(words)))
+    assert not control & set(ids), (kind, tok.convert_ids_to_tokens([i for i in ids if i in control]))
+    ((plain, plain_of),) = emb._pieces([["The", "end", "."]])  # the other words keep their pieces
+
+    def of(pieces, where, w):
+        return [p for p, at in zip(pieces, where) if at == w]
+
+    for w, v in ((0, 0), (len(words) - 2, 1), (len(words) - 1, 2)):
+        assert of(ids, word_of, w) == of(plain, plain_of, v), (kind, words[w])
+    out = emb.embed([words])[0]
+    assert out.vectors.shape == (emb.num_layers, len(words), emb.dim) and np.isfinite(out.vectors).all()
+
+
 def test_sentence_longer_than_the_model_maximum(loaded, reference):
     """Over 512 pieces: no position-embedding overflow (RoBERTa's start at 2), one finite vector per word."""
     kind, _, emb = loaded

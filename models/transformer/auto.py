@@ -180,8 +180,9 @@ def _refusal(path: Path, remote_code: str | None) -> str | None:
         return f"{path / 'config.json'}: this model {REMOTE_CODE}: {remote_code}."
     try:
         tokenizer = load_tokenizer(path)
-        model = check_tensors(path, load_config(path))
-        check_vocabulary(path, tokenizer, model.get_input_embeddings().num_embeddings)
+        config = load_config(path)
+        model = check_tensors(path, config)
+        check_vocabulary(path, tokenizer, model.get_input_embeddings().num_embeddings, config)
     except ModelLoadError as exc:
         return str(exc)
     return None

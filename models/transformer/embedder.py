@@ -100,7 +100,7 @@ class TransformerEmbedder(Embedder):
         self._head, self._tail = special_layout(self.tokenizer, self.decoder)
         self._prefix = prepare_word_alignment(self.tokenizer)
         self.model = self._load_model(device)
-        check_vocabulary(self.path, self.tokenizer, self.model.get_input_embeddings().num_embeddings)
+        check_vocabulary(self.path, self.tokenizer, self.model.get_input_embeddings().num_embeddings, self.config)
         self.max_positions = context_size(self.config, self.model, self.tokenizer.model_max_length)
         limit = self.max_positions - self._num_specials()
         if max_length is not None and not self._num_specials() < max_length <= self.max_positions:

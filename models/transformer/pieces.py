@@ -40,7 +40,9 @@ def word_pieces(
     One fast-tokenizer call over all sentences; a word the tokenizer drops entirely (e.g. a
     zero-width space) gets ``unk_id``, inserted before the first piece of the next word. ``prefix``
     goes before every word (a space for byte-level tokenizers behind a regex split: ``tokens.py``).
+    A word read as a control token is text again (:func:`as_text`).
     """
+    words_of = sentences
     if prefix:
         sentences = [[prefix + w for w in s] for s in sentences]
     enc = tokenizer(
@@ -50,6 +52,7 @@ def word_pieces(
         return_attention_mask=False,
         return_token_type_ids=False,
     )
+    control = control_ids(tokenizer, unk_id)
     out = []
     for i, words in enumerate(sentences):
         ids = enc["input_ids"][i]
@@ -68,8 +71,50 @@ def word_pieces(
             at = np.searchsorted(word_of, missing)
             ids = np.insert(ids_arr, at, unk_id).tolist()
             word_of = np.insert(word_of, at, missing)
+        if not control.isdisjoint(ids):
+            ids, word_of = as_text(tokenizer, words_of[i], ids, word_of, control, unk_id, prefix)
         out.append((ids, word_of))
     return out
+
+
+def control_ids(tokenizer, unk_id: int) -> frozenset[int]:
+    """The tokenizer's special ids but the unknown piece (which stands for text it cannot spell)."""
+    return frozenset(tokenizer.all_special_ids) - {unk_id}
+
+
+def as_text(
+    tokenizer,
+    words: list[str],
+    ids: list[int],
+    word_of: np.ndarray,
+    control: frozenset[int],
+    unk_id: int,
+    prefix: str = "",
+) -> tuple[list[int], np.ndarray]:
+    """One sentence's pieces with every word that got a control piece spelled one character at a time.
+
+    ``split_special_tokens`` keeps a literal ``[SEP]`` or ``<|endoftext|>`` text for added tokens, but a
+    SentencePiece (Unigram) vocabulary holds its own ``</s>`` and ``<pad>`` (T5, ALBERT) or ``[SEP]``
+    (DeBERTa-v3) with a score no real piece beats, so the word ``</s>`` would reach the model as the
+    end of the sequence. Spelled per character it is text; a character that is still a control piece
+    is the unknown piece.
+    """
+    spelled = {int(w) for t, w in zip(ids, word_of) if t in control}
+    new_ids: list[int] = []
+    new_of: list[int] = []
+    for t, w in zip(ids, word_of):
+        w = int(w)
+        if w not in spelled:
+            new_ids.append(t)
+            new_of.append(w)
+        elif not new_of or new_of[-1] != w:  # the word's first piece: spell the whole word
+            chars = list(words[w])
+            chars[0] = prefix + chars[0]
+            enc = tokenizer([chars], is_split_into_words=True, add_special_tokens=False)["input_ids"][0]
+            spelt = [unk_id if p in control else p for p in enc] or [unk_id]
+            new_ids += spelt
+            new_of += [w] * len(spelt)
+    return new_ids, np.asarray(new_of, dtype=np.int64)
 
 
 def per_word_pieces(tokenizer, sentences: list[list[str]], unk_id: int) -> list[tuple[list[int], np.ndarray]]:
@@ -79,13 +124,17 @@ def per_word_pieces(tokenizer, sentences: list[list[str]], unk_id: int) -> list[
     preceding space), which the embedder flags. Each distinct word is tokenized once.
     """
     known: dict[str, list[int]] = {}
+    control = control_ids(tokenizer, unk_id)
     out = []
     for words in sentences:
         ids: list[int] = []
         word_of: list[int] = []
         for i, w in enumerate(words):
             if w not in known:
-                known[w] = list(tokenizer(w, add_special_tokens=False)["input_ids"]) or [unk_id]
+                alone = list(tokenizer(w, add_special_tokens=False)["input_ids"]) or [unk_id]
+                if not control.isdisjoint(alone):
+                    alone = as_text(tokenizer, [w], alone, np.zeros(len(alone), np.int64), control, unk_id)[0]
+                known[w] = alone
             ids += known[w]
             word_of += [i] * len(known[w])
         out.append((ids, np.asarray(word_of, dtype=np.int64)))

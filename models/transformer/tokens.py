@@ -124,12 +124,14 @@ MISMATCH = (
 )
 
 
-def check_vocabulary(path: Path, tokenizer, rows: int) -> None:
+def check_vocabulary(path: Path, tokenizer, rows: int, config=None) -> None:
     """Refuse a tokenizer that does not belong to the model (a checkpoint without its tokenizer files, or
-    another model's): more ids than the embedding matrix has ``rows``, a special token outside it, or fewer
-    than half its rows (transformers builds a 5-token tokenizer from ``config.json`` alone). Such a model
-    runs on ``[UNK]`` and garbage ids and gives plausible-looking numbers. Padded matrices (Qwen2, T5,
-    phi: a few hundred spare rows) pass."""
+    another model's): more ids than the embedding matrix has ``rows``, a special token outside it, fewer
+    than half its rows (transformers builds a 5-token tokenizer from ``config.json`` alone), or a padding,
+    start or end id other than the one ``config`` names (a BERT tokenizer in a RoBERTa folder: padding 0
+    against 1). Such a model runs on ``[UNK]`` and wrong ids and gives plausible-looking numbers. Padded
+    matrices (Qwen2, T5, phi: a few hundred spare rows) pass; a tokenizer of another model of the same
+    family and size with the same special ids cannot be told from the model's own."""
     n = len(tokenizer)
     outside = sorted({int(i) for i in tokenizer.all_special_ids if not 0 <= int(i) < rows})
     what = None
@@ -138,8 +140,25 @@ def check_vocabulary(path: Path, tokenizer, rows: int) -> None:
         what = f"{ids} but the embedding matrix has {rows} rows"
     elif n < rows / 2:
         what = f"{n} tokens for an embedding matrix of {rows} rows"
+    elif config is not None and (disagree := special_id_disagreements(tokenizer, config)):
+        what = (
+            f"{'; '.join(disagree)} (if the tokenizer is the model's and config.json is what is wrong, "
+            "correct that id in config.json)"
+        )
     if what:
         raise ModelLoadError(f"{path}: " + MISMATCH.format(files=_files(path), what=what))
+
+
+def special_id_disagreements(tokenizer, config) -> list[str]:
+    """Where the tokenizer's padding, start and end ids differ from ``config.json``'s (both set; a config may
+    list several end ids, e.g. Llama-3-Instruct's, of which the tokenizer's must be one)."""
+    out = []
+    for role in ("pad", "bos", "eos"):
+        ours, theirs = getattr(tokenizer, f"{role}_token_id", None), getattr(config, f"{role}_token_id", None)
+        allowed = set(theirs) if isinstance(theirs, list | tuple) else {theirs}
+        if ours is not None and theirs is not None and int(ours) not in allowed:
+            out.append(f"its {role}_token_id is {ours}, the model's config says {theirs}")
+    return out
 
 
 def check_known_words(path: Path, tokenizer, pieces: list[tuple[list[int], np.ndarray]], least: int = 8) -> None:
