@@ -81,10 +81,10 @@ def _word_fields(path: str | Path, number: int, line: str, in_sentence: int) -> 
     wid = cols[0]
     if "-" in wid or "." in wid:  # multiword token range or empty node: not a word
         lo, sep, hi = wid.partition("-" if "-" in wid else ".")
-        if not (lo.isdigit() and hi.isdigit()) or (sep == "-" and int(lo) >= int(hi)):
+        if not (lo.isdecimal() and hi.isdecimal()) or (sep == "-" and int(lo) >= int(hi)):
             raise DataFormatError(path, number, f"bad word ID {wid!r}: a multiword token spans words lo-hi, lo < hi.")
         return None
-    if not wid.isdigit():
+    if not wid.isdecimal():
         raise DataFormatError(path, number, f"bad word ID {wid!r}: expected 1, 2, 3 …, a range 1-2 or 1.1.")
     if int(wid) != in_sentence + 1:
         raise DataFormatError(
@@ -156,7 +156,7 @@ def _checked_tree(path: str | Path, sent: LabelledSentence) -> DepTree:
     n = len(fields)
     heads = []
     for (number, head, _, _), word in zip(fields, sent.words):
-        if not head.isdigit() or int(head) > n:
+        if not head.isdecimal() or int(head) > n:
             raise DataFormatError(
                 path, int(number), f"HEAD {head!r} of {word!r} is no word of its {n}-word sentence (0 = root, 1…{n})."
             )
@@ -179,8 +179,10 @@ def _checked_tree(path: str | Path, sent: LabelledSentence) -> DepTree:
 def iter_trees(path: str | Path) -> Iterator[DepTree]:
     """The sentences of a CoNLL-U file as dependency trees (HEAD, DEPREL, UPOS per word), read as a stream.
 
-    The same checks as ``iter_conllu``, and each sentence's heads checked as one tree (``_checked_tree``).
+    The same checks as ``iter_conllu``, and each sentence's heads checked as one tree (``_checked_tree``); a file
+    in which no word has a UPOS tag is refused at its end (its punctuation could not be left out of the metrics).
     """
+    tagged = False
 
     def read_token(number: int, line: str, in_sentence: int) -> tuple[str, str] | None:
         cols = _word_fields(path, number, line, in_sentence)
@@ -188,4 +190,14 @@ def iter_trees(path: str | Path) -> Iterator[DepTree]:
         return None if cols is None else (cols[1], f"{number}\t{cols[6]}\t{cols[7]}\t{cols[3]}")
 
     for sent in labelled_sentences(path, read_token, "no sentences: no word lines (ID FORM … MISC) in the file."):
-        yield _checked_tree(path, sent)
+        tree = _checked_tree(path, sent)
+        tagged = tagged or any(u != NO_VALUE for u in tree.upos)
+        yield tree
+    if not tagged:
+        raise DataFormatError(
+            path,
+            None,
+            "no word has a UPOS tag (the column is '_' throughout): the structural metrics leave punctuation "
+            "(UPOS PUNCT) out, as Hewitt & Manning do, and could not find it. Tag the file's UPOS (a UD tagger: "
+            "Stanza, UDPipe) or use a treebank that has it.",
+        )

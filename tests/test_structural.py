@@ -18,9 +18,11 @@ from corpora.conllu import DepTree, iter_conllu, iter_trees
 from corpora.format_errors import DataFormatError
 from probes.__main__ import main
 from probes.estimators.structural import (
+    LENGTHS,
     GoldTrees,
     StructuralProbe,
     chain_edges,
+    length_macro,
     mst_edges,
     random_tree,
     structural_rows,
@@ -29,6 +31,7 @@ from probes.estimators.structural import (
 )
 from probes.registry import RunContext
 from probes.results import load_results
+from probes.stats.intervals import grouped_interval
 from probes.tasks.structural import structural_baselines
 
 # Four sentences: ID FORM UPOS HEAD DEPREL. Sentence 2 has a multiword token (4-5) and an empty node (2.1),
@@ -130,6 +133,7 @@ def test_real_ewt_dev_trees(data_root):
     [
         (("\t3\tnsubj", "\t9\tnsubj"), ":3: HEAD '9' of 'dog' is no word of its 3-word sentence"),
         (("\t3\tnsubj", "\t_\tnsubj"), ":3: HEAD '_' of 'dog'"),
+        (("\t3\tnsubj", "\t²\tnsubj"), ":3: HEAD '²' of 'dog'"),  # a digit to str.isdigit, not to int()
         (("\t0\troot", "\t1\troot"), ":2: the sentence has 0 roots"),
         (("\t2\tdet", "\t0\tdet"), ":2: the sentence has 2 roots"),
         (("1\tThe\tthe\tDET\t_\t_\t2", "1\tThe\tthe\tDET\t_\t_\t1"), ":2: HEAD of 'The' leads into a cycle"),
@@ -299,3 +303,61 @@ def test_a_test_set_with_nothing_to_score_has_no_value_not_zero(treebank, tmp_pa
     # a set with edges: a resample that draws none of them is left out of the interval, not counted as 0 %
     (edges,) = structural_baselines(RunContext(show_progress=False), train=str(treebank), test=str(treebank)).pop().rows
     assert 0 < edges["lo"] <= edges["value"] <= edges["hi"]
+
+
+def test_a_file_without_upos_is_refused_not_scored_with_its_punctuation(tmp_path):
+    """With UPOS '_' throughout no word is PUNCT: every metric silently counted punctuation (UUAS 12.89 vs 15.08)."""
+    untagged = "".join(
+        "\t".join(f[:3] + ["_"] + f[4:]) if len(f := line.split("\t")) == 10 else line
+        for line in conllu_text().splitlines(keepends=True)
+    )
+    bad = tmp_path / "untagged.conllu"
+    bad.write_text(untagged, encoding="utf-8")
+    with pytest.raises(DataFormatError, match=f"^{bad}: no word has a UPOS tag"):
+        list(iter_trees(bad))
+    partly = tmp_path / "partly.conllu"  # one tagged word is enough: the file has the column
+    partly.write_text(untagged.replace("1\tThe\tthe\t_", "1\tThe\tthe\tDET", 1), encoding="utf-8")
+    assert len(list(iter_trees(partly))) == 4
+
+
+def test_a_test_set_of_punctuation_only_has_no_values_not_a_crash():
+    """ "! ?" has no scored word: root accuracy's hits were an empty 1-D array (IndexError in ratio)."""
+    (tree,) = iter_trees_text("1\t!\t!\tPUNCT\t.\t_\t0\troot\t_\t_\n2\t?\t?\tPUNCT\t.\t_\t1\tpunct\t_\t_\n\n")
+    gold = GoldTrees.of([tree])
+    for kind, pred in (("depth", [np.zeros(2)]), ("distance", [np.ones((2, 2))])):
+        rows = structural_rows("t", "0", kind, pred, gold)
+        assert [r["value"] for r in rows] == [None, None] and all("nothing to score" in r["missing"] for r in rows)
+
+
+def iter_trees_text(text: str) -> list[DepTree]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.conllu"
+        path.write_text(text, encoding="utf-8")
+        return list(iter_trees(path))
+
+
+def test_spearman_intervals_resample_sentences_within_their_length():
+    """DSpr./NSpr. average over the lengths present. Many lengths hold one or two sentences with low correlations;
+    a plain resample leaves them out and drifts up (the committed intervals sat 0.13–0.5 of the way from lo to hi).
+    Resampled within its length, each resample averages over the same lengths: the interval is centred."""
+    rng = np.random.default_rng(0)
+    k = len(LENGTHS)
+    stats = np.zeros((300, 2 * k))
+    length = np.r_[rng.integers(0, 10, 270), np.repeat(np.arange(10, 40), 1)]  # 30 lengths with one sentence each
+    rho = np.where(length < 10, rng.normal(0.8, 0.15, 300), rng.normal(0.1, 0.15, 300))
+    stats[np.arange(300), length], stats[np.arange(300), k + length] = rho, 1.0
+    value = length_macro(stats.sum(0, keepdims=True))[0]
+
+    def off_centre(strata) -> float:
+        lo, hi = grouped_interval(stats, length_macro, strata=strata)
+        return abs((lo + hi) / 2 - value) / (hi - lo)
+
+    assert off_centre(None) > 0.5  # the plain resample's interval does not even hold its estimate
+    assert off_centre(length) < 0.1
+    # each resample keeps every stratum's size: the count of one stratum's sentences does not vary
+    assert (
+        grouped_interval(np.c_[length == 3, np.ones(300)], lambda c: c[:, 0], strata=length)
+        == ((length == 3).sum(),) * 2
+    )

@@ -24,7 +24,8 @@ Metrics (the paper's, punctuation — UPOS PUNCT, ``DepTree.scored`` — left ou
 Spearman values are reported × 100 (like the percentages, so one chart axis holds them); the paper prints
 them as 0.xx. H&M's code counts punctuation in DSpr./NSpr. and buckets by the full length: here a sentence's
 length is its number of scored words. A constant prediction (no information) has correlation 0.
-Every row's 95% interval resamples sentences (``probes.stats.intervals.grouped_interval``).
+Every row's 95% interval resamples sentences (``probes.stats.intervals.grouped_interval``); DSpr. and NSpr.
+resample them within their length, so that each resample averages over the same lengths as the estimate.
 
 Tree distances are ``scipy.sparse.csgraph.shortest_path`` on the tree; random control trees are
 ``networkx.random_labeled_tree`` (uniform over labelled trees) hung from a random root.
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -193,15 +195,16 @@ def difference(sums: np.ndarray) -> np.ndarray:
 
 
 def stat_row(
-    dataset: str, layer: str, metric: str, stats: np.ndarray, statistic: Callable, n: int, *, seed: int = 0
+    dataset: str, layer: str, metric: str, stats: np.ndarray, statistic: Callable, n: int, **interval: Any
 ) -> dict:
-    """A result row: the statistic of the summed per-sentence stats and its interval resampling sentences; a set
-    with nothing to score (no scored edge or sentence length: ``n`` 0) has no value, never 0.00."""
+    """A result row: the statistic of the summed per-sentence stats and its interval resampling sentences
+    (``interval``: ``grouped_interval``'s seed, strata); a set with nothing to score (no scored edge or sentence
+    length: ``n`` 0) has no value, never 0.00."""
     value = float(statistic(stats.sum(0, keepdims=True))[0])
     if not np.isfinite(value):
         why = f"nothing to score: no {metric} in this set's sentences (too short, or punctuation only)"
         return dict(dataset=dataset, layer=layer, metric=metric, value=None, n=int(n), missing=why)
-    lo, hi = grouped_interval(stats, statistic, seed=seed)
+    lo, hi = grouped_interval(stats, statistic, **interval)
     return {
         "dataset": dataset,
         "layer": layer,
@@ -224,19 +227,20 @@ def structural_rows(
     dataset: str, layer: str, kind: str, pred: Sequence[np.ndarray], gold: GoldTrees, *, seed: int = 0
 ) -> list[dict]:
     """UUAS and DSpr. of predicted distances, or root accuracy and NSpr. of predicted depths."""
-    spr = spearman_by_length(pred, gold, kind)
-    trees = gold.trees
-    in_range = int((spr[:, len(LENGTHS) :].sum(1) > 0).sum())
+    spr, trees = spearman_by_length(pred, gold, kind), gold.trees
+    counted = spr[:, len(LENGTHS) :] > 0  # the lengths averaged over: each resample keeps every length's sentences
+    length = np.where(counted.any(1), counted.argmax(1), -1)
+    metric, n = ("DSpr" if kind == "distance" else "NSpr"), int(counted.any(1).sum())
+    last = stat_row(dataset, layer, metric, spr, length_macro, n, seed=seed, strata=length)
     if kind == "distance":
-        first = uuas_row(dataset, layer, [predicted_edges(p, t) for p, t in zip(pred, trees)], trees, seed=seed)
-        return [first, stat_row(dataset, layer, "DSpr", spr, length_macro, in_range, seed=seed)]
+        return [uuas_row(dataset, layer, [predicted_edges(p, t) for p, t in zip(pred, trees)], trees, seed=seed), last]
     hits = [
         [float(np.flatnonzero(t.scored)[np.argmin(p[t.scored])] == t.heads.index(0)), 1.0]
         for p, t in zip(pred, trees)
         if t.scored[t.heads.index(0)]
     ]
-    root = stat_row(dataset, layer, "root_acc", np.array(hits), ratio, len(hits), seed=seed)
-    return [root, stat_row(dataset, layer, "NSpr", spr, length_macro, in_range, seed=seed)]
+    root = stat_row(dataset, layer, "root_acc", np.array(hits).reshape(-1, 2), ratio, len(hits), seed=seed)
+    return [root, last]
 
 
 # --- the probe --------------------------------------------------------------------------------------------
