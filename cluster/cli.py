@@ -15,7 +15,7 @@ import os
 
 from cluster.datasets import DATASETS, dataset_request
 from cluster.executors import InProcess, OnRay
-from cluster.identity import model_content
+from cluster.identity import data_content, model_content
 from cluster.plan import plan_sweep
 from cluster.ray_session import connect
 from cluster.resources import estimate, wants_gpu
@@ -76,7 +76,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if line:
                 print(f"  {model}: {line}")
     try:
-        tasks = plan_sweep(models, [s.name for s in specs], seeds, args.limit, options, contents, model_specs)
+        data = {s.name: data_content(options[s.name]) for s in specs}
+        tasks = plan_sweep(models, [s.name for s in specs], seeds, args.limit, options, contents, model_specs, data)
     except ValueError as exc:
         raise ProbeInputError(str(exc)) from None
     ray = _session(args)

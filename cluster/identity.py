@@ -15,6 +15,9 @@ Design notes:
   commit the hub resolves it to now (``HfApi.model_info``, a few hundred bytes). Offline, the commit of
   the downloaded snapshot is used and the note says so; with neither, the key is the reference text
   and the note says it is a guess (a later online sweep re-runs the tasks once).
+- **The data too.** A task's result depends on its data as much as on its model: ``data_content`` is the
+  SHA-256 of the data directory's files and of the user's files a probe's options name (``--train``,
+  ``--test`` …), so an edited test file or another ``EMBPROBE_DATA`` with other contents is a new task.
 - **Hub configs.** ``hub_config`` fetches a not-yet-downloaded checkpoint's ``config.json`` alone, for
   ``cluster.resources`` to size its tasks.
 """
@@ -24,8 +27,10 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from corpora.digests import file_digests
+from corpora.paths import data_dir_or_none
 
 
 def _files(location: Path) -> list[Path]:
@@ -73,10 +78,22 @@ def model_content(spec) -> tuple[str, str | None]:
         body = f"hub:{source.location}@{commit}"
     else:
         location = source.directory()
-        if location is None or not location.exists():
+        if location is None or not location.exists() or not all(Path(p).is_file() for p in source.also):
             body, note = "missing", f"files not found ({source.label()}): keyed on the name"
         else:
-            digests = file_digests(_files(location))
             base = location if location.is_dir() else location.parent
-            body = json.dumps(sorted((str(p.relative_to(base)), d) for p, d in digests.items()))
+            inside = sorted((str(p.relative_to(base)), d) for p, d in file_digests(_files(location)).items())
+            also = file_digests(source.also)  # files of the model outside its folder: by name and bytes
+            body = json.dumps(inside + sorted((p.name, d) for p, d in also.items()))
     return hashlib.sha256(f"{head}|{body}".encode()).hexdigest()[:16], note
+
+
+def data_content(options: dict[str, Any]) -> str:
+    """The content key of what a probe with these runner ``options`` reads: the data directory's files (built-in
+    data; none when there is no data directory) and every file an option names (the user's own data)."""
+    root = data_dir_or_none()
+    built_in = _files(root) if root is not None and root.is_dir() else []
+    named = sorted({Path(v) for v in options.values() if isinstance(v, str | Path) and Path(v).is_file()})
+    digests = file_digests([*built_in, *named])
+    body = [(str(p.relative_to(root)), digests[p]) for p in built_in] + [(str(p), digests[p]) for p in named]
+    return hashlib.sha256(json.dumps(body).encode()).hexdigest()[:16]

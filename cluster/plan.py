@@ -5,9 +5,9 @@
 One task = one probe's run on one model with one seed (its datasets are the probe's own: WSD reads
 SemCor→ALL, POS CoNLL-2000), or one probe's baselines (no model: once per probe, with the first seed).
 A task's ``task_id`` hashes everything that decides its result (kind, probe, model, the model's
-content key, seed, slice, options); the sweep stores it in each result's ``extra["sweep"]["task"]``,
-so ``finished`` finds the tasks a folder already holds, whoever wrote it, and a resumed sweep skips
-them. The content key (``cluster.identity.model_content``: the digest of the model's files, or the
+content key, seed, slice, options, the data's content key); the sweep stores it in each result's
+``extra["sweep"]["task"]``, so ``finished`` finds the tasks a folder already holds, whoever wrote it, and a
+resumed sweep skips them. The content key (``cluster.identity.model_content``: the digest of the model's files, or the
 resolved hub commit) makes a changed vectors file, a retrained asset or a moved ``@main`` a new task:
 its old results are not reused.
 A task also carries its model's resolved ``ModelSpec`` (``spec``, not part of the id), so a worker
@@ -41,6 +41,7 @@ class SweepTask:
     limit: int | None = None
     options: tuple[tuple[str, Any], ...] = ()
     content: str | None = None  # the model's content key (None: not known, or a baselines task)
+    data: str | None = None  # the content key of the probe's data (``cluster.identity.data_content``)
     spec: Any = field(default=None, compare=False)  # the model's resolved ModelSpec, shipped to the worker
 
     @property
@@ -50,7 +51,9 @@ class SweepTask:
     @property
     def task_id(self) -> str:
         fields = [self.kind, self.probe, self.model, self.seed, self.limit, list(self.options)]
-        blob = json.dumps(fields + ([self.content] if self.content else []), sort_keys=True, default=str)
+        keys = [self.content] if self.content else []
+        keys += [f"data:{self.data}"] if self.data else []
+        blob = json.dumps(fields + keys, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @property
@@ -69,20 +72,25 @@ def plan_sweep(
     options: dict[str, dict[str, Any]],
     contents: dict[str, str] | None = None,
     specs: dict[str, Any] | None = None,
+    data: dict[str, str] | None = None,
 ) -> list[SweepTask]:
     """Baselines of every probe, then every (model, probe, seed), model by model.
 
     options: probe name -> its runner keywords (``ProbeSpec.options_from``); contents / specs: model ->
-    its content key / resolved ModelSpec (``cluster.identity``), carried by each of its tasks.
+    its content key / resolved ModelSpec (``cluster.identity``), carried by each of its tasks; data: probe
+    name -> the content key of its data (``cluster.identity.data_content``).
     """
-    contents, specs = contents or {}, specs or {}
+    contents, specs, data = contents or {}, specs or {}, data or {}
     if not models or not probes or not seeds:
         raise ValueError("A sweep needs at least one model, one probe and one seed.")
-    tasks = [SweepTask(p, None, seeds[0], limit, tuple(sorted(options.get(p, {}).items()))) for p in probes]
+    tasks = [
+        SweepTask(p, None, seeds[0], limit, tuple(sorted(options.get(p, {}).items())), data=data.get(p)) for p in probes
+    ]
     for model in models:
         for p in probes:
             opts = tuple(sorted(options.get(p, {}).items()))
-            tasks += [SweepTask(p, model, s, limit, opts, contents.get(model), specs.get(model)) for s in seeds]
+            content, spec = contents.get(model), specs.get(model)
+            tasks += [SweepTask(p, model, s, limit, opts, content, data.get(p), spec) for s in seeds]
     ids = [t.task_id for t in tasks]
     if len(set(ids)) != len(ids):
         raise ValueError("The sweep names the same model, probe or seed twice.")

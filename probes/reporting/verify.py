@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from probes.results import ProbeResult, content_digest, newest_per_key, read_results, results_frame
+from probes.results import ProbeResult, content_digest, current_model_runs, newest_per_key, read_results, results_frame
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,9 @@ class Check:
 
 
 def results_in_use(results: list[ProbeResult]) -> list[tuple[ProbeResult, int]]:
-    """Each result (oldest first) with the number of its rows that are the newest for their key."""
+    """Each result (oldest first) with the number of its rows that the tables show: the newest for their key
+    among the runs of each model's current version (``current_model_runs``), as ``latest_rows`` picks them."""
+    results = current_model_runs(results)
     frame = results_frame(results)
     if frame.empty:
         return []
