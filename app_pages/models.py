@@ -138,6 +138,8 @@ def add_checked(name: str, ref: str, options: dict) -> tuple[UserModel, ModelRow
     anything is saved: a model that is in no picker (offline, not in the hub cache) is refused, not added."""
     if not name:
         raise ModelLoadError("type a name for the model in the Name box (it names it on every page).")
+    if not ref:
+        raise ModelLoadError("type where the model is in the box below the name: a folder, a file or an hf: hub id.")
     if check_model(name, ref, options).state == NOT_INSTALLED and ref.startswith("hf:"):
         with st.spinner(f"Downloading {ref} from the Hugging Face Hub (once)…"):
             download(*parse_hub_id(ref))

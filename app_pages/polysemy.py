@@ -133,14 +133,30 @@ def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta:
     download(
         "Coordinates (JSON)", lambda: frame_json(data), f"{name}.json", key=f"{key}__json", mime="application/json"
     )
-    if not get_spec(model).contextual or distinct == 1:
-        forms = sorted({o.target.lower() for o in occs})
-        st.info(
+    if note := collapse_note(model, occs, distinct, layer):
+        st.info(note)
+
+
+def collapse_note(model: str, occs, distinct: int, layer: int) -> str | None:
+    """Why the occurrences are fewer points than occurrences, in the model's terms; None when they are not."""
+    forms = sorted({o.target.lower() for o in occs})
+    if not get_spec(model).contextual:
+        return (
             f"**{md(model)} is a static model**: every occurrence of a word form gets the same vector, "
             f"whatever the sentence. The {len(occs)} occurrences collapse to {distinct} point(s) "
             f"(one per form: {md(', '.join(forms[:8]))}), drawn once each with their count, so the senses "
             "cannot be told apart. Pick a contextual model (minilm, elmo-small, gpt-small) to see them separate."
         )
+    if distinct != 1:
+        return None
+    if len(occs) == 1:
+        return "**One occurrence, one point**: add sentences with the word to see how its vectors differ."
+    if layer == 0:
+        return (
+            f"**Layer 0 of {md(model)} is its context-independent layer**: every occurrence of "
+            f"{md(', '.join(forms[:8]))} gets the same vector there. Drag the layer slider up to see them separate."
+        )
+    return f"**All {len(occs)} occurrences have the same vector at layer {layer}**: the same sentence repeated?"
 
 
 def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:

@@ -96,6 +96,8 @@ def looks_like_reference(text: str) -> bool:
 def parse_reference(text: str) -> Reference:
     """The kind of model ``text`` points at, from its form and its files (no network, no weights read)."""
     text = text.strip()
+    if not text:  # Path("") is the working directory: it would be judged as a model folder
+        raise ModelLoadError(f"no model given: write a folder, a file or a hub id ({HUB_PREFIX}ORG/NAME).")
     if text.startswith(HUB_PREFIX):
         repo_id, revision = parse_hub_id(text)
         return Reference(text, "hub", cached_snapshot(repo_id, revision), repo_id=repo_id, revision=revision)

@@ -308,6 +308,11 @@ def test_polysemy_word_without_occurrences_and_typed_sentences() -> None:
         assert_ok(at)
         if hint:
             assert hint in texts(at.warning) + texts(at.info)
+    # one typed sentence on a contextual model: one point, and MiniLM was called "a static model"
+    at.text_area(key="poly_text").set_value("I sat by the bank .").run()
+    assert_ok(at)
+    info = texts(at.info)
+    assert "static model" not in info and "One occurrence, one point" in info, info
 
 
 # ----------------------------------------------------------------------------- Probes and Reproduce

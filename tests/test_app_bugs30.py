@@ -181,6 +181,8 @@ def test_models_page_refuses_what_it_cannot_use_and_says_why_in_the_forms_terms(
     assert "add-a-model form" in error and "python -m models add NAME" not in error  # not a command-line recipe
     error = _add(at, "", "hf:doesnot/exist")
     assert "could not be loaded" not in error and "Model name ''" not in error and "Name box" in error
+    error = _add(at, "x2", "  ")  # the place left empty: it was read as the working directory ".: not a model folder"
+    assert "Not added" in error and "a folder, a file or an hf: hub id" in error and ".:" not in error
     error = _add(at, "bad name!", "hf:doesnot/exist")
     assert "could not be loaded" not in error and "Model name 'bad name!'" in error
     junk = tmp_path / "vectors.txt"

@@ -80,6 +80,9 @@ def test_reference_forms(small_static, tmp_path):
         parse_reference("hf:org/name@")
     with pytest.raises(ModelLoadError, match="not a model folder"):
         parse_reference(str(tmp_path))
+    for empty in ("", "  "):  # not the working directory
+        with pytest.raises(ModelLoadError, match="no model given: write a folder, a file or a hub id"):
+            parse_reference(empty)
     (tmp_path / "options.json").write_text("{}")
     with pytest.raises(ModelLoadError, match="needs both files"):
         parse_reference(str(tmp_path / "options.json"))
