@@ -47,7 +47,8 @@ TITLES = {
 NOTES = {  # printed under the table
     "published_rigor": paper.RIGOR_DIFFERENCES,
     "claims": "Interval: 95% cluster bootstrap of A − B over the unit named (documents, sentences), per comparison "
-    "and not adjusted for multiplicity; p: cluster sign-flip permutation test (9,999 flips); the verdict reads the "
+    "and not adjusted for multiplicity; p: cluster sign-flip permutation test (9,999 flips), with several seeds "
+    "the larger of that and the two-way bootstrap's p (whose resolution is 0.002); the verdict reads the "
     "Holm-adjusted p over all rows of this table, so an interval may exclude 0 while the verdict is not "
     "significant. seeds: training seeds averaged per side (— : the 1-NN WSD probe trains nothing). "
     "The MDL and selectivity rows are decided from the rows, without a p-value and outside the Holm family: an MDL "
