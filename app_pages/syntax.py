@@ -164,7 +164,7 @@ def trees_tab(model: str, words: list[str], tree: DepTree | None, name: str) -> 
             "UUAS over all of EWT test, with its interval",
         )
     chart(
-        arc_figure(view, title=f"{head}: gold and predicted trees"),
+        arc_figure(view, title=f"{head}: {'gold and predicted trees' if tree is not None else 'predicted tree'}"),
         stem + "-trees",
         key="syn_arcs",
         data=lambda: frame_csv(view.edges_frame()),

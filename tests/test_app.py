@@ -361,6 +361,18 @@ def test_probes_page_quick_runs_with_progress() -> None:
     assert model["error_y"]["type"] == "data"  # 95% intervals drawn
     low, high = fig["layout"]["yaxis"]["range"]
     assert high - low >= 20
+    # One document (Senseval-2's slice): resampling it cannot vary it; no zero-width bars that claim certainty
+    sets = at.selectbox(key="quick_wsd_set").options
+    assert sets[0].startswith("ALL"), sets  # the headline set first, not the first file's
+    at.selectbox(key="quick_wsd_set").set_value(next(s for s in sets if s.startswith("senseval2"))).run()
+    assert_ok(at)
+    one = [
+        f for f in figures(at) if "no interval: all from one document" in f["layout"].get("title", {}).get("text", "")
+    ]
+    assert one and not next(t for t in one[-1]["data"] if t.get("name") == "glove-6b-50d").get("error_y"), [
+        f["layout"].get("title", {}).get("text") for f in figures(at)
+    ]
+    at.selectbox(key="quick_wsd_set").set_value(sets[0]).run()
     assert not at.dataframe, "the model × layer table opens on demand (issue 30)"
     at.session_state["quick_wsd_table_open"] = True  # a click on "Scores by model and layer (table)"
     at.run()

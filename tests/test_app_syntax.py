@@ -219,7 +219,7 @@ def test_a_typed_sentence_shows_the_predicted_tree_only_and_minilm_layers_restor
     assert at.slider(key="syn_layer").value == 2 and at.query_params["layer"] == "2"
     assert "no gold tree" in texts(at.caption) and not at.metric
     arcs = figures(at)[0]
-    assert arcs["layout"]["title"]["text"] == "minilm, layer 2: gold and predicted trees"
+    assert arcs["layout"]["title"]["text"] == "minilm, layer 2: predicted tree"  # it said "gold and predicted"
     names = {t.get("name") for t in arcs["data"]} - {"words"}
     assert names == {"predicted edge"} and len(arcs["layout"]["annotations"]) == 2
     at.text_input(key="syn_text").set_value("   ").run()  # nothing to draw: a hint, not an error

@@ -167,3 +167,12 @@ def test_neuron_view_figures_add_up_to_the_score_and_the_attention() -> None:
     frame = keys_frame(q, keys, scale, tokens, query, True)
     assert frame["weight"].sum() == pytest.approx(1.0) and frame["weight"].iloc[query + 1 :].eq(0).all()
     assert pair_frame(q, keys[key])["q×k"].sum() == pytest.approx(q @ keys[key])
+
+
+def test_several_heads_legend_sits_under_the_tokens_not_on_the_title(att) -> None:
+    """Five heads wrapped the legend to two rows above the plot, over the title "Line view, layer 2: H1 … H5"."""
+    five = line_view(att[1, :5], WORDS, heads=[1, 2, 3, 4, 5], title="Line view, layer 2: H1, H2, H3, H4, H5")
+    one = line_view(att[1, 0], WORDS, title="Line view, layer 2: H1")
+    assert five.layout.legend.y <= 0 and five.layout.legend.yanchor == "top"
+    assert five.layout.margin.b >= 10 + 2 * 22 and five.layout.height == one.layout.height + 2 * 22  # two rows
+    assert one.layout.showlegend is False and one.layout.margin.t == five.layout.margin.t

@@ -340,3 +340,18 @@ def test_the_app_tests_each_layer_against_the_previous_as_one_holm_family(monkey
         at.selectbox(key="saved_pos_tests_model").set_value(model).run()
         assert_ok(at)
     assert reads == []  # cached per version of the folder (viz.results.folder_version), which has not changed
+
+
+def test_one_cluster_has_no_interval_rather_than_a_zero_width_one():
+    """A quick WSD run's Senseval-2 slice came from one document: every resample was that document, and the rows
+    showed [67.4, 67.4] as a 95% interval. Now there is none, and the unit says why."""
+    from probes.stats.intervals import accuracy_interval, grouped_interval
+    from probes.stats.units import Units, over_text
+
+    one = Units("document", np.zeros(40, dtype=np.int64))
+    assert accuracy_interval(np.arange(40) % 3 == 0, units=one) == (None, None)
+    assert grouped_interval(np.array([[3.0, 4.0]]), lambda s: s[:, 0] / s[:, 1]) == (None, None)
+    assert over_text("document", 1) == "1 document (one: no interval)"
+    two = Units("document", np.repeat([0, 1], 20))
+    lo, hi = accuracy_interval(np.arange(40) % 3 == 0, units=two)
+    assert lo is not None and lo <= 100 * np.mean(np.arange(40) % 3 == 0) <= hi

@@ -181,15 +181,16 @@ def line_view(
                 **FAST,
             )
         )
+    legend_rows = -(-len(stack) // 4) if several else 0  # four heads a row
     fig.update_xaxes(visible=False, range=[-0.9, 1.9], fixedrange=True)
     fig.update_yaxes(visible=False, range=[-n + 0.4, 0.6], fixedrange=True)
     fig.update_layout(
         template=TEMPLATE,
-        height=height or min(900, max(300, 22 * n + 70)),
-        margin=dict(l=10, r=10, t=40 if title or several else 10, b=10),
+        height=(height or min(900, max(300, 22 * n + 70))) + legend_rows * 22,
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10 + legend_rows * 22),
         title=dict(text=escape_html(title) if title else None, x=0),
-        showlegend=several,
-        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right", font=dict(size=11)),
+        showlegend=several,  # under the tokens: above them it ran into the title once the heads wrapped
+        legend=dict(orientation="h", y=0, yanchor="top", x=0, xanchor="left", font=dict(size=11)),
         dragmode=False,
         hovermode="closest",
         clickmode="event+select",

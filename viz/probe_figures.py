@@ -29,9 +29,10 @@ def has_intervals(part: pd.DataFrame) -> bool:
 
 def interval_note(part: pd.DataFrame) -> str:
     """What the error bars are: "95% CI over 23 documents" (the rows' resampling unit), or that there are none."""
-    if not has_intervals(part):
-        return "no intervals recorded"
     stated = part.dropna(subset=["unit"]) if "unit" in part else part.iloc[:0]
+    if not has_intervals(part):  # one document: resampling it cannot vary it, so the rows have none
+        single = len(stated) and stated.clusters.iloc[0] < 2
+        return f"no interval: all from one {stated.unit.iloc[0]}" if single else "no intervals recorded"
     return f"95% CI over {over_text(stated.unit.iloc[0], stated.clusters.iloc[0])}" if len(stated) else "95% intervals"
 
 
@@ -40,12 +41,8 @@ def interval_error(part: pd.DataFrame, value: str = "value", **style) -> dict | 
     None when any row lacks one (no bar rather than a zero-width one)."""
     if not has_intervals(part):
         return None
-    return dict(
-        type="data",
-        array=(part["hi"] - part[value]).clip(lower=0),
-        arrayminus=(part[value] - part["lo"]).clip(lower=0),
-        **({"thickness": 1.2, "width": 4} | style),
-    )
+    above, below = (part["hi"] - part[value]).clip(lower=0), (part[value] - part["lo"]).clip(lower=0)
+    return dict(type="data", array=above, arrayminus=below, **({"thickness": 1.2, "width": 4} | style))
 
 
 def _extent(part: pd.DataFrame) -> list[float]:

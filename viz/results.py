@@ -73,12 +73,19 @@ def with_optional(sel: pd.DataFrame, columns: tuple[str, ...] = OPTIONAL) -> pd.
 
 
 def datasets_of(df: pd.DataFrame, spec: ProbeSpec) -> list[str]:
-    """The probe's evaluation splits present in ``df``: the spec's order first, breakdown rows (WSD per POS, a
+    """The probe's evaluation splits present in ``df``: the spec's order first (a slice's ``ALL (limit 3)`` where
+    ``ALL`` is: a quick run opens on the headline set, not on the first file's), breakdown rows (WSD per POS, a
     lexical sample's per-word rows) left out."""
     present = [d for d in dict.fromkeys(df.loc[df["probe"] == spec.name, "dataset"]) if not WORD_ROW.match(str(d))]
     if spec.chart.breakdown:
         present = [d for d in present if not d.startswith(spec.chart.breakdown)]
-    return [d for d in spec.chart.datasets if d in present] + [d for d in present if d not in spec.chart.datasets]
+    order = {name: i for i, name in enumerate(spec.chart.datasets)}
+
+    def rank(dataset: str) -> tuple[bool, int]:  # full runs first, then slices, each in the spec's order
+        name, limit = split_slice(str(dataset))
+        return limit is not None, order.get(name, len(order))
+
+    return sorted(present, key=rank)
 
 
 def metrics_of(df: pd.DataFrame, spec: ProbeSpec, dataset: str) -> list[str]:

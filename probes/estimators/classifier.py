@@ -31,6 +31,14 @@ from models.base import default_device
 from probes.progress import ProgressFn
 
 RowIndex = np.ndarray | torch.Tensor
+MAX_BATCH, MIN_BATCH = 2048, 32  # tokens per Adam step
+
+
+def auto_batch(rows: int) -> int:
+    """Tokens per Adam step for ``rows`` training rows: 2,048, or fewer so that an epoch takes at least 16 steps.
+    Full CoNLL-2000 or EWT (≥ 32,768 rows) keeps 2,048; a few hundred words of a user's file would otherwise get
+    one step an epoch, ten in all, and score under the majority label."""
+    return int(min(MAX_BATCH, max(MIN_BATCH, rows // 16)))
 
 
 def train_with_early_stopping(
@@ -98,7 +106,7 @@ class LinearProbe:
 
     Args:
         epochs: maximum passes over the training data.
-        batch_size: tokens per Adam step.
+        batch_size: tokens per Adam step (None: ``auto_batch`` of the training rows).
         lr, weight_decay: Adam settings (weight decay = L2 on W).
         val_fraction: share of training rows held out for early stopping (0 disables it).
         patience: epochs without held-out improvement before stopping.
@@ -110,7 +118,7 @@ class LinearProbe:
     def __init__(
         self,
         epochs: int = 10,
-        batch_size: int = 2048,
+        batch_size: int | None = None,
         lr: float = 2e-2,
         weight_decay: float = 1e-6,
         val_fraction: float = 0.1,
@@ -191,7 +199,7 @@ class LinearProbe:
             batch_loss,
             val_accuracy if n_val else None,
             epochs=self.epochs,
-            batch_size=self.batch_size,
+            batch_size=self.batch_size or auto_batch(len(tr_idx)),
             patience=self.patience,
             generator=gen,
             progress=progress,

@@ -48,12 +48,12 @@ from scipy.stats import t as student_t
 from tqdm.auto import tqdm
 
 from probes.errors import ProbeInputError
+from probes.estimators.classifier import auto_batch
 from probes.progress import ProgressFn, scaled
 
 #: Block ends, percent of the training sentences (Voita & Titov 2020, section 3.2.2).
 SCHEDULE = (0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.25, 12.5, 25.0, 50.0, 100.0)
 BITS_PER_KBIT = 1024
-MIN_BATCH = 32
 
 
 @dataclass
@@ -138,8 +138,7 @@ def online_codelength(
         if len(seen) == 0 or len(block) == 0:  # nothing sent yet (or to send): the uniform code
             bits = uniform_codelength(len(block), len(classes))
         else:
-            batch = int(min(2048, max(MIN_BATCH, len(seen) // 16)))
-            probe = make_probe(classes=classes, batch_size=batch)
+            probe = make_probe(classes=classes, batch_size=auto_batch(len(seen)))  # the block seen, held-out tenth too
             told = scaled(
                 progress, i / (len(ends) - 1), (i + 1) / (len(ends) - 1), f"{desc}: block {i + 2}/{len(ends)}: "
             )

@@ -124,8 +124,9 @@ def grouped_interval(
     seed: int = 0,
     resamples: int = RESAMPLES,
     strata: np.ndarray | None = None,
-) -> tuple[float, float]:
-    """Interval of a statistic of summed per-group counts, resampling groups (e.g. sentences).
+) -> tuple[float, float] | tuple[None, None]:
+    """Interval of a statistic of summed per-group counts, resampling groups (e.g. sentences); none (None, None)
+    from a single group, which resampling cannot vary (a test set of one document).
 
     stats_per_group: (groups, k) counts, e.g. each sentence's (tp, n_pred, n_gold).
     statistic:       (R, k) resampled sums -> (R,) values in percent (e.g. span F1); NaN where a resample leaves
@@ -139,6 +140,8 @@ def grouped_interval(
     if stats.ndim != 2 or stats.shape[0] == 0:
         raise ValueError("Per-group counts must be a (groups, k) array with at least one group.")
     groups = stats.shape[0]
+    if groups < 2:  # every resample is the one group: a zero-width "interval" that claims certainty
+        return None, None
     if strata is not None and np.shape(strata) != (groups,):
         raise ValueError(f"strata: one label per group ({groups}), got shape {np.shape(strata)}.")
     rng = np.random.default_rng(seed)

@@ -113,6 +113,8 @@ def over_text(unit, clusters) -> str:
         return "n/a"
     k = int(clusters)
     text = f"{k} {unit}{'' if k == 1 else 's'}"
+    if k < 2 and unit != INSTANCE:
+        return text + " (one: no interval)"
     return text + " (few: interval approximate)" if k < FEW_CLUSTERS and unit != INSTANCE else text
 
 
