@@ -124,7 +124,7 @@ MISMATCH = (
 )
 
 
-def check_vocabulary(path: Path, tokenizer, rows: int, config=None) -> None:
+def check_vocabulary(path: Path, tokenizer, rows: int, config) -> None:
     """Refuse a tokenizer that does not belong to the model (a checkpoint without its tokenizer files, or
     another model's): more ids than the embedding matrix has ``rows``, a special token outside it, fewer
     than half its rows (transformers builds a 5-token tokenizer from ``config.json`` alone), or a padding,
@@ -140,7 +140,7 @@ def check_vocabulary(path: Path, tokenizer, rows: int, config=None) -> None:
         what = f"{ids} but the embedding matrix has {rows} rows"
     elif n < rows / 2:
         what = f"{n} tokens for an embedding matrix of {rows} rows"
-    elif config is not None and (disagree := special_id_disagreements(tokenizer, config)):
+    elif disagree := special_id_disagreements(tokenizer, config):
         what = (
             f"{'; '.join(disagree)} (if the tokenizer is the model's and config.json is what is wrong, "
             "correct that id in config.json)"
