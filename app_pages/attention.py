@@ -317,16 +317,17 @@ def main() -> None:
         help=f"Up to {MAX_WORDS} words; longer text is cut with a warning.",
     )
     model = c2.selectbox("Model", names, key=state.bind("attn_model", preferred(names), names, param="model"))
-    # each control as wide as its options at a 1024-px window (they scrolled out of sight), short labels for it
-    c3, s1, s2 = st.columns([4, 6, 3])
+    # Each control as wide as its options, in a row that wraps when the window is narrow (fixed columns cut the
+    # buttons at 800 px); short labels for them.
+    row = st.container(horizontal=True, vertical_alignment="bottom")
     unit = (
-        c3.segmented_control(
+        row.segmented_control(
             "Units", UNITS, key=state.bind("attn_unit", "words", UNITS, param="unit"), format_func=short_label
         )
         or "words"
     )
     compare = (
-        s1.segmented_control(
+        row.segmented_control(
             "Side by side",
             COMPARE,
             key=state.bind("attn_compare", COMPARE[0], COMPARE, param="compare"),
@@ -341,8 +342,8 @@ def main() -> None:
             state.forget(param)
     if compare == COMPARE[1]:
         others = [m for m in names if m != model] or names
-        model_b = s2.selectbox(
-            "Second model", others, key=state.bind("attn_model_b", others[0], others, param="model_b")
+        model_b = row.selectbox(
+            "Second model", others, key=state.bind("attn_model_b", others[0], others, param="model_b"), width=220
         )
     with safe("compute attention"):
         parsed = parse_sentences(

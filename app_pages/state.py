@@ -13,8 +13,9 @@ default (``value=`` / ``index=``): the bound value in ``st.session_state`` is it
 ``bind(key, default, options=None, *, param=None, lo=None, hi=None, check=None) -> key``:
 
 - on a session's first run of the page (``key`` not yet in ``st.session_state``) the widget's value
-  is read from the URL parameter ``param`` (default: ``key``); a value that cannot be read as the
-  default's type, is not among ``options``, is outside ``lo``..``hi`` or fails ``check`` falls back to
+  is read from the URL parameter ``param`` (default: ``key``); a number outside ``lo``..``hi`` is taken
+  to the nearest end (``?layer=99`` on a 7-layer model opens its top layer, as the slider would); a value that
+  cannot be read as the default's type, is not among ``options`` or fails ``check`` falls back to
   ``default`` — a bad link never breaks the page;
 - on every run the current value is written back to the URL, so the address bar always holds a link
   to what is on screen (defaults included: a link says everything it restores);
@@ -107,6 +108,16 @@ def _from_url(raw: list[str], default: Any, options: Sequence | None) -> Any:
     return items[0]
 
 
+def _clamped(value: Any, lo: Any, hi: Any) -> Any:
+    """A number from the URL taken into ``lo``..``hi`` (a link made on a model with more layers, a cap typed by
+    hand); anything else as it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if lo is not None and value < lo:
+        return lo
+    return hi if hi is not None and value > hi else value
+
+
 def _missing(raw: str) -> Any:
     raise ValueError(f"not an option: {raw!r}")
 
@@ -130,7 +141,7 @@ def bind(
         value = default
         if raw:
             try:
-                candidate = _from_url(raw, default, opts)
+                candidate = _clamped(_from_url(raw, default, opts), lo, hi)
                 if _valid(candidate, default, opts, lo, hi, check):
                     value = candidate
             except (ValueError, TypeError, OverflowError):

@@ -131,7 +131,7 @@ class ChartSpec:
     breakdown_ranked_within: the dataset shown holds the ranking set's instances too (WSD: ALL holds SemEval-07),
                   so the layer is not chosen on wholly unseen data: the chart's note says so.
     y_range:      a fixed y axis for every metric (cosines: (-1, 1)); None: the metric's own axis
-                  (``viz.probe_figures.METRIC_AXES``, percentages by default).
+                  (``viz.axes.METRIC_AXES``, percentages by default).
     axis_titles:  (metric, y-axis title) pairs saying what a fixed-axis metric's number is ("cosine −
                   anisotropy"), where its name ("self_similarity_adj") does not; ``axis_title``.
     """

@@ -57,6 +57,7 @@ COLUMNS = [
     "clusters",
     "draws",
     "std",
+    "seeds",
     "timestamp",
     "command",
 ]
@@ -75,7 +76,7 @@ class ProbeResult:
 
     rows:    measurements, each {"dataset", "layer", "metric", "value"[, "n", "lo", "hi", "std"]} (lo/hi:
              the bootstrap 95% interval, ``probes.stats.intervals``; std: the spread over ``--seeds``,
-             ``probes.stats.seeds``); ``dataset`` there is the evaluation split ("ALL", "senseval2",
+             seeds: how many, ``probes.stats.seeds``); ``dataset`` there is the evaluation split ("ALL", "senseval2",
              "conll2000-test:pos"…), ``layer`` a layer spec label.
     dataset: the probe's data as a whole ("semcor→ALL", "conll2000"), "" in older files.
     params:  the request (layers, limits, seed…); ``extra``: timings, coverage, learned weights…
@@ -191,6 +192,7 @@ def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
             "draws": row.get("draws"),  # control-task label draws averaged (probes.estimators.control)
             "hi": row.get("hi"),
             "std": row.get("std"),
+            "seeds": row.get("seeds"),
             "timestamp": r.timestamp,
             "command": r.command,
         }

@@ -249,5 +249,5 @@ def test_a_point_at_100_percent_is_drawn_whole() -> None:
     ):
         top = fig.layout.yaxis.range[1]
         assert top >= 100
-        reach = [t for t in fig.data if t.mode == "lines+markers" and max(t.y) >= top]
+        reach = [t for t in fig.data if t.mode == "lines+markers" and max(t.y) >= 100]
         assert reach and all(t.cliponaxis is False for t in reach), "a 100 % marker is cut by the plot's edge"

@@ -1,5 +1,6 @@
 """The Attention page's bertviz views in a real browser (fixtures in tests/conftest.py): a click on a token of
-the line view focuses it and goes into the URL, the Neurons tab draws, and the "Units" control is not cut."""
+the line view focuses it and goes into the URL, the Neurons tab draws, and the "Units" and "Side by side"
+controls are not cut at 800–1280 px."""
 
 from __future__ import annotations
 
@@ -38,19 +39,29 @@ def test_a_click_on_a_token_of_the_line_view_focuses_it(page, server, screenshot
     shot(page, screenshots, "attention_lines")
 
 
-def test_the_units_control_shows_both_options_whole(page, server):
-    open_page(page, server, "attention")
-    control = page.get_by_role("radiogroup", name="Units")
-    for option in ("words", "subwords"):  # "subword pieces" in the URL, shorter on the button (fits 1024 px)
-        button = control.get_by_role("radio", name=option, exact=True)  # Streamlit's segmented control: a radio each
-        expect(button).to_be_visible(timeout=WAIT_MS)
-        clipped = button.evaluate(
-            "b => { const r = b.getBoundingClientRect(); let p = b.parentElement; while (p) { const s = "
-            "getComputedStyle(p); if (s.overflow !== 'visible' || s.overflowX !== 'visible') { const q = "
-            "p.getBoundingClientRect(); if (r.right > q.right + 0.5 || r.left < q.left - 0.5) return true; } "
-            "p = p.parentElement; } return b.scrollWidth > b.clientWidth + 1; }"
-        )
-        assert not clipped, f"the {option!r} option is cut"
+CLIPPED_JS = (
+    "b => { const r = b.getBoundingClientRect(); let p = b.parentElement; while (p) { const s = "
+    "getComputedStyle(p); if (s.overflow !== 'visible' || s.overflowX !== 'visible') { const q = "
+    "p.getBoundingClientRect(); if (r.right > q.right + 0.5 || r.left < q.left - 0.5) return true; } "
+    "p = p.parentElement; } return b.scrollWidth > b.clientWidth + 1 || r.right > window.innerWidth; }"
+)
+
+
+@pytest.mark.parametrize("width", [800, 1024, 1280])
+def test_the_units_and_side_by_side_controls_show_every_option_whole(page, server, width):
+    """At an 800-px window the two controls' fixed columns cut "subwords" and "two layers"; they now wrap."""
+    page.set_viewport_size({"width": width, "height": 900})
+    open_page(page, server, "attention?compare=two+models")
+    options = {"Units": ("words", "subwords"), "Side by side": ("off", "two models", "two layers")}
+    for group, names in options.items():  # short labels on the buttons; the URL keeps the names
+        control = page.get_by_role("radiogroup", name=group)
+        for option in names:
+            button = control.get_by_role("radio", name=option, exact=True)  # a segmented control: a radio each
+            expect(button).to_be_visible(timeout=WAIT_MS)
+            assert not button.evaluate(CLIPPED_JS), f"{group}: the {option!r} option is cut at {width} px"
+    second = page.get_by_role("combobox", name="Second model")
+    expect(second).to_be_visible(timeout=WAIT_MS)
+    assert not second.evaluate(CLIPPED_JS), f"the second model's picker is cut at {width} px"
 
 
 def test_the_neurons_tab_draws_its_two_charts(page, server, screenshots):

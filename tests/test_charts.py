@@ -61,7 +61,8 @@ def test_reproduce_chart_labels_are_readable_and_bars_start_at_zero(tables) -> N
 def test_layer_probe_figure_baselines_axes_and_small_slices() -> None:
     """Bug 3 (pure half; the AppTest quick run checks the page): a tiny slice where every layer
     equals the baseline is drawn flat on a ≥ 20-point axis, the baseline its own dashed series."""
-    from viz.probe_figures import honest_range, layer_probe_figure
+    from viz.axes import honest_range
+    from viz.probe_figures import layer_probe_figure
 
     curves = pd.DataFrame(
         {
@@ -109,7 +110,8 @@ def test_reproduce_draws_every_wsd_baseline_as_a_baseline_not_as_our_system(tabl
 def test_unbounded_metrics_are_not_clipped_to_a_percent_axis() -> None:
     """A codelength of hundreds of kbits is drawn on a kbit axis from 0 that holds it (the percent axis
     clipped it to 100); selectivity may be negative; the control task is its own dashed series."""
-    from viz.probe_figures import layer_probe_figure, metric_axis, task_vs_control_figure
+    from viz.axes import metric_axis
+    from viz.probe_figures import layer_probe_figure, task_vs_control_figure
 
     task = pd.DataFrame({"model": "m", "layer": [0, 1], "value": [107.8, 75.1], "n": 5000})
     control = task.assign(value=[413.1, 415.3])
@@ -125,6 +127,22 @@ def test_unbounded_metrics_are_not_clipped_to_a_percent_axis() -> None:
     title, (lo, hi) = metric_axis("selectivity", [-3.0, 2.0])
     assert lo <= -3.0 and hi >= 2.0 and "task − control" in title
     assert metric_axis("accuracy", [95.0, 99.0])[1][1] == 100
+
+
+def test_a_baseline_at_an_axis_end_is_drawn_whole() -> None:
+    """plotly clips lines at the plot's edge: a majority baseline at exactly 100 % sat on the top edge, half drawn.
+    The axis now reaches a hair past an end a value sits on (its ticks still end at 100), and no further otherwise."""
+    from viz.axes import LINE_ROOM
+    from viz.probe_figures import layer_probe_figure, named_rows_figure
+
+    curves = pd.DataFrame({"model": "m", "layer": [0, 1], "value": [97.0, 98.5], "n": 5000})
+    base = pd.DataFrame({"label": ["majority tag"], "value": [100.0]})
+    top = layer_probe_figure(curves, base, title="t").layout.yaxis.range[1]
+    assert 100 < top <= 100 + LINE_ROOM * 100
+    assert layer_probe_figure(curves, base.assign(value=[90.0]), title="t").layout.yaxis.range[1] == 100
+    rows = pd.DataFrame({"model": "m", "layer": ["last", "all"], "value": [97.0, 98.5]})
+    bars = named_rows_figure(rows, base, order=["last", "all"], title="t").layout.yaxis.range
+    assert bars[0] == 0 and 100 < bars[1] <= 100 + LINE_ROOM * 100
 
 
 def test_every_probe_chart_draws_its_intervals(tables) -> None:

@@ -109,6 +109,7 @@ def test_results_round_trip(tmp_path):
         "clusters",
         "draws",
         "std",
+        "seeds",
         "timestamp",
         "command",
     ]

@@ -41,11 +41,20 @@ def test_a_bad_link_falls_back_to_the_defaults() -> None:
     at = _app(model="<script>", layer="99", **{"3d": "maybe"}, layers=["1", "x"], unit="bits")
     assert not at.exception
     assert at.selectbox(key="m").value == "minilm"
-    assert at.slider(key="layer").value == 6  # out of range
+    assert at.slider(key="layer").value == 6  # out of range: its top
     assert at.checkbox(key="three_d").value is False
     assert at.multiselect(key="layers").value == [1, 2]  # one bad item rejects the list
     assert at.segmented_control(key="unit").value is None
     assert at.query_params["model"] == "minilm" and at.query_params["layer"] == "6"
+
+
+def test_a_number_outside_its_range_is_taken_to_the_nearest_end() -> None:
+    """A link made on a model with more layers, or a value typed by hand, opens the nearest valid value (the
+    slider's end), not the default at the other end of the range."""
+    at = _app(layer="-3")
+    assert not at.exception
+    assert at.slider(key="layer").value == 0 and at.query_params["layer"] == "0"
+    assert _app(layer="6.5").slider(key="layer").value == 6  # not an integer: the default, as before
 
 
 def test_changes_are_written_back_to_the_url() -> None:

@@ -33,6 +33,24 @@ def test_dataset_table_title_names_probe_metric_and_dataset():
     assert dataset_table_title("span:ner@00:test:F1") == "span: span F1 (%, conlleval) on ner@00:test, by layer"
 
 
+def test_a_run_over_several_seeds_shows_its_spread_and_seed_count():
+    """A ``--seeds 3`` run's cells are its mean ± the standard deviation over seeds, with a ``seeds`` column (the
+    per-dataset tables showed the mean alone, as if one run had scored it); a plain run's table is unchanged."""
+    from probes.reporting.tables import dataset_tables
+    from probes.results import ProbeResult, results_frame
+    from probes.stats.seeds import merge_seeds
+
+    def run(seed: int, value: float) -> ProbeResult:
+        row = {"dataset": "ewt@00:test:tree", "layer": "3", "metric": "UUAS", "value": value, "lo": 60.0, "hi": 70.0}
+        return ProbeResult("m", "structural", [{**row, "n": 100}], params={"seed": seed})
+
+    merged = merge_seeds([run(0, 64.0), run(1, 65.0), run(2, 66.5)])
+    table = next(iter(dataset_tables(results_frame([merged]), "structural").values()))
+    assert table.loc[0, "3"] == "65.17 ± 1.26 [60.00, 70.00]" and table.loc[0, "seeds"] == 3
+    plain = next(iter(dataset_tables(results_frame([run(0, 64.0)]), "structural").values()))
+    assert plain.loc[0, "3"] == "64.00 [60.00, 70.00]" and "seeds" not in plain
+
+
 def test_tables_md_and_csvs_rerender_byte_identical(tmp_path):
     md = write_tables(RESULTS / "runs", tmp_path)
     assert md.read_bytes() == (RESULTS / "tables.md").read_bytes()

@@ -3,9 +3,9 @@ named rows (the λ ablation), per-category bars, task vs control task — on axe
 
 Every chart here follows the same rules (issues 15 and 16): an interval is an error bar
 (:func:`interval_error`); a baseline is a dashed series of its own, never a layer of a model; a
-percentage axis spans at least :data:`MIN_SPAN` points within [0, 100] (:func:`honest_range`; a point
-at 100 is drawn whole: ``cliponaxis=False``), other metrics get their unit and start at 0
-(:func:`metric_axis`); a slice of fewer than :data:`SMALL_N` test instances says so in the title.
+percentage axis spans at least ``viz.axes.MIN_SPAN`` points within [0, 100] (``viz.axes``; a point
+at 100 is drawn whole: ``cliponaxis=False``), other metrics get their unit and start at 0; a slice of fewer
+than :data:`SMALL_N` test instances says so in the title.
 Pure: figures from DataFrames, no streamlit.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from probes.stats.units import over_text
+from viz.axes import metric_axis, percent_or_zero
 from viz.figures import chart_layout, line_style_key, model_styles
 from viz.text import escape_html
 
@@ -74,53 +74,6 @@ def baseline_line(row, x: Sequence, k: int = 0, *, two_lines: bool = False, **kw
 
 #: Fewer test instances than this make a "small slice": its 95% interval is drawn and the title says so.
 SMALL_N = 1000
-MIN_SPAN = 20.0  # percentage points: a y axis never zooms closer, so noise does not look like a trend
-
-
-def honest_range(
-    values: Sequence[float], *, min_span: float = MIN_SPAN, bounds: tuple[float, float] = (0, 100)
-) -> list[float]:
-    """A y range holding every value (and interval bound) that spans at least ``min_span`` points,
-    within ``bounds``: a 1-point difference never fills the whole height."""
-    vals = [float(v) for v in values if v is not None and np.isfinite(v)]
-    if not vals:
-        return list(bounds)
-    lo, hi = min(vals), max(vals)
-    pad = max(1.0, 0.08 * (hi - lo))
-    lo, hi = lo - pad, hi + pad
-    if hi - lo < min_span:
-        mid = (lo + hi) / 2
-        lo, hi = mid - min_span / 2, mid + min_span / 2
-    if lo < bounds[0]:
-        lo, hi = bounds[0], max(hi, bounds[0] + min_span)
-    if hi > bounds[1]:
-        lo, hi = min(lo, bounds[1] - min_span), bounds[1]
-    return [max(bounds[0], lo), min(bounds[1], hi)]
-
-
-#: Per metric: (axis title, bounds, minimum span). Percentages live in [0, 100]; selectivity is a
-#: difference of two percentages; codelengths and compression ratios have no upper bound, so their
-#: axis starts at 0 (a bar of nothing is nothing) and spans at least a fifth of the largest value.
-PERCENT = ("%", (0.0, 100.0), MIN_SPAN)
-METRIC_AXES: dict[str, tuple[str, tuple[float, float], float]] = {
-    "selectivity": ("points: task − control accuracy", (-100.0, 100.0), MIN_SPAN),
-    "codelength_kbits": ("kbits", (0.0, float("inf")), 0.0),
-    "control_codelength_kbits": ("kbits", (0.0, float("inf")), 0.0),
-    "compression": ("× the uniform code", (0.0, float("inf")), 0.0),
-    "control_compression": ("× the uniform code", (0.0, float("inf")), 0.0),
-}
-
-
-def metric_axis(metric: str, values: Sequence[float]) -> tuple[str, list[float]]:
-    """The y-axis title and range for ``metric`` holding ``values`` (``honest_range`` with the metric's
-    unit and bounds; unbounded metrics start at 0)."""
-    unit, bounds, min_span = METRIC_AXES.get(metric, PERCENT)
-    title = f"{metric.removesuffix('_' + unit)} ({unit})"  # "codelength (kbits)": the unit once
-    if bounds[1] == float("inf"):
-        finite = [float(v) for v in values if v is not None and np.isfinite(v)]
-        top = max(finite, default=1.0)
-        return title, [0.0, top * 1.08 if top > 0 else 1.0]
-    return title, honest_range(values, min_span=min_span, bounds=bounds)
 
 
 def small_sample_note(curves: pd.DataFrame, small_n: int = SMALL_N) -> str | None:
@@ -150,8 +103,8 @@ def layer_probe_figure(
     among layered ones is a dash-dotted line across the layers (its interval drawn at its layer 0).
 
     curves: model, layer, value[, n, lo, hi]; base: label, value[, lo, hi] (``viz.results``).
-    The y axis has the metric's unit and bounds (:func:`metric_axis`; a percentage spans at least
-    :data:`MIN_SPAN` points) unless ``y_range`` fixes it (``ChartSpec.y_range``: cosines, CKA); a slice
+    The y axis has the metric's unit and bounds (``viz.axes.metric_axis``; a percentage spans at least
+    ``viz.axes.MIN_SPAN`` points) unless ``y_range`` fixes it (``ChartSpec.y_range``: cosines, CKA); a slice
     with fewer than ``small_n`` test instances says so in the title.
     """
     fig = go.Figure()
@@ -259,8 +212,8 @@ def named_rows_figure(
     chart_layout(fig, f"{title} — {interval_note(rows)}", height)
     fig.update_layout(barmode="group")
     fig.update_xaxes(categoryorder="array", categoryarray=list(order), title=None)
-    unit = METRIC_AXES.get(metric, PERCENT)[0]
-    fig.update_yaxes(title=f"{metric} ({unit})", **({"range": [0, 100]} if unit == "%" else {"rangemode": "tozero"}))
+    base_values = [] if base is None else list(base["value"])
+    fig.update_yaxes(**percent_or_zero(metric, list(rows["value"]) + base_values))
     return fig
 
 
@@ -320,8 +273,7 @@ def breakdown_figure(
     chart_layout(fig, f"{title} — {interval_note(models)}", height)
     fig.update_layout(barmode="group")
     fig.update_xaxes(tickvals=list(range(len(categories))), ticktext=[escape_html(c) for c in categories], title=None)
-    unit = METRIC_AXES.get(metric, PERCENT)[0]
-    fig.update_yaxes(title=f"{metric} ({unit})", **({"range": [0, 100]} if unit == "%" else {"rangemode": "tozero"}))
+    fig.update_yaxes(**percent_or_zero(metric, list(frame["value"])))
     return fig
 
 

@@ -21,8 +21,9 @@ import plotly.graph_objects as go
 
 from probes.estimators.contextuality import METRICS as CONTEXTUALITY_METRICS
 from probes.tasks.contextuality import NAME as CONTEXTUALITY
+from viz.axes import metric_axis
 from viz.figures import _layout, chart_layout, model_styles
-from viz.probe_figures import baseline_line, interval_error, interval_note, metric_axis
+from viz.probe_figures import baseline_line, interval_error, interval_note
 from viz.text import escape_html
 
 #: metrics shown as profiles (a probe's first metric is its headline one)
@@ -71,7 +72,7 @@ def profile_figure(
     baseline (``base``: label, value, as ``viz.results.baseline_frame``) a dashed series of its own across the depths.
 
     The y axis: ``y_range`` (a probe's fixed one: cosines, CKA), else the metric's unit and bounds spanning at least
-    ``viz.probe_figures.MIN_SPAN`` points, as on the Probes page. Drawn at half width: the title in two parts
+    ``viz.axes.MIN_SPAN`` points, as on the Probes page. Drawn at half width: the title in two parts
     (``title``'s part before " (", then the rest with what the error bars are), each wrapped to fit, the legend
     under the plot (``viz.figures.chart_layout(half=True)``). twin_of: a random-weight twin's trained model, drawn
     dotted in that model's colour (``viz.figures.model_styles``; the app passes ``models.random_init.twin_base``:
@@ -107,7 +108,7 @@ def profile_figure(
     notes.append(interval_note(profile.dropna(subset=["lo", "hi"])))
     chart_layout(fig, f"{head} — {'; '.join(notes)}", height, half=True)  # drawn beside another
     fig.update_xaxes(title="relative depth (layer / top layer)", range=[-0.05, 1.05], dtick=0.25)
-    if y_range is None:  # the metric's unit and bounds, never zoomed into noise (``viz.probe_figures.metric_axis``)
+    if y_range is None:  # the metric's unit and bounds, never zoomed into noise (``viz.axes.metric_axis``)
         values = [*profile["value"], *profile["lo"].dropna(), *profile["hi"].dropna()]
         y_title, y_range = metric_axis(y_title, values + ([] if base is None else list(base["value"].dropna())))
     fig.update_yaxes(title=escape_html(y_title), range=list(y_range))

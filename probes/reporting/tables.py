@@ -8,7 +8,8 @@ two never disagree.
 table per dataset, label column and metric. A row's ``dataset`` names the data (``NAME@HASH``), the split
 and the task (``en_ewt-ud@1a2b3c4d:test:UPOS``), so two datasets or two label columns never share a table.
 Each table is model × layer spec (``0``, ``1``, …, ``mean``, ``mix:…``), each cell its value and 95% interval,
-the majority-label baseline under ``baseline``, ``n`` (test instances) and what the intervals resample.
+the majority-label baseline under ``baseline``, ``n`` (test instances) and what the intervals resample; runs over
+several seeds (``--seeds``) show their mean ± standard deviation and a ``seeds`` column.
 ``write_dataset_tables`` writes them alone (docs/results/ud_ewt); ``write_tables`` writes them too, after the
 probes' own tables (``titles(tables)``), each to a CSV named after its key (``csv_name``).
 
@@ -200,7 +201,10 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
     sel = df[df["probe"] == probe]
     out: dict[str, pd.DataFrame] = {}
     for (dataset, metric), part in sel.groupby(["dataset", "metric"], sort=False):
-        part = part.assign(cell=[value_interval_text(v, lo, hi) for v, lo, hi in zip(part.value, part.lo, part.hi)])
+        seeded = part["seeds"].fillna(1).astype(int) > 1
+        spread = part["std"].where(seeded)  # a mean over seeds shows its spread; a plain run none
+        cells = [value_interval_text(*row) for row in zip(part.value, part.lo, part.hi, spread)]
+        part = part.assign(cell=cells)
         wide = part.pivot_table(index="model", columns="layer", values="cell", aggfunc="first")
         wide = wide[_layer_order(wide.columns)]
         n = part.groupby("model")["n"].max()
@@ -208,6 +212,8 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
             lambda g: over_text(g.unit.iloc[-1], g.clusters.iloc[-1]), include_groups=False
         )
         wide = wide.assign(n=n.reindex(wide.index).astype("Int64"), **{"CI over": over.reindex(wide.index)})
+        if seeded.any():  # how many seeds each model's cells average (its ± is their standard deviation)
+            wide = wide.assign(seeds=part.groupby("model")["seeds"].max().reindex(wide.index).fillna(1).astype(int))
         out[f"{probe}:{dataset}:{metric}"] = wide.reset_index().rename_axis(columns=None)
     return out
 

@@ -125,10 +125,12 @@ def interval_text(lo, hi) -> str:
     return f"[{lo:.2f}, {hi:.2f}]"
 
 
-def value_interval_text(value, lo, hi) -> str:
-    """ "69.06 [66.27, 71.57]": a table cell, the value with its interval (the value alone without one)."""
+def value_interval_text(value, lo, hi, std=None) -> str:
+    """ "69.06 [66.27, 71.57]": a table cell, the value with its interval (the value alone without one); with
+    ``std`` (a mean over seeds: ``probes.stats.seeds``) "69.06 ± 0.41 [66.27, 71.57]"."""
     interval = interval_text(lo, hi)
-    return f"{value:.2f}" if interval == "n/a" else f"{value:.2f} {interval}"
+    spread = "" if std is None or std != std else f" ± {std:.2f}"
+    return f"{value:.2f}{spread}" + ("" if interval == "n/a" else f" {interval}")
 
 
 def keep_units(extra: dict, dataset: str, units: Units) -> None:
