@@ -230,7 +230,7 @@ def side_by_side(
             ),
             file_stem("attention-lines", name, lay, hd),
             key=key,
-            data=False,
+            data=lambda a=a, toks=toks, lay=lay, hd=hd: attention_csv(a, toks, layers=[lay], heads=[hd]),
             container=col,
         )
     if tokens_b != tokens:
@@ -270,7 +270,8 @@ def averages(runs: list[tuple[str, np.ndarray, list[str]]]) -> None:
     for col, (model, att, tokens), suffix in zip(cols, runs, ("", "_b")):
         L, H = att.shape[:2]
         label = f"Layer for the head average ({model})" if two else "Layer for the head average"
-        avg_layer = col.slider(label, 1, L, L, key=f"attn_avg_layer{suffix}")
+        layer_key = state.bind(f"attn_avg_layer{suffix}", L, lo=1, hi=L, param=f"avg_layer{suffix}")
+        avg_layer = col.slider(label, 1, L, key=layer_key)
         maps = [
             (
                 attention_heatmap(

@@ -99,7 +99,7 @@ def line_controls(heads: int) -> tuple[str, float, list[int]]:
         0.0,
         0.5,
         step=0.01,
-        key=state.bind("attn_min_weight", 0.02, lo=0.0, hi=0.5, param="min_weight"),
+        key=state.bind("attn_min_weight", 0.02, lo=0.0, hi=0.5, step=0.01, param="min_weight"),
         help="Links with a weight under this are not drawn (0: every link).",
     )
     others = list(range(1, heads + 1))

@@ -265,6 +265,9 @@ def corpus_panel(
     """Nearest SemCor occurrences of ``query`` (a vector at ``layer`` of ``model``); ``ref`` excludes the
     query's own SemCor token, ``query_key`` (its WordNet sense) marks hits of the same sense. The number of
     neighbours is in the URL as ``k_param`` (default: ``key + "_k"``)."""
+    if not np.abs(query).any():  # a static model's unknown word: no direction to compare (``nearest`` refuses it)
+        st.info(f"{md(what or 'This occurrence')} has no vector in {md(model)} (all zeros): nothing to search for.")
+        return
     emb, limit = get_embedder(model), corpus_limit()
     if not _is_cached(emb, [layer], limit):
         index_missing(model, emb.fingerprint(), semcor_split(limit).feature_key, limit, int(layer), key)
@@ -276,7 +279,7 @@ def corpus_panel(
         raise ValueError(
             f"The corpus index has {len(index)} rows but the cached vectors {Xn.shape[0]}; rebuild the feature cache."
         )
-    k_key = state.bind(f"{key}_k", 20, lo=5, hi=50, param=k_param or f"{key}_k")
+    k_key = state.bind(f"{key}_k", 20, lo=5, hi=50, step=5, param=k_param or f"{key}_k")
     k = st.slider("Corpus neighbours", 5, 50, step=5, key=k_key)
     exclude = index.row_of(*ref) if ref is not None else None
     hits = nearest(Xn, query, k, exclude=exclude)

@@ -26,7 +26,7 @@ from probes.results import load_extras
 from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
 from probes.tasks.cka import MAX_VECTORS, PROBE as CKA
 from probes.tasks.contextuality import TITLES as CONTEXTUALITY_TITLES
-from viz.export import file_stem, frame_csv
+from viz.export import file_stem, frame_csv, with_baselines
 from viz.profile import (
     CONTEXTUALITY,
     choice_label,
@@ -96,7 +96,8 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
     y_range = spec.chart.y_range if spec is not None else None
     y_title = (spec.chart.axis_title(metric) if spec is not None else None) or metric
     fig = profile_figure(prof, title=title, y_title=y_title, base=base, y_range=y_range, twin_of=twin_base)
-    chart(fig, file_stem("layer-profile", probe, dataset, metric), key="lp_profile_chart", data=frame_csv(prof))
+    stem = file_stem("layer-profile", probe, dataset, metric)
+    chart(fig, stem, key="lp_profile_chart", data=frame_csv(with_baselines(prof, base)))  # the baselines' rows too
     if base is not None and not base.empty:
         st.caption(
             "Baselines (no embeddings; drawn as dashed lines): "

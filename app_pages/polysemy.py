@@ -133,13 +133,20 @@ def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta:
     download(
         "Coordinates (JSON)", lambda: frame_json(data), f"{name}.json", key=f"{key}__json", mime="application/json"
     )
-    if note := collapse_note(model, occs, distinct, layer):
+    if note := collapse_note(model, occs, distinct, layer, unknown=not np.abs(X[layer]).any()):
         st.info(note)
 
 
-def collapse_note(model: str, occs, distinct: int, layer: int) -> str | None:
-    """Why the occurrences are fewer points than occurrences, in the model's terms; None when they are not."""
+def collapse_note(model: str, occs, distinct: int, layer: int, *, unknown: bool = False) -> str | None:
+    """Why the occurrences are fewer points than occurrences, in the model's terms; None when they are not.
+    ``unknown``: every vector is zero (a static model's word it has no vector for)."""
     forms = sorted({o.target.lower() for o in occs})
+    if unknown and not get_spec(model).contextual:
+        return (
+            f"**{md(', '.join(forms[:8]))} is not in {md(model)}'s vocabulary**: a static model has no vector for a "
+            "word it never saw, so every occurrence is the zero vector (one point at the origin) and has no "
+            "neighbours. Pick a word the model knows, or a contextual model (minilm, elmo-small, gpt-small)."
+        )
     if not get_spec(model).contextual:
         return (
             f"**{md(model)} is a static model**: every occurrence of a word form gets the same vector, "

@@ -106,7 +106,7 @@ def controls() -> dict | None:
             "Occurrences (sample size)",
             20,
             300,
-            key=state.bind("poly_cap", 120, lo=20, hi=300, param="cap"),
+            key=state.bind("poly_cap", 120, lo=20, hi=300, step=10, param="cap"),
             step=10,
             help="A seeded random sample of SemCor's tagged occurrences; bigger = slower.",
         )

@@ -28,7 +28,7 @@ from probes.estimate import estimate_run
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, read_results, results_frame
 from probes.run import run_probe
-from viz.export import file_stem, frame_csv, run_record_json
+from viz.export import file_stem, frame_csv, run_record_json, with_baselines
 from viz.probe_figures import has_intervals, small_sample_note
 from viz.probe_views import frame_signature, probe_view
 from viz.results import (
@@ -40,15 +40,6 @@ from viz.results import (
     load_dir,
     metrics_of,
 )
-
-
-def with_baselines(rows: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
-    """A chart's rows and its baselines' (named in a column ``baseline``), as its CSV has them: layer numbers and
-    counts stay whole numbers (the baselines have no layer, which made the column float: "0.0")."""
-    out = pd.concat([rows, base.rename(columns={"label": "baseline"})], ignore_index=True)
-    whole = [c for c in ("layer", "n", "clusters") if c in out and pd.api.types.is_numeric_dtype(out[c])]
-    return out.astype(dict.fromkeys(whole, "Int64"))
-
 
 INTRO = """
 **Probing** asks what a frozen representation already knows, with a deliberately weak model on

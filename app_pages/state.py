@@ -1,4 +1,4 @@
-"""A page's choices in the URL (``st.query_params``), so that a link restores the view.
+r"""A page's choices in the URL (``st.query_params``), so that a link restores the view.
 
 Usage — bind a widget's key before the widget is created, and create the widget *without* its own
 default (``value=`` / ``index=``): the bound value in ``st.session_state`` is its value::
@@ -10,11 +10,12 @@ default (``value=`` / ``index=``): the bound value in ``st.session_state`` is it
     layer = st.slider("Layer", 0, 6, key=state.bind("poly_layer", 6, lo=0, hi=6, param="layer"))
     word = st.text_input("Word", key=state.bind("poly_word", "bank", param="word"))
 
-``bind(key, default, options=None, *, param=None, lo=None, hi=None, check=None) -> key``:
+``bind(key, default, options=None, *, param=None, lo=None, hi=None, step=None, check=None) -> key``:
 
 - on a session's first run of the page (``key`` not yet in ``st.session_state``) the widget's value
   is read from the URL parameter ``param`` (default: ``key``); a number outside ``lo``..``hi`` is taken
-  to the nearest end (``?layer=99`` on a 7-layer model opens its top layer, as the slider would); a value that
+  to the nearest end (``?layer=99`` on a 7-layer model opens its top layer, as the slider would), one between
+  a slider's ``step``\ s to the nearest step (``?cap=125`` with steps of 10 from 20: 130); a value that
   cannot be read as the default's type, is not among ``options`` or fails ``check`` falls back to
   ``default`` — a bad link never breaks the page;
 - on every run the current value is written back to the URL, so the address bar always holds a link
@@ -34,6 +35,7 @@ page to another; each page writes its own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -108,11 +110,15 @@ def _from_url(raw: list[str], default: Any, options: Sequence | None) -> Any:
     return items[0]
 
 
-def _clamped(value: Any, lo: Any, hi: Any) -> Any:
-    """A number from the URL taken into ``lo``..``hi`` (a link made on a model with more layers, a cap typed by
-    hand); anything else as it is."""
+def _in_range(value: Any, lo: Any, hi: Any, step: Any = None) -> Any:
+    """A number from the URL on a slider's grid (``lo`` + a multiple of ``step``, the nearest) and taken into
+    ``lo``..``hi`` (a link made on a model with more layers, a cap typed by hand): a slider shows the nearest
+    value it can hold, and the page must use that one, not the URL's. Anything else as it is."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return value
+    if step:
+        base = lo if lo is not None else 0
+        value = type(value)(round(base + math.floor((value - base) / step + 0.5) * step, 10))  # half up, as shown
     if lo is not None and value < lo:
         return lo
     return hi if hi is not None and value > hi else value
@@ -130,6 +136,7 @@ def bind(
     param: str | None = None,
     lo: Any = None,
     hi: Any = None,
+    step: Any = None,
     check: Callable[[Any], bool] | None = None,
 ) -> str:
     """Seed ``st.session_state[key]`` from the URL (first run) or keep it (later runs), then write
@@ -141,7 +148,7 @@ def bind(
         value = default
         if raw:
             try:
-                candidate = _clamped(_from_url(raw, default, opts), lo, hi)
+                candidate = _in_range(_from_url(raw, default, opts), lo, hi, step)
                 if _valid(candidate, default, opts, lo, hi, check):
                     value = candidate
             except (ValueError, TypeError, OverflowError):

@@ -159,6 +159,7 @@ def trees_tab(model: str, words: list[str], tree: DepTree | None, name: str) -> 
             f"UUAS (this sentence: {found} of {total} gold edges)",
             f"{view.uuas:.1f}",
             f"{view.uuas - view.chain_uuas:+.1f} vs the left-to-right chain ({view.chain_uuas:.1f})",
+            **({} if round(view.uuas - view.chain_uuas, 1) else {"delta_color": "off", "delta_arrow": "off"}),  # level
             help=f"{found} of {total} gold edges between non-punctuation words found; one edge is "
             f"{100 / total:.0f} points here, so one sentence says little: docs/results/ud_ewt/structural.md has "
             "UUAS over all of EWT test, with its interval",

@@ -117,3 +117,45 @@ def test_projector_colours_each_layer_and_its_suggested_search_matches() -> None
     assert {f"layer {k}" for k in range(7)} <= names and not any("–" in n for n in names)
     (matched, total) = map(int, re.search(r"(\d+) of (\d+) points match", texts(at.caption)).groups())
     assert total == 280 and 0 < matched < total and matched % 7 == 0  # the same sentences at every layer
+
+
+def test_layer_profile_csv_holds_the_baselines_the_chart_draws(monkeypatch) -> None:
+    """The chart drew the majority-tag line at 90.63 but its CSV had the models' rows only (the Probes page's
+    CSVs carry their baselines): a number on the chart that no export held."""
+    import io
+
+    import pandas as pd
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    saved: dict[str, bytes] = {}
+    load = MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, data, mimetype, kind, filename=None):
+        saved[filename] = data
+        return load(self, data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    open_page("layer_profile")
+    (name,) = [n for n in saved if n and n.startswith("layer-profile-pos-conll2000-test")]
+    csv = pd.read_csv(io.BytesIO(saved[name]))
+    base = csv[csv["baseline"].notna()]
+    assert list(base["baseline"]) == ["majority tag per word"] and base["value"].iloc[0] == 90.63
+    models = csv[csv["baseline"].isna()]
+    assert len(models) > 20 and "majority-tag" not in set(models["model"])  # the models' rows as before
+
+
+@pytest.mark.parametrize("compare", ["two layers", "two models"])
+def test_the_side_by_side_line_views_have_their_csv(compare: str) -> None:
+    """Side by side, the two line views offered an image only (six charts, five CSV buttons)."""
+    at = open_page("attention", compare=compare)
+    assert_ok(at)
+    exports = _exports(at)
+    assert {"attn_side_a", "attn_side_b"} <= set(exports)
+    assert all(has_csv for _, has_csv in exports.values()), exports
+
+
+def test_the_averages_tab_layer_is_in_the_link() -> None:
+    """The Averages tab's layer slider was the one Attention choice a link did not restore."""
+    at = open_page("attention", tab="Averages", avg_layer="3")
+    assert_ok(at)
+    assert at.slider(key="attn_avg_layer").value == 3 and at.query_params["avg_layer"] == "3"

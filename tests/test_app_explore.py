@@ -268,3 +268,23 @@ def test_a_polysemy_word_without_occurrences_leaves_no_view_choices_in_the_url()
     at = open_page("polysemy", word="qwxz", layer="abc", k="1e9", pick="99999")
     assert "has no sense-tagged occurrences" in texts(at.info)
     assert at.query_params["word"] == "qwxz" and not {"layer", "k", "pick"} & set(at.query_params)
+
+
+def test_a_link_value_between_a_sliders_steps_opens_the_nearest_step() -> None:
+    """``cap=125`` (steps of 10 from 20): the slider showed 130 while the sample drawn was 125 (the caption said so);
+    now the page uses what the slider shows, and the URL says it."""
+    at = open_page("polysemy", word="play", pos="any", cap="125")
+    assert_ok(at)
+    assert at.slider(key="poly_cap").value == 130 and at.query_params["cap"] == "130"
+    assert "a random sample of 130" in texts(at.caption)
+
+
+def test_a_word_a_static_model_does_not_know_is_said_so_not_searched() -> None:
+    """An unknown word typed for GloVe: every occurrence is the zero vector. The page drew one point and a red
+    "Could not search the corpus" box; it now says the word is not in the vocabulary and searches nothing."""
+    typed = "The blorf sat on the bank . | a\nI saw a blorf today . | b"
+    at = open_page("polysemy", model="glove-6b-50d", source="my sentences", word="blorf", text=typed, corpus="1")
+    assert_ok(at)
+    info = texts(at.info)
+    assert "not in glove-6b-50d's vocabulary" in info and "nothing to search for" in info, info
+    assert not at.error and not at.warning

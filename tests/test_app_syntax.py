@@ -50,6 +50,15 @@ def test_a_prediction_equal_to_the_gold_tree_colours_every_edge_right_and_scores
     assert colours.count(RIGHT) == 6 and WRONG not in colours and colours.count(UNSCORED) == 2
     edges = view.edges_frame()
     assert edges["predicted"].sum() == 6 and (edges["gold"] == edges["predicted"]).all()
+    # numbered from 1 like CoNLL-U and the distance/depth labels ("1:From"); heads whole numbers, not "2.0"
+    first = edges.iloc[0]
+    assert (first["i"], first["word_i"]) == (1, WORDS[0]) and edges["i"].min() == 1
+    assert edges["head"].dtype == "Int64" and ",2.0," not in edges.to_csv(index=False)
+    gold = edges[edges["gold"]]
+    assert all(
+        WORDS[d - 1] in (wi, wj) and WORDS[h - 1] in (wi, wj)
+        for d, h, wi, wj in gold[["dependent", "head", "word_i", "word_j"]].itertuples(index=False)
+    )
 
 
 def test_a_wrong_prediction_is_coloured_wrong_and_its_uuas_counts_the_gold_edges_found() -> None:

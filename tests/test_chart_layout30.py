@@ -189,7 +189,7 @@ def test_panel_titles_of_a_chart_without_a_title_stay_below_the_toolbar() -> Non
 
 def test_a_charts_csv_keeps_layer_numbers_and_counts_whole(committed) -> None:
     """The Probes chart's CSV wrote layers 0.0, 1.0, … (the baselines' missing layer made the column float)."""
-    from app_pages.probes import with_baselines
+    from viz.export import with_baselines
 
     view = probe_view(committed, get_probe("pos"), "conll2000-test", "accuracy")
     header, *lines = with_baselines(view["curves"], view["base"]).to_csv(index=False).splitlines()

@@ -127,6 +127,17 @@ def frame_csv(df: pd.DataFrame) -> bytes:
     return df.to_csv(index=False).encode("utf-8")
 
 
+def with_baselines(rows: pd.DataFrame, base: pd.DataFrame | None) -> pd.DataFrame:
+    """A chart's rows and its baselines' (``base``: label, value[, lo, hi]; None: the chart has none), named in a
+    column ``baseline``, as its CSV has them: layer numbers and counts stay whole numbers (the baselines have no
+    layer, which made the column float: "0.0")."""
+    if base is None:
+        return rows
+    out = pd.concat([rows, base.rename(columns={"label": "baseline"})], ignore_index=True)
+    whole = [c for c in ("layer", "n", "clusters") if c in out and pd.api.types.is_numeric_dtype(out[c])]
+    return out.astype(dict.fromkeys(whole, "Int64"))
+
+
 def frame_json(df: pd.DataFrame) -> bytes:
     """JSON records (NaN as null), readable by ``pd.read_json(..., orient="records")``."""
     return df.to_json(orient="records", force_ascii=False, indent=1).encode("utf-8")

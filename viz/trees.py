@@ -103,21 +103,22 @@ class TreeView:
         return int(idx[np.argmin(self.depths[idx])]) if idx.size else None
 
     def edges_frame(self) -> pd.DataFrame:
-        """Every gold (head → dependent, relation) and predicted edge: whether each tree has it (the arcs' CSV)."""
+        """Every gold (head → dependent, relation) and predicted edge: whether each tree has it (the arcs' CSV).
+        Words are numbered from 1, as CoNLL-U's IDs and the distance and depth charts' labels ("1:From") are."""
         rows = {}
         if self.tree is not None:
             for d, h in enumerate(self.tree.heads):
                 if h > 0:
                     edge = (min(d, h - 1), max(d, h - 1))
                     scored = bool(self.scored[d] and self.scored[h - 1])
-                    rows[edge] = {"head": h - 1, "dependent": d, "relation": self.tree.deprels[d], "scored": scored}
+                    rows[edge] = {"head": h, "dependent": d + 1, "relation": self.tree.deprels[d], "scored": scored}
         for edge in self.predicted:
             rows.setdefault(edge, {"head": None, "dependent": None, "relation": None, "scored": True})
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             [
                 {
-                    "i": i,
-                    "j": j,
+                    "i": i + 1,
+                    "j": j + 1,
                     "word_i": self.words[i],
                     "word_j": self.words[j],
                     **info,
@@ -127,6 +128,8 @@ class TreeView:
                 for (i, j), info in sorted(rows.items())
             ]
         )
+        whole = [c for c in ("head", "dependent") if c in frame]  # a predicted-only edge has none: not "2.0"
+        return frame.astype(dict.fromkeys(whole, "Int64"))
 
 
 def word_positions(words: Sequence[str]) -> np.ndarray:
