@@ -165,7 +165,7 @@ def contextual_tab() -> None:
         )
         table = token_table(outs, layer)  # words only: punctuation is neither a query nor a neighbour
         if len(table.rows) < 1:
-            st.info("No words in these sentences (only punctuation).")
+            st.info("No words in these sentences: only tokens without a letter or digit (punctuation, emoji, symbols).")
             return
         tokens = list(table.rows["token"])
         default = next((i for i, t in enumerate(tokens) if t.lower() == "bank"), 0)
