@@ -15,7 +15,8 @@ default (``value=`` / ``index=``): the bound value in ``st.session_state`` is it
 - on a session's first run of the page (``key`` not yet in ``st.session_state``) the widget's value
   is read from the URL parameter ``param`` (default: ``key``); a number outside ``lo``..``hi`` is taken
   to the nearest end (``?layer=99`` on a 7-layer model opens its top layer, as the slider would), one between
-  a slider's ``step``\ s to the nearest step (``?cap=125`` with steps of 10 from 20: 130); a value that
+  a slider's ``step``\ s to the nearest step (``?cap=125`` with steps of 10 from 20: 130), and a whole number
+  past the ends of whole-number ``options`` to the nearest end (``?sentence=99999``: the last); a value that
   cannot be read as the default's type, is not among ``options`` or fails ``check`` falls back to
   ``default`` — a bad link never breaks the page;
 - on every run the current value is written back to the URL, so the address bar always holds a link
@@ -95,7 +96,7 @@ def _from_url(raw: list[str], default: Any, options: Sequence | None) -> Any:
     """The value the URL's texts stand for; ValueError when they stand for none."""
     if options is not None:
         by_text = {encode(o): o for o in options}
-        items = [by_text[r] if r in by_text else _missing(r) for r in raw]
+        items = [by_text[r] if r in by_text else _nearest_end(r, options) for r in raw]
     else:
         like = (
             default[0]
@@ -104,7 +105,7 @@ def _from_url(raw: list[str], default: Any, options: Sequence | None) -> Any:
         )
         items = [decode(r, like) for r in raw]
     if isinstance(default, (list, tuple)):
-        return type(default)(items)
+        return type(default)(dict.fromkeys(items))  # once each (two items past the same end are one)
     if len(items) != 1:
         raise ValueError("one value expected")
     return items[0]
@@ -124,7 +125,16 @@ def _in_range(value: Any, lo: Any, hi: Any, step: Any = None) -> Any:
     return hi if hi is not None and value > hi else value
 
 
-def _missing(raw: str) -> Any:
+def _nearest_end(raw: str, options: Sequence) -> Any:
+    """A whole number past the ends of whole-number options (a layer, a sentence, a token index) is the nearest
+    end, as for a slider; anything else that is not an option is refused (ValueError)."""
+    numbers = [o for o in options if isinstance(o, int) and not isinstance(o, bool)]
+    if numbers and len(numbers) == len(options):
+        value = int(raw)  # ValueError when it is not a whole number
+        if value < min(numbers):
+            return min(numbers)
+        if value > max(numbers):
+            return max(numbers)
     raise ValueError(f"not an option: {raw!r}")
 
 

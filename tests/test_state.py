@@ -55,6 +55,11 @@ def test_a_number_outside_its_range_is_taken_to_the_nearest_end() -> None:
     assert not at.exception
     assert at.slider(key="layer").value == 0 and at.query_params["layer"] == "0"
     assert _app(layer="6.5").slider(key="layer").value == 6  # not an integer: the default, as before
+    # options that are whole numbers (a layer or sentence picker): past their ends, the nearest end; a number between
+    # them that is not one stays refused, and one bad item still rejects a list
+    at = _app(layers=["-2", "9", "12"])
+    assert not at.exception and at.multiselect(key="layers").value == [0, 6]
+    assert _app(layers=["1", "x"]).multiselect(key="layers").value == [1, 2]
 
 
 def test_changes_are_written_back_to_the_url() -> None:
