@@ -131,8 +131,11 @@ def test_a_probe_without_a_seed_runs_once():
     assert calls == [0] and "std" not in res.rows[0]
     with pytest.raises(ProbeInputError, match="--seeds"):
         RunContext(seeds=0)
-    merged = merge_seeds([res, dataclasses.replace(res, rows=[{**res.rows[0], "value": 52.0}])])
+    second = dataclasses.replace(res, rows=[{**res.rows[0], "value": 52.0}], extra={**res.extra, "total_s": 2.5})
+    merged = merge_seeds([dataclasses.replace(res, extra={**res.extra, "total_s": 1.5}), second])
     assert merged.rows[0]["value"] == 51.0 and merged.rows[0]["std"] == pytest.approx(1.41, abs=0.01)
+    # the run's time is every seed's (it was the first seed's alone), each seed's beside it
+    assert merged.extra["total_s"] == 4.0 and merged.extra["seed_total_s"] == [1.5, 2.5]
 
 
 def test_cli_seeds(tmp_path, capsys, monkeypatch):

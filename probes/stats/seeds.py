@@ -12,8 +12,8 @@ test set's clusters (its ``probes.stats.units``) independently in each of 1,000 
 (``seed_cluster_interval``); a row without kept outcomes (span F1) gets the envelope of its seeds' intervals.
 Every seed's outcomes are kept (``extra["seed_instances"]``) for tests that combine seeds
 (``probes.stats.intervals.paired_seed_test``). ``extra["seeds"]`` holds each seed's value per
-row; ``extra["instances"]`` and the rest of ``extra`` are the first seed's (paired tests compare like
-with like: seed ``seed``).
+row; ``extra["total_s"]`` is the whole run's time (every seed's, ``extra["seed_total_s"]``), ``extra["instances"]``
+and the rest of ``extra`` are the first seed's (paired tests compare like with like: seed ``seed``).
 ``seeds = 1`` is the plain run (the numbers before this module, to the digit). A probe whose result
 records no ``seed`` in its params (the 1-NN WSD probe) does not depend on one and is run once.
 """
@@ -80,6 +80,8 @@ def merge_seeds(runs: list[ProbeResult]) -> ProbeResult:
             merged["lo"], merged["hi"] = interval
         rows.append(merged)
     seeds = [int(r.params.get("seed", 0)) for r in runs]
+    times = [r.extra.get("total_s") for r in runs]
+    timing = {"total_s": round(sum(times), 1), "seed_total_s": times} if None not in times else {}
     return dataclasses.replace(
         first,
         rows=rows,
@@ -88,6 +90,7 @@ def merge_seeds(runs: list[ProbeResult]) -> ProbeResult:
             **first.extra,
             "seeds": {"seeds": seeds, "values": per_seed},
             "seed_instances": {str(k): r.extra.get("instances", {}) for k, r in zip(seeds, runs)},
+            **timing,
         },
     )
 
