@@ -15,12 +15,17 @@ import numpy as np
 MIN_SPAN = 20.0  # percentage points: a y axis never zooms closer, so noise does not look like a trend
 
 
+def _finite(values: Sequence[float]) -> list[float]:
+    """The values that can be drawn (no None, NaN or infinity)."""
+    return [float(v) for v in values if v is not None and np.isfinite(v)]
+
+
 def honest_range(
     values: Sequence[float], *, min_span: float = MIN_SPAN, bounds: tuple[float, float] = (0, 100)
 ) -> list[float]:
     """A y range holding every value (and interval bound) that spans at least ``min_span`` points,
     within ``bounds``: a 1-point difference never fills the whole height."""
-    vals = [float(v) for v in values if v is not None and np.isfinite(v)]
+    vals = _finite(values)
     if not vals:
         return list(bounds)
     lo, hi = min(vals), max(vals)
@@ -58,7 +63,7 @@ def room_for_lines(axis_range: Sequence[float], values: Sequence[float]) -> list
     """``axis_range`` widened by :data:`LINE_ROOM` of its span at an end some value sits on (a line there is drawn
     whole), as it is otherwise."""
     lo, hi = float(axis_range[0]), float(axis_range[1])
-    vals = {float(v) for v in values if v is not None and np.isfinite(v)}
+    vals = set(_finite(values))
     room = LINE_ROOM * (hi - lo)
     return [lo - room if lo in vals else lo, hi + room if hi in vals else hi]
 
@@ -76,7 +81,6 @@ def metric_axis(metric: str, values: Sequence[float]) -> tuple[str, list[float]]
     unit, bounds, min_span = METRIC_AXES.get(metric, PERCENT)
     title = f"{metric.removesuffix('_' + unit)} ({unit})"  # "codelength (kbits)": the unit once
     if bounds[1] == float("inf"):
-        finite = [float(v) for v in values if v is not None and np.isfinite(v)]
-        top = max(finite, default=1.0)
+        top = max(_finite(values), default=1.0)
         return title, [0.0, top * 1.08 if top > 0 else 1.0]
     return title, room_for_lines(honest_range(values, min_span=min_span, bounds=bounds), values)
