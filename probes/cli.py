@@ -82,7 +82,7 @@ def summary_table(spec: ProbeSpec, run: ProbeRun) -> pd.DataFrame:
 
     Metrics: those of ``PRINTED_METRICS`` the result has (else the first of the probe's chart metrics);
     per metric, the probe's first chart evaluation set that has it (all sets when the probe names
-    none); never a breakdown category (WSD's "ALL:NOUN"). Columns: score (± std over seeds), the 95%
+    none); never a breakdown category (WSD's "ALL-noSE07:NOUN"). Columns: score (± std over seeds), the 95%
     interval, each baseline's score on the same set and metric, n, and "unit"/"clusters" where the
     rows have them (what the interval resamples and how many of them).
     """

@@ -123,13 +123,13 @@ class ChartSpec:
     metrics:      metrics worth a chart, in order (the first present is the default).
     datasets:     evaluation splits in display order (others found in results follow).
     layer_order:  non-numeric layer labels in display order (e.g. the λ ablation's rows).
-    breakdown:    dataset prefix of per-category rows shown as grouped bars ("ALL:" -> WSD per POS),
+    breakdown:    dataset prefix of per-category rows shown as grouped bars ("ALL-noSE07:" -> WSD per POS),
                   and what the categories are ("part of speech").
     breakdown_ranked_on: the dataset that picks the layer each model's breakdown is shown at (its best there): a dev
                   set, so that the test set does not choose the layer it then judges; None, or a model without
                   rows on it: the dataset shown, and ``viz.results.breakdown_frame`` says so per model.
-    breakdown_ranked_within: the dataset shown holds the ranking set's instances too (WSD: ALL holds SemEval-07),
-                  so the layer is not chosen on wholly unseen data: the chart's note says so.
+    breakdown_retired: prefixes of breakdown rows that earlier versions wrote (WSD's per-POS rows on ALL): still
+                  in old result files, so left out of the dataset pickers like ``breakdown``'s, and drawn nowhere.
     y_range:      a fixed y axis for every metric (cosines: (-1, 1)); None: the metric's own axis
                   (``viz.axes.METRIC_AXES``, percentages by default).
     axis_titles:  (metric, y-axis title) pairs saying what a fixed-axis metric's number is ("cosine −
@@ -142,7 +142,7 @@ class ChartSpec:
     breakdown: str | None = None
     breakdown_label: str = "category"
     breakdown_ranked_on: str | None = None
-    breakdown_ranked_within: bool = False
+    breakdown_retired: tuple[str, ...] = ()
     y_range: tuple[float, float] | None = None
     axis_titles: tuple[tuple[str, str], ...] = ()
 

@@ -164,7 +164,8 @@ SLICE = re.compile(r"^(?P<name>.*) \(limit (?P<limit>\d+)\)$")  # what :func:`sl
 
 
 def split_slice(dataset: str) -> tuple[str, str | None]:
-    """(name, limit) of a row's dataset: ``("ALL:NOUN", "3")`` for ``ALL:NOUN (limit 3)``, ``("ALL", None)``."""
+    """(name, limit) of a row's dataset: ``("ALL-noSE07:NOUN", "3")`` for ``ALL-noSE07:NOUN (limit 3)``,
+    ``("ALL", None)`` for ``ALL``."""
     m = SLICE.match(dataset)
     return (m["name"], m["limit"]) if m else (dataset, None)
 

@@ -303,14 +303,17 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
             "m1",
             "wsd",
             [
-                {"dataset": "ALL", "layer": str(j), "metric": "F1", "value": v, "n": 10}
+                {"dataset": d, "layer": str(j), "metric": "F1", "value": v, "n": n}
+                for d, n in (("ALL", 10), ("ALL-noSE07", 7))
                 for j, v in enumerate([50, 60, 55])
             ]
             + [
                 {"dataset": "ALL", "layer": "mean", "metric": "F1", "value": 58, "n": 10},
-                {"dataset": "ALL:NOUN", "layer": "1", "metric": "F1", "value": 62, "n": 6},
-                {"dataset": "ALL:NOUN", "layer": "2", "metric": "F1", "value": 57, "n": 6},
-                # the dev set ranks layer 2 first, though ALL (the set the bars score) would pick layer 1
+                {"dataset": "ALL-noSE07:NOUN", "layer": "1", "metric": "F1", "value": 62, "n": 6},
+                {"dataset": "ALL-noSE07:NOUN", "layer": "2", "metric": "F1", "value": 57, "n": 6},
+                # a per-POS row on ALL, as runs before 2026-12-06 wrote them: neither a dataset nor a bar
+                {"dataset": "ALL:NOUN", "layer": "2", "metric": "F1", "value": 11, "n": 6},
+                # the dev set ranks layer 2 first, though ALL w/o SE07 (the set the bars score) would pick layer 1
                 {"dataset": "semeval2007", "layer": "1", "metric": "F1", "value": 40, "n": 3},
                 {"dataset": "semeval2007", "layer": "2", "metric": "F1", "value": 45, "n": 3},
             ],
@@ -323,7 +326,7 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
             "wsd",
             [
                 {"dataset": d, "layer": "0", "metric": "F1", "value": 99, "n": 2}
-                for d in ("ALL", "ALL:NOUN", "semeval2007")
+                for d in ("ALL", "ALL-noSE07:NOUN", "semeval2007")
             ],
             params={"limit": 3},
         ),
@@ -333,8 +336,12 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
         ProbeResult(
             "m2",
             "wsd",
-            [{"dataset": "ALL", "layer": str(j), "metric": "F1", "value": v, "n": 10} for j, v in enumerate([51, 49])]
-            + [{"dataset": "ALL:NOUN", "layer": str(j), "metric": "F1", "value": 50, "n": 6} for j in range(2)],
+            [
+                {"dataset": d, "layer": str(j), "metric": "F1", "value": v, "n": n}
+                for d, n in (("ALL", 10), ("ALL-noSE07", 7))
+                for j, v in enumerate([51, 49])
+            ]
+            + [{"dataset": "ALL-noSE07:NOUN", "layer": str(j), "metric": "F1", "value": 50, "n": 6} for j in range(2)],
         ),
         tmp_path,
     )
@@ -344,7 +351,7 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
             "wsd",
             [
                 {"dataset": "ALL", "layer": "first-sense", "metric": "F1", "value": 52, "n": 10},
-                {"dataset": "ALL:NOUN", "layer": "first-sense", "metric": "F1", "value": 54, "n": 6},
+                {"dataset": "ALL-noSE07:NOUN", "layer": "first-sense", "metric": "F1", "value": 54, "n": 6},
             ],
         ),
         tmp_path,
@@ -356,9 +363,10 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
     assert datasets_of(df, wsd) == [
         "ALL",
         "semeval2007",
+        "ALL-noSE07",
         "ALL (limit 3)",
         "semeval2007 (limit 3)",
-    ]  # the per-POS rows are a breakdown, not a dataset
+    ]  # the per-POS rows, today's and those on ALL of older runs, are a breakdown, not a dataset
     curves = layer_curves_frame(df, "wsd", "ALL", "F1", exclude=set(wsd.baseline_models))
     m1 = curves[curves["model"] == "m1"]
     assert list(m1["layer"]) == [0, 1, 2] and list(m1["value"]) == [50, 60, 55] and set(curves["model"]) == {"m1", "m2"}
@@ -368,10 +376,10 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
     assert list(wide_table(df, "wsd", "ALL", "F1").columns) == ["0", "1", "2", "first-sense", "mean"]
     br = breakdown_frame(df, wsd, "F1", "ALL")
     assert list(br["label"]) == ["m1 (layer 2)", "m2 (layer 0)", "WordNet 1st sense"]
-    assert list(br["value"]) == [57.0, 50.0, 54.0] and list(br["chosen on"]) == ["semeval2007", "ALL", ""]
+    assert list(br["value"]) == [57.0, 50.0, 54.0] and list(br["chosen on"]) == ["semeval2007", "ALL-noSE07", ""]
     sliced = breakdown_frame(df, wsd, "F1", "ALL (limit 3)")
     assert list(sliced["label"]) == ["m1 (layer 0)"] and list(sliced["category"]) == ["NOUN"]
     assert list(sliced["chosen on"]) == ["semeval2007 (limit 3)"] and list(sliced["value"]) == [99.0]
     note = breakdown_note(br, df, wsd, "ALL")
-    assert "best on the 3 instances of semeval2007, not at its best on the 10 instances of ALL" in note
-    assert "No dev-set rows for m2: ALL chose its layer itself, an optimistic pick." in note
+    assert "best on the 3 instances of semeval2007, not at its best on the 7 instances of ALL-noSE07" in note
+    assert "No dev-set rows for m2: ALL-noSE07 chose its layer itself, an optimistic pick." in note

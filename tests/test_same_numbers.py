@@ -6,7 +6,10 @@ commands recorded in each file: ``wsd --limit 25``, ``pos --limit 80``, ``mix --
 same slice, from a fresh feature cache, and every row must match exactly (same value, same n). One deliberate
 change since: the ``pos`` rows were rewritten on 2026-12-02, when a probe trained on fewer than 32,768 tokens got at
 least 16 Adam steps an epoch (``probes.estimators.classifier.auto_batch``; these 80-sentence slices had one step an
-epoch: GloVe 55.29 → 68.01, fastText 73.57 → 84.14); full-data runs keep 2,048-token batches and their numbers. The
+epoch: GloVe 55.29 → 68.01, fastText 73.57 → 84.14); full-data runs keep 2,048-token batches and their numbers. A
+second on 2026-12-06: WSD's per-POS rows are scored on ALL without SemEval-07 (the dev set that picks a layer),
+no longer on ALL; each ``ALL:<POS>`` row of the ``wsd`` files was replaced in place by today's ``ALL-noSE07:<POS>``
+row of the same layer, after every other row had come out equal to the pre-refactor code's. The
 model fingerprints are not compared: today they include file paths and mtimes, which differ between
 checkouts (content-based fingerprints are issue 13). The full-data check against ``docs/results/``
 is ``python -m probes reproduce`` (docs/results/README.md).

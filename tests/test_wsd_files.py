@@ -52,17 +52,25 @@ def test_semcor_as_framework_xml_gives_the_builtin_numbers(tmp_path):
 
     emb = load_embedder("minilm")
     train = write_wsd_files(semcor_as_wsd(30), tmp_path / "semcor.data.xml", tmp_path / "semcor.gold.key.txt")
-    test = write_wsd_files(eval_slice(4), tmp_path / "all4.data.xml", tmp_path / "all4.gold.key.txt")
+    # The four test sets (ALL w/o SemEval-07): the built-in set whose instances are also scored per POS.
+    four = [s for s in eval_slice(4) if not s.id.startswith("semeval2007.")]
+    test = write_wsd_files(four, tmp_path / "all4.data.xml", tmp_path / "all4.gold.key.txt")
     builtin = run_wsd(emb, "0,6,mean", _ctx(tmp_path, limit=4), semcor_limit=30)
     files = run_wsd(emb, "0,6,mean", _ctx(tmp_path), train=str(train[0]), test=str(test[0]))
     assert builtin.dataset == "semcor→ALL" and files.dataset.startswith("semcor@") and "→all4@" in files.dataset
     assert files.extra["inventory"] == "wordnet" and files.extra["train_instances"] == builtin.extra["semcor_tokens"]
-    assert _f1(files) == _f1(builtin, "ALL") and len(_f1(files)) == 3
+    assert _f1(files) == _f1(builtin, "ALL-noSE07") and len(_f1(files)) == 3
     for layer in ("0", "6", "mean"):  # the same per-instance outcomes, not only the same totals
-        assert (instances(files, files.dataset, layer) == instances(builtin, "ALL", layer)).all()
-    by_pos = {r["dataset"].split(":")[-1]: r["value"] for r in files.rows if ":" in r["dataset"] and r["layer"] == "6"}
-    assert by_pos == {
-        r["dataset"][4:]: r["value"] for r in builtin.rows if r["dataset"].startswith("ALL:") and r["layer"] == "6"
+        assert (instances(files, files.dataset, layer) == instances(builtin, "ALL-noSE07", layer)).all()
+    by_pos = {
+        r["dataset"].split(":")[-1]: (r["value"], r["n"], r["lo"], r["hi"])
+        for r in files.rows
+        if ":" in r["dataset"] and r["layer"] == "6"
+    }
+    assert len(by_pos) >= 3 and by_pos == {
+        r["dataset"].split(":")[-1]: (r["value"], r["n"], r["lo"], r["hi"])
+        for r in builtin.rows
+        if r["dataset"].startswith("ALL-noSE07:") and r["layer"] == "6"
     }
 
 

@@ -78,7 +78,7 @@ def datasets_of(df: pd.DataFrame, spec: ProbeSpec) -> list[str]:
     lexical sample's per-word rows) left out."""
     present = [d for d in dict.fromkeys(df.loc[df["probe"] == spec.name, "dataset"]) if not WORD_ROW.match(str(d))]
     if spec.chart.breakdown:
-        present = [d for d in present if not d.startswith(spec.chart.breakdown)]
+        present = [d for d in present if not d.startswith((spec.chart.breakdown, *spec.chart.breakdown_retired))]
     order = {name: i for i, name in enumerate(spec.chart.datasets)}
 
     def rank(dataset: str) -> tuple[bool, int]:  # full runs first, then slices, each in the spec's order
@@ -170,18 +170,18 @@ BREAKDOWN_COLUMNS = ["label", "model", "layer", "chosen on", "category", "value"
 
 
 def breakdown_scored(spec: ProbeSpec, dataset: str) -> str:
-    """The set a probe's breakdown scores (WSD: ALL), on the slice ``dataset`` is on."""
+    """The set a probe's breakdown scores (WSD: ALL w/o SE07), on the slice ``dataset`` is on."""
     return on_slice_of((spec.chart.breakdown or "").rstrip(":"), dataset)
 
 
 def breakdown_frame(df: pd.DataFrame, spec: ProbeSpec, metric: str, dataset: str) -> pd.DataFrame:
-    """Per-category scores (e.g. WSD F1 on ALL by POS) of the slice ``dataset`` is on (a ``--limit`` run's rows
+    """Per-category scores (e.g. WSD F1 on ALL w/o SE07 by POS) of the slice ``dataset`` is on (a ``--limit`` run's rows
     never mix with a full run's), a row per model and category: label (the legend's: "minilm (layer 6)"), model,
     layer, chosen on, category, value, n, lo, hi, unit, clusters.
 
     A model is shown at its best numbered layer on ``spec.chart.breakdown_ranked_on`` (a dev set: WSD's SemEval-07,
-    whose words ALL holds too) where its results have that set, else at its best on the set the bars score
-    (ALL) — the test set choosing the layer it is then scored on, an optimistic pick; "chosen on" names the set
+    which the bars' set does not hold) where its results have that set, else at its best on the set the bars score
+    (ALL w/o SE07) — the test set choosing the layer it is then scored on, an optimistic pick; "chosen on" names the set
     that chose. A baseline model is shown as it is ("chosen on" empty). ``lo``/``hi``: the rows' 95% interval.
     """
     prefix, scored = spec.chart.breakdown or "", breakdown_scored(spec, dataset)
@@ -226,15 +226,9 @@ def breakdown_note(frame: pd.DataFrame, df: pd.DataFrame, spec: ProbeSpec, datas
         n = pd.to_numeric(df.loc[(df["probe"] == spec.name) & (df["dataset"] == name), "n"], errors="coerce").max()
         return f"the {int(n):,} instances of {name}" if pd.notna(n) else name
 
-    within = (
-        f" {scored} holds those instances too (only {scored} has rows per {spec.chart.breakdown_label}), so the "
-        "choice is not wholly independent of the bars."
-        if spec.chart.breakdown_ranked_within
-        else ""
-    )
     sentences = [
         f"Each model is shown at the layer that scores best on {size(name)}, not at its best on {size(scored)}, "
-        f"which these bars score.{within}"
+        "which these bars score."
         for name in sorted(set(models["chosen on"]) - {scored})
     ]
     if own := models.loc[models["chosen on"] == scored, "model"].tolist():

@@ -2,13 +2,13 @@
 
     python -c "from probes.reporting.restate import restate_dir; restate_dir('docs/results/runs')"
 
-A result saved before ``probes.stats.units`` resampled test instances as if independent. Its values, n and
-kept per-instance outcomes are right; only its intervals are too narrow. This recomputes, for every row
-whose outcomes the result kept (or can be read from kept outcomes: WSD's per-POS rows are subsets of ALL),
-the interval a run today computes — the cluster bootstrap over the built-in test set's documents (WSD
-framework sets) or sentences (CoNLL-2000) — and records the units in ``extra["units"]``. Span F1 rows
-already resampled sentences and say so. Rows whose outcomes were not kept (control accuracy,
-selectivity) keep their interval and state its unit: ``instance``. The file keeps its name, timestamp and
+A result saved before ``probes.stats.units`` resampled test instances as if independent. Its values, n and kept
+per-instance outcomes are right; only its intervals are too narrow. This recomputes, for every row whose outcomes
+the result kept (or can be read from kept outcomes: WSD's per-POS rows are subsets of ALL, or of ALL w/o SE07 since
+2026-12-06), the interval a run today computes — the cluster bootstrap over the built-in test set's documents (WSD
+framework sets) or sentences (CoNLL-2000) — and records the units in ``extra["units"]``. Span F1 rows already
+resampled sentences and say so. Rows whose outcomes were not kept (control accuracy, selectivity) keep their
+interval and state its unit: ``instance``. The file keeps its name, timestamp and
 command; its digest is recomputed.
 """
 
@@ -25,7 +25,7 @@ from probes.stats.intervals import accuracy_interval, instances
 from probes.stats.units import SENTENCE, Units, keep_units, wsd_units
 from probes.tasks.conll import conll_slice
 from probes.tasks.tag import load_splits
-from probes.tasks.wsd.scoring import UPOS
+from probes.tasks.wsd.scoring import BY_POS_SET, UPOS
 from probes.tasks.wsd.sources import builtin_test
 
 Subset = tuple[str, np.ndarray | None, Units]  # (dataset whose outcomes were kept, rows of it, units)
@@ -38,10 +38,11 @@ def builtin_subsets() -> dict[str, Subset]:
     test = builtin_test(None)
     for name, idx in test.groups.items():
         out[name] = (name, None, wsd_units([test.ids[i] for i in idx]))
-    for tag in UPOS:
-        idx = np.array([i for i in test.groups["ALL"] if test.poses[i] == tag])
-        if idx.size:
-            out[f"ALL:{tag}"] = ("ALL", idx, out["ALL"][2].take(idx))
+    for split in ("ALL", BY_POS_SET):  # the per-POS rows: on ALL until 2026-12-06, since on ALL w/o SE07
+        for tag in UPOS:
+            idx = np.array([j for j, i in enumerate(test.groups[split]) if test.poses[i] == tag])
+            if idx.size:
+                out[f"{split}:{tag}"] = (split, idx, out[split][2].take(idx))
     conll = Units.from_sizes(SENTENCE, [len(s.words) for s in conll_slice("test", None)])
     for name in ("conll2000-test", "conll2000-test:pos", "conll2000-test:chunk"):
         out[name] = (name, None, conll)

@@ -30,7 +30,7 @@ from probes.errors import ProbeInputError
 from probes.tasks.wsd.data import eval_slice, semcor_view
 from probes.tasks.wsd.estimator import SenseAssignments
 from probes.tasks.wsd.layout import PieceLayout, build_layout, eval_word_pieces
-from probes.tasks.wsd.scoring import set_groups
+from probes.tasks.wsd.scoring import BY_POS_SET, set_groups
 
 FORMATS = ("xml", "tsv")
 
@@ -122,7 +122,7 @@ def _from_sentences(name: str, sentences: Sequence[WsdSentence], key: str) -> tu
 
 
 def builtin_test(limit: int | None) -> WsdSplit:
-    """ALL (first ``limit`` sentences of each set): rows per set, ALL, ALL without SE07, POS on ALL."""
+    """ALL (first ``limit`` sentences of each set): rows per set, ALL, ALL without SE07, POS on ALL without SE07."""
     sentences = eval_slice(limit)
     instances, keep, layout, labels = _from_sentences("ALL", sentences, "")
     if not instances:
@@ -139,7 +139,7 @@ def builtin_test(limit: int | None) -> WsdSplit:
         [i.pos for i in instances],
         [i.id for i in instances],
         groups,
-        "ALL",
+        BY_POS_SET,
         len(sentences),
     )
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from probes.reporting import paper
 from probes.stats.units import interval_text, over_text, value_interval_text
-from probes.tasks.wsd.scoring import EVAL_LABELS, EVAL_SETS, PAPER_ALL
+from probes.tasks.wsd.scoring import BY_POS_SET, EVAL_LABELS, EVAL_SETS, PAPER_ALL
 
 FIRST_SENSE = "wordnet-1st-sense"
 SEMCOR_MFS = "semcor-mfs"
@@ -38,7 +38,7 @@ def _paper_column(model: str) -> str:
 
 
 def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
-    """WSD F1 per (model, layer) and evaluation set with the paper's Table 5 beside; F1 per POS on ALL;
+    """WSD F1 per (model, layer) and evaluation set with the paper's Table 5 beside; F1 per POS on ALL w/o SE07;
     ``wsd_data:<dataset>`` per user dataset (rows whose dataset is not a built-in split); ``wsd_words:<dataset>``
     per lexical sample with per-word rows (``word_tables``)."""
     tables = {}
@@ -55,7 +55,7 @@ def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
         t["CI over"] = [over_text(u, k) for u, k in zip(ci.unit, ci.clusters)]
         t["paper (same column as ALL w/o SE07)"] = [_paper_column(m) for m in t["model"]]
         tables["wsd"] = t
-    by_pos = wsd[wsd.dataset.str.startswith("ALL:")]
+    by_pos = wsd[wsd.dataset.str.startswith(f"{BY_POS_SET}:")]
     if not by_pos.empty:
         cells = by_pos.assign(
             cell=[value_interval_text(v, lo, hi) for v, lo, hi in zip(by_pos.value, by_pos.lo, by_pos.hi)]
@@ -69,11 +69,7 @@ def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
         units = p[["model", "layer"]].merge(units, on=["model", "layer"], how="left")
         p["CI over"] = [over_text(u, k) for u, k in zip(units.unit, units.clusters)]
         tables["wsd_by_pos"] = p
-    user = wsd[
-        ~wsd.dataset.isin(BUILTIN_SPLITS)
-        & ~wsd.dataset.str.startswith("ALL:")
-        & ~wsd.dataset.str.contains(":", regex=False)
-    ]
+    user = wsd[~wsd.dataset.isin(BUILTIN_SPLITS) & ~wsd.dataset.str.contains(":", regex=False)]
     for name, rows in user.groupby("dataset", sort=True):
         cols = ["model", "layer", "value", "n"] + [c for c in ("lo", "hi") if c in rows.columns]
         t = rows[cols].rename(columns={"value": "F1"}).sort_values(["model", "layer"]).reset_index(drop=True)
