@@ -39,10 +39,10 @@ from models.base import Embedder, ModelLoadError  # noqa: E402
 from models.listing import weights_location  # noqa: E402
 from models.registry import available_models, load_embedder, loaded_models, unload_embedder  # noqa: E402
 from viz.export import FORMATS, chart_config, figure_csv, file_stem  # noqa: E402
-from viz.figures import title_below_toolbar  # noqa: E402
 from viz.polysemy import build_lemma_index, occurrence_vectors  # noqa: E402
 from viz.results import label_dir  # noqa: E402
 from viz.text import InputError, escape_markdown  # noqa: E402
+from viz.titles import title_below_toolbar  # noqa: E402
 
 log = logging.getLogger("embprobe.app")
 if not log.handlers:
@@ -250,7 +250,7 @@ def chart(
     **plotly_kwargs,
 ):
     """Draw ``fig`` with the app's modebar (download as SVG/PNG named ``name``; the title below it,
-    ``viz.figures.title_below_toolbar``) and a CSV of its data.
+    ``viz.titles.title_below_toolbar``) and a CSV of its data.
 
     ``data``: bytes or a callable returning bytes (default: the figure's own points,
     ``viz.export.figure_csv``, made only when clicked); ``False`` for no data button.

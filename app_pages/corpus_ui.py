@@ -48,6 +48,7 @@ from viz.corpus_search import (
 from viz.export import file_stem, frame_json
 from viz.occurrence_figures import hit_histograms
 from viz.senses import sense_info
+from viz.text import shorten
 
 LIMIT_ENV = "EMBPROBE_CORPUS_LIMIT"
 POLL_S = 2.0  # how often the progress of a build is read again (a fragment: only it reruns)
@@ -292,8 +293,9 @@ def corpus_panel(
         + (f"; **{share:.0%}** have the query's sense ({md(sense_label(query_key))})." if share is not None else ".")
     )
     name = file_stem("corpus", model, f"layer{layer}", what)
+    to = f" to {shorten(what, 40)}" if what else ""
     chart(
-        hit_histograms(df),
+        hit_histograms(df, title=f"{len(hits)} nearest SemCor occurrences{to}: {model} layer {layer}", height=340),
         name + "-histogram",
         key=f"{key}_hist",
         data=lambda: df.to_csv(index=False).encode("utf-8"),

@@ -184,7 +184,10 @@ def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
             f"1-NN over {labelled} occurrences with a sense; its error bars are {AGREEMENT_INTERVAL}: layers whose "
             "bars overlap are not told apart by these occurrences."
         )
-    long, fig = _layer_figure(occurrence_signature(c, occs) + tuple(Xs), Xs, occs, problem is None)
+    title = (
+        f"Which layer separates the senses of “{shorten(c['word'], 30)}”? ({', '.join(Xs)}, {len(occs)} occurrences)"
+    )
+    long, fig = _layer_figure(occurrence_signature(c, occs) + tuple(Xs), Xs, occs, problem is None, title)
     if fig is None:
         st.caption("Nothing to compare across layers (a one-layer model, or a single sentence).")
         return
@@ -192,7 +195,7 @@ def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _layer_figure(key: tuple, _Xs: dict, _occs, with_agreement: bool):
+def _layer_figure(key: tuple, _Xs: dict, _occs, with_agreement: bool, title: str):
     """(long frame, figure) of the per-layer measures, once per (occurrences, models): a slider step
     or a new pick only redraws it. ``key`` names the occurrences and models (the vectors are not hashed)."""
     frames, chance = [], []
@@ -209,7 +212,7 @@ def _layer_figure(key: tuple, _Xs: dict, _occs, with_agreement: bool):
         frames = [f[~f["measure"].str.endswith(": chance")] for f in frames]
         frames.append(pd.concat(chance).drop_duplicates("layer").sort_values("layer"))
     long = pd.concat(frames, ignore_index=True)
-    return long, layer_measures_figure(long)
+    return long, layer_measures_figure(long, title=title)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

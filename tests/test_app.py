@@ -218,6 +218,9 @@ def test_embedding_space_contextual_neighbours_and_bad_text() -> None:
 def test_attention_page_grid_head_and_pieces() -> None:
     at = open_page("attention")
     assert len(at.get("plotly_chart")) == 4  # grid, head map, line view, q·k; the averages tab waits
+    # each says what it shows, in its downloaded image too (the grid's said it only in the page's caption)
+    titles = [(f["layout"].get("title") or {}).get("text") for f in figures(at)]
+    assert all(titles) and titles[0] == "Attention of every head: minilm (words)", titles
     caption = texts(at.caption)
     assert "6 layers × 12 heads" in caption
     at.slider(key="attn_layer").set_value(3).run()

@@ -40,6 +40,21 @@ def test_mosaic_tiles_every_head_where_the_grid_clicks(att) -> None:
     assert box.x0 < targets.x[i] < box.x1 and box.y0 < targets.y[i] < box.y1
 
 
+def test_a_titled_grid_grows_by_its_title_so_tiles_and_click_targets_keep_their_size(att) -> None:
+    from viz.titles import TOOLBAR_PX, title_below_toolbar
+
+    plain, titled = grid_figure(att), grid_figure(att, title="Attention of every head: <minilm>")
+
+    def plot_px(fig) -> float:
+        return fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+
+    assert titled.layout.title.text == "Attention of every head: &lt;minilm&gt;"  # user text escaped
+    assert titled.layout.title.pad.t >= TOOLBAR_PX and titled.layout.height > plain.layout.height
+    assert plot_px(titled) == plot_px(plain) and titled.data[1].marker.size == plain.data[1].marker.size
+    again = title_below_toolbar(titled)  # the app's chart helper applies the rule again: nothing moves
+    assert plot_px(again) == plot_px(plain)
+
+
 def test_line_view_draws_each_link_over_the_threshold_once(att) -> None:
     a = att[1, 0]
     fig = line_view(a, WORDS, query=1, threshold=0.05)

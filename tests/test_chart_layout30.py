@@ -178,8 +178,8 @@ def test_panel_titles_of_a_chart_without_a_title_stay_below_the_toolbar() -> Non
     toolbar's row, the right one under its buttons."""
     import pandas as pd
 
-    from viz.figures import PANEL_TITLE_GAP_PX, SUB_LINE_PX, TOOLBAR_PX, title_below_toolbar
     from viz.occurrence_figures import hit_histograms
+    from viz.titles import PANEL_TITLE_GAP_PX, SUB_LINE_PX, TOOLBAR_PX, title_below_toolbar
 
     df = pd.DataFrame({"sense": ["bank%1:14:00::", "bank%1:17:01::"], "POS": ["NOUN", "NOUN"]})
     fig = title_below_toolbar(hit_histograms(df))

@@ -168,6 +168,8 @@ def test_every_probe_chart_draws_its_intervals(tables) -> None:
     by_pos = breakdown_frame(df, get_probe("wsd"), "F1", "ALL")
     assert by_pos[["lo", "hi"]].notna().all(axis=None)
     fig = breakdown_figure(by_pos, title="t", twin_of=twin_base)
+    # NOUN's intervals resample 23 documents, the other parts of speech' 10: the subtitle gives the range
+    assert "95% CI over 10–23 documents (few: interval approximate)" in fig.layout.title.text
     bars = [t for t in fig.data if t.type == "bar"]
     assert bars and all(t.error_y.array is not None for t in bars) and list(fig.layout.yaxis.range) == [0, 100]
     # the test set does not choose the layer it scores: every model's layer is its best on the dev set

@@ -43,39 +43,6 @@ def _layout(fig: go.Figure, title: str | None = None, height: int | None = None)
     return fig
 
 
-#: plotly's toolbar (the modebar, top right) is 26 px tall from 2 px down (measured in Chromium); a title's top
-#: goes below it, so that no window width puts a title under its buttons.
-TOOLBAR_PX = 34
-#: A title line's height, headline and ``<sup>`` line (``two_line_title``), and the shift plotly gives a title of
-#: several lines: its top lands that much above its pad (all measured in Chromium).
-HEAD_LINE_PX, SUB_LINE_PX, MULTILINE_SHIFT_PX = 23, 18, 16
-#: Room between the toolbar and panel titles of a chart without a title (a panel title is drawn a few px above
-#: its plot).
-PANEL_TITLE_GAP_PX = 6
-
-
-def title_below_toolbar(fig: go.Figure) -> go.Figure:
-    """Move ``fig``'s title (if it has one) under the toolbar's row, with the top margin its lines need, one line
-    more below them (the top tick label) and one more for panel titles; without a title, its panel titles go under
-    the toolbar's row. Idempotent: a cached figure drawn again is left as it is."""
-    text = fig.layout.title.text
-    # subplot titles sit just above the top of their plots: the margin keeps a line for them under the title
-    panel_titles = any(a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 1 for a in fig.layout.annotations)
-    if not text and panel_titles:  # no title: the panel titles alone go under the toolbar's row
-        fig.update_layout(margin_t=max(fig.layout.margin.t or 0, TOOLBAR_PX + SUB_LINE_PX + PANEL_TITLE_GAP_PX))
-    if text:
-        lines = text.split("<br>")
-        subs = sum(line.startswith("<sup>") for line in lines)
-        block = HEAD_LINE_PX * (len(lines) - subs) + SUB_LINE_PX * subs
-        fig.update_layout(
-            title=dict(
-                yref="container", y=1, yanchor="top", pad=dict(t=TOOLBAR_PX + MULTILINE_SHIFT_PX * (len(lines) > 1))
-            ),
-            margin_t=max(fig.layout.margin.t or 0, TOOLBAR_PX + block + SUB_LINE_PX * (1 + panel_titles)),
-        )
-    return fig
-
-
 #: A title longer than this is split at its " — " into a headline and a smaller second line, so that it fits a
 #: chart across the page.
 TITLE_LINE = 60

@@ -226,9 +226,15 @@ def layer_measures_figure(df: pd.DataFrame, *, title: str | None = None, height:
 
 
 def hit_histograms(
-    df: pd.DataFrame, columns: Sequence[str] = ("sense", "POS"), top: int = 8, height: int = 300
+    df: pd.DataFrame,
+    columns: Sequence[str] = ("sense", "POS"),
+    top: int = 8,
+    height: int = 300,
+    *,
+    title: str | None = None,
 ) -> go.Figure:
-    """Horizontal bars: how many corpus hits have each value of ``columns`` (top values, rest pooled)."""
+    """Horizontal bars: how many corpus hits have each value of ``columns`` (top values, rest pooled); labels
+    shortened to 45 characters (the hits' table and CSV have them whole)."""
     cols = [c for c in columns if c in df.columns]
     fig = make_subplots(
         rows=1, cols=max(1, len(cols)), subplot_titles=[escape_html(c) for c in cols], horizontal_spacing=0.25
@@ -252,4 +258,4 @@ def hit_histograms(
             col=ci + 1,
         )
         fig.update_xaxes(title="hits", rangemode="tozero", row=1, col=ci + 1)
-    return _layout(fig, None, height)
+    return _layout(fig, title, height)

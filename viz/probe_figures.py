@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from probes.stats.units import over_text
+from probes.stats.units import over_texts
 from viz.axes import metric_axis, percent_or_zero
 from viz.figures import chart_layout, line_style_key, model_styles
 from viz.text import escape_html
@@ -28,12 +28,13 @@ def has_intervals(part: pd.DataFrame) -> bool:
 
 
 def interval_note(part: pd.DataFrame) -> str:
-    """What the error bars are: "95% CI over 23 documents" (the rows' resampling unit), or that there are none."""
+    """What the error bars are: "95% CI over 23 documents" (the rows' resampling unit; "10–23 documents" where rows
+    resample different numbers of it, as WSD's parts of speech do), or that there are none."""
     stated = part.dropna(subset=["unit"]) if "unit" in part else part.iloc[:0]
     if not has_intervals(part):  # one document: resampling it cannot vary it, so the rows have none
         single = len(stated) and stated.clusters.iloc[0] < 2
         return f"no interval: all from one {stated.unit.iloc[0]}" if single else "no intervals recorded"
-    return f"95% CI over {over_text(stated.unit.iloc[0], stated.clusters.iloc[0])}" if len(stated) else "95% intervals"
+    return f"95% CI over {over_texts(stated.unit.iloc[0], stated.clusters)}" if len(stated) else "95% intervals"
 
 
 def interval_error(part: pd.DataFrame, value: str = "value", **style) -> dict | None:
