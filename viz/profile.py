@@ -20,6 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from probes.estimators.contextuality import METRICS as CONTEXTUALITY_METRICS
+from probes.registry import all_probes
 from probes.tasks.contextuality import NAME as CONTEXTUALITY
 from viz.axes import metric_axis
 from viz.figures import _layout, chart_layout, model_styles
@@ -33,12 +34,15 @@ SKIPPED_METRICS = {"P", "R"}
 def profile_choices(df: pd.DataFrame, probe_filter: str | None = None) -> list[tuple[str, str, str]]:
     """(probe, dataset, metric) combinations with numbered-layer rows from at least one model with 2+ layers.
 
-    ``probe_filter``: only this probe; otherwise contextuality is left out (it has its own section).
+    ``probe_filter``: only this probe; otherwise contextuality is left out (it has its own section). Rows of a
+    breakdown an earlier version wrote (``ChartSpec.breakdown_retired``: WSD per POS on ALL) are not offered.
     """
     if df.empty:
         return []
     sel = df[df["layer"].astype(str).str.fullmatch(r"\d+") & ~df["metric"].isin(SKIPPED_METRICS)]
     sel = sel[sel["probe"] == probe_filter] if probe_filter else sel[sel["probe"] != CONTEXTUALITY]
+    retired = {spec.name: spec.chart.breakdown_retired for spec in all_probes()}
+    sel = sel[[not str(d).startswith(retired.get(p, ())) for p, d in zip(sel["probe"], sel["dataset"])]]
     layered = sel.groupby(["probe", "dataset", "metric", "model"])["layer"].nunique()
     keys = layered[layered > 1].reset_index()[["probe", "dataset", "metric"]].drop_duplicates()
     return [tuple(k) for k in keys.itertuples(index=False)]
