@@ -51,6 +51,24 @@ def test_a_run_over_several_seeds_shows_its_spread_and_seed_count():
     assert plain.loc[0, "3"] == "64.00 [60.00, 70.00]" and "seeds" not in plain
 
 
+def test_a_rows_ci_over_states_every_layers_unit_count_not_the_last_ones():
+    """A model's layers that resample different numbers of units (say a layer run on another slice of documents)
+    are stated as the range; "CI over" showed the last layer's count alone."""
+    from probes.reporting.tables import dataset_tables
+    from probes.results import ProbeResult, results_frame
+
+    rows = [
+        {"dataset": "d@00", "layer": str(j), "metric": "F1", "value": 50.0, "lo": 45.0, "hi": 55.0, "n": 300}
+        | {"unit": "document", "clusters": k}
+        for j, k in enumerate((23, 10))
+    ]
+    table = next(iter(dataset_tables(results_frame([ProbeResult("m", "wsd", rows)]), "wsd").values()))
+    assert table.loc[0, "CI over"] == "10–23 documents (few: interval approximate)"
+    same = [dict(r, clusters=23) for r in rows]
+    table = next(iter(dataset_tables(results_frame([ProbeResult("m", "wsd", same)]), "wsd").values()))
+    assert table.loc[0, "CI over"] == "23 documents (few: interval approximate)"
+
+
 def test_tables_md_and_csvs_rerender_byte_identical(tmp_path):
     md = write_tables(RESULTS / "runs", tmp_path)
     assert md.read_bytes() == (RESULTS / "tables.md").read_bytes()

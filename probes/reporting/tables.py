@@ -29,7 +29,7 @@ from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
 from probes.results import ProbeResult, as_full_run, extras_of, latest_rows, read_results, slice_of, split_slice
-from probes.stats.units import over_text, value_interval_text
+from probes.stats.units import over_texts, value_interval_text
 from probes.tasks.rigor_options import FAMILY_SEPARATOR
 
 TABLE_NOTES = RIGOR_NOTES  # table key -> a note printed under it (tables.md, the Reproduce page)
@@ -208,9 +208,8 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
         wide = part.pivot_table(index="model", columns="layer", values="cell", aggfunc="first")
         wide = wide[_layer_order(wide.columns)]
         n = part.groupby("model")["n"].max()
-        over = part.groupby("model").apply(
-            lambda g: over_text(g.unit.iloc[-1], g.clusters.iloc[-1]), include_groups=False
-        )
+        # a model's layers normally resample the same units; where they do not, the range of their counts
+        over = part.groupby("model").apply(lambda g: over_texts(g.unit.iloc[-1], g.clusters), include_groups=False)
         wide = wide.assign(n=n.reindex(wide.index).astype("Int64"), **{"CI over": over.reindex(wide.index)})
         if seeded.any():  # how many seeds each model's cells average (its ± is their standard deviation)
             wide = wide.assign(seeds=part.groupby("model")["seeds"].max().reindex(wide.index).fillna(1).astype(int))
