@@ -29,12 +29,18 @@ def has_intervals(part: pd.DataFrame) -> bool:
 
 def interval_note(part: pd.DataFrame) -> str:
     """What the error bars are: "95% CI over 23 documents" (the rows' resampling unit; "10–23 documents" where rows
-    resample different numbers of it, as WSD's parts of speech do), or that there are none."""
+    resample different numbers of it, as WSD's parts of speech do; ", 5 control draws" where they also average
+    control-task label draws), or that there are none."""
     stated = part.dropna(subset=["unit"]) if "unit" in part else part.iloc[:0]
     if not has_intervals(part):  # one document: resampling it cannot vary it, so the rows have none
         single = len(stated) and stated.clusters.iloc[0] < 2
         return f"no interval: all from one {stated.unit.iloc[0]}" if single else "no intervals recorded"
-    return f"95% CI over {over_texts(stated.unit.iloc[0], stated.clusters)}" if len(stated) else "95% intervals"
+    if not len(stated):
+        return "95% intervals"
+    draws = sorted({int(d) for d in stated.get("draws", pd.Series(dtype=float)).dropna() if d > 1})
+    span = "" if not draws else str(draws[0]) if len(draws) == 1 else f"{draws[0]}–{draws[-1]}"
+    repeats = f", {span} control draws" if span else ""
+    return f"95% CI over {over_texts(stated.unit.iloc[0], stated.clusters)}{repeats}"
 
 
 def interval_error(part: pd.DataFrame, value: str = "value", **style) -> dict | None:
@@ -323,7 +329,8 @@ def task_vs_control_figure(
             )
             values, named = values + _extent(part), True
     line_style_key(fig, {"task (solid)": "solid", "control task (dashed)": "dash"})
-    chart_layout(fig, f"{title} — {interval_note(task)}", height, half=True)  # drawn beside the other panel
+    # one note for both: the task's sentences, and the label draws the control's intervals average over
+    chart_layout(fig, f"{title} — {interval_note(pd.concat([task, control]))}", height, half=True)  # beside the other
     axis_title, y_range = metric_axis(metric, values)
     fig.update_xaxes(dtick=1, title="layer")
     fig.update_yaxes(title=axis_title, range=y_range)

@@ -64,7 +64,8 @@ def load_dir(d: Path) -> pd.DataFrame:
     return df.assign(source=label_dir(d)) if not df.empty else pd.DataFrame(columns=[*COLUMNS, "source"])
 
 
-OPTIONAL = ("n", "lo", "hi", "unit", "clusters")  # result columns an older or a baseline result may lack
+VALUE_COLUMNS = ("value", "n", "lo", "hi", "unit", "clusters", "draws")  # a curve's or a named row's, after its keys
+OPTIONAL = ("n", "lo", "hi", "unit", "clusters", "draws")  # result columns an older or a baseline result may lack
 
 
 def with_optional(sel: pd.DataFrame, columns: tuple[str, ...] = OPTIONAL) -> pd.DataFrame:
@@ -96,10 +97,10 @@ def metrics_of(df: pd.DataFrame, spec: ProbeSpec, dataset: str) -> list[str]:
 def layer_curves_frame(
     df: pd.DataFrame, probe: str, dataset: str, metric: str, exclude: set[str] | frozenset[str] = frozenset()
 ) -> pd.DataFrame:
-    """model, layer (int), value, n, lo, hi, unit, clusters for the numbered layers of one probe/dataset/metric.
+    """model, layer (int), value, n, lo, hi, unit, clusters, draws for the numbered layers of one probe/dataset/metric.
 
     ``lo``/``hi`` are the rows' bootstrap 95% interval (NaN where a result has none), resampling ``clusters``
-    ``unit`` s (documents, sentences)."""
+    ``unit`` s (documents, sentences) and, for a control task, its ``draws`` label draws (NaN: none)."""
     sel = df[
         (df["probe"] == probe)
         & (df["dataset"] == dataset)
@@ -108,7 +109,7 @@ def layer_curves_frame(
     ]
     sel = sel[sel["layer"].astype(str).str.fullmatch(r"\d+")]
     sel = with_optional(sel)
-    out = sel.assign(layer=sel["layer"].astype(int))[["model", "layer", "value", "n", "lo", "hi", "unit", "clusters"]]
+    out = sel.assign(layer=sel["layer"].astype(int))[["model", "layer", *VALUE_COLUMNS]]
     out = out.astype({"value": float, "lo": float, "hi": float})
     return out.sort_values(["model", "layer"]).reset_index(drop=True)
 
@@ -125,7 +126,7 @@ def named_rows_frame(df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: st
         & df["layer"].astype(str).isin(order)
     ]
     sel = with_optional(sel)
-    out = sel[["model", "layer", "value", "n", "lo", "hi", "unit", "clusters"]]
+    out = sel[["model", "layer", *VALUE_COLUMNS]]
     out = out.astype({"value": float, "lo": float, "hi": float})
     return (
         out.assign(_o=out["layer"].map(order.index))
