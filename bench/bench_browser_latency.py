@@ -507,9 +507,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
+    only = {x for x in args.only.split(",") if x}
+    if unknown := sorted(only - set(SCENARIOS) - {"none"}):  # silently skipped, it would time less than asked
+        p.error(f"--only: no interaction {', '.join(map(repr, unknown))}; choose from {', '.join(SCENARIOS)}, none")
     if problem := chromium_problem():
         p.error(problem)
-    only = {x for x in args.only.split(",") if x}
     info = machine()
     notes = []
     if not only or only & {"polysemy", "corpus"}:

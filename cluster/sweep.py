@@ -1,6 +1,6 @@
 """A probe sweep: models × probes × seeds, resumable, in-process or on Ray; results as usual.
 
-    python -m probes sweep --models minilm,gpt2-small --probes wsd,pos --seeds 0,1 --ray local
+    python -m probes sweep --models minilm,gpt-small --probes wsd,pos --seeds 0,1 --ray local
 
 Results are the usual ``ProbeResult`` files in ``--results`` (``reproduce --tables-only`` and the app
 read them as any others), saved by this process as tasks finish, each stamped with its task

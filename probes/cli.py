@@ -47,6 +47,7 @@ from probes.reporting.result_diff import compare_results
 from probes.results import ProbeResult
 from probes.run import ProbeRun, load_model, run_probe, writable_dir
 from probes.stats.seeds import CLAIM_SEEDS
+from probes.stats.units import interval_text
 
 EXIT_USAGE = 2
 PRINTED_METRICS = (
@@ -98,8 +99,11 @@ def summary_table(spec: ProbeSpec, run: ProbeRun) -> pd.DataFrame:
     table = []
     for r in (r for r in rows if (r["dataset"], r["metric"]) in shown):
         line = {"layer": r["layer"], "dataset": r["dataset"], "metric": r["metric"]}
-        line["score"] = f"{r['value']:.2f}" + (f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else "")
-        line["95% interval"] = f"[{r['lo']:.2f}, {r['hi']:.2f}]" if "lo" in r and "hi" in r else "-"
+        # no value: nothing to score (a structural metric of too-short sentences); no interval: one document or
+        # sentence, which resampling cannot vary (``probes.stats.units.over_text`` says so in "clusters")
+        value = "n/a" if r["value"] is None else f"{r['value']:.2f}"
+        line["score"] = value + (f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else "")
+        line["95% interval"] = interval_text(r.get("lo"), r.get("hi"))
         for b in run.baselines:
             key = (b.model, r["dataset"], r["metric"])  # a baseline row marked missing has no number
             line[b.model] = "-" if key not in base else "missing" if base[key] is None else f"{base[key]:.2f}"

@@ -222,3 +222,15 @@ def test_the_cold_start_bench_logs_each_long_collection_of_the_server(tmp_path) 
     assert all(abs(when - time.time()) < 300 for when, _, _ in pauses)
     with pytest.raises(SystemExit):
         cold_main([str(tmp_path), str(tmp_path)])  # no app.py there
+
+
+def test_an_interaction_name_the_bench_does_not_know_is_refused_not_skipped(capsys) -> None:
+    """``--only first_paint,attention`` (a command in docs/benchmarks.md) timed attention alone and said nothing of
+    the name it skipped; it is now an error naming the interactions there are."""
+    from bench.bench_browser_latency import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--only", "first_paint,attention"])
+    assert (
+        stop.value.code == 2 and "--only: no interaction 'first_paint'; choose from models," in capsys.readouterr().err
+    )

@@ -174,6 +174,24 @@ def test_cli_runs_the_tag_probe_and_a_bad_file_writes_nothing(data_root, tmp_pat
     assert model["rows"][0]["n"] == sum(len(s.words) for s in first)
 
 
+def test_cli_summary_of_a_one_sentence_test_set_says_it_has_no_interval(data_root, tmp_path):
+    """One test sentence: resampling it cannot vary the score, so its row has no interval; the command's summary
+    tried to format the missing bounds and ended in a traceback after saving (found with the docs' example files)."""
+    train, test = ewt_slice(data_root, tmp_path, "train", 30), ewt_slice(data_root, tmp_path, "test", 1)
+    out = subprocess.run(
+        [sys.executable, "-m", "probes", "tag", "--model", "glove-6b-50d", "--train", str(train), "--test", str(test)]
+        + ["--results", str(tmp_path / "res")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "EMBPROBE_CACHE": str(tmp_path / "cache")},
+    )
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    header, row = out.stdout.splitlines()[-3:-1]
+    assert "95% interval" in header and " n/a " in row and row.split()[-2:] == ["sentence", "1"], out.stdout
+
+
 def test_a_probe_on_an_upload_sized_file_is_trained_not_left_under_the_majority(data_root, tmp_path):
     """60 EWT sentences tagged punctuation or word (1,460 tokens): with 2,048-token batches the probe took one Adam
     step an epoch and scored 61.27, far under always saying "word" (87 %); it now takes ≥ 16 steps an epoch."""
