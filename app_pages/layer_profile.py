@@ -23,10 +23,11 @@ from models.random_init import random_name, twin_base
 from models.registry import get_spec
 from probes.registry import RunContext, all_probes, get_probe
 from probes.results import load_extras
-from probes.stats.profiles import centres_of_gravity, expected_layers, layer_profile
+from probes.stats.profiles import LOWER_IS_BETTER, centres_of_gravity, expected_layers, layer_profile
 from probes.tasks.cka import MAX_VECTORS, PROBE as CKA
 from probes.tasks.contextuality import TITLES as CONTEXTUALITY_TITLES
 from viz.export import file_stem, frame_csv, with_baselines
+from viz.probe_figures import SMALL_N
 from viz.profile import (
     CONTEXTUALITY,
     choice_label,
@@ -100,13 +101,17 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
     chart(fig, stem, key="lp_profile_chart", data=frame_csv(with_baselines(prof, base)))  # the baselines' rows too
     if base is not None and not base.empty:
         st.caption(
-            "Baselines (no embeddings; drawn as dashed lines): "
+            "Baselines (drawn as dashed lines): "
             + "; ".join(f"{r.label} {r.value:.2f}" for r in base.itertuples() if pd.notna(r.value))
         )
-    small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < 200})
+    small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < SMALL_N})
     if small:
-        st.caption(f"Small samples (under 200 test instances): {', '.join(small)} — differences may be noise.")
-    summary = summary_frame(centres_of_gravity(prof), expected_layers(extras) if extras else None)
+        st.caption(
+            f"Small samples (under {SMALL_N:,} test instances, as on the Probes page): {', '.join(small)} — "
+            "differences may be noise."
+        )
+    cog = centres_of_gravity(prof, lower_is_better=metric in LOWER_IS_BETTER)
+    summary = summary_frame(cog, expected_layers(extras) if extras else None)
     return summary[summary["model"].isin(models) & (summary["top layer"] > 0)]  # a static model has no depth
 
 
@@ -217,7 +222,8 @@ def main() -> None:
         st.table(summary, hide_index=True, border="horizontal")
         st.caption(
             "Centre of gravity: Σℓ·Δ(ℓ)/ΣΔ(ℓ) over the gains Δ of the best score among layers 0…ℓ (Tenney et al. "
-            "2019 use a cumulative scalar mix); empty when no layer beats layer 0. Expected layer: Σℓ·s(ℓ) of "
+            "2019 use a cumulative scalar mix; for a codelength the best is the shortest); empty when no layer beats "
+            "layer 0. Expected layer: Σℓ·s(ℓ) of "
             "the λ=0.001 scalar mix learned by the mix probe (where it ran)."
         )
     st.subheader("Linear CKA between layers")

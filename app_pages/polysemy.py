@@ -166,6 +166,10 @@ def collapse_note(model: str, occs, distinct: int, layer: int, *, unknown: bool 
     return f"**All {len(occs)} occurrences have the same vector at layer {layer}**: the same sentence repeated?"
 
 
+#: Fewer labelled occurrences than this make the layer chart's agreement a small sample (said beside it).
+SMALL_OCCURRENCES = 30
+
+
 def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     groups = [o.group for o in occs]
     problem = separability_problem(groups)
@@ -181,12 +185,13 @@ def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
         st.info(problem)
     elif labelled := sum(g is not None for g in groups):
         st.caption(
-            f"1-NN over {labelled} occurrences with a sense; its error bars are {AGREEMENT_INTERVAL}: layers whose "
-            "bars overlap are not told apart by these occurrences."
+            f"1-NN over {labelled} occurrences with a sense"
+            + (" (few: read the shape, not single steps)" if labelled < SMALL_OCCURRENCES else "")
+            + f"; its error bars are {AGREEMENT_INTERVAL}, each layer's on its own — not a test between layers, "
+            "and with many layers one pair can look apart by chance."
         )
-    title = (
-        f"Which layer separates the senses of “{shorten(c['word'], 30)}”? ({', '.join(Xs)}, {len(occs)} occurrences)"
-    )
+    layered = ", ".join(m for m, X in Xs.items() if X.shape[0] >= 2)  # a one-layer (static) model draws no series
+    title = f"Which layer separates the senses of “{shorten(c['word'], 30)}”? ({layered}, {len(occs)} occurrences)"
     long, fig = _layer_figure(occurrence_signature(c, occs) + tuple(Xs), Xs, occs, problem is None, title)
     if fig is None:
         st.caption("Nothing to compare across layers (a one-layer model, or a single sentence).")

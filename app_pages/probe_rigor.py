@@ -11,14 +11,16 @@ from app_pages import state
 from app_pages.common import chart
 from models.random_init import twin_base
 from probes.registry import ProbeSpec
+from probes.stats.claims import ALPHA
+from probes.stats.intervals import smallest_sign_flip_p
 from viz.export import file_stem, frame_csv
 from viz.probe_views import RIGOR_PANELS, layer_tests, rigor_view
 
 
-def layer_tests_section(spec: ProbeSpec, dataset: str, models: list[str], results, key: str) -> None:
-    """Each layer of one model against the one before it (paired tests, one Holm family), on demand."""
+def layer_tests_section(spec: ProbeSpec, dataset: str, metric: str, models: list[str], results, key: str) -> None:
+    """Each layer of one model against the one before it (paired tests on ``metric``, one Holm family), on demand."""
     box = st.expander(
-        "Is each layer better than the one before? (paired tests, Holm-corrected)",
+        f"Does each layer differ from the one before? (paired tests on {metric}, Holm-corrected)",
         key=f"{key}_{spec.name}_tests_open",
         on_change="rerun",
     )
@@ -35,9 +37,15 @@ def layer_tests_section(spec: ProbeSpec, dataset: str, models: list[str], result
     box.dataframe(table, hide_index=True, width="stretch")
     box.caption(
         "A − B on the same test instances: interval = cluster bootstrap over the unit named, p = cluster sign-flip "
-        "test (with several seeds: seeds resampled too); the layers of one model are one family of tests, so the "
-        "decision reads Holm's adjusted p (docs/statistics.md)."
+        "test, two-sided (with several seeds: seeds resampled too); the layers of one model are one family of "
+        "tests, so the decision reads Holm's adjusted p (docs/statistics.md)."
     )
+    fewest = table.attrs["fewest_units"]
+    if (floor := smallest_sign_flip_p(fewest)) >= ALPHA:
+        box.warning(
+            f"Only {fewest} resampled units: the sign-flip test's smallest p is {floor:.2g}, so no difference on "
+            "this set can be significant, however far apart the scores are."
+        )
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -54,8 +62,9 @@ def rigor_section(spec: ProbeSpec, df: pd.DataFrame, key: str, signature: int) -
     st.markdown("**Control task and MDL** (Hewitt & Liang 2019; Voita & Titov 2020)")
     st.caption(
         "A control task gives every word type a fixed random label: a probe can only learn it by "
-        "memorising words. **Selectivity** = task accuracy − control accuracy: high when the layer, not "
-        "the probe, carries the task. **Online codelength** (MDL): the bits needed to transmit the "
+        "memorising words. **Selectivity** = task accuracy − control accuracy, both from the control run (its "
+        "first seed), so it can differ by a few tenths from the task accuracy of the table's mean over seeds: high "
+        "when the layer, not the probe, carries the task. **Online codelength** (MDL): the bits needed to transmit the "
         "training labels when the probe is trained on ever larger blocks of them; shorter = the "
         "labels are easier to extract; the control task's codelength is the memorisation reference."
     )

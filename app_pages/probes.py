@@ -29,7 +29,7 @@ from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, read_results, results_frame
 from probes.run import run_probe
 from viz.export import file_stem, frame_csv, run_record_json, with_baselines
-from viz.probe_figures import has_intervals, small_sample_note
+from viz.probe_figures import has_intervals, interval_note, small_sample_note
 from viz.probe_views import frame_signature, probe_view
 from viz.results import (
     baseline_only,
@@ -91,7 +91,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
     if not datasets:  # no pickers: the URL keeps no other tab's choices
         for name in ("set", "metric", "tests_model"):
             state.forget(f"{key}_{name}")
-        st.info(f"No {spec.name.upper()} results yet.")
+        st.info(f'No {spec.name.upper()} results in this folder (another in "Results from" may hold them).')
         return
     c1, c2 = st.columns(2)
     choice = f"{key}_{spec.name}"  # the pickers of each probe's section, in the URL as {key}_set, {key}_metric
@@ -138,8 +138,10 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
             st.caption(
                 f"⚠️ {note.capitalize()} test instances. "
                 + (
-                    "The error bars are bootstrap 95% intervals: layers whose intervals overlap (or that sit on "
-                    "the baseline) are not told apart by this slice."
+                    f"The error bars are bootstrap 95% intervals of each score on its own, over "
+                    f"{interval_note(curves).removeprefix('95% CI over ')}: whether two layers differ is the "
+                    "paired tests' question below (overlapping bars can still differ, and with few units no test "
+                    "can tell them apart)."
                     if has_intervals(curves)
                     else "These results carry no intervals: treat differences of a few points as noise."
                 )
@@ -148,13 +150,15 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         table = st.expander("Scores by model and layer (table)", key=f"{choice}_table_open", on_change="rerun")
         if table.open:  # a closed box costs a new visitor nothing: no data grid drawn, its code not loaded
             table.dataframe(view["table"], width="stretch")
-    if results is not None and not curves.empty:
-        layer_tests_section(spec, dataset, sorted(set(curves["model"])), results, key)
-    else:
+    if results is not None and not curves.empty and metric == spec.chart.metrics[0]:
+        layer_tests_section(spec, dataset, metric, sorted(set(curves["model"])), results, key)
+    else:  # the tests read the kept per-instance outcomes, which score the headline metric only
         state.forget(f"{key}_tests_model")
+        if results is not None and not curves.empty:
+            st.caption(f"Paired layer tests are on {spec.chart.metrics[0]} (what the kept outcomes score).")
     if not base.empty:
         st.caption(
-            "Baselines (no embeddings; drawn as dashed lines): "
+            "Baselines (drawn as dashed lines): "
             + "; ".join(
                 (f"{r.label} {r.value:.2f}" if pd.notna(r.value) else f"{r.label}: missing")
                 + (f" [{r.lo:.1f}, {r.hi:.1f}]" if pd.notna(r.lo) and pd.notna(r.hi) else "")
@@ -193,8 +197,9 @@ def saved_tab() -> None:
         dirs,
         "probe_results_dir",
         "results",
-        help="docs/results/runs: the committed full runs; results/runs: a local reproduce "
-        "run; cache/results: single command-line runs (possibly with --limit).",
+        help="docs/results/runs: the committed full runs (WSD, POS, λ, control, MDL); docs/results/ud_ewt/runs and "
+        "…/structural_runs: the committed UD EWT runs (tag; structural probe, head syntax); results/runs: a local "
+        "reproduce run; cache/results: single command-line runs (possibly with --limit).",
     )
     df = saved_results(directory)
     if df.empty:
@@ -265,8 +270,9 @@ def quick_options(spec: ProbeSpec, column) -> dict[str, int]:
 def quick_tab() -> None:
     st.caption(
         "Runs a probe on the first N sentences of each dataset (like `--limit N` on the command line), "
-        "so it finishes in seconds to a minute on a laptop CPU. Scores on such small slices are noisy: "
-        "use them to compare layers, not as the paper's numbers. Extracted vectors are cached on disk, "
+        "so it finishes in seconds to a minute on a laptop CPU. Scores on such small slices are noisy and "
+        "are not the paper's numbers: a slice of a few documents draws the layers' shape, and the paired "
+        "tests say which of its differences it can show (often none). Extracted vectors are cached on disk, "
         "so a second run is much faster."
     )
     c1, c2, c3 = st.columns([2, 2, 1])

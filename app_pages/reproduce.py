@@ -23,9 +23,10 @@ published numbers beside ours, produced by one command of the form
 (the exact command, machine and date of the committed run are under "How these results were
 produced").
 
-Our models are far smaller than the paper's (trained in about an hour on a 2-core CPU, not on the
-1B Word Benchmark for weeks), so the absolute numbers differ; the question is whether the
-*pattern across layers* holds. docs/results/ explains the differences.
+Our ELMo and GPT (and the static models we trained) are far smaller than the paper's (trained in about an hour on
+a 2-core CPU, not on the 1B Word Benchmark for weeks); MiniLM and GloVe 6B are pretrained downloads of other
+architectures and data. So the absolute numbers differ, and the question is whether the *pattern across layers*
+holds. docs/results/ explains the differences.
 """
 
 

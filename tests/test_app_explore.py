@@ -159,6 +159,8 @@ def test_colour_by_metadata_and_contextuality_beside_the_1nn_curve() -> None:
     measures = {t["name"] for f in figures(at) for t in f["data"]}
     assert {"1-NN same sense", "chance (baseline)", "self-similarity", "explainable variance"} <= measures
     assert re.search(r"1-NN over \d+ occurrences with a sense; its error bars are approximate 95%", texts(at.caption))
+    # each bar is one layer's uncertainty: no rule that overlapping bars are "not told apart" (unpaired, uncorrected)
+    assert "not a test between layers" in texts(at.caption) and "not told apart" not in texts(at.caption)
 
 
 def test_upload_source_asks_for_a_lexical_sample_file() -> None:

@@ -187,3 +187,24 @@ def test_every_probe_chart_draws_its_intervals(tables) -> None:
     assert ours[["lo", "hi"]].notna().all(axis=None) and (ours.lo <= ours.score).all() and (ours.score <= ours.hi).all()
     paper, mine, baselines = comparison_figure(comp[comp.task == comp.task.iloc[0]], "t").data
     assert paper.error_x.array is None and mine.error_x.array is not None and baselines.error_x.array is not None
+
+
+def test_structural_charts_name_their_units_and_seeds() -> None:
+    """DSpr./NSpr. are Spearman correlations × 100 (drawn as "%", their axis stopping at 0 though ρ may be
+    negative), selectivity there is UUAS − control UUAS (not "task − control accuracy"), and the committed rows
+    average three seeds, which the subtitle did not say."""
+    from probes.registry import get_probe
+    from probes.results import load_results
+    from viz.probe_views import probe_view
+
+    df = load_results(RESULTS.parent / "ud_ewt" / "structural_runs")
+    spec = get_probe("structural")
+    dev = "en_ewt-ud@4d7343ed:dev:tree"
+    dspr = probe_view(df, spec, dev, "DSpr")["layer_figure"]
+    assert dspr.layout.yaxis.title.text == "DSpr (Spearman ρ × 100)"
+    assert dspr.layout.title.text.endswith("<sup>95% CI over 2001 sentences, 3 seeds</sup>")
+    selectivity = probe_view(df, spec, dev, "selectivity")["layer_figure"]
+    assert selectivity.layout.yaxis.title.text == "selectivity (points: UUAS − control UUAS)"
+    from viz.axes import metric_axis
+
+    assert metric_axis("NSpr", [-12.0, 40.0])[1][0] < -12  # a negative correlation stays in view

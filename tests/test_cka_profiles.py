@@ -136,6 +136,10 @@ def test_centre_of_gravity_follows_tenney_on_the_running_best_score():
     assert centre_of_gravity([50, 60, 70]) == pytest.approx(1.5)  # gains 10 at layer 1, 10 at 2
     assert centre_of_gravity([50, 80, 70, 90]) == pytest.approx((30 * 1 + 10 * 3) / 40)  # a dip is no gain
     assert np.isnan(centre_of_gravity([90, 80, 70]))
+    # a codelength: fewer bits is better, so its falls are the gains (elmo-small's 117.3, 60.1, 63.6 kbits read as
+    # "no layer beats layer 0", MiniLM's rising codelength as a centre at its worst layer)
+    assert centre_of_gravity([117.3, 60.1, 63.6], lower_is_better=True) == pytest.approx(1.0)
+    assert np.isnan(centre_of_gravity([70, 80, 90], lower_is_better=True))
     prof = pd.DataFrame(
         {"model": ["m"] * 3, "layer": [0, 1, 2], "layers": [2] * 3, "depth": [0, 0.5, 1], "value": [50, 60, 70]}
     )

@@ -79,5 +79,17 @@ def test_a_tab_without_pickers_leaves_no_other_tabs_choices_in_the_url() -> None
     at.session_state["probes_saved"] = next(spec.short_title for spec in all_probes() if spec.name == "tag")
     at.run()
     assert_ok(at)
-    assert "No TAG results yet." in [i.value for i in at.info]
+    assert 'No TAG results in this folder (another in "Results from" may hold them).' in [i.value for i in at.info]
     assert not {"saved_set", "saved_metric", "saved_tests_model"} & set(at.query_params)
+
+
+def test_the_committed_ud_ewt_runs_are_offered_and_their_structural_results_drawn() -> None:
+    """The Probes page said "No STRUCTURAL results yet." while the committed structural runs sat in a folder its
+    "Results from" picker did not offer (docs/results/ud_ewt/structural_runs)."""
+    at = open_page("probes", results="docs/results/ud_ewt/structural_runs")
+    assert at.selectbox(key="probe_results_dir").value == "docs/results/ud_ewt/structural_runs"
+    at.session_state["probes_saved"] = next(spec.short_title for spec in all_probes() if spec.name == "structural")
+    at.run()
+    assert_ok(at)
+    assert not [i.value for i in at.info if "No STRUCTURAL" in i.value] and at.get("plotly_chart")
+    assert {"docs/results/ud_ewt/runs", "docs/results/runs"} <= set(at.selectbox(key="probe_results_dir").options)

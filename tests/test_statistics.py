@@ -329,8 +329,16 @@ def test_the_app_tests_each_layer_against_the_previous_as_one_holm_family(monkey
     assert set(table.unit) == {"2012 sentences"}
     raw, adjusted = table.p.map(_p).to_numpy(), table["p (Holm)"].map(_p).to_numpy()
     assert np.allclose(adjusted, holm(raw), atol=6e-4) and (adjusted >= raw).all()
-    assert list(table["significant (Holm p < 0.05)"]) == ["yes" if p < 0.05 else "no" for p in adjusted]
+    # two-sided, so a layer significantly worse than the one before says so (it read "yes" under "better?")
+    diff = table["A − B (points)"].to_numpy()
+    assert list(table["significant (Holm p < 0.05)"]) == [
+        "no" if p >= 0.05 else "yes: A higher" if d > 0 else "yes: A lower" for p, d in zip(adjusted, diff)
+    ]
+    assert "yes: A lower" in set(table["significant (Holm p < 0.05)"])  # minilm's upper layers lose POS accuracy
     assert layer_tests(results, "pos", "conll2000-test", "glove-6b-50d") is None  # one layer: nothing to test
+    # WSD on SemEval-07: 3 documents, whose sign-flip test cannot go below p = 0.25 (2 of 8 sign patterns)
+    few = layer_tests(results, "wsd", "semeval2007", "minilm")
+    assert few.attrs["fewest_units"] == 3 and set(few.unit) == {"3 documents (few: interval approximate)"}
     at = open_page("probes", saved="POS")
     at.session_state["saved_pos_tests_open"] = True  # a click on the expander
     at.run()
@@ -348,6 +356,11 @@ def test_the_app_tests_each_layer_against_the_previous_as_one_holm_family(monkey
         at.selectbox(key="saved_pos_tests_model").set_value(model).run()
         assert_ok(at)
     assert reads == []  # cached per version of the folder (viz.results.folder_version), which has not changed
+    # the tests score accuracy: with another metric on the chart (selectivity) they are not offered beside it
+    at.selectbox(key="saved_pos_metric").set_value("selectivity").run()
+    assert_ok(at)
+    assert not [df for df in at.dataframe if "p (Holm)" in df.value.columns]
+    assert "Paired layer tests are on accuracy" in " ".join(c.value for c in at.caption)
 
 
 def test_one_cluster_has_no_interval_rather_than_a_zero_width_one():

@@ -47,6 +47,8 @@ def honest_range(
 PERCENT = ("%", (0.0, 100.0), MIN_SPAN)
 METRIC_AXES: dict[str, tuple[str, tuple[float, float], float]] = {
     "selectivity": ("points: task − control accuracy", (-100.0, 100.0), MIN_SPAN),
+    "DSpr": ("Spearman ρ × 100", (-100.0, 100.0), MIN_SPAN),  # structural probe: a correlation, which may be < 0
+    "NSpr": ("Spearman ρ × 100", (-100.0, 100.0), MIN_SPAN),
     "codelength_kbits": ("kbits", (0.0, float("inf")), 0.0),
     "control_codelength_kbits": ("kbits", (0.0, float("inf")), 0.0),
     "compression": ("× the uniform code", (0.0, float("inf")), 0.0),

@@ -27,19 +27,32 @@ def has_intervals(part: pd.DataFrame) -> bool:
     return {"lo", "hi"} <= set(part) and not part.empty and bool(part[["lo", "hi"]].notna().all(axis=None))
 
 
+def _count_span(counts: pd.Series | None, missing_is_one: bool) -> str:
+    """ "5" or "1–3": how many repeats (label draws, seeds) rows average; "" when none averages more than one.
+    ``missing_is_one``: a row without a count is one run (seeds), not a row of another kind (the task's rows
+    beside a control task's draws)."""
+    counts = pd.to_numeric(counts, errors="coerce") if counts is not None else pd.Series(dtype=float)
+    found = sorted({int(c) for c in (counts.fillna(1) if missing_is_one else counts.dropna())})
+    if not found or found[-1] <= 1:
+        return ""
+    return str(found[0]) if len(found) == 1 else f"{found[0]}–{found[-1]}"
+
+
 def interval_note(part: pd.DataFrame) -> str:
     """What the error bars are: "95% CI over 23 documents" (the rows' resampling unit; "10–23 documents" where rows
-    resample different numbers of it, as WSD's parts of speech do; ", 5 control draws" where they also average
-    control-task label draws), or that there are none."""
+    resample different numbers of it, as WSD's parts of speech do; ", 5 control draws" / ", 3 seeds" where they
+    also average control-task label draws or training seeds), or that there are none."""
     stated = part.dropna(subset=["unit"]) if "unit" in part else part.iloc[:0]
     if not has_intervals(part):  # one document: resampling it cannot vary it, so the rows have none
         single = len(stated) and stated.clusters.iloc[0] < 2
         return f"no interval: all from one {stated.unit.iloc[0]}" if single else "no intervals recorded"
     if not len(stated):
         return "95% intervals"
-    draws = sorted({int(d) for d in stated.get("draws", pd.Series(dtype=float)).dropna() if d > 1})
-    span = "" if not draws else str(draws[0]) if len(draws) == 1 else f"{draws[0]}–{draws[-1]}"
-    repeats = f", {span} control draws" if span else ""
+    repeats = "".join(
+        f", {span} {what}"
+        for column, what, missing_is_one in (("draws", "control draws", False), ("seeds", "seeds", True))
+        if (span := _count_span(stated.get(column), missing_is_one))
+    )
     return f"95% CI over {over_texts(stated.unit.iloc[0], stated.clusters)}{repeats}"
 
 

@@ -18,6 +18,7 @@ from probes.reporting.rigor_tables import selectivity_mdl_table
 from probes.results import ProbeResult
 from probes.stats.claims import ALPHA, p_text
 from probes.stats.comparisons import holm, layer_comparisons, numbered_layers, outcome_table
+from probes.stats.units import over_text
 from viz.probe_figures import breakdown_figure, layer_probe_figure, named_rows_figure, task_vs_control_figure
 from viz.results import (
     baseline_frame,
@@ -136,24 +137,32 @@ def rigor_view(df: pd.DataFrame, probe: str, twin_of: TwinOf = lambda model: Non
 
 
 def layer_tests(results: Sequence[ProbeResult], probe: str, dataset: str, model: str) -> pd.DataFrame | None:
-    """Is each layer better than the one before it? ``model``'s numbered layers on ``dataset``, each against the
+    """Does each layer differ from the one before it? ``model``'s numbered layers on ``dataset``, each against the
     previous one (paired tests on the kept outcomes, ``probes.stats.comparisons.layer_comparisons``), as one family:
-    raw and Holm-adjusted p, the decision on the adjusted one. None when fewer than two layers kept outcomes."""
+    raw and Holm-adjusted p, the decision on the adjusted one with its direction (two-sided: a layer significantly
+    *worse* than the one before says so). ``attrs["fewest_units"]``: the fewest clusters any test resampled (with
+    too few, ``probes.stats.intervals.smallest_sign_flip_p``, no test can decide). None when fewer than two layers
+    kept outcomes."""
     outcomes = outcome_table(results, probe, dataset)
     if len(numbered_layers(outcomes, model)) < 2:
         return None
     t = layer_comparisons(outcomes, model, "previous")
     adjusted = holm(t.p.astype(float))
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "A": t.a,
             "B": t.b,
             "A − B (points)": t["diff"].round(2),
             "95% interval": [f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(t.lo, t.hi)],
-            "unit": [f"{k} {u}s" for u, k in zip(t.unit, t.clusters)],
+            "unit": [over_text(u, k) for u, k in zip(t.unit, t.clusters)],
             "seeds": t.seeds,
             "p": [p_text(float(p)) for p in t.p],
             "p (Holm)": [p_text(float(p)) for p in adjusted],
-            f"significant (Holm p < {ALPHA})": ["yes" if p < ALPHA else "no" for p in adjusted],
+            f"significant (Holm p < {ALPHA})": [
+                "no" if p >= ALPHA else "yes: A higher" if d > 0 else "yes: A lower"
+                for p, d in zip(adjusted, t["diff"])
+            ],
         }
     )
+    table.attrs["fewest_units"] = int(t.clusters.min())
+    return table

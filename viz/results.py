@@ -23,11 +23,19 @@ from probes.tasks.wsd.tables import WORD_ROW
 def result_dirs() -> tuple[Path, ...]:
     """Where probe result JSON files live, most authoritative first.
 
-    ``docs/results/runs`` (committed, written by ``python -m probes reproduce --out docs/results``),
-    ``results/runs`` (a local reproduce run), ``<cache>/results`` (single ``python -m probes
+    ``docs/results/runs`` (committed, written by ``python -m probes reproduce --out docs/results``), the committed
+    UD EWT runs (``docs/results/ud_ewt/runs``: the tag probe; ``…/structural_runs``: the structural probe and head
+    syntax), ``results/runs`` (a local reproduce run), ``<cache>/results`` (single ``python -m probes
     wsd|pos|mix`` runs).
     """
-    return (REPO_ROOT / "docs" / "results" / "runs", REPO_ROOT / "results" / "runs", cache_dir() / "results")
+    committed = REPO_ROOT / "docs" / "results"
+    return (
+        committed / "runs",
+        committed / "ud_ewt" / "runs",
+        committed / "ud_ewt" / "structural_runs",
+        REPO_ROOT / "results" / "runs",
+        cache_dir() / "results",
+    )
 
 
 def label_dir(d: Path) -> str:
@@ -64,8 +72,9 @@ def load_dir(d: Path) -> pd.DataFrame:
     return df.assign(source=label_dir(d)) if not df.empty else pd.DataFrame(columns=[*COLUMNS, "source"])
 
 
-VALUE_COLUMNS = ("value", "n", "lo", "hi", "unit", "clusters", "draws")  # a curve's or a named row's, after its keys
-OPTIONAL = ("n", "lo", "hi", "unit", "clusters", "draws")  # result columns an older or a baseline result may lack
+#: A curve's or a named row's columns after its keys; of them, those an older or a baseline result may lack.
+VALUE_COLUMNS = ("value", "n", "lo", "hi", "unit", "clusters", "draws", "seeds")
+OPTIONAL = VALUE_COLUMNS[1:]
 
 
 def with_optional(sel: pd.DataFrame, columns: tuple[str, ...] = OPTIONAL) -> pd.DataFrame:
@@ -97,10 +106,12 @@ def metrics_of(df: pd.DataFrame, spec: ProbeSpec, dataset: str) -> list[str]:
 def layer_curves_frame(
     df: pd.DataFrame, probe: str, dataset: str, metric: str, exclude: set[str] | frozenset[str] = frozenset()
 ) -> pd.DataFrame:
-    """model, layer (int), value, n, lo, hi, unit, clusters, draws for the numbered layers of one probe/dataset/metric.
+    """model, layer (int), value, n, lo, hi, unit, clusters, draws, seeds for the numbered layers of one probe/dataset/
+    metric.
 
     ``lo``/``hi`` are the rows' bootstrap 95% interval (NaN where a result has none), resampling ``clusters``
-    ``unit`` s (documents, sentences) and, for a control task, its ``draws`` label draws (NaN: none)."""
+    ``unit`` s (documents, sentences) and, for a control task, its ``draws`` label draws; ``seeds``: how many
+    training seeds a mean averages (NaN: one run)."""
     sel = df[
         (df["probe"] == probe)
         & (df["dataset"] == dataset)

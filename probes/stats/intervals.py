@@ -260,6 +260,12 @@ def paired_test(a_correct, b_correct, *, units: Units | None = None, seed: int =
     return {"diff": round(diff, 2), "lo": lo, "hi": hi, "p": min(1.0, p), "n": int(n), **units.row_fields()}
 
 
+def smallest_sign_flip_p(clusters: int) -> float:
+    """The smallest p ``_sign_flip_p`` can give with this many clusters: 2/2^k when every sign pattern is
+    enumerated (3 documents: 0.25, so no difference on them can be significant), else 1/(1 + PERMUTATIONS)."""
+    return 2.0 / 2**clusters if clusters <= EXACT_FLIPS else 1.0 / (1 + PERMUTATIONS)
+
+
 def _sign_flip_p(differences: np.ndarray, seed: int) -> float:
     """Two-sided p of Σ d_k under sign flips of the per-cluster differences d_k (paired permutation test).
 

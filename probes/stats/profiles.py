@@ -63,9 +63,14 @@ def expected_layer(weights: Sequence[float]) -> float:
     return float(np.arange(len(s)) @ (s / s.sum()))
 
 
-def centre_of_gravity(scores: Sequence[float]) -> float:
-    """Centre of gravity of the gains of the running best score over layers 0, 1, …; NaN without a gain."""
-    p = np.maximum.accumulate(np.asarray(scores, dtype=float))
+#: Measures whose smaller values are better (an MDL codelength: fewer bits to transmit the labels).
+LOWER_IS_BETTER = frozenset({"codelength_kbits", "control_codelength_kbits"})
+
+
+def centre_of_gravity(scores: Sequence[float], lower_is_better: bool = False) -> float:
+    """Centre of gravity of the gains of the running best score over layers 0, 1, …; NaN without a gain. With
+    ``lower_is_better`` (codelengths) a gain is a fall below the best so far."""
+    p = np.maximum.accumulate(-np.asarray(scores, dtype=float) if lower_is_better else np.asarray(scores, dtype=float))
     if len(p) == 0 or np.isnan(p).any():
         raise ValueError("centre_of_gravity needs one score per layer, none missing.")
     gains = np.diff(p)
@@ -74,15 +79,16 @@ def centre_of_gravity(scores: Sequence[float]) -> float:
     return float(np.arange(1, len(p)) @ gains / gains.sum())
 
 
-def centres_of_gravity(profile: pd.DataFrame) -> pd.DataFrame:
-    """Per model of a ``layer_profile``: the centre of gravity in layers and in relative depth."""
+def centres_of_gravity(profile: pd.DataFrame, lower_is_better: bool = False) -> pd.DataFrame:
+    """Per model of a ``layer_profile``: the centre of gravity in layers and in relative depth (``lower_is_better``:
+    of a measure whose smaller values are better, ``LOWER_IS_BETTER``)."""
     rows = []
     for model, part in profile.groupby("model", sort=False):
         part = part.sort_values("layer")
         if list(part["layer"]) != list(range(len(part))):  # a layer missing: gains would skip it
             cog = float("nan")
         else:
-            cog = centre_of_gravity(part["value"].to_numpy())
+            cog = centre_of_gravity(part["value"].to_numpy(), lower_is_better)
         last = int(part["layers"].iloc[0])
         rows.append(
             {

@@ -272,7 +272,7 @@ PROBE = ProbeSpec(
     baselines=structural_baselines,
     tables=lambda df, extras: dataset_tables(df, NAME),
     table_titles={},
-    chart=ChartSpec(metrics=METRICS),
+    chart=ChartSpec(metrics=METRICS, axis_titles=(("selectivity", "selectivity (points: UUAS − control UUAS)"),)),
     options=file_options(FORMATS)
     + (
         Option("rank", int, None, "rank of the probe's linear map (default min(128, dim))", positive=True),
