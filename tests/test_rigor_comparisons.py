@@ -181,7 +181,12 @@ def test_best_layer_table_tests_the_best_against_runner_up_and_layer_0():
     # ranked on the held-out split (L1), not on the test set (which favours L2): L1 is tested against L2 and L0
     assert list(zip(t.best, t.against)) == [("m L1", "m L2"), ("m L1", "m L0")]
     assert t.iloc[0]["difference (points)"] < 0  # the held-out winner loses on test: reported, not hidden
-    assert set(t["ranked on"]) == {HELD_OUT}
+    assert set(t["ranked on"]) == {HELD_OUT} and set(t["tie on the ranking set"]) == {"no"}
+    # an exact tie on the ranking set goes to the lower layer, and the row says so (it read as a plain "best")
+    res.extra["history"]["2"] = [{"epoch": 0, "val_acc": 0.92}]
+    t = best_layer_table([res])
+    assert (t.iloc[0].best, t.iloc[0].against) == ("m L1", "m L2")
+    assert t.iloc[0]["tie on the ranking set"] == "yes: the lower layer taken"
     del res.extra["history"]  # a result that kept no training history cannot be ranked without the test set
     assert best_layer_table([res]) is None
     assert best_layer_table([_result("m", "pos", "conll2000-test", {"0": base}, keep=False)]) is None

@@ -26,6 +26,9 @@ def test_choices_are_layered_measures_without_precision_and_recall():
     assert not any(probe == "mix" for probe, _, _ in choices)  # mix rows are λ rows, not layers
     assert choice_label(choices[0]).count(" · ") == 2
     assert profile_choices(df.iloc[0:0]) == []
+    # the note says what the intervals average, as the Probes page's does for the same rows
+    selectivity = profile_figure(layer_profile(df, "pos", "conll2000-test", "selectivity"), title="t", y_title="s")
+    assert selectivity.layout.title.text.endswith("<sup>95% CI over 2012 sentences, 5 control draws</sup>")
 
 
 def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():

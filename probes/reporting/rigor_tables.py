@@ -126,8 +126,9 @@ def _ranking(results: Sequence[ProbeResult], probe: str, dev: str) -> dict[tuple
 
 
 def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | None = None) -> pd.DataFrame | None:
-    """Per probe and model: best numbered layer (ranked without the test set, ``BEST_LAYER_DATASETS``) vs the
-    runner-up and vs the first, tested on the test set (None: no outcomes kept)."""
+    """Per probe and model: best numbered layer (ranked without the test set, ``BEST_LAYER_DATASETS``; an exact tie
+    goes to the lower layer, and the row says so) vs the runner-up and vs the first, tested on the test set (None:
+    no outcomes kept)."""
     rows = []
     for probe, (dev, test) in BEST_LAYER_DATASETS.items():
         ranking, outcomes = _ranking(results, probe, dev), outcome_table(results, probe, test)
@@ -139,7 +140,7 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
             pairs = [((model, ranked[0]), (model, ranked[1]))]
             if layers[0] not in ranked[:2]:
                 pairs.append(((model, ranked[0]), (model, layers[0])))
-            for t in compare(outcomes, pairs).itertuples():
+            for (a, b), t in zip(pairs, compare(outcomes, pairs).itertuples()):
                 rows.append(
                     {
                         "probe": probe,
@@ -147,6 +148,8 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
                         "test set": test,
                         "best": t.a,
                         "against": t.b,
+                        # an exact tie on the ranking set is broken towards the lower layer: say so, not "best"
+                        "tie on the ranking set": "yes: the lower layer taken" if ranking[a] == ranking[b] else "no",
                         "difference (points)": t.diff,
                         "95% interval": f"[{t.lo:.2f}, {t.hi:.2f}]",
                         "unit": f"{t.clusters} {t.unit}s",

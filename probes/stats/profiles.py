@@ -28,7 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-PROFILE_COLUMNS = ["model", "layer", "layers", "depth", "value", "n", "lo", "hi", "unit", "clusters"]
+#: ``draws``/``seeds``: the control-task label draws and training seeds a row averages (NaN: one), for the chart's note.
+PROFILE_COLUMNS = ["model", "layer", "layers", "depth", "value", "n", "lo", "hi", "unit", "clusters", "draws", "seeds"]
 
 
 def relative_depth(layer: int | np.ndarray, last_layer: int) -> float | np.ndarray:
@@ -49,7 +50,7 @@ def layer_profile(
     out = sel.assign(layer=sel["layer"].astype(int), value=sel["value"].astype(float))
     out["layers"] = out.groupby("model")["layer"].transform("max")
     out["depth"] = [float(relative_depth(layer, L)) for layer, L in zip(out["layer"], out["layers"])]
-    for col in ("n", "lo", "hi", "unit", "clusters"):
+    for col in PROFILE_COLUMNS[5:]:
         if col not in out:
             out[col] = np.nan
     return out[PROFILE_COLUMNS].sort_values(["model", "layer"]).reset_index(drop=True)
