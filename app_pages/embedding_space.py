@@ -161,7 +161,7 @@ def contextual_tab() -> None:
             0,
             num_layers - 1,
             key=state.bind("space_ctx_layer", num_layers - 1, lo=0, hi=num_layers - 1, param="layer"),
-            help="0 = context-independent layer",
+            help="0 = the input layer (no other word shapes it; a transformer's adds the position)",
         )
         table = token_table(outs, layer)  # words only: punctuation is neither a query nor a neighbour
         if len(table.rows) < 1:

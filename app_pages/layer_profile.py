@@ -40,8 +40,8 @@ from viz.profile import (
 from viz.results import baseline_frame, dirs_with_results, folder_version, load_dir, result_dirs
 
 INTRO = """
-Per-layer probe scores against **relative depth** (layer / top layer: 0 is the context-independent
-layer 0, 1 the top layer), so a 2-layer ELMo and a 6-layer MiniLM share one axis. Beside them: the
+Per-layer probe scores against **relative depth** (layer / top layer: 0 is the input layer, which no
+other word shapes, 1 the top layer), so a 2-layer ELMo and a 6-layer MiniLM share one axis. Beside them: the
 **centre of gravity** of score gains and the **expected layer** of the learned scalar-mix weights
 (Tenney et al. 2019), the **contextuality** of each layer (Ethayarajh 2019), and **linear CKA**
 (Kornblith et al. 2019) between layers, within a model and across two. Random-weight models

@@ -27,9 +27,10 @@ from models.registry import available_models, get_spec, load_embedder, loaded_mo
 from models.user_registry import UserModel, registry_file
 
 INTRO = """
-Every model turns a sentence into **one vector per word at every layer**. Layer 0 is the
-context-independent layer (a static lookup, ELMo's character CNN, a transformer's embedding
-output); higher layers mix in context. Static models (GloVe, word2vec, fastText) have only
+Every model turns a sentence into **one vector per word at every layer**. Layer 0 is the input
+layer, which no other word of the sentence shapes (a static lookup, ELMo's character CNN, a
+transformer's embedding output, which adds the word's position, so it is not quite the same in
+every sentence); higher layers mix in context. Static models (GloVe, word2vec, fastText) have only
 layer 0, so a word gets the same vector in every sentence.
 
 Loaded models are shared by every browser session of this server; loading happens once.

@@ -97,7 +97,8 @@ def layer_slider(key: str, L: int, default: int, label: str = "Layer") -> int:
         0,
         L - 1,
         key=state.bind(key, default, lo=0, hi=L - 1, param=key.replace("poly_", "")),
-        help="0 = context-independent layer; drag to watch the senses separate.",
+        help="0 = the input layer (no other word shapes it; a transformer's adds the position); drag to watch "
+        "the senses separate.",
     )
 
 

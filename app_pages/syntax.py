@@ -130,7 +130,13 @@ def trees_tab(model: str, words: list[str], tree: DepTree | None, name: str) -> 
     c1, c2 = st.columns([3, 1])
     layer_key = state.bind("syn_layer", L // 2, lo=0, hi=L - 1, param="layer")
     if L > 1:
-        layer = c1.slider("Layer", 0, L - 1, key=layer_key, help="0 = the context-independent layer")
+        layer = c1.slider(
+            "Layer",
+            0,
+            L - 1,
+            key=layer_key,
+            help="0 = the input layer (no other word shapes it; a transformer's adds the position)",
+        )
     else:
         layer = st.session_state[layer_key]
         c1.caption(f"{md(model)} has one layer (0): context-independent vectors.")

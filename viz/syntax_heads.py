@@ -129,7 +129,9 @@ def relation_table(counts: HeadCounts, *, min_count: int = MIN_COUNT) -> pd.Data
                 "head accuracy": b["accuracy"],
                 "best offset": f"{b['offset']:+d}",
                 "offset accuracy": b["offset_accuracy"],
-                "head beats offset": b["beats_offset"],
+                # the margin, not a bare win: a head picked among many on these dependencies beats the offset by a
+                # dependency or two as often as not (nmod 23.76 vs 22.70 on 282)
+                "head − offset (points)": round(b["accuracy"] - b["offset_accuracy"], 2),
             }
             for direction, by_rel in best.items()
             for rel, b in by_rel.items()
