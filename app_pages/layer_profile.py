@@ -18,7 +18,6 @@ import streamlit as st
 from app_pages import state
 from app_pages.common import chart, folder_select, get_embedder, model_names, page, page_header, preferred, safe
 from app_pages.warmup import wait_warmup
-from corpora.paths import REPO_ROOT
 from models.random_init import random_name, twin_base
 from models.registry import get_spec
 from probes.registry import RunContext, all_probes, get_probe
@@ -37,7 +36,7 @@ from viz.profile import (
     profile_figure,
     summary_frame,
 )
-from viz.results import baseline_frame, dirs_with_results, folder_version, load_dir, result_dirs
+from viz.results import CONTEXTUALITY_RUNS, baseline_frame, dirs_with_results, folder_version, load_dir, result_dirs
 
 INTRO = """
 Per-layer probe scores against **relative depth** (layer / top layer: 0 is the input layer, which no
@@ -47,7 +46,6 @@ other word shapes, 1 the top layer), so a 2-layer ELMo and a 6-layer MiniLM shar
 (Kornblith et al. 2019) between layers, within a model and across two. Random-weight models
 (`random:NAME@SEED`, dashed) show what the architecture gives before training.
 """
-CONTEXTUALITY_DIR = REPO_ROOT / "docs" / "results" / "contextuality" / "runs"
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -89,6 +87,11 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
     present = [m for m in dict.fromkeys(rows) if spec is None or m not in spec.baseline_models]
     models = st.multiselect("Models", present, key=state.bind("lp_models", present, present, param="models"))
     prof = layer_profile(df, probe, dataset, metric, models)
+    if partial := prof.attrs.get("partial"):
+        st.caption(
+            "Left out, their depth unknown (measured at some layers only, with a gap): "
+            + "; ".join(f"{m} (layers {', '.join(map(str, ls))})" for m, ls in partial.items())
+        )
     if prof.empty:
         st.info("Pick at least one model with per-layer results.")
         return None
@@ -96,7 +99,9 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
     base = baseline_frame(df, spec, dataset, metric) if spec is not None else None
     y_range = spec.chart.y_range if spec is not None else None
     y_title = (spec.chart.axis_title(metric) if spec is not None else None) or metric
-    fig = profile_figure(prof, title=title, y_title=y_title, base=base, y_range=y_range, twin_of=twin_base)
+    fig = profile_figure(
+        prof, title=title, y_title=y_title, base=base, y_range=y_range, twin_of=twin_base, metric=metric
+    )
     stem = file_stem("layer-profile", probe, dataset, metric)
     chart(fig, stem, key="lp_profile_chart", data=frame_csv(with_baselines(prof, base)))  # the baselines' rows too
     if base is not None and not base.empty:
@@ -205,13 +210,11 @@ def cka_section() -> None:
 def main() -> None:
     page_header("Layer profile", INTRO, draws=("plotly",))
     st.subheader("Probe scores and contextuality by relative depth")
-    dirs, ctx_dirs = dirs_with_results(result_dirs()), []
+    # the committed contextuality runs hold no probe's layers: offered beside, first, not in the profile's picker
+    dirs, ctx_dirs = [d for d in dirs_with_results(result_dirs()) if d != CONTEXTUALITY_RUNS], []
     with safe("read the contextuality results"):
-        ctx_dirs = [
-            d
-            for d in dirs_with_results((CONTEXTUALITY_DIR, *result_dirs()))
-            if contextuality_metrics(cached_results(str(d))[0])
-        ]
+        ordered = sorted(result_dirs(), key=lambda d: d != CONTEXTUALITY_RUNS)
+        ctx_dirs = [d for d in dirs_with_results(tuple(ordered)) if contextuality_metrics(cached_results(str(d))[0])]
     left, right = st.columns(2)
     summary = None  # stays None when the profile section fails
     with left, safe("draw the layer profile"):

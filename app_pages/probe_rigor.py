@@ -11,10 +11,8 @@ from app_pages import state
 from app_pages.common import chart
 from models.random_init import twin_base
 from probes.registry import ProbeSpec
-from probes.stats.claims import ALPHA
-from probes.stats.intervals import smallest_sign_flip_p
 from viz.export import file_stem, frame_csv
-from viz.probe_views import RIGOR_PANELS, layer_tests, rigor_view
+from viz.probe_views import RIGOR_PANELS, layer_tests, rigor_view, undecidable_note
 
 
 def layer_tests_section(spec: ProbeSpec, dataset: str, metric: str, models: list[str], results, key: str) -> None:
@@ -40,12 +38,8 @@ def layer_tests_section(spec: ProbeSpec, dataset: str, metric: str, models: list
         "test, two-sided (with several seeds: seeds resampled too); the layers of one model are one family of "
         "tests, so the decision reads Holm's adjusted p (docs/statistics.md)."
     )
-    fewest = table.attrs["fewest_units"]
-    if (floor := smallest_sign_flip_p(fewest)) >= ALPHA:
-        box.warning(
-            f"Only {fewest} resampled units: the sign-flip test's smallest p is {floor:.2g}, so no difference on "
-            "this set can be significant, however far apart the scores are."
-        )
+    if note := undecidable_note(table):
+        box.warning(note)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -28,6 +28,7 @@ from probes.estimate import estimate_run
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, read_results, results_frame
 from probes.run import run_probe
+from probes.stats.comparisons import outcome_table
 from viz.export import file_stem, frame_csv, run_record_json, with_baselines
 from viz.probe_figures import has_intervals, interval_note, small_sample_note
 from viz.probe_views import frame_signature, probe_view
@@ -135,13 +136,14 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
                 mime="application/json",
             )
         if note := small_sample_note(curves):
+            over = interval_note(curves)  # "95% CI over 3 documents (few: …)": the units the bars resample
+            resampled = f", {over.removeprefix('95% CI ')}" if over.startswith("95% CI over ") else ""
             st.caption(
                 f"⚠️ {note.capitalize()} test instances. "
                 + (
-                    f"The error bars are bootstrap 95% intervals of each score on its own, over "
-                    f"{interval_note(curves).removeprefix('95% CI over ')}: whether two layers differ is the "
-                    "paired tests' question below (overlapping bars can still differ, and with few units no test "
-                    "can tell them apart)."
+                    f"The error bars are bootstrap 95% intervals of each score on its own{resampled}: whether two "
+                    "layers differ is the paired tests' question below (overlapping bars can still differ, and with "
+                    "few units no test can tell them apart)."
                     if has_intervals(curves)
                     else "These results carry no intervals: treat differences of a few points as noise."
                 )
@@ -154,7 +156,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         layer_tests_section(spec, dataset, metric, sorted(set(curves["model"])), results, key)
     else:  # the tests read the kept per-instance outcomes, which score the headline metric only
         state.forget(f"{key}_tests_model")
-        if results is not None and not curves.empty:
+        if results is not None and not curves.empty and outcome_table(results(), spec.name, dataset):
             st.caption(f"Paired layer tests are on {spec.chart.metrics[0]} (what the kept outcomes score).")
     if not base.empty:
         st.caption(

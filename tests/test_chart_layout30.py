@@ -200,4 +200,5 @@ def test_a_charts_csv_keeps_layer_numbers_and_counts_whole(committed) -> None:
     rows = [dict(zip(header.split(","), line.split(","))) for line in lines]
     assert {r["layer"] for r in rows if r["layer"]} == {str(k) for k in range(7)}
     assert all(r["clusters"] in ("", "2012") and "." not in r["n"] for r in rows)
+    assert {r["seeds"] for r in rows} == {"", "3"}  # counts whole, as the seeds column is (not "3.0")
     assert [r["baseline"] for r in rows if not r["layer"]] == ["majority tag per word"]

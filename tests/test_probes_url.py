@@ -92,4 +92,9 @@ def test_the_committed_ud_ewt_runs_are_offered_and_their_structural_results_draw
     at.run()
     assert_ok(at)
     assert not [i.value for i in at.info if "No STRUCTURAL" in i.value] and at.get("plotly_chart")
-    assert {"docs/results/ud_ewt/runs", "docs/results/runs"} <= set(at.selectbox(key="probe_results_dir").options)
+    assert {"docs/results/ud_ewt/runs", "docs/results/runs", "docs/results/contextuality/runs"} <= set(
+        at.selectbox(key="probe_results_dir").options
+    )
+    # a probe that keeps no per-instance outcomes is not told its tests are on UUAS
+    at.selectbox(key="saved_structural_metric").set_value("DSpr").run()
+    assert not [c.value for c in at.caption if "Paired layer tests are on" in c.value]

@@ -379,3 +379,16 @@ def test_one_cluster_has_no_interval_rather_than_a_zero_width_one():
     two = Units("document", np.repeat([0, 1], 20))
     lo, hi = accuracy_interval(np.arange(40) % 3 == 0, units=two)
     assert lo is not None and lo <= 100 * np.mean(np.arange(40) % 3 == 0) <= hi
+
+
+def test_the_layer_tests_warn_when_holm_leaves_no_test_able_to_decide():
+    """Seven documents allow a raw p of 2/128 = 0.016, but six tests under Holm start at 0.094: every row read "no"
+    with no word why (the warning looked at the raw floor alone)."""
+    from probes.stats.intervals import smallest_sign_flip_p
+    from viz.probe_views import undecidable_note
+
+    assert smallest_sign_flip_p(3) == 0.25 and smallest_sign_flip_p(7) == 2 / 128
+    six, three = pd.DataFrame({"A": range(6)}), pd.DataFrame({"A": range(3)})
+    six.attrs["fewest_units"] = three.attrs["fewest_units"] = 7
+    assert "0.094 after Holm's correction for these 6 tests" in undecidable_note(six)
+    assert undecidable_note(three) is None  # 3 × 0.016 = 0.047 < 0.05: a test can decide

@@ -93,3 +93,21 @@ def test_profile_axis_never_zooms_into_noise_and_takes_a_probes_fixed_range():
     lo, hi = fig.layout.yaxis.range
     assert hi - lo >= 20 and lo <= 93 and hi <= 100 and fig.layout.yaxis.title.text == "accuracy (%)"
     assert list(profile_figure(prof, title="t", y_title="cos", y_range=(-1.0, 1.0)).layout.yaxis.range) == [-1, 1]
+
+
+def test_layer_profile_edge_cases_found_in_review():
+    """A folder without a probe's numbered layers gave a KeyError, not "no choices"; a model measured at layers 0
+    and 3 of six was drawn with layer 3 at depth 1; a probe's own axis title was read as the metric (structural
+    selectivity floored at 0 with a "%"); a dataset name with brackets was split into the subtitle."""
+    from pathlib import Path
+
+    df = load_results(RUNS)
+    assert profile_choices(df, "contextuality") == [] and profile_choices(df[df.layer.eq("mean")]) == []
+    structural = load_results(Path(RUNS).parent / "ud_ewt" / "structural_runs")
+    uuas = layer_profile(structural, "structural", "en_ewt-ud@4d7343ed:dev:tree", "UUAS")
+    assert uuas.attrs["partial"] == {"random:minilm": [0, 3]} and "random:minilm" not in set(uuas.model)
+    prof = layer_profile(structural, "structural", "en_ewt-ud@4d7343ed:dev:tree", "selectivity")
+    fig = profile_figure(prof, title="t", y_title="selectivity (points: UUAS − control UUAS)", metric="selectivity")
+    assert fig.layout.yaxis.title.text == "selectivity (points: UUAS − control UUAS)" and fig.layout.yaxis.range[0] < 0
+    named = choice_label(("tag", "en_ewt-ud@4d7343ed:dev:feats:Number (not _)", "accuracy"))
+    assert "(not _) · accuracy<br><sup>" in profile_figure(prof, title=named, y_title="accuracy").layout.title.text

@@ -129,13 +129,17 @@ def frame_csv(df: pd.DataFrame) -> bytes:
 
 def with_baselines(rows: pd.DataFrame, base: pd.DataFrame | None) -> pd.DataFrame:
     """A chart's rows and its baselines' (``base``: label, value[, lo, hi]; None: the chart has none), named in a
-    column ``baseline``, as its CSV has them: layer numbers and counts stay whole numbers (the baselines have no
-    layer, which made the column float: "0.0")."""
-    if base is None:
-        return rows
-    out = pd.concat([rows, base.rename(columns={"label": "baseline"})], ignore_index=True)
-    whole = [c for c in ("layer", "n", "clusters") if c in out and pd.api.types.is_numeric_dtype(out[c])]
+    column ``baseline``, as its CSV has them: layer numbers and counts (n, clusters, draws, seeds) stay whole numbers
+    (a missing value — a baseline's layer, a plain run's seeds — made the column float: "0.0")."""
+    out = rows if base is None else pd.concat([rows, base.rename(columns={"label": "baseline"})], ignore_index=True)
+    counts = ("layer", "n", "clusters", "draws", "seeds")
+    whole = [c for c in counts if c in out and pd.api.types.is_numeric_dtype(out[c]) and _whole(out[c])]
     return out.astype(dict.fromkeys(whole, "Int64"))
+
+
+def _whole(column: pd.Series) -> bool:
+    values = column.dropna()
+    return bool((values == values.round()).all())
 
 
 def frame_json(df: pd.DataFrame) -> bytes:

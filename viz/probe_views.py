@@ -18,6 +18,7 @@ from probes.reporting.rigor_tables import selectivity_mdl_table
 from probes.results import ProbeResult
 from probes.stats.claims import ALPHA, p_text
 from probes.stats.comparisons import holm, layer_comparisons, numbered_layers, outcome_table
+from probes.stats.intervals import smallest_sign_flip_p
 from probes.stats.units import over_text
 from viz.probe_figures import breakdown_figure, layer_probe_figure, named_rows_figure, task_vs_control_figure
 from viz.results import (
@@ -166,3 +167,18 @@ def layer_tests(results: Sequence[ProbeResult], probe: str, dataset: str, model:
     )
     table.attrs["fewest_units"] = int(t.clusters.min())
     return table
+
+
+def undecidable_note(table: pd.DataFrame) -> str | None:
+    """Why no row of a ``layer_tests`` table can read "yes", when none can: with its fewest units the sign-flip
+    test's smallest p (``probes.stats.intervals.smallest_sign_flip_p``), times the number of tests (Holm's
+    smallest adjusted p), is not under ``ALPHA`` — 3 documents give 0.25, 7 documents and 6 tests 0.094."""
+    fewest = table.attrs["fewest_units"]
+    raw = smallest_sign_flip_p(fewest)
+    if (floor := min(1.0, raw * len(table))) < ALPHA:
+        return None
+    return (
+        f"Only {fewest} resampled units: the sign-flip test's smallest p is {raw:.2g}, {floor:.2g} after Holm's "
+        f"correction for these {len(table)} tests, so no difference on this set can be significant, however far "
+        "apart the scores are."
+    )

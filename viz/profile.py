@@ -42,7 +42,8 @@ def profile_choices(df: pd.DataFrame, probe_filter: str | None = None) -> list[t
     sel = df[df["layer"].astype(str).str.fullmatch(r"\d+") & ~df["metric"].isin(SKIPPED_METRICS)]
     sel = sel[sel["probe"] == probe_filter] if probe_filter else sel[sel["probe"] != CONTEXTUALITY]
     retired = {spec.name: spec.chart.breakdown_retired for spec in all_probes()}
-    sel = sel[[not str(d).startswith(retired.get(p, ())) for p, d in zip(sel["probe"], sel["dataset"])]]
+    kept = [not str(d).startswith(retired.get(p, ())) for p, d in zip(sel["probe"], sel["dataset"])]
+    sel = sel[pd.Series(kept, index=sel.index, dtype=bool)]  # a mask even when empty (a bare [] selects columns)
     layered = sel.groupby(["probe", "dataset", "metric", "model"])["layer"].nunique()
     keys = layered[layered > 1].reset_index()[["probe", "dataset", "metric"]].drop_duplicates()
     return [tuple(k) for k in keys.itertuples(index=False)]
@@ -71,12 +72,14 @@ def profile_figure(
     y_range: tuple[float, float] | None = None,
     height: int = 440,
     twin_of: Callable[[str], str | None] = lambda model: None,
+    metric: str | None = None,
 ) -> go.Figure:
     """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns), each
     baseline (``base``: label, value, as ``viz.results.baseline_frame``) a dashed series of its own across the depths.
 
-    The y axis: ``y_range`` (a probe's fixed one: cosines, CKA), else the metric's unit and bounds spanning at least
-    ``viz.axes.MIN_SPAN`` points, as on the Probes page. Drawn at half width: the title in two parts
+    The y axis: ``y_range`` (a probe's fixed one: cosines, CKA), else ``metric``'s (default: ``y_title`` read as the
+    metric) unit and bounds spanning at least ``viz.axes.MIN_SPAN`` points, as on the Probes page; a ``y_title``
+    other than ``metric`` (a probe's own axis title) is the axis title. Drawn at half width: the title in two parts
     (``title``'s part before " (", then the rest with what the error bars are), each wrapped to fit, the legend
     under the plot (``viz.figures.chart_layout(half=True)``). twin_of: a random-weight twin's trained model, drawn
     dotted in that model's colour (``viz.figures.model_styles``; the app passes ``models.random_init.twin_base``:
@@ -107,14 +110,20 @@ def profile_figure(
         )
     for k, (_, row) in enumerate((base if base is not None else pd.DataFrame()).iterrows()):
         fig.add_trace(baseline_line(row, [0.0, 1.0], k, two_lines=True))  # a half-width legend column holds it whole
-    head, _, aside = title.partition(" (")
-    notes = [aside.rstrip(")")] if aside else []
+    # "Self-similarity (lower = more context-specific)": the aside becomes a note; a name with brackets inside
+    # ("…:feats:Number (not _) · accuracy") is not split
+    head, _, aside = title.rpartition(" (") if title.endswith(")") else (title, "", "")
+    if " · " in aside:
+        head, aside = title, ""
+    notes = [aside.removesuffix(")")] if aside else []
     notes.append(interval_note(profile.dropna(subset=["lo", "hi"])))
     chart_layout(fig, f"{head} — {'; '.join(notes)}", height, half=True)  # drawn beside another
     fig.update_xaxes(title="relative depth (layer / top layer)", range=[-0.05, 1.05], dtick=0.25)
     if y_range is None:  # the metric's unit and bounds, never zoomed into noise (``viz.axes.metric_axis``)
         values = [*profile["value"], *profile["lo"].dropna(), *profile["hi"].dropna()]
-        y_title, y_range = metric_axis(y_title, values + ([] if base is None else list(base["value"].dropna())))
+        values += [] if base is None else list(base["value"].dropna())
+        unit_title, y_range = metric_axis(metric or y_title, values)
+        y_title = y_title if metric and y_title != metric else unit_title  # a probe's own axis title wins
     fig.update_yaxes(title=escape_html(y_title), range=list(y_range))
     return fig
 

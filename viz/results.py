@@ -19,20 +19,24 @@ from probes.results import COLUMNS, load_results, on_slice_of, split_slice
 from probes.tasks.rigor_options import base_probe
 from probes.tasks.wsd.tables import WORD_ROW
 
+#: The committed contextuality runs (``reproduce --probes contextuality --out docs/results``).
+CONTEXTUALITY_RUNS = REPO_ROOT / "docs" / "results" / "contextuality" / "runs"
+
 
 def result_dirs() -> tuple[Path, ...]:
     """Where probe result JSON files live, most authoritative first.
 
     ``docs/results/runs`` (committed, written by ``python -m probes reproduce --out docs/results``), the committed
     UD EWT runs (``docs/results/ud_ewt/runs``: the tag probe; ``…/structural_runs``: the structural probe and head
-    syntax), ``results/runs`` (a local reproduce run), ``<cache>/results`` (single ``python -m probes
-    wsd|pos|mix`` runs).
+    syntax), the committed contextuality runs, ``results/runs`` (a local reproduce run), ``<cache>/results``
+    (single ``python -m probes wsd|pos|mix`` runs).
     """
     committed = REPO_ROOT / "docs" / "results"
     return (
         committed / "runs",
         committed / "ud_ewt" / "runs",
         committed / "ud_ewt" / "structural_runs",
+        CONTEXTUALITY_RUNS,
         REPO_ROOT / "results" / "runs",
         cache_dir() / "results",
     )

@@ -137,10 +137,12 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
             if len(layers) < 2:
                 continue
             ranked = sorted(layers, key=lambda layer: (-ranking[(model, layer)], int(layer)))
+            # an exact tie for the top of the ranking is broken towards the lower layer: every row of it says so
+            tie = "yes: the lower layer taken" if ranking[(model, ranked[0])] == ranking[(model, ranked[1])] else "no"
             pairs = [((model, ranked[0]), (model, ranked[1]))]
             if layers[0] not in ranked[:2]:
                 pairs.append(((model, ranked[0]), (model, layers[0])))
-            for (a, b), t in zip(pairs, compare(outcomes, pairs).itertuples()):
+            for t in compare(outcomes, pairs).itertuples():
                 rows.append(
                     {
                         "probe": probe,
@@ -148,8 +150,7 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
                         "test set": test,
                         "best": t.a,
                         "against": t.b,
-                        # an exact tie on the ranking set is broken towards the lower layer: say so, not "best"
-                        "tie on the ranking set": "yes: the lower layer taken" if ranking[a] == ranking[b] else "no",
+                        "tie on the ranking set": tie,
                         "difference (points)": t.diff,
                         "95% interval": f"[{t.lo:.2f}, {t.hi:.2f}]",
                         "unit": f"{t.clusters} {t.unit}s",

@@ -40,7 +40,11 @@ def relative_depth(layer: int | np.ndarray, last_layer: int) -> float | np.ndarr
 def layer_profile(
     df: pd.DataFrame, probe: str, dataset: str, metric: str, models: Sequence[str] | None = None
 ) -> pd.DataFrame:
-    """Numbered-layer rows of one probe/dataset/metric with their relative depth (``PROFILE_COLUMNS``)."""
+    """Numbered-layer rows of one probe/dataset/metric with their relative depth (``PROFILE_COLUMNS``).
+
+    A model measured at some layers only, with a gap (a structural run of layers 0 and 3 of six), is left out: its
+    top layer, and so every depth, is unknown (layer 3 would be drawn at depth 1). ``attrs["partial"]``: those
+    models and their layers."""
     sel = df[(df["probe"] == probe) & (df["dataset"] == dataset) & (df["metric"] == metric)]
     if models is not None:
         sel = sel[sel["model"].isin(list(models))]
@@ -48,12 +52,21 @@ def layer_profile(
     if sel.empty:
         return pd.DataFrame(columns=PROFILE_COLUMNS)
     out = sel.assign(layer=sel["layer"].astype(int), value=sel["value"].astype(float))
+    measured = out.groupby("model")["layer"].agg(lambda ls: sorted(set(ls)))
+    partial = {m: ls for m, ls in measured.items() if ls != list(range(ls[-1] + 1))}
+    out = out[~out["model"].isin(list(partial))]
+    if out.empty:
+        empty = pd.DataFrame(columns=PROFILE_COLUMNS)
+        empty.attrs["partial"] = partial
+        return empty
     out["layers"] = out.groupby("model")["layer"].transform("max")
     out["depth"] = [float(relative_depth(layer, L)) for layer, L in zip(out["layer"], out["layers"])]
     for col in PROFILE_COLUMNS[5:]:
         if col not in out:
             out[col] = np.nan
-    return out[PROFILE_COLUMNS].sort_values(["model", "layer"]).reset_index(drop=True)
+    out = out[PROFILE_COLUMNS].sort_values(["model", "layer"]).reset_index(drop=True)
+    out.attrs["partial"] = partial
+    return out
 
 
 def expected_layer(weights: Sequence[float]) -> float:

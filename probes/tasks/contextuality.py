@@ -285,10 +285,10 @@ def write_tables(runs: Path, out: Path, command: str | None = None) -> Path:
     if command:
         lines += [f"Command: `{command}`", ""]
     lines += [
-        "Values in [−1, 1] (cosines) or [0, 1] (MEV); layer 0 is the context-independent layer. "
-        "Adjusted = measure − its anisotropy baseline at that layer (probes/estimators/contextuality.py). "
-        "Each cell: value [95% interval]: bootstrap over the measured words (self-similarity, MEV) or sentences "
-        "(intra-sentence similarity); the baselines' Monte-Carlo interval (SE < 0.0005: the CSVs' `se`).",
+        "Values in [−1, 1] (cosines) or [0, 1] (MEV); layer 0 is the input layer (a transformer's adds the position)."
+        " Adjusted = measure − its anisotropy baseline at that layer (probes/estimators/contextuality.py). Each cell: "
+        "value [95% interval]: bootstrap over the measured words (self-similarity, MEV) or sentences (intra-sentence "
+        "similarity); the baselines' Monte-Carlo interval (SE < 0.0005: the CSVs' `se`).",
         "",
     ]
     out.mkdir(parents=True, exist_ok=True)
