@@ -295,7 +295,9 @@ def corpus_panel(
     name = file_stem("corpus", model, f"layer{layer}", what)
     to = f" to {shorten(what, 40)}" if what else ""
     chart(
-        hit_histograms(df, title=f"{len(hits)} nearest SemCor occurrences{to}: {model} layer {layer}", height=340),
+        hit_histograms(
+            df, title=f"{len(hits)} nearest SemCor occurrences{to}", subtitle=f"{model} layer {layer}", height=360
+        ),
         name + "-histogram",
         key=f"{key}_hist",
         data=lambda: df.to_csv(index=False).encode("utf-8"),

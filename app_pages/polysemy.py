@@ -192,7 +192,7 @@ def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
             "and with many layers one pair can look apart by chance."
         )
     layered = ", ".join(m for m, X in Xs.items() if X.shape[0] >= 2)  # a one-layer (static) model draws no series
-    title = f"Which layer separates the senses of “{shorten(c['word'], 30)}”? ({layered}, {len(occs)} occurrences)"
+    title = (f"Which layer separates the senses of “{shorten(c['word'], 30)}”?", f"{layered} · {len(occs)} occurrences")
     long, fig = _layer_figure(occurrence_signature(c, occs) + tuple(Xs), Xs, occs, problem is None, title)
     if fig is None:
         st.caption("Nothing to compare across layers (a one-layer model, or a single sentence).")
@@ -201,7 +201,7 @@ def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _layer_figure(key: tuple, _Xs: dict, _occs, with_agreement: bool, title: str):
+def _layer_figure(key: tuple, _Xs: dict, _occs, with_agreement: bool, title: tuple[str, str]):
     """(long frame, figure) of the per-layer measures, once per (occurrences, models): a slider step
     or a new pick only redraws it. ``key`` names the occurrences and models (the vectors are not hashed)."""
     frames, chance = [], []
@@ -218,7 +218,7 @@ def _layer_figure(key: tuple, _Xs: dict, _occs, with_agreement: bool, title: str
         frames = [f[~f["measure"].str.endswith(": chance")] for f in frames]
         frames.append(pd.concat(chance).drop_duplicates("layer").sort_values("layer"))
     long = pd.concat(frames, ignore_index=True)
-    return long, layer_measures_figure(long, title=title)
+    return long, layer_measures_figure(long, title=title[0], subtitle=title[1], height=360)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -198,7 +198,18 @@ def occurrence_scatter(
     return fig
 
 
-def layer_measures_figure(df: pd.DataFrame, *, title: str | None = None, height: int = 340) -> go.Figure:
+def _titled(fig: go.Figure, title: str | None, subtitle: str | None, height: int) -> go.Figure:
+    """``_layout`` with the title as a headline and, when there is one, a smaller ``subtitle`` line below it (a
+    title of both in one line ran wider than a chart across a 1024-px window)."""
+    _layout(fig, title, height)
+    if title and subtitle:
+        fig.update_layout(title_text=two_line_title(title, subtitle))
+    return fig
+
+
+def layer_measures_figure(
+    df: pd.DataFrame, *, title: str | None = None, subtitle: str | None = None, height: int = 340
+) -> go.Figure:
     """Per-layer lines (long frame: layer, measure, value[, lo, hi]), every measure on one 0–1 axis; a measure with
     ``lo``/``hi`` has them as error bars; chance ("… chance") is a baseline: grey, dashed, no markers."""
     fig = go.Figure()
@@ -219,7 +230,7 @@ def layer_measures_figure(df: pd.DataFrame, *, title: str | None = None, height:
                 **style,
             )
         )
-    _layout(fig, title, height)
+    _titled(fig, title, subtitle, height)
     fig.update_xaxes(dtick=1, title="layer")
     fig.update_yaxes(title="value (0–1)", range=[-0.02, 1.02])
     return fig
@@ -232,6 +243,7 @@ def hit_histograms(
     height: int = 300,
     *,
     title: str | None = None,
+    subtitle: str | None = None,
 ) -> go.Figure:
     """Horizontal bars: how many corpus hits have each value of ``columns`` (top values, rest pooled); labels
     shortened to 45 characters (the hits' table and CSV have them whole)."""
@@ -258,4 +270,4 @@ def hit_histograms(
             col=ci + 1,
         )
         fig.update_xaxes(title="hits", rangemode="tozero", row=1, col=ci + 1)
-    return _layout(fig, title, height)
+    return _titled(fig, title, subtitle, height)
