@@ -135,7 +135,7 @@ def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b
             "head**; the open head is outlined in red."
         )
         chart(
-            grid_figure(att, (layer, head), title=f"Attention of every head: {model} ({unit})"),
+            grid_figure(att, (layer, head), title="Attention of every head", subtitle=f"{model} · {unit}"),
             file_stem("attention-grid", model),
             key="attn_grid",
             on_select=select_clicked_head("attn_grid", "attn_layer", "attn_head"),  # the tile opens its head

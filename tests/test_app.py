@@ -220,7 +220,7 @@ def test_attention_page_grid_head_and_pieces() -> None:
     assert len(at.get("plotly_chart")) == 4  # grid, head map, line view, q·k; the averages tab waits
     # each says what it shows, in its downloaded image too (the grid's said it only in the page's caption)
     titles = [(f["layout"].get("title") or {}).get("text") for f in figures(at)]
-    assert all(titles) and titles[0] == "Attention of every head: minilm (words)", titles
+    assert all(titles) and titles[0] == "Attention of every head<br><sup>minilm · words</sup>", titles
     caption = texts(at.caption)
     assert "6 layers × 12 heads" in caption
     at.slider(key="attn_layer").set_value(3).run()

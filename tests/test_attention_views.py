@@ -53,6 +53,9 @@ def test_a_titled_grid_grows_by_its_title_so_tiles_and_click_targets_keep_their_
     assert plot_px(titled) == plot_px(plain) and titled.data[1].marker.size == plain.data[1].marker.size
     again = title_below_toolbar(titled)  # the app's chart helper applies the rule again: nothing moves
     assert plot_px(again) == plot_px(plain)
+    two = grid_figure(att, title="Attention of every head", subtitle="hf:a-long/model-name · words")
+    assert two.layout.title.text == "Attention of every head<br><sup>hf:a-long/model-name · words</sup>"
+    assert plot_px(two) == plot_px(plain) and two.layout.height > titled.layout.height  # a line more, tiles kept
 
 
 def test_line_view_draws_each_link_over_the_threshold_once(att) -> None:

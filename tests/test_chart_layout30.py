@@ -24,7 +24,6 @@ from viz.figures import (
     LAPTOP_PLOT_PX,
     LEGEND_ROW_PX,
     TITLE_LINE,
-    balanced_wrap,
     chart_layout,
     legend_rows,
     model_styles,
@@ -33,6 +32,7 @@ from viz.figures import (
 from viz.probe_views import probe_view, rigor_view
 from viz.profile import profile_figure
 from viz.reproduce import comparison_figure, comparison_frame, load_tables
+from viz.titles import balanced_wrap
 
 RUNS = Path(__file__).resolve().parent.parent / "docs" / "results" / "runs"
 

@@ -22,7 +22,7 @@ from plotly.colors import get_colorscale
 
 from viz.attention_lines import line_view  # noqa: F401 (re-exported)
 from viz.text import escape_html, shorten
-from viz.titles import title_below_toolbar
+from viz.titles import title_below_toolbar, two_line_title
 
 # The explorer's figures are rebuilt on every click: built without plotly's property validation
 # (``_validate=False``: ~2 ms instead of ~100 ms a figure), so every value is given in its full
@@ -106,15 +106,20 @@ def mosaic(att: np.ndarray, gap: int = 1) -> np.ndarray:
 
 
 def grid_figure(
-    att: np.ndarray, selected: tuple[int, int] | None = None, *, height: int | None = None, title: str | None = None
+    att: np.ndarray,
+    selected: tuple[int, int] | None = None,
+    *,
+    height: int | None = None,
+    title: str | None = None,
+    subtitle: str | None = None,
 ) -> go.Figure:
     """All heads as one clickable image: rows = layers (top = layer 1), columns = heads.
 
     A transparent square marker sits on each tile (customdata = [layer, head], 1-based), so a click
     selects that head (``st.plotly_chart(on_select=…, selection_mode="points")``); the selected head
     (1-based) is outlined. ``height``: without a title (default: ~48 px a layer); a ``title`` (so that a
-    downloaded image says what it is) goes below the toolbar and the figure grows by its room, so the tiles
-    and their click targets keep their size.
+    downloaded image says what it is; a ``subtitle`` as a smaller line below it) goes below the toolbar and the
+    figure grows by its room, so the tiles and their click targets keep their size.
     """
     att = check_attention(att)
     L, H, n, _ = att.shape
@@ -185,7 +190,8 @@ def grid_figure(
         clickmode="event+select",
     )
     if title:
-        fig.update_layout(title=dict(text=escape_html(title), x=0.0))
+        text = two_line_title(title, subtitle) if subtitle else escape_html(title)
+        fig.update_layout(title=dict(text=text, x=0.0))
         title_below_toolbar(fig)
         fig.update_layout(height=height + fig.layout.margin.t - 28)
     return fig

@@ -6,9 +6,7 @@ plotly renders a subset of HTML in labels and hover text.
 
 from __future__ import annotations
 
-import functools
 import re
-import textwrap
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -19,6 +17,7 @@ from plotly.subplots import make_subplots
 
 from viz.attention import BLUES, FAST, TEMPLATE  # the explorer's fast figures: one template, one scale
 from viz.text import escape_html, legend_label, shorten
+from viz.titles import two_line_title
 
 PALETTE = px.colors.qualitative.Bold + px.colors.qualitative.Pastel + px.colors.qualitative.Safe
 ATTN_SCALE = "Blues"
@@ -57,26 +56,6 @@ LAPTOP_PLOT_PX = {False: 744, True: 326}
 #: A legend entry's width: its label's characters (5.3–6.4 px each, measured) and its symbol and gaps; a row's height.
 LEGEND_CHAR_PX, LEGEND_SYMBOL_PX, LEGEND_ROW_PX = 6.0, 36, 24
 LEGEND_FONT, HALF_LEGEND_FONT = 12, 11  # the legend's font size (px) as drawn in the app, and beside another chart
-
-
-def balanced_wrap(text: str, width: int) -> list[str]:
-    """``text`` in as few lines of at most ``width`` characters as ``textwrap`` needs, of even length (no one-word
-    last line)."""
-    wrap = functools.partial(textwrap.wrap, break_long_words=False, break_on_hyphens=False)  # "conll2000-test" whole
-    lines = wrap(text, width) or [""]
-    for narrower in range(max(1, -(-len(text) // len(lines))), width):
-        if len(even := wrap(text, narrower)) == len(lines):
-            return even
-    return lines
-
-
-def two_line_title(head: str, rest: str, widths: tuple[int, int] | None = None) -> str:
-    """A chart title as a headline and, below it, a smaller second line (plotly's title markup; text escaped);
-    with ``widths`` (characters), each wrapped at spaces to lines of at most that many."""
-    heads, rests = (
-        ([head], [rest]) if widths is None else (balanced_wrap(head, widths[0]), balanced_wrap(rest, widths[1]))
-    )
-    return "<br>".join([*map(escape_html, heads), *(f"<sup>{escape_html(line)}</sup>" for line in rests)])
 
 
 def legend_rows(entries: Sequence[tuple[str, str]], plot_px: float, char_px: float = LEGEND_CHAR_PX) -> int:

@@ -26,9 +26,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.figures import HALF_TITLE_CHARS, PALETTE, _layout, two_line_title
+from viz.figures import HALF_TITLE_CHARS, PALETTE, _layout
 from viz.probe_figures import interval_error
 from viz.text import escape_html, legend_label, shorten
+from viz.titles import two_line_title
 
 MIXED = "several senses"
 RING = "black"

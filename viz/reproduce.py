@@ -17,9 +17,9 @@ from probes.reporting.tables import build_tables, paper_tables, table_section, t
 from probes.stats.comparisons import labelled_side
 from probes.tasks.wsd.scoring import EVAL_LABELS, PAPER_ALL
 from probes.tasks.wsd.tables import BASELINE_MODELS as WSD_BASELINES  # baselines: rows of their own
-from viz.figures import two_line_title
 from viz.probe_figures import interval_error
 from viz.text import escape_html
+from viz.titles import two_line_title
 
 PAPER_WSD = {
     "WordNet 1st sense": "WordNet 1st Sense Baseline",

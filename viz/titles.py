@@ -1,4 +1,5 @@
-"""Where a chart's title goes: below plotly's toolbar, with the top margin its lines need.
+"""A chart's title: where it goes (below plotly's toolbar, with the top margin its lines need) and how it breaks
+(``two_line_title``: a headline and a smaller second line, each wrapped evenly to a width).
 
 plotly draws its toolbar (the modebar) over the top right of a chart; a title or a subplot's panel title placed at
 plotly's default height runs under its buttons at some window width. ``title_below_toolbar`` moves them down; the
@@ -9,7 +10,12 @@ measured in Chromium.
 
 from __future__ import annotations
 
+import functools
+import textwrap
+
 import plotly.graph_objects as go
+
+from viz.text import escape_html
 
 #: plotly's toolbar (the modebar, top right) is 26 px tall from 2 px down (measured in Chromium); a title's top
 #: goes below it, so that no window width puts a title under its buttons.
@@ -42,3 +48,23 @@ def title_below_toolbar(fig: go.Figure) -> go.Figure:
             margin_t=max(fig.layout.margin.t or 0, TOOLBAR_PX + block + SUB_LINE_PX * (1 + panel_titles)),
         )
     return fig
+
+
+def balanced_wrap(text: str, width: int) -> list[str]:
+    """``text`` in as few lines of at most ``width`` characters as ``textwrap`` needs, of even length (no one-word
+    last line)."""
+    wrap = functools.partial(textwrap.wrap, break_long_words=False, break_on_hyphens=False)  # "conll2000-test" whole
+    lines = wrap(text, width) or [""]
+    for narrower in range(max(1, -(-len(text) // len(lines))), width):
+        if len(even := wrap(text, narrower)) == len(lines):
+            return even
+    return lines
+
+
+def two_line_title(head: str, rest: str, widths: tuple[int, int] | None = None) -> str:
+    """A chart title as a headline and, below it, a smaller second line (plotly's title markup; text escaped);
+    with ``widths`` (characters), each wrapped at spaces to lines of at most that many."""
+    heads, rests = (
+        ([head], [rest]) if widths is None else (balanced_wrap(head, widths[0]), balanced_wrap(rest, widths[1]))
+    )
+    return "<br>".join([*map(escape_html, heads), *(f"<sup>{escape_html(line)}</sup>" for line in rests)])
