@@ -28,7 +28,7 @@ from probes.estimate import estimate_run
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, read_results, results_frame
 from probes.run import run_probe
-from probes.stats.comparisons import outcome_table
+from probes.stats.comparisons import has_outcomes
 from viz.export import file_stem, frame_csv, run_record_json, with_baselines
 from viz.probe_figures import has_intervals, interval_note, small_sample_note
 from viz.probe_views import frame_signature, probe_view
@@ -156,7 +156,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         layer_tests_section(spec, dataset, metric, sorted(set(curves["model"])), results, key)
     else:  # the tests read the kept per-instance outcomes, which score the headline metric only
         state.forget(f"{key}_tests_model")
-        if results is not None and not curves.empty and outcome_table(results(), spec.name, dataset):
+        if results is not None and not curves.empty and has_outcomes(results(), spec.name, dataset):
             st.caption(f"Paired layer tests are on {spec.chart.metrics[0]} (what the kept outcomes score).")
     if not base.empty:
         st.caption(

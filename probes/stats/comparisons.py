@@ -25,7 +25,7 @@ them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from statsmodels.stats.multitest import multipletests
 
 from probes.errors import ProbeInputError
 from probes.results import ProbeResult, row_dataset
-from probes.stats.intervals import instances, paired_seed_test, paired_test, seed_outcomes
+from probes.stats.intervals import instance_key, instances, paired_seed_test, paired_test, seed_outcomes
 from probes.stats.units import Units, units_of
 
 
@@ -55,29 +55,43 @@ Side = tuple[str, str]  # (model, layer label)
 AGAINST = ("previous", "first")
 
 
+def _rows_on(results: Iterable[ProbeResult], probe: str, dataset: str) -> Iterator[tuple[ProbeResult, str, str]]:
+    """(result, the name it kept outcomes under, layer) of every row of ``probe`` on ``dataset`` (a ``--limit``
+    run's rows on its own slice only), in ``results``' order."""
+    for res in results:
+        if res.probe == probe:
+            for row in res.rows:
+                if row_dataset(res, row) == dataset:
+                    yield res, row["dataset"], str(row["layer"])
+
+
 def outcome_table(results: Iterable[ProbeResult], probe: str, dataset: str) -> Outcomes:
     """(model, layer) -> kept per-instance outcomes on ``dataset`` as rows read back (a ``--limit`` run's:
     ``conll2000-test (limit 60)``, never the full run's); ``results`` oldest first, the newest wins."""
     table = Outcomes()
-    for res in results:
-        if res.probe != probe:
-            continue
-        for row in res.rows:
-            if row_dataset(res, row) == dataset:
-                kept = row["dataset"]  # the name the run kept its outcomes under
-                out = instances(res, kept, str(row["layer"]))
-                if out is not None:
-                    side = (res.model, str(row["layer"]))
-                    table[side] = out
-                    seeds = seed_outcomes(res, kept, side[1])
-                    if seeds is not None:
-                        table.by_seed[side] = seeds
-                    else:
-                        table.by_seed.pop(side, None)
-                    units = units_of(res, kept, len(out))
-                    if not units.is_instance:
-                        table.units[len(out)] = units
+    for res, kept, layer in _rows_on(results, probe, dataset):
+        out = instances(res, kept, layer)
+        if out is not None:
+            side = (res.model, layer)
+            table[side] = out
+            seeds = seed_outcomes(res, kept, layer)
+            if seeds is not None:
+                table.by_seed[side] = seeds
+            else:
+                table.by_seed.pop(side, None)
+            units = units_of(res, kept, len(out))
+            if not units.is_instance:
+                table.units[len(out)] = units
     return table
+
+
+def has_outcomes(results: Iterable[ProbeResult], probe: str, dataset: str) -> bool:
+    """Whether any row of ``probe`` on ``dataset`` kept per-instance outcomes (what ``outcome_table`` reads),
+    without unpacking them."""
+    return any(
+        instance_key(kept, layer) in ((res.extra or {}).get("instances") or {})
+        for res, kept, layer in _rows_on(results, probe, dataset)
+    )
 
 
 def side_label(side: Side) -> str:
