@@ -37,8 +37,14 @@ def base_layout(title: str | None = None, height: int | None = None) -> dict:
     )
 
 
-def _layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
+def _layout(
+    fig: go.Figure, title: str | None = None, height: int | None = None, subtitle: str | None = None
+) -> go.Figure:
+    """``base_layout``; with a ``subtitle``, the title as a headline and a smaller line below it (``two_line_title``:
+    the two in one line ran wider than a chart across a 1024-px window)."""
     fig.update_layout(**base_layout(title, height))
+    if title and subtitle:
+        fig.update_layout(title_text=two_line_title(title, subtitle))
     return fig
 
 

@@ -199,15 +199,6 @@ def occurrence_scatter(
     return fig
 
 
-def _titled(fig: go.Figure, title: str | None, subtitle: str | None, height: int) -> go.Figure:
-    """``_layout`` with the title as a headline and, when there is one, a smaller ``subtitle`` line below it (a
-    title of both in one line ran wider than a chart across a 1024-px window)."""
-    _layout(fig, title, height)
-    if title and subtitle:
-        fig.update_layout(title_text=two_line_title(title, subtitle))
-    return fig
-
-
 def layer_measures_figure(
     df: pd.DataFrame, *, title: str | None = None, subtitle: str | None = None, height: int = 340
 ) -> go.Figure:
@@ -231,7 +222,7 @@ def layer_measures_figure(
                 **style,
             )
         )
-    _titled(fig, title, subtitle, height)
+    _layout(fig, title, height, subtitle)
     fig.update_xaxes(dtick=1, title="layer")
     fig.update_yaxes(title="value (0–1)", range=[-0.02, 1.02])
     return fig
@@ -271,4 +262,4 @@ def hit_histograms(
             col=ci + 1,
         )
         fig.update_xaxes(title="hits", rangemode="tozero", row=1, col=ci + 1)
-    return _titled(fig, title, subtitle, height)
+    return _layout(fig, title, height, subtitle)
