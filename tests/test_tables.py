@@ -108,3 +108,21 @@ def test_structural_summary_prints_hewitt_manning_table1_as_recorded():
         assert row is not None, name
         cells = [c.strip() for c in row.split("|")[2:6]]
         assert cells == [f"{values[0]:.1f}", f"{values[1]:.2f}", f"{values[2]:.1f}", f"{values[3]:.2f}"], name
+
+
+def test_a_models_n_states_every_layers_count_not_the_largest():
+    """Layers scored on different numbers of items (a structural metric that skips sentences, a layer run on
+    another slice) show their range in ``n``; the largest alone stated a count some layers were not scored on."""
+    from probes.reporting.tables import dataset_tables
+    from probes.results import ProbeResult, results_frame
+
+    rows = [
+        {"dataset": "d@00", "layer": str(j), "metric": "F1", "value": 50.0, "lo": 45.0, "hi": 55.0, "n": n}
+        | {"unit": "document", "clusters": 23}
+        for j, n in enumerate((300, 280))
+    ]
+    table = next(iter(dataset_tables(results_frame([ProbeResult("m", "wsd", rows)]), "wsd").values()))
+    assert table.loc[0, "n"] == "280–300"
+    same = [dict(r, n=300) for r in rows]
+    table = next(iter(dataset_tables(results_frame([ProbeResult("m", "wsd", same)]), "wsd").values()))
+    assert table.loc[0, "n"] == 300

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from probes.stats.units import over_texts
+from probes.stats.units import count_span, over_texts
 from viz.axes import metric_axis, percent_or_zero
 from viz.figures import chart_layout, line_style_key, model_styles
 from viz.text import escape_html
@@ -32,10 +32,8 @@ def _count_span(counts: pd.Series | None, missing_is_one: bool) -> str:
     ``missing_is_one``: a row without a count is one run (seeds), not a row of another kind (the task's rows
     beside a control task's draws)."""
     counts = pd.to_numeric(counts, errors="coerce") if counts is not None else pd.Series(dtype=float)
-    found = sorted({int(c) for c in (counts.fillna(1) if missing_is_one else counts.dropna())})
-    if not found or found[-1] <= 1:
-        return ""
-    return str(found[0]) if len(found) == 1 else f"{found[0]}–{found[-1]}"
+    counts = counts.fillna(1) if missing_is_one else counts.dropna()
+    return count_span(counts) if len(counts) and counts.max() > 1 else ""
 
 
 def interval_note(part: pd.DataFrame) -> str:

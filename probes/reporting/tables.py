@@ -29,7 +29,7 @@ from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
 from probes.results import ProbeResult, as_full_run, extras_of, latest_rows, read_results, slice_of, split_slice
-from probes.stats.units import over_texts, value_interval_text
+from probes.stats.units import count_span, over_texts, value_interval_text
 from probes.tasks.rigor_options import FAMILY_SEPARATOR
 
 TABLE_NOTES = RIGOR_NOTES  # table key -> a note printed under it (tables.md, the Reproduce page)
@@ -195,6 +195,13 @@ def _layer_order(layers) -> list[str]:
     return numeric + others + (["baseline"] if "baseline" in set(layers) else [])
 
 
+def _whole_or_span(counts: pd.Series):
+    """A model's ``n`` over its layers: the one count as a whole number (the usual case), else "lo–hi" — the
+    largest alone would state a count some layers were not scored on."""
+    found = counts.dropna().astype(int).unique()
+    return pd.NA if not len(found) else int(found[0]) if len(found) == 1 else count_span(found)
+
+
 def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
     """``{"<probe>:<dataset>:<metric>": model × layer table}`` for every dataset and metric of ``probe``,
     e.g. ``{"tag:en_ewt-ud@1a2b3c4d:test:UPOS:accuracy": DataFrame}``."""
@@ -207,10 +214,10 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
         part = part.assign(cell=cells)
         wide = part.pivot_table(index="model", columns="layer", values="cell", aggfunc="first")
         wide = wide[_layer_order(wide.columns)]
-        n = part.groupby("model")["n"].max()
+        n = part.groupby("model")["n"].agg(_whole_or_span)  # normally one count; a range where layers differ
         # a model's layers normally resample the same units; where they do not, the range of their counts
         over = part.groupby("model").apply(lambda g: over_texts(g.unit.iloc[-1], g.clusters), include_groups=False)
-        wide = wide.assign(n=n.reindex(wide.index).astype("Int64"), **{"CI over": over.reindex(wide.index)})
+        wide = wide.assign(n=n.reindex(wide.index), **{"CI over": over.reindex(wide.index)})
         if seeded.any():  # how many seeds each model's cells average (its ± is their standard deviation)
             wide = wide.assign(seeds=part.groupby("model")["seeds"].max().reindex(wide.index).fillna(1).astype(int))
         out[f"{probe}:{dataset}:{metric}"] = wide.reset_index().rename_axis(columns=None)

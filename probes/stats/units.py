@@ -118,13 +118,22 @@ def over_text(unit, clusters) -> str:
     return text + " (few: interval approximate)" if k < FEW_CLUSTERS and unit != INSTANCE else text
 
 
+def count_span(counts: Iterable) -> str:
+    """ "23" or "10–23": the whole numbers among ``counts`` (missing ones left out) as one number or their range;
+    "" when there are none. One format for every "how many" of rows that may differ (units, draws, seeds, n)."""
+    ks = sorted({int(k) for k in counts if k is not None and k == k})
+    if not ks:
+        return ""
+    return str(ks[0]) if len(ks) == 1 else f"{ks[0]}–{ks[-1]}"
+
+
 def over_texts(unit, clusters: Iterable) -> str:
     """``over_text`` of rows whose intervals resample different numbers of one unit (WSD per POS on ALL w/o SE07:
     NOUN's 23 documents, VERB's 10): "10–23 documents (few: interval approximate)"; one number: ``over_text``."""
     ks = sorted({int(k) for k in clusters if k is not None and k == k})
     if len(ks) < 2 or not isinstance(unit, str):
         return over_text(unit, ks[0] if ks else None)
-    text = f"{ks[0]}–{ks[-1]} {unit}s"
+    text = f"{count_span(ks)} {unit}s"
     if ks[0] < 2 and unit != INSTANCE:
         return text + " (one: no interval for some)"
     return text + " (few: interval approximate)" if ks[0] < FEW_CLUSTERS and unit != INSTANCE else text
