@@ -38,13 +38,18 @@ def base_layout(title: str | None = None, height: int | None = None) -> dict:
 
 
 def _layout(
-    fig: go.Figure, title: str | None = None, height: int | None = None, subtitle: str | None = None
+    fig: go.Figure,
+    title: str | None = None,
+    height: int | None = None,
+    subtitle: str | None = None,
+    widths: tuple[int, int] | None = None,
 ) -> go.Figure:
-    """``base_layout``; with a ``subtitle``, the title as a headline and a smaller line below it (``two_line_title``:
-    the two in one line ran wider than a chart across a 1024-px window)."""
+    """``base_layout``; with a ``subtitle``, the title as a headline and a smaller line below it (``two_line_title``,
+    each wrapped to ``widths`` characters if given: the two in one line ran wider than a chart across a 1024-px
+    window)."""
     fig.update_layout(**base_layout(title, height))
     if title and subtitle:
-        fig.update_layout(title_text=two_line_title(title, subtitle))
+        fig.update_layout(title_text=two_line_title(title, subtitle, widths))
     return fig
 
 
@@ -83,8 +88,7 @@ def chart_layout(fig: go.Figure, title: str, height: int | None = None, *, half:
     the axis title."""
     head, sep, rest = title.partition(" — ")
     if sep and (half or len(title) > TITLE_LINE):
-        _layout(fig, head, height)
-        fig.update_layout(title_text=two_line_title(head, rest, HALF_TITLE_CHARS if half else None), margin_t=80)
+        _layout(fig, head, height, rest, HALF_TITLE_CHARS if half else None).update_layout(margin_t=80)
     else:
         _layout(fig, title, height)
     entries = [(t.name, t.legendgroup) for t in fig.data if t.name and t.showlegend is not False]

@@ -29,7 +29,6 @@ from plotly.subplots import make_subplots
 from viz.figures import HALF_TITLE_CHARS, PALETTE, _layout
 from viz.probe_figures import interval_error
 from viz.text import escape_html, legend_label, shorten
-from viz.titles import two_line_title
 
 MIXED = "several senses"
 RING = "black"
@@ -174,9 +173,10 @@ def occurrence_scatter(
                 ),
             )
         )
-    _layout(fig, title if subtitle is None else f"{title} · {subtitle}", height)
-    if legend_below and title and subtitle:
-        fig.update_layout(title_text=two_line_title(title, subtitle, HALF_TITLE_CHARS))
+    if legend_below and title and subtitle:  # a half-width chart: headline and a smaller line, each wrapped
+        _layout(fig, title, height, subtitle, HALF_TITLE_CHARS)
+    else:
+        _layout(fig, title if subtitle is None else f"{title} · {subtitle}", height)
     if dims == 2:
         fig.update_xaxes(showticklabels=False, zeroline=False, title=None)
         fig.update_yaxes(showticklabels=False, zeroline=False, title=None)
