@@ -21,8 +21,9 @@ only once every check has passed); the app's quick probe shows it before "Run".
   per layer spec), the probe family's cost per fit and per row and epoch, measured on ``WARMUP_ROWS``
   random vectors of the model's width (``training_costs``), scaled to the training words ×
   ``LinearProbe().epochs`` (an upper bound: early stopping may end sooner) × fits: the layer specs
-  (+ K with ``--control`` and K label draws, + 2 with ``--mdl``, whose blocks add up to about one fit per code). Other
-  probes' own passes (WSD's centroids, the λ ablation) are not estimated; the text says so.
+  (``fits_per_layer``: + K with ``--control`` and K label draws, + 2 × the data orders with ``--mdl``: a task and a
+  control code per order, whose blocks add up to about one fit each). Other probes' own passes (WSD's centroids,
+  the λ ablation) are not estimated; the text says so.
 
 Nothing is written, and no result changes: the warm-up's vectors are discarded and ``run_probe`` seeds
 every generator after it.
@@ -54,7 +55,7 @@ class Estimate:
     """What a run embeds and how long it should take (seconds; None: not estimated).
 
     words_to_embed: the words of the datasets the cache does not hold; words_per_s: the warm-up's rate.
-    fits: classifier fits of the training words (layer specs × 1–5); train_s: their time, up to.
+    fits: classifier fits of the training words (layer specs × ``fits_per_layer``); train_s: their time, up to.
     """
 
     model: str
@@ -151,6 +152,13 @@ def training_costs(options: dict, dim: int, device: str | None) -> tuple[float, 
     return max(one - epoch, 0.0), epoch / WARMUP_ROWS
 
 
+def fits_per_layer(rigor: RigorOptions) -> int:
+    """Classifier fits a token probe makes per layer spec: the task's, one per control-label draw (``--control``),
+    and with ``--mdl`` one per data order of each of its two online codes, the task's and the control task's (a
+    code's blocks add up to about one fit)."""
+    return 1 + rigor.control * rigor.control_draws + 2 * rigor.mdl * rigor.mdl_orders
+
+
 def estimate_run(
     spec: ProbeSpec,
     embedder,
@@ -175,8 +183,7 @@ def estimate_run(
     fits, epochs, train_s = 0, LinearProbe().epochs, None
     if any(o.name == "probe" for o in spec.options):  # a token probe: one classifier per layer spec
         specs = parse_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids) if spec.uses_layers else []
-        rigor = RigorOptions.from_options(options)
-        fits = max(len(specs), 1) * (1 + rigor.control * rigor.control_draws + 2 * rigor.mdl)
+        fits = max(len(specs), 1) * fits_per_layer(RigorOptions.from_options(options))
         rows = sum(len(s) for s in data[0][1])
         fixed, per_row_epoch = training_costs(options, embedder.dim, device)
         train_s = fits * (fixed + per_row_epoch * rows * epochs)

@@ -215,3 +215,19 @@ def test_reproduce_rigor_writes_every_rigor_table(tmp_path, monkeypatch):
     ctx = load_results(out / "contextuality" / "runs")
     assert set(ctx.model) == {"glove-6b-50d", "gpt-small"}  # the trained models, not the twins
     assert (out / "contextuality" / "tables.md").is_file()
+
+
+def test_the_estimate_counts_a_fit_per_mdl_order_of_both_codes():
+    """``--mdl`` fits a task and a control code in each of its data orders (``mdl_orders``, 3 by default): the
+    estimate printed before a run counted two fits in all, a third of the training time of a default MDL run."""
+    from probes.estimate import estimate_run
+    from probes.registry import get_probe
+    from tests.probe_helpers import RandomEmbedder
+
+    spec = get_probe("pos")
+    model = RandomEmbedder(num_layers=2, dim=16, seed=3)
+    options = {"control": True, "mdl": True, "mdl_orders": 4}
+    est = estimate_run(spec, model, layers="0,1", limit=20, options=options, device="cpu")
+    assert est.fits == 2 * (1 + 5 + 2 * 4)  # two layers × (the task, five control draws, task + control × 4 orders)
+    plain = estimate_run(spec, model, layers="0,1", limit=20, options={}, device="cpu")
+    assert plain.fits == 2
