@@ -47,7 +47,7 @@ def _session(args: argparse.Namespace):
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from models import references, registry  # lazy: the models package imports torch
+    from models import references, registry  # lazy: models.registry imports torch
 
     models = references.split_references(args.models)
     if not models:

@@ -46,8 +46,6 @@ import tempfile
 import uuid
 from pathlib import Path
 
-import fsspec
-
 from features import FeatureCacheError, entry_files, entry_rel, install_entry, local_entries, read_meta
 from probes.errors import ProbeInputError
 
@@ -71,6 +69,8 @@ class Store:
     """A root directory on any fsspec filesystem; paths below it are '/'-separated relative names."""
 
     def __init__(self, url: str | os.PathLike) -> None:
+        import fsspec  # lazy: fsspec is optional (requirements-cluster.txt); only a shared cache needs it
+
         self.url = str(url)
         self.fs, root = fsspec.core.url_to_fs(self.url)
         self.root = root.rstrip("/") or "/"

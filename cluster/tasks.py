@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cluster.plan import SweepTask
+from cluster.storage import Store, local_entries, pull_entry, push_entry, remote_keys
 from corpora.errors import LabError
 from features import FeatureCacheError
 from models.allocator import reuse_freed_memory
@@ -108,8 +109,6 @@ def fault_hook(emb, armed: bool) -> Iterator[None]:
 def _sync(emb, env: TaskEnv, root: Path | None, direction: str) -> None:
     if env.remote is None:
         return
-    from cluster.storage import Store, local_entries, pull_entry, push_entry, remote_keys  # lazy: fsspec is optional
-
     store, fp = Store(env.remote), emb.fingerprint()
     if direction == "pull":
         for key in remote_keys(store, fp):

@@ -8,11 +8,22 @@ outside the package (``entries``). Nothing outside ``features/`` names an entry'
     entry_files / install_entry / local_entries / entry_rel    # copying entries (cluster.storage)
 """
 
-from features.build import DISK_SHARE, gb
+import importlib
+
 from features.checks import FeatureCacheError, NonFiniteFeaturesError
 from features.entries import entry_files, has_layers, install_entry, local_entries, open_layer, stored_layers
-from features.extract import Features, get_features
 from features.store import META_FILE, data_hash, entry_rel, meta_text, read_meta, sentences_hash
+
+#: Names of the modules that embed (they import torch), loaded on first use (PEP 562): a command that only reads
+#: or copies entries (``python -m probes stats``, a sweep's driver) never imports torch through this package.
+_EMBEDDING = {"DISK_SHARE": "build", "gb": "build", "Features": "extract", "get_features": "extract"}
+
+
+def __getattr__(name: str):
+    if name in _EMBEDDING:
+        return getattr(importlib.import_module(f"features.{_EMBEDDING[name]}"), name)
+    raise AttributeError(f"module 'features' has no attribute {name!r}")
+
 
 __all__ = [
     "DISK_SHARE",

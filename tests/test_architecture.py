@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
@@ -297,8 +299,8 @@ def _has_lazy_comment(imp: Import) -> bool:
     return any(LAZY_COMMENT.search(line) for line in around)
 
 
-# Passes only once issue 25's refactor is done (129 function-local imports before it).
 def test_function_local_imports_are_few_and_deliberate():
+    """At most ``MAX_LOCAL_IMPORTS`` (129 before issue 25's refactor), each saying why it is lazy."""
     found = local_imports()
     n = len(found)
     unexplained = [str(imp) for imp in found if not _has_lazy_comment(imp)]
@@ -334,3 +336,22 @@ def test_the_checks_see_what_they_check():
 )
 def test_the_layer_rule(source, target, kind, bad):
     assert forbidden(Import(source, target, REPO_ROOT / "x.py", 1, kind)) is bad
+
+
+def test_the_command_line_starts_without_torch():
+    """``python -m probes`` (its parser, ``stats``, a sweep's driver) imports no torch: the lazy imports that say so
+    hold. ``features`` loaded its embedding modules, and torch with them, on any import of the package, and
+    ``cluster.storage`` fsspec on every command."""
+    code = (
+        "import sys, probes.__main__, features, cluster.storage; print('torch' in sys.modules, 'fsspec' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
+    assert out.stdout.split() == ["False", "False"]  # nor fsspec, optional (requirements-cluster.txt)
+    import features
+    import features.build
+    import features.extract
+
+    # the embedding names are still the package's, loaded on first use
+    assert features.get_features is features.extract.get_features and features.gb is features.build.gb
+    with pytest.raises(AttributeError):
+        features.no_such_name  # noqa: B018
