@@ -59,7 +59,7 @@ def pair_controls(att: np.ndarray, tokens: list[str], layer: int, head: int) -> 
     if fresh:  # a new sentence (or units): its first token, and that token's strongest link
         st.session_state["attn_query"] = 0
     st.session_state["attn_query_tokens"] = tokens
-    label = lambda i: f"{i + 1}: {tokens[i]}"  # noqa: E731
+    label = lambda i: f"{i + 1}: {tokens[i]}"
     query = st.selectbox(
         "Query token",
         list(range(n)),

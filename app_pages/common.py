@@ -17,32 +17,27 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-# The one place besides corpora.paths.REPO_ROOT that computes the repository root: it must be on
-# sys.path before the project's packages (corpora among them) can be imported at all, whatever
-# directory `streamlit run app.py` was started from.
-_REPO = str(Path(__file__).resolve().parent.parent)
-if _REPO not in sys.path:
-    sys.path.insert(0, _REPO)
+# `streamlit run app.py` puts the repository root on sys.path (app.py says so); before tokenizers is imported:
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
-import streamlit as st  # noqa: E402
+import numpy as np
+import streamlit as st
 
-from app_pages import state  # noqa: E402
-from app_pages.preload import preload  # noqa: E402
-from app_pages.warmup import wait_warmup  # noqa: E402
-from corpora.errors import LabError  # noqa: E402
-from corpora.paths import DataMissingError  # noqa: E402
-from corpora.semcor import load_semcor  # noqa: E402
-from models import DEFAULT_MODEL  # noqa: E402
-from models.base import Embedder, ModelLoadError  # noqa: E402
-from models.listing import weights_location  # noqa: E402
-from models.registry import available_models, load_embedder, loaded_models, unload_embedder  # noqa: E402
-from viz.export import FORMATS, chart_config, figure_csv, file_stem  # noqa: E402
-from viz.polysemy import build_lemma_index, occurrence_vectors  # noqa: E402
-from viz.results import label_dir  # noqa: E402
-from viz.text import InputError, escape_markdown  # noqa: E402
-from viz.titles import title_below_toolbar  # noqa: E402
+from app_pages import state
+from app_pages.preload import preload
+from app_pages.warmup import wait_warmup
+from corpora.errors import LabError
+from corpora.paths import DataMissingError
+from corpora.semcor import load_semcor
+from models import DEFAULT_MODEL
+from models.base import Embedder, ModelLoadError
+from models.listing import weights_location
+from models.registry import available_models, load_embedder, loaded_models, unload_embedder
+from viz.export import FORMATS, chart_config, figure_csv, file_stem
+from viz.polysemy import build_lemma_index, occurrence_vectors
+from viz.results import label_dir
+from viz.text import InputError, escape_markdown
+from viz.titles import title_below_toolbar
 
 log = logging.getLogger("embprobe.app")
 if not log.handlers:
@@ -94,7 +89,7 @@ def safe(action: str = "", *, kind: str = "error", names: Mapping[str, str] | No
         yield
     except InputError as exc:  # the user's input: a hint, not an error
         st.warning(escape_markdown(str(exc)), icon="✍️")
-    except Exception as exc:  # noqa: BLE001 — the point is to never show a traceback
+    except Exception as exc:  # the point is to never show a traceback
         log.exception("app error while trying to %s", action or "run a page")
         msg = friendly_message(exc, action)
         for path, name in (names or {}).items():

@@ -59,7 +59,7 @@ def _read_data() -> None:
         wordnet()
         load_semcor()
         log.info("warm-up: WordNet and SemCor read in %.1f s", time.perf_counter() - t0)
-    except Exception:  # noqa: BLE001 — missing data is reported by the page that needs it
+    except Exception:  # missing data is reported by the page that needs it
         log.warning("warm-up could not read the data", exc_info=True)
     finally:
         gc.freeze()

@@ -102,7 +102,7 @@ def settle(page, needle: str, label: str, rerun: bool = False, timeout_ms: int |
     after :data:`ARM_JS`); fail loudly on an error box."""
     try:
         handle = page.wait_for_function(SETTLED_JS, arg=[needle, rerun], polling=20, timeout=timeout_ms or TIMEOUT_MS)
-    except Exception as exc:  # noqa: BLE001 — say which step never settled, and on what
+    except Exception as exc:  # say which step never settled, and on what
         raise RuntimeError(f"{label}: not settled on {needle!r} in {(timeout_ms or TIMEOUT_MS) / 1000:.0f} s") from exc
     if handle.json_value() == "error":
         text = page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]').first.inner_text()
@@ -480,7 +480,7 @@ def interactions(browser, url: str, repeats: int, only: set[str]) -> dict[str, l
                 t0 = time.perf_counter()
                 try:
                     evidence = act(page, i)
-                except Exception as exc:  # noqa: BLE001 — name the step that could not be done
+                except Exception as exc:  # name the step that could not be done
                     raise RuntimeError(f"{name}: {step} (repeat {i}): {str(exc)[:300]}") from exc
                 settle(page, evidence, f"{name}: {step}", rerun=True)
                 print(f"{name}: {step} {i}: {time.perf_counter() - t0:.2f} s", file=sys.stderr, flush=True)

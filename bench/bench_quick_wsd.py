@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.measure import cpu_name  # noqa: E402
+from bench.measure import cpu_name
 
 
 def all_f1(result) -> dict[str, float]:

@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.measure import cpu_name  # noqa: E402
+from bench.measure import cpu_name
 
 
 def bench_rigor(model: str = "minilm", limit: int | None = None, device: str = "cpu", rigor: bool = True) -> dict:

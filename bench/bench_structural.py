@@ -23,8 +23,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.measure import cpu_name  # noqa: E402
-from probes.stats.units import interval_text  # noqa: E402
+from bench.measure import cpu_name
+from probes.stats.units import interval_text
 
 
 def timed_run(model: str, limit: int | None, epochs: int | None, device: str) -> tuple[float, object]:

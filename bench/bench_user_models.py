@@ -185,7 +185,7 @@ def run(
                     )
                 emb = load_checkpoint(path, name, device, dtype)
                 results[name] = bench_checkpoint(emb, sentences, repeats)
-            except Exception as exc:  # one family failing must not hide the others' numbers
+            except Exception as exc:  # noqa: BLE001 — one family failing must not hide the others' numbers
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"}
             log(_row(name, results[name]))
     return results

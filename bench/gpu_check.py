@@ -108,7 +108,7 @@ class Steps:
         t0 = time.perf_counter()
         try:
             res = {**fn(), "step_s": round(time.perf_counter() - t0, 1)}
-        except Exception as exc:  # recorded; the check goes on
+        except Exception as exc:  # noqa: BLE001 — recorded; the check goes on
             res = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-2000:]}
         self.data["steps"][name] = res
         self.save()
@@ -219,7 +219,7 @@ def part_speed(args, steps: Steps) -> None:
             try:
                 out.update(forward_only(emb, sentences))
                 out["extraction_share"] = out["extraction_words_per_s"] / out["forward_words_per_s"]
-            except Exception as exc:  # the extraction's numbers stay
+            except Exception as exc:  # noqa: BLE001 — the extraction's numbers stay
                 out["forward_error"] = f"{type(exc).__name__}: {exc}"
         return out
 
@@ -328,7 +328,7 @@ def run_child(args) -> int:
     steps = Steps(args._state, args._deadline, gpu)
     try:
         CHILD[args._part](args, steps)
-    except Exception as exc:  # a part's own setup failed (data missing, …): recorded
+    except Exception as exc:  # noqa: BLE001 — a part's own setup failed (data missing, …): recorded
         steps.data["error"] = f"{type(exc).__name__}: {exc}"
         steps.data["traceback"] = traceback.format_exc()[-2000:]
     from bench.measure import process_peak_mb
@@ -465,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             try:
                 report["env"] = part_env(args)
-            except Exception as exc:  # recorded; the check goes on
+            except Exception as exc:  # noqa: BLE001 — recorded; the check goes on
                 report["env"] = {"error": f"{type(exc).__name__}: {exc}"}
             report["parts"]["env"] = {"steps": {}, "skipped": [], "wall_s": round(time.perf_counter() - t0, 1)}
         elif time.time() > args.deadline:

@@ -264,7 +264,7 @@ def run_ladder(
             work = Path(tempfile.mkdtemp(prefix=f"ladder-{shape.name.replace('/', '-')}-"))
             try:
                 rows.append(run_rung(shape, semcor_limit=semcor_limit, limit=limit, device=device, work=work))
-            except Exception as exc:  # one failing rung must not lose the others
+            except Exception as exc:  # noqa: BLE001 — one failing rung must not lose the others
                 rows.append({**asdict(shape), "error": f"{type(exc).__name__}: {exc}"})
             finally:
                 shutil.rmtree(work, ignore_errors=True)

@@ -71,7 +71,7 @@ def cached(name: str, version: int, params: Any, build: Callable[[], T], *, type
     if path.is_file():
         try:
             return read_entry(path, name, version, allowed)
-        except Exception as exc:  # corrupt, truncated, foreign or unknown-format entry: rebuild below
+        except Exception as exc:  # noqa: BLE001 — corrupt, truncated, foreign or unknown-format entry: rebuild below
             log.warning("cache entry %s is unreadable (%s: %s); rebuilding it", path.name, type(exc).__name__, exc)
     value = build()
     write_entry(path, name, version, value, allowed)

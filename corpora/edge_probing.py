@@ -112,7 +112,7 @@ def iter_edge_probing(path: str | Path) -> Iterator[SpanSentence]:
             if pairs is None:
                 pairs = (t.span2 is not None, number)
             elif pairs[0] != (t.span2 is not None):
-                kind = lambda pair: "a span pair (span2)" if pair else "a single span"  # noqa: E731
+                kind = lambda pair: "a span pair (span2)" if pair else "a single span"
                 raise DataFormatError(
                     path,
                     number,

@@ -237,7 +237,7 @@ def build_entry(
             feats = get_features(
                 embedder, key, sentences, layers, keep=keep, progress=report, show_progress=show_progress, root=root
             )
-        except BaseException as exc:  # noqa: BLE001 - recorded for the page, then raised as it was
+        except BaseException as exc:  # recorded for the page, then raised as it was
             report.write(state="failed", error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             raise
         with contextlib.suppress(OSError):

@@ -42,11 +42,11 @@ from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # before tokenizers is imported: no fork warnings
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from tokenizers import pre_tokenizers  # noqa: E402
+import torch
+import transformers
+from tokenizers import pre_tokenizers
 
-from corpora.wsj import load_treebank  # noqa: E402
+from corpora.wsj import load_treebank
 
 
 def _standard(layers: int, hidden: int, heads: int) -> dict:

@@ -105,7 +105,7 @@ def _run_all(
 ) -> None:
     """Every probe's baselines once, then every (model, probe) into ``results_dir``; wall times into ``timings``."""
     total, m = len(specs) * (1 + len(embedders)), len(specs)
-    step = lambda k, what: scaled(progress, k / total, (k + 1) / total, what)  # noqa: E731 - run k of all
+    step = lambda k, what: scaled(progress, k / total, (k + 1) / total, what)  # run k of all
     for j, spec in enumerate(specs):
         t = time.perf_counter()
         run_probe(

@@ -223,7 +223,7 @@ def test_hdf5_follows_tensorflow_conventions(tmp_path):
         g = f[lstm_dataset_prefix(0, 0)]
         w0, bias, wp = g["W_0"][...], g["B"][...], g["W_P_0"][...]
         hw = {k: f[f"CNN_high_0/{k}"][...] for k in ("W_carry", "b_carry", "W_transform", "b_transform")}
-    sig = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
+    sig = lambda z: 1 / (1 + np.exp(-z))
     gates = np.concatenate([x, np.zeros((1, D), np.float32)], 1) @ w0 + bias
     i, j, f_, o = np.split(gates, 4, axis=1)
     c = sig(f_ + 1.0) * 0 + sig(i) * np.tanh(j)  # forget_bias=1.0 added at runtime by TF

@@ -103,12 +103,7 @@ def test_cli_same_size_corruption_gives_the_same_score(tmp_path):
     args = ["pos", "--model", "glove-6b-50d", "--limit", "40", "--results", str(out), "--threads", "1"]
     env = {**os.environ, "EMBPROBE_CACHE": str(tmp_path), "PYTHONWARNINGS": "ignore"}
     run = lambda: subprocess.run(
-        [sys.executable, "-m", "probes", *args],
-        cwd=REPO,
-        env=env,  # noqa: E731
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, "-m", "probes", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
     first = run()
     assert first.returncode == 0, first.stderr
@@ -220,7 +215,7 @@ def test_interrupted_commit_reads_as_absent_and_is_rebuilt(tmp_path, monkeypatch
 
 
 def test_results_saved_in_the_same_second_never_collide_and_the_last_wins(tmp_path):
-    rows = lambda v: [{"dataset": "d", "layer": "0", "metric": "accuracy", "value": v, "n": 1}]  # noqa: E731
+    rows = lambda v: [{"dataset": "d", "layer": "0", "metric": "accuracy", "value": v, "n": 1}]
     stamp = "2026-01-01T00:00:00+00:00"
     paths = [save_result(ProbeResult("m", "pos", rows(float(i)), timestamp=stamp), tmp_path) for i in range(20)]
     assert len(set(paths)) == 20 and all(p.name.startswith("m__pos__20260101T0000000000_") for p in paths)
@@ -355,12 +350,12 @@ def _read_only(path: Path):
         if not shutil.which("chattr") or subprocess.run(["chattr", "+i", *map(str, paths)]).returncode:
             subprocess.run(["chattr", "-i", *map(str, paths)], capture_output=True)
             pytest.skip("cannot make a directory read-only for root here")
-        undo = lambda: subprocess.run(["chattr", "-i", *map(str, paths)], check=True)  # noqa: E731
+        undo = lambda: subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
     else:
         modes = {p: p.stat().st_mode for p in paths}
         for p in paths:
             p.chmod(modes[p] & ~0o222)
-        undo = lambda: [p.chmod(m) for p, m in modes.items()]  # noqa: E731
+        undo = lambda: [p.chmod(m) for p, m in modes.items()]
     try:
         try:
             (path / "probe").touch()

@@ -40,7 +40,7 @@ def test_only_results_in_use_are_checked_and_a_stale_one_is_named(tmp_path):
         ("glove-6b-50d", 51.0, 1),
         ("majority-tag", 40.0, 1),
     ]
-    fingerprint_of = lambda m: current if m == "glove-6b-50d" else None  # noqa: E731
+    fingerprint_of = lambda m: current if m == "glove-6b-50d" else None
     checks = verify_results(tmp_path, fingerprint_of)
     assert [(c.model, c.ok) for c in checks] == [("glove-6b-50d", True), ("majority-tag", True)]  # rows: digest
     # A newer row from other weights takes over the table: now it is reported.

@@ -20,7 +20,7 @@ from probes.tasks.conll import conll_slice
 @pytest.fixture(scope="module")
 def conll():
     train, test = conll_slice("train", 2000), conll_slice("test", 300)
-    flat = lambda sents, f: np.array([x for s in sents for x in getattr(s, f)])  # noqa: E731
+    flat = lambda sents, f: np.array([x for s in sents for x in getattr(s, f)])
     offsets = np.concatenate([[0], np.cumsum([len(s.words) for s in train])])
     return flat(train, "words"), flat(train, "pos"), flat(test, "words"), flat(test, "pos"), offsets
 
@@ -63,7 +63,7 @@ def test_selectivity_is_about_zero_on_random_vectors(conll):
     words, tags, test_words, test_tags, _ = conll
     rng = np.random.default_rng(0)
     X, Xt = rng.standard_normal((len(words), 32)), rng.standard_normal((len(test_words), 32))
-    new = lambda: LinearProbe(seed=0, device="cpu", epochs=3)  # noqa: E731
+    new = lambda: LinearProbe(seed=0, device="cpu", epochs=3)
     task = new().fit(X, tags).predict(Xt) == test_tags
     (ctrl,) = control_correct(new, X, words, tags, Xt, test_words, seed=0)
     # Neither task can be read off noise: both probes fall back to a majority label.
@@ -75,7 +75,7 @@ def test_word_identity_vectors_solve_the_control_task(conll):
     vocab = {w: i for i, w in enumerate(np.unique(np.concatenate([words, test_words])))}
     emb = np.random.default_rng(1).standard_normal((len(vocab), 256)).astype(np.float32)
     X, Xt = emb[[vocab[w] for w in words]], emb[[vocab[w] for w in test_words]]
-    new = lambda: LinearProbe(seed=0, device="cpu")  # noqa: E731
+    new = lambda: LinearProbe(seed=0, device="cpu")
     (ctrl,) = control_correct(new, X, words, tags, Xt, test_words, seed=0)
     seen = np.isin(test_words, words)
     # A type's control label is a function of the type: memorised for seen words (chance otherwise).
@@ -86,7 +86,7 @@ def test_control_draws_are_averaged_and_their_spread_widens_the_interval(conll):
     words, tags, test_words, test_tags, _ = conll
     rng = np.random.default_rng(0)
     X, Xt = rng.standard_normal((len(words), 16)), rng.standard_normal((len(test_words), 16))
-    new = lambda: LinearProbe(seed=0, device="cpu", epochs=2)  # noqa: E731
+    new = lambda: LinearProbe(seed=0, device="cpu", epochs=2)
     draws = control_correct(new, X, words, tags, Xt, test_words, seed=4, draws=3)
     (single,) = control_correct(new, X, words, tags, Xt, test_words, seed=4)
     assert draws.shape == (3, len(test_words))
@@ -198,7 +198,7 @@ def test_online_code_compresses_informative_vectors_not_noise(conll):
     rng = np.random.default_rng(0)
     informative = onehot + 0.3 * rng.standard_normal(onehot.shape).astype(np.float32)
     noise = rng.standard_normal(onehot.shape).astype(np.float32)
-    new = lambda **kw: LinearProbe(seed=0, device="cpu", epochs=5, **kw)  # noqa: E731
+    new = lambda **kw: LinearProbe(seed=0, device="cpu", epochs=5, **kw)
     good = online_codelength(new, informative, tags, offsets, seed=0)
     bad = online_codelength(new, noise, tags, offsets, seed=0)
     assert good.compression > 3 and good.bits < 0.5 * bad.bits, (good.compression, bad.compression)

@@ -74,7 +74,7 @@ def test_the_python_api_of_the_readme(tmp_path, cache):
 
 
 def test_the_program_adds_sweep_and_extract_and_the_probes_cli_does_not(capsys):
-    commands = lambda parser: set(parser._subparsers._group_actions[0].choices)  # noqa: E731
+    commands = lambda parser: set(parser._subparsers._group_actions[0].choices)
     assert {"pos", "reproduce", "stats"} <= commands(build_parser()) and "sweep" not in commands(build_parser())
     assert program(["sweep", "--models", "glove-6b-50d", "--probes", "nope"]) == 2
     assert "Unknown probe 'nope'" in capsys.readouterr().err

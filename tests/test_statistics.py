@@ -213,7 +213,7 @@ def test_cluster_interval_widens_only_when_outcomes_are_correlated_within_cluste
     units = Units.from_sizes(SENTENCE, [50] * 40)
     correlated = np.repeat(rng.random(40) < 0.6, 50)  # each cluster all right or all wrong
     independent = rng.random(2000) < 0.6
-    width = lambda c, u: float(np.diff(accuracy_interval(c, units=u))[0])  # noqa: E731
+    width = lambda c, u: float(np.diff(accuracy_interval(c, units=u))[0])
     assert width(correlated, units) > 4 * width(correlated, None)
     assert 0.7 < width(independent, units) / width(independent, None) < 1.4
     other = correlated.copy()
@@ -228,7 +228,7 @@ def test_seed_variance_enters_the_interval_and_the_paired_test():
     units = Units.from_sizes(SENTENCE, [20] * 50)
     agree = np.tile(rng.random(1000) < 0.8, (3, 1))
     differ = rng.random((3, 1000)) < np.array([[0.7], [0.8], [0.9]])  # seeds disagree by 10 points
-    w = lambda s: float(np.diff(seed_cluster_interval(s, units))[0])  # noqa: E731
+    w = lambda s: float(np.diff(seed_cluster_interval(s, units))[0])
     assert w(differ) > 1.5 * w(agree)
     same = paired_seed_test(agree, agree, units)
     assert same["diff"] == 0 and same["p"] == 1.0 and same["seeds"] == "3"

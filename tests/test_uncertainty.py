@@ -163,7 +163,7 @@ def conll_glove():
 
 def test_mdl_over_three_data_orders_reports_the_mean_and_an_interval_that_holds_every_order(conll_glove):
     X, tags, offsets = conll_glove
-    new = lambda **kw: LinearProbe(seed=0, device="cpu", epochs=2, **kw)  # noqa: E731
+    new = lambda **kw: LinearProbe(seed=0, device="cpu", epochs=2, **kw)
     codes = online_codelengths(new, X, tags, offsets, orders=3, seed=0)
     kbits = codes.orders_kbits
     assert len(set(np.round(kbits, 3))) == 3  # the order matters: three different codelengths

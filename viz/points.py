@@ -136,10 +136,10 @@ def search_mask(meta: pd.DataFrame, query: str | None, columns: Sequence[str] | 
             pattern = re.compile(query[3:], re.IGNORECASE)
         except re.error as exc:
             raise InputError(f"“{query[3:]}” is not a valid regular expression ({exc}).") from None
-        match = lambda s: bool(pattern.search(s))  # noqa: E731
+        match = lambda s: bool(pattern.search(s))
     else:
         needle = query.lower()
-        match = lambda s: needle in s.lower()  # noqa: E731
+        match = lambda s: needle in s.lower()
     mask = np.zeros(n, bool)
     for c in cols:
         mask |= np.fromiter((match(str(v)) for v in meta[c]), bool, count=n)

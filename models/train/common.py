@@ -125,7 +125,7 @@ def load_checkpoint(path: Path, map_location=None) -> dict:
             f"code when unpickled (only checkpoints written by this trainer are accepted; delete it and start "
             f"again without --resume). {detail}"
         ) from None
-    except Exception as exc:  # truncated, not a torch file, unreadable
+    except Exception as exc:  # noqa: BLE001 — truncated, not a torch file, unreadable
         raise CheckpointError(f"cannot read checkpoint {path}: {type(exc).__name__}: {exc}") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint {path} is not a training checkpoint (a {type(state).__name__}, not a dict)")

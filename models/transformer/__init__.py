@@ -53,11 +53,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 #   embedder.py    TransformerEmbedder: the shared embed / piece_attention machinery, OOM back-off
 #   bert.py        BertEmbedder (encoders), load_minilm(its pip folder)   gpt.py  GptEmbedder (decoders), load_gpt_asset
 #   auto.py        load_hf_checkpoint / inspect_checkpoint: any local checkpoint, class from its config
-from models.transformer.auto import architecture_role, inspect_checkpoint, load_hf_checkpoint  # noqa: E402
-from models.transformer.bert import BertEmbedder, load_minilm  # noqa: E402
-from models.transformer.embedder import POOLINGS, TransformerEmbedder  # noqa: E402
-from models.transformer.gpt import GptEmbedder, load_gpt_asset  # noqa: E402
-from models.transformer.memory import estimate_memory  # noqa: E402
+from models.transformer.auto import architecture_role, inspect_checkpoint, load_hf_checkpoint
+from models.transformer.bert import BertEmbedder, load_minilm
+from models.transformer.embedder import POOLINGS, TransformerEmbedder
+from models.transformer.gpt import GptEmbedder, load_gpt_asset
+from models.transformer.memory import estimate_memory
 
 _TransformerEmbedder = TransformerEmbedder  # the former private name
 

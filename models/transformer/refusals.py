@@ -105,7 +105,7 @@ def check_torch_pickle(file: Path) -> None:
             f"{file}: this pickle needs code to load ({first}); only plain tensors are read "
             f"(torch.load weights_only=True). Convert it to safetensors where it came from."
         ) from None
-    except Exception as exc:  # zip/EOF/OS errors: a truncated or corrupt file
+    except Exception as exc:  # noqa: BLE001 — zip/EOF/OS errors: a truncated or corrupt file
         raise ModelLoadError(f"{file}: corrupt or truncated torch file ({type(exc).__name__}: {exc}).") from None
 
 

@@ -89,7 +89,7 @@ def selectivity_mdl_table(df: pd.DataFrame) -> pd.DataFrame | None:
     wide = wide.reindex(columns=[m for m in RIGOR_METRICS if m in wide.columns]).reset_index()
     # Per cell: what the control/selectivity interval resamples, and how many random repeats it averages (label
     # draws: a row without "draws" had one; MDL data orders: a row without the order unit had one).
-    last = lambda metric: sel[sel.metric == metric].groupby(["model", "probe", "layer"]).last()  # noqa: E731
+    last = lambda metric: sel[sel.metric == metric].groupby(["model", "probe", "layer"]).last()
     selectivity, codes = last("selectivity"), last("codelength_kbits")
     extra_columns = {
         "control/selectivity CI over": pd.Series(

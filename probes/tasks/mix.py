@@ -72,9 +72,9 @@ def _score(
         if extra is not None:
             keep_instances(extra, dataset, layer, correct, units)
         return "accuracy", 100.0 * float(correct.mean()), accuracy_interval(correct, units=units, seed=seed)
-    split = lambda a: [list(a[offsets[i] : offsets[i + 1]]) for i in range(len(offsets) - 1)]  # noqa: E731
+    split = lambda a: [list(a[offsets[i] : offsets[i + 1]]) for i in range(len(offsets) - 1)]
     counts = sentence_counts(split(gold), split(pred))
-    f1 = lambda s: 200.0 * s[:, 0] / np.maximum(s[:, 1] + s[:, 2], 1)  # noqa: E731
+    f1 = lambda s: 200.0 * s[:, 0] / np.maximum(s[:, 1] + s[:, 2], 1)
     return "chunk_F1", chunk_f1(split(gold), split(pred)), grouped_interval(counts, f1, seed=seed)
 
 

@@ -197,7 +197,7 @@ def layer_rows(
     """
     rows: list[dict] = []
     details: dict = {}
-    new = lambda **kw: opts.new_probe(seed=seed, device=device, **kw)  # noqa: E731
+    new = lambda **kw: opts.new_probe(seed=seed, device=device, **kw)
     if opts.control:
         t0 = time.perf_counter()
         told = scaled(progress, 0.0, 0.3 if opts.mdl else 1.0, f"control task layer {layer}: ")
