@@ -14,7 +14,7 @@ import streamlit as st
 
 from app_pages.attention_controls import get_attention, head_controls, pair_controls
 from app_pages.common import chart, get_embedder
-from models.transformer.qk import QueryKey, query_key_vectors
+from models.transformer.qk import QueryKey, QueryKeyError, query_key_vectors
 from viz.attention_neurons import keys_figure, keys_frame, pair_figure, pair_frame
 from viz.export import file_stem, frame_csv
 
@@ -29,6 +29,12 @@ def query_keys(model: str, words: list[str]) -> QueryKey:
     emb = get_embedder(model)
     with st.spinner(f"Reading {model}'s queries and keys…"):
         return _query_keys(model, emb.fingerprint(), tuple(words))
+
+
+def scaling_name(scale: float, dim: int) -> str:
+    """What the factor on q·k is: "1/√64" where it is the usual 1/√d, else "the model's own scaling" (GPT-2 with
+    ``scale_attn_by_inverse_layer_idx``, a model that scales its queries before the product)."""
+    return f"1/√{dim}" if abs(scale * dim**0.5 - 1) < 1e-3 else "the model's own scaling"
 
 
 def piece_of(qk: QueryKey, index: int, unit: str) -> int:
@@ -46,7 +52,7 @@ def neuron_view(model: str, words: list[str], unit: str) -> None:
         query, key = pair_controls(att, tokens, layer, head)
     try:
         qk = query_keys(model, words)
-    except ValueError as exc:  # QueryKeyError: not softmax(q·k) (rotary, relative positions), or no heads
+    except QueryKeyError as exc:  # not softmax(q·k) (rotary, relative positions), or no heads; anything else: an error
         st.info(f"No neuron view for this model: {exc}")
         return
     li, h = layer - 1, head - 1
@@ -60,7 +66,7 @@ def neuron_view(model: str, words: list[str], unit: str) -> None:
     st.caption(
         f"Layer {layer}, head {head}: the query vector of “{pieces[qi]}” and the key vector of “{pieces[ki]}”"
         f"{where}, {d} dimensions each. Their products q×k add up to q·k; times {scale:.4g} "
-        f"(1/√{d}) it is the score the softmax over the keys turns into a weight."
+        f"({scaling_name(scale, d)}) it is the score the softmax over the keys turns into a weight."
         + (" A decoder's query sees only itself and the pieces before it." if qk.causal else "")
     )
     if qk.causal and ki > qi:

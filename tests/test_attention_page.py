@@ -104,3 +104,24 @@ def test_the_neurons_tab_shows_the_pairs_vectors_and_checks_them(model: str, uni
     if model == "gpt-small":  # a decoder: the keys after the query are blank
         assert not seen[3:].any() and seen[:3].all()
     assert len(at.get("plotly_chart")) == 2  # only the open tab draws
+
+
+def test_the_neurons_tab_tells_a_models_limit_from_a_fault(monkeypatch) -> None:
+    """A model whose attention is not softmax(q·k) gets "No neuron view for this model"; any other error reading
+    the vectors is an error box, not that note (a bare ``except ValueError`` dressed a bug as a model's limit)."""
+    import app_pages.attention_neurons as neurons
+    from models.transformer.qk import QueryKeyError
+
+    def limit(emb, words):
+        raise QueryKeyError("rotary position embeddings")
+
+    def fault(emb, words):
+        raise ValueError("index 9 is out of bounds")
+
+    monkeypatch.setattr(neurons, "query_key_vectors", limit)
+    at = open_page("attention", tab="Neurons", text="Rotary heads have no neuron view.")  # no error box
+    assert "No neuron view for this model: rotary position embeddings" in texts(at.info)
+    monkeypatch.setattr(neurons, "query_key_vectors", fault)
+    with pytest.raises(AssertionError, match="index 9 is out of bounds"):  # open_page finds the page's error box
+        open_page("attention", tab="Neurons", text="A bug is not a model limit.")
+    assert neurons.scaling_name(0.125, 64) == "1/√64" and neurons.scaling_name(0.0625, 64) == "the model's own scaling"

@@ -32,14 +32,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from corpora.errors import RequestError
 from models.base import Embedder, check_unicode
 
 #: Largest |softmax(q·k × scale) − attention| accepted (fp16 on a GPU reaches ~1e-3; fp32 ~1e-6).
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 
 
-class QueryKeyError(ValueError):
-    """The model's attention is not softmax(q·k × scale) of projections the hooks can read."""
+class QueryKeyError(RequestError):
+    """The model's attention is not softmax(q·k × scale) of projections the hooks can read: a limit of the model
+    (rotary or relative positions, shared keys, no heads), not a fault — callers show it as such."""
 
 
 @dataclass
