@@ -69,7 +69,7 @@ def bench_rigor(model: str = "minilm", limit: int | None = None, device: str = "
     for spec in specs:
         Xtr, Xte = layer_matrix(ftr, spec, emb.num_layers), layer_matrix(fte, spec, emb.num_layers)
         t = time.perf_counter()
-        fit = fit_and_score(Xtr, train.labels, Xte, test.labels, train.words, test.words, seed=0, device=device)
+        fit = fit_and_score(Xtr, train.labels, Xte, test.labels, seed=0, device=device)
         probe_s = time.perf_counter() - t
         t = time.perf_counter()
         units = test.units  # sentences: what the interval and the paired test resample

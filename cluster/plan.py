@@ -1,6 +1,6 @@
 """A sweep's plan: which tasks, in which order, and which of them a results folder already holds.
 
-    tasks = plan_sweep(["minilm", "gpt2-small"], ["wsd", "pos"], seeds=[0, 1], limit=None, options={...})
+    tasks = plan_sweep(["minilm", "gpt-small"], ["wsd", "pos"], seeds=[0, 1], limit=None, options={...})
 
 One task = one probe's run on one model with one seed (its datasets are the probe's own: WSD reads
 SemCor→ALL, POS CoNLL-2000), or one probe's baselines (no model: once per probe, with the first seed).

@@ -2,8 +2,8 @@
 
 It is used by ``models`` (LM training text for the trained embedders) and by ``probes`` (SemCor,
 the WSD evaluation sets, WSJ POS tags, WordNet), and through them by the app. It imports neither,
-nor ``viz`` or ``streamlit``: it depends only on its data files, numpy and (when a reader runs)
-NLTK and pandas.
+nor ``viz`` or ``streamlit``: it depends only on its data files, numpy, scipy (a CoNLL-U tree's
+connectivity), filelock (the data digests' lock) and (when a reader runs) NLTK and pandas.
 
 - SemCor 3.0: :func:`load_semcor`
 - WSD evaluation framework: :func:`load_wsd_dataset`, :data:`WSD_DATASETS`

@@ -115,8 +115,8 @@ def get_features(
         sentences: lists of words, exactly as the embedder should see them.
         layers: layer indices to return (default: all); out-of-range indices raise ValueError.
         dtype: storage dtype, "float16" or "float32".
-        chunk_size: sentences per ``embedder.embed`` call (sentences are length-sorted first so each
-            chunk has similar lengths and the embedder pads little).
+        chunk_size: sentences per call of the embedder's row stream (``embed_rows``, ``features.build``;
+            sentences are length-sorted first so each chunk has similar lengths and the embedder pads little).
         progress: optional callback(fraction_done, message), e.g. for a Streamlit progress bar.
         keep: global word indices (into the concatenated sentences) whose rows to store, sorted and
             unique; default all. Part of the cache key: another selection rebuilds the entry.

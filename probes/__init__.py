@@ -7,7 +7,8 @@
 - ``registry``:   ``PROBES``, probe name -> ``ProbeSpec`` (runner, baselines, tables, options, inputs, chart).
 - ``layers``:     ``LayerSpec``, the layer or layer combination a probe reads, validated up front.
 - ``results``:    ``ProbeResult``, what every probe returns, and the result files.
-- ``tasks/``:     one module (or package) per probe and its data: wsd/, pos, mix, tag, span, contextuality, cka.
+- ``tasks/``:     one module (or package) per probe and its data: wsd/, pos, mix, tag, span, contextuality, cka,
+                  structural, head_syntax.
 - ``estimators/``: fit/predict/score pieces the tasks share: the classifier trainer, probe families,
                   control tasks, MDL, majority baselines, BIO scoring, the λ-ablation tagger, measures.
 - ``stats/``:     intervals, seeds, paired comparisons, claims, layer profiles.

@@ -1,4 +1,5 @@
-"""From saved results to what people read: the paper-style tables and the one Markdown writer
+"""From saved results to what people read: the paper-style tables and the Markdown table renderer
 (``tables``), the rigor tables (``rigor_tables``), the published numbers (``paper``), row-by-row result
-diffs (``result_diff``, ``python -m probes compare``) and ``reproduce --verify`` (``verify``).
+diffs (``result_diff``, ``python -m probes compare``), ``reproduce --verify`` (``verify``) and old results'
+intervals restated on today's units (``restate``).
 """

@@ -153,16 +153,7 @@ def run_span(
     for k, spec in enumerate(specs):
         Xtr = span_vectors(feats[0], spec, train, L, pooling)
         Xte = np.concatenate([span_vectors(f, spec, s, L, pooling) for f, s in zip(feats[1:], evals)])
-        fit = fit_and_score(
-            Xtr,
-            train.labels,
-            Xte,
-            y_te,
-            train.texts,
-            [t for s in evals for t in s.texts],
-            seed=ctx.seed,
-            device=ctx.device,
-        )
+        fit = fit_and_score(Xtr, train.labels, Xte, y_te, seed=ctx.seed, device=ctx.device)
         for i, s in enumerate(evals):
             correct = fit.correct[bounds[i] : bounds[i + 1]]
             rows.append(accuracy_row(s.name, spec.label, correct, units=s.units))

@@ -96,8 +96,6 @@ def fit_and_score(
     ytr: np.ndarray,
     Xte: np.ndarray,
     yte: np.ndarray,
-    words_tr: Sequence[str],
-    words_te: Sequence[str],
     *,
     seed: int = 0,
     device: str | None = None,
@@ -106,8 +104,8 @@ def fit_and_score(
 ) -> LayerFit:
     """Fit the probe on one layer's training vectors and predict the evaluation vectors.
 
-    ``words_*`` are the tokens themselves (unused by the linear probe; a control task or a
-    word-identity probe needs them). ``rigor``: the probe family (default: the linear probe).
+    ``rigor``: the probe family (default: the linear probe); a control task, which needs the words, is
+    ``rigor_options.layer_rows``'s.
     ``progress``: told each epoch (``LinearProbe.fit``).
     """
     probe = (rigor or RigorOptions()).new_probe(seed=seed, device=device).fit(Xtr, ytr, progress=progress)
@@ -194,18 +192,7 @@ def run_layers(
         mid = lo + (hi - lo) / 3 if more_rows else hi  # the control task and MDL fit more probes
         t_fit = time.perf_counter()
         told = ctx.sub_progress(lo, mid, f"{what} layer {spec.label}: ")
-        fit = fit_and_score(
-            Xtr,
-            train.labels,
-            Xte,
-            y_te,
-            words_tr,
-            words_te,
-            seed=ctx.seed,
-            device=ctx.device,
-            rigor=rigor,
-            progress=told,
-        )
+        fit = fit_and_score(Xtr, train.labels, Xte, y_te, seed=ctx.seed, device=ctx.device, rigor=rigor, progress=told)
         fit_s[spec.label] = round(time.perf_counter() - t_fit, 1)
         for i, s in enumerate(evals):
             part = slice(bounds[i], bounds[i + 1])
