@@ -9,9 +9,9 @@
   but static vectors) asks for them. ``wants_gpu`` decides; the caller may force none (``gpu=False``:
   a fixed-size cluster without GPUs). A task that asks for none runs with ``device="cpu"``
   (``cluster.executors``), so it never uses a GPU it did not reserve.
-- **Host memory** = a probe process's base (Python, torch, the probe's data: ``BASE_BYTES``) + the
-  weights (parameters × bytes per parameter: fp16 on a GPU, fp32 on a CPU, as the transformer
-  loader chooses) + one forward pass's hidden states (token budget × width × layers × 4 bytes, twice).
+- **Host memory** = a probe process's base (Python, torch, the probe's data: ``BASE_BYTES``) + one forward
+  pass's hidden states (the embedder's default token budget × width × layers × 4 bytes, twice) + on a CPU the
+  weights (parameters × 4 bytes, fp32, as the transformer loader chooses; on a GPU they live in its memory).
   Parameters come from the config / weight-file headers (``models.listing.describe``); without them,
   the files' size on disk.
 - **Hub checkpoints not downloaded yet** are sized from their ``config.json`` alone (``hf_hub_download``
@@ -32,7 +32,6 @@ from cluster.identity import hub_config
 
 GiB = 1 << 30
 BASE_BYTES = 3 * GiB // 2
-CPU_TOKENS, GPU_TOKENS = 2048, 8192  # the transformer embedder's default budgets (models/transformer/embedder.py)
 
 
 @dataclass(frozen=True)
@@ -77,6 +76,7 @@ def estimate(
     if model is None:
         return Resources(cpus=cpus, gpus=0, memory=BASE_BYTES)
     from models import listing, registry  # lazy: torch (models.listing); python -m probes and a plan stay light
+    from models.transformer.embedder import CPU_TOKENS, GPU_TOKENS  # lazy: as above (the default token budgets)
 
     spec = registry.get_spec(model)
     gpu = wants_gpu(spec.contextual, device) if gpu is None else gpu

@@ -24,14 +24,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from models.assets import read_model_card
+from models.assets import CARD_FILE, read_model_card
 from models.base import Embedder
 from models.elmo.embedder import find_allennlp_files, inspect_allennlp_elmo, load_allennlp_elmo, load_elmo_asset
 from models.errors import ModelLoadError, UnknownModelError
 from models.hub import PREFIX as HUB_PREFIX, cached_snapshot, download, parse_hub_id
 from models.options import ModelOptions
 from models.spec import ELMO, HUB, STATIC, ModelSpec, Source
-from models.static import find_vector_file, inspect_vectors, load_static_dir, load_vectors_file
+from models.static import VECTORS_FILE, find_vector_file, inspect_vectors, load_static_dir, load_vectors_file
 
 ELMO_PREFIX = "elmo:"
 # kind → the option group of models.options.APPLIES_TO
@@ -126,7 +126,7 @@ def _parse_directory(text: str, path: Path) -> Reference:
         return Reference(text, "hf", path)
     if (path / "options.json").is_file() and (path / "model.safetensors").is_file():
         return Reference(text, "elmo-dir", path)
-    if (path / "model_card.json").is_file() and (path / "vectors.bin").is_file():
+    if (path / CARD_FILE).is_file() and (path / VECTORS_FILE).is_file():
         return Reference(text, "static-dir", path)
     elmo = find_allennlp_files(path)
     if elmo is not None:

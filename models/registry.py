@@ -23,6 +23,7 @@ from models.errors import ModelLoadError, UnknownModelError
 from models.random_init import is_random, parse_random, random_spec
 from models.references import looks_like_reference, spec_for_reference
 from models.spec import BERT, ELMO, GPT, STATIC, UNKNOWN_FAMILY, ModelSpec, Source
+from models.static import VECTORS_FILE
 from models.user_registry import read_user_models, registry_file
 
 __all__ = [
@@ -44,7 +45,7 @@ def register(spec: ModelSpec) -> None:
     REGISTRY[spec.name] = spec
 
 
-_STATIC_FILES = ("vectors.bin",)
+_STATIC_FILES = (VECTORS_FILE,)
 _HF_FILES = ("config.json", "model.safetensors")
 
 # Default zoo. Trained checkpoints live in assets/<name>/ with a model_card.json (written last).

@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 VECTORS_FILE = "vectors.bin"
+NGRAM_DTYPE = "float16"  # fastText's subword n-gram table as saved by default (halves the asset; --ngram-dtype)
 NGRAMS_FILE = "ngrams.safetensors"
 
 
@@ -129,7 +130,7 @@ def load_static_asset(
     return load_static_dir(Path(assets_dir or ASSETS) / name, name=name, device=device)
 
 
-def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict, ngram_dtype: str = "float16") -> Path:
+def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict, ngram_dtype: str = NGRAM_DTYPE) -> Path:
     """Write ``emb`` as an asset directory (vectors.bin, ngrams.safetensors for fastText, card)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

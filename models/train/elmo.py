@@ -36,7 +36,7 @@ import torch
 
 from corpora.lm_corpus import corpus_stats, load_lm_corpus
 from corpora.paths import REPO_ROOT
-from models.assets import ASSETS
+from models.assets import ASSETS, CARD_FILE
 from models.base import default_device
 from models.elmo.checkpoint import save_language_model
 from models.elmo.lm import BiLMLanguageModel, perplexity
@@ -329,8 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else f"{os.cpu_count()}-core CPU, no GPU ({platform.machine()}, {torch.get_num_threads()} torch threads)"
         ),
     }
-    (out_dir / "model_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
-    (run_dir / "model_card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    (out_dir / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    (run_dir / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {out_dir} ({sum(f.stat().st_size for f in out_dir.iterdir()) / 1e6:.1f} MB)", flush=True)
     return 0
 

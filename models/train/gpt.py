@@ -36,6 +36,7 @@ from safetensors.torch import load_file
 
 from corpora.lm_corpus import load_lm_corpus
 from corpora.paths import DataMissingError
+from models.assets import CARD_FILE
 from models.base import default_device
 from models.train.common import (
     CheckpointError,
@@ -235,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"thread(s); load average at the end {os.getloadavg()[0]:.1f}"
         ),
     }
-    (out / "model_card.json").write_text(json.dumps(card, indent=2) + "\n")
+    (out / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
     if ckpt_path.exists():
         ckpt_path.unlink()
     print(f"wrote {out}/ (model.safetensors, tokenizer, model_card.json) in {wall:.0f}s", flush=True)

@@ -29,7 +29,7 @@ from gensim.models.callbacks import CallbackAny2Vec
 from corpora.lm_corpus import load_lm_corpus
 from models.assets import ASSETS
 from models.quality import wordnet_similarity
-from models.static import StaticEmbedder, SubwordNgrams, save_static_dir
+from models.static import NGRAM_DTYPE, StaticEmbedder, SubwordNgrams, save_static_dir
 from models.train.common import machine_description, nonnegative_int, positive_int, utc_now
 
 KINDS = {"word2vec": "word2vec-sg", "cbow": "word2vec-cbow", "fasttext": "fasttext"}
@@ -61,7 +61,7 @@ def build_parser(kind: str) -> argparse.ArgumentParser:
         p.add_argument("--bucket", type=positive_int, default=50_000, help="hashed n-gram rows")
         p.add_argument("--min-n", type=positive_int, default=3)
         p.add_argument("--max-n", type=positive_int, default=6)
-        p.add_argument("--ngram-dtype", choices=["float16", "float32"], default="float16")
+        p.add_argument("--ngram-dtype", choices=["float16", "float32"], default=NGRAM_DTYPE)
     return p
 
 
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": utc_now(),
         "machine": machine_description(),
     }
-    save_static_dir(emb, out, card, ngram_dtype=getattr(args, "ngram_dtype", "float16"))
+    save_static_dir(emb, out, card, ngram_dtype=getattr(args, "ngram_dtype", NGRAM_DTYPE))
     size = sum(f.stat().st_size for f in Path(out).iterdir())
     print(f"[{name}] wrote {out} ({size / 1e6:.1f} MB) in {time.time() - t0:.1f}s total", flush=True)
     return 0

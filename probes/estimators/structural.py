@@ -51,6 +51,7 @@ from probes.estimators.classifier import train_with_early_stopping
 from probes.stats.intervals import grouped_interval
 
 KINDS = ("distance", "depth")
+MAX_RANK = 128  # the rank of B when none is asked for: min(MAX_RANK, dim)
 LENGTHS = np.arange(5, 51)  # sentence lengths (scored words) DSpr. and NSpr. average over
 Edge = tuple[int, int]
 
@@ -265,7 +266,7 @@ class _Projection(nn.Module):
 class StructuralProbe:
     """The distance or depth probe, scikit-learn style on lists of per-sentence vectors (n_s, dim).
 
-    rank: B's rank (None: min(128, dim)); epochs: most passes over train; patience: epochs without a lower
+    rank: B's rank (None: min(``MAX_RANK``, dim)); epochs: most passes over train; patience: epochs without a lower
     dev loss before stopping; batch_size: sentences per Adam step. ``history_``: per-epoch train and dev loss.
     """
 
@@ -320,7 +321,7 @@ class StructuralProbe:
     ) -> StructuralProbe:
         """Train on sentences ``X`` with their ``gold`` trees; early stopping on the dev sentences' loss (if given)."""
         dim = int(np.asarray(X[0]).shape[1])
-        rank = min(128, dim) if self.rank is None else int(self.rank)
+        rank = min(MAX_RANK, dim) if self.rank is None else int(self.rank)
         Y = gold.targets(self.kind)
         with seeded(self.seed):
             self.model_ = _Projection(dim, rank, self.kind).to(self.device)

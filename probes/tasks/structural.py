@@ -12,7 +12,7 @@ Data: UD English EWT (``ud_english_ewt/en_ewt-ud-{train,dev,test}.conllu``) or t
 
 Per layer spec (``probes.estimators.structural``): the distance probe (UUAS, DSpr.) and the depth probe
 (root accuracy, NSpr.), each trained on train with early stopping on the dev loss (no --dev: the last tenth
-of the training sentences) and scored on dev and test; ``--rank`` (default min(128, dim)), ``--epochs``.
+of the training sentences) and scored on dev and test; ``--rank`` (default min(``MAX_RANK``, dim)), ``--epochs``.
 Every row carries a 95% interval resampling sentences (``"unit": "sentence"``, ``"clusters"``: sentences).
 ``--control``: the distance probe is trained again on random trees over the same sentences (uniform labelled
 trees, so the same lengths; ``random_tree``) and scored against them: ``UUAS_control`` and ``selectivity``
@@ -36,6 +36,7 @@ from corpora.conllu import DepTree, iter_trees
 from corpora.paths import data_path
 from features.extract import Features, get_features
 from probes.estimators.structural import (
+    MAX_RANK,
     GoldTrees,
     StructuralProbe,
     chain_edges,
@@ -275,7 +276,7 @@ PROBE = ProbeSpec(
     chart=ChartSpec(metrics=METRICS, axis_titles=(("selectivity", "selectivity (points: UUAS − control UUAS)"),)),
     options=file_options(FORMATS)
     + (
-        Option("rank", int, None, "rank of the probe's linear map (default min(128, dim))", positive=True),
+        Option("rank", int, None, f"rank of the probe's linear map (default min({MAX_RANK}, dim))", positive=True),
         Option("epochs", int, EPOCHS, "maximum training epochs per row", positive=True),
         Option("control", bool, False, "also train the distance probe on random trees: UUAS_control, selectivity"),
     ),
