@@ -125,7 +125,7 @@ def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b
     att, tokens, _ = get_attention(model, words, unit)
     grid_col, ctrl_col = st.columns([3, 2])
     with ctrl_col:  # filled first: the grid outlines the head these controls hold
-        layer, head = head_controls(att, tokens)
+        layer, head = head_controls(att)
         query, key = pair_controls(att, tokens, layer, head)
         st.caption("Strongest links of this head (self-attention left out):")
         st.table(strongest_links(att[layer - 1, head - 1], tokens, k=8), hide_index=True, border="horizontal")

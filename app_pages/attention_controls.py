@@ -44,7 +44,7 @@ def strongest_key(a: np.ndarray, query: int) -> int:
     return int(np.argmax(row))
 
 
-def head_controls(att: np.ndarray, tokens: list[str]) -> tuple[int, int]:
+def head_controls(att: np.ndarray) -> tuple[int, int]:
     """Layer and head sliders (1-based) of the open head."""
     L, H = att.shape[:2]
     layer = st.slider("Layer", 1, L, key=state.bind("attn_layer", min(L, 2), lo=1, hi=L, param="layer"))

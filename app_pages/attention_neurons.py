@@ -47,7 +47,7 @@ def neuron_view(model: str, words: list[str], unit: str) -> None:
     att, tokens, _ = get_attention(model, words, unit)
     c1, c2 = st.columns(2)
     with c1:
-        layer, head = head_controls(att, tokens)
+        layer, head = head_controls(att)
     with c2:
         query, key = pair_controls(att, tokens, layer, head)
     try:

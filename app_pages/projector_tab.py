@@ -286,7 +286,7 @@ def projector_tab() -> None:
             key="space_pj_json",
             mime="application/json",
         )
-        _neighbours_panel(X, meta, pick, n)
+        _neighbours_panel(X, meta, pick)
 
 
 def _slow_method_started(method: str, what: str, n: int) -> str:
@@ -307,7 +307,7 @@ def _slow_method_started(method: str, what: str, n: int) -> str:
     return method
 
 
-def _neighbours_panel(X: np.ndarray, meta: pd.DataFrame, pick: int, n: int) -> None:
+def _neighbours_panel(X: np.ndarray, meta: pd.DataFrame, pick: int) -> None:
     """The selected point and its nearest neighbours by cosine in the full-dimensional space."""
     st.subheader("Nearest neighbours in the original space")
     if not pick:

@@ -340,10 +340,5 @@ def write_vectors(path: str | Path, words: list[str], vectors: np.ndarray, fmt: 
     return path
 
 
-# One-format shorthands: ``write_glove_text(path, words, vectors)``, ``read_glove_text(path)``, ...
-write_word2vec_text = partial(write_vectors, fmt="word2vec")
+# The format the lab's own static checkpoints are saved in (``models.static.save_static_dir``).
 write_word2vec_binary = partial(write_vectors, fmt="word2vec-bin")
-write_glove_text = partial(write_vectors, fmt="glove")
-write_fasttext_vec = partial(write_vectors, fmt="vec")
-read_glove_text = partial(read_word2vec_text, header=False)
-read_fasttext_vec = partial(read_word2vec_text, header=True)

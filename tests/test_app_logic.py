@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from viz.attention import head_entropy, mean_over_heads, strongest_links
-from viz.figures import attention_grid, attention_heatmap, scatter_points
+from viz.figures import attention_heatmap, scatter_points
 from viz.projection import cosine_neighbours, is_degenerate, nn_label_agreement, project
 from viz.text import InputError, escape_html, escape_markdown, parse_sentences, tokenize, validate_word
 
@@ -161,11 +161,8 @@ def test_attention_summaries() -> None:
 
 def test_figures_escape_user_text() -> None:
     tokens = ["<b>hi</b>", XSS, "ok"]
-    att = np.full((2, 4, 3, 3), 1 / 3, np.float32)
-    grid = attention_grid(att, tokens)
-    assert len(grid.data) == 8
-    heat = attention_heatmap(att[0, 0], tokens)
-    blob = json.dumps(heat.to_plotly_json(), default=str) + json.dumps(grid.to_plotly_json(), default=str)
+    heat = attention_heatmap(np.full((3, 3), 1 / 3, np.float32), tokens)
+    blob = json.dumps(heat.to_plotly_json(), default=str)
     assert "<script>" not in blob and "<b>hi" not in blob and "&lt;script&gt;" in blob
     coords = np.random.default_rng(0).normal(size=(3, 2))
     fig = scatter_points(coords, ["<i>g</i>", "g2", "g2"], [XSS + "\nline 2", "a", "b"], highlight=0)
@@ -173,7 +170,7 @@ def test_figures_escape_user_text() -> None:
     assert "<script>" not in blob and "<i>g" not in blob and "<br>line 2" in blob
     assert len(fig.data) == 3  # two groups + the highlight ring
     with pytest.raises(ValueError):
-        attention_heatmap(att[0, 0], tokens[:2])
+        attention_heatmap(np.full((3, 3), 1 / 3, np.float32), tokens[:2])
 
 
 # ----------------------------------------------------------------------------- polysemy on real SemCor

@@ -9,14 +9,15 @@ import pytest
 
 from probes.errors import ProbeInputError
 from probes.estimators.classifier import LinearProbe
+from probes.estimators.majority import MajorityLabelBaseline
 from probes.registry import RunContext
 from probes.tasks.conll import conll_slice
-from probes.tasks.pos import MajorityTagBaseline, run_pos, run_pos_baseline
+from probes.tasks.pos import run_pos, run_pos_baseline
 from tests.probe_helpers import RandomEmbedder
 
 
 def test_majority_baseline_hand_worked():
-    base = MajorityTagBaseline().fit(["the", "run", "run", "run", "dog", "dog"], ["DT", "VB", "NN", "NN", "NN", "NN"])
+    base = MajorityLabelBaseline().fit(["the", "run", "run", "run", "dog", "dog"], ["DT", "VB", "NN", "NN", "NN", "NN"])
     # "run": NN twice vs VB once; unseen words get the overall most frequent tag (NN, 4 of 6).
     assert list(base.predict(["run", "the", "unseen"])) == ["NN", "DT", "NN"]
     assert base.score(["run", "the"], ["VB", "DT"]) == 0.5

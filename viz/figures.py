@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import plotly.express as px
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz.attention import BLUES, FAST, TEMPLATE  # the explorer's fast figures: one template, one scale
 from viz.text import escape_html, legend_label, shorten
@@ -246,51 +245,6 @@ def scatter_points(
         )
     )
     return fig
-
-
-def attention_grid(
-    att: np.ndarray, tokens: Sequence[str] | None = None, *, title: str | None = None, cell_px: int = 70
-) -> go.Figure:
-    """Grid of heatmaps: one row per layer, one column per head.
-
-    att: (layers, heads, n, n), rows (queries) sum to 1. Small multiples without tick labels,
-    sharing one colour scale (0..max), so heads with sharp patterns stand out.
-    """
-    att = np.asarray(att, np.float32)
-    if att.ndim != 4:
-        raise ValueError(f"Expected (layers, heads, n, n) attention, got shape {att.shape}")
-    L, H = att.shape[:2]
-    fig = make_subplots(
-        rows=L,
-        cols=H,
-        horizontal_spacing=0.006,
-        vertical_spacing=0.012,
-        row_titles=[f"L{li + 1}" for li in range(L)],
-        column_titles=[f"H{h + 1}" for h in range(H)],
-    )
-    zmax = float(att.max()) if att.size else 1.0
-    labels = unique_labels(tokens, 25) if tokens is not None else None
-    if labels is not None and len(labels) != att.shape[-1]:
-        raise ValueError(f"{len(labels)} tokens for attention over {att.shape[-1]} positions")
-    for li in range(L):
-        for h in range(H):
-            fig.add_trace(
-                go.Heatmap(
-                    z=att[li, h],
-                    x=labels,
-                    y=labels,
-                    coloraxis="coloraxis",
-                    hovertemplate=f"layer {li + 1}, head {h + 1}<br>query %{{y}} → key %{{x}}"
-                    "<br>weight %{z:.2f}<extra></extra>",
-                ),
-                row=li + 1,
-                col=h + 1,
-            )
-    fig.update_xaxes(showticklabels=False, ticks="", showgrid=False)
-    fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, autorange="reversed")
-    fig.update_layout(coloraxis=dict(colorscale=ATTN_SCALE, cmin=0, cmax=zmax, showscale=False))
-    fig.update_annotations(font_size=11)
-    return _layout(fig, title, height=max(220, int(L * cell_px * 1.02) + 60))
 
 
 def attention_heatmap(

@@ -229,9 +229,6 @@ def load_allennlp_elmo(
     )
 
 
-load_elmo_hdf5 = load_allennlp_elmo  # the earlier name
-
-
 def _original_fingerprint(options_path: Path, weights_path: Path) -> str:
     """Both files' contents keyed by role, not by name: the published ``…_options.json`` copied as
     ``options.json`` keeps its feature cache."""

@@ -59,8 +59,6 @@ from models.transformer.embedder import POOLINGS, TransformerEmbedder
 from models.transformer.gpt import GptEmbedder, load_gpt_asset
 from models.transformer.memory import estimate_memory
 
-_TransformerEmbedder = TransformerEmbedder  # the former private name
-
 __all__ = [
     "POOLINGS",
     "BertEmbedder",

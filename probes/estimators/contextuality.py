@@ -60,12 +60,6 @@ import numpy as np
 from scipy.stats import norm
 
 MEASURES = ("self_similarity", "intra_sentence_similarity", "explainable_variance")
-#: metric → the baseline it is adjusted by; "<metric>_adj" = metric − baseline.
-BASELINE_OF = {
-    "self_similarity": "anisotropy",
-    "intra_sentence_similarity": "anisotropy",
-    "explainable_variance": "mev_baseline",
-}
 METRICS = (*MEASURES, "anisotropy", "mev_baseline", *(f"{m}_adj" for m in MEASURES))
 #: What each metric's number is (its unit, for a chart's axis): a mean cosine or a share of variance, an adjusted
 #: one minus its baseline.

@@ -103,8 +103,6 @@ RIGOR_DIFFERENCES = (
 #: Transcribed from two independent summaries of the paper stored in the lab's reference corpus (they agree
 #: on all 32 values; one states it is cropped from the paper's Table 1, p. 4131); not yet compared with the
 #: paper's PDF here, so docs/results/ud_ewt/structural.md says so beside them.
-HEWITT_MANNING = "Hewitt & Manning 2019, A Structural Probe for Finding Syntax in Word Representations, NAACL, Table 1"
-STRUCTURAL_COLUMNS = ("UUAS", "DSpr.", "Root%", "NSpr.")
 STRUCTURAL_TABLE1: dict[str, tuple[float, float, float, float]] = {
     "LINEAR (left-to-right chain)": (48.9, 0.58, 2.9, 0.27),
     "ELMO0 (character CNN, no context)": (26.8, 0.44, 54.3, 0.56),

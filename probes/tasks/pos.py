@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from corpora.types import TaggedSentence
-from probes.estimators.majority import MajorityLabelBaseline
 from probes.layers import LayerSpec, as_layer_specs
 from probes.registry import ChartSpec, Embeds, ProbeSpec, RunContext
 from probes.results import ProbeResult
@@ -27,9 +26,6 @@ from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
 TEST_SET = "conll2000-test"
 MAJORITY = "majority-tag"
-
-#: The majority-label baseline under the name this probe has always used.
-MajorityTagBaseline = MajorityLabelBaseline
 
 
 def pos_split(name: str, key: str, sentences: list[TaggedSentence]) -> TokenSplit:

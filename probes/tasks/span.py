@@ -41,7 +41,7 @@ POOLINGS = ("mean", "endpoints")
 FILE_FORMATS = ("edge-probing JSON lines",)
 
 
-def span_text(words, s: SpanSentence, t) -> str:
+def span_text(words, t) -> str:
     text = " ".join(words[t.span1[0] : t.span1[1]])
     return text if t.span2 is None else text + " ‖ " + " ".join(words[t.span2[0] : t.span2[1]])
 
@@ -67,7 +67,7 @@ class SpanSplit:
         )
         self.labels = np.array([t.label for _, t in targets])
         self.units = Units.from_sizes(SENTENCE, [len(s.targets) for s in sents])  # targets of one sentence
-        self.texts = [span_text(s.words, s, t) for s in sents for t in s.targets]
+        self.texts = [span_text(s.words, t) for s in sents for t in s.targets]
 
 
 def pool(X: np.ndarray, spans: np.ndarray, pooling: str) -> np.ndarray:

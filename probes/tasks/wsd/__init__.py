@@ -14,8 +14,8 @@
 
 from probes.tasks.wsd.estimator import NearestSenseWSD, SenseAssignments, first_sense_predictions
 from probes.tasks.wsd.layout import PieceLayout, build_layout, eval_word_pieces
-from probes.tasks.wsd.probe import evaluate_predictions, run_first_sense, run_wsd
-from probes.tasks.wsd.scoring import EVAL_LABELS, EVAL_SETS, PAPER_ALL, score, score_by_pos, write_key_file
+from probes.tasks.wsd.probe import run_first_sense, run_wsd
+from probes.tasks.wsd.scoring import EVAL_LABELS, EVAL_SETS, PAPER_ALL, score, write_key_file
 
 __all__ = [
     "NearestSenseWSD",
@@ -24,13 +24,11 @@ __all__ = [
     "PieceLayout",
     "build_layout",
     "eval_word_pieces",
-    "evaluate_predictions",
     "run_first_sense",
     "run_wsd",
     "EVAL_LABELS",
     "EVAL_SETS",
     "PAPER_ALL",
     "score",
-    "score_by_pos",
     "write_key_file",
 ]

@@ -34,7 +34,7 @@ from probes.tasks.wsd.estimator import first_sense_predictions
 from probes.tasks.wsd.inventory import WORDNET, choose_kind
 from probes.tasks.wsd.rows import evaluate
 from probes.tasks.wsd.runner import Plan, layer_predictions
-from probes.tasks.wsd.scoring import BY_POS_SET, DEV_SET, EVAL_SETS, PAPER_ALL, key_dir, set_groups, write_key_file
+from probes.tasks.wsd.scoring import BY_POS_SET, DEV_SET, EVAL_SETS, PAPER_ALL, key_dir, write_key_file
 from probes.tasks.wsd.tables import BASELINE_MODELS, FIRST_SENSE, SEMCOR_MFS, TRAIN_MFS, wsd_tables
 from probes.tasks.wsd.words import TIE_RULE, target_words, wsd_summary
 
@@ -183,21 +183,6 @@ def run_first_sense(
         dataset=DATASET,
         params={"limit": limit},
         extra=extra,
-    )
-
-
-def evaluate_predictions(instances, preds: list[str | None], label: str, seed: int = 0) -> list[dict]:
-    """Rows of built-in-style evaluation (per set, ALL, ALL w/o SE07, POS on ALL w/o SE07) of framework instances."""
-    sets = [inst.id.split(".")[0] for inst in instances]
-    return evaluate(
-        preds,
-        [i.gold_keys for i in instances],
-        [i.pos for i in instances],
-        set_groups(sets),
-        label,
-        by_pos=BY_POS_SET,
-        seed=seed,
-        ids=[i.id for i in instances],
     )
 
 

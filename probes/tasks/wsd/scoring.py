@@ -59,18 +59,6 @@ def score(predictions: Sequence[str | None], golds: Sequence[Sequence[str]]) -> 
     return {"P": 100 * p, "R": 100 * r, "F1": 100 * f1, "n": n, "answered": answered, "correct": correct}
 
 
-def score_by_pos(
-    predictions: Sequence[str | None], golds: Sequence[Sequence[str]], poses: Sequence[str]
-) -> dict[str, dict]:
-    """``score`` restricted to each universal POS present (NOUN, VERB, ADJ, ADV)."""
-    out = {}
-    for tag in UPOS:
-        idx = [i for i, p in enumerate(poses) if p == tag]
-        if idx:
-            out[tag] = score([predictions[i] for i in idx], [golds[i] for i in idx])
-    return out
-
-
 def key_dir(raw: str | Path) -> str:
     """``--keys DIR`` (the option's parse, so checked before any extraction): a directory the key files
     can be written to, created if needed; ProbeInputError naming it otherwise (a file, under a file,

@@ -111,7 +111,7 @@ def builtin_train(limit: int | None) -> WsdSplit:
     )
 
 
-def _from_sentences(name: str, sentences: Sequence[WsdSentence], key: str) -> tuple:
+def _from_sentences(sentences: Sequence[WsdSentence]) -> tuple:
     instances = [inst for s in sentences for inst in s.instances]
     keep, layout = build_layout(
         [[eval_word_pieces(w) for w in s.words] for s in sentences],
@@ -124,7 +124,7 @@ def _from_sentences(name: str, sentences: Sequence[WsdSentence], key: str) -> tu
 def builtin_test(limit: int | None) -> WsdSplit:
     """ALL (first ``limit`` sentences of each set): rows per set, ALL, ALL without SE07, POS on ALL without SE07."""
     sentences = eval_slice(limit)
-    instances, keep, layout, labels = _from_sentences("ALL", sentences, "")
+    instances, keep, layout, labels = _from_sentences(sentences)
     if not instances:
         raise ProbeInputError("No WSD evaluation instances in this slice.")
     sets = [inst.id.split(".")[0] for inst in instances]
@@ -184,7 +184,7 @@ def file_split(
         ds = read_wsd_files(path, key_path)
         name = dataset_name([path, key_path])
         sentences = [s for s in ds.sentences if s.instances][:limit]
-        instances, keep, layout, labels = _from_sentences(name, sentences, "")
+        instances, keep, layout, labels = _from_sentences(sentences)
         return WsdSplit(
             name,
             layout,
