@@ -372,7 +372,7 @@ def main() -> None:
                 others = [(model_b, *get_attention(model_b, words, unit)[:2])] if model_b else []
                 averages([(model, att, tokens), *others])
         if syntax_tab.open:  # Clark et al.: which heads find the dependency head (the Syntax page's view)
-            with syntax_tab:
+            with syntax_tab, safe("count which heads find the dependency head on UD EWT dev"):
                 head_syntax_view(model, words, keys="attn_syn", params="syn_")
 
 

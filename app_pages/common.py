@@ -37,7 +37,7 @@ from viz.export import FORMATS, chart_config, figure_csv, file_stem
 from viz.polysemy import build_lemma_index, occurrence_vectors
 from viz.results import label_dir
 from viz.text import InputError, escape_markdown
-from viz.titles import title_below_toolbar
+from viz.titles import plain_title, title_below_toolbar
 
 log = logging.getLogger("embprobe.app")
 if not log.handlers:
@@ -197,6 +197,12 @@ def md(text: str) -> str:
     return escape_markdown(text)
 
 
+def code(text: str) -> str:
+    """User text as inline code in st.markdown/st.info strings: verbatim between backticks, where Markdown's
+    escapes are shown as typed ("gpt\\-small"); escaped plain text if it holds a backtick itself."""
+    return f"`{text}`" if "`" not in text else md(text)
+
+
 # ---------------------------------------------------------------------------- charts and exports
 
 FIGURE_FORMAT_KEY = "fig_format"  # the sidebar's "Chart downloads" choice (app.py)
@@ -254,7 +260,10 @@ def chart(
     """
     where = container or st
     config = chart_config(name, figure_format(), **({} if image_size else {"width": None, "height": None}))
-    event = where.plotly_chart(title_below_toolbar(fig), width="stretch", key=key, config=config, **plotly_kwargs)
+    alt = plain_title(fig, fallback=name)  # the chart's accessible name: a screen reader heard only its tick labels
+    event = where.plotly_chart(
+        title_below_toolbar(fig), width="stretch", key=key, config=config, alt=alt, **plotly_kwargs
+    )
     if data is not False:
         with container if container is not None else contextlib.nullcontext():
             download(

@@ -31,7 +31,16 @@ import numpy as np
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import OCCURRENCE_COLUMNS, _cached_embedder, chart, download, get_embedder, md, semcor_corpus
+from app_pages.common import (
+    OCCURRENCE_COLUMNS,
+    _cached_embedder,
+    chart,
+    code,
+    download,
+    get_embedder,
+    md,
+    semcor_corpus,
+)
 from corpora.paths import REPO_ROOT
 from features import get_features, has_layers, stored_layers
 from features.background import BuildStatus, build_status
@@ -219,7 +228,9 @@ def index_missing(model: str, fingerprint: str, key: str, limit: int | None, lay
             if status is not None:
                 st.error(
                     f"Building the corpus index of **{md(model)}** failed: {md(status.text())}. Nothing partial "
-                    "is used; try again, or run `python -m features index --model " + md(model) + "` in a terminal."
+                    "is used; try again, or run "
+                    + code(f"python -m features index --model {model}")
+                    + " in a terminal."
                 )
             elif stored:
                 held = ", ".join(map(str, stored))
@@ -227,7 +238,7 @@ def index_missing(model: str, fingerprint: str, key: str, limit: int | None, lay
                     f"The corpus index of **{md(model)}** holds layer{'s' * (len(stored) > 1)} {held} only (the "
                     f"disk could not hold every layer when it was built). Layer {layer} needs SemCor embedded "
                     "again (minutes on a CPU, in the background); it is added to the index if the disk has room. "
-                    "Or free some space and run `python -m features index --model " + md(model) + "`."
+                    f"Or free some space and run {code('python -m features index --model ' + model)}."
                 )
             else:
                 st.info(
@@ -235,7 +246,8 @@ def index_missing(model: str, fingerprint: str, key: str, limit: int | None, lay
                     "sentence once (the features the WSD probe uses; minutes on a CPU, in the background, while "
                     "the page stays usable; every layer, or only this one where the disk is short), then every "
                     "search is instant. Or build it ahead: `make index` or "
-                    "`python -m features index --model " + md(model) + "`."
+                    + code(f"python -m features index --model {model}")
+                    + "."
                 )
             label = (
                 "Try again"

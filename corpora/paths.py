@@ -43,7 +43,7 @@ class DataMissingError(LabError, RuntimeError):
             msg += f" {detail}"
         if source:
             msg += f" Obtain it from: {source}."
-        msg += " Point the project at your data with EMBPROBE_DATA=/path/to/data."
+        msg += ' Point the project at your data with EMBPROBE_DATA=/path/to/data (README, "Data").'
         super().__init__(msg)
         self.item = item
 
@@ -59,19 +59,26 @@ def data_dir_or_none() -> Path | None:
     return default if default.is_dir() else None
 
 
-def data_dir() -> Path:
-    """The data directory; raises DataMissingError when there is none."""
+def _no_data_dir() -> str:
+    """Why there is no data directory, and where the project looks."""
+    env = os.environ.get("EMBPROBE_DATA")
+    if env:
+        return f"No data directory: EMBPROBE_DATA={env} is not a directory."
+    return f"No data directory: EMBPROBE_DATA is not set and {REPO_ROOT.parent / 'shared' / 'data'} does not exist."
+
+
+def data_dir(item: str = "data directory") -> Path:
+    """The data directory; raises DataMissingError when there is none, naming ``item`` (what the caller was
+    about to read, so that the message says which dataset and where to get it)."""
     root = data_dir_or_none()
     if root is None or not root.is_dir():
-        raise DataMissingError(
-            "data directory", f"Set EMBPROBE_DATA or place the data at {REPO_ROOT.parent / 'shared' / 'data'}."
-        )
+        raise DataMissingError(item, _no_data_dir())
     return root
 
 
 def data_path(item: str) -> Path:
     """Absolute path of ``item`` (relative to the data dir); raises DataMissingError if absent."""
-    path = data_dir() / item
+    path = data_dir(item) / item
     if not path.exists():
         raise DataMissingError(item)
     return path

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from corpora.conllu import iter_conllu
@@ -14,14 +16,16 @@ from corpora.wsj import load_conll2000, load_treebank
 COLUMNS = ["dataset", "split", "files", "sentences", "tokens", "annotations", "dropped", "notes"]
 
 
-def dataset_table(lm: bool = True) -> pd.DataFrame:
-    """Counts of every dataset, one row per dataset/split (reads through the readers' caches).
+def dataset_table(lm: bool = True, reading: Callable[[str], None] = lambda name: None) -> pd.DataFrame:
+    """Counts of every dataset, one row per dataset/split (reads through the readers' caches; ``reading(name)`` is
+    told before each is read: a first run parses every corpus, about a minute on 2 cores).
 
     ``annotations``: resolvable sense tags (SemCor), instances (WSD sets), tagged tokens (WSJ),
     vocabulary size (LM corpus). ``dropped``: SemCor tags that do not resolve in WordNet 3.0,
     Treebank ``-NONE-`` trace tokens left out.
     """
     rows: list[dict] = []
+    reading("SemCor 3.0")
     sents, st = load_semcor()
     rows.append(
         dict(
@@ -39,6 +43,7 @@ def dataset_table(lm: bool = True) -> pd.DataFrame:
         )
     )
     for name in WSD_DATASETS:
+        reading(f"WSD {name}")
         ds = load_wsd_dataset(name)
         n_inst = sum(len(s.instances) for s in ds.sentences)
         multi = sum(1 for i in ds.instances if len(i.gold_keys) > 1)
@@ -54,6 +59,7 @@ def dataset_table(lm: bool = True) -> pd.DataFrame:
             )
         )
     for split in ("train", "test"):
+        reading(f"CoNLL-2000 {split}")
         data = load_conll2000(split)
         rows.append(
             dict(
@@ -66,6 +72,7 @@ def dataset_table(lm: bool = True) -> pd.DataFrame:
                 notes="PTB POS + BIO chunks",
             )
         )
+    reading("the Penn Treebank sample")
     tb, tb_all = load_treebank(), load_treebank(drop_traces=False)
     n_tok, n_all = sum(len(s.words) for s in tb), sum(len(s.words) for s in tb_all)
     rows.append(
@@ -79,8 +86,10 @@ def dataset_table(lm: bool = True) -> pd.DataFrame:
             notes="PTB POS; -NONE- trace tokens dropped",
         )
     )
+    reading("UD English EWT")
     rows += ud_ewt_rows()
     if lm:
+        reading("the LM corpus")
         corpus = load_lm_corpus()
         cs = corpus_stats(corpus)
         rows.append(

@@ -152,7 +152,9 @@ def run_options(args: argparse.Namespace) -> dict:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     start = time.time()
-    print(format_table(dataset_table(lm=not args.no_lm)))
+    # a first run parses every corpus (about a minute): say what it reads, on stderr (the table is stdout's)
+    reading = lambda name: print(f"reading {name} …", file=sys.stderr, flush=True)
+    print(format_table(dataset_table(lm=not args.no_lm, reading=reading)))
     print(f"\n({time.time() - start:.1f} s)")
     return 0
 

@@ -543,3 +543,18 @@ def test_sessions_share_one_loaded_model() -> None:
     assert load_embedder("minilm") is model
     assert loaded_models().count("minilm") == 1
     assert texts(first.caption).split(".")[0] == texts(second.caption).split(".")[0]
+
+
+@pytest.mark.parametrize("page", ["probes", "reproduce", "layer_profile", "attention", "syntax", "polysemy"])
+def test_every_chart_has_an_accessible_name(page: str) -> None:
+    """A screen reader heard an unnamed image reading its tick labels ("0 1 2 3 …"): each chart now carries its
+    title as plain text (``alt``), markup and escapes undone."""
+    at = open_page(page)
+    charts = at.get("plotly_chart")
+    assert charts, f"{page} draws no chart on its first view"
+    for c in charts:
+        title = json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "")
+        alt = c.proto.alt
+        assert alt.strip() and "<" not in alt and "&lt;" not in alt and "&amp;" not in alt, (page, alt)
+        headline = re.sub(r"<[^>]+>", "", title.split("<br>")[0]).replace("&amp;", "&")
+        assert alt.startswith(headline[:20]), (alt, title)  # the headline's first words are the name's

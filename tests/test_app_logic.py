@@ -380,3 +380,18 @@ def test_result_tables_from_saved_runs(tmp_path) -> None:
     note = breakdown_note(br, df, wsd, "ALL")
     assert "best on the 3 instances of semeval2007, not at its best on the 7 instances of ALL-noSE07" in note
     assert "No dev-set rows for m2: ALL-noSE07 chose its layer itself, an optimistic pick." in note
+
+
+def test_user_text_inside_inline_code_is_shown_as_typed() -> None:
+    """Markdown's escapes are not read inside backticks: a model name escaped there read "gpt\\-small" in the
+    command the corpus search tells users to copy."""
+    import re
+    from pathlib import Path
+
+    from app_pages.common import code, md
+
+    assert code("python -m features index --model gpt-small") == "`python -m features index --model gpt-small`"
+    assert code("a`b") == md("a`b")  # a backtick of its own: escaped plain text instead
+    escaped_in_code = re.compile(r"`[^`\n]*\"\s*\+\s*md\(")  # "…`python … " + md(name) + "`"
+    pages = Path(__file__).resolve().parent.parent / "app_pages"
+    assert [p.name for p in pages.glob("*.py") if escaped_in_code.search(p.read_text(encoding="utf-8"))] == []

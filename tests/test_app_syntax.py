@@ -17,6 +17,7 @@ from test_app import assert_ok, figures, open_page, texts
 from test_app_bugs30b import _exports
 
 from corpora.conllu import DepTree
+from corpora.paths import REPO_ROOT
 from models.registry import load_embedder
 from probes.estimators.head_syntax import HeadCounts
 from probes.estimators.structural import tree_distances
@@ -298,3 +299,19 @@ def test_a_clicked_head_tile_is_chosen_and_its_link_opens_the_head_view(page, se
     wait_idle(page)
     assert_clean(page)
     assert "tab=Heads" in page.url
+
+
+def test_the_attention_pages_syntax_tab_names_its_own_failure(monkeypatch, tmp_path) -> None:
+    """Without UD EWT, the Syntax tab said "Could not compute attention", while the attention itself (the other
+    tabs) works: the message names what failed and the dataset."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))  # an empty data folder: no UD EWT
+    at = AppTest.from_file(str(REPO_ROOT / "app.py"), default_timeout=120).run()
+    at.query_params.clear()
+    at.query_params["tab"] = "Syntax"
+    at.query_params["text"] = "Heads find their dependents without data."
+    at.switch_page("app_pages/attention.py").run()
+    errors = " ".join(e.value for e in at.error).replace("\\", "")  # Markdown escapes off
+    assert "Could not count which heads find the dependency head" in errors and "ud_english_ewt" in errors
+    assert "Could not compute attention" not in errors and at.get("plotly_chart") == []

@@ -392,3 +392,20 @@ def test_a_full_disk_at_meta_json_keeps_the_computed_features(tmp_path, monkeypa
     g = get_features(emb, "toy", WORDS, root=tmp_path, show_progress=False)  # not committed: rebuilt once
     assert emb.calls == 2 and (g.directory / "meta.json").exists()
     np.testing.assert_array_equal(np.asarray(g.layer(1)), want)
+
+
+def test_without_a_data_directory_the_message_names_the_dataset_and_its_source(tmp_path, monkeypatch):
+    """No data directory at all: the message named only "data directory" (on every page and command alike), and
+    with EMBPROBE_DATA set to a missing folder it still said "Set EMBPROBE_DATA"."""
+    from corpora import paths
+    from corpora.paths import DataMissingError, data_path
+
+    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path / "clone")  # no ../shared/data beside it
+    monkeypatch.delenv("EMBPROBE_DATA", raising=False)
+    with pytest.raises(DataMissingError) as err:
+        data_path("semcor3.0/brown1/tagfiles")
+    text = str(err.value)
+    assert "'semcor3.0/brown1/tagfiles'" in text and "mihalcea" in text and "EMBPROBE_DATA is not set" in text
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(DataMissingError, match=r"EMBPROBE_DATA=.*nowhere is not a directory"):
+        data_path("ud_english_ewt/en_ewt-ud-dev.conllu")

@@ -11,6 +11,8 @@ measured in Chromium.
 from __future__ import annotations
 
 import functools
+import html
+import re
 import textwrap
 
 import plotly.graph_objects as go
@@ -48,6 +50,14 @@ def title_below_toolbar(fig: go.Figure) -> go.Figure:
             margin_t=max(fig.layout.margin.t or 0, TOOLBAR_PX + block + SUB_LINE_PX * (1 + panel_titles)),
         )
     return fig
+
+
+def plain_title(fig: go.Figure, fallback: str = "") -> str:
+    """The figure's title as plain text (its lines joined, markup and escapes undone): a chart's accessible name
+    for screen readers; ``fallback`` for a figure without a title."""
+    text = re.sub(r"<br\s*/?>", " — ", fig.layout.title.text or "")
+    text = html.unescape(re.sub(r"<[^>]+>", "", text))
+    return " ".join(text.split()) or fallback
 
 
 def balanced_wrap(text: str, width: int) -> list[str]:
