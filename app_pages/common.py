@@ -148,6 +148,12 @@ def model_names(*, only_ready: bool = True, **capabilities: bool) -> list[str]:
     return names
 
 
+def model_order() -> tuple[str, ...]:
+    """Every registered model, in the registry's order: the charts give each its colour and marker by its place
+    here (``viz.figures.model_styles``), so a model looks the same on every chart of every page."""
+    return tuple(spec.name for spec in available_models())
+
+
 def preferred(names: list[str], default: str = DEFAULT_MODEL) -> str:
     """The model a picker starts on: ``default`` (``models.DEFAULT_MODEL``) when it is offered, else the first."""
     return default if default in names else names[0]

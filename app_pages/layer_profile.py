@@ -16,7 +16,17 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, folder_select, get_embedder, model_names, page, page_header, preferred, safe
+from app_pages.common import (
+    chart,
+    folder_select,
+    get_embedder,
+    model_names,
+    model_order,
+    page,
+    page_header,
+    preferred,
+    safe,
+)
 from app_pages.warmup import wait_warmup
 from models.random_init import random_name, twin_base
 from models.registry import get_spec
@@ -100,7 +110,14 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
     y_range = spec.chart.y_range if spec is not None else None
     y_title = (spec.chart.axis_title(metric) if spec is not None else None) or metric
     fig = profile_figure(
-        prof, title=title, y_title=y_title, base=base, y_range=y_range, twin_of=twin_base, metric=metric
+        prof,
+        title=title,
+        y_title=y_title,
+        base=base,
+        y_range=y_range,
+        twin_of=twin_base,
+        model_order=model_order(),
+        metric=metric,
     )
     stem = file_stem("layer-profile", probe, dataset, metric)
     chart(fig, stem, key="lp_profile_chart", data=frame_csv(with_baselines(prof, base)))  # the baselines' rows too
@@ -146,6 +163,7 @@ def contextuality_section(dirs: list[Path]) -> None:
         y_title=chart_spec.axis_title(metric) or metric,
         y_range=chart_spec.y_range,
         twin_of=twin_base,
+        model_order=model_order(),
     )
     chart(fig, file_stem("contextuality", dataset, metric), key="lp_ctx_chart", data=frame_csv(prof))
     st.caption(

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart
+from app_pages.common import chart, model_order
 from models.random_init import twin_base
 from probes.registry import ProbeSpec
 from viz.export import file_stem, frame_csv
@@ -43,14 +43,14 @@ def layer_tests_section(spec: ProbeSpec, dataset: str, metric: str, models: list
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def cached_rigor_view(signature: int, probe: str, _df: pd.DataFrame) -> dict | None:
-    return rigor_view(_df, probe, twin_of=twin_base)
+def cached_rigor_view(signature: int, probe: str, _df: pd.DataFrame, order: tuple[str, ...] = ()) -> dict | None:
+    return rigor_view(_df, probe, twin_of=twin_base, model_order=order)
 
 
 def rigor_section(spec: ProbeSpec, df: pd.DataFrame, key: str, signature: int) -> None:
     """Control task and MDL of a token probe, where a run measured them (``--control``, ``--mdl``):
     task vs control accuracy and codelength per layer, and the selectivity/MDL table."""
-    view = cached_rigor_view(signature, spec.name, df)
+    view = cached_rigor_view(signature, spec.name, df, model_order())
     if view is None:
         return
     st.markdown("**Control task and MDL** (Hewitt & Liang 2019; Voita & Titov 2020)")

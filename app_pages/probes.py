@@ -18,7 +18,18 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, download, folder_select, get_embedder, log, model_select, page, page_header, safe
+from app_pages.common import (
+    chart,
+    download,
+    folder_select,
+    get_embedder,
+    log,
+    model_order,
+    model_select,
+    page,
+    page_header,
+    safe,
+)
 from app_pages.probe_rigor import layer_tests_section, rigor_section
 from app_pages.probe_upload import upload_tab
 from app_pages.warmup import wait_warmup
@@ -111,7 +122,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         metric = metrics[0]
         state.forget(f"{key}_metric")
     signature = frame_signature(df)
-    view = section_view(signature, spec.name, dataset, metric, df)
+    view = section_view(signature, spec.name, dataset, metric, df, model_order())
     curves, base = view["curves"], view["base"]
     if view["rows_figure"] is not None:  # named rows (the λ ablation): bars per row, by model
         chart(
@@ -181,9 +192,12 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
-def section_view(signature: int, probe: str, dataset: str, metric: str, _df: pd.DataFrame) -> dict:
-    """``viz.probe_views.probe_view``, built once per (results snapshot, probe, set, metric) per server."""
-    return probe_view(_df, get_probe(probe), dataset, metric, twin_of=twin_base)
+def section_view(
+    signature: int, probe: str, dataset: str, metric: str, _df: pd.DataFrame, order: tuple[str, ...] = ()
+) -> dict:
+    """``viz.probe_views.probe_view``, built once per (results snapshot, probe, set, metric, model order) per
+    server."""
+    return probe_view(_df, get_probe(probe), dataset, metric, twin_of=twin_base, model_order=order)
 
 
 def saved_tab() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 import pytest
-from test_app import assert_ok, open_page, texts
+from test_app import assert_ok, figures, open_page, texts
 
 from models.random_init import twin_base
 from probes.registry import get_probe
@@ -202,3 +202,44 @@ def test_a_charts_csv_keeps_layer_numbers_and_counts_whole(committed) -> None:
     assert all(r["clusters"] in ("", "2012") and "." not in r["n"] for r in rows)
     assert {r["seeds"] for r in rows} == {"", "3"}  # counts whole, as the seeds column is (not "3.0")
     assert [r["baseline"] for r in rows if not r["layer"]] == ["majority tag per word"]
+
+
+def test_a_model_looks_the_same_on_every_chart_whichever_models_share_it() -> None:
+    """Colours went in each chart's own order: minilm green on one Layer profile chart and yellow beside it,
+    gpt-small pink on Probes' WSD and blue on Tag. A model's slot (colour and marker) is now its place in the
+    registry's order, with a marker per slot for readers who cannot tell two hues apart."""
+    order = ("glove-6b-50d", "word2vec-sg", "minilm", "gpt-small")
+    one = model_styles(["minilm", "gpt-small"], twin_base, order)
+    two = model_styles(["gpt-small", "word2vec-sg", "random:minilm@0"], twin_base, order)
+    assert one["gpt-small"] == two["gpt-small"]
+    assert {k: v for k, v in two["random:minilm@0"].items() if k != "dash"} == {
+        k: v for k, v in one["minilm"].items() if k != "dash"
+    }
+    assert two["random:minilm@0"]["dash"] == "dot"  # its trained model's colour and symbol, even when it is absent
+    every = model_styles(list(order), twin_base, order)
+    assert len({s["color"] for s in every.values()}) == len({s["symbol"] for s in every.values()}) == len(order)
+    mine = model_styles(["my-model", "minilm"], twin_base, order)  # not registered: a slot no ordered model holds
+    assert mine["my-model"]["color"] not in {s["color"] for s in every.values()}
+
+
+def test_the_apps_charts_draw_a_model_in_one_colour_and_symbol() -> None:
+    """The Probes page's WSD chart and the Layer profile chart, whose model sets differ, agree on each model's
+    look (colour and marker symbol)."""
+
+    def looks(page: str) -> dict[str, tuple]:
+        at = open_page(page)
+        out = {}
+        for fig in figures(at):
+            for t in fig["data"]:
+                marker = t.get("marker") or {}
+                if t.get("name") and t.get("mode") == "lines+markers" and "(baseline)" not in t["name"]:
+                    colour = (t.get("line") or {}).get("color") or marker.get("color")
+                    look = (colour, marker.get("symbol", "circle"))  # plotly's default symbol
+                    out.setdefault(t["name"].removesuffix(" (one layer)"), set()).add(look)
+        return out
+
+    probes, profile = looks("probes"), looks("layer_profile")
+    shared = set(probes) & set(profile)
+    assert {"minilm", "gpt-small"} <= shared
+    for model in shared:
+        assert len(probes[model]) == 1 and probes[model] == profile[model], model

@@ -6,6 +6,7 @@ plotly renders a subset of HTML in labels and hover text.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -111,17 +112,36 @@ def chart_layout(fig: go.Figure, title: str, height: int | None = None, *, half:
     return fig
 
 
-def model_styles(models: Sequence[str], twin_of: Callable[[str], str | None] = lambda model: None) -> dict[str, dict]:
-    """Colour and line dash per model: each model its own palette colour, in order, except a random-weight twin
-    (``twin_of(model)``: the trained model it re-draws, or None), which takes its trained model's colour with a
-    dotted line, so a twin is never a look-alike of an unrelated model. viz imports no models: the app passes
+#: A marker symbol per palette slot, beside its colour: a second cue where two hues look alike to a colour-blind
+#: reader (deuteranopia and protanopia merge several of the palette's pairs).
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "cross", "pentagon", "star", "hexagon")
+
+
+def model_styles(
+    models: Sequence[str], twin_of: Callable[[str], str | None] = lambda model: None, order: Sequence[str] = ()
+) -> dict[str, dict]:
+    """Colour, marker symbol and line dash per model. A trained model's slot (its colour and symbol) is its place
+    in ``order`` — the app passes every model it knows, in the registry's order, so that a model looks the same on
+    every chart, whichever others share it — and a model not in ``order`` takes the next slot no model of ``order``
+    or of the chart holds. A random-weight twin (``twin_of(model)``: the trained model it re-draws, or None) takes
+    its trained model's slot, dotted, so a twin is never a look-alike of an unrelated model; one whose trained
+    model has no slot takes a slot of its own. viz imports no models: the app passes
     ``models.random_init.twin_base`` as ``twin_of``."""
+    slots = {m: k for k, m in enumerate(dict.fromkeys(m for m in order if twin_of(m) is None))}
+    taken = set(slots.values())
+    free = (k for k in itertools.count() if k not in taken)
     styles: dict[str, dict] = {}
-    colours = iter(PALETTE * (1 + len(models) // len(PALETTE)))
     for model in sorted(models, key=lambda m: twin_of(m) is not None):  # trained models choose first
         base = twin_of(model)
-        colour = styles[base]["color"] if base in styles else next(colours)
-        styles[model] = {"color": colour, "dash": "solid" if base is None else "dot"}
+        owner = model if base is None else base
+        if owner not in slots:
+            slots[owner] = next(free)
+        k = slots[owner]
+        styles[model] = {
+            "color": PALETTE[k % len(PALETTE)],
+            "symbol": SYMBOLS[k % len(SYMBOLS)],
+            "dash": "solid" if base is None else "dot",
+        }
     return {model: styles[model] for model in models}
 
 

@@ -114,6 +114,7 @@ def layer_probe_figure(
     small_n: int = SMALL_N,
     y_range: tuple[float, float] | None = None,
     twin_of: Callable[[str], str | None] = lambda model: None,
+    model_order: Sequence[str] = (),
 ) -> go.Figure:
     """Per-layer scores of each model, with their 95% intervals (``lo``/``hi``) as error bars, and
     each baseline as its own dashed series (a line across every layer, in the legend). A random-weight twin
@@ -129,7 +130,7 @@ def layer_probe_figure(
     layers = sorted(set(int(x) for x in curves["layer"])) or [0]
     x0, x1 = layers[0] - 0.25, layers[-1] + 0.25
     bounds: list[float] = []
-    styles = model_styles(list(dict.fromkeys(curves["model"])), twin_of)
+    styles = model_styles(list(dict.fromkeys(curves["model"])), twin_of, model_order)
     for model, part in curves.groupby("model", sort=False):
         part, style, name = part.sort_values("layer"), styles[model], escape_html(str(model))
         # A model with one layer (a static one) beside layered models: its value across the layers, not a dot at 0
@@ -141,8 +142,8 @@ def layer_probe_figure(
                 y=[part["value"].iloc[0]] * 2 if flat else part["value"],
                 name=f"{name} (one layer)" if flat else name,
                 legendgroup=name,
-                mode="lines" if flat else "lines+markers",
-                marker=dict(size=9, color=style["color"]),
+                mode="lines+markers",  # a flat line too: its symbol at both ends tells it from its neighbours
+                marker=dict(size=7 if flat else 9, color=style["color"], symbol=style["symbol"]),
                 line=dict(width=1.5 if flat else 2.5, color=style["color"], dash="dashdot" if flat else style["dash"]),
                 error_y=None if flat else interval_error(part),
                 cliponaxis=False,  # a point at the axis's end (100 %) is drawn whole, not cut in half
@@ -156,7 +157,7 @@ def layer_probe_figure(
                     x=part["layer"],
                     y=part["value"],
                     mode="markers",
-                    marker=dict(size=7, color=style["color"]),
+                    marker=dict(size=7, color=style["color"], symbol=style["symbol"]),
                     error_y=error,
                     legendgroup=name,
                     showlegend=False,
@@ -200,6 +201,7 @@ def named_rows_figure(
     metric: str = "accuracy",
     height: int = 420,
     twin_of: Callable[[str], str | None] = lambda model: None,
+    model_order: Sequence[str] = (),
 ) -> go.Figure:
     """Bars per named row (e.g. the λ ablation's "last", "all λ=1", "all λ=0.001"), grouped by model, from
     0, with their 95% intervals as error bars; each baseline a dashed line of its own (legend entry) across the
@@ -209,7 +211,7 @@ def named_rows_figure(
     rows: model, layer, value[, lo, hi] (``viz.results.named_rows_frame``); base: label, value[, lo, hi]."""
     fig = go.Figure()
     order = [row for row in order if row in set(rows["layer"])]
-    styles = model_styles(list(dict.fromkeys(rows["model"])), twin_of)
+    styles = model_styles(list(dict.fromkeys(rows["model"])), twin_of, model_order)
     for model, part in rows.groupby("model", sort=False):
         fig.add_trace(
             go.Bar(
@@ -242,6 +244,7 @@ def breakdown_figure(
     metric: str = "F1",
     height: int = 360,
     twin_of: Callable[[str], str | None] = lambda model: None,
+    model_order: Sequence[str] = (),
 ) -> go.Figure:
     """Bars per category (WSD: part of speech), one series a model at its chosen layer, from 0, with their 95%
     intervals as error bars; a random-weight twin in its trained model's colour, hatched; each baseline a dashed
@@ -254,7 +257,7 @@ def breakdown_figure(
     where = {c: i for i, c in enumerate(categories)}
     is_base = frame["chosen on"] == ""
     models = frame[~is_base]
-    styles = model_styles(list(dict.fromkeys(models["model"])), twin_of)
+    styles = model_styles(list(dict.fromkeys(models["model"])), twin_of, model_order)
     for (model, label), part in models.groupby(["model", "label"], sort=False):
         name = escape_html(str(label))
         fig.add_trace(
@@ -303,6 +306,7 @@ def task_vs_control_figure(
     title: str,
     height: int = 380,
     twin_of: Callable[[str], str | None] = lambda model: None,
+    model_order: Sequence[str] = (),
 ) -> go.Figure:
     """Per model, the task's per-layer score (solid) and its control task's (dashed, same colour):
     the gap is Hewitt & Liang's selectivity (accuracy) or the control task's extra codelength (MDL). A
@@ -312,7 +316,7 @@ def task_vs_control_figure(
     fig = go.Figure()
     values: list[float] = []
     models = list(dict.fromkeys(list(task["model"]) + list(control["model"])))
-    styles = model_styles(models, twin_of)
+    styles = model_styles(models, twin_of, model_order)
     for model in models:  # the legend: a model once (its colour), the line styles once (``line_style_key``)
         colour, twin, named = styles[model]["color"], styles[model]["dash"] != "solid", False
         for frame, what, dash in (
@@ -332,7 +336,7 @@ def task_vs_control_figure(
                     mode="lines+markers",
                     legendgroup=escape_html(str(model)),
                     line=dict(color=colour, dash=dash, width=2.5),
-                    marker=dict(size=8, color=colour),
+                    marker=dict(size=8, color=colour, symbol=styles[model]["symbol"]),
                     error_y=interval_error(part),
                     cliponaxis=False,
                     hovertemplate=f"{label} layer %{{x}}: %{{y:.2f}}<extra></extra>",

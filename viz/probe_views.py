@@ -51,7 +51,12 @@ TwinOf = Callable[[str], str | None]  # a random-weight twin's trained model (``
 
 
 def probe_view(
-    df: pd.DataFrame, spec: ProbeSpec, dataset: str, metric: str, twin_of: TwinOf = lambda model: None
+    df: pd.DataFrame,
+    spec: ProbeSpec,
+    dataset: str,
+    metric: str,
+    twin_of: TwinOf = lambda model: None,
+    model_order: Sequence[str] = (),
 ) -> dict:
     """curves, base, rows (named rows), rows_figure, layer_figure, table, breakdown, breakdown_figure,
     breakdown_note (which set chose each model's layer) (a figure is None where there is nothing to draw)."""
@@ -70,6 +75,7 @@ def probe_view(
             metric=metric,
             title=f"{name}: {metric} on {dataset}",
             twin_of=twin_of,
+            model_order=model_order,
         )
         if not rows.empty
         else None,
@@ -81,6 +87,7 @@ def probe_view(
             y_title=spec.chart.axis_title(metric),
             title=f"{name}: {metric} on {dataset}, by layer",
             twin_of=twin_of,
+            model_order=model_order,
         )
         if not curves.empty
         else None,
@@ -98,13 +105,19 @@ def probe_view(
         if not breakdown.empty:
             view["breakdown"] = breakdown
             view["breakdown_figure"] = breakdown_figure(
-                breakdown, metric=metric, title=f"{name}: {metric} by {spec.chart.breakdown_label}", twin_of=twin_of
+                breakdown,
+                metric=metric,
+                title=f"{name}: {metric} by {spec.chart.breakdown_label}",
+                twin_of=twin_of,
+                model_order=model_order,
             )
             view["breakdown_note"] = breakdown_note(breakdown, df, spec, dataset)
     return view
 
 
-def rigor_view(df: pd.DataFrame, probe: str, twin_of: TwinOf = lambda model: None) -> dict | None:
+def rigor_view(
+    df: pd.DataFrame, probe: str, twin_of: TwinOf = lambda model: None, model_order: Sequence[str] = ()
+) -> dict | None:
     """The selectivity/MDL table and, per ``RIGOR_PANELS`` entry, (figure, its data) or None when no run
     measured it; None when no run of ``probe`` measured either."""
     table = selectivity_mdl_table(df[df["probe"] == probe])
@@ -130,6 +143,7 @@ def rigor_view(df: pd.DataFrame, probe: str, twin_of: TwinOf = lambda model: Non
             metric=task_metric,
             title=f"{what}: task vs control on {dataset}",  # fits a half-width chart at 1280 px
             twin_of=twin_of,
+            model_order=model_order,
         )
         panels.append(
             (fig, pd.concat([curves[task_metric].assign(task="task"), curves[control_metric].assign(task="control")]))

@@ -72,6 +72,7 @@ def profile_figure(
     y_range: tuple[float, float] | None = None,
     height: int = 440,
     twin_of: Callable[[str], str | None] = lambda model: None,
+    model_order: Sequence[str] = (),
     metric: str | None = None,
 ) -> go.Figure:
     """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns), each
@@ -86,7 +87,7 @@ def profile_figure(
     viz imports no models).
     """
     fig = go.Figure()
-    styles = model_styles(list(dict.fromkeys(profile["model"])), twin_of)
+    styles = model_styles(list(dict.fromkeys(profile["model"])), twin_of, model_order)
     for model, part in profile.groupby("model", sort=False):
         part = part.sort_values("depth")
         color = styles[model]["color"]
@@ -102,7 +103,7 @@ def profile_figure(
                 mode="lines+markers",
                 name=escape_html(model),
                 line=dict(color=color, width=2.5, dash=styles[model]["dash"]),
-                marker=dict(size=9),
+                marker=dict(size=9, symbol=styles[model]["symbol"]),
                 error_y=error,
                 hovertext=hover,
                 hoverinfo="text",
