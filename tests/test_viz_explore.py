@@ -210,3 +210,25 @@ def test_semcor_occurrences_read_from_the_feature_cache_equal_their_embedding(tm
     embedded = occurrence_vectors(lambda sents: [o.vectors for o in glove.embed(sents)], occs)
     assert cached.shape == embedded.shape == (1, len(occs), 50)
     assert np.allclose(cached, embedded, rtol=2e-3, atol=2e-3)
+
+
+def test_senses_differ_by_symbol_as_well_as_colour() -> None:
+    """For "bank" two senses' hues (purple and blue) look the same to a deuteranope: each sense group now has a
+    marker symbol of its own too, in 2-D and 3-D scatters alike (3-D: the symbols scatter3d draws)."""
+    from viz.figures import SYMBOLS_3D, scatter_points
+    from viz.occurrence_figures import layer_measures_figure
+
+    coords = np.random.default_rng(0).normal(size=(6, 2))
+    groups = ["bank.n.01", "bank.n.01", "bank.n.02", "bank.n.02", "bank.v.01", "bank.v.01"]
+    fig = scatter_points(coords, groups, ["h"] * 6)
+    symbols = [t.marker.symbol for t in fig.data]
+    assert len(set(symbols)) == 3
+    fig3 = scatter_points(np.random.default_rng(0).normal(size=(6, 3)), groups, ["h"] * 6)
+    assert {t.marker.symbol for t in fig3.data} <= set(SYMBOLS_3D) and len({t.marker.symbol for t in fig3.data}) == 3
+    frame = pd.DataFrame(
+        {"layer": [0, 1, 0, 1], "measure": ["1-NN same sense"] * 2 + ["explainable variance"] * 2, "value": 0.5}
+    )
+    lines = layer_measures_figure(frame)
+    assert len({t.marker.symbol for t in lines.data}) == 2
+    occurrences = occurrence_scatter(coords, groups, ["h"] * 6)  # the Polysemy explorer's and projector's scatter
+    assert len({t.marker.symbol for t in occurrences.data if t.name != "selected"}) == 3

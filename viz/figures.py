@@ -115,6 +115,7 @@ def chart_layout(fig: go.Figure, title: str, height: int | None = None, *, half:
 #: A marker symbol per palette slot, beside its colour: a second cue where two hues look alike to a colour-blind
 #: reader (deuteranopia and protanopia merge several of the palette's pairs).
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "cross", "pentagon", "star", "hexagon")
+SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x")  # the closed symbols plotly's scatter3d draws
 
 
 def model_styles(
@@ -208,7 +209,13 @@ def scatter_points(
                     x=coords[idx, 0],
                     y=coords[idx, 1],
                     z=coords[idx, 2],
-                    marker=dict(size=5, color=colour, opacity=0.85, line=dict(width=0.5, color="white")),
+                    marker=dict(
+                        size=5,
+                        color=colour,
+                        symbol=SYMBOLS_3D[gi % len(SYMBOLS_3D)],
+                        opacity=0.85,
+                        line=dict(width=0.5, color="white"),
+                    ),
                     **common,
                 )
             )
@@ -217,7 +224,13 @@ def scatter_points(
                 go.Scatter(
                     x=coords[idx, 0],
                     y=coords[idx, 1],
-                    marker=dict(size=10, color=colour, opacity=0.85, line=dict(width=1, color="white")),
+                    marker=dict(  # a symbol per group beside its colour, for colour-blind readers
+                        size=10,
+                        color=colour,
+                        symbol=SYMBOLS[gi % len(SYMBOLS)],
+                        opacity=0.85,
+                        line=dict(width=1, color="white"),
+                    ),
                     **common,
                 )
             )

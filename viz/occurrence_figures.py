@@ -26,7 +26,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.figures import HALF_TITLE_CHARS, PALETTE, _layout
+from viz.figures import HALF_TITLE_CHARS, PALETTE, SYMBOLS, SYMBOLS_3D, _layout
 from viz.probe_figures import interval_error
 from viz.text import escape_html, legend_label, shorten
 
@@ -112,6 +112,9 @@ def occurrence_scatter(
             for c, h in zip(counts, hit)
         ]
         colour = "#888888" if group == MIXED else PALETTE[gi % len(PALETTE)]
+        # a symbol per sense beside its colour (two senses' hues merge for a colour-blind reader); 3-D has five
+        symbols = SYMBOLS if dims == 2 else SYMBOLS_3D
+        symbol = "circle" if group == MIXED else symbols[gi % len(symbols)]
         if dims == 2 and any(hit):
             # Numbers on a two-colour scale, not one colour string per point: plotly checks every colour
             # string, which for 5,000 points takes seconds.
@@ -126,7 +129,7 @@ def occurrence_scatter(
             line = dict(width=1, color="white")
         else:  # scatter3d takes one line width per trace: matches stand out by size only
             line = dict(width=0.5, color="white")
-        marker = dict(size=np.minimum(size, 48), color=colour, opacity=0.85, line=line)
+        marker = dict(size=np.minimum(size, 48), color=colour, symbol=symbol, opacity=0.85, line=line)
         xyz = dict(x=coords[reps, 0], y=coords[reps, 1]) | ({"z": coords[reps, 2]} if dims == 3 else {})
         label = legend_label(group, 38 if legend_below else 45) + (f" ({sum(counts)})" if collapsed else "")
         text = [f"×{c}" if c > 1 else "" for c in counts] if collapsed else None
@@ -205,14 +208,16 @@ def layer_measures_figure(
     """Per-layer lines (long frame: layer, measure, value[, lo, hi]), every measure on one 0–1 axis; a measure with
     ``lo``/``hi`` has them as error bars; chance ("… chance") is a baseline: grey, dashed, no markers."""
     fig = go.Figure()
-    colours = iter(PALETTE)
+    looks = iter(zip(PALETTE, SYMBOLS))
     for measure, part in df.groupby("measure", sort=False):
         name = escape_html(str(measure))
         if str(measure).endswith("chance"):
             style = dict(mode="lines", name=f"{name} (baseline)", line=dict(color="#555", dash="dash", width=2))
         else:
-            colour = next(colours)
-            style = dict(mode="lines+markers", name=name, line=dict(color=colour, width=2.5), marker=dict(size=9))
+            colour, symbol = next(looks)  # a marker each beside its colour: two of them merge for a colour-blind reader
+            style = dict(
+                mode="lines+markers", name=name, line=dict(color=colour, width=2.5), marker=dict(size=9, symbol=symbol)
+            )
         fig.add_trace(
             go.Scatter(
                 x=part["layer"],
