@@ -52,7 +52,8 @@ def heads_tab(model: str, words: list[str], keys: str, params: str) -> None:
     top = frame.loc[frame["accuracy"].idxmax()]
     layer = state.bind(f"{keys}_head_layer", int(top["layer"]), lo=1, hi=L, param=f"{params}head_layer")
     head = state.bind(f"{keys}_head", int(top["head"]), lo=1, hi=H, param=f"{params}head")
-    chosen = (st.session_state[layer], st.session_state[head])
+    c1, c2 = st.columns(2)  # the keyboard's way to the head a click on a tile picks
+    chosen = (c1.slider("Head's layer", 1, L, key=layer), c2.slider("Head", 1, H, key=head))
     value = "accuracy" if by == RANKINGS[0] else "gain"
     chart(
         head_figure(frame, chosen, value=value, title=f"{model}: each head's best relation ({value})"),
@@ -82,7 +83,8 @@ def heads_tab(model: str, words: list[str], keys: str, params: str) -> None:
     row = frame[(frame["layer"] == chosen[0]) & (frame["head"] == chosen[1])].iloc[0]
     st.markdown(
         f"**Layer {chosen[0]}, head {chosen[1]}**: {md(row['relation'])} ({row['direction']}) "
-        f"{row['accuracy']:.1f}% against the best offset's {row['offset_accuracy']:.1f}%. Click a tile to pick another."
+        f"{row['accuracy']:.1f}% against the best offset's {row['offset_accuracy']:.1f}%. Click a tile (or use the "
+        "sliders) to pick another."
     )
     params = {"model": model, "text": " ".join(words), "layer": chosen[0], "head": chosen[1], "tab": "Heads"}
     st.page_link(

@@ -315,3 +315,14 @@ def test_the_attention_pages_syntax_tab_names_its_own_failure(monkeypatch, tmp_p
     errors = " ".join(e.value for e in at.error).replace("\\", "")  # Markdown escapes off
     assert "Could not count which heads find the dependency head" in errors and "ud_english_ewt" in errors
     assert "Could not compute attention" not in errors and at.get("plotly_chart") == []
+
+
+def test_a_head_can_be_picked_without_a_mouse() -> None:
+    """Syntax → Heads picked its head only by a click on a tile: two sliders now hold the same choice (the URL's
+    ``head_layer`` and ``head``), so the keyboard reaches every head."""
+    at = open_page("syntax", model="minilm", tab="Heads", heads_n="50", text="The dog barked .")
+    at.slider(key="syn_head_layer").set_value(3).run()
+    at.slider(key="syn_head").set_value(9).run()
+    assert_ok(at)
+    assert at.query_params["head_layer"] == "3" and at.query_params["head"] == "9"
+    assert "Layer 3, head 9" in texts(at.markdown)
