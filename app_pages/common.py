@@ -33,6 +33,7 @@ from models import DEFAULT_MODEL
 from models.base import Embedder, ModelLoadError
 from models.listing import weights_location
 from models.registry import available_models, load_embedder, loaded_models, unload_embedder
+from viz.contrast import readable_text
 from viz.export import FORMATS, chart_config, figure_csv, file_stem
 from viz.polysemy import build_lemma_index, occurrence_vectors
 from viz.results import label_dir
@@ -268,7 +269,7 @@ def chart(
     config = chart_config(name, figure_format(), **({} if image_size else {"width": None, "height": None}))
     alt = plain_title(fig, fallback=name)  # the chart's accessible name: a screen reader heard only its tick labels
     event = where.plotly_chart(
-        title_below_toolbar(fig), width="stretch", key=key, config=config, alt=alt, **plotly_kwargs
+        readable_text(title_below_toolbar(fig)), width="stretch", key=key, config=config, alt=alt, **plotly_kwargs
     )
     if data is not False:
         with container if container is not None else contextlib.nullcontext():

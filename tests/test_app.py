@@ -558,3 +558,21 @@ def test_every_chart_has_an_accessible_name(page: str) -> None:
         assert alt.strip() and "<" not in alt and "&lt;" not in alt and "&amp;" not in alt, (page, alt)
         headline = re.sub(r"<[^>]+>", "", title.split("<br>")[0]).replace("&amp;", "&")
         assert alt.startswith(headline[:20]), (alt, title)  # the headline's first words are the name's
+
+
+def test_chart_text_is_dark_enough_to_read() -> None:
+    """Streamlit's theme drew tick labels, legend titles and printed values in #808495 (3.7:1 on white, under
+    WCAG AA's 4.5:1); the app's charts set their own, and keep a colour a figure chose itself."""
+    import plotly.graph_objects as go
+
+    from viz.contrast import MUTED, TEXT, readable_text
+
+    fig = go.Figure(go.Bar(x=["a"], y=[1], text=["1.00"], textposition="outside"))
+    fig.add_annotation(text="panel", font_color="white").add_annotation(text="note")
+    readable_text(fig)
+    assert fig.layout.xaxis.tickfont.color == MUTED and fig.layout.yaxis.title.font.color == TEXT
+    assert fig.data[0].outsidetextfont.color == MUTED and fig.layout.legend.font.color == TEXT
+    assert [a.font.color for a in fig.layout.annotations] == ["white", MUTED]  # a chosen colour stays
+    for spec in figures(open_page("probes")):
+        assert spec["layout"]["xaxis"]["tickfont"]["color"] == MUTED
+        assert spec["layout"]["legend"]["font"]["color"] == TEXT
