@@ -151,10 +151,8 @@ def run_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    start = time.time()
-    # a first run parses every corpus (about a minute): say what it reads, on stderr (the table is stdout's)
-    reading = lambda name: print(f"reading {name} …", file=sys.stderr, flush=True)
-    print(format_table(dataset_table(lm=not args.no_lm, reading=reading)))
+    start, talk = time.time(), lambda name: print(f"reading {name} …", file=sys.stderr, flush=True)  # first: ~1 min
+    print(format_table(dataset_table(lm=not args.no_lm, reading=talk)))
     print(f"\n({time.time() - start:.1f} s)")
     return 0
 
