@@ -79,12 +79,15 @@ def friendly_message(exc: BaseException, action: str = "") -> str:
 
 
 @contextlib.contextmanager
-def safe(action: str = "", *, kind: str = "error", names: Mapping[str, str] | None = None) -> Iterator[None]:
+def safe(
+    action: str = "", *, kind: str = "error", names: Mapping[str, str] | None = None, without_data: str = ""
+) -> Iterator[None]:
     """Run a block; on an exception show a friendly message and continue with the page.
 
     ``names``: what the user knows a path by (an upload's stored path → the file name it was uploaded
-    as), put in the message in place of the path. Streamlit's own control flow (st.stop, st.rerun)
-    derives from BaseException and passes through.
+    as), put in the message in place of the path. ``without_data``: what works without the missing dataset,
+    said after a ``DataMissingError``'s message (a newcomer without the data learns where to go instead).
+    Streamlit's own control flow (st.stop, st.rerun) derives from BaseException and passes through.
     """
     try:
         yield
@@ -95,6 +98,8 @@ def safe(action: str = "", *, kind: str = "error", names: Mapping[str, str] | No
         msg = friendly_message(exc, action)
         for path, name in (names or {}).items():
             msg = msg.replace(path, name)
+        if without_data and isinstance(exc, DataMissingError):
+            msg += f" {without_data}"
         # Messages may quote user input or file paths: escaped, so they show exactly as written.
         (st.warning if kind == "warning" else st.error)(escape_markdown(msg), icon="⚠️")
 

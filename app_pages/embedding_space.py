@@ -176,14 +176,15 @@ def contextual_tab() -> None:
             format_func=lambda i: f"s{table.rows['sentence'][i]} · {table.rows['context'][i]}",
         )
         st.subheader("Nearest in all of SemCor")
-        corpus_panel(
-            model,
-            layer,
-            table.vectors[pick],
-            key="space_corpus",
-            k_param="corpus_k",
-            what=f"“{tokens[pick]}” (s{table.rows['sentence'][pick]})",
-        )
+        with safe("search SemCor", without_data="Your own tokens' neighbours, below, need no data."):
+            corpus_panel(
+                model,
+                layer,
+                table.vectors[pick],
+                key="space_corpus",
+                k_param="corpus_k",
+                what=f"“{tokens[pick]}” (s{table.rows['sentence'][pick]})",
+            )
         st.subheader("Nearest among your tokens")
         st.caption(
             "At a top layer the same word form is often nearest whatever its sense (the vectors keep much "

@@ -328,7 +328,11 @@ VIEW_PARAMS = ("pick", "layer", "layer_b", "k", "corpus", "corpus_k")
 def main() -> None:
     page_header("Polysemy explorer", INTRO, draws=("plotly", "dataframe"))
     c = controls()
-    with safe("collect the occurrences"):
+    with safe(
+        "collect the occurrences",
+        without_data="Without SemCor, choose “my sentences” (or an upload) under “Occurrences from”: the explorer "
+        "works on any sentences that use the word.",
+    ):
         occs = None if c is None else get_occurrences(c)
         if occs is None:  # nothing to show: the view's choices leave the URL (a link holds what is on screen)
             for param in VIEW_PARAMS:

@@ -195,7 +195,10 @@ def projector_tab() -> None:
         "isolate the matches, project a whole vocabulary slice or onto custom axes; click a point for its "
         "nearest neighbours in the original space (cosine). Upload your own vectors and metadata."
     )
-    with safe("draw the projector"):
+    with safe(
+        "draw the projector",
+        without_data="Without the data, project a “vocabulary slice” or your own vectors (the source picker).",
+    ):
         got = _projector_points()
         if got is None:
             return

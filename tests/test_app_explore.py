@@ -298,3 +298,27 @@ def test_a_word_a_static_model_does_not_know_is_said_so_not_searched() -> None:
     info = texts(at.info)
     assert "not in glove-6b-50d's vocabulary" in info and "nothing to search for" in info, info
     assert not at.error and not at.warning
+
+
+def test_without_the_data_the_pages_say_what_works_instead(monkeypatch) -> None:
+    """Without SemCor a newcomer's first steps ended in red boxes that pointed nowhere: the Polysemy explorer now
+    names the sources that need no data, and Contextual neighbours still shows the typed tokens' own neighbours
+    (the SemCor search failed the whole tab)."""
+    from app_pages import polysemy_controls
+    from corpora.paths import DataMissingError
+
+    def missing(*args, **kwargs):
+        raise DataMissingError("semcor3.0/brown1/tagfiles")
+
+    monkeypatch.setattr(polysemy_controls, "get_occurrences", missing)
+    monkeypatch.setattr(corpus_ui, "corpus_panel", missing)
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=300).run()
+    at.switch_page("app_pages/polysemy.py").run()
+    said = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "semcor3.0" in said and "choose “my sentences”" in said
+    at.query_params.clear()
+    at.query_params["tab"] = "Contextual neighbours"
+    at.switch_page("app_pages/embedding_space.py").run()
+    said = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "Could not search SemCor" in said and "need no data" in said
+    assert "Nearest among your tokens" in texts(at.subheader) and at.dataframe  # the typed tokens' neighbours
