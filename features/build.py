@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -96,6 +97,14 @@ def layers_to_write(job: Job, directory: Path, missing: list[int], have: Sequenc
         "free some space (old entries under the cache's features/ folder can go), or point EMBPROBE_CACHE at a "
         "larger disk."
     )
+
+
+def key_label(key: str) -> str:
+    """A cache key as a person reads it in a progress message: "semcor-tagged-limit5000" -> "semcor-tagged, first
+    5,000 sentences"; a data file's content hash ("file-239d7e365f31-limit500") -> "a data file, first 500
+    sentences"."""
+    key = re.sub(r"\bfile-[0-9a-f]{8,}", "a data file", key)
+    return re.sub(r"-limit(\d+)$", lambda m: f", first {int(m.group(1)):,} sentences", key)
 
 
 def gb(n: float) -> str:
@@ -215,13 +224,14 @@ def embed_into(job: Job, sink: LayerArrays | LayerFiles) -> None:
             return None
         return [keep[row_start[i] : row_start[i + 1]] - offsets[i] for i in idx]
 
-    bar = tqdm(total=total, unit="word", desc=f"{emb.name}/{job.key}", disable=not job.show_progress, mininterval=2.0)
+    what = f"{emb.name}, {key_label(job.key)}"
+    bar = tqdm(total=total, unit="word", desc=what, disable=not job.show_progress, mininterval=2.0)
     done, t0, torch_dtype = 0, time.perf_counter(), getattr(torch, job.dtype)
     sentences_done = 0
 
     def say(k: int) -> str:  # k sentences embedded so far
         rate = k / max(time.perf_counter() - t0, 1e-9)
-        return f"{emb.name}/{job.key}: {k:,}/{len(order):,} sentences, {rate:.0f} sentences/s, {done:,}/{total:,} words"
+        return f"{what}: {k:,}/{len(order):,} sentences, {rate:.0f} sentences/s, {done:,}/{total:,} words"
 
     if job.progress is not None:
         job.progress(0.0, say(0))
