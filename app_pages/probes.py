@@ -301,13 +301,15 @@ def quick_tab() -> None:
     )
     with c2:
         model = model_select("Model", None, key="probe_model", default=DEFAULT_MODEL, param="model")
+    fixed = "".join(f" (--{k.replace('_', '-')} {v}, whatever N is)" for k, v in get_probe(probe).quick.items())
     limit = c3.number_input(
         "Sentences (--limit)",
         min_value=1,
         max_value=5000,
         step=10,
         key=state.bind("probe_limit", DEFAULT_LIMIT, lo=1, hi=5000, param="limit"),
-        help="Per dataset. 20 ≈ seconds; 500 ≈ minutes; the full datasets are for the command line.",
+        help=f"Per dataset{fixed}; the ⏱️ estimate below says what a run embeds and about how long it takes here. "
+        "The full datasets are for the command line.",
     )
     options = quick_options(get_probe(probe), st.columns([2, 3])[0])
     if model is None:

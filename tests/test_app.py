@@ -576,3 +576,14 @@ def test_chart_text_is_dark_enough_to_read() -> None:
     for spec in figures(open_page("probes")):
         assert spec["layout"]["xaxis"]["tickfont"]["color"] == MUTED
         assert spec["layout"]["legend"]["font"]["color"] == TEXT
+
+
+def test_the_quick_runs_size_hint_says_what_it_does_not_change() -> None:
+    """The --limit box said "20 ≈ seconds" for every probe; a quick WSD run embeds its 5,000 SemCor training
+    sentences whatever N is (46 s on a first run): the hint now names what the quick run fixes and points to the
+    estimate."""
+    at = open_page("probes", tab="Run a quick probe", probe="wsd")
+    hint = at.number_input(key="probe_limit").help
+    assert "--semcor-limit 5000, whatever N is" in hint and "estimate" in hint and "≈ seconds" not in hint
+    at = open_page("probes", tab="Run a quick probe", probe="pos")
+    assert "whatever N is" not in at.number_input(key="probe_limit").help
