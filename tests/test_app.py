@@ -587,3 +587,18 @@ def test_the_quick_runs_size_hint_says_what_it_does_not_change() -> None:
     assert "--semcor-limit 5000, whatever N is" in hint and "estimate" in hint and "≈ seconds" not in hint
     at = open_page("probes", tab="Run a quick probe", probe="pos")
     assert "whatever N is" not in at.number_input(key="probe_limit").help
+
+
+def test_a_quick_run_that_cannot_start_says_so_once(monkeypatch) -> None:
+    """Without the data the quick tab showed a warning (the estimate), a blue "press Run probe", and on a press a
+    red error under a progress bar stuck at 0: one cause, three boxes. Now the warning alone, the button off."""
+    from app_pages import probe_quick
+    from corpora.paths import DataMissingError
+
+    def missing(*args, **kwargs):
+        raise DataMissingError("semcor3.0/brown1/tagfiles")
+
+    monkeypatch.setattr(probe_quick, "estimate_run", missing)
+    at = open_page("probes", tab="Run a quick probe", probe="wsd", limit="21")  # a size no other test estimated
+    assert "semcor3.0" in texts(at.warning).replace("\\", "") and not at.info
+    assert at.button(key="probe_run").disabled

@@ -160,11 +160,11 @@ def test_app_quick_probe_shows_the_estimate_before_and_progress_during_the_run(t
     progress element (every message it was given is one the run path sent), left at 100% when done."""
     from streamlit.testing.v1 import AppTest
 
-    import probes.run
+    from app_pages import probe_quick
 
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))  # nothing cached: the estimate says so
     told: list[tuple[float, str]] = []
-    real = probes.run.run_probe
+    real = probe_quick.run_probe
 
     def recording_run_probe(*args, progress=None, **kwargs):
         def tell(fraction: float, message: str) -> None:
@@ -173,7 +173,7 @@ def test_app_quick_probe_shows_the_estimate_before_and_progress_during_the_run(t
 
         return real(*args, progress=tell, **kwargs)
 
-    monkeypatch.setattr(probes.run, "run_probe", recording_run_probe)  # the page imports it when it runs
+    monkeypatch.setattr(probe_quick, "run_probe", recording_run_probe)  # the quick tab's module runs it
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300).run()
     at.query_params.clear()
     at.query_params["tab"] = "Run a quick probe"

@@ -1,0 +1,152 @@
+"""The Probes page's quick runs: a probe and its baselines on the first N sentences of each dataset, not saved.
+
+Before a run the tab shows ``probes.estimate``'s estimate (data, cache, a measured warm-up); the run reports its
+progress in a bar and keeps its results for every session of the server (``_quick_runs``), and the page's
+``probe_section`` (passed in, as to the upload tab) draws them as it draws saved results.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import streamlit as st
+
+from app_pages import state
+from app_pages.common import get_embedder, log, model_select, safe
+from app_pages.warmup import wait_warmup
+from models import DEFAULT_MODEL
+from probes.estimate import estimate_run
+from probes.registry import ProbeSpec, all_probes, get_probe
+from probes.results import ProbeResult, results_frame
+from probes.run import run_probe
+from viz.export import run_record_json
+
+DEFAULT_LIMIT = 20
+
+
+@st.cache_resource
+def _quick_runs() -> tuple[dict, threading.Lock]:
+    """Quick-run results shared by every session of this server: key -> (results, wall seconds)."""
+    return {}, threading.Lock()
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=600)  # ttl: the command line may fill the cache too
+def quick_estimate(probe: str, model: str, limit: int, options: tuple, runs_done: int) -> str | None:
+    """The estimate of a quick run (``probes.estimate``: data, cache, a measured warm-up); recomputed when
+    another quick run has finished (``runs_done``: it may have filled the feature cache). ``options``: the
+    probe's quick options as (name, value) pairs."""
+    emb = get_embedder(model)
+    wait_warmup()
+    est = estimate_run(get_probe(probe), emb, limit=limit, options=dict(options))
+    return None if est is None else est.text()
+
+
+def quick_run(probe: str, model: str, limit: int, options: dict, progress) -> list[ProbeResult]:
+    """One probe and its baselines on a small slice (the first ``limit`` sentences of each dataset), not saved."""
+    emb = get_embedder(model)
+    wait_warmup()
+    return run_probe(probe, emb, limit=limit, options=options, progress=progress, show_progress=False).results
+
+
+def quick_options(spec: ProbeSpec, column) -> dict[str, int]:
+    """The probe's quick-run options besides ``--limit`` (``ProbeSpec.quick``), one number input each, in the URL."""
+    values = {}
+    for opt in (o for o in spec.options if o.name in spec.quick):
+        values[opt.name] = int(
+            column.number_input(
+                opt.help[:1].upper() + opt.help[1:],
+                min_value=1,
+                max_value=100_000,
+                step=100,
+                key=state.bind(f"probe_{opt.name}", spec.quick[opt.name], lo=1, hi=100_000, param=opt.name),
+                help=f"--{opt.name.replace('_', '-')} on the command line. The quick-run default "
+                f"({spec.quick[opt.name]}) is what lets the layers differ on a small test slice.",
+            )
+        )
+    return values
+
+
+def quick_tab(probe_section: Callable[..., None]) -> None:
+    """The quick-run tab; ``probe_section`` draws a run's results (the Probes page's, as for saved ones)."""
+    st.caption(
+        "Runs a probe on the first N sentences of each dataset (like `--limit N` on the command line), "
+        "so it finishes in seconds to a minute on a laptop CPU. Scores on such small slices are noisy and "
+        "are not the paper's numbers: a slice of a few documents draws the layers' shape, and the paired "
+        "tests say which of its differences it can show (often none). Extracted vectors are cached on disk, "
+        "so a second run is much faster."
+    )
+    c1, c2, c3 = st.columns([2, 2, 1])
+    titles = {spec.name: spec.title for spec in all_probes() if not spec.needs_files}  # tag/span: "Your data"
+    probe = c1.selectbox(
+        "Probe",
+        list(titles),
+        format_func=titles.get,
+        key=state.bind("probe_kind", next(iter(titles)), list(titles), param="probe"),
+    )
+    with c2:
+        model = model_select("Model", None, key="probe_model", default=DEFAULT_MODEL, param="model")
+    fixed = "".join(f" (--{k.replace('_', '-')} {v}, whatever N is)" for k, v in get_probe(probe).quick.items())
+    limit = c3.number_input(
+        "Sentences (--limit)",
+        min_value=1,
+        max_value=5000,
+        step=10,
+        key=state.bind("probe_limit", DEFAULT_LIMIT, lo=1, hi=5000, param="limit"),
+        help=f"Per dataset{fixed}; the ⏱️ estimate below says what a run embeds and about how long it takes here. "
+        "The full datasets are for the command line.",
+    )
+    options = quick_options(get_probe(probe), st.columns([2, 3])[0])
+    if model is None:
+        return
+    runs, lock = _quick_runs()
+    run_key = (model, probe, int(limit), tuple(sorted(options.items())))
+    estimate: str | None | bool = False  # False: no estimate could be made (the warning says why)
+    with safe(f"estimate the {probe.upper()} probe on {model}", kind="warning"):
+        with st.spinner("Estimating (a short warm-up of the model)…"):
+            estimate = quick_estimate(probe, model, int(limit), run_key[3], len(runs))
+        st.caption(f"⏱️ Estimate: {estimate}" if estimate else "⏱️ No estimate: this probe reads its data as it runs.")
+    # what stopped the estimate (a missing dataset, a model that does not load) would stop the run: no button to
+    # press into a second error, and no "press Run probe" beside the warning
+    if st.button("Run probe", type="primary", key="probe_run", disabled=estimate is False):
+        with safe(f"run the {probe.upper()} probe on {model}"):
+            bar = st.progress(0.0, text=f"Starting {probe.upper()} on {model}…")
+            last = [""]
+
+            def progress(frac: float, msg: str = "") -> None:
+                last[0] = msg or last[0]
+                bar.progress(float(min(max(frac, 0.0), 1.0)), text=msg or f"{probe.upper()} on {model}")
+
+            t0 = time.perf_counter()
+            results = quick_run(probe, model, int(limit), options, progress)
+            wall_s = round(time.perf_counter() - t0, 1)
+            log.info("quick %s probe on %s (limit %s) took %.1f s", probe, model, limit, wall_s)
+            with lock:
+                runs[run_key] = (results, wall_s)
+            bar.progress(1.0, text=f"Done in {wall_s} s (last step: {last[0]})")
+    done = runs.get(run_key)
+    if done is None:
+        if estimate is not False:
+            st.info("Choose a probe, a model and a size, then press **Run probe**.")
+        return
+    results, wall_s = done
+    spec = get_probe(probe)
+    flags = "".join(f" --{name.replace('_', '-')} {value}" for name, value in options.items())
+    st.success(
+        f"{spec.short_title} on {model}, first {limit} sentences per dataset{f' ({flags.strip()})' if flags else ''}: "
+        f"done in {wall_s} s."
+    )
+    for warning in dict.fromkeys(w for res in results if (w := res.extra.get("warning"))):  # e.g. GloVe missing
+        st.warning(warning)
+    for res in results if spec.summary is not None else []:  # what the command line prints after the rows
+        if res.model == model and (lines := spec.summary(res)):
+            st.caption("  \n".join(line.strip() for line in lines))
+    command = f"python -m probes {probe} --model {model} --limit {int(limit)}{flags}"
+    probe_section(
+        spec,
+        results_frame(results),
+        "quick",
+        records=run_record_json(results, command=command),
+        results=lambda: results,
+    )
