@@ -85,7 +85,9 @@ def layer_coords(X: np.ndarray, method: str, dims: int, layer: int):
     if method == "PCA":
         coords, inverses, notes = projections(X, method, dims, None)
         return coords[layer], inverses[layer], notes[layer]
-    coords, inverses, notes = projections(X, method, dims, layer)
+    # a cached projection returns at once; a new one is seconds (UMAP's first call in a server also compiles it)
+    with st.spinner(f"{method} of layer {layer}'s {X.shape[1]:,} vectors…"):
+        coords, inverses, notes = projections(X, method, dims, layer)
     return coords[0], inverses[0], notes[0]
 
 

@@ -6,7 +6,7 @@ waiting for it (issue 30):
 
     build_entry(embedder, "semcor-tagged", sentences, keep=keep, by="python -m features index")
     status = build_status(embedder.fingerprint(), "semcor-tagged")   # None, or running / failed
-    status.text()   # '42% · about 3 min left · minilm/semcor-tagged: 15,000/37,176 sentences, …'
+    status.text()   # '42% of the words · about 3 min left · minilm, semcor-tagged: 15,000/37,176 sentences, …'
 
 Design notes:
 
@@ -77,11 +77,12 @@ class BuildStatus:
         return self.state == "running"
 
     def text(self) -> str:
-        """'42% · about 3 min left · <message>' (running) or the error (failed)."""
+        """'42% of the words · about 3 min left · <message>' (running) or the error (failed)."""
         if not self.running:
             return self.error or "the build stopped"
         left = f"about {duration(self.eta_s)} left" if self.eta_s is not None else "estimating the time left"
-        return " · ".join(p for p in (f"{self.fraction:.0%}", left, self.message) if p)
+        # words, not sentences: the longest sentences go first, so the sentence count in the message lags behind
+        return " · ".join(p for p in (f"{self.fraction:.0%} of the words", left, self.message) if p)
 
 
 def duration(seconds: float | None) -> str:

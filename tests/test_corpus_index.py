@@ -233,6 +233,8 @@ def test_the_lock_lets_one_builder_work_and_a_second_one_wait(tmp_path) -> None:
                 break
             time.sleep(0.05)
         assert status is not None and status.running and status.pid == os.getpid()
+        # the fraction is of the words (longest sentences first: the message's sentence count lags), and says so
+        assert status.text().startswith(f"{status.fraction:.0%} of the words · ")
         with pytest.raises(BuildBusy) as busy:
             build_entry(emb, "toy", SENTENCES, root=tmp_path, wait=False)
         assert busy.value.status is not None and busy.value.status.running
