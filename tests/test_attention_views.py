@@ -113,6 +113,10 @@ def test_line_view_focus_fades_every_other_line(att) -> None:
     left, right = [t for t in focused.data if t.mode == "markers+text"]
     assert f"focus: {WORDS[4]} → {WORDS[7]}: {a[4, 7]:.3f}" in right.hovertext[7]
     assert "focus:" not in left.hovertext[4] and "focus:" not in left.hovertext[3]
+    # the focused query is ringed (a cue besides its red label, which a protanope loses among dark ones)
+    rings = [c != "rgba(0,0,0,0)" for c in left.marker.color]
+    assert left.marker.symbol == "circle-open" and rings == [i == 4 for i in range(len(WORDS))]
+    assert not any(c != "rgba(0,0,0,0)" for c in right.marker.color)
     assert _drawn_links(focused) == _drawn_links(plain)  # nothing hidden, only faded
     plain_alpha = {t.line.width: _alpha(t.line.color) for t in plain.data if t.mode == "lines"}
     for t in faded:  # every other line at FADE of its unfocused opacity

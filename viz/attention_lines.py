@@ -172,7 +172,13 @@ def line_view(
                 showlegend=False,
                 textposition=position,
                 textfont=dict(size=12, color=["#d62728" if focused == i else "#222" for i in range(n)]),
-                marker=dict(size=14, color="rgba(0,0,0,0)"),
+                # the focused token is ringed, not only red: a red label beside dark ones is lost to a protanope
+                marker=dict(
+                    size=14,
+                    symbol="circle-open",
+                    color=["#d62728" if focused == i else "rgba(0,0,0,0)" for i in range(n)],
+                    line=dict(width=2),
+                ),
                 selected=dict(marker=dict(opacity=1)),
                 unselected=dict(marker=dict(opacity=1)),
                 customdata=[[side, i] for i in range(n)],
