@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 # `streamlit run app.py` puts the repository root on sys.path (app.py says so); before tokenizers is imported:
@@ -154,10 +154,11 @@ def model_names(*, only_ready: bool = True, **capabilities: bool) -> list[str]:
     return names
 
 
-def model_order() -> tuple[str, ...]:
-    """Every registered model, in the registry's order: the charts give each its colour and marker by its place
-    here (``viz.figures.model_styles``), so a model looks the same on every chart of every page."""
-    return tuple(spec.name for spec in available_models())
+def model_order(results: Iterable[str] = ()) -> tuple[str, ...]:
+    """Registered models in the registry's order, then ``results``' others (a folder's model column) by name: each
+    one's place gives its colour and marker (``viz.figures.model_styles``), the same on every chart it is on."""
+    registered = tuple(spec.name for spec in available_models())
+    return registered + tuple(sorted(set(results) - set(registered)))
 
 
 def preferred(names: list[str], default: str = DEFAULT_MODEL) -> str:

@@ -116,7 +116,7 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
         base=base,
         y_range=y_range,
         twin_of=twin_base,
-        model_order=model_order(),
+        model_order=model_order(df["model"]),
         metric=metric,
     )
     stem = file_stem("layer-profile", probe, dataset, metric)
@@ -163,7 +163,7 @@ def contextuality_section(dirs: list[Path]) -> None:
         y_title=chart_spec.axis_title(metric) or metric,
         y_range=chart_spec.y_range,
         twin_of=twin_base,
-        model_order=model_order(),
+        model_order=model_order(df["model"]),
     )
     chart(fig, file_stem("contextuality", dataset, metric), key="lp_ctx_chart", data=frame_csv(prof))
     st.caption(

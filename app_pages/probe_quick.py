@@ -16,7 +16,9 @@ import streamlit as st
 from app_pages import state
 from app_pages.common import get_embedder, log, model_select, safe
 from app_pages.warmup import wait_warmup
+from corpora.paths import DataMissingError
 from models import DEFAULT_MODEL
+from models.errors import ModelLoadError
 from probes.estimate import estimate_run
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, results_frame
@@ -87,7 +89,7 @@ def quick_tab(probe_section: Callable[..., None]) -> None:
     )
     with c2:
         model = model_select("Model", None, key="probe_model", default=DEFAULT_MODEL, param="model")
-    fixed = "".join(f" (--{k.replace('_', '-')} {v}, whatever N is)" for k, v in get_probe(probe).quick.items())
+    fixed = "".join(f" (--{k.replace('_', '-')}: the box below, whatever N is)" for k in get_probe(probe).quick)
     limit = c3.number_input(
         "Sentences (--limit)",
         min_value=1,
@@ -102,14 +104,17 @@ def quick_tab(probe_section: Callable[..., None]) -> None:
         return
     runs, lock = _quick_runs()
     run_key = (model, probe, int(limit), tuple(sorted(options.items())))
-    estimate: str | None | bool = False  # False: no estimate could be made (the warning says why)
+    blocked = False  # a missing dataset or a model that does not load stops the run as it stopped the estimate
     with safe(f"estimate the {probe.upper()} probe on {model}", kind="warning"):
-        with st.spinner("Estimating (a short warm-up of the model)…"):
-            estimate = quick_estimate(probe, model, int(limit), run_key[3], len(runs))
+        try:
+            with st.spinner("Estimating (a short warm-up of the model)…"):
+                estimate = quick_estimate(probe, model, int(limit), run_key[3], len(runs))
+        except (DataMissingError, ModelLoadError):
+            blocked = True
+            raise
         st.caption(f"⏱️ Estimate: {estimate}" if estimate else "⏱️ No estimate: this probe reads its data as it runs.")
-    # what stopped the estimate (a missing dataset, a model that does not load) would stop the run: no button to
-    # press into a second error, and no "press Run probe" beside the warning
-    if st.button("Run probe", type="primary", key="probe_run", disabled=estimate is False):
+    # then the warning says why, once: no button to press into a second error, no "press Run probe" beside it
+    if st.button("Run probe", type="primary", key="probe_run", disabled=blocked):
         with safe(f"run the {probe.upper()} probe on {model}"):
             bar = st.progress(0.0, text=f"Starting {probe.upper()} on {model}…")
             last = [""]
@@ -127,7 +132,7 @@ def quick_tab(probe_section: Callable[..., None]) -> None:
             bar.progress(1.0, text=f"Done in {wall_s} s (last step: {last[0]})")
     done = runs.get(run_key)
     if done is None:
-        if estimate is not False:
+        if not blocked:
             st.info("Choose a probe, a model and a size, then press **Run probe**.")
         return
     results, wall_s = done

@@ -50,7 +50,7 @@ def cached_rigor_view(signature: int, probe: str, _df: pd.DataFrame, order: tupl
 def rigor_section(spec: ProbeSpec, df: pd.DataFrame, key: str, signature: int) -> None:
     """Control task and MDL of a token probe, where a run measured them (``--control``, ``--mdl``):
     task vs control accuracy and codelength per layer, and the selectivity/MDL table."""
-    view = cached_rigor_view(signature, spec.name, df, model_order())
+    view = cached_rigor_view(signature, spec.name, df, model_order(df["model"]))
     if view is None:
         return
     st.markdown("**Control task and MDL** (Hewitt & Liang 2019; Voita & Titov 2020)")

@@ -99,7 +99,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
         metric = metrics[0]
         state.forget(f"{key}_metric")
     signature = frame_signature(df)
-    view = section_view(signature, spec.name, dataset, metric, df, model_order())
+    view = section_view(signature, spec.name, dataset, metric, df, model_order(df["model"]))
     curves, base = view["curves"], view["base"]
     if view["rows_figure"] is not None:  # named rows (the λ ablation): bars per row, by model
         chart(

@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 from cluster.identity import hub_config
+from models.options import CPU_TOKENS, GPU_TOKENS
 
 GiB = 1 << 30
 BASE_BYTES = 3 * GiB // 2
@@ -76,7 +77,6 @@ def estimate(
     if model is None:
         return Resources(cpus=cpus, gpus=0, memory=BASE_BYTES)
     from models import listing, registry  # lazy: torch (models.listing); python -m probes and a plan stay light
-    from models.transformer.embedder import CPU_TOKENS, GPU_TOKENS  # lazy: as above (the default token budgets)
 
     spec = registry.get_spec(model)
     gpu = wants_gpu(spec.contextual, device) if gpu is None else gpu

@@ -15,8 +15,12 @@ from features.entries import entry_files, has_layers, install_entry, local_entri
 from features.store import META_FILE, data_hash, entry_rel, meta_text, read_meta, sentences_hash
 
 #: Names of the modules that embed (they import torch), loaded on first use (PEP 562): a command that only reads
-#: or copies entries (``python -m probes stats``, a sweep's driver) never imports torch through this package.
+#: or copies entries never imports torch through this package (``python -m probes stats`` imports none at all).
 _EMBEDDING = {"DISK_SHARE": "build", "gb": "build", "Features": "extract", "get_features": "extract"}
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def __getattr__(name: str):

@@ -100,11 +100,11 @@ def layers_to_write(job: Job, directory: Path, missing: list[int], have: Sequenc
 
 
 def key_label(key: str) -> str:
-    """A cache key as a person reads it in a progress message: "semcor-tagged-limit5000" -> "semcor-tagged, first
-    5,000 sentences"; a data file's content hash ("file-239d7e365f31-limit500") -> "a data file, first 500
-    sentences"."""
+    """A cache key as a person reads it in a progress message: "semcor-tagged-limit5000" -> "semcor-tagged,
+    --limit 5000"; a data file's content hash ("file-239d7e365f31-limit500") -> "a data file, --limit 500" (the
+    option as given: the first N sentences of a file, or of each set for WSD's test sets)."""
     key = re.sub(r"\bfile-[0-9a-f]{8,}", "a data file", key)
-    return re.sub(r"-limit(\d+)$", lambda m: f", first {int(m.group(1)):,} sentences", key)
+    return re.sub(r"-limit(\d+)$", r", --limit \1", key)
 
 
 def gb(n: float) -> str:

@@ -552,6 +552,7 @@ def test_every_chart_has_an_accessible_name(page: str) -> None:
     at = open_page(page)
     charts = at.get("plotly_chart")
     assert charts, f"{page} draws no chart on its first view"
+    assert any(json.loads(c.proto.spec)["layout"].get("title", {}).get("text") for c in charts)  # a title is read
     for c in charts:
         title = json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "")
         alt = c.proto.alt
@@ -573,6 +574,8 @@ def test_chart_text_is_dark_enough_to_read() -> None:
     assert fig.layout.xaxis.tickfont.color == MUTED and fig.layout.yaxis.title.font.color == TEXT
     assert fig.data[0].outsidetextfont.color == MUTED and fig.layout.legend.font.color == TEXT
     assert [a.font.color for a in fig.layout.annotations] == ["white", MUTED]  # a chosen colour stays
+    heat = readable_text(go.Figure(go.Heatmap(z=[[0, 1]])).add_trace(go.Scatter3d(x=[0], y=[0], z=[0])))
+    assert heat.data[0].colorbar.tickfont.color == MUTED and heat.layout.scene.zaxis.tickfont.color == MUTED
     for spec in figures(open_page("probes")):
         assert spec["layout"]["xaxis"]["tickfont"]["color"] == MUTED
         assert spec["layout"]["legend"]["font"]["color"] == TEXT
@@ -584,7 +587,7 @@ def test_the_quick_runs_size_hint_says_what_it_does_not_change() -> None:
     estimate."""
     at = open_page("probes", tab="Run a quick probe", probe="wsd")
     hint = at.number_input(key="probe_limit").help
-    assert "--semcor-limit 5000, whatever N is" in hint and "estimate" in hint and "≈ seconds" not in hint
+    assert "--semcor-limit: the box below, whatever N is" in hint and "estimate" in hint and "≈ seconds" not in hint
     at = open_page("probes", tab="Run a quick probe", probe="pos")
     assert "whatever N is" not in at.number_input(key="probe_limit").help
 
@@ -602,3 +605,16 @@ def test_a_quick_run_that_cannot_start_says_so_once(monkeypatch) -> None:
     at = open_page("probes", tab="Run a quick probe", probe="wsd", limit="21")  # a size no other test estimated
     assert "semcor3.0" in texts(at.warning).replace("\\", "") and not at.info
     assert at.button(key="probe_run").disabled
+
+
+def test_an_estimate_that_fails_for_another_reason_leaves_the_run_possible(monkeypatch) -> None:
+    """Only what would stop the run too (a missing dataset, a model that does not load) turns Run off: the
+    estimate's own work (a warm-up, a timed fit on random rows) failing says so and leaves the button on."""
+    from app_pages import probe_quick
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the warm-up's timer broke")
+
+    monkeypatch.setattr(probe_quick, "estimate_run", broken)
+    at = open_page("probes", tab="Run a quick probe", probe="pos", limit="23")
+    assert "RuntimeError" in texts(at.warning) and not at.button(key="probe_run").disabled

@@ -339,14 +339,16 @@ def test_the_layer_rule(source, target, kind, bad):
 
 
 def test_the_command_line_starts_without_torch():
-    """``python -m probes`` (its parser, ``stats``, a sweep's driver) imports no torch: the lazy imports that say so
-    hold. ``features`` loaded its embedding modules, and torch with them, on any import of the package, and
-    ``cluster.storage`` fsspec on every command."""
-    code = (
-        "import sys, probes.__main__, features, cluster.storage; print('torch' in sys.modules, 'fsspec' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
-    assert out.stdout.split() == ["False", "False"]  # nor fsspec, optional (requirements-cluster.txt)
+    """``python -m probes stats`` and ``compare`` (which build no probe's parser) import no torch and no fsspec: the
+    lazy imports that say so hold. ``features`` loaded its embedding modules, and torch with them, on any import of
+    the package, and ``cluster.storage`` fsspec on every command."""
+    for command in (["stats", "--help"], ["compare", "--help"]):
+        out = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "probes", *command],
+            capture_output=True, text=True, cwd=REPO_ROOT, check=True,
+        )  # fmt: skip
+        imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if line.startswith("import")}
+        assert "probes.cli" in imported and not {"torch", "fsspec"} & imported, command
     import features
     import features.build
     import features.extract

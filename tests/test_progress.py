@@ -76,7 +76,7 @@ def test_terminal_shows_extraction_and_training_progress_then_the_table(tmp_path
     assert estimate and estimate.start() < progress.index("epoch 1/10"), progress[:2000]
     # Extraction of both slices (the cache is empty), with sentences per second; the cache key as a person reads it
     for key in ("conll2000-train", "conll2000-test"):
-        said = rf"glove-6b-50d, {key}, first 200 sentences: 200/200 sentences, \d+ sentences/s"
+        said = rf"glove-6b-50d, {key}, --limit 200: 200/200 sentences, \d+ sentences/s"
         assert re.search(said, progress), progress[-2000:]
     rows = table_rows(lines[head + 1 :])
     assert rows, out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pyarrow as pa
 
 from corpora.paths import REPO_ROOT
 from probes.reporting.tables import dataset_table_title, markdown_table, write_dataset_tables, write_tables
@@ -123,6 +124,11 @@ def test_a_models_n_states_every_layers_count_not_the_largest():
     ]
     table = next(iter(dataset_tables(results_frame([ProbeResult("m", "wsd", rows)]), "wsd").values()))
     assert table.loc[0, "n"] == "280–300"
+    two = [*rows, *(dict(r, n=300) | {"model": "m2"} for r in rows)]  # one model's range beside another's count
+    results = [ProbeResult(m, "wsd", [r for r in two if r.get("model", "m") == m]) for m in ("m", "m2")]
+    table = next(iter(dataset_tables(results_frame(results), "wsd").values()))
+    assert list(table["n"]) == ["280–300", "300"]  # one type a column: a data grid (Arrow) takes it
+    pa.Table.from_pandas(table)
     same = [dict(r, n=300) for r in rows]
     table = next(iter(dataset_tables(results_frame([ProbeResult("m", "wsd", same)]), "wsd").values()))
-    assert table.loc[0, "n"] == 300
+    assert table.loc[0, "n"] == 300 and str(table["n"].dtype) == "Int64"

@@ -3,9 +3,9 @@
 Streamlit's plotly theme (``st.plotly_chart(theme="streamlit")``, the app's) draws tick labels, legend titles,
 axis titles, panel titles and the values printed on bars in a light grey (#808495: 3.7:1 on white, measured in
 Chromium); a figure's own ``layout.font.color`` does not change them, but colours set on the axes, the legend,
-the annotations and the traces do. ``readable_text`` sets those the figure left unset, so a colour a figure chose
-(white numbers on a dark heatmap cell) stays. The app's chart helper (``app_pages.common.chart``) applies it to
-every figure, so the downloaded SVG has the same colours.
+the annotations, the traces, the 3-D scenes' axes and the colour bars do. ``readable_text`` sets those the figure
+left unset, so a colour a figure chose (white numbers on a dark heatmap cell) stays. The app's chart helper
+(``app_pages.common.chart``) applies it to every figure, so the downloaded SVG has the same colours.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ MUTED = "#555867"
 def readable_text(fig: go.Figure) -> go.Figure:
     """Give ``fig``'s axis ticks and titles, legend, annotations and printed trace values a colour that reads on
     white (:data:`TEXT`, :data:`MUTED`), wherever the figure has not chosen one. Idempotent."""
-    for axis in [*fig.select_xaxes(), *fig.select_yaxes()]:
+    scenes = [axis for scene in fig.select_scenes() for axis in (scene.xaxis, scene.yaxis, scene.zaxis)]  # 3-D
+    bars = [c.colorbar for c in fig.select_coloraxes()] + [t.colorbar for t in fig.data if hasattr(t, "colorbar")]
+    for axis in [*fig.select_xaxes(), *fig.select_yaxes(), *scenes, *bars]:  # a colour bar's scale reads as an axis
         if axis.tickfont.color is None:
             axis.tickfont.color = MUTED
         if axis.title.font.color is None:

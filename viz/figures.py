@@ -20,7 +20,6 @@ from viz.text import escape_html, legend_label, shorten
 from viz.titles import two_line_title
 
 PALETTE = px.colors.qualitative.Bold + px.colors.qualitative.Pastel + px.colors.qualitative.Safe
-ATTN_SCALE = "Blues"
 _FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 
 
@@ -115,7 +114,7 @@ def chart_layout(fig: go.Figure, title: str, height: int | None = None, *, half:
 #: A marker symbol per palette slot, beside its colour: a second cue where two hues look alike to a colour-blind
 #: reader (deuteranopia and protanopia merge several of the palette's pairs).
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "cross", "pentagon", "star", "hexagon")
-SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x")  # the closed symbols plotly's scatter3d draws
+SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x")  # scatter3d draws few symbols; its open ones mark selections
 
 
 def model_styles(

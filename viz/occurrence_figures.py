@@ -18,6 +18,7 @@ User text (labels, hover) is escaped here: plotly renders a subset of HTML.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 
@@ -208,7 +209,7 @@ def layer_measures_figure(
     """Per-layer lines (long frame: layer, measure, value[, lo, hi]), every measure on one 0–1 axis; a measure with
     ``lo``/``hi`` has them as error bars; chance ("… chance") is a baseline: grey, dashed, no markers."""
     fig = go.Figure()
-    looks = iter(zip(PALETTE, SYMBOLS))
+    looks = itertools.cycle(zip(PALETTE, SYMBOLS))  # as many measures as asked: the looks come round again
     for measure, part in df.groupby("measure", sort=False):
         name = escape_html(str(measure))
         if str(measure).endswith("chance"):

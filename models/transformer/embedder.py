@@ -29,6 +29,7 @@ import torch
 
 from corpora.errors import RequestError
 from models.base import Embedder, ModelInfo, PieceAttention, SentenceEmbedding, check_unicode, default_device, seeded
+from models.options import CPU_TOKENS, GPU_TOKENS
 from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_config, load_tokenizer
 from models.transformer.loading import context_size, init_kwargs, load_model, model_class, select_layers
 from models.transformer.memory import check_fits, device_kind, estimate_memory, oom_message, resolve_dtype
@@ -53,8 +54,6 @@ from models.transformer.tokens import (
 )
 
 POOLINGS = ("mean", "first", "last")
-#: Default ``max_tokens`` (padded pieces a batch); on CPU bigger ones outgrow the cache (MiniLM: 5.5 s, 7.4 at 8,192)
-CPU_TOKENS, GPU_TOKENS = 2048, 8192
 log = logging.getLogger(__name__)
 
 

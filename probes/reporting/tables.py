@@ -215,6 +215,8 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
         wide = part.pivot_table(index="model", columns="layer", values="cell", aggfunc="first")
         wide = wide[_layer_order(wide.columns)]
         n = part.groupby("model")["n"].agg(_whole_or_span)  # normally one count; a range where layers differ
+        # one type a column: whole numbers, or text throughout once a range is in it (a data grid needs one)
+        n = n.astype("Int64") if n.map(lambda v: not isinstance(v, str)).all() else n.map(lambda v: f"{v}")
         # a model's layers normally resample the same units; where they do not, the range of their counts
         over = part.groupby("model").apply(lambda g: over_texts(g.unit.iloc[-1], g.clusters), include_groups=False)
         wide = wide.assign(n=n.reindex(wide.index), **{"CI over": over.reindex(wide.index)})
