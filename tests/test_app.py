@@ -549,10 +549,16 @@ def test_sessions_share_one_loaded_model() -> None:
 def test_every_chart_has_an_accessible_name(page: str) -> None:
     """A screen reader heard an unnamed image reading its tick labels ("0 1 2 3 …"): each chart now carries its
     title as plain text (``alt``), markup and escapes undone."""
+    import plotly.graph_objects as go
+
+    from viz.titles import plain_title, two_line_title
+
     at = open_page(page)
     charts = at.get("plotly_chart")
     assert charts, f"{page} draws no chart on its first view"
     assert any(json.loads(c.proto.spec)["layout"].get("title", {}).get("text") for c in charts)  # a title is read
+    wrapped = go.Figure().update_layout(title_text=two_line_title("a long head", "and its second line", (6, 10)))
+    assert plain_title(wrapped) == "a long head — and its second line"  # a wrap is a space, the sub line a dash
     for c in charts:
         title = json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "")
         alt = c.proto.alt

@@ -124,6 +124,10 @@ def test_unbounded_metrics_are_not_clipped_to_a_percent_axis() -> None:
     assert both.data[0].line.color == both.data[1].line.color
     # the legend names a model once and the line styles once (it listed "m — task", "m — control task" per model)
     assert [t.name for t in both.data if t.showlegend is not False] == ["m", "task (solid)", "control task (dashed)"]
+    # a random-weight twin draws its task dotted and its control dash-dotted: the key says so too
+    twins = task_vs_control_figure(task, control, metric="codelength_kbits", title="t", twin_of=lambda m: "base")
+    key = {t.name: t.line.dash for t in twins.data if t.showlegend is not False and t.name != "m"}
+    assert key["twin's task (dotted)"] == "dot" and key["twin's control (dash-dot)"] == "dashdot"
     title, (lo, hi) = metric_axis("selectivity", [-3.0, 2.0])
     assert lo <= -3.0 and hi >= 2.0 and "task − control" in title
     assert metric_axis("accuracy", [95.0, 99.0])[1][1] == 100

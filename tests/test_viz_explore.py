@@ -225,6 +225,7 @@ def test_senses_differ_by_symbol_as_well_as_colour() -> None:
     assert len(set(symbols)) == 3
     fig3 = scatter_points(np.random.default_rng(0).normal(size=(6, 3)), groups, ["h"] * 6)
     assert {t.marker.symbol for t in fig3.data} <= set(SYMBOLS_3D) and len({t.marker.symbol for t in fig3.data}) == 3
+    assert not {"cross", "x"} & set(SYMBOLS_3D)  # scatter3d draws them as 1-px specks: a sense would vanish
     frame = pd.DataFrame(
         {"layer": [0, 1, 0, 1], "measure": ["1-NN same sense"] * 2 + ["explainable variance"] * 2, "value": 0.5}
     )

@@ -114,7 +114,8 @@ def chart_layout(fig: go.Figure, title: str, height: int | None = None, *, half:
 #: A marker symbol per palette slot, beside its colour: a second cue where two hues look alike to a colour-blind
 #: reader (deuteranopia and protanopia merge several of the palette's pairs).
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "cross", "pentagon", "star", "hexagon")
-SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x")  # scatter3d draws few symbols; its open ones mark selections
+#: scatter3d's symbols that read at a glance (its "cross" and "x" are specks); "circle-open" rings a selection
+SYMBOLS_3D = ("circle", "square", "diamond", "square-open")
 
 
 def model_styles(

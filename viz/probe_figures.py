@@ -343,7 +343,10 @@ def task_vs_control_figure(
                 )
             )
             values, named = values + _extent(part), True
-    line_style_key(fig, {"task (solid)": "solid", "control task (dashed)": "dash"})
+    keys = {"task (solid)": "solid", "control task (dashed)": "dash"}
+    if any(s["dash"] != "solid" for s in styles.values()):  # a random-weight twin's own two styles
+        keys |= {"twin's task (dotted)": "dot", "twin's control (dash-dot)": "dashdot"}
+    line_style_key(fig, keys)
     # one note for both: the task's sentences, and the label draws the control's intervals average over
     chart_layout(fig, f"{title} — {interval_note(pd.concat([task, control]))}", height, half=True)  # beside the other
     axis_title, y_range = metric_axis(metric, values)

@@ -55,7 +55,12 @@ def title_below_toolbar(fig: go.Figure) -> go.Figure:
 def plain_title(fig: go.Figure, fallback: str = "") -> str:
     """The figure's title as plain text (its lines joined, markup and escapes undone): a chart's accessible name
     for screen readers; ``fallback`` for a figure without a title."""
-    text = re.sub(r"<br\s*/?>", " — ", fig.layout.title.text or "")
+    lines = re.split(r"<br\s*/?>", fig.layout.title.text or "")
+    # " — " where the headline ends and the smaller line begins; a wrapped line's break is a space
+    text = lines[0] + "".join(
+        (" — " if line.startswith("<sup>") and not before.startswith("<sup>") else " ") + line
+        for before, line in zip(lines, lines[1:])
+    )
     text = html.unescape(re.sub(r"<[^>]+>", "", text))
     return " ".join(text.split()) or fallback
 
