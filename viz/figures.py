@@ -122,12 +122,12 @@ def model_styles(
     models: Sequence[str], twin_of: Callable[[str], str | None] = lambda model: None, order: Sequence[str] = ()
 ) -> dict[str, dict]:
     """Colour, marker symbol and line dash per model. A trained model's slot (its colour and symbol) is its place
-    in ``order`` — the app passes every model it knows, in the registry's order, so that a model looks the same on
-    every chart, whichever others share it — and a model not in ``order`` takes the next slot no model of ``order``
-    or of the chart holds. A random-weight twin (``twin_of(model)``: the trained model it re-draws, or None) takes
-    its trained model's slot, dotted, so a twin is never a look-alike of an unrelated model; one whose trained
-    model has no slot takes a slot of its own. viz imports no models: the app passes
-    ``models.random_init.twin_base`` as ``twin_of``."""
+    in ``order`` — the app passes the registry's models in its order, then a results folder's others by name, so
+    that a model looks the same on every chart, whichever others share it — and a model not in ``order`` takes the
+    next slot no model of ``order`` or of the chart holds. A random-weight twin (``twin_of(model)``: the trained
+    model it re-draws, or None) takes its trained model's slot, dotted, so a twin is never a look-alike of an
+    unrelated model; one whose trained model has no slot takes a slot of its own. viz imports no models: the app
+    passes ``models.random_init.twin_base`` as ``twin_of``."""
     slots = {m: k for k, m in enumerate(dict.fromkeys(m for m in order if twin_of(m) is None))}
     taken = set(slots.values())
     free = (k for k in itertools.count() if k not in taken)
