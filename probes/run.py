@@ -147,6 +147,8 @@ def run_probe(
         seeds=seeds if seeds is not None else CLAIM_SEEDS if spec.trains else 1,
     )
     opts = spec.options_from(options or {})
+    if model is not None and spec.embeds is not None:
+        spec.embeds(limit, opts)  # reads the data (≤ 0.3 s warm): a missing dataset is said before a model loads
     if progress is not None and isinstance(model, str):
         progress(0.0, f"loading {model}")
     emb = None if model is None else load_model(model, device)

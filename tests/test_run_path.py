@@ -94,3 +94,18 @@ def test_tables_only_rerenders_every_committed_report_byte_identical(tmp_path, c
     for folder in ("", "contextuality"):
         cmp = filecmp.dircmp(REPO_ROOT / "docs" / "results" / folder, out / folder)
         assert cmp.diff_files == [] and cmp.left_only == cmp.right_only == []
+
+
+def test_a_missing_dataset_is_said_before_the_model_loads(monkeypatch, tmp_path, cache):
+    """``probes pos --model minilm`` without the data loaded the model (a "Loading weights" bar, 5 s) and only then
+    said what was missing: the run reads what it will embed first."""
+    from corpora.paths import DataMissingError
+
+    loaded = []
+    monkeypatch.setattr("probes.run.load_model", lambda *a, **k: loaded.append(a))
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path / "no-data"))
+    (tmp_path / "no-data").mkdir()
+    for probe in ("pos", "wsd"):
+        with pytest.raises(DataMissingError):
+            run_probe(probe, "minilm", limit=5)
+    assert loaded == []
