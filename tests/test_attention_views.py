@@ -151,9 +151,12 @@ def test_several_heads_each_in_its_own_colour_with_a_legend(att) -> None:
     assert [t.name for t in legend] == ["head 1", "head 4", "head 7"] and fig.layout.showlegend
     colour = {t.legendgroup: t.line.color.rsplit(",", 1)[0] for t in legend}
     assert len(set(colour.values())) == 3
-    for t in fig.data:  # every line is drawn in its head's colour
+    dash = {t.legendgroup: t.line.dash for t in legend}
+    assert len(set(dash.values())) == 3  # a line style each too: D3's hues merge in pairs for a colour-blind reader
+    for t in fig.data:  # every line is drawn in its head's colour and style
         if t.mode == "lines" and not t.showlegend:
-            assert t.line.color.rsplit(",", 1)[0] == colour[t.legendgroup]
+            assert t.line.color.rsplit(",", 1)[0] == colour[t.legendgroup] and t.line.dash == dash[t.legendgroup]
+    assert {t.line.dash for t in line_view(att[2, 0], WORDS).data if t.mode == "lines"} == {"solid"}  # one head
     for h, m in zip(heads, att[2, [h - 1 for h in heads]]):  # and each head draws its own links
         group = [t for t in fig.data if t.mode == "lines" and t.legendgroup == f"head {h}" and not t.showlegend]
         n_lines = sum(int(np.isnan(np.asarray(t.x, float)).sum()) if len(t.x) != 2 else 1 for t in group)

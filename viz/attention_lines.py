@@ -36,6 +36,9 @@ SINGLE = (31, 119, 180)  # one head: blue lines ...
 FOCUS = (214, 39, 40)  # ... and the focused token's in red
 #: d3's category-10 (bertviz's head colours), then Dark24 colours far from them.
 PALETTE = [*qualitative.D3, "#511CFB", "#00A08B", "#FB00D1", "#6C7C32", "#862A16", "#1616A7", "#B68100", "#620042"]
+#: A line style per head beside its colour when several heads are drawn: D3's colours merge in pairs for a
+#: colour-blind reader (orange, green and red; blue and purple).
+HEAD_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
 def head_colours(n: int) -> list[tuple[int, int, int]]:
@@ -105,6 +108,7 @@ def line_view(
     focus = focus_mask(n, query, key)
     dim = FADE if fade and focus.any() else 1.0
     colours = head_colours(len(stack)) if several else [SINGLE]
+    dashes = [HEAD_DASHES[h % len(HEAD_DASHES)] if several else "solid" for h in range(len(stack))]
     edges = np.linspace(threshold, top, LEVELS + 1)
     fig = go.Figure(**FAST)
     for h, (m, colour) in enumerate(zip(stack, colours)):
@@ -124,7 +128,7 @@ def line_view(
                     hoverinfo="skip",
                     showlegend=False,
                     legendgroup=f"head {heads[h]}",
-                    line=dict(color=rgba(colour, (0.15 + 0.75 * level) * dim), width=1 + 4 * level),
+                    line=dict(color=rgba(colour, (0.15 + 0.75 * level) * dim), width=1 + 4 * level, dash=dashes[h]),
                     **FAST,
                 )
             )
@@ -138,7 +142,9 @@ def line_view(
                     showlegend=False,
                     legendgroup=f"head {heads[h]}",
                     line=dict(
-                        color=rgba(colour if several else FOCUS, 0.25 + 0.75 * w / top), width=1 + 6 * min(w / top, 1)
+                        color=rgba(colour if several else FOCUS, 0.25 + 0.75 * w / top),
+                        width=1 + 6 * min(w / top, 1),
+                        dash=dashes[h],
                     ),
                     hoverinfo="skip",  # its ends sit on the tokens: a hover or click there is the token's
                     **FAST,
@@ -153,7 +159,7 @@ def line_view(
                     showlegend=True,
                     name=f"head {heads[h]}",
                     legendgroup=f"head {heads[h]}",
-                    line=dict(color=rgba(colour, 1.0), width=4),
+                    line=dict(color=rgba(colour, 1.0), width=4, dash=dashes[h]),
                     **FAST,
                 )
             )
