@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
-# `streamlit run app.py` puts the repository root on sys.path (app.py says so); before tokenizers is imported:
+# before tokenizers is imported (it reads this once): no fork warnings
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np

@@ -195,13 +195,6 @@ def _layer_order(layers) -> list[str]:
     return numeric + others + (["baseline"] if "baseline" in set(layers) else [])
 
 
-def _whole_or_span(counts: pd.Series):
-    """A model's ``n`` over its layers: the one count as a whole number (the usual case), else "lo–hi" — the
-    largest alone would state a count some layers were not scored on."""
-    found = counts.dropna().astype(int).unique()
-    return pd.NA if not len(found) else int(found[0]) if len(found) == 1 else count_span(found)
-
-
 def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
     """``{"<probe>:<dataset>:<metric>": model × layer table}`` for every dataset and metric of ``probe``,
     e.g. ``{"tag:en_ewt-ud@1a2b3c4d:test:UPOS:accuracy": DataFrame}``."""
@@ -214,9 +207,11 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
         part = part.assign(cell=cells)
         wide = part.pivot_table(index="model", columns="layer", values="cell", aggfunc="first")
         wide = wide[_layer_order(wide.columns)]
-        n = part.groupby("model")["n"].agg(_whole_or_span)  # normally one count; a range where layers differ
-        # one type a column: whole numbers, or text throughout once a range is in it (a data grid needs one)
-        n = n.astype("Int64") if n.map(lambda v: not isinstance(v, str)).all() else n.map(lambda v: f"{v}")
+        # a model's n over its layers: normally one count; "lo–hi" where they differ (the largest alone would state a
+        # count some layers were not scored on). One type a column (a data grid needs one): whole numbers, or text
+        # throughout once a range is in it.
+        n = part.groupby("model")["n"].agg(count_span).replace("", pd.NA)
+        n = n if n.str.contains("–", na=False).any() else pd.to_numeric(n).astype("Int64")
         # a model's layers normally resample the same units; where they do not, the range of their counts
         over = part.groupby("model").apply(lambda g: over_texts(g.unit.iloc[-1], g.clusters), include_groups=False)
         wide = wide.assign(n=n.reindex(wide.index), **{"CI over": over.reindex(wide.index)})

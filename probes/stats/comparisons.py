@@ -33,7 +33,7 @@ from statsmodels.stats.multitest import multipletests
 
 from probes.errors import ProbeInputError
 from probes.results import ProbeResult, row_dataset
-from probes.stats.intervals import instance_key, instances, paired_seed_test, paired_test, seed_outcomes
+from probes.stats.intervals import has_instances, instances, paired_seed_test, paired_test, seed_outcomes
 from probes.stats.units import Units, units_of
 
 
@@ -88,10 +88,7 @@ def outcome_table(results: Iterable[ProbeResult], probe: str, dataset: str) -> O
 def has_outcomes(results: Iterable[ProbeResult], probe: str, dataset: str) -> bool:
     """Whether any row of ``probe`` on ``dataset`` kept per-instance outcomes (what ``outcome_table`` reads),
     without unpacking them."""
-    return any(
-        instance_key(kept, layer) in ((res.extra or {}).get("instances") or {})
-        for res, kept, layer in _rows_on(results, probe, dataset)
-    )
+    return any(has_instances(res, kept, layer) for res, kept, layer in _rows_on(results, probe, dataset))
 
 
 def side_label(side: Side) -> str:

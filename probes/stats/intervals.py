@@ -330,6 +330,12 @@ def instances(result, dataset: str, layer: str) -> np.ndarray | None:
     return _kept(extra.get("instances") or {}, dataset, layer)
 
 
+def has_instances(result, dataset: str, layer: str) -> bool:
+    """Whether ``result`` kept one row's per-instance outcomes (what ``instances`` reads), without unpacking them."""
+    extra = result if isinstance(result, dict) else (result.extra or {})
+    return instance_key(dataset, str(layer)) in (extra.get("instances") or {})
+
+
 def _kept(kept: dict, dataset: str, layer: str) -> np.ndarray | None:
     """One row's outcomes from a ``{instance_key: {"n", "bits"}}`` dict (``extra["instances"]``, or one seed's)."""
     entry = kept.get(instance_key(dataset, str(layer)))
