@@ -31,7 +31,7 @@ from app_pages.corpus_ui import corpus_panel
 from app_pages.projector_tab import projector_tab
 from models import DEFAULT_STATIC_MODEL
 from viz.export import file_stem, frame_csv
-from viz.figures import scatter_points
+from viz.occurrence_figures import occurrence_scatter
 from viz.projection import METHODS, project
 from viz.space import parse_word_groups, static_vectors, token_neighbours, token_table
 from viz.text import parse_sentences, validate_word
@@ -115,13 +115,14 @@ def map_tab(model: str) -> None:
         coords, note = project(vecs, method, 2)
         if note:
             st.caption(note)
-        fig = scatter_points(
+        fig = occurrence_scatter(
             coords,
             [groups[i] for i in idx],
             kept,
-            text_labels=kept,
+            labels=kept,
             legend_title="group",
             title=f"{model}: {method} of {len(kept)} words",
+            height=560,
         )
         data = pd.DataFrame({"word": kept, "group": [groups[i] for i in idx], "x": coords[:, 0], "y": coords[:, 1]})
         chart(

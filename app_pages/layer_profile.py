@@ -30,8 +30,9 @@ from app_pages.common import (
 from app_pages.warmup import wait_warmup
 from models.random_init import random_name, twin_base
 from models.registry import get_spec
-from probes.registry import RunContext, all_probes, get_probe
+from probes.registry import all_probes, get_probe
 from probes.results import load_extras
+from probes.run import run_probe
 from probes.stats.profiles import LOWER_IS_BETTER, centres_of_gravity, expected_layers, layer_profile
 from probes.tasks.cka import MAX_VECTORS, PROBE as CKA
 from probes.tasks.contextuality import TITLES as CONTEXTUALITY_TITLES
@@ -72,10 +73,8 @@ def cached_results(directory: str):
 def cached_cka(a: str, fp_a: str, b: str, fp_b: str, n: int) -> dict:
     """The ``cka`` probe's ``extra`` on SemCor's first ``n`` sentences: A's layer × layer matrix and labels,
     and (``extra["against"]``) A's layers × B's when B is another model."""
-    res = CKA.run(
-        get_embedder(a), None, RunContext(limit=n, show_progress=False), against=get_embedder(b) if b != a else None
-    )
-    return res.extra
+    against = {"against": get_embedder(b)} if b != a else {}
+    return run_probe(CKA, get_embedder(a), limit=n, options=against, baselines=False, show_progress=False).result.extra
 
 
 def profile_section(dirs: list[Path]) -> pd.DataFrame | None:

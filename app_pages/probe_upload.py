@@ -44,7 +44,7 @@ from corpora.paths import cache_dir
 from models import DEFAULT_STATIC_MODEL
 from probes.inputs import InputFile, Preview
 from probes.registry import Option, ProbeSpec, all_probes
-from probes.results import ProbeResult, results_frame
+from probes.results import ProbeResult, default_results_dir, results_frame
 from probes.run import run_probe
 
 DEFAULT_LIMIT = 300
@@ -167,7 +167,7 @@ def run_upload(spec: ProbeSpec, model: str, limit: int, options: dict, progress)
         emb,
         limit=limit,
         options=options,
-        results_dir=cache_dir() / "results",
+        results_dir=default_results_dir(),
         command=command_of(spec, model, limit, options),
         progress=progress,
         show_progress=False,

@@ -22,11 +22,11 @@ from cluster.resources import estimate, wants_gpu
 from cluster.storage import check_store
 from cluster.sweep import run_sweep
 from cluster.tasks import FAULT_ENV, TaskEnv
-from corpora.paths import cache_dir
 from probes.cli import add_all_options, command_line, print_rows
 from probes.errors import ProbeInputError, check_seeds
 from probes.progress import TerminalProgress
 from probes.registry import all_probes, builtin_probe_names, get_probe
+from probes.results import default_results_dir
 from probes.run import writable_dir
 
 
@@ -65,7 +65,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.retries < 0:
         raise ProbeInputError(f"--retries {args.retries}: give 0 or more.")
     options = {spec.name: spec.options_from(vars(args)) for spec in specs}
-    out = writable_dir(args.results or cache_dir() / "results", "--results")
+    out = writable_dir(args.results or default_results_dir(), "--results")
     if args.cache_url:  # its fsspec backend and the bucket, before any model is looked at
         check_store(args.cache_url)
     model_specs, contents = {m: registry.get_spec(m) for m in models}, {}

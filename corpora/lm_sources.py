@@ -17,12 +17,11 @@ Tokenization per source (tokens are otherwise kept as the corpus gives them):
 from __future__ import annotations
 
 import re
-import zipfile
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
-from corpora.nltk_corpora import nltk_corpus
+from corpora.nltk_corpora import UNREADABLE_ZIP, nltk_corpus
 from corpora.paths import DataMissingError, data_path, nltk_module
 
 NLTK_SOURCES: tuple[str, ...] = ("brown", "abc", "webtext", "movie_reviews", "state_union", "inaugural")
@@ -153,9 +152,10 @@ def _source_documents(source: str) -> Iterator[Document]:
 
 def read_source(source: str) -> Iterator[Document]:
     """Documents of one source; an unreadable (corrupt/truncated) file becomes DataMissingError."""
+    documents = _source_documents(source)  # an unknown source: its own ValueError, before any file is read
     try:
-        yield from _source_documents(source)
-    except (OSError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+        yield from documents
+    except UNREADABLE_ZIP as exc:
         item = WIKITEXT_SOURCES.get(source, f"nltk_data/corpora/{source}.zip")
         raise DataMissingError(item, f"Could not read it: {exc}.") from exc
 

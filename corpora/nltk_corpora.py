@@ -9,9 +9,22 @@ the same arguments as ``nltk/corpus/__init__.py``, on ``<data>/nltk_data/corpora
 from __future__ import annotations
 
 import zipfile
+import zlib
 from typing import Any
 
 from corpora.paths import DataMissingError, data_path, nltk_module, setup_nltk
+
+#: What reading a damaged zip raises: a bad header (BadZipFile), compressed data flipped inside a member (zlib's
+#: error, with no file name), a member cut short (EOFError), a missing member (LookupError, KeyError), text that
+#: does not decode (ValueError). Each reader turns it into a DataMissingError naming the zip.
+UNREADABLE_ZIP: tuple[type[BaseException], ...] = (
+    OSError,
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    LookupError,
+    ValueError,
+)
 
 
 def _specs() -> dict[str, tuple[type, str, tuple, dict[str, Any]]]:
@@ -70,5 +83,5 @@ def nltk_corpus(name: str):
     cls, folder, args, kwargs = specs[name]
     try:
         return cls(nltk_module().data.ZipFilePathPointer(str(path), folder), *args, **kwargs)
-    except (OSError, zipfile.BadZipFile, ValueError, LookupError) as exc:
+    except UNREADABLE_ZIP as exc:
         raise DataMissingError(item, f"Could not open it as an NLTK corpus: {exc}.") from exc

@@ -15,17 +15,29 @@ from corpora.errors import LabError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+#: NLTK packages the project reads: (path under nltk_data, the downloader's id, what it is).
+NLTK_PACKAGES: tuple[tuple[str, str, str], ...] = (
+    ("corpora/wordnet", "wordnet", "WordNet 3.0 for NLTK"),
+    ("corpora/conll2000.zip", "conll2000", "CoNLL-2000"),
+    ("corpora/treebank.zip", "treebank", "Penn Treebank sample"),
+    ("corpora/brown.zip", "brown", "Brown corpus"),
+    ("taggers/universal_tagset.zip", "universal_tagset", "Universal tagset"),
+    # the language-model corpora beside Brown (``corpora.lm_sources``)
+    ("corpora/abc.zip", "abc", "ABC (Australian Broadcasting Commission) corpus"),
+    ("corpora/webtext.zip", "webtext", "NLTK web text corpus"),
+    ("corpora/movie_reviews.zip", "movie_reviews", "Movie reviews corpus (Pang & Lee)"),
+    ("corpora/state_union.zip", "state_union", "State of the Union addresses"),
+    ("corpora/inaugural.zip", "inaugural", "US presidential inaugural addresses"),
+)
+
 # What each item is and where a user gets it upstream (shown in error messages and the README).
 DATA_SOURCES: dict[str, str] = {
     "semcor3.0": "SemCor 3.0 (WordNet 3.0 mapping): http://web.eecs.umich.edu/~mihalcea/downloads.html",
     "wsd_eval": "WSD Evaluation Framework (Raganato et al., 2017): http://lcl.uniroma1.it/wsdeval",
-    "nltk_data/corpora/wordnet": "WordNet 3.0 for NLTK: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data wordnet",
-    "nltk_data/corpora/conll2000.zip": "CoNLL-2000: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data conll2000",
-    "nltk_data/corpora/treebank.zip": "Penn Treebank sample: "
-    "python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data treebank",
-    "nltk_data/corpora/brown.zip": "Brown corpus: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data brown",
-    "nltk_data/taggers/universal_tagset.zip": "Universal tagset: "
-    "python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data universal_tagset",
+    **{
+        f"nltk_data/{path}": f"{what}: python -m nltk.downloader -d $EMBPROBE_DATA/nltk_data {package}"
+        for path, package, what in NLTK_PACKAGES
+    },
     "ud_english_ewt": "Universal Dependencies English Web Treebank (CC BY-SA 4.0): en_ewt-ud-{train,dev,test}.conllu "
     "from https://github.com/UniversalDependencies/UD_English-EWT (or https://universaldependencies.org)",
     "lm_corpus/wikitext-103": "WikiText-103 (Merity et al., 2016): wiki.valid.tokens and wiki.test.tokens "

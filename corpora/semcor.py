@@ -20,6 +20,7 @@ on disk, keyed by a version and the tag files' names, sizes and mtimes.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -185,12 +186,28 @@ def load_semcor(parts: Sequence[str] = SEMCOR_PARTS) -> tuple[list[SemcorSentenc
         DataMissingError: SemCor or WordNet's ``index.sense`` is missing from the data dir.
     """
     # The fingerprint lists the tag files; listing them again is needed only on a cache miss.
-    return cached(
+    sentences, stats = cached(
         "semcor",
         CACHE_VERSION,
         semcor_fingerprint(parts),
         lambda: _read(tagfiles(tuple(parts))),
         types=(SemcorSentence, SemcorToken, SemcorStats),
+    )
+    if stats.malformed_lines:
+        _say_damaged(tuple(parts), stats.malformed_lines, stats.sentences)
+    return sentences, stats
+
+
+@lru_cache(maxsize=8)  # once a process per reading, not on every call
+def _say_damaged(parts: tuple[str, ...], lines: int, sentences: int) -> None:
+    """SemCor 3.0 as released parses without a malformed line: any is a damaged or truncated tag file, whose
+    sentences (and a probe's centroids) are not the corpus's. Said where a run's output shows it."""
+    logging.getLogger(__name__).warning(
+        "SemCor (%s): %d malformed lines skipped, %d sentences read; the release has none, so a tag file is "
+        "damaged or truncated and results differ from SemCor's (python -m probes stats shows the counts).",
+        ", ".join(parts),
+        lines,
+        sentences,
     )
 
 

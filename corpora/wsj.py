@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from corpora.cache import cached, files_fingerprint
-from corpora.nltk_corpora import nltk_corpus
+from corpora.nltk_corpora import UNREADABLE_ZIP, nltk_corpus
 from corpora.paths import DataMissingError, data_path
 from corpora.types import TaggedSentence
 
@@ -56,7 +56,7 @@ def _read_conll(split: str) -> tuple[TaggedSentence, ...]:
             )
             for s in sents
         )
-    except (OSError, zipfile.BadZipFile, LookupError, ValueError) as exc:
+    except UNREADABLE_ZIP as exc:
         raise DataMissingError("nltk_data/corpora/conll2000.zip", f"Could not read it: {exc}.") from exc
 
 
@@ -85,7 +85,7 @@ def _read_treebank(drop_traces: bool) -> tuple[TaggedSentence, ...]:
             pairs = [(w, t) for w, t in s if not (drop_traces and t == TRACE_TAG)]
             out.append(TaggedSentence(words=tuple(w for w, _ in pairs), pos=tuple(t for _, t in pairs)))
         return tuple(out)
-    except (OSError, zipfile.BadZipFile, LookupError, ValueError) as exc:
+    except UNREADABLE_ZIP as exc:
         raise DataMissingError("nltk_data/corpora/treebank.zip", f"Could not read it: {exc}.") from exc
 
 
@@ -109,7 +109,7 @@ def _universal_map_cached(files: tuple) -> dict[str, str]:
     try:
         with zipfile.ZipFile(data_path(item)) as zf:
             text = zf.read("universal_tagset/en-ptb.map").decode("utf-8")
-    except (OSError, KeyError, zipfile.BadZipFile) as exc:
+    except UNREADABLE_ZIP as exc:
         raise DataMissingError(item, f"Could not read universal_tagset/en-ptb.map from it: {exc}.") from exc
     mapping = {}
     for line in text.splitlines():

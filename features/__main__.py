@@ -27,12 +27,12 @@ import os
 import sys
 import time
 
-import torch
-
 from corpora.errors import LabError, RequestError
 from features.background import BuildStatus, build_entry, duration, time_left
 from features.entries import has_layers
 from models import DEFAULT_MODEL
+from models.base import use_compute
+from models.references import split_references
 from probes.progress import TerminalProgress
 from probes.run import load_model
 from probes.tasks.wsd.sources import builtin_train
@@ -58,7 +58,7 @@ class Lines:
 
 
 def model_names(values: list[str] | None) -> list[str]:
-    names = [n.strip() for v in values or [DEFAULT_MODEL] for n in v.split(",") if n.strip()]
+    names = [n for v in values or [DEFAULT_MODEL] for n in split_references(v)]  # elmo:A,B keeps its comma
     if not names:
         raise RequestError("--model is empty: give a model name (python -m models list).")
     return list(dict.fromkeys(names))
@@ -114,8 +114,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         raise RequestError(f"--limit {args.limit}: give a positive number of sentences.")
     if args.nice:
         os.nice(args.nice)  # the app's background builds: the pages come first
-    if args.threads is not None:
-        torch.set_num_threads(max(1, args.threads))
+    use_compute(args.threads, args.device)
     for name in model_names(args.model):
         index_one(name, args)
     return 0

@@ -96,8 +96,49 @@ class ModelInfo:
     layer_ids: tuple[int, ...] | None = None
 
 
+def mostly_unknown(words: int, unknown: int, least: int = 8) -> bool:
+    """Whether a batch of ``words`` words, ``unknown`` of them without a vector of their own (the tokenizer's
+    unknown token, a static model's zero vector), is too unknown to embed: at least ``least`` words and more than
+    half unknown. Such vectors would all be one vector: the text, or the model's word list, is not what it seems."""
+    return words >= least and unknown > words / 2
+
+
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def use_compute(threads: int | None, device: str | None) -> None:
+    """A command line's ``--threads`` (torch's CPU threads, set) and ``--device`` (checked, ``check_device``): a
+    RequestError naming the flag when either cannot be used."""
+    if threads is not None:
+        if threads < 1:
+            raise RequestError(f"--threads {threads}: give a positive number of CPU threads.")
+        torch.set_num_threads(threads)
+    if device is not None:
+        try:
+            check_device(device)
+        except RequestError as exc:
+            raise RequestError(f"--device: {exc}") from None
+
+
+def check_device(text: str) -> torch.device:
+    """The torch device ``text`` names (``cpu``, ``cuda``, ``cuda:N``, ``mps``), or a RequestError saying why it
+    cannot be used here: torch cannot parse it, or this machine or torch build lacks it. Every command line checks
+    its ``--device`` with it before any model loads."""
+    try:
+        device = torch.device(text)
+    except (RuntimeError, ValueError):
+        raise RequestError(f"{text!r} is not a torch device (use cpu, cuda or cuda:N)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RequestError(
+                f"{text!r}: this torch build or machine has no CUDA GPU; use cpu (see README, GPU install)"
+            )
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise RequestError(f"{text!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise RequestError(f"{text!r}: MPS is not available on this machine")
+    return device
 
 
 @contextmanager
@@ -214,8 +255,9 @@ class Embedder(ABC):
         sentences = [list(map(str, s)) for s in sentences]
         for n, s in enumerate(sentences):
             if len(s) > self.max_words_per_sentence:
-                raise ValueError(
-                    f"A sentence has {len(s)} words; {self.name} accepts at most {self.max_words_per_sentence}."
+                raise RequestError(  # a ValueError too; a LabError, so a command line says it in one line
+                    f"Sentence {n + 1} has {len(s):,} words; {self.name} accepts at most "
+                    f"{self.max_words_per_sentence:,} in one sentence. Split it (a file without sentence breaks?)."
                 )
             check_unicode(n, s)
         return sentences

@@ -11,7 +11,9 @@ Word lookup (in this order):
    sentence-initial "The" should still find "the");
 3. fastText only: the mean of the word's character n-gram vectors (hashed buckets, exactly as
    gensim/fastText compute vectors for unseen words);
-4. otherwise the zero vector.
+4. otherwise the zero vector — but a batch of at least 8 words, more than half of them unknown, is refused
+   (``models.base.mostly_unknown``, as a transformer's batch of unknown tokens is): a vectors file whose words
+   are written another way ("the_NOUN") would otherwise give a probe all-zero vectors and a wrong score.
 
 ``SentenceEmbedding.oov`` is True for every word not found in steps 1-2, i.e. not in the
 vocabulary: its vector is zeros, or for fastText the n-gram vector.
@@ -35,7 +37,7 @@ import numpy as np
 import torch
 
 from corpora.errors import LabError
-from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device
+from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device, mostly_unknown
 from models.spec import STATIC
 
 
@@ -125,6 +127,8 @@ class StaticEmbedder(Embedder):
         if vectors.ndim != 2 or vectors.shape[0] != len(words):
             raise ModelLoadError(f"{name}: vectors of shape {vectors.shape} do not match {len(words)} words")
         _check_finite(source, vectors, lambda i: f"the vector of {words[i][:40]!r}")
+        if len(words) and not vectors.any():  # every word would read as unknown, every similarity as undefined
+            raise ModelLoadError(f"{name}: every vector in {source} is all zeros; the file holds no embedding.")
         if ngrams is not None:
             _check_finite(source, ngrams.vectors, lambda i: f"n-gram bucket {i}")
         self.words: list[str] = list(words)
@@ -242,6 +246,15 @@ class StaticEmbedder(Embedder):
         with torch.inference_mode():
             vecs, oov = self._lookup(flat)
             vecs = vecs.float().cpu().numpy()
+        if self.ngrams is None and mostly_unknown(len(flat), int(oov.sum())):
+            seen = ", ".join(repr(w) for w in flat[:3])
+            raise ModelLoadError(
+                f"{self.name}: {int(oov.sum())} of {len(flat)} words of a batch are not in its vocabulary "
+                f"({len(self.words):,} words, e.g. {', '.join(repr(w) for w in self.words[:3])}; the text has "
+                f"{seen}), so their vectors would all be zeros. Are the file's words written another way "
+                '("the_NOUN", another language or tokenization)? Use text the model knows, or vectors with plain '
+                "words."
+            )
         out, start = [], 0
         for s in sentences:
             end = start + len(s)

@@ -37,14 +37,13 @@ from pathlib import Path
 import pandas as pd
 
 from corpora.errors import LabError
-from corpora.paths import cache_dir
 from corpora.stats import dataset_table, format_table
 from models.allocator import reuse_freed_memory
 from probes.errors import ProbeInputError
 from probes.progress import TerminalProgress
 from probes.registry import Option, ProbeSpec, RunContext, all_probes, builtin_probe_names, get_probe
 from probes.reporting.result_diff import compare_results
-from probes.results import ProbeResult
+from probes.results import ProbeResult, default_results_dir
 from probes.run import ProbeRun, load_model, run_probe, writable_dir
 from probes.stats.seeds import CLAIM_SEEDS
 from probes.stats.units import interval_text
@@ -123,25 +122,12 @@ def print_summary(spec: ProbeSpec, run: ProbeRun, file=None) -> None:
 
 def setup(args: argparse.Namespace) -> None:
     """Logging, threads and device from the common options (the seeds: ``run_probe``)."""
-    import torch  # lazy: torch (keeps `python -m probes stats` light)
+    from models.base import use_compute  # lazy: torch (keeps `python -m probes stats` light)
 
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    if args.threads is not None:
-        if args.threads <= 0:
-            raise ProbeInputError(f"--threads {args.threads}: give a positive number of CPU threads.")
-        torch.set_num_threads(args.threads)
-    if args.device is not None:
-        try:
-            device = torch.device(args.device)
-        except RuntimeError as exc:
-            raise ProbeInputError(f"--device {args.device}: {exc}") from None
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ProbeInputError(
-                f"--device {args.device}: this torch build or machine has no CUDA GPU; "
-                "use --device cpu (see README, GPU install)."
-            )
+    use_compute(args.threads, args.device)
     reuse_freed_memory()
 
 
@@ -167,7 +153,7 @@ def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
             layers=args.layers,
             options=vars(args),
             **run_options(args),
-            results_dir=args.results or cache_dir() / "results",
+            results_dir=args.results or default_results_dir(),
             command=command_line(args.argv),
             progress=bar.callback,
             show_progress=False,

@@ -70,7 +70,9 @@ class Estimate:
     fits: int
     epochs: int
     train_s: float | None
-    feature_bytes: int = 0  # float16 rows of every layer for the words to embed (an upper bound: some keep fewer)
+    feature_bytes: int = (
+        0  # float16 rows of every layer for the words to embed and cache (an upper bound: some keep fewer)
+    )
     free_bytes: int | None = None  # free on the cache's disk
 
     @property
@@ -83,7 +85,9 @@ class Estimate:
             cache, extract = "all cached", "no extraction"
         else:
             cache = "not cached" if self.cached_datasets == 0 else f"{self.cached_datasets} cached"
-            extract = f"~{duration(self.extract_s)} extraction writing up to {gb(self.feature_bytes)}"
+            extract = f"~{duration(self.extract_s)} extraction"
+            if self.feature_bytes:  # a dataset without a cache key (CKA, attention) is embedded and not kept
+                extract += f" writing up to {gb(self.feature_bytes)}"
             if self.free_bytes is not None and self.feature_bytes > self.free_bytes * DISK_SHARE:
                 extract += f" (more than the {gb(self.free_bytes)} free: only the layers asked for are kept)"
         fits = f"{self.fits} fit{'s' * (self.fits != 1)}"
@@ -179,6 +183,9 @@ def estimate_run(
     cached = [key is not None and has_layers(embedder, key, everything, feature_root) for key, _ in data]
     todo = [sentences for (_, sentences), hit in zip(data, cached) if not hit]
     to_embed = sum(len(s) for sentences in todo for s in sentences)
+    to_keep = sum(
+        len(s) for (key, sentences), hit in zip(data, cached) if key is not None and not hit for s in sentences
+    )
     rate = words_per_second(embedder, todo[0]) if todo else None
     fits, epochs, train_s = 0, LinearProbe().epochs, None
     if any(o.name == "probe" for o in spec.options):  # a token probe: one classifier per layer spec
@@ -197,7 +204,7 @@ def estimate_run(
         words_to_embed=to_embed,
         words_per_s=rate,
         extract_s=None if rate is None else to_embed / rate,
-        feature_bytes=to_embed * embedder.num_layers * embedder.dim * 2,
+        feature_bytes=to_keep * embedder.num_layers * embedder.dim * 2,
         free_bytes=free_space(feature_root),
         fits=fits,
         epochs=epochs,

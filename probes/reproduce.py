@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from corpora.paths import cache_dir
 from models.base import Embedder, UnknownModelError
 from models.listing import OK, describe
 from models.random_init import is_random, parse_random, random_name
@@ -36,7 +35,7 @@ from probes.progress import ProgressFn, scaled
 from probes.registry import ProbeSpec, all_probes
 from probes.reporting.tables import write_tables
 from probes.reporting.verify import report, verify_results
-from probes.results import ProbeResult
+from probes.results import ProbeResult, default_results_dir
 from probes.run import run_probe
 from probes.tasks import contextuality
 
@@ -144,7 +143,7 @@ def results_folder(out: Path, results: str | Path | None = None) -> Path:
         if not Path(results).is_dir():
             raise ProbeInputError(f"--results {results}: no such folder.")
         return Path(results)
-    return out / "runs" if any((out / "runs").glob("*.json")) else cache_dir() / "results"
+    return out / "runs" if any((out / "runs").glob("*.json")) else default_results_dir()
 
 
 def write_reports(

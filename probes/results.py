@@ -43,6 +43,8 @@ from typing import Any
 
 import pandas as pd
 
+from corpora.paths import cache_dir
+
 COLUMNS = [
     "model",
     "probe",
@@ -64,6 +66,12 @@ COLUMNS = [
 KEY = ["model", "probe", "dataset", "layer", "metric"]
 ROW_FIELDS = ("dataset", "layer", "metric", "value")
 DIGESTED = ("model", "probe", "dataset", "fingerprint", "rows")  # what ``digest`` vouches for
+
+
+def default_results_dir() -> Path:
+    """Where a run's results go when no folder is named: the probe commands, the app's runs and ``sweep`` save
+    there, and ``reproduce --tables-only`` and the app read it."""
+    return cache_dir() / "results"
 
 
 def now_iso() -> str:
@@ -277,6 +285,8 @@ def _saved(out_dir: str | Path, pattern: str = "*.json") -> Iterator[tuple[tuple
     for path in Path(out_dir).glob(pattern):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):  # valid JSON but not a result: [1, 2], null, "text"
+                raise TypeError(f"a JSON {type(data).__name__}, not an object")
             yield _order(data, path), path, ProbeResult.from_json(data)
         except (OSError, ValueError, TypeError) as exc:
             logging.getLogger(__name__).warning(

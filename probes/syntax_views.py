@@ -29,17 +29,17 @@ from features.entries import has_layers
 from features.extract import get_features
 from probes.estimate import duration, words_per_second
 from probes.estimators.head_syntax import HeadCounts
-from probes.estimators.structural import GoldTrees, StructuralProbe
+from probes.estimators.structural import BATCH_SIZE, KINDS, GoldTrees, StructuralProbe
 from probes.progress import ProgressFn
 from probes.registry import RunContext
 from probes.tasks.head_syntax import count_heads, load_trees
-from probes.tasks.structural import EWT, load_splits
+from probes.tasks.structural import EPOCHS, EWT, fit_tree_probe, load_splits, training_part
 
 TRAIN_LIMIT = 500  # EWT training sentences the page's probes are fitted on
 HEADS_LIMIT = 200  # EWT dev sentences the head heatmap counts
-EPOCHS = 6  # at least, as ``python -m probes structural`` (its default) …
-BATCH = 20  # sentences per step, the estimator's default
-STEPS = 200  # … and enough epochs for about this many Adam steps (batches of 20 sentences) on a small slice
+#: a fit has at least the probe's ``EPOCHS`` (``python -m probes structural``'s default) and enough for about this
+#: many Adam steps (batches of ``BATCH_SIZE`` sentences) on a small slice
+STEPS = 200
 
 
 @dataclass(frozen=True)
@@ -119,15 +119,10 @@ def fit_tree_probes(
     feats, trees = train_features(embedder, limit, progress, feature_root)
     X = [np.asarray(feats.sentence(layer, i), dtype=np.float32) for i in range(len(trees))]
     t1 = time.perf_counter()
+    steps_per_epoch = -(-training_part(len(X)) // BATCH_SIZE)  # early stopping on the last tenth (no dev file)
+    epochs = epochs or max(EPOCHS, -(-STEPS // steps_per_epoch))
     gold = GoldTrees.of(trees)
-    cut = len(X) - len(X) // 10  # early stopping on the last tenth, as the probe without a dev file
-    epochs = epochs or max(EPOCHS, -(-STEPS // -(-cut // BATCH)))
-    fitted = {
-        kind: StructuralProbe(kind, epochs=epochs, batch_size=BATCH, seed=seed).fit(
-            X[:cut], gold.part(slice(0, cut)), X[cut:] or None, gold.part(slice(cut, None))
-        )
-        for kind in ("distance", "depth")
-    }
+    fitted = {kind: fit_tree_probe(kind, X, gold, epochs=epochs, seed=seed) for kind in KINDS}
     return TreeProbes(fitted["distance"], fitted["depth"], layer, len(trees), t1 - t0, time.perf_counter() - t1)
 
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from viz.attention import head_entropy, mean_over_heads, strongest_links
-from viz.figures import attention_heatmap, scatter_points
+from viz.figures import attention_heatmap
+from viz.occurrence_figures import occurrence_scatter
 from viz.projection import cosine_neighbours, is_degenerate, nn_label_agreement, project
 from viz.text import InputError, escape_html, escape_markdown, parse_sentences, tokenize, validate_word
 
@@ -165,7 +166,7 @@ def test_figures_escape_user_text() -> None:
     blob = json.dumps(heat.to_plotly_json(), default=str)
     assert "<script>" not in blob and "<b>hi" not in blob and "&lt;script&gt;" in blob
     coords = np.random.default_rng(0).normal(size=(3, 2))
-    fig = scatter_points(coords, ["<i>g</i>", "g2", "g2"], [XSS + "\nline 2", "a", "b"], highlight=0)
+    fig = occurrence_scatter(coords, ["<i>g</i>", "g2", "g2"], [XSS + "\nline 2", "a", "b"], highlight=0)
     blob = json.dumps(fig.to_plotly_json(), default=str)
     assert "<script>" not in blob and "<i>g" not in blob and "<br>line 2" in blob
     assert len(fig.data) == 3  # two groups + the highlight ring

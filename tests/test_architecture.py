@@ -369,3 +369,31 @@ def test_a_package_docstring_names_every_module_it_holds(package: str):
     modules |= {p.name for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     named = set(re.findall(r"``(\w+)/?``", doc)) | set(re.findall(r"(?<![\w`])(\w+)/(?![\w`])", doc))
     assert sorted(modules - named) == []
+
+
+def probe_bypasses() -> list[str]:
+    """Calls that run a probe without ``probes.run.run_probe``: a spec's ``run``/``baselines`` called, or a
+    ``RunContext`` made, anywhere but the probes package (which defines them and runs them in one place)."""
+    out = []
+    for path in product_files():
+        if package_of(module_name(path)) == "probes":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "RunContext":
+                out.append(f"{rel(path)}:{node.lineno} RunContext(…)")
+            elif isinstance(func, ast.Attribute) and func.attr in ("run", "baselines"):
+                # a spec: PROBE, CKA, spec, get_probe(...)
+                owner = func.value
+                named = isinstance(owner, ast.Name) and (owner.id.isupper() or owner.id in ("spec", "probe"))
+                if named or (isinstance(owner, ast.Call) and getattr(owner.func, "id", "") == "get_probe"):
+                    out.append(f"{rel(path)}:{node.lineno} {ast.unparse(func)}(…)")
+    return out
+
+
+def test_a_probe_runs_through_the_one_run_path():
+    """The Layer profile page ran its CKA with ``CKA.run(…, RunContext(…))``: no option checks, no seeding, none
+    of what ``run_probe`` adds. Outside ``probes`` a probe runs through ``run_probe`` alone."""
+    assert probe_bypasses() == []

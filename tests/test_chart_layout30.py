@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 from test_app import assert_ok, figures, open_page, texts
@@ -27,8 +28,8 @@ from viz.figures import (
     chart_layout,
     legend_rows,
     model_styles,
-    scatter_points,
 )
+from viz.occurrence_figures import occurrence_scatter
 from viz.probe_views import probe_view, rigor_view
 from viz.profile import profile_figure
 from viz.reproduce import comparison_figure, comparison_frame, load_tables
@@ -145,7 +146,7 @@ def test_the_lambda_chart_draws_no_empty_baseline_category(committed) -> None:
 
 def test_sense_legends_are_whole() -> None:
     gloss = "bank%1:17:01:: — sloping land (especially the slope beside a body of water) where fishermen stand"
-    fig = scatter_points([[0.0, 0.0], [1.0, 1.0]], [gloss, "other"], ["a", "b"])
+    fig = occurrence_scatter(np.array([[0.0, 0.0], [1.0, 1.0]]), [gloss, "other"], ["a", "b"])
     name = fig.data[0].name
     assert "…" not in name and name.replace("<br>", " ") == gloss.replace("&", "&amp;")
 

@@ -292,3 +292,13 @@ def test_the_panel_says_a_build_failed_and_tries_again(cache, tiny_bert, monkeyp
     at.run()
     assert not at.exception and not at.error and len(at.dataframe[-1].value) == 20
     assert np.isfinite(at.dataframe[-1].value["cosine"]).all()
+
+
+def test_the_command_keeps_an_elmo_pair_whole() -> None:
+    """``--model elmo:options.json,weights.hdf5`` (a "model name or reference", the help says) was split at its
+    comma into two models that do not exist; it is one model, as ``probes`` reads it."""
+    from features.__main__ import model_names
+
+    pair = "elmo:/x/options.json,/x/weights.hdf5"
+    assert model_names([pair]) == [pair]
+    assert model_names([f"minilm,{pair},gpt-small", "minilm"]) == ["minilm", pair, "gpt-small"]

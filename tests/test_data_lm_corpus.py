@@ -97,3 +97,15 @@ def test_bad_arguments_and_missing_data(tmp_path, monkeypatch, tmp_cache):
     monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
     with pytest.raises(DataMissingError, match="wikitext-103"):
         L.load_lm_corpus(("wikitext103-valid",))
+
+
+def test_every_nltk_corpus_read_says_where_to_get_it(tmp_path, monkeypatch):
+    """A missing ABC or web-text zip (language-model corpora beside Brown) said what was missing but not where to
+    get it: the sources listed the five NLTK packages the probes read, not these. Every corpus a reader is defined
+    for now names its downloader command."""
+    from corpora.nltk_corpora import _specs, nltk_corpus
+
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
+    for name in _specs():
+        with pytest.raises(DataMissingError, match=rf"Obtain it from: .* nltk\.downloader .* {name}\."):
+            nltk_corpus(name)

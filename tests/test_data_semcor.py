@@ -140,11 +140,17 @@ def test_small_file_tags_and_drops(fake_env):
         "<s snum=2>\n<wf cmd=done pos=NN lemma=jury wnsn=1 lexsn=1:14:00::>jury</wf>\n<s snum=3>\n</s>\n",  # nested <s>
     ],
 )
-def test_broken_tag_is_a_counted_skip(fake_env, broken):
+def test_broken_tag_is_a_counted_skip(fake_env, broken, caplog):
     path = _fake_data(fake_env / "data")
     path.write_text(GOOD.format(extra="").replace("<punc>.</punc>\n", "<punc>.</punc>\n" + broken), encoding="latin-1")
+    S._say_damaged.cache_clear()
     sents, st = S.load_semcor(parts=("brown1",))
     assert st.malformed_lines >= 1
+    # a probe reading it says so (a truncated tag file had changed WSD's centroids with nothing said)
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(said) == 1 and f"{st.malformed_lines} malformed lines skipped" in said[0] and "truncated" in said[0]
+    S.load_semcor(parts=("brown1",))
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1  # once a process
     assert "jury" in [t.text for t in sents[0].tokens]  # the good tokens are still there
     assert sum(t.text == "jury" for s in sents for t in s.tokens) <= 2
     assert st.resolved_tags == sum(len(t.sense_keys) for s in sents for t in s.tokens)

@@ -101,3 +101,35 @@ def test_format_error_is_a_value_error_and_missing_data(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
     with pytest.raises(DataMissingError, match=r"wsd_eval/senseval2/senseval2\.data\.xml"):
         W.load_wsd_dataset("senseval2")
+
+
+def test_one_key_outside_wordnet_30_is_named_not_turned_into_labels_mode(copy_of, data_root, tmp_path):
+    """One mistyped key (or a WordNet 3.1 key) in a gold file switched the whole run to the labels inventory: every
+    key a label of its own, 1,259 of 1,850 instances answered with another lemma's sense, F1 62.11 -> 14.38, exit 0.
+    Now the run stops and names the key and its file; a file whose labels are all the user's own still runs."""
+    from probes.errors import ProbeInputError
+    from probes.run import run_probe
+    from tests.probe_helpers import RandomEmbedder
+
+    xml, key = copy_of
+    lines = key.read_text(encoding="utf-8").splitlines()
+    first_id = lines[0].split()[0]
+    key.write_text("\n".join([f"{first_id} man%1:18:00::x", *lines[1:]]) + "\n", encoding="utf-8")
+    train = shutil.copytree(data_root / "wsd_eval/senseval2", tmp_path / "train")
+    options = {"train": str(train / "senseval2.data.xml"), "test": str(xml)}
+    model = RandomEmbedder(num_layers=1, dim=8, seed=0)
+    with pytest.raises(ProbeInputError, match=r"semeval2007.*: 1 \(man%1:18:00::x\).*another WordNet"):
+        run_probe("wsd", model, options=options, limit=20, show_progress=False)
+    own = ["\t".join([line.split()[0], "SENSE" + str(i % 3)]) for i, line in enumerate(lines)]
+    key.write_text("\n".join(own) + "\n", encoding="utf-8")
+    (train / "senseval2.gold.key.txt").write_text(
+        "\n".join(
+            f"{line.split()[0]} SENSE{i % 3}"
+            for i, line in enumerate(
+                (data_root / "wsd_eval/senseval2/senseval2.gold.key.txt").read_text(encoding="utf-8").splitlines()
+            )
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    assert run_probe("wsd", model, options=options, limit=20, show_progress=False).result.rows

@@ -81,3 +81,24 @@ def test_bad_split_missing_and_corrupt_data(tmp_path, monkeypatch):
         wsj.load_treebank()
     with pytest.raises(DataMissingError, match="universal_tagset.zip"):
         wsj.to_universal("NN")
+
+
+def test_a_member_damaged_inside_the_zip_is_named_not_a_zlib_traceback(data_root, tmp_path, monkeypatch):
+    """60 bytes flipped inside ``test.txt``'s compressed data (the zip's directory intact) ended a POS run in
+    ``zlib.error: invalid distance too far back``, which names no file; it is now the zip's DataMissingError."""
+    import shutil
+    import struct
+
+    target = tmp_path / "nltk_data/corpora/conll2000.zip"
+    target.parent.mkdir(parents=True)
+    shutil.copy(data_root / "nltk_data/corpora/conll2000.zip", target)
+    with zipfile.ZipFile(target) as zf:
+        info = zf.getinfo("conll2000/test.txt")
+    blob = bytearray(target.read_bytes())
+    name_len, extra_len = struct.unpack("<HH", blob[info.header_offset + 26 : info.header_offset + 30])
+    start = info.header_offset + 30 + name_len + extra_len + 2000
+    blob[start : start + 60] = bytes(b ^ 0x5A for b in blob[start : start + 60])
+    target.write_bytes(bytes(blob))
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
+    with pytest.raises(DataMissingError, match=r"conll2000\.zip.*Could not read it"):
+        wsj._read_conll("test")

@@ -298,3 +298,27 @@ def test_a_deleted_registered_model_names_its_registration(tiny_bert, tmp_path, 
     shutil.rmtree(folder)
     with pytest.raises(ModelLoadError, match=r"'mine-gone' is registered as .*mine, which no longer exists"):
         load_embedder("mine-gone")
+
+
+def test_a_static_model_that_knows_almost_none_of_the_words_is_refused(tmp_path):
+    """A word2vec file whose words carry their POS (``the_NOUN``, as NLPL's are) matched none of a probe's words:
+    it ran on all-zero vectors and scored 15.74 against the majority baseline's 67.50, exit 0. A batch of ≥ 8
+    words, more than half unknown, is now refused as a transformer's is (row 1b); a few unknown words still pass."""
+    from models.vector_files import load_vectors_file
+
+    words = ["the", "bank", "river", "money", "a", "of", "and", "to", "in", "is"]
+    rows = [f"{w}_NOUN " + " ".join(f"{(i * 7 + j) % 5 / 10:.1f}" for j in range(4)) for i, w in enumerate(words)]
+    tagged = tmp_path / "tagged.vec"
+    tagged.write_text(f"{len(rows)} 4\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    emb = load_vectors_file(tagged)
+    with pytest.raises(ModelLoadError, match=r"9 of 9 words of a batch are not in its vocabulary.*'the_NOUN'"):
+        emb.embed([words[:9]])
+    plain = tmp_path / "plain.vec"
+    plain.write_text(tagged.read_text(encoding="utf-8").replace("_NOUN", ""), encoding="utf-8")
+    sentence = words[:7] + ["zyxxy", "qwpq"]  # two unknown words of nine: zeros for them, as before
+    out = load_vectors_file(plain).embed([sentence])[0]
+    assert out.oov.tolist() == [False] * 7 + [True] * 2 and not out.vectors[0, -1].any()
+    zeros = tmp_path / "zeros.vec"
+    zeros.write_text("3 2\na 0 0\nb 0 0\nc 0.0 -0.0\n", encoding="utf-8")
+    with pytest.raises(ModelLoadError, match="every vector in .*zeros.vec is all zeros"):
+        load_vectors_file(zeros)

@@ -242,7 +242,27 @@ def test_cuda_without_cuda_is_an_argparse_error(kind, capsys, monkeypatch):
     with pytest.raises(SystemExit) as exc:
         models_main(["train", kind, "--device", "cuda"])
     assert exc.value.code == 2
-    assert "CUDA is not available" in capsys.readouterr().err
+    assert "has no CUDA GPU" in capsys.readouterr().err
+
+
+def test_every_command_line_refuses_a_device_it_cannot_use_in_the_same_words(capsys, monkeypatch):
+    """``--device`` was checked three ways: ``probes`` let ``cuda:7`` through on a one-GPU machine (torch failed
+    later, mid-run), ``features index`` checked nothing and read ``--threads 0`` as 1. One check
+    (``models.base.check_device``) for all three, before any model loads."""
+    from features.__main__ import main as features_main
+    from probes.cli import main as probes_main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert probes_main(["pos", "--model", "no-such-model", "--device", "cuda:7"]) == 2
+    assert "this machine has 1 CUDA device(s)" in capsys.readouterr().err
+    assert features_main(["index", "--model", "no-such-model", "--device", "cuda:7"]) == 2
+    assert "this machine has 1 CUDA device(s)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        models_main(["train", "gpt", "--device", "cuda:7"])
+    assert "this machine has 1 CUDA device(s)" in capsys.readouterr().err
+    assert features_main(["index", "--model", "no-such-model", "--threads", "0"]) == 2
+    assert "--threads 0" in capsys.readouterr().err
 
 
 def test_bad_argument_from_the_shell_has_no_traceback():

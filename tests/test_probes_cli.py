@@ -139,6 +139,11 @@ def test_compare_finds_a_moved_number(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     assert "0 of 1 rows equal" in capsys.readouterr().out
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--tolerance", "0.02"]) == 0
+    # a tolerance nothing can be within (NaN: every row "equal", exit 0) or below zero is refused, not applied
+    capsys.readouterr()
+    for tolerance in ("nan", "-1", "inf"):
+        assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--tolerance", tolerance]) == 2
+        assert f"--tolerance {float(tolerance)}: give a difference of 0 or more" in capsys.readouterr().err
 
 
 def test_reproduce_without_models_runs_the_usable_zoo_and_says_which(tmp_path, capsys, monkeypatch):

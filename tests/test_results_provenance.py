@@ -132,3 +132,17 @@ def test_an_unreadable_newest_result_is_named_not_silently_replaced(tmp_path, ca
     with caplog.at_level("WARNING", logger="probes.results"):
         assert [r.rows[0]["value"] for r in read_results(tmp_path)] == [90.0]
     assert f"{newest}: not a readable result file" in caplog.text and str(older) not in caplog.text
+
+
+def test_a_json_file_that_is_not_a_result_object_is_left_out_with_its_name(tmp_path, caplog):
+    """``[1, 2]`` or ``null`` in a results folder (valid JSON, not an object) raised AttributeError in every reader:
+    ``probes compare``, ``reproduce --tables-only`` and the app's Probes, Layer profile and Reproduce pages."""
+    kept = save_result(_result("minilm", "f1", 90.0, "2026-12-01T00:00:00+00:00"), tmp_path)
+    for name, text in (("list.json", "[1, 2]"), ("null.json", "null"), ("text.json", '"a result"')):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    with caplog.at_level("WARNING", logger="probes.results"):
+        assert [r.rows[0]["value"] for r in read_results(tmp_path)] == [90.0]
+    assert all(
+        f"{name}.json: not a readable result file (TypeError: a JSON" in caplog.text for name in ("list", "null")
+    )
+    assert str(kept) not in caplog.text

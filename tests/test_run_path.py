@@ -105,7 +105,36 @@ def test_a_missing_dataset_is_said_before_the_model_loads(monkeypatch, tmp_path,
     monkeypatch.setattr("probes.run.load_model", lambda *a, **k: loaded.append(a))
     monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path / "no-data"))
     (tmp_path / "no-data").mkdir()
-    for probe in ("pos", "wsd"):
+    for probe in ("pos", "wsd", "structural", "head_syntax"):
         with pytest.raises(DataMissingError):
             run_probe(probe, "minilm", limit=5)
     assert loaded == []
+
+
+def test_every_probe_that_reads_data_says_what_it_embeds(cache):
+    """A probe without ``embeds`` loaded the model before its data was read (row 119 did not reach the structural,
+    head-syntax and span probes) and gave no estimate; every probe that embeds a dataset declares it, and its sentences
+    are the ones the run reads."""
+    from probes.registry import all_probes
+
+    without = [s.name for s in all_probes() if s.embeds is None]
+    assert without == [], without
+    structural = get_probe("structural").embeds(3, get_probe("structural").options_from({}))
+    assert [len(sentences) for _, sentences in structural] == [3, 3, 3]
+    assert all(key and key.endswith("-limit3") for key, _ in structural)
+    heads = get_probe("head_syntax").embeds(4, get_probe("head_syntax").options_from({}))
+    assert [(key, len(sentences)) for key, sentences in heads] == [(None, 4)]
+
+
+def test_an_estimate_promises_no_cache_writes_for_data_it_does_not_keep(tmp_path, cache):
+    """The head-syntax and CKA probes embed without the feature cache (their key is None): the estimate said
+    "writing up to 2.5 MB" for them, a disk cost that never comes. A probe that keeps its vectors still says it."""
+    from probes.estimate import estimate_run
+    from tests.probe_helpers import RandomEmbedder
+
+    model = RandomEmbedder(num_layers=2, dim=16, seed=3)
+    cka = estimate_run(get_probe("cka"), model, limit=5, feature_root=tmp_path)
+    assert cka.words_to_embed > 0 and cka.feature_bytes == 0
+    assert "extraction" in cka.text() and "writing" not in cka.text()
+    pos = estimate_run(get_probe("pos"), model, layers="0", limit=5, feature_root=tmp_path / "empty")
+    assert pos.feature_bytes == pos.words_to_embed * 2 * 16 * 2 > 0 and "writing up to" in pos.text()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from corpora.errors import RequestError
 from models.assets import ASSETS
 from models.base import ModelLoadError, default_device
 from models.registry import get_spec, load_embedder, load_spec
@@ -109,8 +110,9 @@ def test_long_sentence_and_determinism(glove):
     np.testing.assert_array_equal(a[0].vectors, b[0].vectors)
     # Batched lookup equals word-by-word lookup.
     np.testing.assert_array_equal(a[0].vectors[0, :50], np.stack([glove.word_vector(w) for w in words[:50]]))
-    with pytest.raises(ValueError, match="at most"):
-        glove.embed([["x"] * (glove.max_words_per_sentence + 1)])
+    # a RequestError (a LabError: the command line's one "error:" line, not a traceback) naming the sentence
+    with pytest.raises(RequestError, match=r"Sentence 2 has 100,001 words; .* at most 100,000 in one sentence"):
+        glove.embed([["a"], ["x"] * (glove.max_words_per_sentence + 1)])
 
 
 def test_fingerprint_depends_on_content(glove):

@@ -215,15 +215,15 @@ def test_semcor_occurrences_read_from_the_feature_cache_equal_their_embedding(tm
 def test_senses_differ_by_symbol_as_well_as_colour() -> None:
     """For "bank" two senses' hues (purple and blue) look the same to a deuteranope: each sense group now has a
     marker symbol of its own too, in 2-D and 3-D scatters alike (3-D: the symbols scatter3d draws)."""
-    from viz.figures import SYMBOLS_3D, scatter_points
+    from viz.figures import SYMBOLS_3D
     from viz.occurrence_figures import layer_measures_figure
 
     coords = np.random.default_rng(0).normal(size=(6, 2))
     groups = ["bank.n.01", "bank.n.01", "bank.n.02", "bank.n.02", "bank.v.01", "bank.v.01"]
-    fig = scatter_points(coords, groups, ["h"] * 6)
+    fig = occurrence_scatter(coords, groups, ["h"] * 6)
     symbols = [t.marker.symbol for t in fig.data]
     assert len(set(symbols)) == 3
-    fig3 = scatter_points(np.random.default_rng(0).normal(size=(6, 3)), groups, ["h"] * 6)
+    fig3 = occurrence_scatter(np.random.default_rng(0).normal(size=(6, 3)), groups, ["h"] * 6)
     assert {t.marker.symbol for t in fig3.data} <= set(SYMBOLS_3D) and len({t.marker.symbol for t in fig3.data}) == 3
     assert not {"cross", "x"} & set(SYMBOLS_3D)  # scatter3d draws them as 1-px specks: a sense would vanish
     frame = pd.DataFrame(

@@ -10,12 +10,37 @@ left unset, so a colour a figure chose (white numbers on a dark heatmap cell) st
 
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import convert_colors_to_same_type, sample_colorscale
 
 #: Streamlit's body text (12.6:1 on white): legend entries and axis titles.
 TEXT = "#31333F"
 #: Tick labels, legend titles, panel titles and printed values: lighter than body text, still 7.1:1 on white.
 MUTED = "#555867"
+
+
+def contrast_ratio(foreground: str, background: str = "#ffffff") -> float:
+    """WCAG 2's contrast ratio of two colours (hex or ``rgb(…)``): 1 (the same) to 21 (black on white)."""
+
+    def luminance(colour: str) -> float:
+        rgb = convert_colors_to_same_type([colour], colortype="tuple")[0][0]
+        r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    hi, lo = sorted((luminance(foreground), luminance(background)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def cell_label_colours(z: np.ndarray, colorscale, zmin: float, zmax: float) -> np.ndarray:
+    """Black or white for the label on each heatmap cell, whichever contrasts more with the cell's colour: at
+    least 4.58:1 on any colour. Plotly's own choice (a heatmap's ``texttemplate``) left some labels on mid-tone
+    cells at 3.2:1, and its label colour cannot be set per cell; a text trace's can."""
+    z = np.asarray(z, dtype=float)
+    span = zmax - zmin if zmax > zmin else 1.0
+    cells = sample_colorscale(colorscale, np.clip((np.nan_to_num(z, nan=zmin) - zmin) / span, 0, 1).ravel().tolist())
+    best = [max(("#000000", "#ffffff"), key=lambda text, cell=cell: contrast_ratio(text, cell)) for cell in cells]
+    return np.array(best, dtype=object).reshape(z.shape)
 
 
 def readable_text(fig: go.Figure) -> go.Figure:

@@ -88,6 +88,8 @@ def _trace_rows(trace: Any) -> list[dict]:
             for i in range(z.shape[0])
             for j in range(z.shape[1])
         ]
+    if trace.type == "scatter" and trace.mode == "text" and trace.hoverinfo == "skip":
+        return []  # labels printed on another trace's points (a heatmap's cell values): that trace's rows hold them
     cols = {axis: _values(getattr(trace, axis, None)) for axis in ("x", "y", "z")}
     cols = {k: v for k, v in cols.items() if v is not None}
     n = max((len(v) for v in cols.values()), default=0)

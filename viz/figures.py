@@ -16,7 +16,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from viz.attention import BLUES, FAST, TEMPLATE  # the explorer's fast figures: one template, one scale
-from viz.text import escape_html, legend_label, shorten
+from viz.text import escape_html, shorten
 from viz.titles import two_line_title
 
 PALETTE = px.colors.qualitative.Bold + px.colors.qualitative.Pastel + px.colors.qualitative.Safe
@@ -163,121 +163,6 @@ def unique_labels(labels: Sequence[str], max_len: int = 70) -> list[str]:
         seen[lab] = seen.get(lab, 0) + 1
         out.append(lab if seen[lab] == 1 else f"{lab} ({seen[lab]})")
     return out
-
-
-def scatter_points(
-    coords: np.ndarray,
-    groups: Sequence[str],
-    hover: Sequence[str],
-    *,
-    title: str | None = None,
-    highlight: int | None = None,
-    group_order: Sequence[str] | None = None,
-    height: int = 560,
-    text_labels: Sequence[str] | None = None,
-    legend_title: str = "sense",
-) -> go.Figure:
-    """2-D or 3-D scatter of projected vectors, one trace (colour) per group.
-
-    coords: (n, 2|3); groups[i]: legend group of point i (e.g. a WordNet sense); hover[i]:
-    plain text shown on hover (escaped here; newlines become line breaks).
-    """
-    coords = np.asarray(coords)
-    n, dims = coords.shape if coords.ndim == 2 else (0, 2)
-    if len(groups) != n or len(hover) != n:
-        raise ValueError("coords, groups and hover must have the same length")
-    order = list(group_order) if group_order else list(dict.fromkeys(groups))
-    hover_html = ["<br>".join(escape_html(line) for line in str(h).split("\n")) for h in hover]
-    fig = go.Figure()
-    for gi, group in enumerate(order):
-        idx = [i for i in range(n) if groups[i] == group]
-        if not idx:
-            continue
-        colour = PALETTE[gi % len(PALETTE)]
-        common = dict(
-            name=legend_label(group),
-            mode="markers+text" if text_labels else "markers",
-            text=[escape_html(text_labels[i]) for i in idx] if text_labels else None,
-            textposition="top center",
-            hovertext=[hover_html[i] for i in idx],
-            hoverinfo="text",
-            customdata=idx,
-        )
-        if dims == 3:
-            fig.add_trace(
-                go.Scatter3d(
-                    x=coords[idx, 0],
-                    y=coords[idx, 1],
-                    z=coords[idx, 2],
-                    marker=dict(
-                        size=5,
-                        color=colour,
-                        symbol=SYMBOLS_3D[gi % len(SYMBOLS_3D)],
-                        opacity=0.85,
-                        line=dict(width=0.5, color="white"),
-                    ),
-                    **common,
-                )
-            )
-        else:
-            fig.add_trace(
-                go.Scatter(
-                    x=coords[idx, 0],
-                    y=coords[idx, 1],
-                    marker=dict(  # a symbol per group beside its colour, for colour-blind readers
-                        size=10,
-                        color=colour,
-                        symbol=SYMBOLS[gi % len(SYMBOLS)],
-                        opacity=0.85,
-                        line=dict(width=1, color="white"),
-                    ),
-                    **common,
-                )
-            )
-    if highlight is not None and 0 <= highlight < n:
-        h = highlight
-        ring = dict(name="selected", mode="markers", hoverinfo="skip", showlegend=True)
-        if dims == 3:
-            fig.add_trace(
-                go.Scatter3d(
-                    x=[coords[h, 0]],
-                    y=[coords[h, 1]],
-                    z=[coords[h, 2]],
-                    marker=dict(size=10, color="rgba(0,0,0,0)", line=dict(width=3, color="black")),
-                    **ring,
-                )
-            )
-        else:
-            fig.add_trace(
-                go.Scatter(
-                    x=[coords[h, 0]],
-                    y=[coords[h, 1]],
-                    marker=dict(
-                        size=20, color="rgba(0,0,0,0)", symbol="circle-open", line=dict(width=3, color="black")
-                    ),
-                    **ring,
-                )
-            )
-    _layout(fig, title, height)
-    if dims == 2:
-        fig.update_xaxes(showticklabels=False, zeroline=False, title=None)
-        fig.update_yaxes(showticklabels=False, zeroline=False, title=None)
-    else:
-        axis = dict(showticklabels=False, title="")
-        fig.update_layout(scene=dict(xaxis=axis, yaxis=axis, zaxis=axis))
-    fig.update_layout(
-        legend=dict(
-            title=dict(text=escape_html(legend_title)),
-            font=dict(size=12),
-            orientation="v",
-            x=1.01,
-            y=1,
-            xanchor="left",
-            yanchor="top",
-            bgcolor="rgba(255,255,255,0.8)",
-        )
-    )
-    return fig
 
 
 def attention_heatmap(

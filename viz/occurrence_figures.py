@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -76,107 +77,146 @@ def occurrence_scatter(
     inverse = np.arange(n) if inverse is None else np.asarray(inverse)
     matched = np.zeros(n, bool) if matched is None else np.asarray(matched, bool)
     shown = matched if isolate and matched.any() else np.ones(n, bool)
-
-    # One marker per distinct point among the shown occurrences.
-    points: dict[int, list[int]] = {}
-    for i in np.flatnonzero(shown):
-        points.setdefault(int(inverse[i]), []).append(int(i))
-    order = list(dict.fromkeys(groups))
-    by_group: dict[str, list[tuple[int, list[int]]]] = {}
-    for pid, members in points.items():
-        senses = Counter(groups[i] for i in members)
-        group = next(iter(senses)) if len(senses) == 1 else MIXED
-        by_group.setdefault(group, []).append((pid, members))
+    points, by_group = _distinct_points(np.flatnonzero(shown), inverse, groups)
     collapsed = any(len(m) > 1 for m in points.values())
 
     fig = go.Figure()
     if webgl is None:
         webgl = n >= WEBGL_MIN_POINTS
     trace_cls = go.Scatter3d if dims == 3 else (go.Scattergl if webgl else go.Scatter)
+    order = list(dict.fromkeys(groups))
     for gi, group in enumerate(order + ([MIXED] if MIXED in by_group and MIXED not in order else [])):
-        items = by_group.get(group)
-        if not items:
-            continue
-        reps = [m[0] for _, m in items]
-        counts = [len(m) for _, m in items]
-        hov = []
-        for _, m in items:
-            if len(m) == 1:
-                hov.append(_hover_html(hover[m[0]]))
-            else:
-                mix = Counter(groups[i] for i in m).most_common(6)
-                lines = [f"{len(m)} occurrences share this vector:"] + [f"{c} × {shorten(g, 60)}" for g, c in mix]
-                hov.append(_hover_html("\n".join(lines)))
-        hit = [bool(matched[r]) for r in reps]
-        size = [
-            (10 if dims == 2 else 5) * (np.sqrt(c) if collapsed else 1.0) * (1.5 if h else 1.0)
-            for c, h in zip(counts, hit)
-        ]
-        colour = "#888888" if group == MIXED else PALETTE[gi % len(PALETTE)]
-        # a symbol per sense beside its colour (two senses' hues merge for a colour-blind reader); 3-D has five
-        symbols = SYMBOLS if dims == 2 else SYMBOLS_3D
-        symbol = "circle" if group == MIXED else symbols[gi % len(symbols)]
-        if dims == 2 and any(hit):
-            # Numbers on a two-colour scale, not one colour string per point: plotly checks every colour
-            # string, which for 5,000 points takes seconds.
-            line = dict(
-                width=np.where(hit, 2.5, 1.0),
-                color=np.asarray(hit, float),
-                colorscale=[[0, "white"], [1, "#222222"]],
-                cmin=0,
-                cmax=1,
+        if by_group.get(group):
+            style = _GroupStyle(gi, dims, collapsed, 38 if legend_below else 45)
+            fig.add_trace(
+                _group_trace(trace_cls, coords, group, by_group[group], groups, hover, matched, labels, style)
             )
-        elif dims == 2:
-            line = dict(width=1, color="white")
-        else:  # scatter3d takes one line width per trace: matches stand out by size only
-            line = dict(width=0.5, color="white")
-        marker = dict(size=np.minimum(size, 48), color=colour, symbol=symbol, opacity=0.85, line=line)
-        xyz = dict(x=coords[reps, 0], y=coords[reps, 1]) | ({"z": coords[reps, 2]} if dims == 3 else {})
-        label = legend_label(group, 38 if legend_below else 45) + (f" ({sum(counts)})" if collapsed else "")
-        text = [f"×{c}" if c > 1 else "" for c in counts] if collapsed else None
-        if labels is not None:
-            text = [" ".join(filter(None, (escape_html(labels[r]), t))) for r, t in zip(reps, text or [""] * len(reps))]
-        fig.add_trace(
-            trace_cls(
-                **xyz,
-                name=label,
-                mode="markers+text" if text is not None else "markers",
-                text=text,
-                textposition="top center",
-                hovertext=hov,
-                hoverinfo="text",
-                customdata=reps,
-                marker=marker,
-            )
-        )
+
+    def at(rows: list[int]) -> dict:
+        return dict(x=coords[rows, 0], y=coords[rows, 1]) | ({"z": coords[rows, 2]} if dims == 3 else {})
+
     near = list(dict.fromkeys(points[int(inverse[j])][0] for j in related if 0 <= j < n and shown[j]))
     if near:
-        xyz = dict(x=coords[near, 0], y=coords[near, 1]) | ({"z": coords[near, 2]} if dims == 3 else {})
-        fig.add_trace(
-            trace_cls(
-                **xyz,
-                name="nearest (full space)",
-                mode="markers",
-                hoverinfo="skip",
-                marker=dict(size=16 if dims == 2 else 8, symbol="diamond-open", color=RING, line=dict(width=2)),
-            )
-        )
+        ring = dict(size=16 if dims == 2 else 8, symbol="diamond-open", color=RING, line=dict(width=2))
+        fig.add_trace(trace_cls(**at(near), name="nearest (full space)", mode="markers", hoverinfo="skip", marker=ring))
     if highlight is not None and 0 <= highlight < n and shown[highlight]:
-        h = int(highlight)
-        rep = points[int(inverse[h])][0]
-        xyz = dict(x=[coords[rep, 0]], y=[coords[rep, 1]]) | ({"z": [coords[rep, 2]]} if dims == 3 else {})
+        rep = points[int(inverse[int(highlight)])][0]
+        ring = dict(size=22 if dims == 2 else 12, symbol="circle-open", color=RING, line=dict(width=3, color=RING))
         fig.add_trace(
             trace_cls(
-                **xyz,
+                **{k: v.tolist() for k, v in at([rep]).items()},
                 name="selected",
                 mode="markers",
                 hoverinfo="skip",
                 showlegend=True,
-                marker=dict(
-                    size=22 if dims == 2 else 12, symbol="circle-open", color=RING, line=dict(width=3, color=RING)
-                ),
+                marker=ring,
             )
         )
+    return _scatter_frame(fig, dims, len(points), title, subtitle, height, legend_title, legend_below)
+
+
+def _distinct_points(
+    shown: np.ndarray, inverse: np.ndarray, groups: Sequence[str]
+) -> tuple[dict[int, list[int]], dict[str, list[tuple[int, list[int]]]]]:
+    """The shown occurrences as distinct points (point id -> its occurrences) and each group's points (a point
+    whose occurrences have several senses is ``MIXED``)."""
+    points: dict[int, list[int]] = {}
+    for i in shown:
+        points.setdefault(int(inverse[i]), []).append(int(i))
+    by_group: dict[str, list[tuple[int, list[int]]]] = {}
+    for pid, members in points.items():
+        senses = Counter(groups[i] for i in members)
+        group = next(iter(senses)) if len(senses) == 1 else MIXED
+        by_group.setdefault(group, []).append((pid, members))
+    return points, by_group
+
+
+@dataclass(frozen=True)
+class _GroupStyle:
+    """How one group's trace looks: its slot (colour and symbol), 2-D or 3-D, whether points are collapsed (sized
+    by count), the legend label's width."""
+
+    slot: int
+    dims: int
+    collapsed: bool
+    label_chars: int
+
+
+def _group_trace(
+    trace_cls,
+    coords: np.ndarray,
+    group: str,
+    items: list[tuple[int, list[int]]],
+    groups: Sequence[str],
+    hover: Sequence[str],
+    matched: np.ndarray,
+    labels: Sequence[str] | None,
+    style: _GroupStyle,
+):
+    """One group's markers: a marker per distinct point (its first occurrence's coordinates), sized by count when
+    points are collapsed and larger when a search matched it."""
+    dims, collapsed = style.dims, style.collapsed
+    reps = [m[0] for _, m in items]
+    counts = [len(m) for _, m in items]
+    hov = []
+    for _, m in items:
+        if len(m) == 1:
+            hov.append(_hover_html(hover[m[0]]))
+        else:
+            mix = Counter(groups[i] for i in m).most_common(6)
+            lines = [f"{len(m)} occurrences share this vector:"] + [f"{c} × {shorten(g, 60)}" for g, c in mix]
+            hov.append(_hover_html("\n".join(lines)))
+    hit = [bool(matched[r]) for r in reps]
+    base = 10 if dims == 2 else 5
+    size = [base * (np.sqrt(c) if collapsed else 1.0) * (1.5 if h else 1.0) for c, h in zip(counts, hit)]
+    colour = "#888888" if group == MIXED else PALETTE[style.slot % len(PALETTE)]
+    # a symbol per sense beside its colour (two senses' hues merge for a colour-blind reader); 3-D has five
+    symbols = SYMBOLS if dims == 2 else SYMBOLS_3D
+    symbol = "circle" if group == MIXED else symbols[style.slot % len(symbols)]
+    if dims == 2 and any(hit):
+        # Numbers on a two-colour scale, not one colour string per point: plotly checks every colour
+        # string, which for 5,000 points takes seconds.
+        line = dict(
+            width=np.where(hit, 2.5, 1.0),
+            color=np.asarray(hit, float),
+            colorscale=[[0, "white"], [1, "#222222"]],
+            cmin=0,
+            cmax=1,
+        )
+    elif dims == 2:
+        line = dict(width=1, color="white")
+    else:  # scatter3d takes one line width per trace: matches stand out by size only
+        line = dict(width=0.5, color="white")
+    marker = dict(size=np.minimum(size, 48), color=colour, symbol=symbol, opacity=0.85, line=line)
+    xyz = dict(x=coords[reps, 0], y=coords[reps, 1]) | ({"z": coords[reps, 2]} if dims == 3 else {})
+    label = legend_label(group, style.label_chars) + (f" ({sum(counts)})" if collapsed else "")
+    text = [f"×{c}" if c > 1 else "" for c in counts] if collapsed else None
+    if labels is not None:
+        text = [" ".join(filter(None, (escape_html(labels[r]), t))) for r, t in zip(reps, text or [""] * len(reps))]
+    return trace_cls(
+        **xyz,
+        name=label,
+        mode="markers+text" if text is not None else "markers",
+        text=text,
+        textposition="top center",
+        hovertext=hov,
+        hoverinfo="text",
+        customdata=reps,
+        marker=marker,
+    )
+
+
+def _scatter_frame(
+    fig: go.Figure,
+    dims: int,
+    distinct: int,
+    title: str | None,
+    subtitle: str | None,
+    height: int,
+    legend_title: str,
+    legend_below: bool,
+) -> go.Figure:
+    """Title, bare axes (a projection's axes mean nothing) and the legend, beside the plot or below it."""
     if legend_below and title and subtitle:  # a half-width chart: headline and a smaller line, each wrapped
         _layout(fig, title, height, subtitle, HALF_TITLE_CHARS)
     else:
@@ -184,7 +224,7 @@ def occurrence_scatter(
     if dims == 2:
         fig.update_xaxes(showticklabels=False, zeroline=False, title=None)
         fig.update_yaxes(showticklabels=False, zeroline=False, title=None)
-        if len(points) <= 1:  # one spot: a fixed frame, never an axis scaled to float noise
+        if distinct <= 1:  # one spot: a fixed frame, never an axis scaled to float noise
             fig.update_xaxes(range=[-1, 1])
             fig.update_yaxes(range=[-1, 1])
     else:

@@ -23,6 +23,7 @@ from probes.estimators.contextuality import METRICS as CONTEXTUALITY_METRICS
 from probes.registry import all_probes
 from probes.tasks.contextuality import NAME as CONTEXTUALITY
 from viz.axes import metric_axis
+from viz.contrast import cell_label_colours
 from viz.figures import _layout, chart_layout, model_styles
 from viz.probe_figures import baseline_line, interval_error, interval_note
 from viz.text import escape_html
@@ -152,10 +153,21 @@ def cka_heatmap(
             zmax=1,
             colorscale="Viridis",
             colorbar=dict(title="CKA"),
-            text=np.round(matrix, 2),
-            texttemplate="%{text}",
             hovertemplate=f"{escape_html(row_title)} %{{y}} × {escape_html(col_title)} %{{x}}: "
             "CKA %{z:.3f}<extra></extra>",
+        )
+    )
+    xs, ys = np.meshgrid(fig.data[0].x, fig.data[0].y)
+    fig.add_trace(  # each cell's value, in black or white as reads best on its colour
+        go.Scatter(
+            x=xs.ravel(),
+            y=ys.ravel(),
+            mode="text",
+            text=[f"{v:.2f}" if np.isfinite(v) else "" for v in matrix.ravel()],
+            textfont=dict(color=cell_label_colours(matrix, "Viridis", 0, 1).ravel().tolist()),
+            hoverinfo="skip",
+            showlegend=False,
+            name="values",
         )
     )
     fig.update_xaxes(title=escape_html(col_title), type="category")

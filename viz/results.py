@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from corpora.paths import REPO_ROOT, cache_dir
+from corpora.paths import REPO_ROOT
 from probes.registry import ProbeSpec
-from probes.results import COLUMNS, load_results, on_slice_of, split_slice
+from probes.results import COLUMNS, default_results_dir, load_results, on_slice_of, split_slice
 from probes.tasks.rigor_options import base_probe
 from probes.tasks.wsd.tables import WORD_ROW
 
@@ -38,7 +38,7 @@ def result_dirs() -> tuple[Path, ...]:
         committed / "ud_ewt" / "structural_runs",
         CONTEXTUALITY_RUNS,
         REPO_ROOT / "results" / "runs",
-        cache_dir() / "results",
+        default_results_dir(),
     )
 
 

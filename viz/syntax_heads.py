@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from probes.estimators.head_syntax import ALL, DIRECTIONS, OFFSETS, HeadCounts
 from probes.tasks.head_syntax import best_heads
+from viz.contrast import cell_label_colours
 from viz.text import InputError, escape_html
 
 RANKINGS = ("accuracy", "gain over offset")
@@ -70,13 +71,14 @@ def head_figure(
         for r in grid.itertuples()
     ]
     xs, ys = [f"H{h}" for h in range(1, H + 1)], [f"L{layer}" for layer in range(1, L + 1)]
+    zmin, zmax = float(np.nanmin(z)), float(np.nanmax(z))
     fig = go.Figure(
         go.Heatmap(
             z=z,
             x=xs,
             y=ys,
-            text=grid["relation"].to_numpy().reshape(L, H),
-            texttemplate="%{text}",
+            zmin=zmin,
+            zmax=zmax,
             colorscale="Viridis",
             colorbar=dict(title="%" if value == "accuracy" else "points", thickness=12),
             hoverinfo="skip",
@@ -87,7 +89,10 @@ def head_figure(
         go.Scatter(
             x=[f"H{h}" for h in grid["head"]],
             y=[f"L{layer}" for layer in grid["layer"]],
-            mode="markers",
+            mode="markers+text",  # the relation on each tile, in black or white as reads best on its colour
+            text=grid["relation"].tolist(),
+            textfont=dict(color=cell_label_colours(z, "Viridis", zmin, zmax).ravel().tolist()),
+            textposition="middle center",
             marker=dict(symbol="square", size=26, color="rgba(0,0,0,0)"),
             hovertext=hover,
             hoverinfo="text",

@@ -41,7 +41,7 @@ from probes.estimators.structural import (
 )
 from viz.text import InputError, escape_html
 
-GOLD, RIGHT, WRONG, UNSCORED = "#3b5b92", "#2a9d8f", "#d62828", "#b0b0b0"
+GOLD, RIGHT, WRONG, UNSCORED = "#3b5b92", "#2a9d8f", "#d62828", "#6f6f6f"
 
 
 def is_punctuation(word: str) -> bool:

@@ -15,7 +15,8 @@ from typing import TypeVar
 
 import torch
 
-from corpora.errors import LabError
+from corpora.errors import LabError, RequestError
+from models.base import check_device
 
 T = TypeVar("T")
 
@@ -68,21 +69,11 @@ nonnegative_float = _at_least(_float, 0, False, "0 or more")
 
 
 def device_arg(text: str) -> str:
-    """``cpu``, ``cuda``, ``cuda:N``…: refused when torch cannot parse it or the device is absent."""
+    """``--device``'s argparse type: ``cpu``, ``cuda``, ``cuda:N``… (``models.base.check_device``)."""
     try:
-        device = torch.device(text)
-    except (RuntimeError, ValueError):
-        raise argparse.ArgumentTypeError(f"unknown device {text!r} (use cpu or cuda)") from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise argparse.ArgumentTypeError(
-                f"{text!r} asked for, but CUDA is not available on this machine "
-                "(no GPU, or a CPU-only torch build); use --device cpu"
-            )
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise argparse.ArgumentTypeError(f"{text!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
-    elif device.type == "mps" and not torch.backends.mps.is_available():
-        raise argparse.ArgumentTypeError(f"{text!r} asked for, but MPS is not available on this machine")
+        check_device(text)
+    except RequestError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
 

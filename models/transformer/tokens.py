@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import pre_tokenizers
 
-from models.base import ModelLoadError
+from models.base import ModelLoadError, mostly_unknown
 
 PROBE = ("Hello", "world", "didn't", "unbelievably", "crowded", "rooms", ".")
 
@@ -174,7 +174,7 @@ def check_known_words(path: Path, tokenizer, pieces: list[tuple[list[int], np.nd
         if len(ids):
             known = np.bincount(word_of, weights=np.asarray(ids) != unk)
             words, unknown = words + len(known), unknown + int((known == 0).sum())
-    if words >= least and unknown > words / 2:
+    if mostly_unknown(words, unknown, least):
         # The text is named first: a tokenizer whose size does not fit the model is refused at load
         # (check_vocabulary), so what is left here is mostly text this vocabulary cannot read.
         raise ModelLoadError(

@@ -51,7 +51,7 @@ from probes.estimators.classifier import train_with_early_stopping
 from probes.stats.intervals import grouped_interval
 
 KINDS = ("distance", "depth")
-MAX_RANK = 128  # the rank of B when none is asked for: min(MAX_RANK, dim)
+MAX_RANK, BATCH_SIZE = 128, 20  # B's rank when none is asked for: min(MAX_RANK, dim); sentences per Adam step
 LENGTHS = np.arange(5, 51)  # sentence lengths (scored words) DSpr. and NSpr. average over
 Edge = tuple[int, int]
 
@@ -277,7 +277,7 @@ class StructuralProbe:
         *,
         epochs: int = 10,
         patience: int = 2,
-        batch_size: int = 20,
+        batch_size: int = BATCH_SIZE,
         lr: float = 1e-3,
         seed: int = 0,
         device: str | None = None,

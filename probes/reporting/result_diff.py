@@ -7,10 +7,12 @@ Rows are matched on (model, probe, dataset, layer, metric), each directory's new
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 
+from probes.errors import ProbeInputError
 from probes.results import KEY, load_results
 
 
@@ -23,6 +25,8 @@ def compare_results(
     Only keys present in the candidate (and, with ``models``, of those models) are checked against the
     reference, so a partial re-run compares what it re-ran.
     """
+    if not math.isfinite(tolerance) or tolerance < 0:  # NaN compares as never over: every row "equal"
+        raise ProbeInputError(f"--tolerance {tolerance}: give a difference of 0 or more.")
     ref, cand = load_results(reference), load_results(candidate)
     if models:
         cand = cand[cand["model"].isin(models)]

@@ -154,24 +154,3 @@ def layer_comparisons(
         for i in range(1, len(layers))
     ]
     return compare(outcomes, pairs, seed=seed)
-
-
-def model_comparisons(
-    outcomes: dict[Side, np.ndarray], models: Sequence[str], layer: str = "best", *, seed: int = 0
-) -> pd.DataFrame:
-    """Every pair of ``models`` at one layer label, or each at its best numbered layer ("best")."""
-
-    def pick(model: str) -> Side | None:
-        if layer != "best":
-            return (model, layer) if (model, layer) in outcomes else None
-        layers = numbered_layers(outcomes, model)
-        return (model, max(layers, key=lambda layer: outcomes[(model, layer)].mean())) if layers else None
-
-    sides = [s for s in (pick(m) for m in models) if s is not None]
-    pairs = [
-        (sides[i], sides[j])
-        for i in range(len(sides))
-        for j in range(i + 1, len(sides))
-        if len(outcomes[sides[i]]) == len(outcomes[sides[j]])
-    ]
-    return compare(outcomes, pairs, seed=seed)

@@ -33,7 +33,7 @@ from corpora.paths import data_path
 from probes.errors import ProbeInputError
 from probes.estimators.head_syntax import DIRECTIONS, OFFSETS, HeadCounts
 from probes.inputs import InputFile, Preview
-from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.tasks.datafiles import DataFiles, first
@@ -182,6 +182,14 @@ def summary(result: ProbeResult) -> list[str]:
     )
 
 
+def head_embeds(limit: int | None, options: dict) -> Embeds:
+    """What a run embeds (``ProbeSpec.embeds``): the scored trees (then the selection file's), their attention
+    never cached (key None)."""
+    _, trees, select_trees = load_trees(limit, options.get("test"), options.get("name"), options.get("select"))
+    chosen_apart = [] if options.get("select") is None else [(None, [list(t.words) for t in select_trees])]
+    return [(None, [list(t.words) for t in trees]), *chosen_apart]
+
+
 def preview_file(limit: int, options: dict) -> Preview:
     files, trees, _ = load_trees(limit, options.get("test"), options.get("name"))
     counts = count_heads(None, trees, RunContext(limit=limit, show_progress=False))
@@ -210,6 +218,7 @@ PROBE = ProbeSpec(
     baseline_models={OFFSET: "best fixed offset (−2…+2)"},
     uses_layers=False,
     summary=summary,
+    embeds=head_embeds,
     inputs=(InputFile("test", ("CoNLL-U",), required=False, help="dependency trees (default: UD EWT dev)"),),
     preview=preview_file,
     in_default_reproduce=False,

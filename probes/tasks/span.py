@@ -27,7 +27,7 @@ from probes.errors import ProbeInputError
 from probes.estimators.majority import MajorityLabelBaseline
 from probes.inputs import Preview
 from probes.layers import LayerSpec, as_layer_specs, needed_layers
-from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.stats.intervals import accuracy_row, keep_instances
@@ -103,6 +103,12 @@ def load_splits(
     task = "span" if pooling == POOLINGS[0] else f"span ({pooling} pooling)"
     splits = {role: SpanSplit(files, role, sents, limit, task) for role, sents in data.items()}
     return files, splits.pop("train"), list(splits.values())
+
+
+def span_embeds(limit: int | None, options: dict) -> Embeds:
+    """What a run embeds (``ProbeSpec.embeds``): the training file, then the evaluation files."""
+    _, train, evals = load_splits(limit, **{**options, "pooling": options.get("pooling") or POOLINGS[0]})
+    return [(s.key, s.sentences) for s in (train, *evals)]
 
 
 def preview_files(limit: int, options: dict) -> Preview:
@@ -217,6 +223,7 @@ PROBE = ProbeSpec(
     ),
     baseline_models={MAJORITY: "majority label per span text"},
     needs_files=True,
+    embeds=span_embeds,
     inputs=file_inputs(FILE_FORMATS),
     preview=preview_files,
 )

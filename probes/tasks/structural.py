@@ -50,7 +50,7 @@ from probes.estimators.structural import (
 )
 from probes.inputs import Preview
 from probes.layers import LayerSpec, as_layer_specs, needed_layers
-from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
+from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.tasks.datafiles import ROLES, DataFiles, file_inputs, file_options, read_roles
@@ -96,14 +96,27 @@ def fit_predict(
 ) -> tuple[dict[str, list[np.ndarray]], list[dict]]:
     """One probe fitted on train (early stopping on dev, or on the last tenth of train without one):
     its predictions on dev and test, and its training history."""
-    Xtr, Ttr = X["train"], trees["train"]
-    if "dev" in X:
-        Xdv, Tdv = X["dev"], trees["dev"]
-    else:
-        cut = len(Xtr) - len(Xtr) // 10
-        Xtr, Xdv, Ttr, Tdv = Xtr[:cut], Xtr[cut:] or None, Ttr.part(slice(0, cut)), Ttr.part(slice(cut, None))
-    probe = StructuralProbe(kind, seed=ctx.seed, device=ctx.device, **settings).fit(Xtr, Ttr, Xdv, Tdv)
+    dev = (X["dev"], trees["dev"]) if "dev" in X else None
+    probe = fit_tree_probe(kind, X["train"], trees["train"], dev, seed=ctx.seed, device=ctx.device, **settings)
     return {role: probe.predict(X[role]) for role in EVALS if role in X}, probe.history_
+
+
+def training_part(sentences: int) -> int:
+    """How many of a training file's sentences train a probe that has no dev file: all but the last tenth, on
+    which it stops early."""
+    return sentences - sentences // 10
+
+
+def fit_tree_probe(
+    kind: str, X: list[np.ndarray], trees: GoldTrees, dev: tuple[list[np.ndarray], GoldTrees] | None = None, **settings
+) -> StructuralProbe:
+    """A ``kind`` probe ("distance" or "depth") fitted on ``X`` (one (n_s, dim) array per sentence) and its gold
+    ``trees``, stopping early on ``dev`` (vectors, trees), or on the last tenth of ``X`` without one
+    (``training_part``). ``settings``: the estimator's (epochs, rank, seed, device, …)."""
+    if dev is None:
+        cut = training_part(len(X))
+        X, trees, dev = X[:cut], trees.part(slice(0, cut)), (X[cut:] or None, trees.part(slice(cut, None)))
+    return StructuralProbe(kind, **settings).fit(X, trees, *dev)
 
 
 def control_rows(
@@ -245,9 +258,20 @@ def summary(result: ProbeResult) -> list[str]:
     return [f"{df['dataset'].iloc[0]} (Spearman × 100):", wide.to_string(), ""]
 
 
+def _file_options(options: dict) -> dict:
+    """The options that choose the files (the runner's others shape the probe)."""
+    return {k: options.get(k) for k in (*ROLES, "name")}
+
+
+def structural_embeds(limit: int | None, options: dict) -> Embeds:
+    """What a run embeds (``ProbeSpec.embeds``): each file's trees, under the keys ``run_layers`` reads."""
+    files, trees = load_splits(limit, **_file_options(options))
+    return [(files.feature_key(role, limit), [list(t.words) for t in ts]) for role, ts in trees.items()]
+
+
 def preview_files(limit: int, options: dict) -> Preview:
     """The app's preview: sentences and words per file, the relations, the first training trees."""
-    files, trees = load_splits(limit, **{k: options.get(k) for k in (*ROLES, "name")})
+    files, trees = load_splits(limit, **_file_options(options))
     counts = pd.DataFrame([{"file": role, **c} for role, c in _counts(trees).items()])
     rels = {role: Counter(r for t in ts for r in t.deprels) for role, ts in trees.items()}
     labels = pd.DataFrame(
@@ -281,6 +305,7 @@ PROBE = ProbeSpec(
         Option("control", bool, False, "also train the distance probe on random trees: UUAS_control, selectivity"),
     ),
     summary=summary,
+    embeds=structural_embeds,
     baseline_models={CHAIN: "left-to-right chain (UUAS)"},
     inputs=file_inputs(FORMATS),
     preview=preview_files,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from corpora import wordnet
 from corpora.semcor import wordnet_sense_keys
+from probes.errors import ProbeInputError
 
 WORDNET, LABELS = "wordnet", "labels"
 
@@ -120,9 +121,25 @@ def same_pos(pos: str) -> str:
         return pos
 
 
-def choose_kind(labels: Iterable[str], has_pos: bool) -> str:
-    """WordNet when every label is a WordNet 3.0 sense key and instances carry lemma + POS; else labels."""
+def choose_kind(labels_of: dict[str, Iterable[str]], has_pos: bool) -> str:
+    """WordNet when every label (``labels_of``: file name -> its labels) is a WordNet 3.0 sense key and instances
+    carry lemma + POS; labels when none is. Some keys and some not (a typo, a WordNet 3.1 key) would silently turn
+    the whole run into labels mode, every key a label of its own: a ProbeInputError naming them instead."""
     if not has_pos:
         return LABELS
     known = wordnet_sense_keys()
-    return WORDNET if all(is_sense_key(k, known) for k in labels) else LABELS
+    unknown = {name: sorted({k for k in labels if not is_sense_key(k, known)}) for name, labels in labels_of.items()}
+    if not any(unknown.values()):
+        return WORDNET
+    if not any(is_sense_key(k, known) for labels in labels_of.values() for k in labels):
+        return LABELS
+    named = "; ".join(
+        f"{name}: {len(keys)} ({', '.join(keys[:5])}{', …' if len(keys) > 5 else ''})"
+        for name, keys in unknown.items()
+        if keys
+    )
+    raise ProbeInputError(
+        f"Some labels are WordNet 3.0 sense keys and some are not — {named}. A typo or a key of another WordNet "
+        "version? Use WordNet 3.0 keys throughout (scored against WordNet's senses), or labels of your own "
+        "throughout (scored among the labels seen in training)."
+    )

@@ -88,8 +88,9 @@ def make_plan(
     evaluated = te if te is not None else tr
     if folds is not None and folds > len(tr):
         raise ProbeInputError(f"--folds {folds}: {tr.name} has only {len(tr)} instances.")
-    labels = list(tr.labels.keys) + list(evaluated.labels.keys)
-    kind = choose_kind(labels, tr.has_pos and evaluated.has_pos)
+    kind = choose_kind(
+        {tr.name: tr.labels.keys, evaluated.name: evaluated.labels.keys}, tr.has_pos and evaluated.has_pos
+    )
     if train is None and kind != WORDNET:
         raise ProbeInputError(
             f"{te.name}: its labels are not all WordNet 3.0 sense keys with a lemma and POS, "
