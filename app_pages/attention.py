@@ -228,7 +228,7 @@ def side_by_side(
                 height=height,
                 title=f"{name}: layer {lay}, head {hd}",
             ),
-            file_stem("attention-lines", name, lay, hd),
+            file_stem("attention-lines", name, f"L{lay}", f"H{hd}"),  # as the page's other files name them
             key=key,
             data=lambda a=a, toks=toks, lay=lay, hd=hd: attention_csv(a, toks, layers=[lay], heads=[hd]),
             container=col,

@@ -259,6 +259,7 @@ def chart(
     key: str,
     data=None,
     data_label: str = "Data (CSV)",
+    data_name: str | None = None,
     image_size: bool = True,
     container=None,
     **plotly_kwargs,
@@ -266,11 +267,10 @@ def chart(
     """Draw ``fig`` with the app's modebar (download as SVG/PNG named ``name``; the title below it,
     ``viz.titles.title_below_toolbar``) and a CSV of its data.
 
-    ``data``: bytes or a callable returning bytes (default: the figure's own points,
-    ``viz.export.figure_csv``, made only when clicked); ``False`` for no data button.
-    ``image_size=False`` downloads the image at its on-screen size (tall grids). Returns what
-    ``st.plotly_chart`` returns (the selection event when ``on_select`` is given).
-    """
+    ``data``: bytes or a callable returning bytes (default: the figure's own points, ``viz.export.figure_csv``,
+    made only when clicked); ``False`` for no data button; ``data_name``: its file's name when it is not the
+    chart's data (default ``name``). ``image_size=False`` downloads the image at its on-screen size (tall grids).
+    Returns what ``st.plotly_chart`` returns (the selection event when ``on_select`` is given)."""
     where = container or st
     config = chart_config(name, figure_format(), **({} if image_size else {"width": None, "height": None}))
     alt = plain_title(fig, fallback=name)  # the chart's accessible name: a screen reader heard only its tick labels
@@ -282,7 +282,7 @@ def chart(
             download(
                 data_label,
                 data if data is not None else (lambda: figure_csv(fig)),
-                f"{file_stem(name)}.csv",
+                f"{file_stem(data_name or name)}.csv",
                 key=f"{key}__data",
             )
     return event

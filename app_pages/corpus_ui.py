@@ -54,7 +54,7 @@ from viz.corpus_search import (
     rows_vectors,
     same_sense_share,
 )
-from viz.export import file_stem, frame_json
+from viz.export import file_stem, frame_csv, frame_json
 from viz.occurrence_figures import hit_histograms
 from viz.senses import sense_info
 from viz.text import shorten
@@ -312,8 +312,9 @@ def corpus_panel(
         ),
         name + "-histogram",
         key=f"{key}_hist",
-        data=lambda: df.to_csv(index=False).encode("utf-8"),
+        data=lambda: frame_csv(df),
         data_label="Hits (CSV)",
+        data_name=name + "-hits",  # every hit, not the histogram's counts
     )
     st.dataframe(df, hide_index=True, width="stretch", column_config=OCCURRENCE_COLUMNS)
     download("Hits (JSON)", lambda: frame_json(df), f"{name}.json", key=f"{key}_json", mime="application/json")

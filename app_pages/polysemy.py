@@ -44,7 +44,7 @@ from viz.points import collapse, colour_groups, occurrence_metadata
 from viz.polysemy import AGREEMENT_INTERVAL, layer_measures, neighbour_table, separability_problem
 from viz.projection import project, project_layers
 from viz.senses import sense_info
-from viz.text import shorten
+from viz.text import counted, shorten
 
 INTRO = """
 One spelling, several meanings: *bank* (river side / money), *play* (a drama / to play a game),
@@ -118,7 +118,7 @@ def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta:
         inverse=inverse,
         highlight=pick,
         title=f"“{c['word']}” · {model} · layer {layer}",
-        subtitle=f"{c['method']} ({len(occs)} occurrences)",
+        subtitle=f"{c['method']} ({counted(len(occs), 'occurrence')})",
         legend_title=c["colour"],
         height=520 if c["compare"] == "one panel" else 560,
         legend_below=c["compare"] != "one panel",
@@ -157,6 +157,13 @@ def collapse_note(model: str, occs, distinct: int, layer: int, *, unknown: bool 
             f"(one per form: {md(', '.join(forms[:8]))}), drawn once each with their count, so the senses "
             "cannot be told apart. Pick a contextual model (minilm, elmo-small, gpt-small) to see them separate."
         )
+    if layer == 0 and 1 < distinct < len(occs):  # ELMo's character layer: one point per form (bank, banks)
+        return (
+            f"**Layer 0 of {md(model)} is its context-independent layer**: occurrences with the same word form (and, "
+            f"in a transformer, the same position) share a vector there, so the {len(occs)} occurrences are "
+            f"{distinct} points ({md(', '.join(forms[:8]))}), drawn once each with their count. Drag the layer "
+            "slider up to see them separate."
+        )
     if distinct != 1:
         return None
     if len(occs) == 1:
@@ -177,6 +184,12 @@ def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     groups = [o.group for o in occs]
     problem = separability_problem(groups)
     st.subheader("Which layer separates the senses?")
+    layered = ", ".join(m for m, X in Xs.items() if X.shape[0] >= 2)  # a one-layer (static) model draws no series
+    title = (f"Which layer separates the senses of “{shorten(c['word'], 30)}”?", f"{layered} · {len(occs)} occurrences")
+    long, fig = _layer_figure(occurrence_signature(c, occs) + tuple(Xs), Xs, occs, problem is None, title)
+    if fig is None:  # said alone: the captions below describe a chart that is not drawn
+        st.caption("Nothing to compare across layers (a one-layer model, or a single sentence).")
+        return
     st.caption(
         "For every occurrence, is its nearest other occurrence (cosine, full dimension) of the same "
         "sense? The fraction per layer, against chance (a random other occurrence). Beside it, how "
@@ -193,12 +206,6 @@ def layer_chart(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
             + f"; its error bars are {AGREEMENT_INTERVAL}, each layer's on its own — not a test between layers, "
             "and with many layers one pair can look apart by chance."
         )
-    layered = ", ".join(m for m, X in Xs.items() if X.shape[0] >= 2)  # a one-layer (static) model draws no series
-    title = (f"Which layer separates the senses of “{shorten(c['word'], 30)}”?", f"{layered} · {len(occs)} occurrences")
-    long, fig = _layer_figure(occurrence_signature(c, occs) + tuple(Xs), Xs, occs, problem is None, title)
-    if fig is None:
-        st.caption("Nothing to compare across layers (a one-layer model, or a single sentence).")
-        return
     chart(fig, file_stem("polysemy-layers", c["word"], *Xs), key="poly_layers_plot", data=lambda: frame_csv(long))
 
 

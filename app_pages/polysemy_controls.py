@@ -20,7 +20,7 @@ from viz.points import COLOUR_COLUMNS
 from viz.polysemy import POS_CHOICES, SUGGESTED_WORDS, semcor_occurrences, typed_occurrences
 from viz.projection import METHODS
 from viz.senses import wordnet_sense_count
-from viz.text import parse_sentences, validate_word
+from viz.text import counted, parse_sentences, validate_word
 
 TYPED_DEFAULT = """I deposited my salary at the bank on Monday. | money
 The bank raised its interest rates again. | money
@@ -149,11 +149,11 @@ def get_occurrences(c: dict):
                 "or type your own sentences."
             )
             return None
-        n_wn = wordnet_sense_count(word, c["pos"])
+        n_wn, shown = wordnet_sense_count(word, c["pos"]), len({o.keys[0] for o in occs})
         st.caption(
-            f"{total} tagged occurrences of “{md(word)}” in SemCor"
-            + (f"; a random sample of {len(occs)} is shown" if total > len(occs) else "")
-            + f". WordNet lists {n_wn} senses; {len({o.keys[0] for o in occs})} appear here."
+            f"{counted(total, 'tagged occurrence')} of “{md(word)}” in SemCor"
+            + (f"; a random sample of {len(occs):,} is shown" if total > len(occs) else "")
+            + f". WordNet lists {counted(n_wn, 'sense')}; {shown} {'appears' if shown == 1 else 'appear'} here."
         )
         return occs
     if c["source"] == "upload":

@@ -55,7 +55,7 @@ from viz.projector_tools import (
     unit_direction,
     vocabulary_slice,
 )
-from viz.text import escape_html, shorten, validate_word
+from viz.text import counted, escape_html, shorten, validate_word
 
 PJ_SOURCES = ("SemCor word", "lexical sample (TSV)", "my vectors (TSV)", "vocabulary slice")
 CUSTOM = "custom axes"
@@ -233,7 +233,7 @@ def projector_tab() -> None:
         k = st.session_state[state.bind("space_pj_k", 10, lo=3, hi=50, param="pj_k")]
         mask = search_mask(meta, query)
         if query.strip():
-            st.caption(f"{int(mask.sum())} of {n} points match “{md(query.strip())}”.")
+            st.caption(f"{int(mask.sum()):,} of {counted(n, 'point')} match “{md(query.strip())}”.")
         axes = None
         if method == CUSTOM:
             coords, axes = _custom_axes(X, meta, lookup)

@@ -93,8 +93,11 @@ def _word_fields(path: str | Path, number: int, line: str, in_sentence: int) -> 
             f"word ID {wid} follows word {in_sentence}: IDs run 1, 2, 3 … "
             "within a sentence, and a blank line ends each sentence.",
         )
-    if not cols[1]:
-        raise DataFormatError(path, number, "empty FORM field.")
+    if not cols[1].strip():
+        raise DataFormatError(path, number, "empty FORM field (or spaces only).")
+    empty = [name for name, field in zip(FIELDS, cols) if not field]
+    if empty:  # a field with no value is written "_"; an empty one is a broken line, not a label ""
+        raise DataFormatError(path, number, f"empty {', '.join(empty)} field: CoNLL-U writes '_' for no value.")
     return cols
 
 

@@ -53,7 +53,8 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """(line number from 1, text without the newline) for every line of ``path``, streamed.
 
     DataFormatError for a missing or unreadable file, an empty file, or bytes that are not UTF-8
-    (naming the line and the byte offset in it). A UTF-8 byte-order mark is dropped.
+    (naming the line and the byte offset in it). A UTF-8 byte-order mark is dropped; lines may end in LF, CRLF or
+    a bare CR.
     """
     try:
         fh = open(path, "rb")  # noqa: SIM115 - opened here to tell a missing file from a bad line; closed by `with fh`
@@ -61,18 +62,20 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise DataFormatError(path, None, f"cannot read the file ({exc.strerror}).") from None
     with fh:
         number = 0
-        for number, raw in enumerate(fh, 1):
+        for raw in fh:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise DataFormatError(
                     path,
-                    number,
+                    number + 1,
                     f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); save the file as UTF-8.",
                 ) from None
-            if number == 1 and text.startswith("\ufeff"):
+            if number == 0 and text.startswith("\ufeff"):
                 text = text[1:]
-            yield number, text.rstrip("\r\n")
+            for line in text.rstrip("\r\n").split("\r"):  # a file with old Mac line endings: a bare CR ends a line
+                number += 1
+                yield number, line
         if number == 0:
             raise DataFormatError(path, None, "the file is empty.")
 

@@ -106,7 +106,7 @@ def guess_format(path: str | Path) -> str:
         raise ModelLoadError(f"{path} is gzip-compressed: decompress it first (gunzip -k {path}) and load the result.")
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         return "gensim"  # a pickle: PROTO opcode, protocol 2-5
-    first, _, rest = head.partition(b"\n")
+    first, _, rest = head.removeprefix(codecs.BOM_UTF8).partition(b"\n")
     parts = first.split()
     if len(parts) == 2 and all(p.isdigit() for p in parts):
         if not _is_text(rest):
@@ -182,6 +182,8 @@ def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str]
     out = _Collector(path)
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1:  # an editor's byte-order mark is no part of the header or the first word
+                raw = raw.removeprefix(codecs.BOM_UTF8)
             if lineno == 1 and header:
                 count, dim = parse_vectors_header(path, raw)
                 continue
@@ -189,7 +191,7 @@ def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str]
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise _error(path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-            line = line.rstrip("\r\n").rstrip(" ")
+            line = line.rstrip("\r\n").replace("\t", " ").rstrip(" ")  # tab-separated fields read as spaced
             if not line.strip():
                 continue  # blank lines (e.g. at the end) carry nothing
             word, *values = line.split(" ")
@@ -231,7 +233,7 @@ def read_header(path: str | Path, fmt: str) -> tuple[int, int]:
     """(vocab size, dim) of a :data:`FORMATS` file without parsing vectors: the word2vec header;
     GloVe: dim from line 1, vocab = the non-empty lines, counted on 8 MiB chunks (~1 s per GB)."""
     with open(check_file(path), "rb") as fh:
-        first = fh.readline()
+        first = fh.readline().removeprefix(codecs.BOM_UTF8)
         if fmt != "glove":
             return parse_vectors_header(path, first)
         if not is_vector_row(first):

@@ -145,13 +145,26 @@ def test_layer_profile_csv_holds_the_baselines_the_chart_draws(monkeypatch) -> N
 
 
 @pytest.mark.parametrize("compare", ["two layers", "two models"])
-def test_the_side_by_side_line_views_have_their_csv(compare: str) -> None:
-    """Side by side, the two line views offered an image only (six charts, five CSV buttons)."""
+def test_the_side_by_side_line_views_have_their_csv(compare: str, monkeypatch) -> None:
+    """Side by side, the two line views offered an image only (six charts, five CSV buttons); their files were
+    then named "…-2-3" where the page's others say "…-L2-H3"."""
+    from app_pages import common
+
+    files: dict[str, str] = {}
+    real = common.download
+
+    def download(label, data, name, *, key, **kw):
+        files[key] = name
+        real(label, data, name, key=key, **kw)
+
+    monkeypatch.setattr(common, "download", download)
     at = open_page("attention", compare=compare)
     assert_ok(at)
     exports = _exports(at)
     assert {"attn_side_a", "attn_side_b"} <= set(exports)
     assert all(has_csv for _, has_csv in exports.values()), exports
+    for side in ("attn_side_a", "attn_side_b"):
+        assert re.fullmatch(r"attention-lines-[\w.-]+-L\d+-H\d+\.csv", files[f"{side}__data"]), files
 
 
 def test_the_averages_tab_layer_is_in_the_link() -> None:

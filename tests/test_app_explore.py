@@ -79,11 +79,27 @@ def test_bug1_static_model_occurrences_are_one_point_each_with_a_count() -> None
     assert "static model" in info and "collapse to 2 point(s)" in info, info
     fig = scatter(at)
     assert drawn_points(fig) == 2, "one marker per distinct vector (bank, banks)"
+    # no layer chart for a one-layer model, and no caption describing one ("1-NN over 37 occurrences …")
+    captions = texts(at.caption)
+    assert "Nothing to compare across layers" in captions and "1-NN over" not in captions, captions
     counts = [int(t[1:]) for tr in fig["data"] if tr.get("name") != "selected" for t in tr.get("text") or [] if t]
     assert sum(counts) >= 30, counts  # ×N labels account for the occurrences
     # Two really different vectors: the layout spans them, not float noise.
     xs = [x for tr in fig["data"] for x in values(tr["x"])]
     assert max(xs) - min(xs) > 1e-3
+
+
+def test_a_contextual_models_layer_0_says_why_its_occurrences_are_few_points() -> None:
+    """ELMo's layer 0 (characters only) drew "bank"'s 37 occurrences as two points, ×11 and ×26, and said nothing;
+    the note explained a contextual model only when everything fell on one point."""
+    at = open_page("polysemy", model="elmo-small", layer="0")
+    assert_ok(at)
+    fig = scatter(at)
+    assert drawn_points(fig) == 2
+    info = texts(at.info)
+    assert "context-independent layer" in info and "are 2 points (bank, banks)" in info, info
+    at = open_page("polysemy", model="elmo-small", layer="1")
+    assert "context-independent layer" not in texts(at.info)
 
 
 def test_bug4_the_selected_ring_is_visible_in_2d() -> None:
@@ -171,7 +187,12 @@ def test_upload_source_asks_for_a_lexical_sample_file() -> None:
     assert "Upload a lexical-sample file" in texts(at.info)
 
 
-def test_corpus_search_for_bank_finds_mostly_the_same_sense() -> None:
+def test_corpus_search_for_bank_finds_mostly_the_same_sense(monkeypatch) -> None:
+    from app_pages import common
+
+    files: dict[str, str] = {}
+    real = common.download
+    monkeypatch.setattr(common, "download", lambda label, data, name, **kw: files.setdefault(label, name) and None)
     at = open_page("polysemy")
     at.slider(key="poly_layer").set_value(6).run()
     # The page's occurrences of "bank" (noun, seeded sample of 120): pick the first money bank.
@@ -195,6 +216,9 @@ def test_corpus_search_for_bank_finds_mostly_the_same_sense() -> None:
     assert any(
         re.fullmatch(r"20 nearest SemCor occurrences to #\d+ \w+<br><sup>minilm layer 6</sup>", t) for t in titles
     )
+    # the hits' CSV is named for the hits, not for the histogram beside it
+    assert files["Hits (CSV)"].endswith("-hits.csv") and "histogram" not in files["Hits (CSV)"], files
+    monkeypatch.setattr(common, "download", real)
     at.slider(key="poly_corpus_k").set_value(10).run()  # the number of neighbours is in the URL too
     assert len(at.dataframe[-1].value) == 10 and at.query_params["corpus_k"] in ("10", ["10"])
     link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}

@@ -165,6 +165,15 @@ def test_several_heads_each_in_its_own_colour_with_a_legend(att) -> None:
     assert len(set(many)) == 40 and many[:10] == [tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)) for c in PALETTE[:10]]
     with pytest.raises(ValueError, match="head numbers"):
         line_view(att[2, :3], WORDS, heads=[1, 2])
+    # a token's hover gives each head's weight beside the mean, never a bare mean read as one head's (it showed
+    # "→ so: 0.16" where the open head's weight was 0.39)
+    left = next(t for t in fig.data if t.mode == "markers+text" and t.textposition == "middle left")
+    stack = att[2, [h - 1 for h in heads]]
+    j = int(np.argmax(stack[:, 3].mean(0)))
+    first = left.hovertext[3].split("<br>")[1]
+    weights = ", ".join(f"H{h} {stack[k, 3, j]:.2f}" for k, h in enumerate(heads))
+    assert first == f"→ {WORDS[j]}: mean {stack[:, 3, j].mean():.2f} ({weights})", first
+    assert "average over 3 heads" in left.hovertext[3]
 
 
 def test_neuron_view_figures_add_up_to_the_score_and_the_attention() -> None:

@@ -273,3 +273,23 @@ def test_the_upload_tab_previews_and_runs_a_corpus_file(tmp_path, monkeypatch):
     assert "done; saved to cache/results" in texts(at.success)
     saved = json.loads(next((tmp_path / "cache" / "results").glob("glove-6b-50d__contextuality__*.json")).read_text())
     assert saved["dataset"].startswith("bank-") and saved["extra"]["words_measured"] == 4
+
+
+def test_a_corpus_file_is_read_as_every_data_file_is(tmp_path):
+    """``--corpus`` read its file with ``splitlines`` (U+2028 or NEL inside a line made two sentences), kept a
+    byte-order mark on the first word, named a bad byte by offset alone, and called a 3-line file "…-first2000"."""
+    from probes.errors import ProbeInputError
+    from probes.tasks.contextuality import corpus_sentences
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("the bank rose .\nby the river\u2028bank .\nmoney\x85bank !\n", encoding="utf-8")
+    name, sentences = corpus_sentences(plain, 2000)
+    assert len(sentences) == 3 and sentences[1] == ["by", "the", "river", "bank", "."] and "first" not in name
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert corpus_sentences(bom, None)[1][0][0] == "the"
+    assert corpus_sentences(plain, 2)[0].endswith("-first2") and len(corpus_sentences(plain, 2)[1]) == 2
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(b"one line\nna\xefve\n")
+    with pytest.raises(ProbeInputError, match=r"--corpus .*latin\.txt:2: not UTF-8 text \(byte 0xef at column 3\)"):
+        corpus_sentences(latin, None)

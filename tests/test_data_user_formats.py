@@ -96,6 +96,9 @@ def test_conllu_real_treebank_slice(data_root):
         (TINY.replace("2-3\tcan't", "2-x\tcan't"), 4, "bad word ID"),
         (TINY.replace("2-3\tcan't", "3-2\tcan't"), 4, "a multiword token spans words lo-hi"),
         (TINY.replace("Number=Plur\t2", "Plural\t2"), 12, "bad FEATS/MISC item 'Plural'"),
+        # UD writes "_" for no value: an empty field was read as the label "" and a spaces-only FORM as a word
+        (TINY.replace("1\tDogs\tdog\tNOUN", "1\tDogs\tdog\t"), 12, "empty UPOS field: CoNLL-U writes '_'"),
+        (TINY.replace("1\tDogs\t", "1\t \t"), 12, "empty FORM field (or spaces only)"),
     ],
 )
 def test_conllu_malformed_lines_name_the_line(tmp_path, text, line, message):
@@ -115,6 +118,9 @@ def test_conllu_whole_file_problems(tmp_path):
     bad = write(tmp_path, "latin1.conllu", TINY.encode().replace(b"Dogs", b"D\xf6gs"))
     err = error_of(iter_conllu, bad, "UPOS")
     assert err.line == 12 and "not UTF-8" in str(err) and "0xf6" in str(err)
+    # old Mac line endings (a bare CR): read as one comment line, "no sentences"; now the same sentences
+    mac = write(tmp_path, "mac.conllu", TINY.replace("\n", "\r"))
+    assert list(iter_conllu(mac, "UPOS")) == list(iter_conllu(tiny, "UPOS"))
 
 
 # ------------------------------------------------------------------------------------- column files

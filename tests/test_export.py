@@ -118,3 +118,19 @@ def test_run_records_of_built_in_datasets_carry_a_data_hash() -> None:
     assert export.run_record(run_pos_baseline(limit=12))["data"]["hash"] != pos10["hash"]
     wsd = export.run_record(run_first_sense(limit=5))["data"]
     assert wsd["dataset"] == "semcor→ALL" and len(wsd["hash"]) == 16 and wsd["hash"] != pos10["hash"]
+
+
+def test_every_csv_writes_counts_as_whole_numbers() -> None:
+    """The Polysemy layer chart's CSV said n = "37.0" and the Layer profile's layers = "2.0": the fix for draws and
+    seeds (row 87) covered one helper. Every CSV the app writes now keeps layer numbers and counts whole; a count
+    column with a fraction, and other numbers, stay as they are."""
+    import pandas as pd
+
+    from viz.export import frame_csv
+
+    frame = pd.DataFrame(
+        {"layer": [0.0, 1.0], "n": [37.0, 37.0], "layers": [2.0, None], "value": [61.0, 62.5], "clusters": [1.5, 2.0]}
+    )
+    header, first, second = frame_csv(frame).decode().splitlines()
+    assert header == "layer,n,layers,value,clusters"
+    assert first == "0,37,2,61.0,1.5" and second == "1,37,,62.5,2.0"

@@ -200,3 +200,23 @@ def test_a_glove_word_with_spaces_keeps_its_vector(tmp_path):
     path.write_text(", 0.1 0.2 0.3\nbank 1 2 3 4\n", encoding="utf-8")  # one number too many is still refused
     with pytest.raises(ModelLoadError, match="line 2: expected 3 values"):
         read_vectors(path, "glove")
+
+
+@pytest.mark.parametrize("fmt", ["word2vec", "glove"])
+def test_a_byte_order_mark_or_tabs_read_as_the_plain_file(tmp_path, vectors, fmt):
+    """A file saved with a byte-order mark was "line 2: expected 1 values (as in line 1) after the word 'the',
+    found 50" (the header unrecognised, the mark never named); a tab-separated one showed the whole line as "the
+    word". Both now read as the plain file does."""
+    plain = write_vectors(tmp_path / f"plain.{fmt}.txt", WORDS, vectors, fmt)
+    text = plain.read_text(encoding="utf-8")
+    bom = tmp_path / f"bom.{fmt}.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    tabs = tmp_path / f"tabs.{fmt}.txt"
+    first, *rest = text.splitlines(keepends=True)
+    tabs.write_text(
+        (first if fmt == "word2vec" else first.replace(" ", "\t")) + "".join(r.replace(" ", "\t") for r in rest)
+    )
+    for path in (bom, tabs):
+        assert guess_format(path) == fmt
+        got_words, got = read_vectors(path)
+        assert got_words == WORDS and np.array_equal(got, read_vectors(plain)[1]), path

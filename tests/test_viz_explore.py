@@ -73,6 +73,16 @@ def test_colour_groups_bin_numbers_and_pool_rare_values() -> None:
     meta = pd.DataFrame({"sentence length": list(range(5, 65)), "genre": [f"g{i % 20}" for i in range(60)]})
     bins = colour_groups(meta, "sentence length")
     assert 2 <= len(set(bins)) <= 6 and bins[0].startswith("sentence length 5")
+    # the ranges do not share their ends (the projector's rank legend read "1760–3486 | 3486–5227"), and every value
+    # sits in the range its label names
+    ranks = pd.DataFrame({"rank": np.arange(1, 10_001)})
+    groups = colour_groups(ranks, "rank")
+    spans = {g: tuple(map(int, g.split()[1].split("–"))) for g in dict.fromkeys(groups)}
+    ends = sorted(spans.values())
+    assert (
+        all(hi < next_lo for (_, hi), (next_lo, _) in zip(ends, ends[1:])) and ends[0][0] == 1 and ends[-1][1] == 10_000
+    )
+    assert all(spans[g][0] <= r <= spans[g][1] for g, r in zip(groups, ranks["rank"]))
     layers = colour_groups(pd.DataFrame({"layer": [0, 1, 2, 3, 4, 5, 6] * 40}), "layer")  # issue 30, bug 4
     assert len(set(layers)) == 7 and layers[:2] == ["layer 0", "layer 1"]
     genres = colour_groups(meta, "genre", max_groups=5)
@@ -233,3 +243,12 @@ def test_senses_differ_by_symbol_as_well_as_colour() -> None:
     assert len({t.marker.symbol for t in lines.data}) == 2
     occurrences = occurrence_scatter(coords, groups, ["h"] * 6)  # the Polysemy explorer's and projector's scatter
     assert len({t.marker.symbol for t in occurrences.data if t.name != "selected"}) == 3
+
+
+def test_a_word_list_groups_keep_their_whole_line() -> None:
+    """The map's CSV (and legend) named a group "line 1: king queen prince …": the rest of the line was nowhere."""
+    from viz.space import parse_word_groups
+
+    words, groups, _ = parse_word_groups("king queen prince princess man woman\nparis rome")
+    assert groups[0] == "line 1: king queen prince princess man woman" and "…" not in "".join(groups)
+    assert groups[-1] == "line 2: paris rome" and len(words) == 8

@@ -124,19 +124,27 @@ def figure_csv(fig: go.Figure) -> bytes:
     return frame_csv(figure_frame(fig))
 
 
+#: Columns that hold layer numbers and counts: whole numbers in every CSV, never "37.0".
+COUNT_COLUMNS = ("layer", "layers", "n", "clusters", "draws", "seeds", "sentences", "words", "occurrences")
+
+
 def frame_csv(df: pd.DataFrame) -> bytes:
-    """UTF-8 CSV without the index."""
-    return df.to_csv(index=False).encode("utf-8")
+    """UTF-8 CSV without the index; layer numbers and counts (``COUNT_COLUMNS``) as whole numbers."""
+    return whole_counts(df).to_csv(index=False).encode("utf-8")
+
+
+def whole_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its count columns as whole numbers: a missing value (a baseline's layer, a plain run's seeds) or
+    a float computation made them float ("0.0", "37.0")."""
+    whole = [c for c in COUNT_COLUMNS if c in df and pd.api.types.is_numeric_dtype(df[c]) and _whole(df[c])]
+    return df.astype(dict.fromkeys(whole, "Int64")) if whole else df
 
 
 def with_baselines(rows: pd.DataFrame, base: pd.DataFrame | None) -> pd.DataFrame:
     """A chart's rows and its baselines' (``base``: label, value[, lo, hi]; None: the chart has none), named in a
-    column ``baseline``, as its CSV has them: layer numbers and counts (n, clusters, draws, seeds) stay whole numbers
-    (a missing value — a baseline's layer, a plain run's seeds — made the column float: "0.0")."""
+    column ``baseline``, as its CSV has them, counts whole (``whole_counts``)."""
     out = rows if base is None else pd.concat([rows, base.rename(columns={"label": "baseline"})], ignore_index=True)
-    counts = ("layer", "n", "clusters", "draws", "seeds")
-    whole = [c for c in counts if c in out and pd.api.types.is_numeric_dtype(out[c]) and _whole(out[c])]
-    return out.astype(dict.fromkeys(whole, "Int64"))
+    return whole_counts(out)
 
 
 def _whole(column: pd.Series) -> bool:

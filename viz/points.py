@@ -107,9 +107,13 @@ def colour_groups(meta: pd.DataFrame, column: str, max_groups: int = 12) -> list
     if pd.api.types.is_numeric_dtype(values) and values.nunique() <= max_groups:
         return [f"{column} {v:g}" for v in values.astype(float)]
     if pd.api.types.is_numeric_dtype(values):
-        edges = np.unique(np.quantile(values.astype(float), np.linspace(0, 1, 7)))
-        bins = pd.cut(values.astype(float), edges, include_lowest=True, duplicates="drop")
-        return [f"{column} {int(np.ceil(b.left))}–{int(b.right)}" for b in bins]
+        numbers = values.astype(float)
+        edges = np.unique(np.quantile(numbers, np.linspace(0, 1, 7)))
+        bins = pd.cut(numbers, edges, include_lowest=True, duplicates="drop")
+        # each range named by the values it holds: bin edges on whole numbers ("3486–5227 | 3486–…") overlapped
+        span = numbers.groupby(bins, observed=True).agg(["min", "max"])
+        names = {b: f"{column} {lo:g}–{hi:g}" if lo != hi else f"{column} {lo:g}" for b, (lo, hi) in span.iterrows()}
+        return [names[b] for b in bins]
     text = values.astype(str)
     counts = text.value_counts()
     if len(counts) > max_groups:

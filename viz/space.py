@@ -26,7 +26,7 @@ def parse_word_groups(text: str | None, max_words: int = MAX_MAP_WORDS) -> tuple
     warnings: list[str] = []
     for li, line in enumerate(t for t in text.splitlines() if t.strip()):
         toks = [t for t in tokenize(line.replace(",", " ")) if any(ch.isalnum() for ch in t)]
-        label = f"line {li + 1}: " + " ".join(toks[:3]) + (" …" if len(toks) > 3 else "")
+        label = f"line {li + 1}: " + " ".join(toks)  # whole: the legend wraps it, the CSV keeps it
         for t in toks:
             if t not in seen:
                 seen.add(t)

@@ -209,3 +209,8 @@ def legend_label(text: str, width: int = 45) -> str:
 def shorten(text: str, width: int = 80) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, in the plural unless one, thousands grouped: "1 occurrence", "10,000 points"."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

@@ -38,6 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from corpora.format_errors import DataFormatError
+from corpora.labelled import numbered_lines
 from corpora.semcor import load_semcor
 from features.extract import get_features
 from probes.errors import ProbeInputError
@@ -79,22 +81,21 @@ def semcor_sentences(limit: int | None) -> tuple[str, list[list[str]]]:
 
 
 def corpus_sentences(path: str | Path, limit: int | None) -> tuple[str, list[list[str]]]:
-    """(dataset name, sentences) of a UTF-8 text file, one sentence a line; ProbeInputError for a bad file."""
+    """(dataset name, sentences) of a UTF-8 text file, one sentence a line (read as every data file is:
+    ``corpora.labelled.numbered_lines``), the first ``limit``; ProbeInputError for a bad file. The name ends in
+    ``-firstN`` only when the file has more than N sentences."""
     path = Path(path)
+    if not path.is_file():
+        raise ProbeInputError(f"--corpus {path}: no such file.")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProbeInputError(f"--corpus {path}: no such file.") from None
-    except UnicodeDecodeError as exc:
-        raise ProbeInputError(f"--corpus {path}: not UTF-8 text (byte {exc.start}).") from None
-    except OSError as exc:
-        raise ProbeInputError(f"--corpus {path}: cannot read it ({exc.strerror}).") from None
-    sentences = [line.split() for line in text.splitlines() if line.strip()]
-    sentences = sentences[:limit] if limit is not None else sentences
+        sentences = [line.split() for _, line in numbered_lines(path) if line.strip()]
+    except DataFormatError as exc:  # names the line: not UTF-8, unreadable, empty
+        raise ProbeInputError(f"--corpus {exc}") from None
     if not sentences:
         raise ProbeInputError(f"--corpus {path}: no sentences (one sentence a line, words split at spaces).")
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    return f"{path.stem}-{digest}" + (f"-first{limit}" if limit is not None else ""), sentences
+    sliced = limit is not None and limit < len(sentences)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+    return f"{path.stem}-{digest}" + (f"-first{limit}" if sliced else ""), sentences[:limit] if sliced else sentences
 
 
 def corpus_of(limit: int | None, corpus: str | None) -> tuple[str, list[list[str]]]:
