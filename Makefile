@@ -1,4 +1,4 @@
-# Two entry points (see README): `make app` starts the app, `make test` runs the tests.
+# Two entry points (see README): `make app` starts the app, `make test` runs the tests (`make index`: optional).
 # Both set up a virtual environment from requirements.txt on first use.
 PYTHON ?= python3
 VENV ?= .venv
@@ -42,7 +42,7 @@ browser:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
 # One pytest worker per core (at most 4: each loads its own models, server and browser), a test file per worker
-# so a file's tests keep their order. On 2 cores from a fresh clone: 16-17 min instead of 21.6 serially (README).
+# so a file's tests keep their order. On 2 cores from a fresh clone: the README's CI line says how long it took.
 test: $(STAMP) $(CLUSTER_STAMP) browser
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 

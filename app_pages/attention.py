@@ -24,11 +24,17 @@ token (and the key token on its strongest link), so no box shows the old sentenc
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages import state
-from app_pages.attention_controls import get_attention, head_controls, line_controls, pair_controls, select_line_token
+from app_pages.attention_controls import (
+    TABS,
+    get_attention,
+    head_controls,
+    line_controls,
+    pair_controls,
+    select_line_token,
+)
 from app_pages.attention_neurons import neuron_view
 from app_pages.common import (
     EXAMPLE_SENTENCE,
@@ -45,8 +51,8 @@ from app_pages.common import (
 from app_pages.syntax_heads_ui import heads_tab as head_syntax_view
 from models.registry import get_spec
 from viz.attention import (
+    entropy_figure,
     grid_figure,
-    head_entropy,
     line_view,
     mean_over_heads,
     query_key_figure,
@@ -68,7 +74,6 @@ A GPT-style model only attends to the left (a triangle); a BERT-style model sees
 MAX_WORDS = 40  # a 6 × 12 grid of 40 × 40 maps stays fast to draw
 UNITS = ["words", "subword pieces"]
 COMPARE = ["one model", "two models", "two layers"]
-TABS = ["Heads", "Neurons", "Averages", "Syntax"]  # only the open tab runs and draws (a new visitor's first paint)
 SHORT = {"subword pieces": "subwords", "one model": "off"}  # labels of choices (the URL keeps the names)
 
 
@@ -235,29 +240,6 @@ def side_by_side(
         )
     if tokens_b != tokens:
         st.caption("The two models split the sentence differently (piece view); the word view lines them up.")
-
-
-def entropy_figure(att: np.ndarray, model: str) -> go.Figure:
-    """Each head's mean attention entropy (bits): low = a focused head."""
-    L, H = att.shape[:2]
-    fig = go.Figure(
-        go.Heatmap(
-            z=head_entropy(att),
-            x=[f"H{h + 1}" for h in range(H)],
-            y=[f"L{layer + 1}" for layer in range(L)],
-            colorscale="Viridis",
-            colorbar=dict(title="bits", thickness=12),
-            hovertemplate="%{y} %{x}: %{z:.2f} bits<extra></extra>",
-        )
-    )
-    fig.update_yaxes(autorange="reversed")
-    fig.update_layout(
-        template="plotly_white",
-        height=60 + 34 * L,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=dict(text=f"Mean attention entropy per head, {model}", x=0),
-    )
-    return fig
 
 
 def averages(runs: list[tuple[str, np.ndarray, list[str]]]) -> None:

@@ -15,9 +15,18 @@ import numpy as np
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import embed_sentences, piece_attention
+from app_pages.loaders import embed_sentences, piece_attention
 
 FOCI = ["query", "key", "none"]  # the line view's focused token
+
+
+TABS = ["Heads", "Neurons", "Averages", "Syntax"]  # only the open tab runs and draws (a new visitor's first paint)
+
+
+def head_link(model: str, text: str, layer: int, head: int) -> dict[str, str | int]:
+    """The query parameters that open one head on the Attention page's Heads tab: the names its widgets bind
+    (``model``, ``text`` and ``tab`` on the page, ``layer`` and ``head`` in :func:`head_controls`), written once."""
+    return {"model": model, "text": text, "layer": layer, "head": head, "tab": TABS[0]}
 
 
 def get_attention(model: str, words: list[str], unit: str) -> tuple[np.ndarray, list[str], str]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.attention_controls import get_attention, head_controls, pair_controls
-from app_pages.common import chart, get_embedder
+from app_pages.common import chart
+from app_pages.loaders import get_embedder
 from models.transformer.qk import QueryKey, QueryKeyError, query_key_vectors
 from viz.attention_neurons import keys_figure, keys_frame, pair_figure, pair_frame
 from viz.export import file_stem, frame_csv

@@ -1,9 +1,10 @@
-"""Shared Streamlit helpers for every page: cached model loading, friendly errors, input display.
+"""Shared Streamlit helpers for every page: friendly errors, model pickers, input display, charts and uploads
+(what the app loads and caches: ``app_pages.loaders``).
 
-- :func:`get_embedder` — ``st.cache_resource`` over ``load_embedder``: one instance for every session.
 - :func:`safe` — any exception as a friendly ``st.error`` (the traceback only in the server log); the page goes on.
+- :func:`model_select`, :func:`model_names` — the pickers, the registry's models in its order.
 - :func:`show_warnings`, :func:`md` — input-cap warnings; user text escaped wherever it is echoed.
-- :func:`semcor_corpus` — SemCor and its lemma index, once per server (after ``app_pages.warmup``'s read).
+- :func:`uploader` — every file upload, stating and applying the app's one limit (``MAX_UPLOAD_MB``).
 - :func:`chart` — every chart: ``st.plotly_chart`` with the modebar's SVG/PNG download
   (``viz.export.chart_config``, the format chosen in the sidebar) and a CSV of its data beside it.
 """
@@ -20,22 +21,18 @@ from pathlib import Path
 # before tokenizers is imported (it reads this once): no fork warnings
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np
 import streamlit as st
 
 from app_pages import state
 from app_pages.preload import preload
-from app_pages.warmup import wait_warmup
 from corpora.errors import LabError
 from corpora.paths import DataMissingError
-from corpora.semcor import load_semcor
 from models import DEFAULT_MODEL
-from models.base import Embedder, ModelLoadError
+from models.base import ModelLoadError
 from models.listing import weights_location
-from models.registry import available_models, load_embedder, loaded_models, unload_embedder
+from models.registry import available_models
 from viz.contrast import readable_text
 from viz.export import FORMATS, chart_config, figure_csv, file_stem
-from viz.polysemy import build_lemma_index, occurrence_vectors
 from viz.results import label_dir
 from viz.text import InputError, escape_markdown
 from viz.titles import plain_title, title_below_toolbar
@@ -117,27 +114,6 @@ def page(fn: Callable[[], None]) -> Callable[[], None]:
 
 
 # ---------------------------------------------------------------------------- models
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _cached_embedder(name: str) -> Embedder:
-    # The registry keeps one instance per process under a lock; this cache makes every session's
-    # lookup free and lets the Models page drop one entry with .clear(name).
-    log.info("loading model %s", name)
-    return load_embedder(name)
-
-
-def get_embedder(name: str) -> Embedder:
-    """The shared, loaded model ``name`` (a spinner the first time)."""
-    if name not in loaded_models():
-        with st.spinner(f"Loading {name}… (once per server; later sessions share it)"):
-            return _cached_embedder(name)
-    return _cached_embedder(name)
-
-
-def unload(name: str) -> bool:
-    _cached_embedder.clear(name)
-    return unload_embedder(name)
 
 
 def model_names(*, only_ready: bool = True, **capabilities: bool) -> list[str]:
@@ -224,6 +200,14 @@ FIGURE_FORMAT_KEY = "fig_format"  # the sidebar's "Chart downloads" choice (app.
 MAX_UPLOAD_MB = min(float(os.environ.get("EMBPROBE_UPLOAD_MB") or "inf"), float(st.get_option("server.maxUploadSize")))
 
 
+def uploader(label: str, *, key: str, types: list[str] | None = None, help: str | None = None, container=None):
+    """A file uploader that states the app's one limit in its label ("…; ≤ 10 MB)") and applies it."""
+    limit = f"≤ {MAX_UPLOAD_MB:g} MB"
+    label = f"{label[:-1]}; {limit})" if label.endswith(")") else f"{label} ({limit})"
+    where = container or st
+    return where.file_uploader(label, type=types, key=key, max_upload_size=max(int(MAX_UPLOAD_MB), 1), help=help)
+
+
 def figure_format() -> str:
     """The image format of the charts' download button in this session: "svg" (default) or "png"."""
     fmt = st.session_state.get(FIGURE_FORMAT_KEY)
@@ -286,73 +270,6 @@ def chart(
                 key=f"{key}__data",
             )
     return event
-
-
-# ---------------------------------------------------------------------------- cached extraction
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _embed_cached(
-    name: str, fingerprint: str, sentences: tuple[tuple[str, ...], ...], with_attention: bool
-) -> list[dict]:
-    emb = _cached_embedder(name)
-    outs = emb.embed([list(s) for s in sentences], with_attention=with_attention)
-    return [{"words": o.words, "vectors": o.vectors, "oov": o.oov, "attentions": o.attentions} for o in outs]
-
-
-def embed_sentences(name: str, sentences: list[list[str]], with_attention: bool = False) -> list[dict]:
-    """Per-sentence dicts (words, vectors (L, n, dim), oov, attentions), cached across reruns.
-
-    The cache key includes the model's fingerprint, so retrained weights are never mixed up.
-    """
-    emb = get_embedder(name)
-    with st.spinner(f"Running {name}…"):
-        return _embed_cached(name, emb.fingerprint(), tuple(tuple(s) for s in sentences), with_attention)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _piece_attention_cached(name: str, fingerprint: str, words: tuple[str, ...]) -> dict:
-    pa = _cached_embedder(name).piece_attention(list(words))
-    return {"pieces": list(pa.pieces), "word_ids": list(pa.word_ids), "attentions": pa.attentions}
-
-
-def piece_attention(name: str, words: list[str]) -> dict:
-    """Attention over the model's own pieces (special tokens included), cached across reruns."""
-    emb = get_embedder(name)
-    with st.spinner(f"Running {name}…"):
-        return _piece_attention_cached(name, emb.fingerprint(), tuple(words))
-
-
-# ---------------------------------------------------------------------------- SemCor
-
-
-@st.cache_resource(show_spinner=False)
-def semcor_corpus():
-    """(SemCor sentences, lemma index): parsed once per server process, shared by all sessions."""
-    wait_warmup()
-    log.info("loading SemCor")
-    sentences, _stats = load_semcor()
-    return sentences, build_lemma_index(sentences)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _occurrence_chunk(name: str, fingerprint: str, occs: tuple) -> np.ndarray:
-    emb = _cached_embedder(name)
-    return occurrence_vectors(lambda sents: [o.vectors for o in emb.embed(sents)], list(occs))
-
-
-def occurrence_vectors_progress(name: str, occs: list, chunk: int = 24):
-    """(layers, len(occs), dim) vectors of the occurrences, with a progress bar; cached per chunk."""
-    emb = get_embedder(name)
-    fp = emb.fingerprint()
-    parts = []
-    bar = st.progress(0.0, text=f"Embedding {len(occs)} occurrences with {name}…")
-    for start in range(0, len(occs), chunk):
-        parts.append(_occurrence_chunk(name, fp, tuple(occs[start : start + chunk])))
-        done = min(len(occs), start + chunk)
-        bar.progress(done / len(occs), text=f"Embedding occurrences with {name}: {done}/{len(occs)}")
-    bar.empty()
-    return np.concatenate(parts, axis=1)
 
 
 def select_clicked_head(grid: str, layer_key: str, head_key: str) -> Callable[[], None]:

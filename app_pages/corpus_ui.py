@@ -7,7 +7,7 @@ split), caches it per server and draws the hits, their sense and POS histogram a
 
 The corpus index (that split embedded once per model, every layer) is built ahead by ``make index`` /
 ``python -m features index``, or from the panel in the background (issue 30): a child process
-``python -m features index --model M --nice 10`` (one per model and server, kept across reruns; the
+``python -m features index --model M --nice APP_BUILD_NICE`` (one per model and server, kept across reruns; the
 cache's build lock keeps a command-line build and an app build of one model from running at once).
 Meanwhile the panel shows its fraction and time left (``features.background.build_status``, polled by
 a fragment every ``POLL_S`` seconds) and the rest of the page stays usable; once the entry is
@@ -31,19 +31,11 @@ import numpy as np
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import (
-    OCCURRENCE_COLUMNS,
-    _cached_embedder,
-    chart,
-    code,
-    download,
-    get_embedder,
-    md,
-    semcor_corpus,
-)
+from app_pages.common import OCCURRENCE_COLUMNS, chart, code, download, md
+from app_pages.loaders import _cached_embedder, get_embedder, semcor_corpus
 from corpora.paths import REPO_ROOT
 from features import get_features, has_layers, stored_layers
-from features.background import BuildStatus, build_status
+from features.background import APP_BUILD_NICE, BuildStatus, build_status
 from probes.tasks.wsd.sources import WsdSplit, builtin_train
 from viz.corpus_search import (
     PieceRows,
@@ -157,7 +149,7 @@ def start_build(model: str, fingerprint: str, limit: int | None, layer: int) -> 
         if child is not None and child.proc.poll() is None:
             return
         argv = [sys.executable, "-m", "features", "index", "--model", model, "--layers", str(layer)]
-        argv += ["--nice", "10", "--quiet"]
+        argv += ["--nice", str(APP_BUILD_NICE), "--quiet"]
         log = tempfile.TemporaryFile()  # noqa: SIM115 - open for the child's whole life
         proc = subprocess.Popen(
             argv + ([] if limit is None else ["--limit", str(limit)]),
@@ -170,7 +162,7 @@ def start_build(model: str, fingerprint: str, limit: int | None, layer: int) -> 
 
 
 def wait_for_builds(timeout: float | None = None) -> None:
-    """Wait for every build this server started (tests, and a server that shuts down cleanly)."""
+    """Wait for every build this server started (the tests use it; the app itself never waits on a build)."""
     with _CHILDREN_LOCK:
         children = list(_CHILDREN.values())
     for child in children:

@@ -17,8 +17,6 @@ from app_pages.common import (
     EXAMPLE_SENTENCE,
     chart,
     download,
-    embed_sentences,
-    get_embedder,
     md,
     model_names,
     page,
@@ -28,6 +26,7 @@ from app_pages.common import (
     show_warnings,
 )
 from app_pages.corpus_ui import corpus_panel
+from app_pages.loaders import embed_sentences, get_embedder
 from app_pages.projector_tab import projector_tab
 from models import DEFAULT_STATIC_MODEL
 from viz.export import file_stem, frame_csv

@@ -16,17 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import (
-    chart,
-    folder_select,
-    get_embedder,
-    model_names,
-    model_order,
-    page,
-    page_header,
-    preferred,
-    safe,
-)
+from app_pages.common import chart, folder_select, model_names, model_order, page, page_header, preferred, safe
+from app_pages.loaders import get_embedder
 from app_pages.warmup import wait_warmup
 from models.random_init import random_name, twin_base
 from models.registry import get_spec

@@ -6,7 +6,8 @@ import streamlit as st
 import torch
 
 from app_pages import state
-from app_pages.common import get_embedder, md, page, page_header, safe, unload
+from app_pages.common import md, page, page_header, safe
+from app_pages.loaders import get_embedder, unload
 from corpora.errors import LabError
 from models.base import ModelLoadError, default_device
 from models.hub import download, parse_hub_id

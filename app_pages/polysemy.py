@@ -24,18 +24,10 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import (
-    OCCURRENCE_COLUMNS,
-    chart,
-    download,
-    md,
-    occurrence_vectors_progress,
-    page,
-    page_header,
-    safe,
-)
+from app_pages.common import OCCURRENCE_COLUMNS, chart, download, md, page, page_header, safe
 from app_pages.corpus_ui import cached_occurrence_vectors, corpus_panel, sense_label
 from app_pages.linked import linked_chart_kwargs
+from app_pages.loaders import occurrence_vectors_progress
 from app_pages.polysemy_controls import controls, get_occurrences
 from models.registry import get_spec
 from viz.export import file_stem, frame_csv, frame_json

@@ -12,12 +12,12 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import MAX_UPLOAD_MB, md, model_names, preferred, semcor_corpus, show_warnings
+from app_pages.common import md, model_names, preferred, show_warnings, uploader
+from app_pages.loaders import lexical_source, semcor_corpus
 from app_pages.warmup import wait_warmup
 from models import DEFAULT_STATIC_MODEL
-from viz.lexical_sample import LexicalSampleSource
 from viz.points import COLOUR_COLUMNS
-from viz.polysemy import POS_CHOICES, SUGGESTED_WORDS, semcor_occurrences, typed_occurrences
+from viz.polysemy import MAX_OCCURRENCES, POS_CHOICES, SUGGESTED_WORDS, semcor_occurrences, typed_occurrences
 from viz.projection import METHODS
 from viz.senses import wordnet_sense_count
 from viz.text import counted, parse_sentences, validate_word
@@ -95,7 +95,8 @@ def controls() -> dict | None:
         text=None,
         upload=None,
     )
-    for p in {"pos", "cap", "text"} - set(SOURCE_PARAMS.get(source, ())):  # only the hidden controls' params:
+    hidden = {p for params in SOURCE_PARAMS.values() for p in params} - set(SOURCE_PARAMS.get(source, ()))
+    for p in hidden:  # only the hidden controls' params:
         state.forget(p)  # a shown control reads its own from the URL (a shared link) when it binds
     if source == "SemCor":
         c1, c2 = st.columns([1, 3])
@@ -105,8 +106,8 @@ def controls() -> dict | None:
         c["cap"] = c2.slider(
             "Occurrences (sample size)",
             20,
-            300,
-            key=state.bind("poly_cap", 120, lo=20, hi=300, step=10, param="cap"),
+            MAX_OCCURRENCES,
+            key=state.bind("poly_cap", 120, lo=20, hi=MAX_OCCURRENCES, step=10, param="cap"),
             step=10,
             help="A seeded random sample of SemCor's tagged occurrences; bigger = slower.",
         )
@@ -117,21 +118,15 @@ def controls() -> dict | None:
             height=160,
         )
     else:
-        up = st.file_uploader(
-            f"Lexical-sample TSV (sentence⇥target index⇥label[⇥lemma]; ≤ {MAX_UPLOAD_MB:g} MB)",
-            type=["tsv", "txt"],
+        up = uploader(
+            "Lexical-sample TSV (sentence⇥target index⇥label[⇥lemma])",
+            types=["tsv", "txt"],
             key="poly_upload",
-            max_upload_size=max(int(MAX_UPLOAD_MB), 1),
             help="One occurrence per line: the sentence (words separated by spaces), the "
             "0-based index of the target word, its label (a WordNet sense key or your own).",
         )
         c["upload"] = (up.name, up.getvalue()) if up is not None else None
     return c
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def lexical_source(data: bytes, name: str) -> LexicalSampleSource:
-    return LexicalSampleSource.from_upload(data, name, max_mb=MAX_UPLOAD_MB)
 
 
 def get_occurrences(c: dict):
@@ -164,7 +159,7 @@ def get_occurrences(c: dict):
             )
             return None
         src = lexical_source(c["upload"][1], c["upload"][0])
-        occs, total = src.occurrences(word, cap=300)
+        occs, total = src.occurrences(word, cap=MAX_OCCURRENCES)
         if not occs:
             targets = ", ".join(f"{w} ({n})" for w, n in src.words()[:12])
             st.info(f"“{md(word)}” is not a target in {md(src.name)}. Its targets: {md(targets)}.")

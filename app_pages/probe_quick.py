@@ -14,7 +14,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import get_embedder, log, model_select, safe
+from app_pages.common import log, model_select, safe
+from app_pages.loaders import get_embedder
 from app_pages.warmup import wait_warmup
 from corpora.paths import DataMissingError
 from models import DEFAULT_MODEL

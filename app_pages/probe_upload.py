@@ -34,11 +34,11 @@ import streamlit as st
 from app_pages import state
 from app_pages.common import (
     MAX_UPLOAD_MB as MAX_MB,  # the app's one upload limit (a test lowers MAX_MB)
-    get_embedder,
     log,
     model_select,
     safe,
 )
+from app_pages.loaders import get_embedder
 from app_pages.warmup import wait_warmup
 from corpora.paths import cache_dir
 from models import DEFAULT_STATIC_MODEL

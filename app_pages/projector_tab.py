@@ -22,27 +22,16 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import (
-    MAX_UPLOAD_MB,
-    chart,
-    download,
-    get_embedder,
-    md,
-    model_names,
-    occurrence_vectors_progress,
-    preferred,
-    safe,
-    semcor_corpus,
-)
+from app_pages.common import MAX_UPLOAD_MB, chart, download, md, model_names, preferred, safe, uploader
 from app_pages.corpus_ui import sense_label
 from app_pages.linked import linked_chart_kwargs
+from app_pages.loaders import get_embedder, lexical_source, occurrence_vectors_progress, semcor_corpus
 from app_pages.warmup import wait_warmup
 from models import DEFAULT_STATIC_MODEL
 from viz.export import file_stem, frame_csv, frame_json
-from viz.lexical_sample import LexicalSampleSource
 from viz.occurrence_figures import occurrence_scatter
 from viz.points import collapse, colour_groups, occurrence_metadata, search_mask
-from viz.polysemy import semcor_occurrences
+from viz.polysemy import MAX_OCCURRENCES, semcor_occurrences
 from viz.projection import METHODS, cosine_neighbours, project
 from viz.projector import parse_metadata, parse_vectors, stack_layers
 from viz.projector_tools import (
@@ -65,11 +54,6 @@ SLOW_AT = 2000  # t-SNE/UMAP of more points than this wait for a click (measured
 AXES_DEFAULT = (("space_pj_xa", "man"), ("space_pj_xb", "woman"), ("space_pj_ya", "bad"), ("space_pj_yb", "good"))
 
 Points = tuple[np.ndarray, pd.DataFrame, str, Callable[[str], np.ndarray | None] | None]
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _lexical(data: bytes, name: str) -> LexicalSampleSource:
-    return LexicalSampleSource.from_upload(data, name, max_mb=MAX_UPLOAD_MB)
 
 
 def _slice_points() -> Points | None:
@@ -119,17 +103,24 @@ def _projector_points() -> Points | None:
         return _slice_points()
     if source == "my vectors (TSV)":
         c1, c2 = st.columns(2)
-        vec = c1.file_uploader(
-            "Vectors (one per line, numbers separated by tabs)", type=["tsv", "txt", "csv"], key="space_pj_vectors"
+        vec = uploader(
+            "Vectors (one per line, numbers separated by tabs)",
+            types=["tsv", "txt", "csv"],
+            key="space_pj_vectors",
+            container=c1,
         )
-        meta = c2.file_uploader(
-            "Metadata (optional; a header line when it has several columns)", type=["tsv", "txt"], key="space_pj_meta"
+        meta = uploader(
+            "Metadata (optional; a header line when it has several columns)",
+            types=["tsv", "txt"],
+            key="space_pj_meta",
+            container=c2,
         )
         if vec is None:
             st.info("Upload a vectors TSV (the Embedding Projector's format) and, optionally, its metadata.")
             return None
-        X = parse_vectors(vec.getvalue())
-        return X, parse_metadata(meta.getvalue() if meta is not None else None, len(X)), vec.name, None
+        X = parse_vectors(vec.getvalue(), max_mb=MAX_UPLOAD_MB)
+        labels = parse_metadata(meta.getvalue() if meta is not None else None, len(X), max_mb=MAX_UPLOAD_MB)
+        return X, labels, vec.name, None
     names = model_names()
     c1, c2, c3 = st.columns([2, 2, 1])
     model = c1.selectbox("Model", names, key=state.bind("space_pj_model", preferred(names), names, param="pj_model"))
@@ -144,16 +135,11 @@ def _projector_points() -> Points | None:
             st.info(f"“{md(word)}” has no sense-tagged occurrences in SemCor.")
             return None
     else:
-        up = c2.file_uploader(
-            f"Lexical-sample TSV (≤ {MAX_UPLOAD_MB:g} MB)",
-            type=["tsv", "txt"],
-            key="space_pj_upload",
-            max_upload_size=max(int(MAX_UPLOAD_MB), 1),
-        )
+        up = uploader("Lexical-sample TSV", types=["tsv", "txt"], key="space_pj_upload", container=c2)
         if up is None:
             st.info("Upload a lexical-sample TSV (sentence⇥target index⇥label): every occurrence, coloured by label.")
             return None
-        occs, total = _lexical(up.getvalue(), up.name).all_occurrences(cap=300)
+        occs, total = lexical_source(up.getvalue(), up.name).all_occurrences(cap=MAX_OCCURRENCES)
         if total > len(occs):
             st.caption(f"A random sample of {len(occs)} of the file's {total} occurrences.")
     X = occurrence_vectors_progress(model, occs)

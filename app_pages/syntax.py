@@ -20,22 +20,11 @@ import time
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import (
-    EXAMPLE_SENTENCE,
-    chart,
-    embed_sentences,
-    get_embedder,
-    md,
-    model_names,
-    page,
-    page_header,
-    preferred,
-    safe,
-    show_warnings,
-)
+from app_pages.common import EXAMPLE_SENTENCE, chart, md, model_names, page, page_header, preferred, safe, show_warnings
+from app_pages.loaders import embed_sentences, get_embedder
 from app_pages.syntax_heads_ui import heads_tab
 from corpora.conllu import DepTree
-from probes.estimate import duration
+from features.background import duration
 from probes.syntax_views import (
     TRAIN_LIMIT,
     TreeProbes,

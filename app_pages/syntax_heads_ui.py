@@ -11,7 +11,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, download, get_embedder, md, select_clicked_head
+from app_pages.attention_controls import head_link
+from app_pages.common import chart, download, md, select_clicked_head
+from app_pages.loaders import get_embedder
 from probes.estimators.head_syntax import HeadCounts
 from probes.syntax_views import HEADS_LIMIT, head_counts
 from viz.export import file_stem, frame_csv
@@ -86,10 +88,9 @@ def heads_tab(model: str, words: list[str], keys: str, params: str) -> None:
         f"{row['accuracy']:.1f}% against the best offset's {row['offset_accuracy']:.1f}%. Click a tile (or use the "
         "sliders) to pick another."
     )
-    params = {"model": model, "text": " ".join(words), "layer": chosen[0], "head": chosen[1], "tab": "Heads"}
     st.page_link(
         "app_pages/attention.py",
         label="Open this head in the Attention page",
         icon=":material/grid_on:",
-        query_params=params,
+        query_params=head_link(model, " ".join(words), *chosen),
     )

@@ -23,11 +23,10 @@ from cluster.storage import check_store
 from cluster.sweep import run_sweep
 from cluster.tasks import FAULT_ENV, TaskEnv
 from probes.cli import add_all_options, command_line, print_rows
-from probes.errors import ProbeInputError, check_seeds
+from probes.errors import ProbeInputError, check_seeds, writable_dir
 from probes.progress import TerminalProgress
 from probes.registry import all_probes, builtin_probe_names, get_probe
 from probes.results import default_results_dir
-from probes.run import writable_dir
 
 
 def _ints(text: str, flag: str) -> list[int]:

@@ -28,7 +28,7 @@ import sys
 import time
 
 from corpora.errors import LabError, RequestError
-from features.background import BuildStatus, build_entry, duration, time_left
+from features.background import APP_BUILD_NICE, BuildStatus, build_entry, duration, time_left
 from features.entries import has_layers
 from models import DEFAULT_MODEL
 from models.base import use_compute
@@ -129,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layers", default=None, help="layers that must be stored, e.g. 0,6 (default: every layer)")
     p.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.add_argument("--nice", type=int, default=0, help="lower this process's priority by N (the app uses 10)")
+    p.add_argument(
+        "--nice", type=int, default=0, help=f"lower this process's priority by N (the app uses {APP_BUILD_NICE})"
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, only the summary lines")
     p.set_defaults(func=cmd_index)
     return parser

@@ -85,11 +85,16 @@ class BuildStatus:
         return " · ".join(p for p in (f"{self.fraction:.0%} of the words", left, self.message) if p)
 
 
+#: How much the app lowers a background build's priority (``features index --nice``): the pages come first.
+APP_BUILD_NICE = 10
+
+
 def duration(seconds: float | None) -> str:
-    """'45 s', '4 min', '1 h 05 min'."""
+    """'45 s', '4 min', '1 h 05 min' (at least '1 s': what is said is a time, never '0 s'); every time the lab
+    says in words (an estimate, a build, a page's first fit) is written by this."""
     if seconds is None:
         return "?"
-    s = max(0, round(seconds))
+    s = max(1, round(seconds))
     if s < 90:
         return f"{s} s"
     if s < 3600:

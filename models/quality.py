@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 from corpora.paths import DataMissingError, data_path
-from models.registry import load_embedder
+from models.registry import REGISTRY, load_embedder
+from models.spec import STATIC
 from models.static_embedder import StaticEmbedder
 
 _MARKER = re.compile(r"\(\w+\)$")  # adjective position markers: galore(ip), elect(p)
@@ -109,7 +110,7 @@ def wordnet_similarity(
     }
 
 
-DEFAULT_MODELS = ("glove-6b-50d", "word2vec-sg", "word2vec-cbow", "fasttext", "glove-lm")
+DEFAULT_MODELS = tuple(name for name, spec in REGISTRY.items() if spec.family == STATIC.name)  # the static zoo
 
 
 def main(argv: list[str] | None = None) -> int:

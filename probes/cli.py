@@ -39,12 +39,12 @@ import pandas as pd
 from corpora.errors import LabError
 from corpora.stats import dataset_table, format_table
 from models.allocator import reuse_freed_memory
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, writable_dir
 from probes.progress import TerminalProgress
 from probes.registry import Option, ProbeSpec, RunContext, all_probes, builtin_probe_names, get_probe
 from probes.reporting.result_diff import compare_results
 from probes.results import ProbeResult, default_results_dir
-from probes.run import ProbeRun, load_model, run_probe, writable_dir
+from probes.run import ProbeRun, load_model, run_probe
 from probes.stats.seeds import CLAIM_SEEDS
 from probes.stats.units import interval_text
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from corpora.errors import RequestError
 
 
@@ -24,3 +27,17 @@ def check_seeds(first: int, count: int = 1, flag: str = "--seed") -> None:
     if first < 0 or first + count - 1 > MAX_SEED:
         last = "" if count == 1 else f" (with --seeds {count}: up to {first + count - 1})"
         raise ProbeInputError(f"{flag} {first}{last}: seeds run from 0 to {MAX_SEED}.")
+
+
+def writable_dir(path: str | Path, flag: str) -> Path:
+    """``path`` as an output directory that exists and is writable; ProbeInputError otherwise."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ProbeInputError(f"{flag} {path} is a file; give a directory.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ProbeInputError(f"{flag} {path}: cannot create it ({exc.strerror}).") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ProbeInputError(f"{flag} {path} is not writable.")
+    return path

@@ -40,6 +40,7 @@ import numpy as np
 
 from corpora.paths import cache_dir
 from features import DISK_SHARE, gb
+from features.background import duration
 from features.entries import has_layers
 from probes.estimators.classifier import LinearProbe
 from probes.layers import parse_layer_specs
@@ -109,17 +110,6 @@ def free_space(root: Path | None) -> int | None:
         return shutil.disk_usage(root or cache_dir()).free
     except OSError:
         return None
-
-
-def duration(seconds: float | None) -> str:
-    """ "20 s", "8 min", "1.5 h"."""
-    if seconds is None:
-        return "?"
-    if seconds < 90:
-        return f"{max(1, round(seconds))} s"
-    if seconds < 5400:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def words_per_second(embedder, sentences: list[list[str]]) -> float:

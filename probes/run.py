@@ -12,7 +12,7 @@ Order (nothing is extracted or written before every check has passed):
 1. the run context (``--limit``, ``--seeds``) and the probe's options (``ProbeSpec.options_from``);
 2. the model (a name or reference is loaded, ``models.registry.load_embedder``, and moved to ``device``),
    its layer count (``ProbeSpec.check_model``), the layers (``parse_layer_specs`` against the model,
-   where the probe reads layers; default ``all``), the results folder (``writable_dir``);
+   where the probe reads layers; default ``all``), the results folder (``probes.errors.writable_dir``);
 3. seeds (torch, numpy) from ``seed``;
 4. baselines (``ProbeSpec.baselines``) unless ``baselines=False``;
 5. the probe itself over ``seeds`` seeds (``probes.stats.seeds``);
@@ -26,7 +26,6 @@ before anything is saved.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, writable_dir
 from probes.layers import parse_layer_specs
 from probes.registry import ProbeSpec, ProgressFn, RunContext, get_probe
 from probes.results import ProbeResult, results_frame, save_result
@@ -68,20 +67,6 @@ class ProbeRun:
     def to_frame(self) -> pd.DataFrame:
         """Every row of every result, one table (``probes.results.results_frame``)."""
         return results_frame(self.results)
-
-
-def writable_dir(path: str | Path, flag: str) -> Path:
-    """``path`` as an output directory that exists and is writable; ProbeInputError otherwise."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ProbeInputError(f"{flag} {path} is a file; give a directory.")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ProbeInputError(f"{flag} {path}: cannot create it ({exc.strerror}).") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ProbeInputError(f"{flag} {path} is not writable.")
-    return path
 
 
 def load_model(model: str | Embedder, device: str | None = None) -> Embedder:

@@ -25,9 +25,10 @@ import numpy as np
 from corpora.cache import files_fingerprint
 from corpora.conllu import DepTree, iter_trees
 from corpora.paths import data_path
+from features.background import duration
 from features.entries import has_layers
 from features.extract import get_features
-from probes.estimate import duration, words_per_second
+from probes.estimate import words_per_second
 from probes.estimators.head_syntax import HeadCounts
 from probes.estimators.structural import BATCH_SIZE, KINDS, GoldTrees, StructuralProbe
 from probes.progress import ProgressFn

@@ -60,7 +60,7 @@ def texts(elements) -> str:
 
 def _unload(name: str) -> None:
     """Start from an unloaded model (another test in this process may have loaded it)."""
-    from app_pages.common import unload
+    from app_pages.loaders import unload
 
     unload(name)
 

@@ -217,6 +217,16 @@ def test_lexical_sample_upload_states_the_servers_limit() -> None:
     from app_pages.common import MAX_UPLOAD_MB  # the one limit every uploader states and applies
 
     assert server_mb == MAX_UPLOAD_MB
+    # the projector's three uploaders too (its vectors and metadata boxes stated none, and a 50 MB check of its own)
+    for source, keys in (
+        ("my vectors (TSV)", {"space_pj_vectors", "space_pj_meta"}),
+        ("lexical sample (TSV)", {"space_pj_upload"}),
+    ):
+        at = open_page("embedding_space", tab="Projector", pj_source=source)
+        boxes = {b.proto.id.rsplit("-", 1)[-1]: b.proto for b in at.get("file_uploader")}
+        assert keys <= set(boxes), boxes.keys()
+        for key in keys:
+            assert f"≤ {server_mb:g} MB" in boxes[key].label and boxes[key].max_upload_size_mb == server_mb, key
 
 
 def test_a_malformed_upload_names_the_uploaded_file_not_the_servers_copy(data_root, tmp_path, monkeypatch) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import h5py
 import numpy as np
@@ -344,6 +345,7 @@ def test_trainer_end_to_end_and_resume(tmp_path, data_root):
     assert card["steps"] == 3 and card["family"] == "elmo" and card["dim"] == 2 * D
     assert card["perplexity"]["forward"] > 1 and card["perplexity"]["backward"] > 1
     assert "--steps 3" in card["command"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", card["date"]) and "torch threads" in card["machine"]
     assert main(common + ["--steps", "5", "--resume"]) == 0
     card = json.loads((tmp_path / "asset" / "model_card.json").read_text())
     assert card["steps"] == 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -219,6 +220,7 @@ def test_train_static_cli_writes_loadable_asset(tmp_path, kind):
     ):
         assert key in card, key
     assert card["command"].startswith(f"python -m models train {kind} ")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", card["date"]) and "torch threads" in card["machine"]
     emb = load_static_dir(out, device="cpu")
     assert emb.dim == 16 and len(emb) == card["vocab_size"] and emb.num_layers == 1
     assert (emb.ngrams is not None) == (kind == "fasttext")

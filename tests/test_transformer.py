@@ -8,6 +8,7 @@ sentence, pooled with a Python loop over ``word_ids()``.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -363,6 +364,8 @@ def test_gpt_trainer_cli_writes_loadable_asset(tmp_path, monkeypatch):
     ):
         assert key in card, key
     assert card["steps"] == 6 and card["perplexity"] > 1 and not (out / "checkpoint.pt").exists()
+    # one date and machine format in every trainer's card (GPT's said "2026-11-22 12:45 UTC", ELMo's another way)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", card["date"]) and "torch threads" in card["machine"]
     emb = GptEmbedder(out, name="gpt-cli")
     assert emb.embed([["the", "cat"]])[0].vectors.shape == (2, 2, 16)
 

@@ -50,6 +50,29 @@ def head_entropy(att: np.ndarray) -> np.ndarray:
     return -(att * np.log2(p)).sum(-1).mean(-1)
 
 
+def entropy_figure(att: np.ndarray, model: str) -> go.Figure:
+    """Each head's mean attention entropy (bits): low = a focused head."""
+    L, H = att.shape[:2]
+    fig = go.Figure(
+        go.Heatmap(
+            z=head_entropy(att),
+            x=[f"H{h + 1}" for h in range(H)],
+            y=[f"L{layer + 1}" for layer in range(L)],
+            colorscale="Viridis",
+            colorbar=dict(title="bits", thickness=12),
+            hovertemplate="%{y} %{x}: %{z:.2f} bits<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(
+        template="plotly_white",
+        height=60 + 34 * L,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=dict(text=f"Mean attention entropy per head, {escape_html(model)}", x=0),
+    )
+    return fig
+
+
 def mean_over_heads(att: np.ndarray, layer: int | None = None) -> np.ndarray:
     """(n, n) attention averaged over the heads of ``layer`` (0-based), or over all layers and heads."""
     att = check_attention(att)

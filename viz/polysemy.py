@@ -86,12 +86,16 @@ def _expand(sent: SemcorSentence, ti: int) -> tuple[tuple[str, ...], int, int]:
     return tuple(words), start, end
 
 
+#: The most occurrences a scatter draws (a seeded sample of more): the Polysemy slider's top, an upload's cap.
+MAX_OCCURRENCES = 300
+
+
 def semcor_occurrences(
     sentences: Sequence[SemcorSentence],
     index: dict[str, list[tuple[int, int]]],
     lemma: str,
     pos: str = "any",
-    cap: int = 300,
+    cap: int = MAX_OCCURRENCES,
     seed: int = 0,
 ) -> tuple[list[Occurrence], int]:
     """Sense-tagged occurrences of ``lemma`` (optionally one POS), a seeded sample of at most ``cap``.

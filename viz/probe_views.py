@@ -19,7 +19,7 @@ from probes.results import ProbeResult
 from probes.stats.claims import ALPHA, p_text
 from probes.stats.comparisons import holm, layer_comparisons, numbered_layers, outcome_table
 from probes.stats.intervals import smallest_sign_flip_p
-from probes.stats.units import over_text
+from probes.stats.units import interval_text, over_text
 from viz.probe_figures import breakdown_figure, layer_probe_figure, named_rows_figure, task_vs_control_figure
 from viz.results import (
     baseline_frame,
@@ -168,7 +168,7 @@ def layer_tests(results: Sequence[ProbeResult], probe: str, dataset: str, model:
             "A": t.a,
             "B": t.b,
             "A − B (points)": t["diff"].round(2),
-            "95% interval": [f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(t.lo, t.hi)],
+            "95% interval": [interval_text(lo, hi) for lo, hi in zip(t.lo, t.hi)],
             "unit": [over_text(u, k) for u, k in zip(t.unit, t.clusters)],
             "seeds": t.seeds,
             "p": [p_text(float(p)) for p in t.p],

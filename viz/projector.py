@@ -26,26 +26,26 @@ from viz.text import InputError
 
 MAX_POINTS = 20_000
 MAX_DIM = 4096
-MAX_BYTES = 50 * 2**20
+MAX_MB = 50  # a file's size for callers that do not give theirs (the app gives its upload limit)
 _SPLIT = re.compile(r"[\t ,]+")
 
 
-def _text(data: bytes | str, what: str) -> str:
+def _text(data: bytes | str, what: str, max_mb: float) -> str:
     if isinstance(data, str):
         return data
-    if len(data) > MAX_BYTES:
-        raise InputError(f"The {what} file is {len(data) / 2**20:.1f} MB; the limit is {MAX_BYTES // 2**20} MB.")
+    if len(data) > max_mb * 2**20:
+        raise InputError(f"The {what} file is {len(data) / 2**20:.1f} MB; the limit is {max_mb:g} MB.")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"The {what} file is not UTF-8 text (byte {exc.start}).") from None
 
 
-def parse_vectors(data: bytes | str) -> np.ndarray:
+def parse_vectors(data: bytes | str, max_mb: float = MAX_MB) -> np.ndarray:
     """(n, dim) float32 from a vectors TSV; every line must have the same number of finite numbers."""
     rows: list[list[float]] = []
     dim = None
-    for ln, line in enumerate(_text(data, "vectors").splitlines(), start=1):
+    for ln, line in enumerate(_text(data, "vectors", max_mb).splitlines(), start=1):
         if not line.strip():
             continue
         parts = _SPLIT.split(line.strip())
@@ -82,11 +82,11 @@ def _is_number(p: str) -> bool:
         return False
 
 
-def parse_metadata(data: bytes | str | None, n: int) -> pd.DataFrame:
+def parse_metadata(data: bytes | str | None, n: int, max_mb: float = MAX_MB) -> pd.DataFrame:
     """Metadata for ``n`` points: one line each; a header line when there is more than one column."""
     if data is None:
         return pd.DataFrame({"label": [f"point {i + 1}" for i in range(n)]})
-    lines = [ln for ln in _text(data, "metadata").splitlines() if ln.strip()]
+    lines = [ln for ln in _text(data, "metadata", max_mb).splitlines() if ln.strip()]
     if not lines:
         raise InputError("The metadata file is empty.")
     multi = "\t" in lines[0]

@@ -22,12 +22,13 @@ T = TypeVar("T")
 
 
 def machine_description() -> str:
-    """E.g. '2-core CPU (x86_64), no GPU' — recorded in model cards."""
+    """E.g. '2-core CPU (x86_64), no GPU, 2 torch threads' — every model card's ``machine``."""
     gpu = f"GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "no GPU"
-    return f"{os.cpu_count()}-core CPU ({platform.machine()}), {gpu}"
+    return f"{os.cpu_count()}-core CPU ({platform.machine()}), {gpu}, {torch.get_num_threads()} torch threads"
 
 
 def utc_now() -> str:
+    """Every model card's ``date``: '2026-12-06T13:45:00Z'."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -20,11 +20,8 @@ model.safetensors + softmax) and ``model_card.json`` in ``--out``.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import math
-import os
-import platform
 import random
 import shlex
 import sys
@@ -43,12 +40,14 @@ from models.elmo.lm import BiLMLanguageModel, perplexity
 from models.train.common import (
     CheckpointError,
     device_arg,
+    machine_description,
     nonnegative_float,
     nonnegative_int,
     positive_float,
     positive_int,
     resume_checkpoint,
     save_checkpoint,
+    utc_now,
 )
 from models.train.elmo_config import resolve_config
 from models.train.elmo_data import BatchEncoder, build_vocab, chop, make_batches
@@ -322,12 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "softmax_in_asset": not args.no_asset_softmax,
         "checkpoint": str(run_dir / "checkpoint.pt"),
         "command": "python -m models train elmo " + shlex.join(argv),
-        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": (
-            f"{torch.cuda.get_device_name(0)}"
-            if device.type == "cuda"
-            else f"{os.cpu_count()}-core CPU, no GPU ({platform.machine()}, {torch.get_num_threads()} torch threads)"
-        ),
+        "date": utc_now(),
+        "machine": machine_description() + f", trained on {device}",
     }
     (out_dir / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     (run_dir / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")

@@ -19,11 +19,9 @@ are targets too, as in word-level WikiText perplexities).
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import math
 import os
-import platform
 import shlex
 import sys
 import time
@@ -41,12 +39,14 @@ from models.base import default_device
 from models.train.common import (
     CheckpointError,
     device_arg,
+    machine_description,
     nonnegative_float,
     nonnegative_int,
     positive_float,
     positive_int,
     resume_checkpoint,
     save_checkpoint,
+    utc_now,
 )
 from models.train.gpt_lm import build_model, build_word_tokenizer, encode_stream, evaluate, make_optimizer, train_steps
 
@@ -228,13 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "perplexity": round(ppl, 2),
         "seed": args.seed,
         "command": command,
-        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": (
-            f"{torch.cuda.get_device_name(0)}"
-            if device.type == "cuda"
-            else f"{os.cpu_count()}-core CPU ({platform.machine()}), no GPU; {torch.get_num_threads()} torch "
-            f"thread(s); load average at the end {os.getloadavg()[0]:.1f}"
-        ),
+        "date": utc_now(),
+        "machine": machine_description() + f", trained on {device}; load average at the end {os.getloadavg()[0]:.1f}",
     }
     (out / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
     if ckpt_path.exists():

@@ -27,7 +27,7 @@ from probes.reporting import paper
 from probes.results import ProbeResult
 from probes.stats.claims import ALPHA, claims_table, holm_family
 from probes.stats.comparisons import compare, numbered_layers, outcome_table
-from probes.stats.units import over_text, value_interval_text
+from probes.stats.units import interval_text, over_text, value_interval_text
 from probes.tasks.rigor_options import RIGOR_METRICS, base_probe
 from probes.tasks.wsd.scoring import DEV_SET, PAPER_ALL
 
@@ -152,7 +152,7 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
                         "against": t.b,
                         "tie on the ranking set": tie,
                         "difference (points)": t.diff,
-                        "95% interval": f"[{t.lo:.2f}, {t.hi:.2f}]",
+                        "95% interval": interval_text(t.lo, t.hi),
                         "unit": f"{t.clusters} {t.unit}s",
                         "p": float(t.p),
                     }

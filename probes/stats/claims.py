@@ -40,7 +40,7 @@ import pandas as pd
 from probes.estimators.mdl import shorter_in_all_orders
 from probes.results import ProbeResult, row_dataset
 from probes.stats.comparisons import Side, compare, holm, outcome_table
-from probes.stats.units import over_text
+from probes.stats.units import interval_text, over_text
 
 ALPHA = 0.05
 COLUMNS = ["model", "claim", "A", "B", "A − B (points)", "95% interval", "unit", "p", "p (Holm)", "seeds", "verdict"]
@@ -166,7 +166,7 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
             {
                 **row,
                 "A − B (points)": float(t["diff"]),
-                "95% interval": f"[{t['lo']:.2f}, {t['hi']:.2f}]",
+                "95% interval": interval_text(t["lo"], t["hi"]),
                 "unit": f"{t['clusters']} {t['unit']}s",
                 "p": float(t["p"]),
             }
@@ -229,7 +229,7 @@ def _interval_verdict(a: dict, b: dict, lower: bool) -> tuple[str, str, str]:
         if above["hi"] < below["lo"]
         else "not significant (intervals overlap)"
     )
-    text = f"A [{a['lo']:.2f}, {a['hi']:.2f}], B [{b['lo']:.2f}, {b['hi']:.2f}]"
+    text = f"A {interval_text(a['lo'], a['hi'])}, B {interval_text(b['lo'], b['hi'])}"
     return text, f"{over_text(a.get('unit'), a.get('clusters'))}, {a.get('draws') or 1} control draws", found
 
 

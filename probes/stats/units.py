@@ -139,19 +139,22 @@ def over_texts(unit, clusters: Iterable) -> str:
     return text + " (few: interval approximate)" if ks[0] < FEW_CLUSTERS and unit != INSTANCE else text
 
 
-def interval_text(lo, hi) -> str:
+def interval_text(lo, hi, digits: int = 2) -> str:
     """ "[66.27, 71.57]", or "n/a" for a row without an interval."""
     if lo is None or hi is None or lo != lo or hi != hi:
         return "n/a"
-    return f"[{lo:.2f}, {hi:.2f}]"
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def value_interval_text(value, lo, hi, std=None) -> str:
+def value_interval_text(value, lo, hi, std=None, digits: int = 2) -> str:
     """ "69.06 [66.27, 71.57]": a table cell, the value with its interval (the value alone without one); with
-    ``std`` (a mean over seeds: ``probes.stats.seeds``) "69.06 ± 0.41 [66.27, 71.57]"."""
-    interval = interval_text(lo, hi)
-    spread = "" if std is None or std != std else f" ± {std:.2f}"
-    return f"{value:.2f}{spread}" + ("" if interval == "n/a" else f" {interval}")
+    ``std`` (a mean over seeds: ``probes.stats.seeds``) "69.06 ± 0.41 [66.27, 71.57]"; "—" without a value (a
+    layer the model lacks)."""
+    if value is None or value != value:
+        return "—"
+    interval = interval_text(lo, hi, digits)
+    spread = "" if std is None or std != std else f" ± {std:.{digits}f}"
+    return f"{value:.{digits}f}{spread}" + ("" if interval == "n/a" else f" {interval}")
 
 
 def keep_units(extra: dict, dataset: str, units: Units) -> None:

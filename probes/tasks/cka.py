@@ -35,7 +35,8 @@ from probes.errors import ProbeInputError
 from probes.estimators.cka import RESAMPLES, cka_interval, cka_matrix
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext, no_baselines
 from probes.results import ProbeResult
-from probes.tasks.contextuality import interval_cell, semcor_sentences
+from probes.stats.units import value_interval_text
+from probes.tasks.contextuality import semcor_sentences
 
 NAME = "cka"
 DEFAULT_LIMIT = 500
@@ -199,7 +200,7 @@ def cka_tables(df: pd.DataFrame, extras: list[dict] | None = None) -> dict[str, 
     sel = df[df["probe"] == NAME]
     if sel.empty:
         return {}
-    sel = sel.assign(cell=[interval_cell(*v) for v in zip(sel["value"], sel["lo"], sel["hi"])])
+    sel = sel.assign(cell=[value_interval_text(*v, digits=3) for v in zip(sel["value"], sel["lo"], sel["hi"])])
     wide = sel.pivot_table(index=["model", "dataset", "layer"], columns="metric", values="cell", aggfunc="last")
     wide.columns = [c.removeprefix("cka_") for c in wide.columns]
     wide = wide[sorted(wide.columns, key=_layer_key)].reset_index()

@@ -48,6 +48,7 @@ from probes.inputs import InputFile, Preview
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext, no_baselines
 from probes.reporting.tables import markdown_table
 from probes.results import ProbeResult, latest_rows, read_results
+from probes.stats.units import value_interval_text
 
 NAME = "contextuality"
 DEFAULT_LIMIT = 2000
@@ -243,17 +244,10 @@ def _rounded(measure: dict) -> dict:
 def summary(res: ProbeResult) -> list[str]:
     """The command line's printout: the adjusted measures and the anisotropy per layer, with 95% intervals."""
     df = pd.DataFrame(res.rows).reindex(columns=["layer", "metric", "value", "lo", "hi"])
-    df["cell"] = [interval_cell(*v) for v in zip(df["value"], df["lo"], df["hi"])]
+    df["cell"] = [value_interval_text(*v, digits=3) for v in zip(df["value"], df["lo"], df["hi"])]
     table = df.pivot_table(index="layer", columns="metric", values="cell", aggfunc="last", sort=False)
     cols = [c for c in SUMMARY_METRICS if c in table]
     return [f"{res.model}: value [95% interval]", table[cols].to_string()]
-
-
-def interval_cell(value, lo, hi) -> str:
-    """ "0.901 [0.897, 0.905]" (three decimals), the value alone for a row without an interval; "—": none."""
-    if value is None or value != value:  # NaN: a layer the model lacks
-        return "—"
-    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]" if lo == lo and hi == hi and None not in (lo, hi) else f"{value:.3f}"
 
 
 def contextuality_tables(df: pd.DataFrame, extras: list[dict] | None = None) -> dict[str, pd.DataFrame]:
@@ -264,7 +258,7 @@ def contextuality_tables(df: pd.DataFrame, extras: list[dict] | None = None) -> 
         sel = df[df["metric"] == metric]
         if sel.empty:
             continue
-        sel = sel.assign(cell=[interval_cell(*v) for v in zip(sel["value"], sel["lo"], sel["hi"])])
+        sel = sel.assign(cell=[value_interval_text(*v, digits=3) for v in zip(sel["value"], sel["lo"], sel["hi"])])
         wide = sel.pivot_table(index=["model", "dataset"], columns="layer", values="cell", aggfunc="last")
         wide = wide[sorted(wide.columns, key=lambda c: int(c) if str(c).isdigit() else 10**6)].fillna("—")
         out[metric] = wide.reset_index().rename_axis(columns=None)

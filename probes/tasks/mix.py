@@ -25,6 +25,7 @@ import torch
 
 from features.extract import get_features
 from features.store import data_hash
+from models import DEFAULT_STATIC_MODEL
 from models.base import Embedder
 from models.errors import ModelLoadError
 from models.registry import load_embedder
@@ -42,7 +43,7 @@ from probes.tasks.pos import conll_embeds
 ROWS = ("baseline", "last", "all λ=1", "all λ=0.001")
 MODEL_ROWS = ROWS[1:]  # the rows that read the probed model
 ROW_LAMBDA = {"all λ=1": 1.0, "all λ=0.001": 0.001}
-BASELINE_MODEL = "glove-6b-50d"
+BASELINE_MODEL = DEFAULT_STATIC_MODEL  # GloVe 6B 50d: the paper's λ-ablation input
 TASKS = ("pos", "chunk")
 METRICS = {"pos": "accuracy", "chunk": "chunk_F1"}
 NO_GLOVE = " (no GloVe input)"  # the suffix of a row run on the model's vectors alone (GloVe missing)

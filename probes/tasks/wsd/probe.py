@@ -88,9 +88,10 @@ def make_plan(
     evaluated = te if te is not None else tr
     if folds is not None and folds > len(tr):
         raise ProbeInputError(f"--folds {folds}: {tr.name} has only {len(tr)} instances.")
-    kind = choose_kind(
-        {tr.name: tr.labels.keys, evaluated.name: evaluated.labels.keys}, tr.has_pos and evaluated.has_pos
-    )
+    labels_of = {evaluated.name: evaluated.labels.keys}  # SemCor's own are WordNet 3.0 keys: the test file decides
+    if train is not None:
+        labels_of = {tr.name: tr.labels.keys, **labels_of}
+    kind = choose_kind(labels_of, tr.has_pos and evaluated.has_pos)
     if train is None and kind != WORDNET:
         raise ProbeInputError(
             f"{te.name}: its labels are not all WordNet 3.0 sense keys with a lemma and POS, "

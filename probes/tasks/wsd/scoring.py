@@ -6,11 +6,10 @@ answer is any of them. ``write_key_file`` writes predictions in the framework's 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, writable_dir
 
 #: The framework's five test sets, in the paper's order, then their concatenation.
 EVAL_SETS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015", "ALL")
@@ -61,16 +60,8 @@ def score(predictions: Sequence[str | None], golds: Sequence[Sequence[str]]) -> 
 
 def key_dir(raw: str | Path) -> str:
     """``--keys DIR`` (the option's parse, so checked before any extraction): a directory the key files
-    can be written to, created if needed; ProbeInputError naming it otherwise (a file, under a file,
-    under /proc, read-only)."""
-    path = Path(raw)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ProbeInputError(f"--keys {path}: cannot create this directory ({exc.strerror or exc}).") from None
-    if not path.is_dir() or not os.access(path, os.W_OK | os.X_OK):
-        raise ProbeInputError(f"--keys {path}: not a writable directory.")
-    return str(path)
+    can be written to, created if needed (``writable_dir``)."""
+    return str(writable_dir(raw, "--keys"))
 
 
 def write_key_file(path: Path, ids: Sequence[str], predictions: Sequence[str | None]) -> Path:
