@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import colorsys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -112,86 +113,12 @@ def line_view(
     edges = np.linspace(threshold, top, LEVELS + 1)
     fig = go.Figure(**FAST)
     for h, (m, colour) in enumerate(zip(stack, colours)):
-        for b in range(LEVELS):
-            sel = (m >= edges[b]) & ((m < edges[b + 1]) if b < LEVELS - 1 else (m <= edges[b + 1]))
-            sel &= ~focus
-            qs, ks = np.nonzero(sel)
-            if not len(qs):
-                continue
-            xs, ys = segments(qs, ks)
-            level = (b + 1) / LEVELS
-            fig.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=ys,
-                    mode="lines",
-                    hoverinfo="skip",
-                    showlegend=False,
-                    legendgroup=f"head {heads[h]}",
-                    line=dict(color=rgba(colour, (0.15 + 0.75 * level) * dim), width=1 + 4 * level, dash=dashes[h]),
-                    **FAST,
-                )
-            )
-        for i, j in zip(*np.nonzero(focus & (m >= threshold))):
-            w = float(m[i, j])
-            fig.add_trace(
-                go.Scatter(
-                    x=[0, 1],
-                    y=[-i, -j],
-                    mode="lines",
-                    showlegend=False,
-                    legendgroup=f"head {heads[h]}",
-                    line=dict(
-                        color=rgba(colour if several else FOCUS, 0.25 + 0.75 * w / top),
-                        width=1 + 6 * min(w / top, 1),
-                        dash=dashes[h],
-                    ),
-                    hoverinfo="skip",  # its ends sit on the tokens: a hover or click there is the token's
-                    **FAST,
-                )
-            )
-        if several:  # the legend: one entry per head, in its colour
-            fig.add_trace(
-                go.Scatter(
-                    x=[None],
-                    y=[None],
-                    mode="lines",
-                    showlegend=True,
-                    name=f"head {heads[h]}",
-                    legendgroup=f"head {heads[h]}",
-                    line=dict(color=rgba(colour, 1.0), width=4, dash=dashes[h]),
-                    **FAST,
-                )
-            )
-    for side, position in ((0, "middle left"), (1, "middle right")):
-        focused = (query if key is None else None) if side == 0 else key
-        hover = [
-            _links_text(stack, heads, i, side, labels) + _focus_text(stack, heads, focus, i, side, labels)
-            for i in range(n)
-        ]
+        style = _HeadStyle(f"head {heads[h]}", colour, dashes[h], several)
+        for trace in _head_traces(m, style, edges, focus, threshold, top, dim):
+            fig.add_trace(trace)
+    for side in (0, 1):
         fig.add_trace(
-            go.Scatter(
-                x=[side] * n,
-                y=-np.arange(n),
-                mode="markers+text",
-                text=labels,
-                showlegend=False,
-                textposition=position,
-                textfont=dict(size=12, color=["#d62728" if focused == i else "#222" for i in range(n)]),
-                # the focused token is ringed, not only red: a red label beside dark ones is lost to a protanope
-                marker=dict(
-                    size=14,
-                    symbol="circle-open",
-                    color=["#d62728" if focused == i else "rgba(0,0,0,0)" for i in range(n)],
-                    line=dict(width=2),
-                ),
-                selected=dict(marker=dict(opacity=1)),
-                unselected=dict(marker=dict(opacity=1)),
-                customdata=[[side, i] for i in range(n)],
-                hovertext=hover,
-                hovertemplate="%{hovertext}<extra></extra>",
-                **FAST,
-            )
+            _token_trace(stack, heads, labels, focus, side, (query if key is None else None) if side == 0 else key)
         )
     legend_rows = -(-len(stack) // 4) if several else 0  # four heads a row
     fig.update_xaxes(visible=False, range=[-0.9, 1.9], fixedrange=True)
@@ -208,6 +135,109 @@ def line_view(
         clickmode="event+select",
     )
     return fig
+
+
+@dataclass(frozen=True)
+class _HeadStyle:
+    """How one head's lines look: its legend group, colour, line style, and whether several heads share the view."""
+
+    group: str
+    colour: tuple[int, int, int]
+    dash: str
+    several: bool
+
+
+def _head_traces(
+    m: np.ndarray, style: _HeadStyle, edges: np.ndarray, focus: np.ndarray, threshold: float, top: float, dim: float
+) -> list[go.Scatter]:
+    """One head's lines: every link over ``threshold`` not focused, one trace per strength level (``edges``),
+    dimmed by ``dim`` when a token is focused; each focused link on its own; with several heads, its legend entry."""
+    traces = []
+    for b in range(LEVELS):
+        sel = (m >= edges[b]) & ((m < edges[b + 1]) if b < LEVELS - 1 else (m <= edges[b + 1]))
+        sel &= ~focus
+        qs, ks = np.nonzero(sel)
+        if not len(qs):
+            continue
+        xs, ys = segments(qs, ks)
+        level = (b + 1) / LEVELS
+        traces.append(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=style.group,
+                line=dict(color=rgba(style.colour, (0.15 + 0.75 * level) * dim), width=1 + 4 * level, dash=style.dash),
+                **FAST,
+            )
+        )
+    for i, j in zip(*np.nonzero(focus & (m >= threshold))):
+        w = float(m[i, j])
+        traces.append(
+            go.Scatter(
+                x=[0, 1],
+                y=[-i, -j],
+                mode="lines",
+                showlegend=False,
+                legendgroup=style.group,
+                line=dict(
+                    color=rgba(style.colour if style.several else FOCUS, 0.25 + 0.75 * w / top),
+                    width=1 + 6 * min(w / top, 1),
+                    dash=style.dash,
+                ),
+                hoverinfo="skip",  # its ends sit on the tokens: a hover or click there is the token's
+                **FAST,
+            )
+        )
+    if style.several:  # the legend: one entry per head, in its colour
+        traces.append(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                showlegend=True,
+                name=style.group,
+                legendgroup=style.group,
+                line=dict(color=rgba(style.colour, 1.0), width=4, dash=style.dash),
+                **FAST,
+            )
+        )
+    return traces
+
+
+def _token_trace(
+    stack: np.ndarray, heads: Sequence[int], labels: Sequence[str], focus: np.ndarray, side: int, focused: int | None
+) -> go.Scatter:
+    """The tokens of one side (0: the queries on the left, 1: the keys on the right), clickable, each with its
+    strongest links in its hover; the ``focused`` token red and ringed."""
+    n = len(labels)
+    hover = [
+        _links_text(stack, heads, i, side, labels) + _focus_text(stack, heads, focus, i, side, labels) for i in range(n)
+    ]
+    return go.Scatter(
+        x=[side] * n,
+        y=-np.arange(n),
+        mode="markers+text",
+        text=labels,
+        showlegend=False,
+        textposition=("middle left", "middle right")[side],
+        textfont=dict(size=12, color=["#d62728" if focused == i else "#222" for i in range(n)]),
+        # the focused token is ringed, not only red: a red label beside dark ones is lost to a protanope
+        marker=dict(
+            size=14,
+            symbol="circle-open",
+            color=["#d62728" if focused == i else "rgba(0,0,0,0)" for i in range(n)],
+            line=dict(width=2),
+        ),
+        selected=dict(marker=dict(opacity=1)),
+        unselected=dict(marker=dict(opacity=1)),
+        customdata=[[side, i] for i in range(n)],
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        **FAST,
+    )
 
 
 def _focus_text(
