@@ -95,10 +95,16 @@ def _word_fields(path: str | Path, number: int, line: str, in_sentence: int) -> 
         )
     if not cols[1].strip():
         raise DataFormatError(path, number, "empty FORM field (or spaces only).")
-    empty = [name for name, field in zip(FIELDS, cols) if not field]
-    if empty:  # a field with no value is written "_"; an empty one is a broken line, not a label ""
-        raise DataFormatError(path, number, f"empty {', '.join(empty)} field: CoNLL-U writes '_' for no value.")
     return cols
+
+
+def _read(path: str | Path, number: int, cols: list[str], *fields: int) -> list[str]:
+    """The fields a reader uses (indices into ``FIELDS``); an empty one is a broken line, not the label "" (a
+    field with no value is written "_"). Fields it does not read may be empty: a stray tab breaks nothing."""
+    empty = [FIELDS[i] for i in fields if not cols[i]]
+    if empty:
+        raise DataFormatError(path, number, f"empty {', '.join(empty)} field: CoNLL-U writes '_' for no value.")
+    return [cols[i] for i in fields]
 
 
 def iter_conllu(path: str | Path, column: str = "UPOS") -> Iterator[LabelledSentence]:
@@ -117,10 +123,11 @@ def iter_conllu(path: str | Path, column: str = "UPOS") -> Iterator[LabelledSent
         cols = _word_fields(path, number, line, in_sentence)
         if cols is None:
             return None
+        (field,) = _read(path, number, cols, index)
         if key is None:
-            label = cols[index]
+            label = field
         else:
-            label, keys = _keyed(path, number, cols[index], key)
+            label, keys = _keyed(path, number, field, key)
             seen_keys.update(keys)
         any_label = any_label or label != NO_VALUE
         return cols[1], label
@@ -190,7 +197,10 @@ def iter_trees(path: str | Path) -> Iterator[DepTree]:
     def read_token(number: int, line: str, in_sentence: int) -> tuple[str, str] | None:
         cols = _word_fields(path, number, line, in_sentence)
         # the fields a tree needs, tab-joined as the sentence's "label" (a tab is in no field)
-        return None if cols is None else (cols[1], f"{number}\t{cols[6]}\t{cols[7]}\t{cols[3]}")
+        if cols is None:
+            return None
+        head, deprel, upos = _read(path, number, cols, 6, 7, 3)
+        return cols[1], f"{number}\t{head}\t{deprel}\t{upos}"
 
     for sent in labelled_sentences(path, read_token, "no sentences: no word lines (ID FORM … MISC) in the file."):
         tree = _checked_tree(path, sent)

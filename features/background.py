@@ -97,9 +97,8 @@ def duration(seconds: float | None) -> str:
     s = max(1, round(seconds))
     if s < 90:
         return f"{s} s"
-    if s < 3600:
-        return f"{round(s / 60)} min"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    minutes = round(s / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def time_left(elapsed_s: float, fraction: float) -> float | None:

@@ -215,6 +215,7 @@ def embed_into(job: Job, sink: LayerArrays | LayerFiles) -> None:
     # Sentence i's stored rows: row_start[i]:row_start[i+1]; with keep, its words keep[...] - offsets[i].
     row_start = offsets if keep is None else np.searchsorted(keep, offsets)
     log.info("Extracting %s features for %s: %d sentences, %d words.", emb.name, job.key, len(sentences), total)
+    emb.check_text(sentences)  # the dataset as a whole, before any batch (a static model's unknown words)
     # Longest first: similar lengths share a chunk, and a too-long sentence fails early.
     order = np.argsort(-lengths, kind="stable")
     chunks = [order[start : start + job.chunk_size] for start in range(0, len(order), job.chunk_size)]

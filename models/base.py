@@ -250,6 +250,11 @@ class Embedder(ABC):
                 results[i] = out
         return results  # type: ignore[return-value]
 
+    def check_text(self, sentences: Sequence[Sequence[str]]) -> None:
+        """Refuse a whole dataset this model cannot read before its extraction starts (``features.build``); a family
+        overrides it (a static model: mostly unknown words). Default: nothing to check."""
+        return None
+
     def _checked(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         """The sentences as lists of str, each checked (see :meth:`embed`)."""
         sentences = [list(map(str, s)) for s in sentences]

@@ -11,9 +11,9 @@ Word lookup (in this order):
    sentence-initial "The" should still find "the");
 3. fastText only: the mean of the word's character n-gram vectors (hashed buckets, exactly as
    gensim/fastText compute vectors for unseen words);
-4. otherwise the zero vector — but a batch of at least 8 words, more than half of them unknown, is refused
-   (``models.base.mostly_unknown``, as a transformer's batch of unknown tokens is): a vectors file whose words
-   are written another way ("the_NOUN") would otherwise give a probe all-zero vectors and a wrong score.
+4. otherwise the zero vector — but a feature extraction of at least 8 words, more than half of them unknown,
+   is refused (``check_text``, ``models.base.mostly_unknown``): a vectors file whose words are written another
+   way ("the_NOUN") would otherwise give a probe all-zero vectors and a wrong score.
 
 ``SentenceEmbedding.oov`` is True for every word not found in steps 1-2, i.e. not in the
 vocabulary: its vector is zeros, or for fastText the n-gram vector.
@@ -30,6 +30,7 @@ Files: ``models.static`` loads and saves these models (``assets/<name>/``, GloVe
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -207,6 +208,27 @@ class StaticEmbedder(Embedder):
             i = self.key_to_index.get(word.lower())
         return i
 
+    def check_text(self, sentences: Sequence[Sequence[str]]) -> None:
+        """Refuse a dataset (one feature extraction's sentences, ``features.build``) of at least 8 words of which
+        this model knows at most half (``mostly_unknown``): a vectors file whose words are written another way
+        ("the_NOUN") would give a probe all-zero vectors and a wrong score. Judged over the whole dataset, never
+        per batch: the last batch of a length-sorted extraction holds its shortest sentences (URLs, names), which a
+        model may rightly not know. fastText builds a vector for any word: nothing to refuse."""
+        if self.ngrams is not None:
+            return
+        counts = Counter(w for s in sentences for w in s)
+        unknown = sum(c for w, c in counts.items() if self.index(w) is None)
+        total = sum(counts.values())
+        if mostly_unknown(total, unknown):
+            seen = ", ".join(repr(w) for w in list(counts)[:3])
+            raise ModelLoadError(
+                f"{self.name}: {unknown:,} of the {total:,} words to embed are not in its vocabulary "
+                f"({len(self.words):,} words, e.g. {', '.join(repr(w) for w in self.words[:3])}; the text has "
+                f"{seen}), so their vectors would all be zeros. Are the model's words written another way "
+                '("the_NOUN", another language or tokenization)? Use text the model knows, or vectors with plain '
+                "words."
+            )
+
     def _ngram_vectors(self, words: list[str]) -> torch.Tensor:
         """(len(words), dim) mean n-gram vectors (zeros for a word without n-grams), on device."""
         assert self.ngrams is not None
@@ -246,15 +268,6 @@ class StaticEmbedder(Embedder):
         with torch.inference_mode():
             vecs, oov = self._lookup(flat)
             vecs = vecs.float().cpu().numpy()
-        if self.ngrams is None and mostly_unknown(len(flat), int(oov.sum())):
-            seen = ", ".join(repr(w) for w in flat[:3])
-            raise ModelLoadError(
-                f"{self.name}: {int(oov.sum())} of {len(flat)} words of a batch are not in its vocabulary "
-                f"({len(self.words):,} words, e.g. {', '.join(repr(w) for w in self.words[:3])}; the text has "
-                f"{seen}), so their vectors would all be zeros. Are the file's words written another way "
-                '("the_NOUN", another language or tokenization)? Use text the model knows, or vectors with plain '
-                "words."
-            )
         out, start = [], 0
         for s in sentences:
             end = start + len(s)

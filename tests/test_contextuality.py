@@ -289,6 +289,18 @@ def test_a_corpus_file_is_read_as_every_data_file_is(tmp_path):
     bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
     assert corpus_sentences(bom, None)[1][0][0] == "the"
     assert corpus_sentences(plain, 2)[0].endswith("-first2") and len(corpus_sentences(plain, 2)[1]) == 2
+    # the same text with CRLF line ends keeps its name (earlier runs were named from the text, line ends as LF),
+    # and a pipe (``--corpus <(zcat corpus.gz)``) is read
+    crlf = tmp_path / "plain.crlf"
+    crlf.write_bytes(plain.read_bytes().replace(b"\n", b"\r\n"))
+    assert corpus_sentences(crlf, None)[0].split("-")[-1] == name.split("-")[-1]
+    import os
+
+    read, write = os.pipe()
+    os.write(write, b"one sentence here .\n")
+    os.close(write)
+    assert corpus_sentences(f"/dev/fd/{read}", None)[1] == [["one", "sentence", "here", "."]]
+    os.close(read)
     latin = tmp_path / "latin.txt"
     latin.write_bytes(b"one line\nna\xefve\n")
     with pytest.raises(ProbeInputError, match=r"--corpus .*latin\.txt:2: not UTF-8 text \(byte 0xef at column 3\)"):

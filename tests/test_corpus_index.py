@@ -302,3 +302,12 @@ def test_the_command_keeps_an_elmo_pair_whole() -> None:
     pair = "elmo:/x/options.json,/x/weights.hdf5"
     assert model_names([pair]) == [pair]
     assert model_names([f"minilm,{pair},gpt-small", "minilm"]) == ["minilm", pair, "gpt-small"]
+
+
+def test_every_time_said_in_words_has_one_format() -> None:
+    """Two `duration`s said "1.5 h" (an estimate) and "1 h 05 min" (a build); one does now, and 59.7 minutes read
+    "60 min" where a minute later read "1 h 00 min"."""
+    from features.background import duration
+
+    said = [duration(s) for s in (None, 0.2, 89.4, 90, 3569, 3580, 5400, 3659)]
+    assert said == ["?", "1 s", "89 s", "2 min", "59 min", "1 h 00 min", "1 h 30 min", "1 h 01 min"]

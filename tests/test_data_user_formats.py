@@ -97,7 +97,7 @@ def test_conllu_real_treebank_slice(data_root):
         (TINY.replace("2-3\tcan't", "3-2\tcan't"), 4, "a multiword token spans words lo-hi"),
         (TINY.replace("Number=Plur\t2", "Plural\t2"), 12, "bad FEATS/MISC item 'Plural'"),
         # UD writes "_" for no value: an empty field was read as the label "" and a spaces-only FORM as a word
-        (TINY.replace("1\tDogs\tdog\tNOUN", "1\tDogs\tdog\t"), 12, "empty UPOS field: CoNLL-U writes '_'"),
+        (TINY.replace("NNS\tNumber=Plur\t", "NNS\t\t"), 12, "empty FEATS field: CoNLL-U writes '_'"),  # the one read
         (TINY.replace("1\tDogs\t", "1\t \t"), 12, "empty FORM field (or spaces only)"),
     ],
 )
@@ -121,6 +121,13 @@ def test_conllu_whole_file_problems(tmp_path):
     # old Mac line endings (a bare CR): read as one comment line, "no sentences"; now the same sentences
     mac = write(tmp_path, "mac.conllu", TINY.replace("\n", "\r"))
     assert list(iter_conllu(mac, "UPOS")) == list(iter_conllu(tiny, "UPOS"))
+    # and a bad byte in it is named at its own line and column, as in the LF file
+    mac_bad = write(tmp_path, "mac_bad.conllu", TINY.encode().replace(b"Dogs", b"D\xf6gs").replace(b"\n", b"\r"))
+    err = error_of(iter_conllu, mac_bad, "UPOS")
+    assert err.line == 12 and "byte 0xf6 at column 4" in str(err), str(err)
+    # an empty field the reader does not use (a stray tab leaving MISC empty) breaks nothing
+    stray = write(tmp_path, "stray.conllu", TINY.replace("\tnsubj\t2:nsubj\t_", "\tnsubj\t2:nsubj\t"))
+    assert stray.read_text() != TINY and list(iter_conllu(stray, "UPOS")) == list(iter_conllu(tiny, "UPOS"))
 
 
 # ------------------------------------------------------------------------------------- column files

@@ -120,6 +120,9 @@ def test_one_key_outside_wordnet_30_is_named_not_turned_into_labels_mode(copy_of
     model = RandomEmbedder(num_layers=1, dim=8, seed=0)
     with pytest.raises(ProbeInputError, match=r"semeval2007.*: 1 \(man%1:18:00::x\).*another WordNet"):
         run_probe("wsd", model, options=options, limit=20, show_progress=False)
+    key.write_text("\n".join([f"{first_id} U", *lines[1:]]) + "\n", encoding="utf-8")  # Senseval's unassignable
+    with pytest.raises(ProbeInputError, match=r"'U' is no sense key \(Senseval's 'U' marks an instance no sense fits"):
+        run_probe("wsd", model, options=options, limit=20, show_progress=False)
     own = ["\t".join([line.split()[0], "SENSE" + str(i % 3)]) for i, line in enumerate(lines)]
     key.write_text("\n".join(own) + "\n", encoding="utf-8")
     (train / "senseval2.gold.key.txt").write_text(

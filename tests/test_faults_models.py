@@ -10,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -302,8 +303,9 @@ def test_a_deleted_registered_model_names_its_registration(tiny_bert, tmp_path, 
 
 def test_a_static_model_that_knows_almost_none_of_the_words_is_refused(tmp_path):
     """A word2vec file whose words carry their POS (``the_NOUN``, as NLPL's are) matched none of a probe's words:
-    it ran on all-zero vectors and scored 15.74 against the majority baseline's 67.50, exit 0. A batch of ≥ 8
-    words, more than half unknown, is now refused as a transformer's is (row 1b); a few unknown words still pass."""
+    it ran on all-zero vectors and scored 15.74 against the majority baseline's 67.50, exit 0. An extraction of
+    ≥ 8 words, more than half unknown, is now refused before it starts; a few unknown words still pass."""
+    from features import get_features
     from models.vector_files import load_vectors_file
 
     words = ["the", "bank", "river", "money", "a", "of", "and", "to", "in", "is"]
@@ -311,13 +313,14 @@ def test_a_static_model_that_knows_almost_none_of_the_words_is_refused(tmp_path)
     tagged = tmp_path / "tagged.vec"
     tagged.write_text(f"{len(rows)} 4\n" + "\n".join(rows) + "\n", encoding="utf-8")
     emb = load_vectors_file(tagged)
-    with pytest.raises(ModelLoadError, match=r"9 of 9 words of a batch are not in its vocabulary.*'the_NOUN'"):
-        emb.embed([words[:9]])
+    with pytest.raises(ModelLoadError, match=r"9 of the 9 words to embed are not in its vocabulary.*'the_NOUN'"):
+        get_features(emb, "tagged-test", [words[:5], words[5:9]], root=tmp_path / "cache", show_progress=False)
     plain = tmp_path / "plain.vec"
     plain.write_text(tagged.read_text(encoding="utf-8").replace("_NOUN", ""), encoding="utf-8")
     sentence = words[:7] + ["zyxxy", "qwpq"]  # two unknown words of nine: zeros for them, as before
-    out = load_vectors_file(plain).embed([sentence])[0]
-    assert out.oov.tolist() == [False] * 7 + [True] * 2 and not out.vectors[0, -1].any()
+    known = load_vectors_file(plain)
+    feats = get_features(known, "plain-test", [sentence], root=tmp_path / "cache", show_progress=False)
+    assert feats.layer(0).shape == (9, 4) and not np.asarray(feats.layer(0)[-1]).any()
     zeros = tmp_path / "zeros.vec"
     zeros.write_text("3 2\na 0 0\nb 0 0\nc 0.0 -0.0\n", encoding="utf-8")
     with pytest.raises(ModelLoadError, match="every vector in .*zeros.vec is all zeros"):

@@ -63,6 +63,8 @@ def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():
 def test_cka_heatmap_checks_its_labels():
     fig = cka_heatmap(np.eye(2), ["0", "1"], ["0", "1"], title="x")
     assert fig.data[0].zmin == 0 and fig.data[0].zmax == 1
+    with pytest.raises(ValueError, match="labels"):
+        cka_heatmap(np.eye(2), ["0"], ["0", "1"], title="x")
 
 
 def test_heatmap_cell_labels_read_on_every_cell_colour():
@@ -82,8 +84,6 @@ def test_heatmap_cell_labels_read_on_every_cell_colour():
     assert len(ratios) == 36 and min(ratios) >= 4.5
     assert list(labels.text[:2]) == ["0.00", "0.03"] and fig.data[0].texttemplate is None
     assert len(figure_frame(fig)) == 36
-    with pytest.raises(ValueError, match="labels"):
-        cka_heatmap(np.eye(2), ["0"], ["0", "1"], title="x")
 
 
 def test_summary_joins_centre_of_gravity_and_expected_layers():

@@ -86,16 +86,18 @@ def corpus_sentences(path: str | Path, limit: int | None) -> tuple[str, list[lis
     ``corpora.labelled.numbered_lines``), the first ``limit``; ProbeInputError for a bad file. The name ends in
     ``-firstN`` only when the file has more than N sentences."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():  # a pipe (<(zcat corpus.gz)) exists without being a regular file
         raise ProbeInputError(f"--corpus {path}: no such file.")
     try:
-        sentences = [line.split() for _, line in numbered_lines(path) if line.strip()]
+        lines = [line for _, line in numbered_lines(path)]  # read once: a pipe cannot be read again
     except DataFormatError as exc:  # names the line: not UTF-8, unreadable, empty
         raise ProbeInputError(f"--corpus {exc}") from None
+    sentences = [line.split() for line in lines if line.strip()]
     if not sentences:
         raise ProbeInputError(f"--corpus {path}: no sentences (one sentence a line, words split at spaces).")
     sliced = limit is not None and limit < len(sentences)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+    # the text's hash with its line ends as "\n": a file's earlier runs keep their name whatever its line ends
+    digest = hashlib.sha256("".join(line + "\n" for line in lines).encode()).hexdigest()[:8]
     return f"{path.stem}-{digest}" + (f"-first{limit}" if sliced else ""), sentences[:limit] if sliced else sentences
 
 

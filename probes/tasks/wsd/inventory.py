@@ -138,8 +138,15 @@ def choose_kind(labels_of: dict[str, Iterable[str]], has_pos: bool) -> str:
         for name, keys in unknown.items()
         if keys
     )
+    plain = sorted({k for keys in unknown.values() for k in keys if "%" not in k})
+    why = (
+        f" {', '.join(map(repr, plain[:3]))} {'is' if len(plain) == 1 else 'are'} no sense key (Senseval's 'U' marks "
+        "an instance no sense fits): remove those instances from the key file."
+        if plain
+        else " A typo or a key of another WordNet version?"
+    )
     raise ProbeInputError(
-        f"Some labels are WordNet 3.0 sense keys and some are not — {named}. A typo or a key of another WordNet "
-        "version? Use WordNet 3.0 keys throughout (scored against WordNet's senses), or labels of your own "
-        "throughout (scored among the labels seen in training)."
+        f"Some labels are WordNet 3.0 sense keys and some are not — {named}.{why} Use WordNet 3.0 keys throughout "
+        "(scored against WordNet's senses), or labels of your own throughout (scored among the labels seen in "
+        "training)."
     )
