@@ -134,12 +134,7 @@ def get_features(
             "reproducing bilm-tf's outputs); probes need each sentence's vectors to be its own: "
             "register it without --stateful."
         )
-    if layers is None:
-        layers = list(range(num_layers))
-    layers = [int(j) for j in layers]
-    bad = [j for j in layers if not 0 <= j < num_layers]
-    if bad:
-        raise ValueError(f"Layer(s) {bad} out of range: {embedder.name} has layers 0..{num_layers - 1}.")
+    layers = _checked_layers(embedder, layers)
     if dtype not in ("float16", "float32"):
         raise ValueError(f"dtype must be float16 or float32, not {dtype!r}.")
     sentences = [list(map(str, s)) for s in sentences]
@@ -175,21 +170,7 @@ def get_features(
     with entry_lock(directory) as locked:
         if locked:
             remove_stale_temps(directory)
-        # Read under the lock: another process may have just written the entry.
-        meta = read_meta(directory)
-        stale = meta_problem(
-            directory, meta, FORMAT_VERSION, job.fp, job.s_hash, int(job.offsets[-1]), job.keep_hash, job.dtype, dim
-        )
-        if stale:
-            log.warning("Feature cache %s is stale (%s); rebuilding.", directory, stale)
-            meta = None
-        missing = []
-        for j in layers:
-            why = check_layer(directory, meta, j)
-            if why is not None:
-                if meta is not None:  # an entry existed but is broken: say so
-                    log.warning("Feature cache %s layer %d invalid (%s); rebuilding.", directory, j, why)
-                missing.append(j)
+        meta, missing = _entry_state(job, directory, layers)  # read under the lock: another process may have written
         unwritable = None
         if missing:
             # Layers stored earlier (a short disk wrote only those asked for then) stay, listed in the new
@@ -210,6 +191,44 @@ def get_features(
     if unwritable is not None:  # computed without holding the lock
         return _in_memory(job, layers, unwritable)
     return Features(job.fp, dataset_key, arrays, offsets, num_layers, dim, directory, keep)
+
+
+def _checked_layers(embedder, layers: Sequence[int] | None) -> list[int]:
+    """``layers`` as ints (default: every layer); ValueError naming any the embedder does not have."""
+    num_layers = embedder.num_layers
+    layers = list(range(num_layers)) if layers is None else [int(j) for j in layers]
+    bad = [j for j in layers if not 0 <= j < num_layers]
+    if bad:
+        raise ValueError(f"Layer(s) {bad} out of range: {embedder.name} has layers 0..{num_layers - 1}.")
+    return layers
+
+
+def _entry_state(job: Job, directory: Path, layers: list[int]) -> tuple[dict | None, list[int]]:
+    """(the entry's meta, None when absent or stale; the asked-for layers it lacks or holds broken), each stale
+    entry or broken layer logged: it is rebuilt."""
+    meta = read_meta(directory)
+    stale = meta_problem(
+        directory,
+        meta,
+        FORMAT_VERSION,
+        job.fp,
+        job.s_hash,
+        int(job.offsets[-1]),
+        job.keep_hash,
+        job.dtype,
+        job.embedder.dim,
+    )
+    if stale:
+        log.warning("Feature cache %s is stale (%s); rebuilding.", directory, stale)
+        meta = None
+    missing = []
+    for j in layers:
+        why = check_layer(directory, meta, j)
+        if why is not None:
+            if meta is not None:  # an entry existed but is broken: say so
+                log.warning("Feature cache %s layer %d invalid (%s); rebuilding.", directory, j, why)
+            missing.append(j)
+    return meta, missing
 
 
 def _in_memory(job: Job, layers: list[int], why: str) -> Features:
