@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import torch
 
 from features.extract import get_features
 from features.store import data_hash
-from models import DEFAULT_STATIC_MODEL
 from models.base import Embedder
 from models.errors import ModelLoadError
 from models.registry import load_embedder
@@ -33,21 +32,22 @@ from probes.errors import ProbeInputError, check_positive
 from probes.estimators.bio import sentence_counts
 from probes.estimators.mix_tagger import MixProbe, TokenData, chunk_f1, standardise_layers
 from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
-from probes.reporting import paper
 from probes.results import ProbeResult
 from probes.stats.intervals import accuracy_interval, grouped_interval, keep_instances
-from probes.stats.units import SENTENCE, Units, over_text, value_interval_text
+from probes.stats.units import SENTENCE, Units
 from probes.tasks.conll import DATASET, conll_slice, feature_key
+from probes.tasks.mix_tables import (
+    BASELINE_MODEL,
+    METRICS,
+    MODEL_ROWS,
+    NO_GLOVE,
+    NO_GLOVE_ROWS,
+    ROW_LAMBDA,
+    ROWS,
+    TASKS,
+    mix_tables,
+)
 from probes.tasks.pos import conll_embeds
-
-ROWS = ("baseline", "last", "all λ=1", "all λ=0.001")
-MODEL_ROWS = ROWS[1:]  # the rows that read the probed model
-ROW_LAMBDA = {"all λ=1": 1.0, "all λ=0.001": 0.001}
-BASELINE_MODEL = DEFAULT_STATIC_MODEL  # GloVe 6B 50d: the paper's λ-ablation input
-TASKS = ("pos", "chunk")
-METRICS = {"pos": "accuracy", "chunk": "chunk_F1"}
-NO_GLOVE = " (no GloVe input)"  # the suffix of a row run on the model's vectors alone (GloVe missing)
-NO_GLOVE_ROWS = tuple(r + NO_GLOVE for r in MODEL_ROWS)
 
 
 def _labels(sents, task: str) -> np.ndarray:
@@ -134,6 +134,71 @@ def _missing_baseline(ctx: RunContext, tasks, epochs, train_limit, reason: str) 
     return ProbeResult(BASELINE_MODEL, "mix", _missing_rows(tasks, reason), DATASET, params=params, extra=extra)
 
 
+@dataclass(frozen=True)
+class _MixInputs:
+    """What every row of a λ-ablation run reads: GloVe's vectors (static, None without GloVe), the contextual
+    model's standardised layers (``"all"``, ``"last"``; none for the baseline alone), the sentence offsets."""
+
+    static_tr: torch.Tensor | None
+    static_te: torch.Tensor | None
+    layers: dict[str, tuple]
+    tr_offsets: np.ndarray
+    te_offsets: np.ndarray
+    n_rows: int
+    test_words: int
+
+    def train_data(self, row: str, y: np.ndarray) -> TokenData:
+        c_tr = None if row == "baseline" else self.layers["last" if row == "last" else "all"][0]
+        return TokenData(c_tr, self.static_tr, self.tr_offsets, y)
+
+    def test_data(self, row: str, y: np.ndarray) -> TokenData:
+        c_te = None if row == "baseline" else self.layers["last" if row == "last" else "all"][1]
+        return TokenData(c_te, self.static_te, self.te_offsets, y)
+
+
+def _mix_inputs(embedder, glove, needs_ctx: bool, ctx: RunContext, w_tr, w_te, n_tr: int) -> _MixInputs:
+    """The features of CoNLL-2000 train (its first ``n_tr`` sentences) and test under GloVe and the model,
+    from the feature cache (extraction: the first 20 % of the progress)."""
+    limit = ctx.limit
+
+    def features(model, split: str, words, lo: float, hi: float):
+        return get_features(
+            model,
+            feature_key(split, limit),
+            words,
+            progress=ctx.sub_progress(lo, hi),
+            show_progress=ctx.show_progress,
+            root=ctx.feature_root,
+        )
+
+    g_tr = g_te = f_tr = f_te = None
+    if glove is not None:
+        g_tr, g_te = features(glove, "train", w_tr, 0.0, 0.02), features(glove, "test", w_te, 0.02, 0.03)
+    if needs_ctx:
+        f_tr, f_te = features(embedder, "train", w_tr, 0.03, 0.16), features(embedder, "test", w_te, 0.16, 0.2)
+    s_tr, s_te = (g_tr, g_te) if glove is not None else (f_tr, f_te)  # sentence offsets: the same words
+    tr_offsets = s_tr.offsets[: n_tr + 1]
+    n_rows = int(tr_offsets[-1])
+    static_tr = static_te = None
+    if glove is not None:
+        static_tr = torch.from_numpy(np.asarray(g_tr.layer(0)[:n_rows], np.float32))
+        static_te = torch.from_numpy(np.asarray(g_te.layer(0), np.float32))
+    layers = {}
+    if needs_ctx:
+        L = embedder.num_layers
+        all_tr, all_te = standardise_layers(
+            [f_tr.layer(j)[:n_rows] for j in range(L)], [f_te.layer(j) for j in range(L)]
+        )
+        layers = {"all": (all_tr, all_te), "last": (all_tr[-1:], all_te[-1:])}
+    return _MixInputs(static_tr, static_te, layers, tr_offsets, s_te.offsets, n_rows, int(s_te.num_words))
+
+
+def _fit_row(inputs: _MixInputs, row: str, y_tr: np.ndarray, epochs: int, ctx: RunContext) -> MixProbe:
+    """The row's tagger (its λ: ``ROW_LAMBDA``), trained on the train split."""
+    lam = ROW_LAMBDA.get(row, 0.0)
+    return MixProbe(lam=lam, epochs=epochs, seed=ctx.seed, device=ctx.device).fit(inputs.train_data(row, y_tr))
+
+
 def run_mix(
     embedder,
     layers=None,
@@ -157,43 +222,16 @@ def run_mix(
             f"{embedder.name} has a single layer: the λ ablation needs a contextual model (rows {needs_ctx})."
         )
     t0 = time.perf_counter()
-    limit, show = ctx.limit, ctx.show_progress
+    limit = ctx.limit
     train, test = conll_slice("train", limit), conll_slice("test", limit)
     w_tr, w_te = [list(s.words) for s in train], [list(s.words) for s in test]
     glove, missing = _glove(embedder)
     if glove is None and not needs_ctx:
         return _missing_baseline(ctx, tasks, epochs, train_limit, missing)
 
-    def features(model, split: str, words, lo: float, hi: float):  # extraction: the first 20 % of the progress
-        return get_features(
-            model,
-            feature_key(split, limit),
-            words,
-            progress=ctx.sub_progress(lo, hi),
-            show_progress=show,
-            root=ctx.feature_root,
-        )
-
-    g_tr = g_te = f_tr = f_te = None
-    if glove is not None:
-        g_tr, g_te = features(glove, "train", w_tr, 0.0, 0.02), features(glove, "test", w_te, 0.02, 0.03)
-    if needs_ctx:
-        f_tr, f_te = features(embedder, "train", w_tr, 0.03, 0.16), features(embedder, "test", w_te, 0.16, 0.2)
-    s_tr, s_te = (g_tr, g_te) if glove is not None else (f_tr, f_te)  # sentence offsets: the same words
     n_tr = len(train) if train_limit is None else min(train_limit, len(train))
-    train, tr_offsets = train[:n_tr], s_tr.offsets[: n_tr + 1]
-    n_rows = int(tr_offsets[-1])
-    static_tr = static_te = None
-    if glove is not None:
-        static_tr = torch.from_numpy(np.asarray(g_tr.layer(0)[:n_rows], np.float32))
-        static_te = torch.from_numpy(np.asarray(g_te.layer(0), np.float32))
-    ctx_layers = {}
-    if needs_ctx:
-        L = embedder.num_layers
-        all_tr, all_te = standardise_layers(
-            [f_tr.layer(j)[:n_rows] for j in range(L)], [f_te.layer(j) for j in range(L)]
-        )
-        ctx_layers = {"all": (all_tr, all_te), "last": (all_tr[-1:], all_te[-1:])}
+    inputs = _mix_inputs(embedder, glove, needs_ctx, ctx, w_tr, w_te, n_tr)
+    train = train[:n_tr]
     t_feat = time.perf_counter() - t0
     out_rows, mixes, kept, k = [], {}, {}, 0
     for task in tasks:
@@ -204,13 +242,11 @@ def run_mix(
                 out_rows += _missing_rows((task,), missing)
                 continue
             label = row if glove is not None else row + NO_GLOVE
-            c_tr, c_te = (None, None) if row == "baseline" else ctx_layers["last" if row == "last" else "all"]
-            d_tr = TokenData(c_tr, static_tr, tr_offsets, y_tr)
-            d_te = TokenData(c_te, static_te, s_te.offsets, y_te)
-            probe = MixProbe(lam=ROW_LAMBDA.get(row, 0.0), epochs=epochs, seed=ctx.seed, device=ctx.device).fit(d_tr)
+            probe = _fit_row(inputs, row, y_tr, epochs, ctx)
             dataset = f"conll2000-test:{task}"
+            d_te = inputs.test_data(row, y_te)
             metric, value, (lo, hi) = _score(
-                task, y_te, probe.predict(d_te), s_te.offsets, seed=ctx.seed, extra=kept, dataset=dataset, layer=label
+                task, y_te, probe.predict(d_te), d_te.offsets, seed=ctx.seed, extra=kept, dataset=dataset, layer=label
             )
             out_rows.append(
                 {
@@ -228,6 +264,7 @@ def run_mix(
             mixes.setdefault(task, {})[label] = probe.mix_weights()
             if ctx.progress is not None:
                 ctx.progress(0.2 + 0.8 * k / (len(tasks) * len(rows)), f"{task} / {row}: {value:.1f}")
+    n_rows, s_te_words = inputs.n_rows, inputs.test_words
     model = embedder if needs_ctx else glove
     params = {"rows": list(rows), "tasks": list(tasks), "limit": limit, "train_limit": train_limit}
     return ProbeResult(
@@ -243,7 +280,7 @@ def run_mix(
             "feature_s": round(t_feat, 1),
             "total_s": round(time.perf_counter() - t0, 1),
             "train_tokens": n_rows,
-            "test_tokens": int(s_te.num_words),
+            "test_tokens": s_te_words,
             "data_hash": data_hash(
                 *(
                     part
@@ -269,65 +306,6 @@ def mix_baselines(
     if glove is None:
         return [_missing_baseline(ctx, _parse_tasks(tasks), epochs, train_limit, missing)]
     return [run_mix(glove, ctx=ctx, rows=("baseline",), tasks=tasks, epochs=epochs, train_limit=train_limit)]
-
-
-def _cell(v: pd.DataFrame, why: str) -> str:
-    """The newest of rows ``v`` as a table cell: value [interval], "missing (why)" or "n/a" (no row)."""
-    if not len(v):
-        return "n/a"
-    if pd.isna(v.value.iloc[-1]):
-        return f"missing: {why}"
-    return value_interval_text(float(v.value.iloc[-1]), v.lo.iloc[-1], v.hi.iloc[-1])
-
-
-def _mix_lines(mix: pd.DataFrame, extras: list[dict], model: str, suffix: str, why: str) -> list[dict]:
-    """``model``'s table line per task from its rows labelled ``row + suffix`` ("", or ``NO_GLOVE``: then
-    the learned weights of its results without GloVe); the baseline column is GloVe alone in either line."""
-    rows, base = [], mix[mix.layer == "baseline"]
-    for task in TASKS:
-        name = f"{model}, without GloVe input: not the paper's rows" if suffix else model
-        cell = {"model": name, "task": f"CoNLL-2000 {'POS acc.' if task == 'pos' else 'chunk F1'}"}
-        over = "n/a"
-        for col, layer in zip(paper.LAMBDA_COLUMNS, ROWS):
-            src = base if layer == "baseline" else mix[mix.model == model]
-            label = layer if layer == "baseline" else layer + suffix
-            v = src[(src.layer == label) & (src.dataset == f"conll2000-test:{task}")]
-            cell[col] = _cell(v, why)
-            over = over_text(v.unit.iloc[-1], v.clusters.iloc[-1]) if len(v) and pd.notna(v.value.iloc[-1]) else over
-        cell["CI over"] = over
-        mixes = [e for e in extras if e["model"] == model and "mix" in e and bool(e.get("missing")) == bool(suffix)]
-        if mixes:
-            w = mixes[-1]["mix"].get(task, {}).get("all λ=0.001" + suffix) or {}
-            cell["learned s (λ=0.001)"] = ", ".join(f"{x:.2f}" for x in w.get("s", [])) or "n/a"
-            cell["γ (λ=0.001)"] = f"{w['gamma']:.2f}" if "gamma" in w else "n/a"
-        rows.append(cell)
-    return rows
-
-
-def mix_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
-    """Our ablation rows per model and task, the learned s and γ at λ=0.001, and the paper's Table 2."""
-    mix = df[df.probe == "mix"]
-    if mix.empty:
-        return {}
-    rows = []
-    extras = [e for e in extras if e.get("probe") == "mix"]
-    why = next((e["missing"] for e in reversed(extras) if e.get("missing")), "no reason recorded")
-    no_glove = set(NO_GLOVE_ROWS)
-    for model in [m for m in mix.model.unique() if m != BASELINE_MODEL] or [BASELINE_MODEL]:
-        own = set(mix.layer[mix.model == model])
-        if own - no_glove - {"baseline"} or not own & no_glove:  # the paper's rows (GloVe + the model)
-            rows += _mix_lines(mix, extras, model, "", why)
-        if own & no_glove:  # rows run without GloVe: a line of their own
-            rows += _mix_lines(mix, extras, model, NO_GLOVE, why)
-    for task, vals in paper.LAMBDA_TABLE2.items():
-        rows.append(
-            {
-                "model": "paper: ELMo (Table 2)",
-                "task": task,
-                **{c: paper.fmt(v) for c, v in zip(paper.LAMBDA_COLUMNS, vals)},
-            }
-        )
-    return {"mix": pd.DataFrame(rows)}
 
 
 PROBE = ProbeSpec(
