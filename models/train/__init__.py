@@ -7,8 +7,9 @@ load, with a ``model_card.json`` written last. Importing this package imports no
     word2vec.py  word2vec skip-gram / CBOW and fastText with gensim
     glove.py     GloVe in torch (co-occurrence counts, AdaGrad)
     gpt.py       the command line of the GPT-2 trainer; gpt_lm.py its tokenizer, data and loop
-    elmo.py      the command line of the ELMo biLM trainer; elmo_data.py its batches and vocabulary,
-                 elmo_config.py its named sizes and how --config resolves
+    elmo.py      the command line of the ELMo biLM trainer; elmo_loop.py its training steps, checkpoints and
+                 held-out perplexity, elmo_data.py its batches and vocabulary, elmo_config.py its named
+                 sizes and how --config resolves
     common.py    what model cards record about every run (date, machine)
 """
 

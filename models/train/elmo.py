@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import shlex
 import sys
@@ -36,7 +35,7 @@ from corpora.paths import REPO_ROOT
 from models.assets import ASSETS, CARD_FILE
 from models.base import default_device
 from models.elmo.checkpoint import save_language_model
-from models.elmo.lm import BiLMLanguageModel, perplexity
+from models.elmo.lm import BiLMLanguageModel
 from models.train.common import (
     CheckpointError,
     device_arg,
@@ -50,36 +49,8 @@ from models.train.common import (
     utc_now,
 )
 from models.train.elmo_config import resolve_config
-from models.train.elmo_data import BatchEncoder, build_vocab, chop, make_batches
-
-
-# ----------------------------------------------------------------------------- evaluation
-@torch.inference_mode()
-def evaluate(
-    lm: BiLMLanguageModel,
-    encoder: BatchEncoder,
-    sentences: Sequence[Sequence[str]],
-    batch_tokens: int,
-    device: torch.device,
-) -> dict[str, float]:
-    """Held-out perplexity of each direction: exp(total NLL / number of targets)."""
-    was_training = lm.training
-    lm.eval()
-    fwd = bwd = n = 0.0
-    for batch in make_batches(sentences, batch_tokens, seed=None):
-        chars, words = encoder([sentences[i] for i in batch])
-        out = lm(chars.to(device), words.to(device))
-        fwd += float(out["forward_nll"])
-        bwd += float(out["backward_nll"])
-        n += float(out["num_targets"])
-    lm.train(was_training)
-    return {
-        "ppl_forward": perplexity(fwd, n),
-        "ppl_backward": perplexity(bwd, n),
-        "nll_forward": fwd / max(n, 1),
-        "nll_backward": bwd / max(n, 1),
-        "targets": int(n),
-    }
+from models.train.elmo_data import BatchEncoder, build_vocab, chop
+from models.train.elmo_loop import TrainState, checkpoint_state, evaluate, train_steps
 
 
 # ----------------------------------------------------------------------------- main
@@ -117,30 +88,62 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def checkpoint_state(
-    lm,
-    optimizer,
-    *,
-    step: int,
-    epoch: int,
-    position: int,
-    tokens_seen: int,
-    wall_time_s: float,
-    config: dict,
-    vocab: list[str],
+def model_card(
+    name: str,
+    argv: list[str],
+    args: argparse.Namespace,
+    cfg: dict,
+    corpus,
+    stats: dict,
+    lm: BiLMLanguageModel,
+    vocab_size: int,
+    params: tuple[int, int],
+    state: TrainState,
+    wall: float,
+    metrics: dict,
+    run_dir: Path,
+    device: torch.device,
 ) -> dict:
-    """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``)."""
+    """The asset's model card: what was trained on what, how long, its held-out perplexity, the command."""
+    n_bilm, n_softmax = params
     return {
-        "model": lm.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "step": int(step),
-        "epoch": int(epoch),
-        "position": int(position),
-        "tokens_seen": int(tokens_seen),
-        "wall_time_s": float(wall_time_s),
-        "torch_rng": torch.get_rng_state(),
-        "config": json.loads(json.dumps(config)),
-        "vocab": list(vocab),
+        "name": name,
+        "family": "elmo",
+        "architecture": "char-CNN + highway + 2-layer LSTMP biLM (Peters et al. 2018), PyTorch, models/elmo",
+        "corpus": "corpora.lm_corpus.load_lm_corpus(): "
+        + ", ".join(corpus.sources)
+        + (f" (first {args.max_sentences} sentences)" if args.max_sentences else ""),
+        "corpus_tokens": stats["train_tokens"],
+        "heldout_tokens": stats["heldout_tokens"],
+        "tokens_seen": state.tokens_seen,
+        "epochs": round(state.tokens_seen / max(1, stats["train_tokens"]), 3),
+        "vocab_size": vocab_size,
+        "params": n_bilm,
+        "softmax_params": n_softmax,
+        "dim": 2 * lm.bilm.projection_dim,
+        "layers": lm.bilm.num_layers,
+        "options": lm.bilm.options,
+        "steps": state.step,
+        "batch_tokens": cfg["batch_tokens"],
+        "lr": cfg["lr"],
+        "dropout": cfg["dropout"],
+        "max_len": args.max_len,
+        "clip_norm": args.clip_norm,
+        "stopped_early": state.stopped_early,
+        "wall_time_s": round(wall, 1),
+        "final_loss": round(metrics["nll_forward"] + metrics["nll_backward"], 4),
+        "perplexity": {
+            "forward": round(metrics["ppl_forward"], 2),
+            "backward": round(metrics["ppl_backward"], 2),
+            "heldout_targets_per_direction": metrics["targets"],
+            "definition": "exp(mean NLL) over held-out pieces (≤ max_len tokens), targets include "
+            "</S> (forward) / <S> (backward) and <UNK> for words outside the softmax vocab",
+        },
+        "softmax_in_asset": not args.no_asset_softmax,
+        "checkpoint": str(run_dir / "checkpoint.pt"),
+        "command": "python -m models train elmo " + shlex.join(argv),
+        "date": utc_now(),
+        "machine": machine_description() + f", trained on {device}",
     }
 
 
@@ -180,13 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     optimizer = torch.optim.Adam(lm.parameters(), lr=cfg["lr"])
 
-    def lr_at(step: int) -> float:
-        if step < args.warmup:
-            return cfg["lr"] * (step + 1) / args.warmup
-        progress = min(1.0, (step - args.warmup) / max(1, args.steps - args.warmup))
-        return cfg["lr"] * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
-
-    step, epoch, position, tokens_seen, elapsed_before = 0, 0, 0, 0, 0.0
+    state = TrainState()
     ckpt_path = run_dir / "checkpoint.pt"
     if args.resume:
 
@@ -197,81 +194,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["tokens_seen"], ckpt["wall_time_s"]
 
         try:
-            step, epoch, position, tokens_seen, elapsed_before = resume_checkpoint(ckpt_path, restore, device)
+            restored = resume_checkpoint(ckpt_path, restore, device)
         except CheckpointError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        print(f"resumed from {ckpt_path} at step {step} (epoch {epoch}, batch {position})", flush=True)
+        state = TrainState(*restored)
+        print(
+            f"resumed from {ckpt_path} at step {state.step} (epoch {state.epoch}, batch {state.position})", flush=True
+        )
 
-    def write_checkpoint() -> None:
+    def write_checkpoint(wall_time_s: float) -> None:
         save_checkpoint(
             ckpt_path,
             checkpoint_state(
                 lm,
                 optimizer,
-                step=step,
-                epoch=epoch,
-                position=position,
-                tokens_seen=tokens_seen,
-                wall_time_s=elapsed_before + time.time() - t_start,
+                step=state.step,
+                epoch=state.epoch,
+                position=state.position,
+                tokens_seen=state.tokens_seen,
+                wall_time_s=wall_time_s,
                 config=cfg,
                 vocab=vocab,
             ),
         )
 
-    t_start = time.time()
-    last_ckpt = time.time()
-    window_loss = window_fwd = window_bwd = window_n = 0.0
-    window_tokens, window_t0 = 0, time.time()
-    stopped_early = False
-    lm.train()
-    while step < args.steps:
-        batches = make_batches(train, cfg["batch_tokens"], seed=args.seed * 1000 + epoch)
-        while position < len(batches) and step < args.steps:
-            sents = [train[i] for i in batches[position]]
-            chars, words = encoder(sents)
-            for group in optimizer.param_groups:
-                group["lr"] = lr_at(step)
-            out = lm(chars.to(device, non_blocking=True), words.to(device, non_blocking=True))
-            optimizer.zero_grad(set_to_none=True)
-            out["loss"].backward()
-            torch.nn.utils.clip_grad_norm_(lm.parameters(), args.clip_norm)
-            optimizer.step()
-            step += 1
-            position += 1
-            n_tok = sum(len(s) for s in sents)
-            tokens_seen += n_tok
-            window_tokens += n_tok
-            window_loss += out["loss"].item()
-            window_fwd += float(out["forward_nll"])
-            window_bwd += float(out["backward_nll"])
-            window_n += float(out["num_targets"])
-            if step % args.log_every == 0:
-                dt = time.time() - window_t0
-                print(
-                    f"step {step}/{args.steps} epoch {epoch} loss {window_loss / args.log_every:.3f} "
-                    f"ppl fwd {perplexity(window_fwd, window_n):.1f} bwd {perplexity(window_bwd, window_n):.1f} "
-                    f"lr {lr_at(step):.2e} {window_tokens / dt:.0f} tok/s "
-                    f"elapsed {(elapsed_before + time.time() - t_start) / 60:.1f} min",
-                    flush=True,
-                )
-                window_loss = window_fwd = window_bwd = window_n = 0.0
-                window_tokens, window_t0 = 0, time.time()
-            if time.time() - last_ckpt > args.checkpoint_minutes * 60:
-                write_checkpoint()
-                last_ckpt = time.time()
-            if args.max_minutes is not None and elapsed_before + time.time() - t_start > args.max_minutes * 60:
-                stopped_early = True
-                break
-        if stopped_early:
-            break
-        if position >= len(batches):
-            epoch, position = epoch + 1, 0
-    wall = elapsed_before + time.time() - t_start
-    write_checkpoint()
+    wall = train_steps(lm, optimizer, encoder, train, cfg, args, state, device, write_checkpoint)
+    write_checkpoint(wall)
     print(
-        f"training done: {step} steps, {tokens_seen:,} tokens, {wall / 60:.1f} min"
-        + (" (stopped by --max-minutes)" if stopped_early else ""),
+        f"training done: {state.step} steps, {state.tokens_seen:,} tokens, {wall / 60:.1f} min"
+        + (" (stopped by --max-minutes)" if state.stopped_early else ""),
         flush=True,
     )
 
@@ -285,45 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     save_language_model(run_dir, lm, vocab, with_softmax=True)
     save_language_model(out_dir, lm, vocab, with_softmax=not args.no_asset_softmax)
-    card = {
-        "name": name,
-        "family": "elmo",
-        "architecture": "char-CNN + highway + 2-layer LSTMP biLM (Peters et al. 2018), PyTorch, models/elmo",
-        "corpus": "corpora.lm_corpus.load_lm_corpus(): "
-        + ", ".join(corpus.sources)
-        + (f" (first {args.max_sentences} sentences)" if args.max_sentences else ""),
-        "corpus_tokens": stats["train_tokens"],
-        "heldout_tokens": stats["heldout_tokens"],
-        "tokens_seen": tokens_seen,
-        "epochs": round(tokens_seen / max(1, stats["train_tokens"]), 3),
-        "vocab_size": len(vocab),
-        "params": n_bilm,
-        "softmax_params": n_softmax,
-        "dim": 2 * lm.bilm.projection_dim,
-        "layers": lm.bilm.num_layers,
-        "options": lm.bilm.options,
-        "steps": step,
-        "batch_tokens": cfg["batch_tokens"],
-        "lr": cfg["lr"],
-        "dropout": cfg["dropout"],
-        "max_len": args.max_len,
-        "clip_norm": args.clip_norm,
-        "stopped_early": stopped_early,
-        "wall_time_s": round(wall, 1),
-        "final_loss": round(metrics["nll_forward"] + metrics["nll_backward"], 4),
-        "perplexity": {
-            "forward": round(metrics["ppl_forward"], 2),
-            "backward": round(metrics["ppl_backward"], 2),
-            "heldout_targets_per_direction": metrics["targets"],
-            "definition": "exp(mean NLL) over held-out pieces (≤ max_len tokens), targets include "
-            "</S> (forward) / <S> (backward) and <UNK> for words outside the softmax vocab",
-        },
-        "softmax_in_asset": not args.no_asset_softmax,
-        "checkpoint": str(run_dir / "checkpoint.pt"),
-        "command": "python -m models train elmo " + shlex.join(argv),
-        "date": utc_now(),
-        "machine": machine_description() + f", trained on {device}",
-    }
+    card = model_card(
+        name, argv, args, cfg, corpus, stats, lm, len(vocab), (n_bilm, n_softmax), state, wall, metrics, run_dir, device
+    )
     (out_dir / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     (run_dir / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {out_dir} ({sum(f.stat().st_size for f in out_dir.iterdir()) / 1e6:.1f} MB)", flush=True)

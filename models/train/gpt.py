@@ -107,6 +107,55 @@ def checkpoint_state(model, optimizer, rng: np.random.Generator, step: int, wall
     }
 
 
+def model_card(
+    name: str,
+    args: argparse.Namespace,
+    command: str,
+    tokenizer,
+    train: np.ndarray,
+    heldout: np.ndarray,
+    n_params: int,
+    steps_done: int,
+    losses: list[float],
+    nll: float,
+    wall: float,
+    device: torch.device,
+) -> dict:
+    """The asset's model card: the corpus and vocabulary, the shape, the steps, the held-out perplexity, the command."""
+    final_loss = float(np.mean(losses[-min(len(losses), 100) :])) if losses else float("nan")
+    lowercase, unk = not args.cased, tokenizer.get_vocab()["<unk>"]
+    ppl = math.exp(nll)
+    return {
+        "name": name,
+        "family": "gpt",
+        "corpus": "corpora.lm_corpus DEFAULT_SOURCES (NLTK text corpora + WikiText-103 valid/test)"
+        + (f", first {args.max_sentences} sentences" if args.max_sentences else ""),
+        "corpus_tokens": int(len(train)),
+        "heldout_tokens": int(len(heldout)),
+        "vocab_size": len(tokenizer),
+        "lowercase": lowercase,
+        "unk_rate_heldout": float(np.mean(heldout == unk)) if len(heldout) else None,
+        "params": int(n_params),
+        "dim": args.d_model,
+        "layers": args.layers + 1,
+        "transformer_layers": args.layers,
+        "heads": args.heads,
+        "context": args.context,
+        "steps": steps_done,
+        "planned_steps": args.steps,
+        "batch_size": args.batch_size,
+        "tokens_seen": int(steps_done * args.batch_size * args.context),
+        "wall_time_s": round(wall, 1),
+        "final_loss": round(final_loss, 4),
+        "heldout_nll": round(nll, 4),
+        "perplexity": round(ppl, 2),
+        "seed": args.seed,
+        "command": command,
+        "date": utc_now(),
+        "machine": machine_description() + f", trained on {device}; load average at the end {os.getloadavg()[0]:.1f}",
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     torch.manual_seed(args.seed)
@@ -201,36 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tokenizer.save_pretrained(out)
     load_file(str(out / "model.safetensors"))  # fail loudly now, not in the app, if the write was bad
     wall = prior_time + time.time() - t_start
-    final_loss = float(np.mean(losses[-min(len(losses), 100) :])) if losses else float("nan")
-    card = {
-        "name": name,
-        "family": "gpt",
-        "corpus": "corpora.lm_corpus DEFAULT_SOURCES (NLTK text corpora + WikiText-103 valid/test)"
-        + (f", first {args.max_sentences} sentences" if args.max_sentences else ""),
-        "corpus_tokens": int(len(train)),
-        "heldout_tokens": int(len(heldout)),
-        "vocab_size": len(tokenizer),
-        "lowercase": lowercase,
-        "unk_rate_heldout": float(np.mean(heldout == unk)) if len(heldout) else None,
-        "params": int(n_params),
-        "dim": args.d_model,
-        "layers": args.layers + 1,
-        "transformer_layers": args.layers,
-        "heads": args.heads,
-        "context": args.context,
-        "steps": steps_done,
-        "planned_steps": args.steps,
-        "batch_size": args.batch_size,
-        "tokens_seen": int(steps_done * args.batch_size * args.context),
-        "wall_time_s": round(wall, 1),
-        "final_loss": round(final_loss, 4),
-        "heldout_nll": round(nll, 4),
-        "perplexity": round(ppl, 2),
-        "seed": args.seed,
-        "command": command,
-        "date": utc_now(),
-        "machine": machine_description() + f", trained on {device}; load average at the end {os.getloadavg()[0]:.1f}",
-    }
+    card = model_card(name, args, command, tokenizer, train, heldout, n_params, steps_done, losses, nll, wall, device)
     (out / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
     if ckpt_path.exists():
         ckpt_path.unlink()
