@@ -25,7 +25,7 @@ from cluster.tasks import FAULT_ENV, TaskEnv
 from probes.cli import add_all_options, command_line, print_rows
 from probes.errors import ProbeInputError, check_seeds, writable_dir
 from probes.progress import TerminalProgress
-from probes.registry import all_probes, builtin_probe_names, get_probe
+from probes.registry import all_probes, builtin_probe_names, check_options_heard, get_probe
 from probes.results import default_results_dir
 
 
@@ -45,6 +45,14 @@ def _session(args: argparse.Namespace):
     return connect(args.ray, dashboard=args.dashboard)
 
 
+def _check_compute(args: argparse.Namespace) -> None:
+    """``--threads`` always; ``--device`` where the tasks run on this machine (in process, ``--ray local``): a
+    cluster's workers have devices of their own."""
+    from models.base import use_compute  # lazy: torch
+
+    use_compute(args.threads, args.device if args.ray in (None, "local") else None)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from models import references, registry  # lazy: models.registry imports torch
 
@@ -59,8 +67,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         check_seeds(seed, flag="--seeds")
     if args.limit is not None and args.limit < 1:
         raise ProbeInputError(f"--limit {args.limit}: give a positive number of sentences.")
-    if args.threads is not None and args.threads < 1:
-        raise ProbeInputError(f"--threads {args.threads}: give a positive number of CPU threads.")
+    check_options_heard(vars(args), specs)
+    _check_compute(args)
     if args.retries < 0:
         raise ProbeInputError(f"--retries {args.retries}: give 0 or more.")
     options = {spec.name: spec.options_from(vars(args)) for spec in specs}
@@ -120,6 +128,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
     if args.shards < 1:
         raise ProbeInputError(f"--shards {args.shards}: give a positive number of shards.")
+    _check_compute(args)
+    if args.store:  # its backend and place, before any model loads
+        check_store(args.store)
     spec = get_spec(args.model)  # an unknown model is one error line, before any data is read
     sentences, keep, key = dataset_request(args.dataset, args.limit)
     ray = _session(args)

@@ -41,7 +41,15 @@ from corpora.stats import dataset_table, format_table
 from models.allocator import reuse_freed_memory
 from probes.errors import ProbeInputError, writable_dir
 from probes.progress import TerminalProgress
-from probes.registry import Option, ProbeSpec, RunContext, all_probes, builtin_probe_names, get_probe
+from probes.registry import (
+    Option,
+    ProbeSpec,
+    RunContext,
+    all_probes,
+    builtin_probe_names,
+    check_options_heard,
+    get_probe,
+)
 from probes.reporting.result_diff import compare_results
 from probes.results import ProbeResult, default_results_dir
 from probes.run import ProbeRun, load_model, run_probe
@@ -209,9 +217,10 @@ def cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                 "No --models given and no model of the built-in zoo is usable here (python -m models list says why)."
             )
         print(f"reproducing the built-in zoo: {', '.join(models)} (choose others with --models)")
+    specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
+    check_options_heard(vars(args), specs)  # before --rigor sets the token probes' own
     if args.rigor:  # the token probes' control task and MDL
         args.control = args.mdl = True
-    specs = [get_probe(p.strip()) for p in args.probes.split(",") if p.strip()]
     for spec in specs:  # every probe's options, before any model is loaded
         spec.options_from(vars(args))
     embedders = {m: load_model(m, args.device) for m in models}  # fail early on an unknown or broken model

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -270,3 +270,20 @@ def get_probe(name: str) -> ProbeSpec:
 
 def all_probes() -> list[ProbeSpec]:
     return [get_probe(n) for n in PROBES]
+
+
+def check_options_heard(values: dict[str, Any], chosen: Sequence[ProbeSpec]) -> None:
+    """``reproduce`` and ``sweep`` parse every probe's options; one given (not its default) that none of the
+    ``chosen`` probes takes would be ignored while the run reads as if it applied: a ProbeInputError naming the
+    probes that take it."""
+    taken = {opt.name for spec in chosen for opt in spec.options}
+    unheard: dict[str, tuple[Option, list[str]]] = {}
+    for spec in all_probes():
+        for opt in spec.options:
+            if opt.name not in taken and values.get(opt.name, opt.default) not in (opt.default, None):
+                unheard.setdefault(opt.name, (opt, []))[1].append(spec.name)
+    if unheard:
+        said = "; ".join(f"{opt.flag} is an option of {', '.join(names)}" for opt, names in unheard.values())
+        raise ProbeInputError(
+            f"{said}; --probes {','.join(s.name for s in chosen)} would not use it. Leave it out, or add the probe."
+        )
