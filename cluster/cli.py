@@ -15,7 +15,7 @@ import os
 
 from cluster.datasets import DATASETS, dataset_request
 from cluster.executors import InProcess, OnRay
-from cluster.identity import data_content, model_content
+from cluster.identity import FILES_NOT_FOUND, data_content, model_content
 from cluster.plan import plan_sweep
 from cluster.ray_session import connect
 from cluster.resources import estimate, wants_gpu
@@ -65,6 +65,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     seeds = _ints(args.seeds, "--seeds")
     for seed in seeds:
         check_seeds(seed, flag="--seeds")
+    if len(seeds) == 1 and seeds[0] > 1:  # `probes pos --seeds 3` runs three seeds; a sweep's --seeds lists them
+        print(f"  --seeds {seeds[0]}: the sweep runs seed {seeds[0]} alone (a list: --seeds 0,1,2 for three seeds)")
+    elif len(seeds) > 1:  # each seed is a result file of its own; the tables do not merge them (yet)
+        print(
+            f"  {len(seeds)} seeds: each is saved as its own result; tables and compare show the newest seed per row, "
+            "not their mean — for mean ± sd over seeds run the probe with --seeds N"
+        )
     if args.limit is not None and args.limit < 1:
         raise ProbeInputError(f"--limit {args.limit}: give a positive number of sentences.")
     check_options_heard(vars(args), specs)
@@ -78,6 +85,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     model_specs, contents = {m: registry.get_spec(m) for m in models}, {}
     for model, spec in model_specs.items():  # fail early on an unknown or broken model: its files, not its weights
         contents[model], note = model_content(spec)
+        if note and note.startswith(FILES_NOT_FOUND) and args.ray in (None, "local"):  # its tasks run here
+            raise ProbeInputError(
+                f"{model}: {note.split(':')[0]}; its tasks would fail after the baselines ran "
+                "(python -m models list says why)."
+            )
         sized = estimate(model, device=args.device).note
         for line in (note, sized if sized and sized.startswith("guessed") else None):
             if line:

@@ -68,6 +68,9 @@ def _hub_commit(repo_id: str, revision: str | None, snapshot: Path | None) -> tu
     return "unresolved", f"hub not reachable ({why}) and nothing downloaded: keyed on the reference (a guess)"
 
 
+FILES_NOT_FOUND = "files not found"  # the note of a model whose files are not on this machine
+
+
 def model_content(spec) -> tuple[str, str | None]:
     """(content key, note) of a ``models.spec.ModelSpec``; the note says when the key is not the files'."""
     source = spec.source
@@ -79,7 +82,7 @@ def model_content(spec) -> tuple[str, str | None]:
     else:
         location = source.directory()
         if location is None or not location.exists() or not all(Path(p).is_file() for p in source.also):
-            body, note = "missing", f"files not found ({source.label()}): keyed on the name"
+            body, note = "missing", f"{FILES_NOT_FOUND} ({source.label()}): keyed on the name"
         else:
             base = location if location.is_dir() else location.parent
             inside = sorted((str(p.relative_to(base)), d) for p, d in file_digests(_files(location)).items())

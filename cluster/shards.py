@@ -168,6 +168,9 @@ class ShardedEmbedder:
 
     stateful = False
     embed_rows = Embedder.embed_rows  # the feature cache's path, over ``embed`` below
+    # the model is in the workers, not here: a static model's whole-dataset vocabulary check is not made for a
+    # sharded extraction (each sentence's own checks run where it is embedded)
+    check_text = Embedder.check_text
 
     def __init__(self, info: dict, job: ShardJob, records: list[dict]) -> None:
         self.name, self.num_layers, self.dim, self._fp = (

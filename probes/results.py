@@ -139,43 +139,65 @@ def content_digest(result: ProbeResult) -> str:
     return hashlib.sha256(json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def sliced(dataset: str, limit: Any) -> str:
-    """A row's dataset as tables show it: ``DATASET (limit N)`` for a run on a slice, unless the name
-    already ends by saying which, as the lab names its own slices (``semcor-first2000``, CKA's ``semcor-first40 vs
-    B``); unchanged for a full run (``limit`` None). A name of yours that holds "first1" elsewhere
+#: The options that run a probe on part of its *training* data, the test data whole (their runs are slices as a
+#: ``--limit`` run is: kept apart from the full run in every table); the probes that declare them: WSD, mix.
+TRAINING_SLICES = {"semcor_limit": "semcor-limit", "train_limit": "train-limit"}
+_SLICE_FLAGS = "|".join(("limit", *TRAINING_SLICES.values()))
+SLICE = re.compile(rf"^(?P<name>.*) \((?P<slice>(?:{_SLICE_FLAGS}) \d+(?:, (?:{_SLICE_FLAGS}) \d+)*)\)$")  # sliced's
+
+
+def slice_label(params: dict | None, dataset: str) -> str | None:
+    """The slice a run with ``params`` ran on, as its rows' datasets say it: "limit 20", "semcor-limit 100",
+    "limit 20, train-limit 5"; None for the full data. A ``--limit`` the name already states (the lab's own
+    ``semcor-first2000``, CKA's ``semcor-first40 vs B``) is left out; a name of yours that holds "first1" elsewhere
     (``news-first1@1a2b3c4d:test:UPOS``) does not count: its slice would replace its full run."""
-    if limit is None or re.search(rf"-(first|limit){re.escape(str(limit))}(?: vs .+)?$", dataset):
-        return dataset
-    return f"{dataset} (limit {limit})"
+    params = params or {}
+    limit = params.get("limit")
+    parts = (
+        []
+        if limit is None or re.search(rf"-(first|limit){re.escape(str(limit))}(?: vs .+)?$", dataset)
+        else [f"limit {limit}"]
+    )
+    parts += [f"{flag} {params[key]}" for key, flag in TRAINING_SLICES.items() if params.get(key) is not None]
+    return ", ".join(parts) or None
+
+
+def sliced(dataset: str, label: str | None) -> str:
+    """A row's dataset as tables show it: ``DATASET (limit N)`` (``label``: ``slice_label``) for a run on a slice;
+    unchanged for a full run (``label`` None)."""
+    return dataset if label is None else f"{dataset} ({label})"
 
 
 def row_dataset(result: ProbeResult, row: dict) -> str:
-    """The dataset ``row`` of ``result`` reads back as (:func:`sliced` by the run's ``--limit``)."""
-    return sliced(str(row["dataset"]), (result.params or {}).get("limit"))
+    """The dataset ``row`` of ``result`` reads back as (:func:`sliced` by the run's ``--limit`` and training slice)."""
+    return sliced(str(row["dataset"]), slice_label(result.params, str(row["dataset"])))
 
 
-def slice_of(result: ProbeResult) -> Any:
-    """The ``--limit`` that makes ``result`` a slice of its data (None: the full data, or a name that says which
+def slice_of(result: ProbeResult) -> str | None:
+    """The slice ``result`` ran on ("limit 20", "semcor-limit 100"; None: the full data, or a name that says which
     slice it is, ``semcor-first2000``)."""
-    limit = (result.params or {}).get("limit")
-    return None if sliced(str(result.dataset), limit) == str(result.dataset) else limit
+    return slice_label(result.params, str(result.dataset))
 
 
 def as_full_run(result: ProbeResult) -> ProbeResult:
-    """``result`` without its ``--limit``: its rows read back under their own dataset names, so tables built from
-    one slice's results alone take the same shape as the full data's (``build_tables``)."""
-    params = {k: v for k, v in (result.params or {}).items() if k != "limit"}
+    """``result`` without its slice: its rows read back under their own dataset names, so tables built from one
+    slice's results alone take the same shape as the full data's (``build_tables``)."""
+    params = {k: v for k, v in (result.params or {}).items() if k != "limit" and k not in TRAINING_SLICES}
     return dataclasses.replace(result, params=params)
 
 
-SLICE = re.compile(r"^(?P<name>.*) \(limit (?P<limit>\d+)\)$")  # what :func:`sliced` appends
-
-
 def split_slice(dataset: str) -> tuple[str, str | None]:
-    """(name, limit) of a row's dataset: ``("ALL-noSE07:NOUN", "3")`` for ``ALL-noSE07:NOUN (limit 3)``,
+    """(name, slice) of a row's dataset: ``("ALL-noSE07:NOUN", "limit 3")`` for ``ALL-noSE07:NOUN (limit 3)``,
     ``("ALL", None)`` for ``ALL``."""
     m = SLICE.match(dataset)
-    return (m["name"], m["limit"]) if m else (dataset, None)
+    return (m["name"], m["slice"]) if m else (dataset, None)
+
+
+def slice_order(label: str | None) -> tuple:
+    """A sort key of slices: the full data first, then by flag and size ("limit 3" before "limit 20")."""
+    if label is None:
+        return ()
+    return tuple((flag, int(n)) for flag, n in (part.rsplit(" ", 1) for part in label.split(", ")))
 
 
 def on_slice_of(dataset: str, like: str) -> str:
@@ -216,13 +238,13 @@ def _safe(name: Any) -> str:
 
 
 def identical_saved(result: ProbeResult, out_dir: str | Path) -> Path | None:
-    """The newest file under ``out_dir`` of the same model, probe, dataset and slice (``params["limit"]``),
-    if its rows are ``result``'s (the same :func:`content_digest`); else None."""
-    key = (result.model, result.probe, result.dataset, result.params.get("limit"))
+    """The newest file under ``out_dir`` of the same model, probe, dataset and slice (:func:`slice_of`), if its rows
+    are ``result``'s (the same :func:`content_digest`); else None."""
+    key = (result.model, result.probe, result.dataset, slice_of(result))
     same = [
         (order, path, old)
         for order, path, old in _saved(out_dir, f"{_safe(result.model)}__{_safe(result.probe)}__*.json")
-        if (old.model, old.probe, old.dataset, (old.params or {}).get("limit")) == key
+        if (old.model, old.probe, old.dataset, slice_of(old)) == key
     ]
     newest = max(same, key=lambda item: item[0], default=None)
     return newest[1] if newest and content_digest(newest[2]) == content_digest(result) else None

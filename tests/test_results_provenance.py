@@ -6,6 +6,7 @@ A stale row — written by weights other than those in assets/ or the pip packag
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,38 @@ def test_a_json_file_that_is_not_a_result_object_is_left_out_with_its_name(tmp_p
         f"{name}.json: not a readable result file (TypeError: a JSON" in caplog.text for name in ("list", "null")
     )
     assert str(kept) not in caplog.text
+
+
+def test_a_training_slice_never_stands_in_for_the_full_run(tmp_path):
+    """``--limit`` runs were kept apart (row 15), but ``wsd --semcor-limit 100`` (trained on SemCor's first 100
+    sentences) and ``mix --train-limit 5`` were not: the newer slice replaced the full run in every table, its
+    baselines too, under the plain title. A training slice is now a slice like any other."""
+    from probes.reporting.tables import build_tables, titles
+
+    def wsd(value: float, stamp: str, semcor_limit: int | None, model: str = "glove") -> ProbeResult:
+        rows = [{"dataset": "ALL", "layer": "0", "metric": "F1", "value": value, "n": 7253}]
+        params = {"limit": None, "semcor_limit": semcor_limit}
+        return ProbeResult(model, "wsd", rows, dataset="ALL", params=params, timestamp=stamp)
+
+    full, part = wsd(51.91, "2026-12-01T00:00:00+00:00", None), wsd(63.96, "2026-12-02T00:00:00+00:00", 100)
+    df = latest_rows([full, part])
+    assert dict(zip(df.dataset, df.value)) == {"ALL": 51.91, "ALL (semcor-limit 100)": 63.96}
+    both = ProbeResult("m", "mix", [{"dataset": "d", "layer": "last", "metric": "accuracy", "value": 1.0}])
+    sliced = latest_rows([dataclasses.replace(both, params={"limit": 80, "train_limit": 5})])
+    assert list(sliced.dataset) == ["d (limit 80, train-limit 5)"]
+    for res in (full, part):
+        save_result(res, tmp_path)
+    tables = build_tables(tmp_path)
+    assert "wsd (semcor-limit 100)" in tables and "63.96" not in tables["wsd"].to_string()
+    assert titles(tables)["wsd (semcor-limit 100)"].endswith(
+        "runs with --semcor-limit 100: a slice of the data, kept apart from the full runs"
+    )
+
+
+def test_every_training_slice_is_an_option_of_a_probe():
+    """``TRAINING_SLICES`` names options the probes define (one fact in two places, kept together by this test)."""
+    from probes.registry import all_probes
+    from probes.results import TRAINING_SLICES
+
+    options = {o.name: o.flag for spec in all_probes() for o in spec.options}
+    assert all(options.get(name) == f"--{flag}" for name, flag in TRAINING_SLICES.items()), options

@@ -185,6 +185,14 @@ def test_the_sweep_command_runs_saves_and_resumes(tiny_bert, tmp_path, monkeypat
     assert main(argv) == 0  # resumed: nothing left to run
     assert "0 run, 2 already done" in capsys.readouterr().out
     assert len(list((tmp_path / "res").glob("*.json"))) == 2
+    # a sweep's --seeds lists seeds (`probes pos --seeds 3` runs three): a lone "3" is said to mean seed 3, and
+    # several seeds are said to stay apart in the tables (the newest per row), not averaged
+    capsys.readouterr()
+    assert main([*argv, "--seeds", "3"]) == 0
+    assert "--seeds 3: the sweep runs seed 3 alone" in capsys.readouterr().out
+    assert main([*argv, "--seeds", "0,3"]) == 0
+    said = "2 seeds: each is saved as its own result; tables and compare show the newest seed"
+    assert said in capsys.readouterr().out
 
 
 def test_the_extract_command_fills_the_cache_entry_the_probe_reads(tiny_bert, tmp_path, monkeypatch, capsys):
@@ -271,3 +279,25 @@ def test_resume_keys_tasks_on_the_datas_content_too(data_root, tmp_path, monkeyp
     assert main(argv) == 0 and "2 run, 0 already done" in capsys.readouterr().out
     hashes = {json.loads(p.read_text())["extra"]["data_hash"] for p in (tmp_path / "res").glob("glove*__tag__*.json")}
     assert len(hashes) == 2 and sum(1 for s in iter_conllu(test) for lab in s.labels if lab == "NOUN") == 0
+
+
+def test_a_registered_model_whose_folder_is_gone_stops_the_sweep_before_any_work(
+    tiny_bert, tmp_path, monkeypatch, capsys
+):
+    """A registered model's folder moved away: the driver noted "files not found … keyed on the name", ran the
+    baselines, then every task failed ("no longer exists"), exit 1. Where the tasks run on this machine, one error
+    line before any work."""
+    import shutil
+
+    from models.manage import add_model
+
+    monkeypatch.setenv("EMBPROBE_MODELS", str(tmp_path / "embprobe.toml"))
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    folder = shutil.copytree(tiny_bert, tmp_path / "moved-away")
+    add_model("gone-bert", str(folder), file=tmp_path / "embprobe.toml")
+    shutil.rmtree(folder)
+    argv = ["sweep", "--models", "gone-bert", "--probes", "pos", "--limit", "5", "--results", str(tmp_path / "res")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: gone-bert: files not found") and "Traceback" not in err
+    assert not list((tmp_path / "res").glob("*.json"))  # not even the baselines

@@ -28,7 +28,16 @@ import pandas as pd
 from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
-from probes.results import ProbeResult, as_full_run, extras_of, latest_rows, read_results, slice_of, split_slice
+from probes.results import (
+    ProbeResult,
+    as_full_run,
+    extras_of,
+    latest_rows,
+    read_results,
+    slice_of,
+    slice_order,
+    split_slice,
+)
 from probes.stats.units import count_span, over_texts, value_interval_text
 from probes.tasks.rigor_options import FAMILY_SEPARATOR
 
@@ -65,14 +74,15 @@ def titles(tables: dict[str, pd.DataFrame] | None = None) -> dict[str, str]:
     ordered = {**out, **per_dataset, **rest}
     of_slices = {
         k: slice_title(ordered.get(base) or dataset_table_title(base), limit)
-        for k, (base, limit) in sorted(slices.items(), key=lambda item: int(item[1][1]))
+        for k, (base, limit) in sorted(slices.items(), key=lambda item: slice_order(item[1][1]))
     }
     return {**ordered, **of_slices}
 
 
-def slice_title(title: str, limit: Any) -> str:
-    """The title of a table built from the runs on a slice (``--limit limit``) alone."""
-    return f"{title} — runs with --limit {limit}: a slice of the data, kept apart from the full runs"
+def slice_title(title: str, label: str) -> str:
+    """The title of a table built from the runs on a slice (``label``: "limit 3", "semcor-limit 100") alone."""
+    flags = ", ".join(f"--{part}" for part in label.split(", "))
+    return f"{title} — runs with {flags}: a slice of the data, kept apart from the full runs"
 
 
 def csv_name(key: str) -> str:
@@ -91,15 +101,15 @@ def build_tables(results_dir: Path, models: list[str] | None = None) -> dict[str
     """Paper-style tables (DataFrames) from the result files under ``results_dir`` ({} when there are none).
 
     ``models``: keep only these models' rows (and every probe's baselines). The runs on a slice of the data
-    (``--limit N``) make tables of their own, built from their results alone the way the full data's are and
-    keyed ``"<key> (limit N)"`` (:func:`slice_key`): a table, a claim test or a learned weight never mixes a
-    slice with the full run, and a slice never stands in for it.
+    (``--limit N``, or a training slice: ``--semcor-limit N``, ``--train-limit N``) make tables of their own, built
+    from their results alone the way the full data's are and keyed ``"<key> (limit N)"`` (:func:`slice_key`): a
+    table, a claim test or a learned weight never mixes a slice with the full run, and a slice never stands in for it.
     """
     by_slice: dict[Any, list[ProbeResult]] = {}
     for res in read_results(results_dir):  # one read of the files serves the rows and the extras
         by_slice.setdefault(slice_of(res), []).append(res)
     tables: dict[str, pd.DataFrame] = {}
-    for limit in sorted(by_slice, key=lambda n: -1 if n is None else int(n)):
+    for limit in sorted(by_slice, key=slice_order):
         if limit is None:
             tables.update(_tables_of(by_slice[limit], models))
         else:
@@ -125,9 +135,9 @@ def _tables_of(results: list[ProbeResult], models: list[str] | None) -> dict[str
     return {**tables, **rigor_tables(results, df, models)}
 
 
-def slice_key(key: str, limit: Any) -> str:
-    """The key of table ``key`` built from the runs on the slice ``--limit limit``."""
-    return f"{key} (limit {limit})"
+def slice_key(key: str, label: str) -> str:
+    """The key of table ``key`` built from the runs on the slice ``label`` ("limit 3": ``--limit 3``)."""
+    return f"{key} ({label})"
 
 
 def table_note(key: str) -> str | None:

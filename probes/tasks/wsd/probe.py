@@ -18,6 +18,7 @@ Every row carries its 95% interval; per-instance outcomes are kept in ``extra["i
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from probes.errors import ProbeInputError, check_positive
 from probes.inputs import InputFile, Preview
 from probes.layers import LayerSpec, as_layer_specs
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
-from probes.results import ProbeResult
+from probes.results import TRAINING_SLICES, ProbeResult
 from probes.tasks.datafiles import first
 from probes.tasks.preview import sense_preview
 from probes.tasks.wsd import sources
@@ -148,7 +149,10 @@ def wsd_baselines(ctx: RunContext, keys: str | Path | None = None, **options) ->
     out = []
     for model in which:
         if model == FIRST_SENSE and name == DATASET:
-            out.append(run_first_sense(ctx.limit, keys, seed=ctx.seed, plan=plan))
+            first = run_first_sense(ctx.limit, keys, seed=ctx.seed, plan=plan)
+            # its numbers do not depend on SemCor, but it belongs to this run's slice: beside the model's rows there
+            training = {k: options[k] for k in TRAINING_SLICES if options.get(k) is not None}
+            out.append(dataclasses.replace(first, params={**first.params, **training}))
             continue
         preds = baseline_predictions(plan, model)
         label = "first-sense" if model == FIRST_SENSE else "MFS"
