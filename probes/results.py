@@ -151,14 +151,11 @@ def slice_label(params: dict | None, dataset: str) -> str | None:
     "limit 20, train-limit 5"; None for the full data. A ``--limit`` the name already states (the lab's own
     ``semcor-first2000``, CKA's ``semcor-first40 vs B``) is left out; a name of yours that holds "first1" elsewhere
     (``news-first1@1a2b3c4d:test:UPOS``) does not count: its slice would replace its full run."""
-    params = params or {}
-    limit = params.get("limit")
-    parts = (
-        []
-        if limit is None or re.search(rf"-(first|limit){re.escape(str(limit))}(?: vs .+)?$", dataset)
-        else [f"limit {limit}"]
-    )
-    parts += [f"{flag} {params[key]}" for key, flag in TRAINING_SLICES.items() if params.get(key) is not None]
+    params, flags = params or {}, {"limit": "limit", **TRAINING_SLICES}
+    named = re.search(rf"-(first|limit){re.escape(str(params.get('limit')))}(?: vs .+)?$", dataset)
+    parts = [
+        f"{flag} {params[k]}" for k, flag in flags.items() if params.get(k) is not None and not (k == "limit" and named)
+    ]
     return ", ".join(parts) or None
 
 
@@ -195,9 +192,7 @@ def split_slice(dataset: str) -> tuple[str, str | None]:
 
 def slice_order(label: str | None) -> tuple:
     """A sort key of slices: the full data first, then by flag and size ("limit 3" before "limit 20")."""
-    if label is None:
-        return ()
-    return tuple((flag, int(n)) for flag, n in (part.rsplit(" ", 1) for part in label.split(", ")))
+    return () if label is None else tuple((f, int(n)) for f, n in (p.rsplit(" ", 1) for p in label.split(", ")))
 
 
 def on_slice_of(dataset: str, like: str) -> str:

@@ -239,9 +239,12 @@ def test_a_slice_run_never_mixes_with_the_full_run(tmp_path):
 def test_a_name_of_yours_that_holds_first_n_is_still_a_slice():
     """Only the lab's own slice names (ending "-first2000") say their slice; a --name "news-first1" run with
     --limit 1 read back under the full run's dataset and replaced it."""
-    from probes.results import sliced
+    from probes.results import slice_label, sliced
 
-    assert sliced("news-first1@1a2b3c4d:test:UPOS", 1) == "news-first1@1a2b3c4d:test:UPOS (limit 1)"
-    assert sliced("semcor-first2000", 2000) == "semcor-first2000"
-    assert sliced("semcor-first40 vs minilm", 40) == "semcor-first40 vs minilm"
-    assert sliced("semcor-first2000", 20) == "semcor-first2000 (limit 20)"
+    def read_back(dataset: str, limit: int) -> str:
+        return sliced(dataset, slice_label({"limit": limit}, dataset))
+
+    assert read_back("news-first1@1a2b3c4d:test:UPOS", 1) == "news-first1@1a2b3c4d:test:UPOS (limit 1)"
+    assert read_back("semcor-first2000", 2000) == "semcor-first2000"
+    assert read_back("semcor-first40 vs minilm", 40) == "semcor-first40 vs minilm"
+    assert read_back("semcor-first2000", 20) == "semcor-first2000 (limit 20)"
