@@ -71,9 +71,8 @@ class Estimate:
     fits: int
     epochs: int
     train_s: float | None
-    feature_bytes: int = (
-        0  # float16 rows of every layer for the words to embed and cache (an upper bound: some keep fewer)
-    )
+    # float16 rows of every layer for the words to embed and cache (an upper bound: some keep fewer)
+    feature_bytes: int = 0
     free_bytes: int | None = None  # free on the cache's disk
 
     @property
