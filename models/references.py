@@ -185,6 +185,14 @@ def elmo_source(ref: Reference) -> Source:
     return Source.path(folder, also=(weights,) if outside else ())
 
 
+def moved_model(name: str, ref: str) -> str:
+    """What is wrong with a registered model whose reference no longer resolves, and the two ways out."""
+    return (
+        f"Model {name!r} is registered as {ref}, which no longer exists (moved or deleted?). "
+        f"Register it again (python -m models add {name} NEW_PATH --replace) or remove it."
+    )
+
+
 def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | None = None) -> Embedder:
     """Load any reference with its options (the loader of every spec made by ``spec_for_reference``)."""
     try:
@@ -192,10 +200,7 @@ def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | 
     except UnknownModelError:
         if name is None:
             raise
-        raise ModelLoadError(  # a registered model whose files were moved or deleted (issue 27)
-            f"Model {name!r} is registered as {ref}, which no longer exists (moved or deleted?). "
-            f"Register it again (python -m models add {name} NEW_PATH --replace) or remove it."
-        ) from None
+        raise ModelLoadError(moved_model(name, ref)) from None  # a registered model's files moved (issue 27)
     opts = dict(options or {})
     name = name or parsed.default_name
     device = opts.pop("device", None)

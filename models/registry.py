@@ -21,7 +21,7 @@ from typing import Any
 from models.base import Embedder
 from models.errors import ModelLoadError, UnknownModelError
 from models.random_init import is_random, parse_random, random_spec
-from models.references import looks_like_reference, spec_for_reference
+from models.references import looks_like_reference, moved_model, spec_for_reference
 from models.spec import BERT, ELMO, GPT, STATIC, UNKNOWN_FAMILY, ModelSpec, Source
 from models.static import VECTORS_FILE
 from models.user_registry import read_user_models, registry_file
@@ -256,8 +256,10 @@ def _read_user_specs(read, file: Path) -> tuple[list[ModelSpec], str | None]:
                     entry.ref, entry.name, entry.options, description=f"registered in {file.name}: {entry.ref}"
                 )
             )
-        except (ModelLoadError, UnknownModelError) as exc:
-            problems.append(f"{entry.name}: {exc}")
+        except (ModelLoadError, UnknownModelError) as exc:  # said as loading it says it: a moved folder by name
+            problems.append(
+                moved_model(entry.name, entry.ref) if isinstance(exc, UnknownModelError) else f"{entry.name}: {exc}"
+            )
             specs.append(
                 ModelSpec(
                     entry.name,

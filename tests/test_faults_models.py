@@ -299,6 +299,12 @@ def test_a_deleted_registered_model_names_its_registration(tiny_bert, tmp_path, 
     shutil.rmtree(folder)
     with pytest.raises(ModelLoadError, match=r"'mine-gone' is registered as .*mine, which no longer exists"):
         load_embedder("mine-gone")
+    # `python -m models list` says the same, not "Unknown model '/…/mine': not a registered name …"
+    from models.registry import user_specs
+
+    problem = user_specs()[1]
+    assert "'mine-gone' is registered as" in problem and "no longer exists" in problem
+    assert "Unknown model" not in problem
 
 
 def test_a_static_model_that_knows_almost_none_of_the_words_is_refused(tmp_path):
