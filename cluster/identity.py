@@ -32,11 +32,22 @@ from typing import Any
 from corpora.digests import file_digests
 from corpora.paths import data_dir_or_none
 
+#: Files in a model's folder that no loader reads (notes, logs, a version control's files): adding one (a README)
+#: changes no vector, so it must not change the model's content key and re-run its sweep tasks.
+NOT_READ = ("README*", "*.md", "LICENSE*", "*.log", ".*")
+
 
 def _files(location: Path) -> list[Path]:
     if location.is_file():
         return [location]
-    return sorted(p for p in location.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return sorted(
+        p
+        for p in location.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and not any(part.startswith(".") for part in p.relative_to(location).parts)
+        and not any(p.match(pattern) for pattern in NOT_READ)
+    )
 
 
 def _hub():

@@ -301,3 +301,22 @@ def test_a_registered_model_whose_folder_is_gone_stops_the_sweep_before_any_work
     err = capsys.readouterr().err
     assert err.startswith("error: gone-bert: files not found") and "Traceback" not in err
     assert not list((tmp_path / "res").glob("*.json"))  # not even the baselines
+
+
+def test_a_note_beside_a_checkpoint_changes_no_content_key(tiny_bert, tmp_path):
+    """A README (or a log, or a .git folder) put beside a registered checkpoint changed the sweep's content key, so a
+    resume re-ran its tasks and wrote a duplicate result; files no loader reads are left out of the key."""
+    import shutil
+
+    from cluster.identity import model_content
+    from models.references import spec_for_reference
+
+    folder = shutil.copytree(tiny_bert, tmp_path / "mine")
+    key = model_content(spec_for_reference(str(folder), "mine"))[0]
+    (folder / "README.md").write_text("notes\n")
+    (folder / "train.log").write_text("step 1\n")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert model_content(spec_for_reference(str(folder), "mine"))[0] == key
+    (folder / "config.json").write_text((folder / "config.json").read_text().replace("}", ', "x": 1}', 1))
+    assert model_content(spec_for_reference(str(folder), "mine"))[0] != key  # what a loader reads still counts
