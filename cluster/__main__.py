@@ -35,7 +35,7 @@ def _entries(store: Store, names: list[str]) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = check_store(args.url)
+    store = check_store(args.url, "store URL")
     entries = _entries(store, args.entries)
     if args.action in ("push", "drop") and not args.entries:
         raise ProbeInputError(f"{args.action}: name the entries (FINGERPRINT/KEY ...).")

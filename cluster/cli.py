@@ -142,7 +142,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise ProbeInputError(f"--shards {args.shards}: give a positive number of shards.")
     _check_compute(args)
     if args.store:  # its backend and place, before any model loads
-        check_store(args.store)
+        check_store(args.store, "--store")
     spec = get_spec(args.model)  # an unknown model is one error line, before any data is read
     sentences, keep, key = dataset_request(args.dataset, args.limit)
     ray = _session(args)

@@ -131,16 +131,17 @@ class Store:
         return data if isinstance(data, dict) else None
 
 
-def check_store(url: str) -> Store:
-    """The store at ``url``, checked: its fsspec backend importable, its root writable and readable."""
+def check_store(url: str, flag: str = "--cache-url") -> Store:
+    """The store at ``url``, checked: its fsspec backend importable, its root writable and readable; ``flag``: how
+    the request named it (the sweep's ``--cache-url``, extract's ``--store``, ``cluster store``'s URL)."""
     try:
         store = Store(url)
     except ImportError as exc:
         raise ProbeInputError(
-            f"--cache-url {url}: {exc} (pip install -r requirements-cluster.txt installs s3fs; gcsfs for gs://)."
+            f"{flag} {url}: {exc} (pip install -r requirements-cluster.txt installs s3fs; gcsfs for gs://)."
         ) from None
     except ValueError as exc:
-        raise ProbeInputError(f"--cache-url {url}: {exc}") from None
+        raise ProbeInputError(f"{flag} {url}: {exc}") from None
     probe = f".embprobe-check-{uuid.uuid4().hex[:12]}"
     try:
         if hasattr(store.fs, "split_path"):  # an object store (s3fs, gcsfs): writing would create the bucket
@@ -152,9 +153,9 @@ def check_store(url: str) -> Store:
         store.fs.rm(store.path(probe))
     except Exception as exc:  # noqa: BLE001 - no bucket, no credentials, no network: one message for all
         first = str(exc).splitlines()[0] if str(exc) else ""
-        raise ProbeInputError(f"--cache-url {url}: cannot write there ({type(exc).__name__}: {first}).") from None
+        raise ProbeInputError(f"{flag} {url}: cannot write there ({type(exc).__name__}: {first}).") from None
     if not ok:
-        raise ProbeInputError(f"--cache-url {url}: an object written there reads back differently.")
+        raise ProbeInputError(f"{flag} {url}: an object written there reads back differently.")
     return store
 
 

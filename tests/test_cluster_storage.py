@@ -170,6 +170,10 @@ def test_the_store_command_verifies_republishes_and_drops(tmp_path, monkeypatch,
     assert "dropped" in capsys.readouterr().out and remote_keys(Store(url), emb.fingerprint()) == []
     assert store_main(["store", url, "push", "no-slash"]) == 2
     assert capsys.readouterr().err.startswith("error: ")
+    # a store it cannot use is named as the command names it (its URL), not as the sweep's --cache-url
+    assert store_main(["store", "nosuchscheme://x", "list"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: store URL nosuchscheme://x") and "--cache-url" not in err
 
 
 def test_local_entries_are_evicted_only_when_the_store_holds_them_intact(tmp_path, store):
