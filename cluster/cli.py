@@ -67,11 +67,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         check_seeds(seed, flag="--seeds")
     if len(seeds) == 1 and seeds[0] > 1:  # `probes pos --seeds 3` runs three seeds; a sweep's --seeds lists them
         print(f"  --seeds {seeds[0]}: the sweep runs seed {seeds[0]} alone (a list: --seeds 0,1,2 for three seeds)")
-    elif len(seeds) > 1:  # each seed is a result file of its own; the tables do not merge them (yet)
-        print(
-            f"  {len(seeds)} seeds: each is saved as its own result; tables and compare show the newest seed per row, "
-            "not their mean — for mean ± sd over seeds run the probe with --seeds N"
-        )
+
     if args.limit is not None and args.limit < 1:
         raise ProbeInputError(f"--limit {args.limit}: give a positive number of sentences.")
     check_options_heard(vars(args), specs)

@@ -6,11 +6,15 @@ Results are the usual ``ProbeResult`` files in ``--results`` (``reproduce --tabl
 read them as any others), saved by this process as tasks finish, each stamped with its task
 (``extra["sweep"]``), so running the same command again skips every finished task (``--no-resume``
 runs them all again). Every request is checked before any work: probes, models (their files, not
-their weights), options, the results folder, Ray's availability.
+their weights), options, the results folder, Ray's availability. A (model, probe) run with several seeds
+gets one more result once all its seeds are done: their merge (``merge_seed_runs``), as ``--seeds N`` makes
+it, so the tables show the mean over the seeds.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +24,8 @@ from cluster.executors import RunReport
 from cluster.plan import SweepTask, finished
 from cluster.tasks import TaskEnv
 from probes.progress import ProgressFn
-from probes.results import ProbeResult, save_result
+from probes.results import ProbeResult, now_iso, save_result
+from probes.stats.seeds import merge_seeds
 
 
 @dataclass
@@ -82,4 +87,32 @@ def run_sweep(
 
     tell("starting")
     run = executor.run(todo, env, command, on_done, say_and_count)
+    for path in merge_seed_runs(tasks, results_dir):
+        say(f"seeds merged: {path.name}")
     return SweepReport(len(tasks), len(tasks) - len(todo), run, time.perf_counter() - t0)
+
+
+def merge_seed_runs(tasks: list[SweepTask], results_dir: Path) -> list[Path]:
+    """For every (model, probe) the sweep ran with several seeds, all of them done: the seeds merged into one result
+    as ``--seeds N`` merges them (``probes.stats.seeds.merge_seeds``: mean, sd, seed count, a seed × cluster
+    interval), saved as the newest (reused when nothing changed), so the tables show the mean over the seeds rather
+    than the newest seed. A probe that records no seed (1-NN WSD) does not depend on one: nothing to merge."""
+    done, groups = finished(results_dir), {}
+    for task in tasks:
+        if task.model is not None:
+            groups.setdefault((task.model, task.probe), []).append(task)
+    merged = []
+    for group in groups.values():
+        if len(group) < 2 or any(t.task_id not in done for t in group):
+            continue
+        ordered = sorted(group, key=lambda t: t.seed)
+        runs = [ProbeResult.from_json(json.loads(done[t.task_id].read_text())) for t in ordered]
+        if all("seed" in r.params for r in runs):
+            result = merge_seeds(runs)
+            # newer than every seed's; no task's own result (``finished`` must not take it for the first seed's)
+            extra = {k: v for k, v in result.extra.items() if k != "sweep"} | {
+                "sweep_seeds": [t.task_id for t in ordered]
+            }
+            result = dataclasses.replace(result, timestamp=now_iso(), extra=extra)
+            merged.append(save_result(result, results_dir, reuse=True))
+    return merged

@@ -103,6 +103,8 @@ def results(directory):
     out = {}
     for path in directory.glob("*.json"):
         data = json.loads(path.read_text())
+        if "sweep_seeds" in data["extra"]:  # a model's seeds merged (cluster.sweep.merge_seed_runs): no task's own
+            continue
         sweep = data["extra"]["sweep"]
         out[(data["model"], data["probe"], sweep["task"], sweep["part"])] = data
     return out

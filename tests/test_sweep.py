@@ -22,6 +22,7 @@ from features.extract import get_features
 from models.registry import load_embedder
 from models.tiny import make_tiny_checkpoint
 from probes.__main__ import main  # the program: probes.cli plus sweep and extract
+from probes.results import load_results
 
 
 @pytest.fixture(scope="module")
@@ -185,14 +186,25 @@ def test_the_sweep_command_runs_saves_and_resumes(tiny_bert, tmp_path, monkeypat
     assert main(argv) == 0  # resumed: nothing left to run
     assert "0 run, 2 already done" in capsys.readouterr().out
     assert len(list((tmp_path / "res").glob("*.json"))) == 2
-    # a sweep's --seeds lists seeds (`probes pos --seeds 3` runs three): a lone "3" is said to mean seed 3, and
-    # several seeds are said to stay apart in the tables (the newest per row), not averaged
+    # a sweep's --seeds lists seeds (`probes pos --seeds 3` runs three): a lone "3" is said to mean seed 3; several
+    # seeds are merged as `--seeds N` merges them, so the tables show their mean, not the newest seed (the audit)
     capsys.readouterr()
     assert main([*argv, "--seeds", "3"]) == 0
     assert "--seeds 3: the sweep runs seed 3 alone" in capsys.readouterr().out
-    assert main([*argv, "--seeds", "0,3"]) == 0
-    said = "2 seeds: each is saved as its own result; tables and compare show the newest seed"
-    assert said in capsys.readouterr().out
+    assert main([*argv, "--seeds", "0,3"]) == 0 and "seeds merged: tiny-bert__pos__" in capsys.readouterr().out
+    runs = {
+        json.loads(p.read_text())["params"].get("seed"): json.loads(p.read_text())
+        for p in (tmp_path / "res").glob("tiny-bert__pos__*.json")
+        if "seeds" not in json.loads(p.read_text())["params"]
+    }
+    value = {
+        s: next(r["value"] for r in runs[s]["rows"] if r["layer"] == "0" and r["metric"] == "accuracy") for s in (0, 3)
+    }
+    shown = load_results(tmp_path / "res")
+    row = shown[(shown.model == "tiny-bert") & (shown.layer == "0") & (shown.metric == "accuracy")].iloc[0]
+    assert row["seeds"] == 2 and row["value"] == round((value[0] + value[3]) / 2, 2)
+    files = len(list((tmp_path / "res").glob("*.json")))
+    assert main([*argv, "--seeds", "0,3"]) == 0 and len(list((tmp_path / "res").glob("*.json"))) == files  # reused
 
 
 def test_the_extract_command_fills_the_cache_entry_the_probe_reads(tiny_bert, tmp_path, monkeypatch, capsys):
