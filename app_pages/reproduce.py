@@ -8,8 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.common import chart, folder_select, page, page_header, safe
-from probes.reporting.tables import table_note, table_section, titles
-from probes.results import slice_order, split_slice
+from probes.reporting.tables import slice_flags, slice_order, table_note, table_section, titles
+from probes.results import split_slice
 from viz.export import frame_csv
 from viz.reproduce import comparison_figure, comparison_frame, load_tables, read_run_notes, tables_markdown
 from viz.results import dirs_with_results, folder_version, load_dir
@@ -107,10 +107,9 @@ def main() -> None:
                     container=col,
                 )
         elif slices := sorted({label for key in tables for label in [split_slice(key)[1]] if label}, key=slice_order):
-            flags = "; ".join(", ".join(f"--{part}" for part in label.split(", ")) for label in slices)
             st.info(
-                f"The runs in this folder are slices ({flags}): the paper-vs-ours chart compares "
-                "full runs only. Their tables are below, each titled as a slice.",
+                f"The runs in this folder are slices ({'; '.join(map(slice_flags, slices))}): the paper-vs-ours chart "
+                "compares full runs only. Their tables are below, each titled as a slice.",
                 icon=":material/info:",
             )
         st.download_button(

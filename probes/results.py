@@ -142,8 +142,9 @@ def content_digest(result: ProbeResult) -> str:
 #: The options that run a probe on part of its *training* data, the test data whole (their runs are slices as a
 #: ``--limit`` run is: kept apart from the full run in every table); the probes that declare them: WSD, mix.
 TRAINING_SLICES = {"semcor_limit": "semcor-limit", "train_limit": "train-limit"}
-_SLICE_FLAGS = "|".join(("limit", *TRAINING_SLICES.values()))
-SLICE = re.compile(rf"^(?P<name>.*) \((?P<slice>(?:{_SLICE_FLAGS}) \d+(?:, (?:{_SLICE_FLAGS}) \d+)*)\)$")  # sliced's
+SLICE_FLAGS = {"limit": "limit", **TRAINING_SLICES}  # every option that makes a slice -> its flag's name
+_FLAG = "|".join(SLICE_FLAGS.values())
+SLICE = re.compile(rf"^(?P<name>.*) \((?P<slice>(?:{_FLAG}) \d+(?:, (?:{_FLAG}) \d+)*)\)$")  # what sliced appends
 
 
 def slice_label(params: dict | None, dataset: str) -> str | None:
@@ -151,12 +152,10 @@ def slice_label(params: dict | None, dataset: str) -> str | None:
     "limit 20, train-limit 5"; None for the full data. A ``--limit`` the name already states (the lab's own
     ``semcor-first2000``, CKA's ``semcor-first40 vs B``) is left out; a name of yours that holds "first1" elsewhere
     (``news-first1@1a2b3c4d:test:UPOS``) does not count: its slice would replace its full run."""
-    params, flags = params or {}, {"limit": "limit", **TRAINING_SLICES}
+    params = params or {}
     named = re.search(rf"-(first|limit){re.escape(str(params.get('limit')))}(?: vs .+)?$", dataset)
-    parts = [
-        f"{flag} {params[k]}" for k, flag in flags.items() if params.get(k) is not None and not (k == "limit" and named)
-    ]
-    return ", ".join(parts) or None
+    parts = [f"{flag} {params[k]}" for k, flag in SLICE_FLAGS.items() if params.get(k) is not None]
+    return ", ".join(p for p in parts if not (named and p.startswith("limit "))) or None
 
 
 def sliced(dataset: str, label: str | None) -> str:
@@ -188,11 +187,6 @@ def split_slice(dataset: str) -> tuple[str, str | None]:
     ``("ALL", None)`` for ``ALL``."""
     m = SLICE.match(dataset)
     return (m["name"], m["slice"]) if m else (dataset, None)
-
-
-def slice_order(label: str | None) -> tuple:
-    """A sort key of slices: the full data first, then by flag and size ("limit 3" before "limit 20")."""
-    return () if label is None else tuple((f, int(n)) for f, n in (p.rsplit(" ", 1) for p in label.split(", ")))
 
 
 def on_slice_of(dataset: str, like: str) -> str:

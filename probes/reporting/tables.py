@@ -28,16 +28,7 @@ import pandas as pd
 from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
-from probes.results import (
-    ProbeResult,
-    as_full_run,
-    extras_of,
-    latest_rows,
-    read_results,
-    slice_of,
-    slice_order,
-    split_slice,
-)
+from probes.results import ProbeResult, as_full_run, extras_of, latest_rows, read_results, slice_of, split_slice
 from probes.stats.units import count_span, over_texts, value_interval_text
 from probes.tasks.rigor_options import FAMILY_SEPARATOR
 
@@ -79,10 +70,19 @@ def titles(tables: dict[str, pd.DataFrame] | None = None) -> dict[str, str]:
     return {**ordered, **of_slices}
 
 
+def slice_order(label: str | None) -> tuple:
+    """A sort key of slices: the full data first, then by flag and size ("limit 3" before "limit 20")."""
+    return () if label is None else tuple((f, int(n)) for f, n in (p.rsplit(" ", 1) for p in label.split(", ")))
+
+
+def slice_flags(label: str) -> str:
+    """A slice as the command line that made it: "--limit 20, --semcor-limit 100" for "limit 20, semcor-limit 100"."""
+    return ", ".join(f"--{part}" for part in label.split(", "))
+
+
 def slice_title(title: str, label: str) -> str:
     """The title of a table built from the runs on a slice (``label``: "limit 3", "semcor-limit 100") alone."""
-    flags = ", ".join(f"--{part}" for part in label.split(", "))
-    return f"{title} — runs with {flags}: a slice of the data, kept apart from the full runs"
+    return f"{title} — runs with {slice_flags(label)}: a slice of the data, kept apart from the full runs"
 
 
 def csv_name(key: str) -> str:

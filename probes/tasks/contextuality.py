@@ -98,7 +98,7 @@ def corpus_sentences(path: str | Path, limit: int | None) -> tuple[str, list[lis
     sliced = limit is not None and limit < len(sentences)
     # the text's hash with its line ends as "\n": a file's earlier runs keep their name whatever its line ends
     digest = hashlib.sha256("".join(line + "\n" for line in lines).encode()).hexdigest()[:8]
-    return f"{path.stem}-{digest}" + (f"-first{limit}" if sliced else ""), sentences[:limit] if sliced else sentences
+    return f"{path.stem}-{digest}" + (f"-first{limit}" if sliced else ""), sentences[:limit]
 
 
 def corpus_of(limit: int | None, corpus: str | None) -> tuple[str, list[list[str]]]:
