@@ -11,6 +11,7 @@ Ray actors are restarted when their process dies and the shard re-run (``max_res
 from __future__ import annotations
 
 import os
+import posixpath
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,9 +81,11 @@ def extract_sharded(
         fault=ray is not None and bool(os.environ.get(FAULT_ENV)),
     )
     if ray is None:
+        pool[0].check_text(job)
         records = [pool[0].extract(job, i, len(plan), chunks) for i, chunks in enumerate(plan)]
     else:
         job_ref = ray.put(job)
+        ray.get(pool[0].check_text.remote(job_ref))
         records = list(
             ray.util.ActorPool(pool).map_unordered(
                 lambda a, item: a.extract.remote(job_ref, item[0], len(plan), item[1]), list(enumerate(plan))
@@ -95,6 +98,7 @@ def extract_sharded(
         push_entry(store_obj, feats.directory)
     if not keep_shards:
         store_obj.fs.rm(store_obj.path(job.prefix), recursive=True)
+        store_obj.drop_empty_folders(posixpath.dirname(job.prefix))
     return feats, {
         "shards": len(plan),
         "workers": n_workers,

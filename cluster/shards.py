@@ -115,6 +115,11 @@ class ShardWorker:
             "stateful": bool(getattr(emb, "stateful", False)),
         }
 
+    def check_text(self, job: ShardJob) -> None:
+        """The model's whole-dataset check (``Embedder.check_text``: a static model that knows at most half of the
+        words), made on one worker before any shard is embedded: the driver holds no model to make it."""
+        self.embedder.check_text(job.sentences)
+
     def extract(self, job: ShardJob, index: int, total: int, chunks: list[np.ndarray]) -> dict:
         """Embed the shard's chunks and upload ``shard_<index>-of-<total>``; skipped when already there."""
         store, name = Store(job.store_url), f"{job.prefix}/shard_{index:05d}-of-{total:05d}"
@@ -168,8 +173,7 @@ class ShardedEmbedder:
 
     stateful = False
     embed_rows = Embedder.embed_rows  # the feature cache's path, over ``embed`` below
-    # the model is in the workers, not here: a static model's whole-dataset vocabulary check is not made for a
-    # sharded extraction (each sentence's own checks run where it is embedded)
+    # the model is in the workers: its whole-dataset check ran there before the shards (ShardWorker.check_text)
     check_text = Embedder.check_text
 
     def __init__(self, info: dict, job: ShardJob, records: list[dict]) -> None:

@@ -92,6 +92,13 @@ class Store:
             return []
         return sorted(posixpath.basename(e.rstrip("/")) for e in entries)
 
+    def drop_empty_folders(self, rel: str) -> None:
+        """``rel`` and the folders above it, up to the root, while each is empty (the shard folders an extraction
+        leaves: ``shards/<fingerprint>/<key>``). An object store has no folders: nothing there to drop."""
+        while rel not in ("", ".", "/") and self.fs.isdir(self.path(rel)) and not self.listdir(rel):
+            self.fs.rmdir(self.path(rel))
+            rel = posixpath.dirname(rel)
+
     def put_file(self, local: str | Path, rel: str) -> None:
         """Upload ``local`` to ``rel`` atomically (temporary name, then moved into place)."""
         final = self.path(rel)

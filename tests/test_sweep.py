@@ -87,7 +87,7 @@ def test_sharded_extraction_in_process_is_byte_identical_and_served_by_the_cache
     emb = load_embedder(tiny_bert)
     local = get_features(emb, key, sentences, keep=keep, chunk_size=32, root=tmp_path / "local", show_progress=False)
     assert entry_bytes(feats.directory) == entry_bytes(local.directory)
-    assert not (tmp_path / "sharded" / "shards").exists() or not any((tmp_path / "sharded" / "shards").rglob("*.npz"))
+    assert not (tmp_path / "sharded" / "shards").exists()  # the shards and their folders are gone
     messages = []
     get_features(
         emb,
@@ -99,6 +99,22 @@ def test_sharded_extraction_in_process_is_byte_identical_and_served_by_the_cache
         progress=lambda f, m: messages.append(m),
     )
     assert messages and messages[-1].endswith("features from cache")
+
+
+def test_a_sharded_extraction_makes_the_models_whole_dataset_check_before_any_shard(tmp_path):
+    """A vectors file whose words carry their POS (``the_NOUN``) knows none of the words: a sharded extraction
+    embedded all-zero vectors, the model's whole-dataset check (``check_text``) being made only where the model is
+    loaded in the driver. Now one worker makes it before the first shard: refused, nothing written."""
+    from models.errors import ModelLoadError
+
+    words = ["the", "bank", "river", "money", "a", "of", "and", "to", "in", "is"]
+    rows = [f"{w}_NOUN " + " ".join(f"{(i * 7 + j) % 5 / 10:.1f}" for j in range(4)) for i, w in enumerate(words)]
+    tagged = tmp_path / "tagged.vec"
+    tagged.write_text(f"{len(rows)} 4\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    sentences = [words[:5], words[5:9], words[2:8]]
+    with pytest.raises(ModelLoadError, match="words to embed are not in its vocabulary"):
+        extract_sharded(str(tagged), "tagged", sentences, num_shards=2, root=tmp_path / "cache", chunk_size=1)
+    assert not any((tmp_path / "cache").rglob("*.npz"))
 
 
 def test_an_in_process_sweep_shares_features_through_a_store(tiny_bert, tmp_path, monkeypatch):

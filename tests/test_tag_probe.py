@@ -208,3 +208,32 @@ def test_a_probe_on_an_upload_sized_file_is_trained_not_left_under_the_majority(
     labels = [t for s in iter_conllu(easy, "UPOS") for t in s.labels]
     always_word = 100 * labels.count("W") / len(labels)
     assert 80 < always_word < 90 and result.rows[0]["value"] > always_word + 5, (always_word, result.rows[0])
+
+
+def test_a_run_reads_each_file_once_and_again_when_it_changes(data_root, tmp_path, monkeypatch):
+    """``run_probe`` reads the files before the model loads, then runs: one read of each file per run (UD EWT's
+    trees took ~2 s a read, three times a run). Another label column is another read (not the cached UPOS);
+    a file rewritten between runs is read again, with its new labels."""
+    import corpora.conllu
+    from probes import run_probe
+
+    train, test = ewt_slice(data_root, tmp_path, "train", 30), ewt_slice(data_root, tmp_path, "test", 20)
+    reads: list[str] = []
+    real = corpora.conllu.parse_column  # called once at the start of each read of a file
+
+    def counted(path, column):
+        reads.append(f"{Path(path).name}:{column}")
+        return real(path, column)
+
+    monkeypatch.setattr("corpora.conllu.parse_column", counted)
+    files = {"train": str(train), "test": str(test)}
+    model = RandomEmbedder(num_layers=2, dim=8)
+    first = run_probe("tag", model, options=files, layers="0", baselines=False, show_progress=False)
+    assert sorted(reads) == ["ewt-test.conllu:UPOS", "ewt-train.conllu:UPOS"]
+    run_probe("tag", model, options={**files, "column": "XPOS"}, layers="0", baselines=False, show_progress=False)
+    assert sorted(r for r in reads if r.endswith("XPOS")) == ["ewt-test.conllu:XPOS", "ewt-train.conllu:XPOS"]
+    text = test.read_text(encoding="utf-8")
+    test.write_text(text.replace("\tNOUN\t", "\tPROPN\t"), encoding="utf-8")
+    again = run_probe("tag", model, options=files, layers="0", baselines=False, show_progress=False)
+    assert reads.count("ewt-test.conllu:UPOS") == 2 and reads.count("ewt-train.conllu:UPOS") == 1
+    assert again.result.dataset != first.result.dataset  # the new content, not the kept read

@@ -20,9 +20,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import islice
 from pathlib import Path
 from typing import TypeVar
@@ -140,6 +141,42 @@ def first(records: Iterator[T], limit: int | None) -> list[T]:
     return list(records if limit is None else islice(records, limit))
 
 
+# A run reads its files up to three times (``run_probe``'s check before the model loads, the command
+# line's estimate, the run itself): UD EWT's trees take ~2 s a read. The records are immutable (frozen
+# dataclasses of tuples), so the last few reads are kept, each keyed by the reader and its arguments and
+# the file's state (size, modification and change times, inode): a file changed in between is read again.
+_READS: OrderedDict[tuple, tuple] = OrderedDict()
+KEPT_READS = 6
+
+
+def _reader_key(reader: Callable) -> tuple | None:
+    """What identifies a reader: its function and, for a ``functools.partial``, its arguments (None: unknown,
+    a lambda or closure whose arguments cannot be seen; such a reader is never cached)."""
+    func, args, kwargs = reader, (), {}
+    if isinstance(reader, partial):
+        func, args, kwargs = reader.func, reader.args, reader.keywords
+    name = getattr(func, "__qualname__", "")
+    if "<" in name:  # "<lambda>", "<locals>"
+        return None
+    return (func.__module__, name, args, tuple(sorted(kwargs.items())))
+
+
+def read_file(reader: Callable[[Path], Iterator[T]], path: Path, limit: int | None) -> list[T]:
+    """The first ``limit`` records of ``path`` as ``reader`` reads them; a recent identical read is reused."""
+    who = _reader_key(reader)
+    if who is None:
+        return first(reader(path), limit)
+    st = path.stat()
+    key = (who, str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, limit)
+    if key in _READS:
+        _READS.move_to_end(key)
+    else:
+        _READS[key] = tuple(first(reader(path), limit))
+        while len(_READS) > KEPT_READS:
+            _READS.popitem(last=False)
+    return list(_READS[key])
+
+
 def read_roles(files: DataFiles, reader: Callable[[Path], Iterator[T]], limit: int | None) -> dict[str, list[T]]:
     """Each role's first ``limit`` records, every file read (and checked) before any work starts."""
-    return {role: first(reader(path), limit) for role, path in files.paths().items()}
+    return {role: read_file(reader, path, limit) for role, path in files.paths().items()}

@@ -36,7 +36,7 @@ from probes.inputs import InputFile, Preview
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
-from probes.tasks.datafiles import DataFiles, first
+from probes.tasks.datafiles import DataFiles, read_file
 
 NAME = "head_syntax"
 OFFSET = "offset-baseline"
@@ -50,8 +50,8 @@ def load_trees(limit: int | None, test=None, name=None, select=None) -> tuple[Da
     ``train`` role: the scored file itself when no ``select`` is given)."""
     path = test or data_path(EWT_DEV)
     files = DataFiles.checked(NAME, select or path, path, name=name, settings="conllu:1")
-    trees = first(iter_trees(files.test), limit)
-    return files, trees, trees if select is None else first(iter_trees(files.train), limit)
+    trees = read_file(iter_trees, files.test, limit)
+    return files, trees, trees if select is None else read_file(iter_trees, files.train, limit)
 
 
 def count_heads(embedder, trees: list[DepTree], ctx: RunContext) -> HeadCounts:

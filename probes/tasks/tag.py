@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +75,7 @@ def resolve(
         column = column or "UPOS"
         _, key = parse_column(files.test, column)
         what = column.upper() if key is None else f"{column.split(':')[0].lower()}:{key}"
-        reader = lambda p, col=what: iter_conllu(p, col)
+        reader = partial(iter_conllu, column=what)
     else:
         column = -1 if column is None else column
         try:
@@ -84,7 +85,7 @@ def resolve(
                 f"--column {column!r}: a column file's label column is a field index (0, 1, …; -1 for the last)."
             ) from None
         what = f"col{column}"
-        reader = lambda p: iter_columns(p, column, word_column)
+        reader = partial(iter_columns, label_column=column, word_column=word_column)
     if skip_label is not None:
         if scheme == "bio":
             raise ProbeInputError("--skip-label does not combine with --scheme bio (spans need every word's label).")
