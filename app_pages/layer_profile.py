@@ -235,7 +235,7 @@ def main() -> None:
             "Centre of gravity: Σℓ·Δ(ℓ)/ΣΔ(ℓ) over the gains Δ of the best score among layers 0…ℓ (Tenney et al. "
             "2019 use a cumulative scalar mix; for a codelength the best is the shortest); empty when no layer beats "
             "layer 0. Expected layer: Σℓ·s(ℓ) of "
-            "the λ=0.001 scalar mix learned by the mix probe (where it ran)."
+            "the λ=0.001 scalar mix learned by the mix probe (where it ran; its first seed's weights, so no interval)."
         )
     st.subheader("Linear CKA between layers")
     with safe("compute CKA"):

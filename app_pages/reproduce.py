@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.common import chart, folder_select, page, page_header, safe
+from models.random_init import twin_base
 from probes.reporting.tables import slice_flags, slice_order, table_note, table_section, titles
 from probes.results import split_slice
 from viz.export import frame_csv
@@ -83,7 +84,9 @@ def main() -> None:
             )
             if how.open:  # lazy: its command blocks load a code highlighter a first visit does not need
                 how.markdown(notes)
-        comp = comparison_frame(tables, cached_rows(directory, folder_version(directory)) if directory else None)
+        comp = comparison_frame(
+            tables, cached_rows(directory, folder_version(directory)) if directory else None, twin_of=twin_base
+        )
         if not comp.empty:
             st.subheader("Paper vs. ours at a glance")
             st.caption(
@@ -94,8 +97,10 @@ def main() -> None:
                 "POS: accuracy, on different test sets (paper: PTB; ours: CoNLL-2000, also WSJ text), "
                 "so only the pattern compares. Grey hatched bars, and the dotted line at the first: baselines "
                 "that use no embeddings (WordNet's first sense, SemCor's most frequent sense, the majority tag). "
-                "Error bars on our rows: 95% cluster-bootstrap intervals over the test set's documents (WSD) "
-                "and sentences (POS); the paper gives none."
+                "Pale cross-hatched bars: random-weight controls (a trained model's architecture with its weights "
+                "re-drawn), not models. Error bars on our rows: 95% cluster-bootstrap intervals over the test set's "
+                "documents (WSD: the framework's 23, few, so approximate) and sentences (POS), and over the seeds "
+                "where a value averages several; the paper gives none."
             )
             cols = st.columns(2)
             for col, (task, part), name in zip(cols, comp.groupby("task", sort=False), ("wsd", "pos")):

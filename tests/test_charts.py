@@ -44,6 +44,24 @@ def test_reproduce_compares_wsd_on_the_papers_evaluation_set(tables) -> None:
     assert "PTB" in pos["task"].iloc[0] and "CoNLL-2000" in pos["task"].iloc[0]
 
 
+def test_reproduce_chart_draws_random_weight_twins_as_controls_not_as_models(tables) -> None:
+    """The three random-weight twins were drawn in the same red series as the trained models; the Probes page
+    hatched them. Now (``twin_of``, the app's ``models.random_init.twin_base``) they are a series of their own,
+    pale and cross-hatched, with no dotted line (that marks the first baseline)."""
+    from models.random_init import twin_base
+
+    comp = comparison_frame(tables, twin_of=twin_base)
+    twins = set(comp.loc[comp["control"], "system"])
+    assert twins and all(s.startswith("random:") for s in twins)
+    for task, part in comp.groupby("task", sort=False):
+        fig = comparison_figure(part, task)
+        series = {t.name.split(" (")[0]: t for t in fig.data}
+        assert set(series["ours: random-weight control"].y) == set(part.loc[part["control"], "system"])
+        assert not any(y.startswith("random:") for y in series["ours"].y)
+        assert series["ours: random-weight control"].marker.pattern.shape == "x"
+        assert len(fig.layout.shapes) == 1  # the baseline's line alone
+
+
 def test_reproduce_chart_labels_are_readable_and_bars_start_at_zero(tables) -> None:
     comp = comparison_frame(tables)
     for task, part in comp.groupby("task", sort=False):

@@ -11,7 +11,7 @@ from probes.cli import main
 from probes.errors import ProbeInputError
 from probes.registry import ChartSpec, ProbeSpec, RunContext, get_probe
 from probes.results import ProbeResult, load_results
-from probes.stats.claims import CLAIMS, claims_table, verdict
+from probes.stats.claims import CLAIMS, DIFF, claims_table, verdict
 from probes.stats.comparisons import compare, layer_comparisons, outcome_table
 from probes.stats.intervals import keep_instances
 from probes.stats.seeds import merge_seeds, run_with_seeds
@@ -180,6 +180,8 @@ def test_best_layer_table_tests_the_best_against_runner_up_and_layer_0():
     assert list(zip(t.best, t.against)) == [("m L1", "m L2"), ("m L1", "m L0")]
     assert t.iloc[0]["difference (points)"] < 0  # the held-out winner loses on test: reported, not hidden
     assert set(t["ranked on"]) == {HELD_OUT} and set(t["tie on the ranking set"]) == {"no"}
+    # how far the held-out winner led (0.92 vs 0.91: 1 point) is stated, so a near tie is seen as one
+    assert list(t["lead on the ranking set (points)"]) == [1.0, 1.0]
     # an exact tie on the ranking set goes to the lower layer, and the row says so (it read as a plain "best")
     res.extra["history"]["2"] = [{"epoch": 0, "val_acc": 0.92}]
     t = best_layer_table([res])
@@ -227,7 +229,7 @@ def test_a_slice_run_never_mixes_with_the_full_run(tmp_path):
         layer: value[(20, layer)] for layer in ("0", "1", "2")
     }
     claim = tables["claims"].set_index("claim").loc[CLAIMS[1].text]  # first > top, on the full run's outcomes
-    assert claim["A − B (points)"] == pytest.approx(value[(None, "1")] - value[(None, "2")], abs=0.01)
+    assert claim[DIFF] == pytest.approx(value[(None, "1")] - value[(None, "2")], abs=0.01)
     assert tables["selectivity_mdl"].selectivity.tolist() == ["20.00"]
     assert tables["selectivity_mdl (limit 20)"].selectivity.tolist() == ["5.00"]
     assert "published_rigor (limit 20)" not in tables  # the papers' numbers sit beside the full runs only

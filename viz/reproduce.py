@@ -7,6 +7,7 @@ Tables come from :func:`probes.reporting.tables.build_tables` (the same code tha
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -76,7 +77,7 @@ WSD_COLUMN = EVAL_LABELS[PAPER_ALL]
 POS_COLUMN = "accuracy (CoNLL-2000 test)"
 WSD_TASK = "WSD F1 on ALL without SE07 (SE2 + SE3 + SE13 + SE15)"
 POS_TASK = "POS accuracy (paper: PTB test; ours: CoNLL-2000 test)"
-COMPARISON_COLUMNS = ["task", "system", "source", "test set", "score", "lo", "hi"]
+COMPARISON_COLUMNS = ["task", "system", "source", "test set", "score", "lo", "hi", "control"]
 MAJORITY_TAG = "majority tag"  # the POS baseline's system name in the chart
 BASELINE_SYSTEMS = (*WSD_BASELINES.values(), MAJORITY_TAG)  # our rows that use no embeddings
 #: Where each task's "ours" rows live in the results: (probe, dataset, metric).
@@ -100,13 +101,20 @@ def _lohi(results: pd.DataFrame | None, task: str, model: str, layer: str | None
     return none if sel.empty else {"lo": float(sel["lo"].iloc[-1]), "hi": float(sel["hi"].iloc[-1])}
 
 
-def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Long table task, system, source ("paper" / "ours"), test set, score, lo, hi for the at-a-glance chart.
+def comparison_frame(
+    tables: dict[str, pd.DataFrame],
+    results: pd.DataFrame | None = None,
+    twin_of: Callable[[str], str | None] = lambda model: None,
+) -> pd.DataFrame:
+    """Long table task, system, source ("paper" / "ours"), test set, score, lo, hi, control for the at-a-glance
+    chart.
 
     Like with like: the WSD rows of both sources are F1 on ALL without SE07, the evaluation set of
     the paper's Table 5 (our "ALL" includes SE07 and is not comparable). POS cannot be: the paper
     used the PTB, we use CoNLL-2000 (WSJ text too), so each row says its test set. ``results`` (the
     result rows, ``probes.results.load_results``): our rows' bootstrap 95% intervals (the paper gives none).
+    ``twin_of``: the trained model a random-weight twin re-draws (``models.random_init.twin_base``), else None;
+    a twin's row has ``control`` True and is drawn as a control, not as one of our models.
     """
     rows = []
     for label, key in PAPER_WSD.items():
@@ -158,6 +166,7 @@ def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | No
                     "test set": WSD_COLUMN,
                     "score": value,
                     **_lohi(results, WSD_TASK, model, layer),
+                    "control": twin_of(model) is not None,
                 }
             )
             ours += 1
@@ -185,10 +194,12 @@ def comparison_frame(tables: dict[str, pd.DataFrame], results: pd.DataFrame | No
                     "test set": "CoNLL-2000",
                     "score": value,
                     **_lohi(results, POS_TASK, model, layer),
+                    "control": twin_of(model) is not None,
                 }
             )
             ours += 1
-    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS) if ours else pd.DataFrame(columns=COMPARISON_COLUMNS)
+    frame = pd.DataFrame(rows, columns=COMPARISON_COLUMNS) if ours else pd.DataFrame(columns=COMPARISON_COLUMNS)
+    return frame.assign(control=frame["control"].fillna(False).astype(bool))  # the paper's and baselines: False
 
 
 #: A system that both sources report (the WordNet first sense) gets two bars side by side, each this
@@ -208,19 +219,24 @@ def _bar_slots(part: pd.DataFrame) -> tuple[list[float], list[float]]:
     return [offset for offset, _ in slots], [width for _, width in slots]
 
 
-#: The bar series, in legend order; our rows that use no embeddings (``BASELINE_SYSTEMS``) are a series of their
-#: own (grey, hatched) with a dotted line at the first.
-SERIES = (  # (name, which rows, colour, hatch, label colour)
+BASELINE_SERIES = "ours: baseline, no embeddings"
+CONTROL_SERIES = "ours: random-weight control"
+HATCH_INK = {CONTROL_SERIES: "#c93a22"}  # the twins' hatch in our red; the baselines' grey
+#: The bar series, in legend order; our random-weight twins (``control``) are a series of their own (our red, pale
+#: and cross-hatched: controls, not models), as are our rows that use no embeddings (``BASELINE_SYSTEMS``: grey,
+#: hatched, with a dotted line at the first).
+SERIES = (  # (name, which rows, colour, hatch, label colour); hatched grey: the baselines, a dotted line at the first
     # plotly's blue and red a shade darker: white values on them at 4.9 and 5.1 : 1 (AA), not 4.1 and 3.5
     ("paper", lambda p: p["source"] == "paper", "#5561e8", "", "white"),
-    ("ours", lambda p: (p["source"] == "ours") & ~p["system"].isin(BASELINE_SYSTEMS), "#c93a22", "", "white"),
     (
-        "ours: baseline, no embeddings",
-        lambda p: (p["source"] == "ours") & p["system"].isin(BASELINE_SYSTEMS),
-        "#9e9e9e",
-        "/",
-        "#222",
+        "ours",
+        lambda p: (p["source"] == "ours") & ~p["system"].isin(BASELINE_SYSTEMS) & ~p["control"],
+        "#c93a22",
+        "",
+        "white",
     ),
+    (CONTROL_SERIES, lambda p: (p["source"] == "ours") & p["control"], "#f4c7be", "x", "#222"),
+    (BASELINE_SERIES, lambda p: (p["source"] == "ours") & p["system"].isin(BASELINE_SYSTEMS), "#9e9e9e", "/", "#222"),
 )
 
 
@@ -243,7 +259,7 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
                 y=sel["system"],
                 orientation="h",
                 name=f"{name} ({sel['test set'].iloc[0]})",
-                marker=dict(color=colour, pattern=dict(shape=hatch, fgcolor="#616161")),
+                marker=dict(color=colour, pattern=dict(shape=hatch, fgcolor=HATCH_INK.get(name, "#616161"))),
                 offset=[offsets[i] for i in sel.index],
                 width=[widths[i] for i in sel.index],
                 text=[f"{v:.1f}" for v in sel["score"]],
@@ -255,7 +271,7 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
                 hovertemplate="%{y}: %{x:.2f}<extra>" + name + "</extra>",
             )
         )
-        if hatch:
+        if name == BASELINE_SERIES:
             fig.add_vline(x=float(sel["score"].iloc[0]), line_dash="dot", line_color="#616161", line_width=1)
     systems = list(dict.fromkeys(part["system"]))
     fig.update_yaxes(categoryorder="array", categoryarray=systems[::-1], automargin=True, tickfont=dict(size=12))

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from probes.progress import ProgressFn, scaled
-from probes.stats.intervals import accuracy_row, paired_seed_test, paired_test, seed_cluster_interval
+from probes.stats.intervals import RESAMPLES, accuracy_row, paired_seed_test, paired_test, seed_cluster_interval
 from probes.stats.units import Units
 
 _SCALE = float(2**64)
@@ -126,7 +126,7 @@ def selectivity_rows(
         value = round(100 * float(ctrl.mean()), 2)
         ctrl_row = {"dataset": dataset, "layer": layer, "metric": "control_accuracy", "value": value}
         ctrl_row |= {"n": int(task.size), "lo": lo, "hi": hi, **units.row_fields()}
-        test = paired_seed_test(task[None], ctrl, units, seed=seed)
+        test = paired_seed_test(task[None], ctrl, units, seed=seed, resamples=RESAMPLES)  # its interval only
     sel = {
         "dataset": dataset,
         "layer": layer,

@@ -223,7 +223,9 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
         n = part.groupby("model")["n"].agg(count_span).replace("", pd.NA)
         n = n if n.str.contains("–", na=False).any() else pd.to_numeric(n).astype("Int64")
         # a model's layers normally resample the same units; where they do not, the range of their counts
-        over = part.groupby("model").apply(lambda g: over_texts(g.unit.iloc[-1], g.clusters), include_groups=False)
+        over = part.groupby("model").apply(
+            lambda g: over_texts(g.unit.iloc[-1], g.clusters, g.seeds.max()), include_groups=False
+        )
         wide = wide.assign(n=n.reindex(wide.index), **{"CI over": over.reindex(wide.index)})
         if seeded.any():  # how many seeds each model's cells average (its ± is their standard deviation)
             wide = wide.assign(seeds=part.groupby("model")["seeds"].max().reindex(wide.index).fillna(1).astype(int))

@@ -9,12 +9,14 @@ rows of the same model on the same test instances (``probes.stats.comparisons``)
   with λ=1 ≥ the last layer only — tested here on CoNLL-2000 POS accuracy, not on Table 2's tasks.
 
 Two orderings of the probing papers that followed are claims on rows rather than outcomes (``ROW_CLAIMS``),
-decided without a p-value and outside the Holm family: Voita & Titov's (2020) MDL ordering (the first layer
-codes POS in fewer bits than the top) holds only if it holds in every data order of the run
-(``probes.estimators.mdl.shorter_in_all_orders``; one order claims nothing); Hewitt & Liang's (2019)
-selectivity ordering (the top layer more selective than the first) holds only if the two layers' 95% intervals
-(over sentences and control draws) are disjoint — stricter than a paired test, which the rows cannot give:
-their control outcomes are not kept per instance.
+decided without a p-value and outside the Holm family, so their verdicts say "(no test)" and never
+"supported": Voita & Titov's (2020) MDL ordering (the first layer codes POS in fewer bits than the top) "holds"
+only if it holds in every data order of the run (``probes.estimators.mdl.shorter_in_all_orders``; one order
+claims nothing; with 3 orders two tied layers would still agree one time in four, so the rule has no 5% error
+rate: the unit says "(few)"); the difference is in kbits and its interval the range over orders; Hewitt &
+Liang's (2019) selectivity ordering (the top layer more selective than the first) "holds" only if the two layers'
+95% intervals (over sentences and control draws) are disjoint — stricter than a paired test, which the rows
+cannot give: their control outcomes are not kept per instance.
 
 "First" is the first contextual layer (layer 1; the paper's "first layer" is the first biLSTM's
 output, not the character CNN) and "top" the last; a model needs three numbered layers (0, 1, top).
@@ -43,7 +45,9 @@ from probes.stats.comparisons import Side, compare, holm, outcome_table
 from probes.stats.units import interval_text, over_text
 
 ALPHA = 0.05
-COLUMNS = ["model", "claim", "A", "B", "A − B (points)", "95% interval", "unit", "p", "p (Holm)", "seeds", "verdict"]
+DIFF = "A − B (points; MDL: kbits)"
+COLUMNS = ["model", "claim", "A", "B", DIFF, "95% interval", "unit", "p", "p (Holm)", "seeds", "verdict"]
+FEW_ORDERS = 10  # data orders below which an MDL row's range is marked "few"
 
 
 @dataclass(frozen=True)
@@ -165,7 +169,7 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
         rows.append(
             {
                 **row,
-                "A − B (points)": float(t["diff"]),
+                DIFF: float(t["diff"]),
                 "95% interval": interval_text(t["lo"], t["hi"]),
                 "unit": f"{t['clusters']} {t['unit']}s",
                 "p": float(t["p"]),
@@ -209,12 +213,18 @@ def _order_verdict(a: dict, b: dict, lower: bool) -> tuple[str, str, str]:
     if k < 2:
         found = "n/a: one data order claims nothing (rerun with --mdl-orders 3)"
     elif shorter_in_all_orders(claimed, opposite):
-        found = f"supported (in all {k} orders)"
+        found = f"holds in all {k} orders (no test)"
     elif shorter_in_all_orders(opposite, claimed):
-        found = f"contradicted (in all {k} orders)"
+        found = f"reversed in all {k} orders (no test)"
     else:
-        found = "not in every order"
-    return f"[{diff.min():.2f}, {diff.max():.2f}] (range over orders)", f"{k} data order{'s' * (k > 1)}", found
+        found = "orders disagree (no test)"
+    # not a test: two tied layers would agree in all of 3 orders one time in 4
+    few = " (few)" if 1 < k < FEW_ORDERS else ""
+    return (
+        f"[{diff.min():.2f}, {diff.max():.2f}] kbits (range over orders)",
+        f"{k} data order{'s' * (k > 1)}{few}",
+        found,
+    )
 
 
 def _interval_verdict(a: dict, b: dict, lower: bool) -> tuple[str, str, str]:
@@ -223,11 +233,11 @@ def _interval_verdict(a: dict, b: dict, lower: bool) -> tuple[str, str, str]:
         return "n/a", "—", "n/a: no interval (rerun)"
     above, below = (b, a) if lower else (a, b)
     found = (
-        "supported (disjoint intervals)"
+        "holds: intervals disjoint (no test)"
         if above["lo"] > below["hi"]
-        else "contradicted (disjoint intervals)"
+        else "reversed: intervals disjoint (no test)"
         if above["hi"] < below["lo"]
-        else "not significant (intervals overlap)"
+        else "undecided: intervals overlap"
     )
     text = f"A {interval_text(a['lo'], a['hi'])}, B {interval_text(b['lo'], b['hi'])}"
     return text, f"{over_text(a.get('unit'), a.get('clusters'))}, {a.get('draws') or 1} control draws", found
@@ -251,7 +261,7 @@ def row_claim_rows(results: Sequence[ProbeResult], claim: RowClaim, models: Sequ
                 "claim": claim.text,
                 "A": f"layer {a}",
                 "B": f"layer {b}",
-                "A − B (points)": round(ra["value"] - rb["value"], 2),
+                DIFF: round(ra["value"] - rb["value"], 2),
                 "95% interval": interval,
                 "unit": unit,
                 "p": "—",
@@ -269,6 +279,6 @@ def claims_table(results: Sequence[ProbeResult], models: Sequence[str] | None = 
     rows = [r for claim in CLAIMS for r in claim_rows(results, claim, models)]
     for row, p_adj in zip(rows, holm_family(rows)):
         if p_adj is not None:
-            row["verdict"] = verdict(row["A − B (points)"], p_adj)
+            row["verdict"] = verdict(row[DIFF], p_adj)
     rows += [r for claim in ROW_CLAIMS for r in row_claim_rows(results, claim, models)]
     return pd.DataFrame(rows, columns=COLUMNS)

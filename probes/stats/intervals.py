@@ -41,6 +41,11 @@ from probes.stats.units import Units, keep_units
 
 RESAMPLES = 1000
 PERMUTATIONS = 9999
+# A test whose p comes from bootstrap draws resolves p ≥ 2 / (1 + draws): with 1,000 that floor (0.002) times a
+# family of 25 tests is 0.05, so no seed-averaged difference, however large, could survive Holm in such a family.
+# As many draws as the sign-flip test has patterns: the floor is 0.0002.
+TEST_RESAMPLES = PERMUTATIONS
+_SEED_CHUNK = 1000  # draws per chunk of a two-way bootstrap (resamples × clusters int64 ~ 16 MB at 2,012)
 EXACT_FLIPS = 13  # up to 2**13 = 8,192 sign patterns: enumerate them all
 LEVEL = 0.95
 _GROUP_CHUNK = 4_000_000  # resample weights per chunk (resamples × groups) ~ 32 MB of int64
@@ -183,9 +188,12 @@ def _right_by_seed(by_seed: np.ndarray, units: Units) -> np.ndarray:
 
 def _seed_cluster_draws(right: np.ndarray, cluster_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """(R,) instances right in each two-way bootstrap draw: the seeds resampled (and averaged), the clusters
-    weighted by ``cluster_weights`` (R, clusters) — seed and sample variance together."""
-    seed_weights = _resample_weights(rng, len(right), len(cluster_weights)) / len(right)
-    return np.einsum("rs,rk,sk->r", seed_weights, cluster_weights, right)
+    weighted by ``cluster_weights`` (R, clusters) — seed and sample variance together. Summed in integer counts
+    (exact in float64, in any order; one division at the end), so two sides that are right on as many instances
+    in a draw differ by exactly 0 — a tie, as the test's p counts it — and a matrix product does the work."""
+    seed_counts = _resample_weights(rng, len(right), len(cluster_weights)).astype(np.float64)
+    weights = np.asarray(cluster_weights, dtype=np.float64)  # einsum mixing int64 and float64 is 3× slower
+    return np.einsum("rs,rk,sk->r", seed_counts, weights, right) / len(right)
 
 
 def seed_cluster_interval(
@@ -200,12 +208,13 @@ def seed_cluster_interval(
     return _percentiles(100.0 * _seed_cluster_draws(_right_by_seed(outs, units), wk, rng) / np.maximum(wk @ sizes, 1))
 
 
-def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resamples: int = RESAMPLES) -> dict:
+def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resamples: int = TEST_RESAMPLES) -> dict:
     """A minus B, each the mean over its own seeds' probes, on the same instances: the interval resamples A's
     seeds, B's seeds and the shared clusters (two-way bootstrap: seed and sample variance). p is the larger of
     the cluster sign-flip p of the seed-averaged outcomes (sample variance, the seeds held fixed) and the
     bootstrap's two-sided p, 2·(1 + draws on the far side of 0)/(1 + resamples) (seed variance too), so a
-    verdict never contradicts the interval. Keys as ``paired_test``'s, plus "seeds"."""
+    verdict never contradicts the interval; ``TEST_RESAMPLES`` draws by default, so that p can go as low as
+    the sign flip's. Keys as ``paired_test``'s, plus "seeds"."""
     a, b = np.asarray(a_by_seed, dtype=bool), np.asarray(b_by_seed, dtype=bool)
     if a.shape[1] != b.shape[1] or len(units) != a.shape[1]:
         raise ValueError("Paired seed outcomes need the same instances and their units.")
@@ -213,9 +222,13 @@ def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resam
     right_a, right_b = _right_by_seed(a, units), _right_by_seed(b, units)
     sizes = units.sums(np.ones(n))[:, 0]
     rng = np.random.default_rng(seed)
-    wk = _resample_weights(rng, sizes.size, resamples)  # (R, clusters), shared: the pairs stay paired
-    diff_draws = _seed_cluster_draws(right_a, wk, rng) - _seed_cluster_draws(right_b, wk, rng)
-    lo, hi = _percentiles(100.0 * diff_draws / np.maximum(wk @ sizes, 1))
+    diffs, points = [], []
+    for start in range(0, resamples, _SEED_CHUNK):  # in chunks: memory stays bounded
+        wk = _resample_weights(rng, sizes.size, min(_SEED_CHUNK, resamples - start)).astype(np.float64)  # shared
+        diffs.append(_seed_cluster_draws(right_a, wk, rng) - _seed_cluster_draws(right_b, wk, rng))
+        points.append(100.0 * diffs[-1] / np.maximum(wk @ sizes, 1))
+    diff_draws = np.concatenate(diffs)
+    lo, hi = _percentiles(np.concatenate(points))
     far_side = min(int(np.sum(diff_draws <= 0)), int(np.sum(diff_draws >= 0)))
     p_boot = 2.0 * (1 + far_side) / (1 + resamples)
     p = max(_sign_flip_p(right_a.mean(0) - right_b.mean(0), seed), p_boot)  # sign flip: seed-averaged per cluster

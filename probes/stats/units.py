@@ -3,7 +3,7 @@
 A 95% interval or a paired test is only as honest as its unit. Test instances are not independent
 when many come from one text: WSD's ALL without SemEval-07 has 6,798 instances from 23 documents, a
 POS test set's tokens come in sentences. Resampling instances as if they were independent makes the
-interval too narrow (MiniLM WSD layer 6: 2.2 points by instance, 5.5 by document) and the p-value
+interval too narrow (MiniLM WSD layer 6: 2.2 points by instance, 5.3 by document) and the p-value
 too small. So every test set names its unit and which unit each instance belongs to:
 
 - ``document`` — the WSD evaluation framework's sets (an instance id ``<set>.d000.s000.t000`` names
@@ -106,16 +106,26 @@ class Units:
         return cls(str(data["unit"]), labels)
 
 
-def over_text(unit, clusters) -> str:
-    """ "23 documents (few: interval approximate)", "2012 sentences" — what a row's interval resamples;
-    "n/a" for a row that states no unit."""
+def seeds_text(seeds) -> str:
+    """ " and 3 seeds (few)" for a mean over training seeds, whose interval resamples them too (a two-way bootstrap:
+    with 3 seeds it can draw only 10 seed combinations); "" for one seed or none stated."""
+    if seeds is None or seeds != seeds or int(seeds) < 2:
+        return ""
+    return f" and {int(seeds)} seeds" + (" (few)" if int(seeds) < FEW_CLUSTERS else "")
+
+
+def over_text(unit, clusters, seeds=None) -> str:
+    """ "23 documents (few: interval approximate)", "2012 sentences", "2012 sentences and 3 seeds (few)" — what a
+    row's interval resamples (``seeds``: the training seeds its value averages); "n/a" for a row that states no
+    unit."""
     if not isinstance(unit, str) or clusters is None or clusters != clusters:
         return "n/a"
     k = int(clusters)
     text = f"{k} {unit}{'' if k == 1 else 's'}"
     if k < 2 and unit != INSTANCE:
         return text + " (one: no interval)"
-    return text + " (few: interval approximate)" if k < FEW_CLUSTERS and unit != INSTANCE else text
+    few = " (few: interval approximate)" if k < FEW_CLUSTERS and unit != INSTANCE else ""
+    return text + few + seeds_text(seeds)
 
 
 def count_span(counts: Iterable) -> str:
@@ -127,16 +137,18 @@ def count_span(counts: Iterable) -> str:
     return str(ks[0]) if len(ks) == 1 else f"{ks[0]}–{ks[-1]}"
 
 
-def over_texts(unit, clusters: Iterable) -> str:
+def over_texts(unit, clusters: Iterable, seeds=None) -> str:
     """``over_text`` of rows whose intervals resample different numbers of one unit (WSD per POS on ALL w/o SE07:
-    NOUN's 23 documents, VERB's 10): "10–23 documents (few: interval approximate)"; one number: ``over_text``."""
+    NOUN's 23 documents, VERB's 10): "10–23 documents (few: interval approximate)"; one number: ``over_text``.
+    ``seeds``: the most training seeds a row averages."""
     ks = sorted({int(k) for k in clusters if k is not None and k == k})
     if len(ks) < 2 or not isinstance(unit, str):
-        return over_text(unit, ks[0] if ks else None)
+        return over_text(unit, ks[0] if ks else None, seeds)
     text = f"{count_span(ks)} {unit}s"
     if ks[0] < 2 and unit != INSTANCE:
         return text + " (one: no interval for some)"
-    return text + " (few: interval approximate)" if ks[0] < FEW_CLUSTERS and unit != INSTANCE else text
+    few = " (few: interval approximate)" if ks[0] < FEW_CLUSTERS and unit != INSTANCE else ""
+    return text + few + seeds_text(seeds)
 
 
 def interval_text(lo, hi, digits: int = 2) -> str:

@@ -42,13 +42,14 @@ def _mix_lines(mix: pd.DataFrame, extras: list[dict], model: str, suffix: str, w
             label = layer if layer == "baseline" else layer + suffix
             v = src[(src.layer == label) & (src.dataset == f"conll2000-test:{task}")]
             cell[col] = _cell(v, why)
-            over = over_text(v.unit.iloc[-1], v.clusters.iloc[-1]) if len(v) and pd.notna(v.value.iloc[-1]) else over
+            if len(v) and pd.notna(v.value.iloc[-1]):
+                over = over_text(v.unit.iloc[-1], v.clusters.iloc[-1], v.seeds.iloc[-1])
         cell["CI over"] = over
         mixes = [e for e in extras if e["model"] == model and "mix" in e and bool(e.get("missing")) == bool(suffix)]
         if mixes:
             w = mixes[-1]["mix"].get(task, {}).get("all λ=0.001" + suffix) or {}
-            cell["learned s (λ=0.001)"] = ", ".join(f"{x:.2f}" for x in w.get("s", [])) or "n/a"
-            cell["γ (λ=0.001)"] = f"{w['gamma']:.2f}" if "gamma" in w else "n/a"
+            cell["learned s (λ=0.001, first seed)"] = ", ".join(f"{x:.2f}" for x in w.get("s", [])) or "n/a"
+            cell["γ (λ=0.001, first seed)"] = f"{w['gamma']:.2f}" if "gamma" in w else "n/a"
         rows.append(cell)
     return rows
 
