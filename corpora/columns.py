@@ -15,6 +15,7 @@ same number of fields as the first.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from corpora.format_errors import DataFormatError
 from corpora.labelled import LabelledSentence, labelled_sentences
 
 DOCSTART = "-DOCSTART-"
+TOKEN_ID = re.compile(r"\d+([-.]\d+)?")  # a CoNLL token ID: 4, a multiword range 2-3, an empty node 8.1
 
 
 def split_fields(line: str) -> list[str]:
@@ -68,4 +70,18 @@ def iter_columns(path: str | Path, label_column: int = -1, word_column: int = 0)
             raise DataFormatError(path, number, "empty " + ("word" if not word else "label") + " field.")
         return word, label
 
-    yield from labelled_sentences(path, read_token, "no sentences: no token lines in the file.")
+    for n, sentence in enumerate(labelled_sentences(path, read_token, "no sentences: no token lines in the file.")):
+        if n == 0 and _token_ids(sentence.words):
+            raise DataFormatError(
+                path,
+                sentence.line,
+                f"the word column ({word_column}) holds {' '.join(sentence.words[:4])} …: token IDs, as CoNLL-U and "
+                "CoNLL-X lines begin, not words. Read the file with --format conllu, or choose its word column "
+                "(--word-column 1).",
+            )
+        yield sentence
+
+
+def _token_ids(words: tuple[str, ...]) -> bool:
+    """Whether a sentence's words are CoNLL token IDs: 1, 2, … (with "2-3" ranges, "8.1" empty nodes)."""
+    return len(words) > 1 and words[0] == "1" and all(TOKEN_ID.fullmatch(w) for w in words)

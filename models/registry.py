@@ -152,13 +152,29 @@ def get_spec(name: str) -> ModelSpec:
     for spec in specs:
         if spec.name == name:
             return spec
-    if looks_like_reference(name):
-        return spec_for_reference(name)
     known = sorted(REGISTRY) + [s.name for s in specs]
+    if looks_like_reference(name):
+        spec = spec_for_reference(name)
+        same = next((s for s in (*REGISTRY.values(), *specs) if s.name == spec.name), None)
+        if same is not None and _same_files(same, spec):
+            return same  # the registered model's own files, given by their path
+        if same is not None:  # its results would be saved, and shown, as that model's
+            raise ModelLoadError(
+                f"{name} would be named {spec.name!r}, the name of a registered model: its results would replace "
+                f"that model's in every table. Register it under a name of its own (python -m models add NAME "
+                f"{name}) or rename the file."
+            )
+        return spec
     raise UnknownModelError(
         f"Unknown model '{name}'. Registered: {', '.join(known)}. Or give a checkpoint folder, hf:ORG/NAME, "
         "elmo:OPTIONS_JSON,WEIGHTS_HDF5 or a vectors file (README: Probe your own model)."
     )
+
+
+def _same_files(a: ModelSpec, b: ModelSpec) -> bool:
+    """Whether two specs read the same file or folder (resolved paths; a hub id or a missing path: no)."""
+    paths = [s.source.directory() if s.source is not None else None for s in (a, b)]
+    return None not in paths and paths[0].resolve() == paths[1].resolve()
 
 
 def load_spec(spec: ModelSpec, **overrides: Any) -> Embedder:

@@ -167,8 +167,8 @@ def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
             show_progress=False,
             before=None if args.quiet else lambda emb: bar.write(estimate_line(spec, emb, args), file=talk),
         )
-    for warning in dict.fromkeys(w for res in run.results if (w := res.extra.get("warning"))):  # each once
-        print(f"warning: {warning}", file=sys.stderr)
+    for warning in dict.fromkeys([w for res in run.results if (w := res.extra.get("warning"))] + run.notes):
+        print(f"warning: {warning}", file=sys.stderr)  # each once
     if args.json:
         print(json.dumps(run.result.to_json(), ensure_ascii=False, default=float))
     if args.quiet:

@@ -123,7 +123,13 @@ def parse_layer_specs(text: str | None, num_layers: int, layer_ids: Sequence[int
     parts = [text] if text.startswith("mix:") else [p for p in text.split(",") if p.strip()]
     if not parts:
         raise ProbeInputError(f"No layers selected: {USAGE}.")
-    return [LayerSpec.parse(p, num_layers, layer_ids) for p in parts]
+    specs = [LayerSpec.parse(p, num_layers, layer_ids) for p in parts]
+    # a layer named twice ("0,0", "1,01") would be scored twice under one label: with --seeds its rows piled up as
+    # extra seeds (4 seeds from 2, a smaller spread)
+    labels = [s.label for s in specs]
+    if twice := sorted({label for label in labels if labels.count(label) > 1}):
+        raise ProbeInputError(f"--layers {text}: layer {', '.join(twice)} is named more than once; name each once.")
+    return specs
 
 
 def needed_layers(specs: Sequence[LayerSpec], num_layers: int) -> list[int]:

@@ -45,24 +45,8 @@ import pandas as pd
 
 from corpora.paths import cache_dir
 
-COLUMNS = [
-    "model",
-    "probe",
-    "dataset",
-    "layer",
-    "metric",
-    "value",
-    "n",
-    "lo",
-    "hi",
-    "unit",
-    "clusters",
-    "draws",
-    "std",
-    "seeds",
-    "timestamp",
-    "command",
-]
+COLUMNS = ["model", "probe", "dataset", "layer", "metric", "value", "n", "lo", "hi", "unit", "clusters", "draws", "std"]
+COLUMNS += ["seeds", "timestamp", "command"]
 KEY = ["model", "probe", "dataset", "layer", "metric"]
 ROW_FIELDS = ("dataset", "layer", "metric", "value")
 DIGESTED = ("model", "probe", "dataset", "fingerprint", "rows")  # what ``digest`` vouches for
@@ -237,6 +221,14 @@ def identical_saved(result: ProbeResult, out_dir: str | Path) -> Path | None:
     ]
     newest = max(same, key=lambda item: item[0], default=None)
     return newest[1] if newest and content_digest(newest[2]) == content_digest(result) else None
+
+
+def other_versions(result: ProbeResult, out_dir: str | Path) -> int:
+    """How many runs of ``result``'s model and probe saved under ``out_dir`` have another fingerprint: another
+    version of the model under the same name (retrained, or another file or folder of that name), which
+    :func:`current_model_runs` leaves out of every table once ``result`` is the newest."""
+    runs = _saved(out_dir, f"{_safe(result.model)}__{_safe(result.probe)}__*.json")
+    return sum(old.model == result.model and old.fingerprint not in (None, result.fingerprint) for _, _, old in runs)
 
 
 def save_result(result: ProbeResult, out_dir: str | Path, reuse: bool = False) -> Path:

@@ -37,7 +37,7 @@ import pandas as pd
 from probes.errors import ProbeInputError, writable_dir
 from probes.layers import parse_layer_specs
 from probes.registry import ProbeSpec, ProgressFn, RunContext, get_probe
-from probes.results import ProbeResult, results_frame, save_result
+from probes.results import ProbeResult, other_versions, results_frame, save_result
 from probes.stats.seeds import CLAIM_SEEDS, run_with_seeds
 
 if TYPE_CHECKING:
@@ -53,11 +53,13 @@ class ProbeRun:
     result:    the model's result (None when only baselines were asked for: ``model=None``).
     baselines: the probe's baseline results on the same data.
     saved:     the files written, baselines first (empty when ``results_dir`` was None).
+    notes:     e.g. that runs of another version of the model under its name no longer show in the tables.
     """
 
     result: ProbeResult | None
     baselines: list[ProbeResult] = field(default_factory=list)
     saved: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what a person should know about the saved run
 
     @property
     def results(self) -> list[ProbeResult]:
@@ -158,6 +160,12 @@ def run_probe(
     if emb is not None:
         run.result = done(run_with_seeds(spec, emb, specs, ctx, **opts))
     if out is not None:
+        if run.result is not None and (n := other_versions(run.result, out)):
+            run.notes.append(
+                f"{out} holds {n} run(s) of {run.result.model!r} ({spec.name}) with another fingerprint: another "
+                "version of the model under this name (retrained, or another file or folder so named). The tables "
+                "now show this run's; a different model needs its own name (python -m models add NAME PATH)."
+            )
         saved = [save_result(res, out, reuse=True) for res in run.baselines]  # identical baselines: reused
         run.saved = saved + ([save_result(run.result, out)] if run.result else [])
     return run

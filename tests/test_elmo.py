@@ -315,7 +315,7 @@ def test_a_few_training_steps_lower_the_loss(real_sentences):
     assert losses[-1] < losses[0] - 1.0
 
 
-def test_trainer_end_to_end_and_resume(tmp_path, data_root):
+def test_trainer_end_to_end_and_resume(tmp_path, data_root, capsys):
     from models.train.elmo import main
 
     options = tmp_path / "tiny.json"
@@ -349,6 +349,15 @@ def test_trainer_end_to_end_and_resume(tmp_path, data_root):
     assert main(common + ["--steps", "5", "--resume"]) == 0
     card = json.loads((tmp_path / "asset" / "model_card.json").read_text())
     assert card["steps"] == 5
+    # a resume with other data options trained the checkpoint's weights on another corpus slice and vocabulary, and
+    # one with no steps left trained none and wrote the model again, exit 0: both refused, the model left as it was
+    before = (tmp_path / "asset" / "model_card.json").read_bytes()
+    other = [*common[:2], "--max-sentences", "151", *common[4:]]
+    assert main(other + ["--steps", "8", "--resume"]) == 2
+    assert "trained with other options than this run's (--max-sentences 150 → 151)" in capsys.readouterr().err
+    assert main(common + ["--steps", "5", "--resume"]) == 2
+    assert "--steps 5: the checkpoint is at step 5 already" in capsys.readouterr().err
+    assert (tmp_path / "asset" / "model_card.json").read_bytes() == before
     emb = load_elmo_asset("asset", assets_dir=tmp_path, device="cpu")
     assert emb.embed([["a", "test"]])[0].vectors.shape == (3, 2, 2 * D)
 

@@ -196,6 +196,25 @@ def test_trainers_resume_refuses_a_planted_checkpoint(tmp_path, capsys, data_roo
     assert "refusing to load" in capsys.readouterr().err
 
 
+def test_gpt_resume_with_other_data_options_is_refused(tmp_path, capsys, data_root):
+    """``models train gpt --resume`` with another --max-sentences, --cased or --seed rebuilt the tokenizer from the new
+    options beside the checkpoint's weights (286 of 300 token ids then meant other words), exit 0. The checkpoint now
+    keeps the options it was trained with, and a resume with others is refused, naming them."""
+    from models.train import gpt as train_gpt
+    from models.train.common import save_checkpoint, training_setup
+
+    out = tmp_path / "gpt"
+    out.mkdir()
+    argv = ["--out", str(out), "--max-sentences", "200", "--vocab-size", "100", "--d-model", "8", "--layers", "1"]
+    argv += ["--heads", "2", "--context", "8", "--steps", "4", "--threads", "1", "--device", "cpu", "--log-every", "0"]
+    trained = train_gpt.parse_args([*argv, "--cased", "--seed", "7"])
+    save_checkpoint(out / "checkpoint.pt", {"setup": training_setup(trained, ["<unk>", "the"]), "step": 2})
+    assert train_gpt.main([*argv, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "trained with other options than this run's (--cased True → False; --seed 7 → 0)" in err
+    assert not (out / "model_card.json").exists()
+
+
 # ----------------------------------------------------------------------------- command line
 def test_models_list_rejects_unknown_options(capsys):
     with pytest.raises(SystemExit) as exc:

@@ -144,6 +144,12 @@ def test_compare_finds_a_moved_number(tmp_path, capsys):
     for tolerance in ("nan", "-1", "inf"):
         assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--tolerance", tolerance]) == 2
         assert f"--tolerance {float(tolerance)}: give a difference of 0 or more" in capsys.readouterr().err
+    # a reference folder that does not exist read as "0 of 1 rows equal"; --models naming a model the candidate
+    # lacks said "No results to compare in b", though b holds results
+    assert main(["compare", str(tmp_path / "nope"), str(tmp_path / "b")]) == 2
+    assert f"The reference folder {tmp_path / 'nope'} does not exist" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--models", "minilm"]) == 2
+    assert f"--models minilm: {tmp_path / 'b'} has no results of that model; it has m." in capsys.readouterr().err
 
 
 def test_reproduce_without_models_runs_the_usable_zoo_and_says_which(tmp_path, capsys, monkeypatch):

@@ -134,6 +134,23 @@ def test_a_probe_without_a_seed_runs_once():
     assert merged.rows[0]["value"] == 51.0 and merged.rows[0]["std"] == pytest.approx(1.41, abs=0.01)
     # the run's time is every seed's (it was the first seed's alone), each seed's beside it
     assert merged.extra["total_s"] == 4.0 and merged.extra["seed_total_s"] == [1.5, 2.5]
+    # a row with nothing to score (a structural test set of one-word sentences: value None) ended --seeds in a
+    # TypeError after every seed had trained; it stays marked missing, and a seed that scored it counts alone
+    missing = {**res.rows[0], "value": None, "lo": None, "hi": None}
+    none = dataclasses.replace(res, rows=[missing])
+    assert merge_seeds([none, dataclasses.replace(none)]).rows[0] | {"seeds": 0} == {**missing, "seeds": 0}
+    partly = merge_seeds([none, second]).rows[0]
+    assert (partly["value"], partly["seeds"]) == (52.0, 1) and partly.get("lo") is None
+
+
+def test_a_layer_named_twice_is_refused():
+    """``--layers 0,0 --seeds 2`` read as 4 seeds with a smaller spread (the repeated layer's rows piled up)."""
+    from probes.layers import parse_layer_specs
+
+    for text in ("0,0", "1,01", "mean,0,mean"):
+        with pytest.raises(ProbeInputError, match="named more than once"):
+            parse_layer_specs(text, 3)
+    assert [s.label for s in parse_layer_specs("0,1,mean", 3)] == ["0", "1", "mean"]
 
 
 def test_cli_seeds(tmp_path, capsys, monkeypatch):

@@ -103,6 +103,11 @@ def test_span_bad_input(data_root, tmp_path):
     broken.write_text("\n".join(lines[:2] + [json.dumps(rec)] + lines[3:]))
     with pytest.raises(DataFormatError, match=r"broken\.jsonl:3: span1 \[0, \d+\) is out of range"):
         span_baselines(RunContext(), train=str(single), test=str(broken))
+    # test labels in another case than training's: every probe and the baseline scored 0.00, said nowhere
+    lower = tmp_path / "lower.jsonl"
+    lower.write_text(single.read_text().replace('"label": "NOUN"', '"label": "noun"').lower(), encoding="utf-8")
+    with pytest.raises(ProbeInputError, match=r"labels are none of the training file's.*'noun' \(train: 'NOUN'\)"):
+        span_baselines(RunContext(), train=str(single), test=str(lower))
 
 
 def test_span_is_a_command_with_its_options():

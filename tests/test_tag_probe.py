@@ -138,6 +138,18 @@ def test_bad_requests_are_one_clear_error(data_root, tmp_path):
         tag_baselines(ctx, train=str(ewt), test=str(ewt), format="columns", column="UPOS")
     with pytest.raises(ProbeInputError, match="--scheme 'iob'"):
         get_probe("tag").options_from({"scheme": "iob"})
+    # a --skip-label no word has skipped nothing, under a task named "feats:Number (not -)"
+    with pytest.raises(ProbeInputError, match=r"--skip-label '-': no word of the files has that label.*'_'"):
+        tag_baselines(ctx, train=str(ewt), test=str(ewt), column="feats:Number", skip_label="-")
+    # test labels the training file never has (another case): every probe scored 0.00 [0.00, 0.00], said nowhere
+    lower = tmp_path / "lower.conllu"
+    lines = [line.split("\t") for line in ewt.read_text(encoding="utf-8").splitlines()]
+    lower.write_text(
+        "\n".join("\t".join(f[:3] + [f[3].lower()] + f[4:]) if len(f) == 10 else f[0] for f in lines) + "\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ProbeInputError, match=r"labels are none of the training file's.*'noun' \(train: 'NOUN'\)"):
+        tag_baselines(ctx, train=str(ewt), test=str(lower))
 
 
 def test_cli_runs_the_tag_probe_and_a_bad_file_writes_nothing(data_root, tmp_path):

@@ -211,3 +211,37 @@ def test_hub_id_offline_is_one_clear_message(tmp_path):
         assert err.startswith("error: hf:FacebookAI/roberta-base: the Hugging Face Hub cannot be reached")
         assert "hf download FacebookAI/roberta-base" in err and "Traceback" not in err
         assert ("HF_HUB_OFFLINE=1 is set" in err) == (offline == "1")
+
+
+def test_a_path_named_like_a_registered_model_is_refused_and_a_renamed_version_is_said(
+    small_static, registry, tmp_path
+):
+    """A model given by its path is named after its file or folder: ``mine/glove-6b-50d.txt`` was saved as
+    'glove-6b-50d' and its 84.27 replaced the real GloVe's 62.60 in every table, said nowhere. Now such a path is
+    refused unless it is the registered model's own; and a run whose results folder holds runs of another version
+    under its name (two files both called vectors.txt) says that the tables now show its own."""
+    import shutil
+
+    from models import registry as reg
+    from models.__main__ import main
+    from probes import run_probe
+    from probes.results import read_results
+
+    clash = tmp_path / "mine" / "glove-6b-50d"
+    shutil.copytree(small_static, clash)
+    with pytest.raises(ModelLoadError, match="named 'glove-6b-50d', the name of a registered model"):
+        reg.get_spec(str(clash))
+    assert main(["add", "w2v-300", str(small_static)]) == 0
+    assert reg.get_spec(str(small_static)).name == "w2v-300"  # its own path: the registered model itself
+    other = tmp_path / "other" / "w2v-300"
+    shutil.copytree(small_static, other)
+    (other / "vectors.bin").write_bytes((other / "vectors.bin").read_bytes()[:-8] + bytes(8))  # another version
+    with pytest.raises(ModelLoadError, match="name of a registered model"):
+        reg.get_spec(str(other))
+    assert main(["remove", "w2v-300"]) == 0
+    results = tmp_path / "results"
+    first = run_probe("pos", str(small_static), limit=20, layers="0", results_dir=results, show_progress=False)
+    assert first.notes == []
+    second = run_probe("pos", str(other), limit=20, layers="0", results_dir=results, show_progress=False)
+    assert len(second.notes) == 1 and "1 run(s) of 'w2v-300' (pos) with another fingerprint" in second.notes[0]
+    assert {r.model for r in read_results(results)} >= {"w2v-300"}

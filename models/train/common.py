@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
+import json
 import math
 import os
 import pickle
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -124,6 +126,62 @@ def load_checkpoint(path: Path, map_location=None) -> dict:
     return state
 
 
+#: Options that change nothing a checkpoint holds: how long and how often, where, on what. Every other option shapes
+#: the corpus, its split, the vocabulary or the model, and a resumed run must have the checkpoint's.
+RUN_ONLY = frozenset(
+    {
+        "resume",
+        "steps",
+        "max_minutes",
+        "checkpoint_every",
+        "checkpoint_minutes",
+        "log_every",
+        "threads",
+        "device",
+        "out",
+        "run_dir",
+        "name",
+        "eval_max_tokens",
+        "eval_sentences",
+        "no_asset_softmax",
+    }
+)
+
+
+def training_setup(args: argparse.Namespace, vocab: Sequence[str]) -> dict:
+    """What a checkpoint was trained with (kept in it): every option but ``RUN_ONLY`` and a digest of the vocabulary."""
+    options = {k: v for k, v in sorted(vars(args).items()) if k not in RUN_ONLY}
+    digest = hashlib.sha256("\n".join(vocab).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return {"options": json.loads(json.dumps(options, default=str)), "vocab": digest}
+
+
+def check_setup(path: Path, saved: dict | None, now: dict) -> None:
+    """Refuse to resume a checkpoint with other data, vocabulary or model options: its weights would be read with
+    another tokenizer (286 of 300 token ids meant other words) and its held-out text partly trained on, exit 0.
+    A checkpoint written before setups were kept (``saved`` None) is resumed as before."""
+    if saved is None:
+        return
+    before, after = saved.get("options", {}), now["options"]
+    keys = sorted(set(before) | set(after))
+    differ = [
+        f"--{k.replace('_', '-')} {before.get(k)!r} → {after.get(k)!r}" for k in keys if before.get(k) != after.get(k)
+    ]
+    if saved.get("vocab") != now["vocab"] and not differ:
+        differ = ["the vocabulary built from the corpus"]
+    if differ:
+        raise CheckpointError(
+            f"checkpoint {path} was trained with other options than this run's ({'; '.join(differ)}): resume with "
+            "the checkpoint's options, or start again without --resume."
+        )
+
+
+def check_steps_left(steps: int, done: int) -> None:
+    """Refuse a resumed run with no steps left (``--steps`` at or below the checkpoint's): it trained 0 steps and
+    wrote the model again as if it had."""
+    if steps <= done:
+        raise CheckpointError(f"--steps {steps}: the checkpoint is at step {done} already; give more steps.")
+
+
 def resume_checkpoint(path: Path, restore: Callable[[dict], T], map_location=None) -> T:
     """Load the checkpoint at ``path`` and ``restore(state)`` it (model, optimizer, RNGs); returns what
     ``restore`` returns (the trainer's counters).
@@ -138,6 +196,8 @@ def resume_checkpoint(path: Path, restore: Callable[[dict], T], map_location=Non
     state = load_checkpoint(path, map_location=map_location)
     try:
         return restore(state)
+    except CheckpointError:  # the trainer's own checks (``check_setup``, ``check_steps_left``) say it themselves
+        raise
     except (KeyError, RuntimeError, ValueError, TypeError) as exc:
         raise CheckpointError(
             f"checkpoint {path} does not fit this model and options: {type(exc).__name__}: {exc}"

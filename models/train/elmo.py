@@ -38,6 +38,8 @@ from models.elmo.checkpoint import save_language_model
 from models.elmo.lm import BiLMLanguageModel
 from models.train.common import (
     CheckpointError,
+    check_setup,
+    check_steps_left,
     device_arg,
     machine_description,
     nonnegative_float,
@@ -46,6 +48,7 @@ from models.train.common import (
     positive_int,
     resume_checkpoint,
     save_checkpoint,
+    training_setup,
     utc_now,
 )
 from models.train.elmo_config import resolve_config
@@ -185,9 +188,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     state = TrainState()
     ckpt_path = run_dir / "checkpoint.pt"
+    setup = training_setup(args, vocab)
     if args.resume:
 
         def restore(ckpt: dict) -> tuple:
+            check_setup(ckpt_path, ckpt.get("setup"), setup)
+            check_steps_left(args.steps, int(ckpt["step"]))
             lm.load_state_dict(ckpt["model"])
             optimizer.load_state_dict(ckpt["optimizer"])
             torch.set_rng_state(ckpt["torch_rng"].cpu())
@@ -216,6 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 wall_time_s=wall_time_s,
                 config=cfg,
                 vocab=vocab,
+                setup=setup,
             ),
         )
 

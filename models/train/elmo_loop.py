@@ -57,9 +57,12 @@ def checkpoint_state(
     wall_time_s: float,
     config: dict,
     vocab: list[str],
+    setup: dict | None = None,
 ) -> dict:
-    """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``)."""
+    """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``); ``setup``: the
+    options and vocabulary it was trained with (``models.train.common.training_setup``)."""
     return {
+        "setup": setup,
         "model": lm.state_dict(),
         "optimizer": optimizer.state_dict(),
         "step": int(step),

@@ -38,6 +38,8 @@ from models.assets import CARD_FILE
 from models.base import default_device
 from models.train.common import (
     CheckpointError,
+    check_setup,
+    check_steps_left,
     device_arg,
     machine_description,
     nonnegative_float,
@@ -46,6 +48,7 @@ from models.train.common import (
     positive_int,
     resume_checkpoint,
     save_checkpoint,
+    training_setup,
     utc_now,
 )
 from models.train.gpt_lm import build_model, build_word_tokenizer, encode_stream, evaluate, make_optimizer, train_steps
@@ -95,9 +98,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def checkpoint_state(model, optimizer, rng: np.random.Generator, step: int, wall_time_s: float) -> dict:
-    """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``)."""
+def checkpoint_state(
+    model, optimizer, rng: np.random.Generator, step: int, wall_time_s: float, setup: dict | None = None
+) -> dict:
+    """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``); ``setup``: the
+    options and vocabulary it was trained with (``models.train.common.training_setup``)."""
     return {
+        "setup": setup,
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "rng": json.loads(json.dumps(rng.bit_generator.state)),  # numpy's state: a dict of str/int
@@ -202,9 +209,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     start_step, prior_time = 0, 0.0
     ckpt_path = out / "checkpoint.pt"
+    setup = training_setup(args, [t for t, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])])
     if args.resume:
 
         def restore(state: dict) -> tuple[int, float]:
+            check_setup(ckpt_path, state.get("setup"), setup)
+            check_steps_left(args.steps, int(state["step"]))
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             rng.bit_generator.state = state["rng"]
@@ -220,7 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def on_step(step: int, loss: float, opt, gen) -> None:
         if args.checkpoint_every and step % args.checkpoint_every == 0 and step < args.steps:
-            save_checkpoint(ckpt_path, checkpoint_state(model, opt, gen, step, prior_time + time.time() - t_start))
+            wall = prior_time + time.time() - t_start
+            save_checkpoint(ckpt_path, checkpoint_state(model, opt, gen, step, wall, setup))
 
     losses = train_steps(
         model,

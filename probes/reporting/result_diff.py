@@ -28,8 +28,18 @@ def compare_results(
     if not math.isfinite(tolerance) or tolerance < 0:  # NaN compares as never over: every row "equal"
         raise ProbeInputError(f"--tolerance {tolerance}: give a difference of 0 or more.")
     ref, cand = load_results(reference), load_results(candidate)
+    for role, folder, rows in (("reference", reference, ref), ("candidate", candidate, cand)):
+        if rows.empty:  # a missing reference read as "0 of N rows equal", naming nothing
+            what = "does not exist" if not folder.exists() else "holds no readable result files"
+            raise ProbeInputError(f"The {role} folder {folder} {what}.")
     if models:
+        held = sorted(set(cand["model"]))
         cand = cand[cand["model"].isin(models)]
+        if cand.empty:
+            which = "that model" if len(models) == 1 else "those models"
+            raise ProbeInputError(
+                f"--models {','.join(models)}: {candidate} has no results of {which}; it has {', '.join(held)}."
+            )
     merged = cand[KEY + ["value"]].merge(ref[KEY + ["value"]], on=KEY, how="left", suffixes=("", "_reference"))
     merged["diff"] = merged["value"].astype(float) - merged["value_reference"].astype(float)
     missing = merged["value"].isna() | merged["value_reference"].isna()  # or marked missing: never "equal"

@@ -52,7 +52,9 @@ def _interval(runs: list[ProbeResult], row: dict, seed: int) -> tuple[float, flo
 def _envelope(runs: list[ProbeResult], row: dict) -> tuple[float, float] | None:
     """A metric whose outcomes are not kept per instance (span F1): the envelope of the seeds' intervals, from the
     lowest lower bound to the highest upper bound (conservative)."""
-    bounds = [(r["lo"], r["hi"]) for run in runs for r in run.rows if row_key(r) == row_key(row) and "lo" in r]
+    bounds = [
+        (r["lo"], r["hi"]) for run in runs for r in run.rows if row_key(r) == row_key(row) and r.get("lo") is not None
+    ]
     return (min(b[0] for b in bounds), max(b[1] for b in bounds)) if len(bounds) == len(runs) else None
 
 
@@ -62,12 +64,15 @@ def merge_seeds(runs: list[ProbeResult]) -> ProbeResult:
     per_seed = {row_key(r): [] for r in first.rows}
     for run in runs:
         for r in run.rows:
-            if row_key(r) in per_seed:
+            if row_key(r) in per_seed and r["value"] is not None:  # a row marked missing (nothing to score): no value
                 per_seed[row_key(r)].append(float(r["value"]))
     seed0 = int(first.params.get("seed", 0))
     rows = []
     for row in first.rows:
         values = per_seed[row_key(row)]
+        if not values:  # missing in every seed: stays marked missing, as a one-seed run shows it
+            rows.append({**row, "value": None, "seeds": 0})
+            continue
         merged = {
             **row,
             "value": round(statistics.fmean(values), 2),

@@ -20,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from itertools import islice
@@ -175,6 +175,26 @@ def read_file(reader: Callable[[Path], Iterator[T]], path: Path, limit: int | No
         while len(_READS) > KEPT_READS:
             _READS.popitem(last=False)
     return list(_READS[key])
+
+
+def check_labels_seen(files: DataFiles, train: Sequence[str], evaluated: dict[str, Sequence[str]]) -> None:
+    """Refuse evaluation files whose labels are mostly unseen in training (``evaluated``: role -> its labels): a probe
+    can never predict them, so it scored 0.00 [0.00, 0.00] and its majority baseline too, said nowhere (``noun`` in
+    the test file, ``NOUN`` in train). A few unseen labels (rare tags) are normal and kept."""
+    seen = {str(label) for label in train}
+    for role, labels in evaluated.items():
+        unseen = Counter(str(label) for label in labels if str(label) not in seen)
+        if 2 * sum(unseen.values()) <= len(labels):
+            continue
+        folded = {label.strip().casefold(): label for label in seen}
+        like = [f"{u!r} (train: {folded[u.strip().casefold()]!r})" for u in unseen if u.strip().casefold() in folded]
+        more = "…" if len(unseen) > 5 else ""
+        raise ProbeInputError(
+            f"--{role} {files.paths()[role]}: {sum(unseen.values()):,} of its {len(labels):,} labels are none of the "
+            f"training file's ({', '.join(map(repr, list(unseen)[:5]))}{more}), so no probe could score them. "
+            + (f"They match training labels in another case or spacing: {', '.join(like[:5])}. " if like else "")
+            + "Use the same label set in every file."
+        )
 
 
 def read_roles(files: DataFiles, reader: Callable[[Path], Iterator[T]], limit: int | None) -> dict[str, list[T]]:

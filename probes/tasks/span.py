@@ -32,7 +32,7 @@ from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.stats.intervals import accuracy_row, keep_instances
 from probes.stats.units import SENTENCE, Units
-from probes.tasks.datafiles import DataFiles, file_inputs, file_options, read_roles
+from probes.tasks.datafiles import DataFiles, check_labels_seen, file_inputs, file_options, read_roles
 from probes.tasks.preview import span_preview
 from probes.tasks.token_labels import fit_and_score, layer_matrix
 
@@ -102,6 +102,7 @@ def load_splits(
     # another pooling is another task: its rows (and its baseline's) never replace the default pooling's
     task = "span" if pooling == POOLINGS[0] else f"span ({pooling} pooling)"
     splits = {role: SpanSplit(files, role, sents, limit, task) for role, sents in data.items()}
+    check_labels_seen(files, splits["train"].labels, {r: s.labels for r, s in splits.items() if r != "train"})
     return files, splits.pop("train"), list(splits.values())
 
 

@@ -37,7 +37,7 @@ from probes.layers import LayerSpec, as_layer_specs
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
-from probes.tasks.datafiles import DataFiles, file_inputs, file_options, read_roles
+from probes.tasks.datafiles import DataFiles, check_labels_seen, file_inputs, file_options, read_roles
 from probes.tasks.preview import token_preview
 from probes.tasks.rigor_options import (
     RIGOR_METRICS,
@@ -123,7 +123,14 @@ def load_splits(
                         f"label {bad!r} in this sentence is not a "
                         "BIO tag (O, B-TYPE, I-TYPE; E-/S- for IOBES): --scheme bio needs one.",
                     )
+    if skip_label is not None and not any(skip_label in s.labels for sents in data.values() for s in sents):
+        found = Counter(label for sents in data.values() for s in sents for label in s.labels)
+        raise ProbeInputError(  # a typo or another placeholder skipped nothing under a task named "(not X)"
+            f"--skip-label {skip_label!r}: no word of the files has that label; the most frequent are "
+            f"{', '.join(repr(label) for label, _ in found.most_common(8))}."
+        )
     splits = {role: _split(files, role, what, sents, limit, skip_label) for role, sents in data.items()}
+    check_labels_seen(files, splits["train"].labels, {r: s.labels for r, s in splits.items() if r != "train"})
     return files, what, splits.pop("train"), list(splits.values())
 
 
