@@ -124,7 +124,7 @@ def head_panel(
     )
 
 
-@st.fragment
+@state.fragment
 def head_explorer(model: str, words: list[str], unit: str, compare: str, model_b: str | None) -> None:
     """The grid, the selected head (map + line view), its query·key products, the side-by-side panel."""
     att, tokens, _ = get_attention(model, words, unit)

@@ -105,8 +105,11 @@ def page(fn: Callable[[], None]) -> Callable[[], None]:
     """Decorator for a page's main function: the whole page runs inside :func:`safe`."""
 
     def wrapper() -> None:
-        with safe("show this page"):
-            fn()
+        try:
+            with safe("show this page"):
+                fn()
+        finally:  # also on st.stop / st.rerun: the URL's changes of the run so far, as one history entry
+            state.flush()
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__

@@ -192,7 +192,7 @@ def index_state(model: str, fingerprint: str, key: str, limit: int | None) -> Bu
     return None  # it ended well: built (or the cache could not store it: ``has_layers`` tells)
 
 
-@st.fragment(run_every=POLL_S)
+@state.fragment(run_every=POLL_S)
 def build_progress(model: str, fingerprint: str, key: str, limit: int | None, layer: int) -> None:
     """The running build's fraction and time left, read again every ``POLL_S`` seconds (only this reruns);
     when it ends (built, or failed) the whole page reruns and shows the search or the error."""

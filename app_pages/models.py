@@ -50,7 +50,7 @@ def device_caption() -> str:
     return "CPU (no CUDA GPU found; models run in float32)"
 
 
-@st.fragment
+@state.fragment
 def card_section(names_loaded: list[str], loaded: dict) -> None:
     """Pick a model, see its card, load or unload it: a fragment, so a pick reruns only this part."""
     st.subheader("Model card")

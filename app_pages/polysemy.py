@@ -228,7 +228,7 @@ def _metadata(key: tuple, _occs) -> pd.DataFrame:
     return occurrence_metadata(_occs, sense_label)
 
 
-@st.fragment
+@state.fragment
 def view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     """Everything below the controls; its widgets rerun only this fragment."""
     with safe("draw the occurrences"):  # inside the fragment: its own reruns get friendly errors too

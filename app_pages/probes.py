@@ -70,7 +70,7 @@ def saved_result_objects(directory: str) -> list[ProbeResult]:
     return _saved_result_objects(directory, folder_version(directory))
 
 
-@st.fragment
+@state.fragment
 def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, results=None) -> None:
     """One probe's results: a layer-by-layer chart with its baselines as their own series, the
     model × layer table, the per-category breakdown where the probe has one, and (``results``: () -> the

@@ -20,7 +20,11 @@ default (``value=`` / ``index=``): the bound value in ``st.session_state`` is it
   cannot be read as the default's type, is not among ``options`` or fails ``check`` falls back to
   ``default`` — a bad link never breaks the page;
 - on every run the current value is written back to the URL, so the address bar always holds a link
-  to what is on screen (defaults included: a link says everything it restores);
+  to what is on screen (defaults included: a link says everything it restores) — as one change at the run's
+  end (``flush``, called by ``common.page`` and by a ``state.fragment``'s own reruns), so a run is one browser
+  history entry;
+- a URL that changed under the page (Back, Forward, a link pasted into the same tab: not what this session
+  last wrote) wins over the session's value, so Back shows the view before the last change;
 - a value in ``st.session_state`` that is no longer valid (the options changed: a model was removed)
   is reset to ``default`` rather than handed to the widget; a valid one is kept, also by a widget whose
   range changed (layer 4 stays layer 4 when the next model has it).
@@ -36,13 +40,15 @@ page to another; each page writes its own.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-__all__ = ["bind", "decode", "encode", "forget"]
+__all__ = ["bind", "decode", "encode", "flush", "forget", "fragment"]
 
 
 def encode(value: Any) -> str:
@@ -153,17 +159,14 @@ def bind(
     it back to the URL. Returns ``key``, to pass as the widget's ``key=``."""
     param = param or key
     opts = list(options) if options is not None else None
+    raw = st.query_params.get_all(param)
     if key not in st.session_state:
-        raw = st.query_params.get_all(param)
-        value = default
-        if raw:
-            try:
-                candidate = _in_range(_from_url(raw, default, opts), lo, hi, step)
-                if _valid(candidate, default, opts, lo, hi, check):
-                    value = candidate
-            except (ValueError, TypeError, OverflowError):
-                pass
-        st.session_state[key] = value
+        value = _read(raw, default, opts, lo, hi, step, check)
+        st.session_state[key] = default if value is _UNREAD else value
+    elif (
+        raw and raw != _written().get(param) and (url := _read(raw, default, opts, lo, hi, step, check)) is not _UNREAD
+    ):
+        st.session_state[key] = url  # the URL changed under the page (Back / Forward, a link pasted into this tab)
     elif not (st.session_state[key] is None and default is None) and not _valid(
         st.session_state[key], default, opts, lo, hi, check
     ):
@@ -177,18 +180,71 @@ def bind(
     return key
 
 
+_UNREAD = object()  # a parameter the URL lacks or gives a value that does not fit
+
+
+def _read(raw: list[str], default: Any, opts: list | None, lo: Any, hi: Any, step: Any, check) -> Any:
+    """The URL's value of a parameter (read as ``default``'s type), or ``_UNREAD``."""
+    if not raw:
+        return _UNREAD
+    try:
+        candidate = _in_range(_from_url(raw, default, opts), lo, hi, step)
+    except (ValueError, TypeError, OverflowError):
+        return _UNREAD
+    return candidate if _valid(candidate, default, opts, lo, hi, check) else _UNREAD
+
+
+# Every write of ``st.query_params`` is one browser history entry (Streamlit's frontend pushes each): a page that
+# wrote its 12 parameters one by one took 12 presses of Back to leave. So a run's writes are kept here and sent
+# at its end as one change (``flush``, called by ``common.page`` after the page's script).
+_PENDING, _WRITTEN = "_url_pending", "_url_written"
+
+
+def _written() -> dict[str, list[str]]:
+    """What this session last wrote to the URL, per parameter: a URL that differs was moved by the browser."""
+    return st.session_state.setdefault(_WRITTEN, {})
+
+
 def _write(param: str, value: Any) -> None:
-    if value is None:
-        if param in st.query_params:
-            del st.query_params[param]
-        return
-    texts = [encode(v) for v in value] if isinstance(value, (list, tuple)) else encode(value)
-    current = st.query_params.get_all(param)
-    if current != (texts if isinstance(texts, list) else [texts]):
-        st.query_params[param] = texts
+    many = isinstance(value, (list, tuple))
+    st.session_state.setdefault(_PENDING, {})[param] = (
+        None if value is None else [encode(v) for v in value] if many else [encode(value)]
+    )
 
 
 def forget(param: str) -> None:
     """Drop a parameter from the URL (a control that is not shown in the current view)."""
-    if param in st.query_params:
-        del st.query_params[param]
+    st.session_state.setdefault(_PENDING, {})[param] = None
+
+
+def fragment(fn: Callable | None = None, **options: Any) -> Any:
+    """``st.fragment`` (with its ``options``) whose own reruns send their URL changes: a fragment rerun runs only
+    the fragment, not the page whose end calls ``flush``. In a full run the page flushes once, at its end."""
+
+    def decorate(body: Callable) -> Callable:
+        @functools.wraps(body)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return body(*args, **kwargs)
+            finally:
+                ctx = get_script_run_ctx(suppress_warning=True)
+                if ctx is not None and ctx.fragment_ids_this_run:  # a rerun of fragments alone
+                    flush()
+
+        return st.fragment(run, **options)
+
+    return decorate if fn is None else decorate(fn)
+
+
+def flush() -> None:
+    """Send this run's URL changes as one (one history entry, none when nothing changed)."""
+    pending = st.session_state.pop(_PENDING, None)
+    if not pending:
+        return
+    current = {k: st.query_params.get_all(k) for k in st.query_params}
+    wanted = {k: v for k, v in {**current, **pending}.items() if v}  # None or []: absent
+    _written().update({k: v for k, v in pending.items() if v is not None})
+    for k in (k for k, v in pending.items() if v is None):
+        _written().pop(k, None)
+    if wanted != current:
+        st.query_params.from_dict({k: v if len(v) > 1 else v[0] for k, v in wanted.items()})

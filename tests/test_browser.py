@@ -90,6 +90,24 @@ def test_polysemy_page(page, server, screenshots):
     shot(page, screenshots, "polysemy")
 
 
+def test_back_leaves_a_page_in_one_step_and_undoes_a_change(page, server):
+    """Each write of the URL was a history entry: opening Polysemy pushed one per parameter (10–14), so Back took
+    ~10 presses to leave it, and Back after a change showed the new word still. Now a run is one entry, and Back
+    restores the word the page showed before."""
+    open_page(page, server, "models")
+    start = page.evaluate("history.length")
+    open_page(page, server, "polysemy?word=play")
+    assert page.evaluate("history.length") - start <= 2  # the visit and the page's own parameters
+    set_text(page, "Word (lemma)", "interest")
+    assert "word=interest" in page.url
+    page.go_back()
+    wait_idle(page)
+    assert "word=play" in page.url
+    expect(page.get_by_label("Word (lemma)", exact=True)).to_have_value("play", timeout=WAIT_MS)
+    expect(page.get_by_text("tagged occurrences of “play” in SemCor")).to_be_visible(timeout=WAIT_MS)
+    assert_clean(page)
+
+
 def test_embedding_space_page(page, server, screenshots):
     open_page(page, server, "embedding_space")
     set_text(page, "Word", "river")

@@ -17,6 +17,7 @@ def _page() -> None:
     st.checkbox("3-D", key=state.bind("three_d", False, param="3d"))
     st.multiselect("Layers", list(range(7)), key=state.bind("layers", [1, 2], list(range(7))))
     st.segmented_control("Unit", ["words", "pieces"], key=state.bind("unit", None, ["words", "pieces"]))
+    state.flush()  # what every page does at its end (``app_pages.common.page``)
 
 
 def _app(**params: str | list[str]) -> AppTest:
@@ -95,6 +96,7 @@ def _layered_page() -> None:
     model = st.selectbox("Model", list(layers), key=state.bind("m", "minilm", list(layers), param="model"))
     top = layers[model] - 1  # the slider's range follows the model, so Streamlit makes it a new widget
     st.slider(f"Layer of {model}", 0, top, key=state.bind("layer", 1, lo=0, hi=top))
+    state.flush()
 
 
 def test_a_widget_whose_range_changes_keeps_its_value_and_the_url_says_so() -> None:
@@ -108,3 +110,28 @@ def test_a_widget_whose_range_changes_keeps_its_value_and_the_url_says_so() -> N
     assert at.slider(key="layer").value == 4 and at.query_params["layer"] == "4"
     at.selectbox(key="m").set_value("elmo-small").run()  # 3 layers: back to the default, on screen and in the URL
     assert at.slider(key="layer").value == 1 and at.query_params["layer"] == "1"
+
+
+def test_a_run_changes_the_url_once_and_back_restores_the_view(monkeypatch) -> None:
+    """Each write of ``st.query_params`` is one browser history entry: a page that wrote its parameters one by one
+    pushed 10–14 entries on opening, so leaving it took ~10 presses of Back; and Back after a change showed the new
+    value still (the page wrote it over the URL the browser went back to). Now a run's changes go out as one, and a
+    URL moved under the page (Back, Forward, a pasted link) wins over the session's value."""
+    from streamlit.runtime.state.query_params import QueryParams
+
+    sent: list[int] = []
+    real = QueryParams._send_query_param_msg
+    monkeypatch.setattr(QueryParams, "_send_query_param_msg", lambda self: (sent.append(1), real(self))[1])
+    at = _app()
+    assert len(sent) == 1 and at.query_params["model"] == "minilm" and at.query_params["word"] == "bank"
+    at.run()
+    assert len(sent) == 1  # nothing changed: no entry
+    at.selectbox(key="m").set_value("elmo-small")
+    at.slider(key="layer").set_value(2).run()
+    assert len(sent) == 2 and at.query_params["model"] == "elmo-small" and at.query_params["layer"] == "2"
+    at.query_params["model"], at.query_params["layer"] = "minilm", "6"  # the browser's Back: the URL before
+    at.run()
+    assert at.selectbox(key="m").value == "minilm" and at.slider(key="layer").value == 6
+    at.query_params["model"] = "<not a model>"  # a URL that does not fit keeps the session's value
+    at.run()
+    assert at.selectbox(key="m").value == "minilm" and at.query_params["model"] == "minilm"
