@@ -110,6 +110,7 @@ def main() -> None:
                     key=f"repro_compare_{name}",
                     data=frame_csv(part),
                     container=col,
+                    image_size=False,  # its legend is placed for its own height: at 1200 × 700 an entry was cut
                 )
         elif slices := sorted({label for key in tables for label in [split_slice(key)[1]] if label}, key=slice_order):
             st.info(

@@ -26,6 +26,13 @@ def test_collapse_finds_identical_vectors_up_to_float_noise() -> None:
     assert list(rep) == [0, 1] and list(inverse) == [0, 1, 0, 0, 1]
     rep, inverse = collapse(rng.normal(size=(6, 8)))
     assert list(inverse) == list(range(6))
+    # copies whose coordinates straddle a rounding boundary (x.xxxxx5 ± noise) are still one point: two pasted
+    # sentences, 30 copies each, were drawn as four groups
+    edge = np.array([1.0, 0.123455, 0.5, -0.25])  # scale 1: the second coordinate sits on a rounding boundary
+    tip = np.array([0.0, 1e-9, 0.0, 0.0])
+    copies = np.stack([edge + tip, edge - tip, -edge, edge + 2 * tip, -edge - tip])
+    rep, inverse = collapse(copies)
+    assert list(rep) == [0, 2] and list(inverse) == [0, 0, 1, 0, 1]
 
 
 def test_static_occurrences_are_one_marker_each_with_counts_on_a_sane_scale() -> None:
@@ -38,6 +45,8 @@ def test_static_occurrences_are_one_marker_each_with_counts_on_a_sane_scale() ->
     points = [tr for tr in fig.data if tr.name != "selected"]
     assert sum(len(tr.x) for tr in points) == 2  # two distinct vectors, two markers
     assert sorted(t for tr in points for t in tr.text) == ["×2", "×4"]
+    # bare axes at one scale: an axis stretched to its own spread drew float noise as distance
+    assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.yaxis.scaleratio == 1
     assert {tr.name.split(" (")[0] for tr in points} == {MIXED, "money"}  # 4 mixed, 2 of one sense
     # One distinct vector: a fixed frame, not an axis scaled to float noise.
     same = np.zeros((5, 2))

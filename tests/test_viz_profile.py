@@ -82,8 +82,14 @@ def test_heatmap_cell_labels_read_on_every_cell_colour():
     cells = sample_colorscale("Viridis", matrix.ravel().tolist())
     ratios = [contrast_ratio(text, cell) for text, cell in zip(labels.textfont.color, cells)]
     assert len(ratios) == 36 and min(ratios) >= 4.5
-    assert list(labels.text[:2]) == ["0.00", "0.03"] and fig.data[0].texttemplate is None
+    assert list(labels.text[:2]) == [".00", ".03"] and fig.data[0].texttemplate is None
     assert len(figure_frame(fig)) == 36
+    # narrow cells (7 layers in a third of the page) ran "1.000.940.89…" together: shorter, smaller labels, and none
+    # past 12 columns (the hover keeps every value)
+    seven = cka_heatmap(np.full((7, 7), 0.94), list("abcdefg"), list("abcdefg"), title="x").data[1]
+    assert set(seven.text) == {".94"} and seven.textfont.size == 10 and labels.textfont.size == 12
+    many = cka_heatmap(np.eye(13), list("abcdefghijklm"), list("abcdefghijklm"), title="x").data[1]
+    assert set(many.text) == {""}
 
 
 def test_summary_joins_centre_of_gravity_and_expected_layers():

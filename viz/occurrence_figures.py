@@ -216,14 +216,17 @@ def _scatter_frame(
     legend_title: str,
     legend_below: bool,
 ) -> go.Figure:
-    """Title, bare axes (a projection's axes mean nothing) and the legend, beside the plot or below it."""
+    """Title, bare axes (a projection's axes mean nothing; in 2-D, equal scales) and the legend, beside the plot or
+    below it."""
     if legend_below and title and subtitle:  # a half-width chart: headline and a smaller line, each wrapped
         _layout(fig, title, height, subtitle, HALF_TITLE_CHARS)
     else:
         _layout(fig, title if subtitle is None else f"{title} · {subtitle}", height)
     if dims == 2:
         fig.update_xaxes(showticklabels=False, zeroline=False, title=None)
-        fig.update_yaxes(showticklabels=False, zeroline=False, title=None)
+        # one unit is as long across as up: with bare axes, an axis scaled to its own spread drew float noise
+        # (±3.5e-6 against ±2.3 across) as far-apart groups
+        fig.update_yaxes(showticklabels=False, zeroline=False, title=None, scaleanchor="x", scaleratio=1)
         if distinct <= 1:  # one spot: a fixed frame, never an axis scaled to float noise
             fig.update_xaxes(range=[-1, 1])
             fig.update_yaxes(range=[-1, 1])

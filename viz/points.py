@@ -27,6 +27,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+from sklearn.metrics import pairwise_distances
 
 from viz.polysemy import key_pos
 from viz.text import InputError
@@ -59,8 +62,17 @@ def genre_of(source: str) -> str:
     return BROWN_GENRES.get(m.group(1), "?") if m else ""
 
 
+#: Groups of rounded rows compared pairwise (``collapse``) up to this many: a Polysemy or projector view of
+#: occurrences has hundreds; a vocabulary slice of distinct words is left to the rounding alone.
+MERGE_MAX = 2000
+
+
 def collapse(X: np.ndarray, decimals: int = 5) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of ``X`` (n, dim), compared after rounding to ``decimals`` (relative to the largest |x|).
+
+    Rounding alone splits two copies of one vector whose coordinates straddle a rounding boundary: 60 copies of two
+    pasted sentences were drawn as four groups. So groups whose first rows lie within the rounding's resolution of
+    each other (Euclidean, √dim · 10^-decimals of the scale) are one, wherever there are at most ``MERGE_MAX``.
 
     Returns (rep (m,) index of each distinct row's first occurrence, in order; inverse (n,) point -> 0..m-1).
     """
@@ -70,10 +82,17 @@ def collapse(X: np.ndarray, decimals: int = 5) -> tuple[np.ndarray, np.ndarray]:
     scale = float(np.abs(X).max()) or 1.0
     rounded = np.round(X / scale, decimals)
     _, first, inverse = np.unique(rounded, axis=0, return_index=True, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    if 1 < len(first) <= MERGE_MAX:
+        tol = np.sqrt(X.shape[1]) * 10.0**-decimals
+        close = csr_matrix(pairwise_distances(X[first] / scale) <= tol)
+        _, component = connected_components(close, directed=False)
+        inverse = component[inverse]
+        first = np.array([np.flatnonzero(inverse == c).min() for c in range(component.max() + 1)])
     order = np.argsort(first, kind="stable")  # distinct rows in order of first appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    return first[order].astype(np.int64), rank[np.asarray(inverse).ravel()].astype(np.int64)
+    return first[order].astype(np.int64), rank[inverse].astype(np.int64)
 
 
 def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str]) -> pd.DataFrame:

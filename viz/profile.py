@@ -130,6 +130,15 @@ def profile_figure(
     return fig
 
 
+SMALL_LABELS_FROM = 7  # columns from which a cell's value is written smaller
+MAX_LABELLED = 12  # columns beyond which cells carry no written value (hover has it)
+
+
+def _cell_label(value: float) -> str:
+    """ "1.00", ".94", "" for a missing value: two decimals, no leading zero (narrow cells)."""
+    return "" if not np.isfinite(value) else f"{value:.2f}".removeprefix("0")
+
+
 def cka_heatmap(
     matrix: np.ndarray,
     rows: Sequence[str],
@@ -140,7 +149,9 @@ def cka_heatmap(
     col_title: str = "layer",
     height: int = 420,
 ) -> go.Figure:
-    """A CKA matrix (values in [0, 1]) as a heatmap with each cell's value written in it."""
+    """A CKA matrix (values in [0, 1]) as a heatmap with each cell's value written in it: ".94" (no leading zero),
+    smaller from ``SMALL_LABELS_FROM`` columns and left to the hover past ``MAX_LABELLED`` — MiniLM's 7 columns in a
+    third of the page ran "1.000.940.89…" together."""
     matrix = np.asarray(matrix, dtype=float)
     if matrix.shape != (len(rows), len(cols)):
         raise ValueError(f"CKA matrix of shape {matrix.shape} for {len(rows)} × {len(cols)} labels.")
@@ -163,8 +174,11 @@ def cka_heatmap(
             x=xs.ravel(),
             y=ys.ravel(),
             mode="text",
-            text=[f"{v:.2f}" if np.isfinite(v) else "" for v in matrix.ravel()],
-            textfont=dict(color=cell_label_colours(matrix, "Viridis", 0, 1).ravel().tolist()),
+            text=[_cell_label(v) if len(cols) <= MAX_LABELLED else "" for v in matrix.ravel()],
+            textfont=dict(
+                color=cell_label_colours(matrix, "Viridis", 0, 1).ravel().tolist(),
+                size=12 if len(cols) < SMALL_LABELS_FROM else 10,
+            ),
             hoverinfo="skip",
             showlegend=False,
             name="values",
