@@ -261,7 +261,8 @@ def full_card(spec: ModelSpec, row: ModelRow, card: dict, emb: Embedder | None =
         "params": human_count(params) if params else None,
         "size on disk": human_size(row.size_bytes) if row.size_bytes is not None else None,
         "source": row.source,
-        "status": STATUS_LABELS.get(row.state, row.status),
+        # as the models table says it (it read "ready" beside a table row saying "loaded")
+        "status": "loaded" if emb is not None else STATUS_LABELS.get(row.state, row.status),
     }
     if spec.source.kind == "pip":
         try:

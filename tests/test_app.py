@@ -78,6 +78,7 @@ def test_models_page_lists_loads_and_unloads() -> None:
     row = at.dataframe[0].value.set_index("model").loc["glove-6b-50d"]
     assert row["status"] == "loaded" and row["dim"] == "50"
     assert at.json, "the model card is shown once loaded"
+    assert json.loads(at.json[0].proto.body)["status"] == "loaded"  # as the table says (it read "ready")
     at.button(key="models_unload").click().run()
     assert_ok(at)
     assert "glove-6b-50d" not in loaded_models()
@@ -359,7 +360,7 @@ def test_probes_page_quick_runs_with_progress() -> None:
     assert re.search(r"By part of speech\*\* \(ALL-noSE07 \(limit 3, semcor-limit \d+\)\)", texts(at.markdown))
     # Bug 3: the baseline is its own dashed series (not a layer of the model), the y axis does not
     # zoom into noise, and the tiny slice says that it is small, with its intervals.
-    quick = [f for f in figures(at) if "small slice" in f["layout"].get("title", {}).get("text", "")]
+    quick = [f for f in figures(at) if "small sample" in f["layout"].get("title", {}).get("text", "")]
     assert quick, "the quick run's chart says that its slice is small"
     fig = quick[-1]
     base = [t for t in fig["data"] if t.get("name") == "WordNet 1st sense (baseline)"]

@@ -103,7 +103,7 @@ def test_layer_probe_figure_baselines_axes_and_small_slices() -> None:
         }
     )
     fig = layer_probe_figure(curves, base, title="WSD: F1 on ALL, by layer", y_title="F1 (%)")
-    assert "small slice: n = 37, 95% intervals" in fig.layout.title.text
+    assert "small sample: n = 37, 95% intervals" in fig.layout.title.text
     (model,) = [t for t in fig.data if t.mode == "lines+markers"]
     assert model.name == "elmo-small" and list(model.error_y.arrayminus) == pytest.approx([16.7, 16.7, 16.1])
     (baseline,) = [t for t in fig.data if t.name == "WordNet 1st sense (baseline)"]
@@ -113,7 +113,7 @@ def test_layer_probe_figure_baselines_axes_and_small_slices() -> None:
     assert honest_range([66.0, 67.5]) == pytest.approx([56.75, 76.75])  # not 66–67.5
     assert honest_range([95.0, 99.0])[1] == 100 and honest_range([1.0, 2.0])[0] == 0
     big = curves.assign(n=5000, lo=float("nan"), hi=float("nan"))
-    assert "small slice" not in (layer_probe_figure(big, None, title="t", y_title="y").layout.title.text or "")
+    assert "small sample" not in (layer_probe_figure(big, None, title="t", y_title="y").layout.title.text or "")
 
 
 def test_reproduce_draws_every_wsd_baseline_as_a_baseline_not_as_our_system(tables) -> None:

@@ -261,3 +261,8 @@ def test_a_word_list_groups_keep_their_whole_line() -> None:
     words, groups, _ = parse_word_groups("king queen prince princess man woman\nparis rome")
     assert groups[0] == "line 1: king queen prince princess man woman" and "…" not in "".join(groups)
     assert groups[-1] == "line 2: paris rome" and len(words) == 8
+    # a group is named by its line in the box, blank lines counted ("line 4" was the sixth line); a token with no
+    # letter or digit other than punctuation (an emoji) was dropped without a word: now a warning names it
+    words, groups, warnings = parse_word_groups("king queen\n\n\nparis 🙂 rome, ⇒\n")
+    assert groups == ["line 1: king queen"] * 2 + ["line 4: paris rome"] * 2
+    assert warnings == ["Not words, left out: 🙂 ⇒ (a word has a letter or digit)."]

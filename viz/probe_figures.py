@@ -90,17 +90,18 @@ def baseline_line(row, x: Sequence, k: int = 0, *, two_lines: bool = False, **kw
     )
 
 
-#: Fewer test instances than this make a "small slice": its 95% interval is drawn and the title says so.
+#: Fewer test instances than this make a "small sample" (a --limit slice, a small test set): its 95% interval is
+#: drawn and the title says so.
 SMALL_N = 1000
 
 
 def small_sample_note(curves: pd.DataFrame, small_n: int = SMALL_N) -> str | None:
-    """ "small slice: n = …" when the smallest evaluation behind the curves has fewer than ``small_n``."""
+    """ "small sample: n = …" when the smallest evaluation behind the curves has fewer than ``small_n``."""
     n = pd.to_numeric(curves.get("n"), errors="coerce").dropna() if "n" in curves else pd.Series(dtype=float)
     if n.empty or n.min() >= small_n:
         return None
     low, high = int(n.min()), int(n.max())
-    return f"small slice: n = {low if low == high else f'{low}–{high}'}"
+    return f"small sample: n = {low if low == high else f'{low}–{high}'}"
 
 
 def layer_probe_figure(

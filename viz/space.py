@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +17,9 @@ MAX_MAP_WORDS = 200
 def parse_word_groups(text: str | None, max_words: int = MAX_MAP_WORDS) -> tuple[list[str], list[str], list[str]]:
     """Words to map, one group per line (``"king queen prince"`` / ``"paris rome berlin"``).
 
-    Returns (words, groups, warnings); duplicates are dropped, punctuation ignored.
+    Returns (words, groups, warnings); duplicates are dropped, punctuation ignored; other tokens without a letter
+    or digit (an emoji, a symbol) are dropped with a warning naming them. A group is named by its line in the box
+    (blank lines counted, so "line 6" is the sixth line the user sees).
     """
     if text is None or not text.strip():
         raise InputError("Type some words to map, a few per line (each line gets its own colour).")
@@ -24,14 +27,21 @@ def parse_word_groups(text: str | None, max_words: int = MAX_MAP_WORDS) -> tuple
     groups: list[str] = []
     seen: set[str] = set()
     warnings: list[str] = []
-    for li, line in enumerate(t for t in text.splitlines() if t.strip()):
-        toks = [t for t in tokenize(line.replace(",", " ")) if any(ch.isalnum() for ch in t)]
+    dropped: list[str] = []
+    for li, line in enumerate(text.splitlines()):
+        every = tokenize(line.replace(",", " "))
+        toks = [t for t in every if is_word(t)]
+        dropped += [t for t in every if not is_word(t) and not all(unicodedata.category(ch)[0] == "P" for ch in t)]
+        if not toks:
+            continue
         label = f"line {li + 1}: " + " ".join(toks)  # whole: the legend wraps it, the CSV keeps it
         for t in toks:
             if t not in seen:
                 seen.add(t)
                 words.append(t)
                 groups.append(label)
+    if dropped:
+        warnings.append(f"Not words, left out: {' '.join(dict.fromkeys(dropped))} (a word has a letter or digit).")
     if not words:
         raise InputError("No words found; type words separated by spaces, e.g. “king queen man woman”.")
     if len(words) > max_words:
