@@ -245,6 +245,10 @@ def test_senses_differ_by_symbol_as_well_as_colour() -> None:
     fig3 = occurrence_scatter(np.random.default_rng(0).normal(size=(6, 3)), groups, ["h"] * 6)
     assert {t.marker.symbol for t in fig3.data} <= set(SYMBOLS_3D) and len({t.marker.symbol for t in fig3.data}) == 3
     assert not {"cross", "x"} & set(SYMBOLS_3D)  # scatter3d draws them as 1-px specks: a sense would vanish
+    # the palette's look-alike pairs (two pinks: slots 4 and 8; two teals: 7 and 11) differ in symbol in 3-D too:
+    # with 4 symbols "play.v.09" and "act.v.05" were both pink circles
+    for a, b in ((4, 8), (7, 11)):
+        assert SYMBOLS_3D[a % len(SYMBOLS_3D)] != SYMBOLS_3D[b % len(SYMBOLS_3D)]
     frame = pd.DataFrame(
         {"layer": [0, 1, 0, 1], "measure": ["1-NN same sense"] * 2 + ["explainable variance"] * 2, "value": 0.5}
     )

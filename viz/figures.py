@@ -115,7 +115,7 @@ def chart_layout(fig: go.Figure, title: str, height: int | None = None, *, half:
 #: reader (deuteranopia and protanopia merge several of the palette's pairs).
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "cross", "pentagon", "star", "hexagon")
 #: scatter3d's symbols that read at a glance (its "cross" and "x" are specks); "circle-open" rings a selection
-SYMBOLS_3D = ("circle", "square", "diamond", "square-open")
+SYMBOLS_3D = ("circle", "square", "diamond", "square-open", "diamond-open")
 
 
 def model_styles(
