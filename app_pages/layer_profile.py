@@ -179,7 +179,11 @@ def cka_section() -> None:
         step=5,
         key=state.bind("lp_cka_n", 40, lo=5, hi=300, param="cka_n"),
     )
-    if not st.button("Compute CKA", key="lp_cka_go", type="primary"):
+    # shown once asked for, and in the URL: a link (or any later choice) keeps the heatmaps, which vanished with the
+    # button's one run
+    shown = state.bind("lp_cka_shown", False, param="cka")
+    st.button("Compute CKA", key="lp_cka_go", type="primary", on_click=lambda: st.session_state.update({shown: True}))
+    if not st.session_state[shown]:
         st.caption(
             f"Embeds SemCor's first sentences with both models (at most {MAX_VECTORS:,} words) and compares "
             f"every layer: the `cka` probe (`python -m probes cka --model {a} --against {b} --limit {int(n)}`)."

@@ -60,6 +60,12 @@ def test_profile_summary_and_cka_heatmaps():
     at.button(key="lp_cka_go").click().run()
     assert_ok(at)
     assert len(charts(at)) == before + 3  # within A, within B, A × B
+    # they stay through another choice, and a link opens them (they vanished with the button's one run)
+    at.multiselect(key="lp_models").set_value(["minilm"]).run()
+    assert len(charts(at)) >= 4 and at.query_params["cka"] == "1"
+    link = open_page(cka="1", cka_a="elmo-small", cka_b="random:elmo-small@0", cka_n="10")
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in charts(link)]
+    assert sum("layer × layer" in t for t in titles) == 2, titles
 
 
 def test_same_model_gives_one_heatmap():
