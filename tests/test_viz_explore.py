@@ -270,3 +270,14 @@ def test_a_word_list_groups_keep_their_whole_line() -> None:
     words, groups, warnings = parse_word_groups("king queen\n\n\nparis 🙂 rome, ⇒\n")
     assert groups == ["line 1: king queen"] * 2 + ["line 4: paris rome"] * 2
     assert warnings == ["Not words, left out: 🙂 ⇒ (a word has a letter or digit)."]
+
+
+def test_a_side_by_side_panels_legend_shows_every_sense_unscrolled() -> None:
+    """Two panels side by side put the sense legend under each plot, where plotly scrolled it: 2 of "interest"'s 7
+    senses were out of sight. Now the figure is taller by the legend's rows and the legend never scrolls."""
+    groups = [f"interest.n.0{k} (a sense named at some length)" for k in range(1, 8) for _ in range(3)]
+    coords = np.random.default_rng(0).normal(size=(len(groups), 2))
+    beside = occurrence_scatter(coords, groups, ["h"] * len(groups), height=560, legend_below=True, title="t")
+    alone = occurrence_scatter(coords, groups, ["h"] * len(groups), height=560, title="t")
+    assert beside.layout.legend.maxheight == 1 and beside.layout.legend.orientation == "h"
+    assert beside.layout.height >= 560 + 24 * 8 and alone.layout.height == 560

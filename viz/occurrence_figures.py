@@ -28,7 +28,16 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.figures import HALF_TITLE_CHARS, PALETTE, SYMBOLS, SYMBOLS_3D, _layout
+from viz.figures import (
+    HALF_TITLE_CHARS,
+    LAPTOP_PLOT_PX,
+    LEGEND_ROW_PX,
+    PALETTE,
+    SYMBOLS,
+    SYMBOLS_3D,
+    _layout,
+    legend_rows,
+)
 from viz.probe_figures import interval_error
 from viz.text import escape_html, legend_label, shorten
 
@@ -233,11 +242,12 @@ def _scatter_frame(
     else:
         axis = dict(showticklabels=False, title="")
         fig.update_layout(scene=dict(xaxis=axis, yaxis=axis, zaxis=axis))
-    where = (
-        dict(orientation="h", x=0, y=-0.02, xanchor="left", yanchor="top")
-        if legend_below
-        else dict(orientation="v", x=1.01, y=1, xanchor="left", yanchor="top")
-    )  # below: narrow side-by-side panels
+    where = dict(orientation="v", x=1.01, y=1, xanchor="left", yanchor="top")
+    if legend_below:  # narrow side-by-side panels: rows under the plot, the figure taller by them, never scrolled
+        entries = [(t.name, t.legendgroup) for t in fig.data if t.name and t.showlegend is not False]
+        rows = 1 + legend_rows(entries, LAPTOP_PLOT_PX[True])  # and the legend's title
+        where = dict(orientation="h", x=0, xanchor="left", yref="container", y=0.0, yanchor="bottom", maxheight=1)
+        fig.update_layout(height=height + LEGEND_ROW_PX * rows)
     fig.update_layout(
         legend=dict(
             title=dict(text=escape_html(legend_title)), font=dict(size=12), bgcolor="rgba(255,255,255,0.8)", **where
