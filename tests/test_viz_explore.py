@@ -254,6 +254,9 @@ def test_senses_differ_by_symbol_as_well_as_colour() -> None:
     )
     lines = layer_measures_figure(frame)
     assert len({t.marker.symbol for t in lines.data}) == 2
+    # two curves at the same values (here 0.5 each) both show: the later one drawn thinner and smaller over the first
+    first, second = lines.data
+    assert first.line.width > second.line.width and first.marker.size > second.marker.size
     occurrences = occurrence_scatter(coords, groups, ["h"] * 6)  # the Polysemy explorer's and projector's scatter
     assert len({t.marker.symbol for t in occurrences.data if t.name != "selected"}) == 3
 
