@@ -32,7 +32,7 @@ from app_pages.polysemy_controls import controls, get_occurrences
 from models.registry import get_spec
 from viz.export import file_stem, frame_csv, frame_json
 from viz.occurrence_figures import layer_measures_figure, occurrence_scatter
-from viz.points import collapse, colour_groups, occurrence_metadata
+from viz.points import collapse, colour_groups, coordinates_frame, occurrence_metadata
 from viz.polysemy import AGREEMENT_INTERVAL, layer_measures, neighbour_table, separability_problem
 from viz.projection import project, project_layers
 from viz.senses import sense_info
@@ -116,7 +116,7 @@ def panel(c: dict, occs, X: np.ndarray, model: str, layer: int, pick: int, meta:
         legend_below=c["compare"] != "one panel",
     )
     name = file_stem("polysemy", c["word"], model, f"layer{layer}", c["method"])
-    data = meta.assign(**{f"x{d + 1}": coords[:, d] for d in range(coords.shape[1])}, point=inverse)
+    data = coordinates_frame(meta, coords, inverse)
     chart(
         fig,
         name,

@@ -284,3 +284,14 @@ def test_a_side_by_side_panels_legend_shows_every_sense_unscrolled() -> None:
     alone = occurrence_scatter(coords, groups, ["h"] * len(groups), height=560, title="t")
     assert beside.layout.legend.maxheight == 1 and beside.layout.legend.orientation == "h"
     assert beside.layout.height >= 560 + 24 * 8 and alone.layout.height == 560
+
+
+def test_the_polysemy_coordinates_number_occurrences_and_markers_as_the_page_does() -> None:
+    """The page calls the first occurrence "#1"; its CSV/JSON numbered points from 0 and had no occurrence number."""
+    from viz.points import coordinates_frame
+
+    meta = pd.DataFrame({"sense": ["a", "b", "a"]})
+    frame = coordinates_frame(meta, np.array([[0.1, 0.2], [0.3, 0.4], [0.1, 0.2]]), np.array([0, 1, 0]))
+    assert list(frame.columns) == ["occurrence", "sense", "x1", "x2", "point"]
+    assert list(frame["occurrence"]) == [1, 2, 3] and list(frame["point"]) == [1, 2, 1]
+    assert list(meta.columns) == ["sense"]

@@ -95,6 +95,16 @@ def collapse(X: np.ndarray, decimals: int = 5) -> tuple[np.ndarray, np.ndarray]:
     return first[order].astype(np.int64), rank[inverse].astype(np.int64)
 
 
+def coordinates_frame(meta: pd.DataFrame, coords: np.ndarray, inverse: np.ndarray) -> pd.DataFrame:
+    """The Polysemy chart's CSV/JSON: one row per occurrence, numbered from 1 as the page's "#1" (``occurrence``),
+    its metadata, its coordinates ``x1``…, and the marker it is drawn as (``point``, from 1: copies of one vector
+    share one)."""
+    coords = np.asarray(coords)
+    frame = meta.assign(**{f"x{d + 1}": coords[:, d] for d in range(coords.shape[1])}, point=np.asarray(inverse) + 1)
+    frame.insert(0, "occurrence", np.arange(1, len(frame) + 1))  # a copy: ``meta`` is left as it was
+    return frame
+
+
 def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str]) -> pd.DataFrame:
     """One row per occurrence: sense (or label), POS, genre, sentence length, source, context.
 
