@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -146,6 +147,7 @@ def first(records: Iterator[T], limit: int | None) -> list[T]:
 # dataclasses of tuples), so the last few reads are kept, each keyed by the reader and its arguments and
 # the file's state (size, modification and change times, inode): a file changed in between is read again.
 _READS: OrderedDict[tuple, tuple] = OrderedDict()
+_READS_LOCK = threading.Lock()
 KEPT_READS = 6
 
 
@@ -168,13 +170,17 @@ def read_file(reader: Callable[[Path], Iterator[T]], path: Path, limit: int | No
         return first(reader(path), limit)
     st = path.stat()
     key = (who, str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, limit)
-    if key in _READS:
-        _READS.move_to_end(key)
-    else:
-        _READS[key] = tuple(first(reader(path), limit))
-        while len(_READS) > KEPT_READS:
-            _READS.popitem(last=False)
-    return list(_READS[key])
+    with _READS_LOCK:  # the app's sessions are threads
+        kept = _READS.get(key)
+        if kept is not None:
+            _READS.move_to_end(key)
+    if kept is None:
+        kept = tuple(first(reader(path), limit))  # read outside the lock: another session's read need not wait
+        with _READS_LOCK:
+            _READS[key] = kept
+            while len(_READS) > KEPT_READS:
+                _READS.popitem(last=False)
+    return list(kept)
 
 
 def check_labels_seen(files: DataFiles, train: Sequence[str], evaluated: dict[str, Sequence[str]]) -> None:
