@@ -40,6 +40,7 @@ from corpora.errors import LabError
 from corpora.stats import dataset_table, format_table
 from models.allocator import reuse_freed_memory
 from probes.errors import ProbeInputError, writable_dir
+from probes.estimators import RIGOR_METRICS
 from probes.progress import TerminalProgress
 from probes.registry import (
     Option,
@@ -57,17 +58,7 @@ from probes.stats.seeds import CLAIM_SEEDS
 from probes.stats.units import interval_text
 
 EXIT_USAGE = 2
-PRINTED_METRICS = (
-    "F1",
-    "accuracy",
-    "chunk_F1",
-    "control_accuracy",
-    "selectivity",
-    "codelength_kbits",
-    "compression",
-    "control_codelength_kbits",
-    "control_compression",
-)
+PRINTED_METRICS = ("F1", "chunk_F1", *RIGOR_METRICS)
 #: ``add_command(subparsers)``: adds one command's parser and sets its ``func`` (``probes/__main__.py``).
 AddCommand = Callable[[argparse._SubParsersAction], None]
 

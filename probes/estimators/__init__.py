@@ -6,3 +6,15 @@ classifier trainer and ``LinearProbe`` (``classifier``), probe families (``famil
 heads' dependency counts (``head_syntax``). No data loading
 and no result files here: the tasks do that.
 """
+
+#: The metrics a token probe's rows gain from a control task (``control``) and an MDL code (``mdl``), after its
+#: accuracy. Here, in a module that imports nothing, so ``python -m probes stats`` reads them without torch.
+RIGOR_METRICS = (
+    "accuracy",
+    "control_accuracy",
+    "selectivity",
+    "codelength_kbits",
+    "compression",
+    "control_codelength_kbits",
+    "control_compression",
+)

@@ -22,13 +22,14 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from probes.estimators import RIGOR_METRICS
 from probes.estimators.mdl import ORDER_UNIT
 from probes.reporting import paper
 from probes.results import ProbeResult
 from probes.stats.claims import ALPHA, claims_table, holm_family
 from probes.stats.comparisons import compare, numbered_layers, outcome_table
 from probes.stats.units import interval_text, over_text, value_interval_text
-from probes.tasks.rigor_options import RIGOR_METRICS, base_probe
+from probes.tasks.rigor_options import base_probe
 from probes.tasks.wsd.scoring import DEV_SET, PAPER_ALL
 
 TOKEN_PROBES = ("pos", "tag")

@@ -16,12 +16,13 @@ import numpy as np
 import pandas as pd
 
 from corpora.types import TaggedSentence
+from probes.estimators import RIGOR_METRICS
 from probes.layers import LayerSpec, as_layer_specs
 from probes.registry import ChartSpec, Embeds, ProbeSpec, RunContext
 from probes.results import ProbeResult
 from probes.stats.units import interval_text, over_text
 from probes.tasks.conll import DATASET, conll_slice, feature_key
-from probes.tasks.rigor_options import RIGOR_METRICS, RIGOR_OPTIONS, RigorOptions, check_rigor_options, family_probes
+from probes.tasks.rigor_options import RIGOR_OPTIONS, RigorOptions, check_rigor_options, family_probes
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
 TEST_SET = "conll2000-test"

@@ -34,16 +34,6 @@ from probes.progress import ProgressFn, scaled
 from probes.registry import Option
 from probes.stats.units import Units
 
-RIGOR_METRICS = (
-    "accuracy",
-    "control_accuracy",
-    "selectivity",
-    "codelength_kbits",
-    "compression",
-    "control_codelength_kbits",
-    "control_compression",
-)
-
 
 def _checked(name: str):
     """``Option.parse``: the value as ``ProbeFamily`` checks it, so a bad one fails before any baseline."""

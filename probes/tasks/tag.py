@@ -31,6 +31,7 @@ from corpora.conllu import iter_conllu, parse_column
 from corpora.format_errors import DataFormatError
 from corpora.labelled import LabelledSentence
 from probes.errors import ProbeInputError
+from probes.estimators import RIGOR_METRICS
 from probes.estimators.bio import bad_bio_label
 from probes.inputs import Preview
 from probes.layers import LayerSpec, as_layer_specs
@@ -39,14 +40,7 @@ from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.tasks.datafiles import DataFiles, check_labels_seen, file_inputs, file_options, read_roles
 from probes.tasks.preview import token_preview
-from probes.tasks.rigor_options import (
-    RIGOR_METRICS,
-    RIGOR_NAMES,
-    RIGOR_OPTIONS,
-    RigorOptions,
-    check_rigor_options,
-    family_probes,
-)
+from probes.tasks.rigor_options import RIGOR_NAMES, RIGOR_OPTIONS, RigorOptions, check_rigor_options, family_probes
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
 MAJORITY = "majority-label"
