@@ -143,6 +143,9 @@ def test_projector_uploads_parse_or_name_the_bad_line() -> None:
         parse_vectors("nan\t1\n1\t2\n")
     with pytest.raises(InputError, match="not UTF-8"):
         parse_vectors(b"\xff\xfe1\t2\n")
+    # as the Probes page's uploads say it (it said "byte 2", an offset, where they say the byte and its column)
+    with pytest.raises(InputError, match=r"line 2: not UTF-8 text \(byte 0xa4 at column 3\)"):
+        parse_vectors(b"1\t2\n3\t\xa4\n")
     meta = parse_metadata("word\tfreq\nbank\t10\nriver\t3\nmoney\t7\n", 3)
     assert list(meta.columns) == ["word", "freq"] and meta["freq"].dtype.kind in "if"
     assert list(parse_metadata("bank\nriver\n", 2)["label"]) == ["bank", "river"]

@@ -37,8 +37,12 @@ def _text(data: bytes | str, what: str, max_mb: float) -> str:
         raise InputError(f"The {what} file is {len(data) / 2**20:.1f} MB; the limit is {max_mb:g} MB.")
     try:
         return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"The {what} file is not UTF-8 text (byte {exc.start}).") from None
+    except UnicodeDecodeError as exc:  # worded as every data file's reader words it (``corpora.labelled``)
+        line, start = data.count(b"\n", 0, exc.start) + 1, data.rfind(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"The {what} file, line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at column "
+            f"{exc.start - start + 1}); save the file as UTF-8."
+        ) from None
 
 
 def parse_vectors(data: bytes | str, max_mb: float = MAX_MB) -> np.ndarray:
