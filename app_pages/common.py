@@ -108,7 +108,7 @@ def page(fn: Callable[[], None]) -> Callable[[], None]:
         try:
             with safe("show this page"):
                 fn()
-        finally:  # also on st.stop / st.rerun: the URL's changes of the run so far, as one history entry
+        finally:  # also on st.rerun (after st.stop the stop pends: the changes wait for the next run)
             state.flush()
 
     wrapper.__name__ = fn.__name__
@@ -296,5 +296,5 @@ def folder_select(label: str, dirs: list[Path], key: str, param: str, **kwargs) 
     by_label = {label_dir(d): str(d) for d in dirs}
     labels = list(by_label)
     if key not in st.session_state and (raw := st.query_params.get(param)) in by_label.values():
-        st.query_params[param] = next(name for name, path in by_label.items() if path == raw)
+        st.session_state[key] = next(name for name, path in by_label.items() if path == raw)  # bind writes the URL
     return by_label[st.selectbox(label, labels, key=state.bind(key, labels[0], labels, param=param), **kwargs)]

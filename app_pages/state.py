@@ -23,8 +23,8 @@ default (``value=`` / ``index=``): the bound value in ``st.session_state`` is it
   to what is on screen (defaults included: a link says everything it restores) — as one change at the run's
   end (``flush``, called by ``common.page`` and by a ``state.fragment``'s own reruns), so a run is one browser
   history entry;
-- a URL that changed under the page (Back, Forward, a link pasted into the same tab: not what this session
-  last wrote) wins over the session's value, so Back shows the view before the last change;
+- on a run the browser's Back or Forward started, the URL's value wins over the session's, so Back shows the
+  view before the last change (only then: a widget's or ``st.rerun``'s run may carry a URL not yet updated);
 - a value in ``st.session_state`` that is no longer valid (the options changed: a model was removed)
   is reset to ``default`` rather than handed to the widget; a valid one is kept, also by a widget whose
   range changed (layer 4 stays layer 4 when the next model has it).
@@ -163,10 +163,8 @@ def bind(
     if key not in st.session_state:
         value = _read(raw, default, opts, lo, hi, step, check)
         st.session_state[key] = default if value is _UNREAD else value
-    elif (
-        raw and raw != _written().get(param) and (url := _read(raw, default, opts, lo, hi, step, check)) is not _UNREAD
-    ):
-        st.session_state[key] = url  # the URL changed under the page (Back / Forward, a link pasted into this tab)
+    elif raw and _history_navigation() and (url := _read(raw, default, opts, lo, hi, step, check)) is not _UNREAD:
+        st.session_state[key] = url  # Back / Forward: the URL the browser went to is the view to show
     elif not (st.session_state[key] is None and default is None) and not _valid(
         st.session_state[key], default, opts, lo, hi, check
     ):
@@ -194,15 +192,17 @@ def _read(raw: list[str], default: Any, opts: list | None, lo: Any, hi: Any, ste
     return candidate if _valid(candidate, default, opts, lo, hi, check) else _UNREAD
 
 
+def _history_navigation() -> bool:
+    """Whether this run was started by the browser's Back or Forward. Only then does the URL win over the session:
+    a run started by a widget, or by ``st.rerun``, may carry the URL from before the last run's changes were sent."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return bool(ctx is not None and ctx.is_history_navigation)
+
+
 # Every write of ``st.query_params`` is one browser history entry (Streamlit's frontend pushes each): a page that
 # wrote its 12 parameters one by one took 12 presses of Back to leave. So a run's writes are kept here and sent
 # at its end as one change (``flush``, called by ``common.page`` after the page's script).
-_PENDING, _WRITTEN = "_url_pending", "_url_written"
-
-
-def _written() -> dict[str, list[str]]:
-    """What this session last wrote to the URL, per parameter: a URL that differs was moved by the browser."""
-    return st.session_state.setdefault(_WRITTEN, {})
+_PENDING = "_url_pending"
 
 
 def _write(param: str, value: Any) -> None:
@@ -243,8 +243,5 @@ def flush() -> None:
         return
     current = {k: st.query_params.get_all(k) for k in st.query_params}
     wanted = {k: v for k, v in {**current, **pending}.items() if v}  # None or []: absent
-    _written().update({k: v for k, v in pending.items() if v is not None})
-    for k in (k for k, v in pending.items() if v is None):
-        _written().pop(k, None)
     if wanted != current:
         st.query_params.from_dict({k: v if len(v) > 1 else v[0] for k, v in wanted.items()})

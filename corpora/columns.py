@@ -24,6 +24,7 @@ from corpora.labelled import LabelledSentence, labelled_sentences
 
 DOCSTART = "-DOCSTART-"
 TOKEN_ID = re.compile(r"\d+([-.]\d+)?")  # a CoNLL token ID: 4, a multiword range 2-3, an empty node 8.1
+CONLL_FIELDS = 8  # CoNLL-X and CoNLL-U lines have 10 fields (8 at least): a narrower file's numbers are words
 
 
 def split_fields(line: str) -> list[str]:
@@ -71,7 +72,7 @@ def iter_columns(path: str | Path, label_column: int = -1, word_column: int = 0)
         return word, label
 
     for n, sentence in enumerate(labelled_sentences(path, read_token, "no sentences: no token lines in the file.")):
-        if n == 0 and _token_ids(sentence.words):
+        if n == 0 and width >= CONLL_FIELDS and _token_ids(sentence.words):
             raise DataFormatError(
                 path,
                 sentence.line,
@@ -83,5 +84,7 @@ def iter_columns(path: str | Path, label_column: int = -1, word_column: int = 0)
 
 
 def _token_ids(words: tuple[str, ...]) -> bool:
-    """Whether a sentence's words are CoNLL token IDs: 1, 2, … (with "2-3" ranges, "8.1" empty nodes)."""
-    return len(words) > 1 and words[0] == "1" and all(TOKEN_ID.fullmatch(w) for w in words)
+    """Whether a sentence's words are CoNLL token IDs: 1, 2, … (with "2-3" ranges, "8.1" empty nodes; a first
+    token "1-2", a contraction, as Spanish or French UD begin)."""
+    first = re.fullmatch(r"1(-\d+)?", words[0]) is not None
+    return len(words) > 1 and first and all(TOKEN_ID.fullmatch(w) for w in words)

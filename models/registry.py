@@ -172,9 +172,16 @@ def get_spec(name: str) -> ModelSpec:
 
 
 def _same_files(a: ModelSpec, b: ModelSpec) -> bool:
-    """Whether two specs read the same file or folder (resolved paths; a hub id or a missing path: no)."""
-    paths = [s.source.directory() if s.source is not None else None for s in (a, b)]
-    return None not in paths and paths[0].resolve() == paths[1].resolve()
+    """Whether two specs read the same files: the same folder or file and the same files outside it (an ELMo's
+    weights beside another folder's options), all resolved; a hub id or a missing path: no."""
+
+    def files(spec: ModelSpec) -> tuple | None:
+        where = spec.source.directory() if spec.source is not None else None
+        if where is None:
+            return None
+        return where.resolve(), frozenset(Path(p).resolve() for p in spec.source.also)
+
+    return None not in (files(a), files(b)) and files(a) == files(b)
 
 
 def load_spec(spec: ModelSpec, **overrides: Any) -> Embedder:

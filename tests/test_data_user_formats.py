@@ -162,8 +162,18 @@ def test_a_conllu_file_read_as_columns_is_refused_not_embedded_as_token_ids(tmp_
     err = error_of(iter_columns, bare, 3)
     assert err.line == 1 and "holds 1 2-3 2 3 …: token IDs" in str(err) and "--format conllu" in str(err)
     assert next(iter_columns(bare, 3, word_column=1)).words == ("I", "can't", "ca", "n't", "go", "go", ".")
-    numbers = write(tmp_path, "n.txt", "1 CD\n\n3 CD\n4 CD\n")  # a lone "1", numbers not counting from 1: words
-    assert [s.words for s in iter_columns(numbers, 1)] == [("1",), ("3", "4")]
+    # a two-column file whose first sentence is numbers counting from 1 is words (it was refused as token IDs)
+    numbers = write(tmp_path, "n.txt", "1 CD\n2 CD\n3 CD\n\n3 CD\n4 CD\n")
+    assert [s.words for s in iter_columns(numbers, 1)] == [("1", "2", "3"), ("3", "4")]
+    # a CoNLL-U file whose first token is a contraction's range (Spanish, French UD: "1-2 del") is caught too
+    spanish = (
+        "".join(
+            "\t".join(row) + "\n"
+            for row in (["1-2", "del", *"_" * 8], ["1", "de", "de", "ADP", "_", "_", "0", "root", "_", "_"])
+        )
+        + "2\tel\tel\tDET\t_\t_\t1\tdet\t_\t_\n"
+    )
+    assert "token IDs" in str(error_of(iter_columns, write(tmp_path, "es.conll", spanish), 3))
 
 
 # ---------------------------------------------------------------------------------- edge probing

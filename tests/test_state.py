@@ -116,7 +116,7 @@ def test_a_run_changes_the_url_once_and_back_restores_the_view(monkeypatch) -> N
     """Each write of ``st.query_params`` is one browser history entry: a page that wrote its parameters one by one
     pushed 10–14 entries on opening, so leaving it took ~10 presses of Back; and Back after a change showed the new
     value still (the page wrote it over the URL the browser went back to). Now a run's changes go out as one, and a
-    URL moved under the page (Back, Forward, a pasted link) wins over the session's value."""
+    URL the browser's Back or Forward went to wins over the session's value."""
     from streamlit.runtime.state.query_params import QueryParams
 
     sent: list[int] = []
@@ -129,9 +129,40 @@ def test_a_run_changes_the_url_once_and_back_restores_the_view(monkeypatch) -> N
     at.selectbox(key="m").set_value("elmo-small")
     at.slider(key="layer").set_value(2).run()
     assert len(sent) == 2 and at.query_params["model"] == "elmo-small" and at.query_params["layer"] == "2"
-    at.query_params["model"], at.query_params["layer"] = "minilm", "6"  # the browser's Back: the URL before
+    at.query_params["model"], at.query_params["layer"] = "minilm", "6"  # a URL behind the session's (a widget's
+    at.run()  # or st.rerun's run can carry one): not Back, so the session's view stays
+    assert at.selectbox(key="m").value == "elmo-small" and at.query_params["model"] == "elmo-small"
+    monkeypatch.setattr("app_pages.state._history_navigation", lambda: True)  # the browser's Back started the run
+    at.query_params["model"], at.query_params["layer"] = "minilm", "6"
     at.run()
     assert at.selectbox(key="m").value == "minilm" and at.slider(key="layer").value == 6
     at.query_params["model"] = "<not a model>"  # a URL that does not fit keeps the session's value
     at.run()
     assert at.selectbox(key="m").value == "minilm" and at.query_params["model"] == "minilm"
+
+
+def _rerun_page() -> None:
+    import streamlit as st
+
+    from app_pages import state
+    from app_pages.common import page
+
+    @page  # flushes in its finally, after st.rerun has taken the query string of before this run's changes
+    def main() -> None:
+        choice = st.selectbox("V", ["a", "b"], key=state.bind("v", "a", ["a", "b"], param="v"))
+        if choice == "b" and not st.session_state.get("reran"):
+            st.session_state["reran"] = True
+            st.rerun()
+        st.write(f"value={choice}")
+
+    main()
+
+
+def test_a_change_survives_st_rerun() -> None:
+    """The review of round nine: adopting any URL that differed from what the session last wrote undid a change
+    whenever a run called st.rerun (its rerun carried the URL from before the change was sent). Only a run the
+    browser's Back or Forward started adopts the URL now."""
+    at = AppTest.from_function(_rerun_page, default_timeout=60).run()
+    at.selectbox(key="v").set_value("b").run()
+    assert at.selectbox(key="v").value == "b" and at.query_params["v"] == "b"
+    assert "value=b" in [m.value for m in at.markdown]

@@ -239,6 +239,12 @@ def test_a_path_named_like_a_registered_model_is_refused_and_a_renamed_version_i
     with pytest.raises(ModelLoadError, match="name of a registered model"):
         reg.get_spec(str(other))
     assert main(["remove", "w2v-300"]) == 0
+    # an ELMo pair: the built-in's options with other weights is another model, not the built-in (its weights
+    # were silently the built-in's: only the options' folder was compared)
+    weights = tmp_path / "other.hdf5"
+    weights.write_bytes(b"")
+    with pytest.raises(ModelLoadError, match="name of a registered model"):
+        reg.get_spec(f"elmo:{REPO / 'assets' / 'elmo-small' / 'options.json'},{weights}")
     results = tmp_path / "results"
     first = run_probe("pos", str(small_static), limit=20, layers="0", results_dir=results, show_progress=False)
     assert first.notes == []

@@ -33,6 +33,12 @@ def test_collapse_finds_identical_vectors_up_to_float_noise() -> None:
     copies = np.stack([edge + tip, edge - tip, -edge, edge + 2 * tip, -edge - tip])
     rep, inverse = collapse(copies)
     assert list(rep) == [0, 2] and list(inverse) == [0, 0, 1, 0, 1]
+    # but points each within the tolerance of the next never chain into one (200 steps of 1.3e-5 were one point)
+    chain = np.zeros((200, 2))
+    chain[:, 0], chain[0, 1] = np.arange(200) * 1.3e-5, 1.0
+    rep, inverse = collapse(chain)
+    spans = [np.ptp(chain[inverse == k, 0]) for k in range(len(rep))]
+    assert len(rep) > 50 and max(spans) <= 2 * np.sqrt(2) * 1e-5
 
 
 def test_static_occurrences_are_one_marker_each_with_counts_on_a_sane_scale() -> None:

@@ -27,8 +27,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 from sklearn.metrics import pairwise_distances
 
 from viz.polysemy import key_pos
@@ -71,8 +69,9 @@ def collapse(X: np.ndarray, decimals: int = 5) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of ``X`` (n, dim), compared after rounding to ``decimals`` (relative to the largest |x|).
 
     Rounding alone splits two copies of one vector whose coordinates straddle a rounding boundary: 60 copies of two
-    pasted sentences were drawn as four groups. So groups whose first rows lie within the rounding's resolution of
-    each other (Euclidean, √dim · 10^-decimals of the scale) are one, wherever there are at most ``MERGE_MAX``.
+    pasted sentences were drawn as four groups. So a group whose first row lies within the rounding's resolution
+    (Euclidean, √dim · 10^-decimals of the scale) of an earlier group's representative joins it, wherever there are
+    at most ``MERGE_MAX`` groups.
 
     Returns (rep (m,) index of each distinct row's first occurrence, in order; inverse (n,) point -> 0..m-1).
     """
@@ -85,10 +84,20 @@ def collapse(X: np.ndarray, decimals: int = 5) -> tuple[np.ndarray, np.ndarray]:
     inverse = np.asarray(inverse).ravel()
     if 1 < len(first) <= MERGE_MAX:
         tol = np.sqrt(X.shape[1]) * 10.0**-decimals
-        close = csr_matrix(pairwise_distances(X[first] / scale) <= tol)
-        _, component = connected_components(close, directed=False)
-        inverse = component[inverse]
-        first = np.array([np.flatnonzero(inverse == c).min() for c in range(component.max() + 1)])
+        order = np.argsort(first, kind="stable")  # groups in order of first appearance
+        close = pairwise_distances(X[first[order]] / scale) <= tol
+        # each group joins the first earlier representative within the tolerance of it, never a chain: points each
+        # within tol of the next (200 of them 1.3e-5 apart) would otherwise become one spanning 180 × tol
+        owner = np.arange(len(order))
+        for g in range(1, len(order)):
+            earlier = np.flatnonzero(close[g, :g] & (owner[:g] == np.arange(g)))  # representatives only
+            if earlier.size:
+                owner[g] = earlier[0]
+        merged = np.empty_like(owner)
+        merged[order] = owner
+        inverse = first[order][merged[inverse]]  # point -> its representative's row
+        first = np.unique(inverse)
+        inverse = np.searchsorted(first, inverse)
     order = np.argsort(first, kind="stable")  # distinct rows in order of first appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))

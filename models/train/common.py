@@ -148,9 +148,15 @@ RUN_ONLY = frozenset(
 )
 
 
-def training_setup(args: argparse.Namespace, vocab: Sequence[str]) -> dict:
-    """What a checkpoint was trained with (kept in it): every option but ``RUN_ONLY`` and a digest of the vocabulary."""
+def training_setup(args: argparse.Namespace, vocab: Sequence[str], resolved: dict | None = None) -> dict:
+    """What a checkpoint was trained with (kept in it): every option but ``RUN_ONLY`` and a digest of the vocabulary.
+    ``resolved``: the trainer's own reading of some options (the ELMo trainer's config: ``--lr`` left out is the
+    config's rate), compared in their place, so an option written out at its default, or a config named by another
+    path, is no change."""
     options = {k: v for k, v in sorted(vars(args).items()) if k not in RUN_ONLY}
+    if resolved is not None:
+        options = {k: v for k, v in options.items() if k not in resolved and k != "config"}
+        options |= {f"config.{k}": v for k, v in resolved.items()}
     digest = hashlib.sha256("\n".join(vocab).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return {"options": json.loads(json.dumps(options, default=str)), "vocab": digest}
 

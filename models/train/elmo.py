@@ -188,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     state = TrainState()
     ckpt_path = run_dir / "checkpoint.pt"
-    setup = training_setup(args, vocab)
+    setup = training_setup(args, vocab, resolved=cfg)
     if args.resume:
 
         def restore(ckpt: dict) -> tuple:
