@@ -227,6 +227,8 @@ def other_versions(result: ProbeResult, out_dir: str | Path) -> int:
     """How many runs of ``result``'s model and probe saved under ``out_dir`` have another fingerprint: another
     version of the model under the same name (retrained, or another file or folder of that name), which
     :func:`current_model_runs` leaves out of every table once ``result`` is the newest."""
+    if result.fingerprint is None:  # as current_model_runs: a run without one is no version of anything
+        return 0
     runs = _saved(out_dir, f"{_safe(result.model)}__{_safe(result.probe)}__*.json")
     return sum(old.model == result.model and old.fingerprint not in (None, result.fingerprint) for _, _, old in runs)
 
