@@ -83,8 +83,13 @@ def layer_coords(X: np.ndarray, method: str, dims: int, layer: int):
     return coords[0], inverses[0], notes[0]
 
 
-def layer_slider(key: str, L: int, default: int, label: str = "Layer") -> int:
+SLIDER_PX = 68  # a labelled slider's height: a one-layer model's panel beside another keeps its plot level
+
+
+def layer_slider(key: str, L: int, default: int, label: str = "Layer", *, beside: bool = False) -> int:
     if L <= 1:
+        if beside:  # a static model beside a contextual one: its plot starts where the other's does
+            st.container(height=SLIDER_PX, border=False).caption(f"{label}: 0, its only layer")
         return 0
     return st.slider(
         label,
@@ -259,7 +264,7 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
                 if key == "poly_layer"
                 else ("Layer (right)" if c["compare"] == "two layers" else f"Layer of {model}")
             )
-            layer = layer_slider(key, Xs[model].shape[0], default, label)
+            layer = layer_slider(key, Xs[model].shape[0], default, label, beside=len(panels) > 1)
             layers.append(layer)
             plot_key = "poly_plot" if key == "poly_layer" else "poly_plot_b"
             panel(c, occs, Xs[model], model, layer, pick, meta, plot_key)

@@ -59,6 +59,12 @@ def test_two_models_side_by_side_share_the_word(page, server, screenshots) -> No
     titles = [t for t in plot_titles(page) if "“bank”" in t]
     assert any("minilm" in t for t in titles) and any("glove-6b-50d" in t for t in titles), titles
     expect(page.get_by_text("glove-6b-50d is a static model")).to_be_visible()
+    # the two plots start level: the static model's panel has no layer slider, and its plot sat 84 px higher
+    tops = page.evaluate(
+        "[...document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')].slice(0, 2)"
+        ".map(e => e.getBoundingClientRect().top)"
+    )
+    assert abs(tops[0] - tops[1]) <= 8, tops
     shot(page, screenshots, "polysemy_side_by_side")
 
 
