@@ -76,7 +76,7 @@ def tree_probes(model: str, layer: int, limit: int) -> TreeProbes:
         return _probes(model, emb.fingerprint(), layer, limit)
 
 
-def choose_sentence() -> tuple[list[str], DepTree | None, str]:
+def choose_sentence() -> tuple[list[str], DepTree | None, str] | None:
     """(words, gold tree or None, how the sentence is named in file names) from the chosen source."""
     c1, c2 = st.columns([3, 2])
     source = (
@@ -102,7 +102,7 @@ def choose_sentence() -> tuple[list[str], DepTree | None, str]:
     found = [i + 1 for i in sentence_choices([t.words for t in trees], search)]
     if not found:
         st.warning(f"No {SOURCES[source]} sentence contains “{md(search)}”.", icon="🔎")
-        st.stop()
+        return None  # not st.stop: the page ends normally, so the URL gets the search
     number = st.selectbox(
         f"Sentence ({len(found):,} of {len(trees):,})",
         found,
@@ -179,7 +179,10 @@ def main() -> None:
         st.info("No model is available yet. See the Models page for how to train one.")
         return
     model = st.selectbox("Model", names, key=state.bind("syn_model", preferred(names), names, param="model"))
-    words, tree, name = choose_sentence()
+    chosen = choose_sentence()
+    if chosen is None:
+        return
+    words, tree, name = chosen
     trees, heads = st.tabs(TABS, key=state.bind("syn_tab", TABS[0], TABS, param="tab"), on_change="rerun")
     if trees.open:
         with trees, safe("draw the trees"):

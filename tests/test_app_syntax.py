@@ -228,6 +228,11 @@ def test_the_page_draws_gold_and_predicted_trees_for_glove_from_the_url() -> Non
     trees = ewt_trees("test")
     assert 0 < len(numbers) < len(trees) and all("would" in " ".join(trees[k - 1].words).lower() for k in numbers)
     assert numbers == [k + 1 for k, t in enumerate(trees) if "would" in " ".join(t.words).lower()]
+    # a search that finds nothing says so and the page ends there, with the search in the URL (it ended in st.stop,
+    # which leaves a run's URL changes unsent: the address still said the search before)
+    at.text_input(key="syn_search").set_value("zzqxj").run()
+    assert_ok(at)
+    assert any("contains “zzqxj”" in w.value for w in at.warning) and at.query_params["search"] == "zzqxj"
 
 
 def test_a_first_fit_states_its_estimate_and_leaves_the_vectors_in_the_cache(tmp_path, monkeypatch) -> None:
