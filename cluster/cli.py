@@ -67,7 +67,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         check_seeds(seed, flag="--seeds")
     if len(seeds) == 1 and seeds[0] > 1:  # `probes pos --seeds 3` runs three seeds; a sweep's --seeds lists them
         print(f"  --seeds {seeds[0]}: the sweep runs seed {seeds[0]} alone (a list: --seeds 0,1,2 for three seeds)")
-
     if args.limit is not None and args.limit < 1:
         raise ProbeInputError(f"--limit {args.limit}: give a positive number of sentences.")
     check_options_heard(vars(args), specs)

@@ -90,25 +90,23 @@ def chart_layout(fig: go.Figure, title: str, height: int | None = None, *, half:
         _layout(fig, head, height, rest, HALF_TITLE_CHARS if half else None).update_layout(margin_t=80)
     else:
         _layout(fig, title, height)
-    entries = [(t.name, t.legendgroup) for t in fig.data if t.name and t.showlegend is not False]
     font = HALF_LEGEND_FONT if half else None  # smaller beside another chart: two entries a row at a laptop's width
-    rows = legend_rows(entries, LAPTOP_PLOT_PX[half], LEGEND_CHAR_PX * (font or LEGEND_FONT) / LEGEND_FONT)
-    fig.update_layout(  # maxheight 1: the whole figure's height, so the legend never scrolls
-        legend=dict(
-            orientation="h",
-            yref="container",
-            yanchor="bottom",
-            y=0.0,
-            xanchor="left",
-            x=0.0,
-            maxheight=1,
-            font_size=font,
-            tracegroupgap=0,  # a legend group of one entry takes a row, not a row and a gap
-        ),
+    legend, rows = legend_below(fig, half=half, font=font)
+    fig.update_layout(
+        legend=dict(legend, font_size=font, tracegroupgap=0),  # a group of one entry takes a row, not a row and a gap
         margin_b=60,  # the axis title's room; plotly reserves the legend's below it
         height=None if height is None else height + LEGEND_ROW_PX * rows,
     )
     return fig
+
+
+def legend_below(fig: go.Figure, *, half: bool, font: int | None = None, extra_rows: int = 0) -> tuple[dict, int]:
+    """A legend in rows under the plot (plotly wraps its entries to the chart's width; ``maxheight`` 1, the whole
+    figure's height, so it never scrolls) and the rows it takes in a laptop's window (``extra_rows`` more: its
+    title's), by which the caller makes the figure taller."""
+    entries = [(t.name, t.legendgroup) for t in fig.data if t.name and t.showlegend is not False]
+    rows = extra_rows + legend_rows(entries, LAPTOP_PLOT_PX[half], LEGEND_CHAR_PX * (font or LEGEND_FONT) / LEGEND_FONT)
+    return dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0, maxheight=1), rows
 
 
 #: A marker symbol per palette slot, beside its colour: a second cue where two hues look alike to a colour-blind

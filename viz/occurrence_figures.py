@@ -30,13 +30,12 @@ from plotly.subplots import make_subplots
 
 from viz.figures import (
     HALF_TITLE_CHARS,
-    LAPTOP_PLOT_PX,
     LEGEND_ROW_PX,
     PALETTE,
     SYMBOLS,
     SYMBOLS_3D,
     _layout,
-    legend_rows,
+    legend_below as legend_below_plot,  # ``legend_below`` is this module's flag
 )
 from viz.probe_figures import interval_error
 from viz.text import escape_html, legend_label, shorten
@@ -243,10 +242,8 @@ def _scatter_frame(
         axis = dict(showticklabels=False, title="")
         fig.update_layout(scene=dict(xaxis=axis, yaxis=axis, zaxis=axis))
     where = dict(orientation="v", x=1.01, y=1, xanchor="left", yanchor="top")
-    if legend_below:  # narrow side-by-side panels: rows under the plot, the figure taller by them, never scrolled
-        entries = [(t.name, t.legendgroup) for t in fig.data if t.name and t.showlegend is not False]
-        rows = 1 + legend_rows(entries, LAPTOP_PLOT_PX[True])  # and the legend's title
-        where = dict(orientation="h", x=0, xanchor="left", yref="container", y=0.0, yanchor="bottom", maxheight=1)
+    if legend_below:  # narrow side-by-side panels: rows under the plot, the figure taller by them (and its title's)
+        where, rows = legend_below_plot(fig, half=True, extra_rows=1)
         fig.update_layout(height=height + LEGEND_ROW_PX * rows)
     fig.update_layout(
         legend=dict(
