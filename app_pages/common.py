@@ -239,6 +239,18 @@ def download(label: str, data, file_name: str, *, key: str, mime: str = "text/cs
     )
 
 
+def wrapping_row(key: str, count: int, min_rem: float = 27.0) -> list:
+    """``count`` containers side by side while each can be ``min_rem`` wide, else stacked at the page's width.
+
+    ``st.columns`` only shrinks its columns: at 1024 px Reproduce's two bar charts kept ~70 px of plot beside their
+    labels. Here the row's flex items (the children of Streamlit's ``st-key-<key>`` element) grow from ``min_rem``
+    and wrap; a style-only ``st.html`` takes no room on the page.
+    """
+    st.html(f"<style>.st-key-{key} > div {{flex: 1 1 {min_rem}rem; min-width: min({min_rem}rem, 100%);}}</style>")
+    row = st.container(horizontal=True, wrap=True, gap="medium", key=key)
+    return [row.container() for _ in range(count)]
+
+
 def chart(
     fig,
     name: str,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import chart, folder_select, page, page_header, safe
+from app_pages.common import chart, folder_select, page, page_header, safe, wrapping_row
 from models.random_init import twin_base
 from probes.reporting.tables import slice_flags, slice_order, table_note, table_section, titles
 from probes.results import split_slice
@@ -102,7 +102,7 @@ def main() -> None:
                 "documents (WSD: the framework's 23, few, so approximate) and sentences (POS), and over the seeds "
                 "where a value averages several; the paper gives none."
             )
-            cols = st.columns(2)
+            cols = wrapping_row("repro_charts", 2)  # stacked in a narrow window: labels leave little of half of it
             for col, (task, part), name in zip(cols, comp.groupby("task", sort=False), ("wsd", "pos")):
                 chart(
                     comparison_figure(part, task),

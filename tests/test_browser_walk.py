@@ -67,10 +67,11 @@ PROJECTOR = {"width": 1024, "height": 2400}  # a classroom projector's: the narr
 SIDE_BY_SIDE = {"polysemy": ("?compare=two+models&model_b=elmo-small",), "attention": ("?compare=two+layers",)}
 # Per chart shown: legend entries that run into another entry (its text or symbol) or past the chart's right edge,
 # a legend that scrolls, texts (titles, panel titles, axis titles) that overlap or leave the chart, a title that
-# reaches the plot (its top tick label); per button group (segmented control, radio): an option past its box's
-# right edge (Streamlit scrolls it out of sight).
+# reaches the plot (its top tick label), a single plot under 160 px wide (its labels or legend took the width: at
+# 1024 px Reproduce's bar charts side by side kept ~70 px for their bars); per button group (segmented control,
+# radio): an option past its box's right edge (Streamlit scrolls it out of sight).
 LAYOUT_JS = """() => {
-  const out = [];
+  const out = [], MIN_PLOT_PX = 160;
   const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
   for (const el of document.querySelectorAll('.js-plotly-plot')) {
     if (el.offsetParent === null) continue;
@@ -92,6 +93,9 @@ LAYOUT_JS = """() => {
     }));
     for (const t of texts)
       if (t.box.right > at.right + 1 || t.box.left < at.left - 1) out.push(`${title}: '${t.text}' leaves the chart`);
+    const areas = [...el.querySelectorAll('.nsewdrag')].map(d => d.getBoundingClientRect()).filter(b => b.width > 0);
+    if (areas.length === 1 && areas[0].width < MIN_PLOT_PX)  // one plot (a grid of small maps is meant small)
+      out.push(`${title}: its plot is ${Math.round(areas[0].width)} px wide`);
     const head = el.querySelector('.gtitle')?.getBoundingClientRect();
     const plots = [...el.querySelectorAll('.nsewdrag')].map(d => d.getBoundingClientRect().top);
     if (head && head.width && plots.length && head.bottom > Math.min(...plots) - 6)

@@ -136,3 +136,16 @@ def test_layer_profile_edge_cases_found_in_review():
     assert fig.layout.yaxis.title.text == "selectivity (points: UUAS − control UUAS)" and fig.layout.yaxis.range[0] < 0
     named = choice_label(("tag", "en_ewt-ud@4d7343ed:dev:feats:Number (not _)", "accuracy"))
     assert "(not _) · accuracy<br><sup>" in profile_figure(prof, title=named, y_title="accuracy").layout.title.text
+
+
+def test_a_small_sample_is_said_in_the_profile_title_as_on_the_probes_page():
+    """The committed contextuality run (n 993–1000) was titled "small sample" on the Probes page and not on the Layer
+    profile's chart; both now say it, with the same note (``viz.probe_figures.small_sample_note``)."""
+    rows = {"model": "minilm", "probe": "contextuality", "dataset": "d", "metric": "self_similarity"}
+    df = pd.DataFrame(rows | {"layer": ["0", "1", "2"], "value": [0.9, 0.7, 0.6], "n": [993, 1000, 1000]})
+    small = profile_figure(layer_profile(df, "contextuality", "d", "self_similarity"), title="t", y_title="cos")
+    assert "small sample: n = 993–1000" in small.layout.title.text
+    big = profile_figure(
+        layer_profile(df.assign(n=5000), "contextuality", "d", "self_similarity"), title="t", y_title="c"
+    )
+    assert "small sample" not in big.layout.title.text

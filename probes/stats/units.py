@@ -118,14 +118,7 @@ def over_text(unit, clusters, seeds=None) -> str:
     """ "23 documents (few: interval approximate)", "2012 sentences", "2012 sentences and 3 seeds (few)" — what a
     row's interval resamples (``seeds``: the training seeds its value averages); "n/a" for a row that states no
     unit."""
-    if not isinstance(unit, str) or clusters is None or clusters != clusters:
-        return "n/a"
-    k = int(clusters)
-    text = f"{k} {unit}{'' if k == 1 else 's'}"
-    if k < 2 and unit != INSTANCE:
-        return text + " (one: no interval)"
-    few = " (few: interval approximate)" if k < FEW_CLUSTERS and unit != INSTANCE else ""
-    return text + few + seeds_text(seeds)
+    return over_texts(unit, [clusters], seeds)
 
 
 def count_span(counts: Iterable) -> str:
@@ -139,14 +132,14 @@ def count_span(counts: Iterable) -> str:
 
 def over_texts(unit, clusters: Iterable, seeds=None) -> str:
     """``over_text`` of rows whose intervals resample different numbers of one unit (WSD per POS on ALL w/o SE07:
-    NOUN's 23 documents, VERB's 10): "10–23 documents (few: interval approximate)"; one number: ``over_text``.
+    NOUN's 23 documents, VERB's 10): "10–23 documents (few: interval approximate)".
     ``seeds``: the most training seeds a row averages."""
     ks = sorted({int(k) for k in clusters if k is not None and k == k})
-    if len(ks) < 2 or not isinstance(unit, str):
-        return over_text(unit, ks[0] if ks else None, seeds)
-    text = f"{count_span(ks)} {unit}s"
+    if not ks or not isinstance(unit, str):
+        return "n/a"
+    text = f"{count_span(ks)} {unit}{'' if ks == [1] else 's'}"
     if ks[0] < 2 and unit != INSTANCE:
-        return text + " (one: no interval for some)"
+        return text + (" (one: no interval)" if len(ks) == 1 else " (one: no interval for some)")
     few = " (few: interval approximate)" if ks[0] < FEW_CLUSTERS and unit != INSTANCE else ""
     return text + few + seeds_text(seeds)
 

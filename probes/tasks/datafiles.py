@@ -183,13 +183,30 @@ def read_file(reader: Callable[[Path], Iterator[T]], path: Path, limit: int | No
     return list(kept)
 
 
+def unseen_labels(train: Sequence[str], labels: Sequence[str]) -> Counter:
+    """The labels of ``labels`` that ``train`` never has, with their counts (in order of first occurrence)."""
+    seen = {str(label) for label in train}
+    return Counter(str(label) for label in labels if str(label) not in seen)
+
+
+def label_counts(train: Sequence[str], test: Sequence[str]) -> dict:
+    """A tag or span run's label counts (its ``extra``): training's and the test file's by frequency, and the test
+    labels training never has (a probe cannot predict them)."""
+    counts = Counter(str(label) for label in test)
+    return {
+        "labels": dict(Counter(str(label) for label in train).most_common()),
+        "test_labels": dict(counts.most_common()),
+        "unseen_test_labels": dict(unseen_labels(train, test)),
+    }
+
+
 def check_labels_seen(files: DataFiles, train: Sequence[str], evaluated: dict[str, Sequence[str]]) -> None:
     """Refuse evaluation files whose labels are mostly unseen in training (``evaluated``: role -> its labels): a probe
     can never predict them, so it scored 0.00 [0.00, 0.00] and its majority baseline too, said nowhere (``noun`` in
     the test file, ``NOUN`` in train). A few unseen labels (rare tags) are normal and kept."""
     seen = {str(label) for label in train}
     for role, labels in evaluated.items():
-        unseen = Counter(str(label) for label in labels if str(label) not in seen)
+        unseen = unseen_labels(train, labels)
         if 2 * sum(unseen.values()) <= len(labels):
             continue
         folded = {label.strip().casefold(): label for label in seen}

@@ -16,7 +16,6 @@ Files: ``corpora.edge_probing``.
 from __future__ import annotations
 
 import time
-from collections import Counter
 
 import numpy as np
 
@@ -32,7 +31,7 @@ from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
 from probes.stats.intervals import accuracy_row, keep_instances
 from probes.stats.units import SENTENCE, Units
-from probes.tasks.datafiles import DataFiles, check_labels_seen, file_inputs, file_options, read_roles
+from probes.tasks.datafiles import DataFiles, check_labels_seen, file_inputs, file_options, label_counts, read_roles
 from probes.tasks.preview import span_preview
 from probes.tasks.token_labels import fit_and_score, layer_matrix
 
@@ -168,16 +167,12 @@ def run_span(
         history[spec.label] = fit.history
         if ctx.progress is not None:
             ctx.progress(0.7 + 0.3 * (k + 1) / len(specs), f"span probe layer {spec.label}")
-    test = Counter(evals[-1].labels.tolist())
-    seen = set(train.labels.tolist())
     extra.update(
         {
             "train_targets": len(train.labels),
             "test_targets": len(evals[-1].labels),
             "history": history,
-            "labels": dict(Counter(train.labels.tolist()).most_common()),
-            "test_labels": dict(test.most_common()),
-            "unseen_test_labels": {k: v for k, v in test.items() if k not in seen},
+            **label_counts(train.labels.tolist(), evals[-1].labels.tolist()),
             "pairs": train.span2 is not None,
             "total_s": round(time.perf_counter() - t0, 1),
         }

@@ -38,7 +38,7 @@ from probes.layers import LayerSpec, as_layer_specs
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
 from probes.results import ProbeResult
-from probes.tasks.datafiles import DataFiles, check_labels_seen, file_inputs, file_options, read_roles
+from probes.tasks.datafiles import DataFiles, check_labels_seen, file_inputs, file_options, label_counts, read_roles
 from probes.tasks.preview import token_preview
 from probes.tasks.rigor_options import RIGOR_NAMES, RIGOR_OPTIONS, RigorOptions, check_rigor_options, family_probes
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
@@ -128,16 +128,6 @@ def load_splits(
     return files, what, splits.pop("train"), list(splits.values())
 
 
-def label_counts(train: TokenSplit, evals: list[TokenSplit]) -> dict:
-    seen = set(train.labels.tolist())
-    test = Counter(evals[-1].labels.tolist())
-    return {
-        "labels": dict(Counter(train.labels.tolist()).most_common()),
-        "test_labels": dict(test.most_common()),
-        "unseen_test_labels": {k: v for k, v in test.items() if k not in seen},
-    }
-
-
 def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
     return {
         **{k: v for k, v in options.items() if k not in ("train", "dev", "test")},
@@ -194,7 +184,7 @@ def run_tag(
         dataset=files.label,
         fingerprint=embedder.fingerprint(),
         params={**_params(files, ctx, options), "layers": [s.label for s in specs], **rigor.params()},
-        extra={**extra, **label_counts(train, evals), "task": what},
+        extra={**extra, **label_counts(train.labels.tolist(), evals[-1].labels.tolist()), "task": what},
     )
 
 
