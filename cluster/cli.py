@@ -15,7 +15,7 @@ import os
 
 from cluster.datasets import DATASETS, dataset_request
 from cluster.executors import InProcess, OnRay
-from cluster.identity import FILES_NOT_FOUND, data_content, model_content
+from cluster.identity import data_content, files_missing, model_content
 from cluster.plan import plan_sweep
 from cluster.ray_session import connect
 from cluster.resources import estimate, wants_gpu
@@ -80,7 +80,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     model_specs, contents = {m: registry.get_spec(m) for m in models}, {}
     for model, spec in model_specs.items():  # fail early on an unknown or broken model: its files, not its weights
         contents[model], note = model_content(spec)
-        if note and note.startswith(FILES_NOT_FOUND) and args.ray in (None, "local"):  # its tasks run here
+        if files_missing(spec) and args.ray in (None, "local"):  # its tasks run here
             raise ProbeInputError(
                 f"{model}: {note.split(':')[0]}; its tasks would fail after the baselines ran "
                 "(python -m models list says why)."

@@ -82,6 +82,16 @@ def _hub_commit(repo_id: str, revision: str | None, snapshot: Path | None) -> tu
 FILES_NOT_FOUND = "files not found"  # the note of a model whose files are not on this machine
 
 
+def files_missing(spec) -> bool:
+    """Whether a local model's files (its folder or file, and any outside it) are not on this machine; a hub model
+    is never missing here (it is fetched where it runs)."""
+    source = spec.source
+    if source.kind == "hub":
+        return False
+    location = source.directory()
+    return location is None or not location.exists() or not all(Path(p).is_file() for p in source.also)
+
+
 def model_content(spec) -> tuple[str, str | None]:
     """(content key, note) of a ``models.spec.ModelSpec``; the note says when the key is not the files'."""
     source = spec.source
@@ -90,15 +100,14 @@ def model_content(spec) -> tuple[str, str | None]:
     if source.kind == "hub":
         commit, note = _hub_commit(source.location, source.subdir or None, source.directory())
         body = f"hub:{source.location}@{commit}"
+    elif files_missing(spec):
+        body, note = "missing", f"{FILES_NOT_FOUND} ({source.label()}): keyed on the name"
     else:
         location = source.directory()
-        if location is None or not location.exists() or not all(Path(p).is_file() for p in source.also):
-            body, note = "missing", f"{FILES_NOT_FOUND} ({source.label()}): keyed on the name"
-        else:
-            base = location if location.is_dir() else location.parent
-            inside = sorted((str(p.relative_to(base)), d) for p, d in file_digests(_files(location)).items())
-            also = file_digests(source.also)  # files of the model outside its folder: by name and bytes
-            body = json.dumps(inside + sorted((p.name, d) for p, d in also.items()))
+        base = location if location.is_dir() else location.parent
+        inside = sorted((str(p.relative_to(base)), d) for p, d in file_digests(_files(location)).items())
+        also = file_digests(source.also)  # files of the model outside its folder: by name and bytes
+        body = json.dumps(inside + sorted((p.name, d) for p, d in also.items()))
     return hashlib.sha256(f"{head}|{body}".encode()).hexdigest()[:16], note
 
 
