@@ -98,14 +98,16 @@ def plan_sweep(
 
 
 def finished(results_dir: Path) -> dict[str, Path]:
-    """task_id -> a result file, for every task whose results are all in ``results_dir`` (a task with
-    several results, e.g. two baselines, records ``parts``; unreadable files are skipped)."""
+    """task_id -> its newest result file (by the result's timestamp: a rerun's, after ``--no-resume``), for every
+    task whose results are all in ``results_dir`` (a task with several results, e.g. two baselines, records
+    ``parts``; unreadable files are skipped)."""
     seen: dict[str, set[int]] = {}
     parts: dict[str, int] = {}
-    done: dict[str, Path] = {}
+    done: dict[str, tuple[str, str, Path]] = {}
     for path in sorted(Path(results_dir).glob("*.json")) if Path(results_dir).is_dir() else []:
         try:
-            extra = json.loads(path.read_text(encoding="utf-8")).get("extra") or {}
+            data = json.loads(path.read_text(encoding="utf-8"))
+            extra = data.get("extra") or {}
         except (OSError, ValueError, AttributeError):
             log.warning("Skipping unreadable result file %s.", path)
             continue
@@ -114,5 +116,5 @@ def finished(results_dir: Path) -> dict[str, Path]:
         if isinstance(task, str):
             seen.setdefault(task, set()).add(int(sweep.get("part", 0)))
             parts[task] = int(sweep.get("parts", 1))
-            done.setdefault(task, path)
-    return {t: p for t, p in done.items() if len(seen[t]) >= parts[t]}
+            done[task] = max(done.get(task, ("", "", path)), (str(data.get("timestamp") or ""), path.name, path))
+    return {t: p for t, (_, _, p) in done.items() if len(seen[t]) >= parts[t]}

@@ -37,12 +37,14 @@ FORMAT_VERSION = 1
 log = logging.getLogger(__name__)
 
 
-def files_fingerprint(paths: Iterable[Path]) -> list[tuple[str, int, int]]:
-    """(name, size, mtime_ns) of every file, so an edited data file invalidates the cache."""
+def files_fingerprint(paths: Iterable[Path]) -> list[tuple[str, int, int, int, int]]:
+    """(name, size, mtime_ns, inode, ctime_ns) of every file, so an edited data file invalidates the cache: the
+    inode and ctime catch an edit that keeps the size and the times (`cp -p`, `rsync -a`, tar), as for models'
+    digests (``corpora.digests``)."""
     out = []
     for p in paths:
         st = Path(p).stat()
-        out.append((str(p), st.st_size, st.st_mtime_ns))
+        out.append((str(p), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
     return out
 
 

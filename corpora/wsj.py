@@ -28,7 +28,7 @@ CONLL_SPLITS = {"train": "train.txt", "test": "test.txt"}
 
 
 def _fingerprint(item: str) -> tuple:
-    """Hashable (path, size, mtime) of a data item: keys the in-memory and on-disk caches."""
+    """Hashable ``files_fingerprint`` of a data item: keys the in-memory and on-disk caches."""
     return tuple(files_fingerprint([data_path(item)]))  # its items are tuples already
 
 

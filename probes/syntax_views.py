@@ -63,8 +63,8 @@ class TreeProbes:
 def train_slice(limit: int = TRAIN_LIMIT) -> tuple[str, tuple[DepTree, ...]]:
     """The feature-cache key and trees of EWT train's first ``limit`` sentences (the structural probe's key).
 
-    Read once per version of the file (``corpora.cache.files_fingerprint``: path, size, mtime): the page asks
-    on every run, and parsing the slice was most of a Syntax page run (0.65 of 0.9 s, measured)."""
+    Read once per version of the file (``corpora.cache.files_fingerprint``: path, size, mtime, inode, ctime): the
+    page asks on every run, and parsing the slice was most of a Syntax page run (0.65 of 0.9 s, measured)."""
     path = data_path(EWT.format("train"))
     return _read_train_slice(path, tuple(files_fingerprint([path])), limit)
 

@@ -42,3 +42,21 @@ def test_files_fingerprint_changes_with_content(tmp_path):
     before = files_fingerprint([f])
     f.write_text("two!")
     assert files_fingerprint([f]) != before
+
+
+def test_files_fingerprint_sees_an_edit_that_keeps_size_and_mtime(tmp_path):
+    """A same-size fix copied with its times kept (`cp -p`, rsync -a, tar) left SemCor's parse stale: "Friday" and
+    say%2:32:00 after the file said "Monday" and say%2:32:01 (an audit). The inode and ctime count too now, as they
+    do for models' digests (``corpora.digests``)."""
+    import os
+
+    f = tmp_path / "br-a01"
+    f.write_text("said Friday")
+    before, st = files_fingerprint([f]), f.stat()
+    fixed = tmp_path / "fixed"
+    fixed.write_text("said Monday")
+    os.utime(fixed, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(fixed, f)  # as `cp -p` of a fixed file over the old one: same size, same mtime
+    assert (f.stat().st_size, f.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert files_fingerprint([f]) != before
+    assert files_fingerprint([f]) == files_fingerprint([f])  # and stable while nothing changes

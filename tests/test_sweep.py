@@ -62,6 +62,19 @@ def test_finished_counts_a_task_only_when_all_its_results_are_there(tmp_path):
     assert finished(tmp_path / "missing") == {}
 
 
+def test_finished_takes_a_tasks_newest_result(tmp_path):
+    """`sweep --no-resume` reruns every task beside its old results; the seed merge read ``finished``'s oldest file of
+    each task, so the tables showed the old runs' mean (an audit: 38.47 = (10.0 + 66.94) / 2, the fresh 67.61
+    unused)."""
+    for name, stamp in (
+        ("m__p__20261201T000000_aa.json", "2026-12-01T00:00:00"),
+        ("m__p__20261206T000000_bb.json", "2026-12-06T00:00:00"),
+    ):
+        body = {"model": "m", "probe": "p", "rows": [], "timestamp": stamp, "extra": {"sweep": {"task": "t"}}}
+        (tmp_path / name).write_text(json.dumps(body))
+    assert finished(tmp_path)["t"].name == "m__p__20261206T000000_bb.json"
+
+
 def test_shards_are_whole_chunks_of_the_cache_order_balanced_by_words():
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 60, size=1000)
