@@ -90,7 +90,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if line:
                 print(f"  {model}: {line}")
     try:
-        data = {s.name: data_content(options[s.name]) for s in specs}
+        data = {s.name: data_content(options[s.name], s.inputs) for s in specs}
         tasks = plan_sweep(models, [s.name for s in specs], seeds, args.limit, options, contents, model_specs, data)
     except ValueError as exc:
         raise ProbeInputError(str(exc)) from None

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from corpora.digests import file_digests
 from corpora.paths import data_dir_or_none
+from probes.inputs import InputFile
 
 #: Files in a model's folder that no loader reads (notes, logs, a version control's files): adding one (a README)
 #: changes no vector, so it must not change the model's content key and re-run its sweep tasks.
@@ -111,12 +113,17 @@ def model_content(spec) -> tuple[str, str | None]:
     return hashlib.sha256(f"{head}|{body}".encode()).hexdigest()[:16], note
 
 
-def data_content(options: dict[str, Any]) -> str:
+def data_content(options: dict[str, Any], inputs: Sequence[InputFile] = ()) -> str:
     """The content key of what a probe with these runner ``options`` reads: the data directory's files (built-in
-    data; none when there is no data directory) and every file an option names (the user's own data)."""
+    data; none when there is no data directory), every file an option names (the user's own data) and the files
+    the probe's ``inputs`` read beside those (``InputFile.companions``: a WSD XML's gold keys)."""
     root = data_dir_or_none()
     built_in = _files(root) if root is not None and root.is_dir() else []
-    named = sorted({Path(v) for v in options.values() if isinstance(v, str | Path) and Path(v).is_file()})
+    named = {Path(v) for v in options.values() if isinstance(v, str | Path) and Path(v).is_file()}
+    for f in inputs:
+        if isinstance(options.get(f.role), str | Path):
+            named |= {p for p in f.companions(Path(options[f.role])) if p.is_file()}
+    named = sorted(named)
     digests = file_digests([*built_in, *named])
     body = [(str(p.relative_to(root)), digests[p]) for p in built_in] + [(str(p), digests[p]) for p in named]
     return hashlib.sha256(json.dumps(body).encode()).hexdigest()[:16]

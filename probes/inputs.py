@@ -13,7 +13,9 @@ Pure data: no Streamlit here (``app_pages.probe_upload`` draws it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -27,6 +29,8 @@ class InputFile:
     required:  whether the probe runs without it.
     help:      one line on the file's content.
     if_absent: options implied when an optional file is not given (WSD: no test file -> ``folds=5``).
+    companions: the files the reader takes from beside the given one, which no option names (framework XML: its
+               ``NAME.gold.key.txt``); what a sweep's data key hashes with it (``cluster.identity.data_content``).
     """
 
     role: str
@@ -34,6 +38,7 @@ class InputFile:
     required: bool = True
     help: str = ""
     if_absent: dict[str, Any] = field(default_factory=dict)
+    companions: Callable[[Path], tuple[Path, ...]] = lambda path: ()
 
     @property
     def noun(self) -> str:

@@ -347,6 +347,7 @@ PROBE = ProbeSpec(
             help="one occurrence per line: sentence<TAB>target word index (from 0)<TAB>"
             "label[<TAB>lemma]; framework XML + gold keys: use the command line "
             "(python -m probes wsd --train FILE.xml …)",
+            companions=sources.keys_beside,
         ),
         InputFile(
             "test",
@@ -354,6 +355,7 @@ PROBE = ProbeSpec(
             required=False,
             if_absent={"folds": FOLDS},
             help=f"without it, {FOLDS}-fold cross-validation on the training file",
+            companions=sources.keys_beside,
         ),
     ),
     preview=preview_files,

@@ -160,6 +160,11 @@ def _check_file(path: Path, flag: str) -> None:
         raise ProbeInputError(f"{flag} {path}: no such file.")
 
 
+def keys_beside(path: Path) -> tuple[Path, ...]:
+    """The gold-key file ``file_split`` reads beside a framework XML when no ``--*-keys`` names one."""
+    return (default_key_file(path),) if guess_format(path) == "xml" else ()
+
+
 def file_split(
     path: str | Path,
     keys: str | Path | None = None,
