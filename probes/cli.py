@@ -39,7 +39,7 @@ import pandas as pd
 from corpora.errors import LabError
 from corpora.stats import dataset_table, format_table
 from models.allocator import reuse_freed_memory
-from probes.errors import ProbeInputError, writable_dir
+from probes.errors import ProbeInputError, ResultsNotSavedError, writable_dir
 from probes.estimators import RIGOR_METRICS
 from probes.progress import TerminalProgress
 from probes.registry import (
@@ -145,19 +145,23 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
     setup(args)
     talk = sys.stderr if args.json else sys.stdout  # what a person reads; stdout is the JSON's alone
+    unsaved = None
     with TerminalProgress(f"{spec.name} {args.model}", quiet=args.quiet) as bar:
-        run = run_probe(
-            spec,
-            args.model,
-            layers=args.layers,
-            options=vars(args),
-            **run_options(args),
-            results_dir=args.results or default_results_dir(),
-            command=command_line(args.argv),
-            progress=bar.callback,
-            show_progress=False,
-            before=None if args.quiet else lambda emb: bar.write(estimate_line(spec, emb, args), file=talk),
-        )
+        try:
+            run = run_probe(
+                spec,
+                args.model,
+                layers=args.layers,
+                options=vars(args),
+                **run_options(args),
+                results_dir=args.results or default_results_dir(),
+                command=command_line(args.argv),
+                progress=bar.callback,
+                show_progress=False,
+                before=None if args.quiet else lambda emb: bar.write(estimate_line(spec, emb, args), file=talk),
+            )
+        except ResultsNotSavedError as exc:  # the numbers are printed below, then the error
+            run, unsaved = exc.run, exc
     for warning in dict.fromkeys([w for res in run.results if (w := res.extra.get("warning"))] + run.notes):
         print(f"warning: {warning}", file=sys.stderr)  # each once
     if args.json:
@@ -165,10 +169,14 @@ def cmd_probe(spec: ProbeSpec, args: argparse.Namespace) -> int:
     if args.quiet:
         if not args.json:
             print_summary(spec, run)
+        if unsaved is not None:
+            raise unsaved
         return 0
     for line in spec.summary(run.result) if spec.summary else []:
         print(line, file=talk)
     print_summary(spec, run, file=talk)
+    if unsaved is not None:
+        raise unsaved
     print(f"saved {run.saved[-1]}", file=talk)
     return 0
 

@@ -5,11 +5,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from corpora.errors import RequestError
+from corpora.errors import LabError, RequestError
 
 
 class ProbeInputError(RequestError):
     """A request a probe cannot serve: unknown layer spec, layer out of range, empty data slice…"""
+
+
+class ResultsNotSavedError(LabError):
+    """A finished run whose results could not be written (a full disk, a folder gone); ``run`` holds them, so a
+    caller can still show the numbers (``probes.run.ProbeRun``)."""
+
+    def __init__(self, folder: Path, exc: OSError, run=None) -> None:
+        why = exc.strerror or str(exc)
+        super().__init__(
+            f"The results could not be saved in {folder}: {why}. Free some space or choose another results folder "
+            "(--results), and run again to keep them (the command line prints the run's numbers above this)."
+        )
+        self.run = run
 
 
 def check_positive(value: int | float | None, flag: str) -> None:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from probes.errors import ProbeInputError, writable_dir
+from probes.errors import ProbeInputError, ResultsNotSavedError, writable_dir
 from probes.layers import parse_layer_specs
 from probes.registry import ProbeSpec, ProgressFn, RunContext, get_probe
 from probes.results import ProbeResult, other_versions, results_frame, save_result
@@ -166,6 +166,9 @@ def run_probe(
                 "version of the model under this name (retrained, or another file or folder so named). The tables "
                 "now show this run's; a different model needs its own name (python -m models add NAME PATH)."
             )
-        saved = [save_result(res, out, reuse=True) for res in run.baselines]  # identical baselines: reused
-        run.saved = saved + ([save_result(run.result, out)] if run.result else [])
+        try:
+            saved = [save_result(res, out, reuse=True) for res in run.baselines]  # identical baselines: reused
+            run.saved = saved + ([save_result(run.result, out)] if run.result else [])
+        except OSError as exc:  # a full disk after the whole run: the numbers travel with the error
+            raise ResultsNotSavedError(out, exc, run) from exc
     return run

@@ -178,3 +178,24 @@ def test_reproduce_without_models_runs_the_usable_zoo_and_says_which(tmp_path, c
     monkeypatch.setattr(reproduce, "describe", lambda spec: dataclasses.replace(real(spec), state=NOT_TRAINED))
     assert main(["reproduce", "--out", str(tmp_path / "none"), "--probes", "pos"]) == 2
     assert "no model of the built-in zoo is usable here" in capsys.readouterr().err
+
+
+def test_a_full_disk_at_the_save_prints_the_numbers_then_one_error(tmp_path, capsys, monkeypatch):
+    """ENOSPC when the results were written: a traceback after the whole run, and its numbers lost (an audit, a 12 MB
+    tmpfs). Now the run's table is printed, then one ``error:`` line naming the folder, exit 2."""
+    import errno
+
+    import probes.run
+    from probes.cli import main
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(probes.run, "save_result", full)
+    out = tmp_path / "results"
+    assert main(["pos", "--model", "glove-6b-50d", "--limit", "30", "--results", str(out), "--threads", "1"]) == 2
+    printed = capsys.readouterr()
+    assert "glove-6b-50d" in printed.out and "majority-tag" in printed.out  # the numbers, before the error
+    assert printed.err.strip().splitlines()[-1].startswith(f"error: The results could not be saved in {out}")
+    assert "No space left on device" in printed.err and "Traceback" not in printed.err
