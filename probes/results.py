@@ -283,10 +283,12 @@ def _order(data: dict, path: Path) -> tuple:
     return (str(data.get("timestamp") or ""), saved if isinstance(saved, int) else 0, path.name)
 
 
-def _saved(out_dir: str | Path, pattern: str = "*.json") -> Iterator[tuple[tuple, Path, ProbeResult]]:
+def _saved(
+    out_dir: str | Path, pattern: str = "*.json", unreadable: list[Path] | None = None
+) -> Iterator[tuple[tuple, Path, ProbeResult]]:
     """(``_order``, path, result) of every readable result file under ``out_dir`` matching ``pattern``;
     unreadable files are skipped with a warning naming them (a half-copied file never breaks the app, and
-    never silently lets an older run stand in for it)."""
+    never silently lets an older run stand in for it) and added to ``unreadable``."""
     for path in Path(out_dir).glob(pattern):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -294,6 +296,8 @@ def _saved(out_dir: str | Path, pattern: str = "*.json") -> Iterator[tuple[tuple
                 raise TypeError(f"a JSON {type(data).__name__}, not an object")
             yield _order(data, path), path, ProbeResult.from_json(data)
         except (OSError, ValueError, TypeError) as exc:
+            if unreadable is not None:
+                unreadable.append(path)
             logging.getLogger(__name__).warning(
                 "%s: not a readable result file (%s: %s); left out, so an older run of the same model and probe "
                 "may show instead. Rerun it or remove the file.",
@@ -303,9 +307,9 @@ def _saved(out_dir: str | Path, pattern: str = "*.json") -> Iterator[tuple[tuple
             )
 
 
-def read_results(out_dir: str | Path) -> list[ProbeResult]:
-    """Every readable result under ``out_dir``, oldest first (``_saved``)."""
-    return [result for _, _, result in sorted(_saved(out_dir), key=lambda item: item[0])]
+def read_results(out_dir: str | Path, unreadable: list[Path] | None = None) -> list[ProbeResult]:
+    """Every readable result under ``out_dir``, oldest first; the files left out go to ``unreadable`` (``_saved``)."""
+    return [result for _, _, result in sorted(_saved(out_dir, unreadable=unreadable), key=lambda item: item[0])]
 
 
 def newest_per_key(df: pd.DataFrame) -> pd.DataFrame:

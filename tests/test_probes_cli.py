@@ -150,6 +150,14 @@ def test_compare_finds_a_moved_number(tmp_path, capsys):
     assert f"The reference folder {tmp_path / 'nope'} does not exist" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--models", "minilm"]) == 2
     assert f"--models minilm: {tmp_path / 'b'} has no results of that model; it has m." in capsys.readouterr().err
+    # a candidate file cut short was left out with a warning, and the rows it held went unchecked: "1 of 1 rows
+    # equal", exit 0 (an audit)
+    other = [{**rows[0], "dataset": "e"}]
+    cut = save_result(ProbeResult("m2", "pos", other, timestamp="2026-01-04T00:00:00+00:00"), tmp_path / "b")
+    cut.write_bytes(cut.read_bytes()[:40])
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--tolerance", "0.02"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'b'}: 1 result file cannot be read ({cut.name})" in err
 
 
 def test_reproduce_without_models_runs_the_usable_zoo_and_says_which(tmp_path, capsys, monkeypatch):

@@ -2,7 +2,8 @@
 
     python -m probes compare docs/results/runs /tmp/verify/runs --models glove-6b-50d
 
-Rows are matched on (model, probe, dataset, layer, metric), each directory's newest result per key.
+Rows are matched on (model, probe, dataset, layer, metric), each directory's newest result per key. A candidate
+file that cannot be read is an error, not a file left out: the rows it holds would go unchecked.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from probes.errors import ProbeInputError
-from probes.results import KEY, load_results
+from probes.results import KEY, latest_rows, load_results, read_results
 
 
 def compare_results(
@@ -27,7 +28,14 @@ def compare_results(
     """
     if not math.isfinite(tolerance) or tolerance < 0:  # NaN compares as never over: every row "equal"
         raise ProbeInputError(f"--tolerance {tolerance}: give a difference of 0 or more.")
-    ref, cand = load_results(reference), load_results(candidate)
+    broken: list[Path] = []
+    ref, cand = load_results(reference), latest_rows(read_results(candidate, unreadable=broken))
+    if broken:  # its rows would go unchecked: "all equal" of what could be read
+        files = ", ".join(sorted(p.name for p in broken))
+        raise ProbeInputError(
+            f"{candidate}: {len(broken)} result file{'s' * (len(broken) > 1)} cannot be read ({files}), so the rows "
+            "they hold cannot be compared. Rerun them or remove the files."
+        )
     for role, folder, rows in (("reference", reference, ref), ("candidate", candidate, cand)):
         if rows.empty:  # a missing reference read as "0 of N rows equal", naming nothing
             what = "does not exist" if not folder.exists() else "holds no readable result files"
