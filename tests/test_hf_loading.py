@@ -600,3 +600,22 @@ def test_out_of_memory_until_batches_are_small_then_a_lone_row_fails(ckpt, caplo
     _oom_when(emb, lambda rows: True)
     with pytest.raises(torch.OutOfMemoryError, match=r"one window of \d+ pieces does not fit.*GiB.*window"):
         emb.embed([WORDS])
+
+
+def test_the_fingerprint_counts_every_file_the_tokenizer_reads(ckpt, tmp_path):
+    """An ``added_tokens.json`` beside a checkpoint changes its tokenizer ("unhappiness": 4 pieces -> 1), and a
+    DeBERTa-v2's ``spm.model`` is its vocabulary, but neither was in the fingerprint: features cached before such a
+    change were reused (an audit). The fixed list now has ``added_tokens.json``, and the loaded tokenizer's own
+    ``vocab_files_names`` count too."""
+    from models.transformer.checkpoint import fingerprint_files
+
+    folder = copy_ckpt(ckpt("bert"), tmp_path / "copy")
+    before = fingerprint_files(folder)
+    assert fingerprint_files(folder, ("spm.model",)) == before  # a name without its file changes nothing
+    (folder / "added_tokens.json").write_text('{"unhappiness": 1000}')
+    with_added = fingerprint_files(folder)
+    assert with_added != before
+    (folder / "spm.model").write_bytes(b"\x0a\x05piece")
+    assert fingerprint_files(folder, ("spm.model",)) != with_added == fingerprint_files(folder)
+    emb = load_hf_checkpoint(ckpt("bert"))
+    assert emb.fingerprint() == load_hf_checkpoint(ckpt("bert")).fingerprint()  # a checkpoint without them: as before

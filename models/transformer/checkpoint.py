@@ -12,6 +12,7 @@ too, and the embedder falls back to tokenizing each word on its own (``models.tr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from transformers import AutoConfig, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerBase
@@ -56,12 +57,14 @@ def load_tokenizer(path: Path) -> PreTrainedTokenizerBase:
         raise ModelLoadError(f"{path}: cannot load the tokenizer (tokenizer files: {files}): {exc}") from exc
 
 
-# Files that decide what a checkpoint computes, besides its weights (tokenizer files of every family).
+# Files that decide what a checkpoint computes, besides its weights (tokenizer files of every family; the loaded
+# tokenizer's own ``vocab_files_names`` are added by the embedder).
 CONTENT_FILES = (
     "config.json",
     "tokenizer.json",
     "tokenizer_config.json",
     "special_tokens_map.json",
+    "added_tokens.json",
     "vocab.txt",
     "vocab.json",
     "merges.txt",
@@ -72,8 +75,9 @@ CONTENT_FILES = (
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
 
 
-def fingerprint_files(path: Path) -> str:
-    """Content fingerprint of a checkpoint folder: config, tokenizer and every weight file's bytes."""
-    files = [path / n for n in CONTENT_FILES if (path / n).is_file()]
+def fingerprint_files(path: Path, tokenizer_files: Iterable[str] = ()) -> str:
+    """Content fingerprint of a checkpoint folder: config, tokenizer (``CONTENT_FILES`` and ``tokenizer_files``, the
+    names its tokenizer class reads: a DeBERTa-v2's ``spm.model``) and every weight file's bytes."""
+    files = [path / n for n in (*CONTENT_FILES, *tokenizer_files) if (path / n).is_file()]
     files += [f for pattern in WEIGHT_PATTERNS for f in path.glob(pattern) if f.is_file()]
     return content_fingerprint(files, root=path)

@@ -121,7 +121,7 @@ class TransformerEmbedder(Embedder):
         self._unk_id = self._unknown_id()
         total = self._probe()
         self.layer_ids = select_layers(layers, total, name)
-        self._fp = fingerprint_files(self.path)
+        self._fp = fingerprint_files(self.path, getattr(type(self.tokenizer), "vocab_files_names", {}).values())
         card = dict(card or {})
         for flag in self._alignment_flags():
             log.warning("%s: %s", self.path, flag)
