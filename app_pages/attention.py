@@ -47,6 +47,7 @@ from app_pages.common import (
     safe,
     select_clicked_head,
     show_warnings,
+    wrapping_row,
 )
 from app_pages.syntax_heads_ui import heads_tab as head_syntax_view
 from models.registry import get_spec
@@ -88,7 +89,7 @@ def head_panel(
     a = att[layer - 1, head - 1]
     focus, threshold, more = line_controls(att.shape[1])
     shown = sorted({head, *more})
-    c1, c2 = st.columns([3, 2])
+    c1, c2 = wrapping_row(f"{key_prefix}_row", 2)  # stacked in a narrow window: at 1024 px the map kept 157 px
     with c1:
         chart(
             attention_heatmap(a, tokens, title=f"{model}: layer {layer}, head {head}"),

@@ -32,10 +32,11 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import OCCURRENCE_COLUMNS, chart, code, download, md
-from app_pages.loaders import _cached_embedder, get_embedder, semcor_corpus
+from app_pages.loaders import get_embedder, semcor_corpus
 from corpora.paths import REPO_ROOT
 from features import get_features, has_layers, stored_layers
 from features.background import APP_BUILD_NICE, BuildStatus, build_status
+from models.registry import load_embedder
 from probes.tasks.wsd.sources import WsdSplit, builtin_train
 from viz.corpus_search import (
     PieceRows,
@@ -100,12 +101,12 @@ def _is_cached(emb, layers, limit: int | None) -> bool:
 @st.cache_resource(show_spinner=False, max_entries=2)
 def _matrix(name: str, fingerprint: str, layer: int, limit: int | None) -> np.ndarray:
     # ~225k × dim float32 unit rows (350 MB for MiniLM): two (model, layer) pairs are kept per server.
-    return corpus_vectors(semcor_split(limit).layout, _piece_rows(_cached_embedder(name), limit, [layer]), layer)
+    return corpus_vectors(semcor_split(limit).layout, _piece_rows(load_embedder(name), limit, [layer]), layer)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _cached_rows(name: str, fingerprint: str, limit: int | None) -> PieceRows:
-    return _piece_rows(_cached_embedder(name), limit)
+    return _piece_rows(load_embedder(name), limit)
 
 
 def cached_occurrence_vectors(model: str, occs) -> np.ndarray | None:

@@ -24,7 +24,7 @@ from models.listing import (
 )
 from models.manage import add_model, check_model, registered, remove_model
 from models.options import DTYPES, POOLINGS
-from models.registry import available_models, get_spec, load_embedder, loaded_models, user_specs
+from models.registry import available_models, get_spec, held_models, user_specs
 from models.user_registry import UserModel, registry_file
 
 INTRO = """
@@ -116,14 +116,14 @@ def main() -> None:
             "Below: every model, its shape and where its files come from. Load one here only to "
             "see what a loaded model adds (device, content fingerprint), or to warm it up."
         )
-    names_loaded = loaded_models()
+    loaded = held_models()  # as held: a model whose registration or files went since is listed, not reloaded
+    names_loaded = list(loaded)
     c1, c2, c3 = st.columns(3)
     c1.metric("Models in the zoo", len(available_models()))
     c2.metric("Loaded in this server", len(names_loaded))
     c3.metric("Device", "GPU" if default_device().type == "cuda" else "CPU")
     st.caption(device_caption())
 
-    loaded = {name: load_embedder(name) for name in names_loaded}
     st.dataframe(
         zoo_frame(loaded),
         hide_index=True,

@@ -20,6 +20,7 @@ from app_pages.warmup import wait_warmup
 from corpora.paths import DataMissingError
 from models import DEFAULT_MODEL
 from models.errors import ModelLoadError
+from models.registry import loaded_models
 from probes.estimate import estimate_run
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, results_frame
@@ -132,6 +133,8 @@ def quick_tab(probe_section: Callable[..., None]) -> None:
                 runs[run_key] = (results, wall_s)
             bar.progress(1.0, text=f"Done in {wall_s} s (last step: {last[0]})")
     done = runs.get(run_key)
+    if done is not None and model in loaded_models() and done[0][0].fingerprint != get_embedder(model).fingerprint():
+        done = None  # a run of another version of the model: re-registered, or its files replaced since
     if done is None:
         if not blocked:
             st.info("Choose a probe, a model and a size, then press **Run probe**.")

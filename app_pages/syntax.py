@@ -20,7 +20,18 @@ import time
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import EXAMPLE_SENTENCE, chart, md, model_names, page, page_header, preferred, safe, show_warnings
+from app_pages.common import (
+    EXAMPLE_SENTENCE,
+    chart,
+    md,
+    model_names,
+    page,
+    page_header,
+    preferred,
+    safe,
+    show_warnings,
+    wrapping_row,
+)
 from app_pages.loaders import embed_sentences, get_embedder
 from app_pages.syntax_heads_ui import heads_tab
 from corpora.conllu import DepTree
@@ -166,7 +177,7 @@ def trees_tab(model: str, words: list[str], tree: DepTree | None, name: str) -> 
         data=lambda: frame_csv(view.edges_frame()),
         data_label="Edges (CSV)",
     )
-    c1, c2 = st.columns([3, 2])
+    c1, c2 = wrapping_row("syn_charts", 2)  # stacked in a narrow window: at 1024 px the depths' labels were cut
     chart(distance_figure(view, title=f"{head}: distances"), stem + "-distances", key="syn_dist", container=c1)
     chart(depth_figure(view, title=f"{head}: word depths"), stem + "-depths", key="syn_depth", container=c2)
 

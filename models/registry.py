@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from corpora.cache import files_fingerprint
 from models.base import Embedder
 from models.errors import ModelLoadError, UnknownModelError
 from models.random_init import is_random, parse_random, random_spec
@@ -132,7 +133,8 @@ for _spec in [
 ]:
     register(_spec)
 
-_LOADED: dict[str, tuple[ModelSpec, Embedder]] = {}  # name -> the spec it was loaded from, and the model
+# name -> the spec it was loaded from, its files' state then (``files_state``), and the model
+_LOADED: dict[str, tuple[ModelSpec, tuple, Embedder]] = {}
 _LOCK = threading.Lock()
 
 
@@ -213,16 +215,31 @@ def load_spec(spec: ModelSpec, **overrides: Any) -> Embedder:
     return emb
 
 
+def files_state(spec: ModelSpec) -> tuple:
+    """``corpora.cache.files_fingerprint`` of a model's files: its file, or the files directly in its folder, and any
+    outside it (``Source.also``); () where there are none here (a pip package not installed)."""
+    location = spec.source.directory()
+    if location is None or not location.exists():
+        return ()
+    files = [location] if location.is_file() else sorted(p for p in location.iterdir() if p.is_file())
+    try:
+        return tuple(files_fingerprint([*files, *map(Path, spec.source.also)]))
+    except OSError:  # a file gone between the listing and its stat: a state no load can match
+        return ("changing",)
+
+
 def load_embedder(name: str) -> Embedder:
     """The process-wide instance of model ``name`` (any reference; loaded on first use, and again when the name now
-    means another model: ``models add NAME NEW_REF --replace``, other options)."""
+    means another model: ``models add NAME NEW_REF --replace``, other options, or its files were replaced on disk,
+    where the app had kept serving the old vectors under the old fingerprint)."""
     spec = get_spec(name)
+    state = files_state(spec)
     with _LOCK:
         held = _LOADED.get(name)
-        if held is None or held[0] != spec:
+        if held is None or held[:2] != (spec, state):
             _LOADED.pop(name, None)  # the old model's memory goes before the new one loads
-            _LOADED[name] = (spec, load_spec(spec))
-        return _LOADED[name][1]
+            _LOADED[name] = (spec, state, load_spec(spec))
+        return _LOADED[name][2]
 
 
 def unload_embedder(name: str) -> bool:
@@ -233,6 +250,13 @@ def unload_embedder(name: str) -> bool:
 def loaded_models() -> list[str]:
     with _LOCK:
         return list(_LOADED)
+
+
+def held_models() -> dict[str, Embedder]:
+    """The models this process holds, by name, as loaded (no lookup, no reload: a listing of what is in memory,
+    whose registration or files may have gone since)."""
+    with _LOCK:
+        return {name: held[2] for name, held in _LOADED.items()}
 
 
 def available_models() -> list[ModelSpec]:

@@ -9,13 +9,15 @@ to load) gives a friendly message — never an exception — and that the rest o
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from models.registry import REGISTRY, load_embedder, loaded_models, register
+from models.registry import REGISTRY, load_embedder, loaded_models, register, unload_embedder
 from models.spec import ModelSpec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -394,6 +396,60 @@ def test_probes_page_quick_runs_with_progress() -> None:
     at.button(key="probe_run").click().run()
     assert not at.exception
     assert "single layer" in texts(at.error)
+
+
+def test_a_quick_run_of_a_model_replaced_on_disk_is_not_shown_as_its_result(tmp_path, monkeypatch) -> None:
+    """The app held a model by name (a Streamlit resource cache in front of the registry): its vectors file replaced,
+    pages kept embedding with the old vectors, and the quick run of the old file was shown as the model's (an
+    audit). Now the model is loaded again and the old run is not shown as its result."""
+    from models.manage import add_model
+
+    monkeypatch.setenv("EMBPROBE_MODELS", str(tmp_path / "embprobe.toml"))
+    from corpora.wsj import load_conll2000
+
+    words = sorted({w for split in ("train", "test") for s in load_conll2000(split)[:20] for w in s.words})
+    rng = np.random.default_rng(0)
+
+    def write(path: Path) -> None:
+        lines = [f"{w} " + " ".join(f"{x:.3f}" for x in rng.normal(size=4)) for w in words]
+        path.write_text(f"{len(words)} 4\n" + "\n".join(lines) + "\n", encoding="utf-8")
+
+    vectors = tmp_path / "mine.vec"
+    write(vectors)
+    add_model("mine-swap", str(vectors))
+    at = open_page("probes", tab="Run a quick probe")
+    at.selectbox(key="probe_kind").set_value("pos").run()
+    at.selectbox(key="probe_model").set_value("mine-swap").run()
+    at.number_input(key="probe_limit").set_value(5).run()
+    at.button(key="probe_run").click().run()
+    assert_ok(at)
+    assert "POS on mine-swap, first 5 sentences" in texts(at.success)
+    old = load_embedder("mine-swap")
+    write(tmp_path / "fresh.vec")  # other vectors for the same words
+    os.replace(tmp_path / "fresh.vec", vectors)
+    at.run()
+    assert_ok(at)
+    assert "POS on mine-swap" not in texts(at.success) and "press **Run probe**" in texts(at.info)
+    assert load_embedder("mine-swap").fingerprint() != old.fingerprint()
+    unload_embedder("mine-swap")  # its registration goes with tmp_path
+
+
+def test_the_models_page_lists_a_held_model_whose_registration_went(tmp_path, monkeypatch) -> None:
+    """A model loaded, then its entry removed from embprobe.toml by hand: the Models page looked every held model up
+    again and showed "Could not show this page: Unknown model"; it lists what is held instead."""
+    from models.manage import add_model
+
+    monkeypatch.setenv("EMBPROBE_MODELS", str(tmp_path / "embprobe.toml"))
+    (tmp_path / "mine.vec").write_text("2 3\nbank 0.1 0.2 0.3\nriver 0.4 0.5 0.6\n", encoding="utf-8")
+    add_model("gone-later", str(tmp_path / "mine.vec"))
+    load_embedder("gone-later")
+    try:
+        (tmp_path / "embprobe.toml").write_text("", encoding="utf-8")  # edited by hand while the app runs
+        at = open_page("models")
+        assert_ok(at)
+        assert at.metric[1].value == str(len(loaded_models()))
+    finally:
+        unload_embedder("gone-later")
 
 
 def test_probes_page_draws_only_the_open_probe_and_links_to_it() -> None:

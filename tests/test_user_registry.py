@@ -175,6 +175,27 @@ def test_a_name_registered_again_loads_its_new_model(small_static, registry, tmp
     assert "swap" not in loaded_models()
 
 
+def test_a_model_replaced_on_disk_is_loaded_again(registry, tmp_path):
+    """The file under a registered name replaced (word2vec-sg's vectors by -cbow's at the same path): a running app
+    kept serving the old vectors under the old fingerprint, and its runs were saved so (an audit). The held model is
+    loaded again when its files' state changed, and stays loaded while nothing changes."""
+    from models.manage import add_model, remove_model
+    from models.registry import load_embedder
+
+    path = tmp_path / "mine.vec"
+    path.write_text("2 3\nbank 0.1 0.2 0.3\nriver 0.4 0.5 0.6\n", encoding="utf-8")
+    add_model("held", str(path))
+    before = load_embedder("held")
+    assert load_embedder("held") is before
+    fresh = tmp_path / "fresh.vec"
+    fresh.write_text("2 3\nbank 0.9 0.2 0.3\nriver 0.4 0.5 0.6\n", encoding="utf-8")  # same size
+    os.replace(fresh, path)
+    after = load_embedder("held")
+    assert after is not before and after.fingerprint() != before.fingerprint()
+    assert after.embed([["bank"]])[0].vectors[0, 0, 0] == pytest.approx(0.9)
+    remove_model("held")
+
+
 def test_relative_paths_are_relative_to_the_registry_file(small_static, registry):
     from models.registry import get_spec
 
