@@ -29,6 +29,7 @@ from corpora.errors import LabError
 from corpora.paths import DataMissingError
 from models import DEFAULT_MODEL
 from models.base import ModelLoadError
+from models.errors import UnknownTextError
 from models.listing import weights_location
 from models.registry import available_models
 from viz.contrast import readable_text
@@ -58,7 +59,7 @@ def friendly_message(exc: BaseException, action: str = "") -> str:
         return str(exc)
     if isinstance(exc, DataMissingError):
         return f"{prefix}a dataset is missing. {exc}"
-    if isinstance(exc, ModelLoadError):
+    if isinstance(exc, ModelLoadError) and not isinstance(exc, UnknownTextError):  # that one names the text
         return f"{prefix}the model could not be loaded. {exc}"
     if isinstance(exc, LabError):  # every other error the lab reports names what is wrong in its message
         return f"{prefix}{exc}"

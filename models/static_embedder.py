@@ -39,6 +39,7 @@ import torch
 
 from corpora.errors import LabError
 from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device, mostly_unknown
+from models.errors import UnknownTextError
 from models.spec import STATIC
 
 
@@ -221,7 +222,7 @@ class StaticEmbedder(Embedder):
         total = sum(counts.values())
         if mostly_unknown(total, unknown):
             seen = ", ".join(repr(w) for w in list(counts)[:3])
-            raise ModelLoadError(
+            raise UnknownTextError(
                 f"{self.name}: {unknown:,} of the {total:,} words to embed are not in its vocabulary "
                 f"({len(self.words):,} words, e.g. {', '.join(repr(w) for w in self.words[:3])}; the text has "
                 f"{seen}), so their vectors would all be zeros. Are the model's words written another way "

@@ -157,3 +157,22 @@ def test_expected_layer_of_the_saved_scalar_mix_weights():
     row = table[(table.model == "elmo-small") & (table.task == "pos")].iloc[0]
     assert row["layers"] == 2 and row["expected_layer"] == pytest.approx(expected_layer(row["weights"]))
     assert 0 <= row["depth"] <= 1
+
+
+def test_cka_refuses_a_model_that_knows_almost_none_of_the_words(tmp_path, data_root):
+    """An 18-word vectors file against MiniLM: CKA gave .23 .32 … with intervals for vectors that were nearly all
+    zeros, where the POS probe and the Syntax page refuse that model (an audit). The dataset is checked as an
+    extraction checks it, and the app says it as the text's problem, not "the model could not be loaded"."""
+    from app_pages.common import friendly_message
+    from models.errors import UnknownTextError
+
+    words = "the of and to a in is that for it as was with be by on not he".split()
+    lines = [
+        f"{w} " + " ".join(f"{x:.3f}" for x in np.random.default_rng(i).normal(size=4)) for i, w in enumerate(words)
+    ]
+    (tmp_path / "tiny.vec").write_text(f"{len(words)} 4\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    tiny = load_embedder(str(tmp_path / "tiny.vec"))
+    with pytest.raises(UnknownTextError, match="words to embed are not in its vocabulary") as caught:
+        run_cka(tiny, None, RunContext(limit=5, show_progress=False), against="minilm")
+    message = friendly_message(caught.value, "compute CKA")
+    assert message.startswith("Could not compute CKA: tiny") and "could not be loaded" not in message

@@ -29,6 +29,7 @@ import numpy as np
 from tokenizers import pre_tokenizers
 
 from models.base import ModelLoadError, mostly_unknown
+from models.errors import UnknownTextError
 
 PROBE = ("Hello", "world", "didn't", "unbelievably", "crowded", "rooms", ".")
 
@@ -177,7 +178,7 @@ def check_known_words(path: Path, tokenizer, pieces: list[tuple[list[int], np.nd
     if mostly_unknown(words, unknown, least):
         # The text is named first: a tokenizer whose size does not fit the model is refused at load
         # (check_vocabulary), so what is left here is mostly text this vocabulary cannot read.
-        raise ModelLoadError(
+        raise UnknownTextError(
             f"{path}: {unknown} of {words} words of a batch are the unknown token {tokenizer.unk_token!r}, so their "
             "vectors would all be that token's: this model's vocabulary cannot read the text (another alphabet, "
             "rare technical words). Use text it can read or a model with a larger vocabulary; if the text is "

@@ -47,6 +47,7 @@ CHART_LAYERS = 64  # the Probes page offers cka_0 … cka_63 (those present)
 
 def layer_vectors(embedder, sentences: list[list[str]]) -> list[np.ndarray]:
     """Every layer's (words, dim) vectors of ``sentences``, in order."""
+    embedder.check_text(sentences)  # the dataset as a whole, as an extraction checks it (a static model's words)
     outs = embedder.embed(sentences)
     return [np.concatenate([o.vectors[j] for o in outs]) for j in range(embedder.num_layers)]
 
