@@ -166,7 +166,26 @@ def test_cka_refuses_a_model_that_knows_almost_none_of_the_words(tmp_path, data_
     from app_pages.common import friendly_message
     from models.errors import UnknownTextError
 
-    words = "the of and to a in is that for it as was with be by on not he".split()
+    words = [
+        "the",
+        "of",
+        "and",
+        "to",
+        "a",
+        "in",
+        "is",
+        "that",
+        "for",
+        "it",
+        "as",
+        "was",
+        "with",
+        "be",
+        "by",
+        "on",
+        "not",
+        "he",
+    ]
     lines = [
         f"{w} " + " ".join(f"{x:.3f}" for x in np.random.default_rng(i).normal(size=4)) for i, w in enumerate(words)
     ]

@@ -249,3 +249,19 @@ def test_a_run_reads_each_file_once_and_again_when_it_changes(data_root, tmp_pat
     again = run_probe("tag", model, options=files, layers="0", baselines=False, show_progress=False)
     assert reads.count("ewt-test.conllu:UPOS") == 2 and reads.count("ewt-train.conllu:UPOS") == 1
     assert again.result.dataset != first.result.dataset  # the new content, not the kept read
+
+
+def test_a_limit_that_cuts_nothing_is_the_full_run(data_root, tmp_path):
+    """An upload of 60 test sentences run under the app's 300: named "…:test:UPOS (limit 300)", a slice kept apart
+    from the full run, though nothing was cut (an audit). A limit is recorded only where it left a sentence out."""
+    from probes.run import run_probe
+
+    train, test = ewt_slice(data_root, tmp_path, "train", 40), ewt_slice(data_root, tmp_path, "test", 30)
+    options = {"train": str(train), "test": str(test)}
+    whole = run_probe("tag", "glove-6b-50d", limit=300, options=options, baselines=False, show_progress=False)
+    assert whole.result.params["limit"] is None
+    assert not whole.to_frame()["dataset"].str.contains("(limit", regex=False).any()
+    cut = run_probe("tag", "glove-6b-50d", limit=35, options=options, baselines=False, show_progress=False)
+    assert cut.result.params["limit"] == 35  # train's 40 cut to 35 (test's 30 whole): a slice
+    frame = cut.to_frame()
+    assert frame["dataset"].str.endswith("(limit 35)").all(), set(frame["dataset"])

@@ -23,7 +23,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from itertools import islice
 from pathlib import Path
@@ -75,6 +75,7 @@ class DataFiles:
     dev: Path | None = None
     name: str = ""
     settings: str = ""
+    limited: int | None = None  # the --limit that left records of some file out (``read_roles``); None: all whole
 
     @classmethod
     def checked(
@@ -220,6 +221,13 @@ def check_labels_seen(files: DataFiles, train: Sequence[str], evaluated: dict[st
         )
 
 
-def read_roles(files: DataFiles, reader: Callable[[Path], Iterator[T]], limit: int | None) -> dict[str, list[T]]:
-    """Each role's first ``limit`` records, every file read (and checked) before any work starts."""
-    return {role: read_file(reader, path, limit) for role, path in files.paths().items()}
+def read_roles(
+    files: DataFiles, reader: Callable[[Path], Iterator[T]], limit: int | None
+) -> tuple[DataFiles, dict[str, list[T]]]:
+    """Each role's first ``limit`` records, every file read (and checked) before any work starts, and the files
+    with ``limited`` set when the limit left a record out: a limit that cut nothing is the full run (an upload of
+    60 sentences under the app's 300 was named "(limit 300)", a slice, and kept apart from the full run)."""
+    more = None if limit is None else limit + 1  # one record past the limit tells whether it cut
+    data = {role: read_file(reader, path, more) for role, path in files.paths().items()}
+    cut = limit is not None and any(len(records) > limit for records in data.values())
+    return replace(files, limited=limit if cut else None), {r: v[:limit] for r, v in data.items()}

@@ -89,7 +89,7 @@ def load_splits(
     if pooling not in POOLINGS:
         raise ProbeInputError(f"--pooling {pooling!r}: choose mean or endpoints.")
     files = DataFiles.checked("span", train, test, dev, name, settings="edge-probing")
-    data = read_roles(files, iter_edge_probing, limit)
+    files, data = read_roles(files, iter_edge_probing, limit)
     firsts = {role: next((t for s in sents for t in s.targets), None) for role, sents in data.items()}
     kinds = {role: t.span2 is not None for role, t in firsts.items() if t is not None}  # a file's first target
     if len(set(kinds.values())) > 1:
@@ -125,7 +125,7 @@ def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
         "pooling": options.get("pooling") or "mean",
         "name": options.get("name"),
         **{role: str(p) for role, p in files.paths().items()},
-        "limit": ctx.limit,
+        "limit": files.limited,  # None where the limit cut nothing: the full run
         "seed": ctx.seed,
     }
 

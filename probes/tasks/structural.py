@@ -82,7 +82,7 @@ def load_splits(
     if not (train or dev or test):
         train, dev, test = (data_path(EWT.format(role)) for role in ("train", "dev", "test"))
     files = DataFiles.checked(NAME, train, test, dev, name, settings="conllu:1")
-    return files, read_roles(files, iter_trees, limit)
+    return read_roles(files, iter_trees, limit)
 
 
 def sentence_vectors(feats: Features, spec: LayerSpec, num_layers: int) -> list[np.ndarray]:
@@ -190,7 +190,7 @@ def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
     return {
         **{k: v for k, v in options.items() if k not in ROLES},
         **{role: str(p) for role, p in files.paths().items()},
-        "limit": ctx.limit,
+        "limit": files.limited,  # None where the limit cut nothing: the full run
         "seed": ctx.seed,
     }
 

@@ -106,7 +106,7 @@ def load_splits(
     if scheme not in SCHEMES:
         raise ProbeInputError(f"--scheme {scheme!r}: choose tag or bio.")
     files, what, reader = resolve(scheme=scheme, skip_label=skip_label, **options)
-    data = read_roles(files, reader, limit)
+    files, data = read_roles(files, reader, limit)
     if scheme == "bio":
         for role, sents in data.items():
             for s in sents:
@@ -132,7 +132,7 @@ def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
     return {
         **{k: v for k, v in options.items() if k not in ("train", "dev", "test")},
         **{role: str(p) for role, p in files.paths().items()},
-        "limit": ctx.limit,
+        "limit": files.limited,  # None where the limit cut nothing: the full run
         "seed": ctx.seed,
     }
 
