@@ -72,13 +72,20 @@ def test_an_axis_end_is_the_models_vector_else_the_label_else_the_centroid_of_th
     meta = pd.DataFrame({"word": ["man", "woman", "manner", "mankind"]})
     vec, how = endpoint_vector("man", X, meta)  # the exact label, not every word containing "man"
     assert np.allclose(vec, [1, 0]) and "labelled" in how
-    vec, how = endpoint_vector("mann", X, meta)  # no such label: the points a search matches ("manner")
-    assert np.allclose(vec, [3, 3]) and "1 points" in how
-    vec, _ = endpoint_vector("kind", X, meta)
-    assert np.allclose(vec, [5, 1])
+    vec, how = endpoint_vector("re:^mann", X, meta)  # a pattern: the points a search matches ("manner")
+    assert np.allclose(vec, [3, 3]) and "1 point " in how
+    # No such label: the points with the WORD in a column, which the caption names. A substring matched "he" in
+    # "the" (39 of 40 sentences) and "money" through the senses' glosses (an audit).
+    ctx = meta.assign(context=["the bank", "he sat", "he is the one", "then"], gloss=["", "", "", "money"])
+    vec, how = endpoint_vector("he", X, ctx)
+    assert np.allclose(vec, [1.5, 2]) and "2 points with the word “he” in their context" in how
+    vec, how = endpoint_vector("money", X, ctx)
+    assert np.allclose(vec, [5, 1]) and "in their gloss" in how
+    with pytest.raises(InputError, match="No point has the word “kind”.*e.g. “man”, “woman”, “manner”"):
+        endpoint_vector("kind", X, meta)  # "mankind" holds it, but not as a word
     vec, how = endpoint_vector("queen", X, meta, lookup=lambda w: np.array([9.0, 9]) if w == "queen" else None)
     assert np.allclose(vec, [9, 9]) and "model" in how
-    with pytest.raises(InputError, match="No point matches “zebra”"):
+    with pytest.raises(InputError, match="No point has the word “zebra”"):
         endpoint_vector("zebra", X, meta, lookup=lambda w: None)
     with pytest.raises(InputError, match="Type a word"):
         endpoint_vector("  ", X, meta)

@@ -7,7 +7,8 @@ neighbours in the ORIGINAL space, custom axes from two word pairs, a whole vocab
 - **Custom axes** (:func:`custom_coords`): a point's x is its projection on the unit vector from one
   end's vector to the other's (``man → woman``), y the same for a second pair; the Projector's "custom"
   projection. An end is a word's own vector when the model has one (:func:`endpoint_vector`'s
-  ``lookup``), else the centroid of the points that match it (exactly on the label, else by search).
+  ``lookup``), else the centroid of the points that match it (exactly on the label, else the points holding it
+  as a word, the columns named; ``re:PATTERN`` as the search box reads it).
 - **A vocabulary slice** (:func:`vocabulary_slice`): ``count`` words from a frequency rank of a static
   model's vocabulary (GloVe and word2vec list words by frequency), punctuation and numbers skipped on
   request, drawn with WebGL.
@@ -24,6 +25,7 @@ Nothing here imports streamlit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -31,7 +33,7 @@ import pandas as pd
 
 from viz.points import search_mask
 from viz.projection import cosine_neighbours
-from viz.text import InputError, shorten
+from viz.text import InputError, counted, shorten
 
 MAX_SLICE = 20_000
 LABEL_COLUMNS = ("word", "label", "sense")
@@ -98,7 +100,9 @@ def endpoint_vector(
     """The vector an axis end ``query`` stands for, and how it was found (for a caption).
 
     ``lookup(word)``: the model's own vector of a word (None when it has none); else the centroid of the
-    points whose label is ``query`` (case-insensitive), else of the points a search for it matches.
+    points whose label is ``query`` (case-insensitive), else of the points holding it as a word in any column
+    (the caption names which: a substring took "he" in "the", and "money" from the senses' glosses), else of
+    those a ``re:`` pattern matches.
     """
     query = (query or "").strip()
     if not query:
@@ -107,14 +111,28 @@ def endpoint_vector(
         vec = lookup(query)
         if vec is not None:
             return np.asarray(vec, np.float64), f"“{query}”: the model's vector"
-    labels = meta[label_column(meta)].astype(str).str.lower()
+    column = label_column(meta)
+    labels = meta[column].astype(str).str.lower()
     mask = (labels == query.lower()).to_numpy()
-    how = "label"
+    if mask.any():
+        what = (
+            f"the point labelled “{query}”" if mask.sum() == 1 else f"the {counted(int(mask.sum()), 'point')} labelled"
+        )
+    elif query.startswith("re:"):  # a pattern: as the search box reads it, in every column
+        mask = search_mask(meta, query)
+        what = counted(int(mask.sum()), "point") + " its search matches"
+    else:  # the word as a word ("he" is not in "the"), the columns that hold it named
+        word = re.compile(rf"(?<!\w){re.escape(query)}(?!\w)", re.IGNORECASE)
+        hits = {c: np.array([bool(word.search(str(v))) for v in meta[c]], bool) for c in meta.columns}
+        mask = np.logical_or.reduce([np.zeros(len(meta), bool), *hits.values()])
+        where = " or ".join(str(c) for c, m in hits.items() if m.any())
+        what = f"{counted(int(mask.sum()), 'point')} with the word “{query}” in their {where}"
     if not mask.any():
-        mask, how = search_mask(meta, query), "search"
-    if not mask.any():
-        raise InputError(f"No point matches “{query}” for a custom axis; type a word or text the points contain.")
-    what = f"the point labelled “{query}”" if how == "label" and mask.sum() == 1 else f"{int(mask.sum())} points"
+        common = ", ".join(f"“{v}”" for v in meta[column].astype(str).value_counts().index[:3])
+        raise InputError(
+            f"No point has the word “{query}” for a custom axis; type a word the points' {column} or text holds "
+            f"(e.g. {common}), or re:PATTERN."
+        )
     return np.asarray(X, np.float64)[mask].mean(axis=0), f"“{query}”: centroid of {what}"
 
 
