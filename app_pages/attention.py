@@ -62,7 +62,7 @@ from viz.attention import (
 )
 from viz.export import attention_csv, attention_json, file_stem
 from viz.figures import attention_heatmap
-from viz.text import parse_sentences
+from viz.text import counted, parse_sentences
 
 INTRO = """
 Transformers build each layer's vector of a word as a weighted average over the words of the
@@ -273,7 +273,7 @@ def averages(runs: list[tuple[str, np.ndarray, list[str]]]) -> None:
     top = same_scale([fig for _, maps, _ in shown for fig, _, _ in maps])
     bits = same_scale([entropy[0] for _, _, entropy in shown])
     uniform = " and ".join(
-        sorted({f"{np.log2(max(n, 2)):.1f} bits over {n} tokens" for n in (a.shape[-1] for _, a, _ in runs)})
+        sorted({f"{np.log2(max(n, 2)):.1f} bits over {counted(n, 'token')}" for n in (a.shape[-1] for _, a, _ in runs)})
     )
     note.caption(
         f"One colour scale for every attention map on this tab (weight 0 to {top:.2f}) and one for every "
@@ -337,7 +337,9 @@ def main() -> None:
         words = parsed.sentences[0]
         att, tokens, note = get_attention(model, words, unit)
         L, H, n, _ = att.shape
-        st.caption(f"{model} ({get_spec(model).traits.label}): {L} layers × {H} heads over {n} tokens. {note}")
+        st.caption(
+            f"{model} ({get_spec(model).traits.label}): {L} layers × {H} heads over {counted(n, 'token')}. {note}"
+        )
         tokens_box = st.expander("Tokens the model saw", key="attn_tokens_open", on_change="rerun")
         if tokens_box.open:  # lazy: a closed box costs a new visitor nothing (st.code loads a highlighter)
             tokens_box.code(" | ".join(tokens), language=None, wrap_lines=True)

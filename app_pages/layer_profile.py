@@ -16,7 +16,17 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, folder_select, model_names, model_order, page, page_header, preferred, safe
+from app_pages.common import (
+    chart,
+    folder_select,
+    model_names,
+    model_order,
+    page,
+    page_header,
+    preferred,
+    safe,
+    wrapping_row,
+)
 from app_pages.loaders import get_embedder
 from app_pages.warmup import wait_warmup
 from models.random_init import random_name, twin_base
@@ -158,7 +168,8 @@ def contextuality_section(dirs: list[Path]) -> None:
     chart(fig, file_stem("contextuality", dataset, metric), key="lp_ctx_chart", data=frame_csv(prof))
     st.caption(
         "Self-similarity: mean cosine of a word's vectors across its sentences; adjusted = minus the mean "
-        "cosine of random occurrence pairs at that layer (anisotropy). A static model's self-similarity is 1."
+        "cosine of random occurrence pairs at that layer (anisotropy). A static model's self-similarity is 1, so "
+        "its adjusted value is 1 minus its anisotropy."
     )
 
 
@@ -195,7 +206,6 @@ def cka_section() -> None:
         first = cached_cka(a, fa, b, fb, int(n))  # A's matrix, and A × B when B is another model
         second = cached_cka(b, fb, b, fb, int(n)) if b != a else None
     la = first["layers"]
-    cols = st.columns(2 if second is None else 3)
     heatmaps = [(a, cka_heatmap(first["matrix"], la, la, title=f"{a}: layer × layer"), "lp_cka_within_a")]
     if second is not None:
         lb = second["layers"]
@@ -214,6 +224,8 @@ def cka_section() -> None:
                 "lp_cka_across",
             ),
         ]
+    # stacked in a narrow window: at 1024 px a third of the page left the toolbar over the titles, the labels touching
+    cols = wrapping_row("lp_cka_maps", len(heatmaps), min_rem=18)
     for col, (what, fig, key) in zip(cols, heatmaps):
         chart(fig, file_stem("cka", what, int(n)), key=key, container=col)
 

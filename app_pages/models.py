@@ -6,7 +6,7 @@ import streamlit as st
 import torch
 
 from app_pages import state
-from app_pages.common import md, page, page_header, safe
+from app_pages.common import md, page, page_header, safe, wrapping_row
 from app_pages.loaders import get_embedder, unload
 from corpora.errors import LabError
 from models.base import ModelLoadError, default_device
@@ -101,7 +101,7 @@ def main() -> None:
     page_header("Models", INTRO)
     with st.container(border=True):
         st.markdown(START_HERE)
-        c1, c2 = st.columns(2)  # two links a column: four columns cut the labels short
+        c1, c2 = wrapping_row("models_start", 2, min_rem=22)  # two links a column, stacked in a narrow window (cut)
         c1.page_link(
             "app_pages/polysemy.py",
             label="How “bank” splits into senses, layer by layer",
@@ -141,7 +141,9 @@ def add_checked(name: str, ref: str, options: dict) -> tuple[UserModel, ModelRow
     if not name:
         raise ModelLoadError("type a name for the model in the Name box (it names it on every page).")
     if not ref:
-        raise ModelLoadError("type where the model is in the box below the name: a folder, a file or an hf: hub id.")
+        raise ModelLoadError(
+            "type where the model is in the “Folder, file or hub id” box: a folder, a file or an hf: hub id."
+        )
     if check_model(name, ref, options).state == NOT_INSTALLED and ref.startswith("hf:"):
         with st.spinner(f"Downloading {ref} from the Hugging Face Hub (once)…"):
             download(*parse_hub_id(ref))

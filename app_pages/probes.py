@@ -36,6 +36,7 @@ from viz.results import (
     load_dir,
     metrics_of,
 )
+from viz.text import counted
 
 INTRO = """
 **Probing** asks what a frozen representation already knows, with a deliberately weak model on
@@ -80,7 +81,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
     if not datasets:  # no pickers: the URL keeps no other tab's choices
         for name in ("set", "metric", "tests_model"):
             state.forget(f"{key}_{name}")
-        st.info(f'No {spec.name.upper()} results in this folder (another in "Results from" may hold them).')
+        st.info(f'No {spec.short_title} results in this folder (another in "Results from" may hold them).')
         return
     c1, c2 = st.columns(2)
     choice = f"{key}_{spec.name}"  # the pickers of each probe's section, in the URL as {key}_set, {key}_metric
@@ -201,7 +202,8 @@ def saved_tab() -> None:
     specs = all_probes()
     baselines = df["model"].isin(baseline_only(df, specs))
     st.caption(
-        f"{df.loc[~baselines, 'model'].nunique()} models and {df.loc[baselines, 'model'].nunique()} baselines · "
+        f"{counted(df.loc[~baselines, 'model'].nunique(), 'model')} and "
+        f"{counted(df.loc[baselines, 'model'].nunique(), 'baseline')} · "
         f"newest {str(df['timestamp'].max())[:16].replace('T', ' ')} UTC"
     )
     names = [spec.short_title for spec in specs]

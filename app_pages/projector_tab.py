@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import MAX_UPLOAD_MB, chart, download, md, model_names, preferred, safe, uploader
+from app_pages.common import MAX_UPLOAD_MB, chart, download, md, model_names, preferred, safe, uploader, wrapping_row
 from app_pages.corpus_ui import sense_label
 from app_pages.linked import linked_chart_kwargs
 from app_pages.loaders import get_embedder, lexical_source, occurrence_vectors_progress, semcor_corpus
@@ -190,7 +190,8 @@ def projector_tab() -> None:
             return
         X, meta, what, lookup = got
         n = len(X)
-        c1, c2, c3, c4, c5 = st.columns([1, 2, 1, 1, 1])
+        # a row that wraps in a narrow window: five fixed columns cut "Isolate matches" and "custom axes" at 1024 px
+        c1, c2, c3, c4, c5 = wrapping_row("space_pj_controls", 5, min_rem=10)
         cols = [c for c in meta.columns if c != "context"] or list(meta.columns)
         colour = c1.selectbox("Colour by", cols, key=state.bind("space_pj_colour", cols[0], cols, param="colour"))
         query = c2.text_input(

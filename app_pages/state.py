@@ -19,12 +19,14 @@ default (``value=`` / ``index=``): the bound value in ``st.session_state`` is it
   past the ends of whole-number ``options`` to the nearest end (``?sentence=99999``: the last); a value that
   cannot be read as the default's type, is not among ``options`` or fails ``check`` falls back to
   ``default`` — a bad link never breaks the page;
-- on every run the current value is written back to the URL, so the address bar always holds a link
-  to what is on screen (defaults included: a link says everything it restores) — as one change at the run's
-  end (``flush``, called by ``common.page`` and by a ``state.fragment``'s own reruns), so a run is one browser
-  history entry;
+- on every later run the current value is written back to the URL, so the address bar holds a link to what is
+  on screen (defaults included: a link says everything it restores) — as one change at the run's end
+  (``flush``, called by ``common.page`` and by a ``state.fragment``'s own reruns), so a change is one browser
+  history entry; a page's arrival run writes nothing (the bare address is its defaults, a link its own view),
+  so Back after a click in the sidebar leaves the page at once;
 - on a run the browser's Back or Forward started, the URL's value wins over the session's, so Back shows the
   view before the last change (only then: a widget's or ``st.rerun``'s run may carry a URL not yet updated);
+  Back to a page's bare address restores its defaults;
 - a value in ``st.session_state`` that is no longer valid (the options changed: a model was removed)
   is reset to ``default`` rather than handed to the widget; a valid one is kept, also by a widget whose
   range changed (layer 4 stays layer 4 when the next model has it).
@@ -163,6 +165,8 @@ def bind(
     if key not in st.session_state:
         value = _read(raw, default, opts, lo, hi, step, check)
         st.session_state[key] = default if value is _UNREAD else value
+    elif _history_navigation() and not st.query_params:
+        st.session_state[key] = default  # Back to a page's bare address (its arrival, never written): the defaults
     elif raw and _history_navigation() and (url := _read(raw, default, opts, lo, hi, step, check)) is not _UNREAD:
         st.session_state[key] = url  # Back / Forward: the URL the browser went to is the view to show
     elif not (st.session_state[key] is None and default is None) and not _valid(
@@ -174,7 +178,7 @@ def bind(
         # layers) takes it: Streamlit builds such a widget anew and would otherwise start it at its minimum,
         # while the URL written below still said the old value.
         st.session_state[key] = st.session_state[key]
-    _write(param, st.session_state[key])
+    _write(param, st.session_state[key], default)
     return key
 
 
@@ -205,11 +209,19 @@ def _history_navigation() -> bool:
 _PENDING = "_url_pending"
 
 
-def _write(param: str, value: Any) -> None:
-    many = isinstance(value, (list, tuple))
-    st.session_state.setdefault(_PENDING, {})[param] = (
-        None if value is None else [encode(v) for v in value] if many else [encode(value)]
-    )
+_DEFAULTS = "_url_defaults"  # each bound parameter's default, as URL text: what its absence from the URL means
+
+
+def _texts(value: Any) -> list[str] | None:
+    """A value as the URL's texts (None: absent)."""
+    if value is None:
+        return None
+    return [encode(v) for v in value] if isinstance(value, (list, tuple)) else [encode(value)]
+
+
+def _write(param: str, value: Any, default: Any) -> None:
+    st.session_state.setdefault(_PENDING, {})[param] = _texts(value)
+    st.session_state.setdefault(_DEFAULTS, {})[param] = _texts(default)
 
 
 def forget(param: str) -> None:
@@ -237,11 +249,16 @@ def fragment(fn: Callable | None = None, **options: Any) -> Any:
 
 
 def flush() -> None:
-    """Send this run's URL changes as one (one history entry, none when nothing changed)."""
+    """Send this run's URL changes as one (one history entry), and only when the view differs from what the address
+    names — a parameter it lacks stands for its default — so a page's arrival (its bare address, or a link) and a
+    run Back or Forward started write nothing: such a write was a history entry of its own (after a click in the
+    sidebar, Back showed the same page again). The first change writes every choice, defaults included."""
     pending = st.session_state.pop(_PENDING, None)
-    if not pending:
+    if not pending or _history_navigation():
         return
     current = {k: st.query_params.get_all(k) for k in st.query_params}
+    implied = {**{k: v for k, v in st.session_state.get(_DEFAULTS, {}).items() if v}, **current}  # absent: default
+    if all((implied.get(k) == v) if v else (k not in current) for k, v in pending.items()):
+        return  # the view is the one the address names (a run without a change: no history entry)
     wanted = {k: v for k, v in {**current, **pending}.items() if v}  # None or []: absent
-    if wanted != current:
-        st.query_params.from_dict({k: v if len(v) > 1 else v[0] for k, v in wanted.items()})
+    st.query_params.from_dict({k: v if len(v) > 1 else v[0] for k, v in wanted.items()})

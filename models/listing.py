@@ -68,7 +68,10 @@ def human_size(num_bytes: int | None) -> str:
 
 
 def human_count(n: int | None) -> str:
-    return "?" if n is None else f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M"
+    """ "1.23 B", "22.7 M", or the count itself under 100,000 (a tiny model read "0.0 M")."""
+    if n is None:
+        return "?"
+    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M" if n >= 1e5 else f"{n:,}"
 
 
 def _safetensors_params(directory: Path) -> int | None:

@@ -141,7 +141,7 @@ def add_user_model(
         if name in models and not replace:
             raise ModelLoadError(
                 f"{file}: a model named {name!r} is already registered "
-                f"(remove it first: python -m models remove {name})."
+                f"(remove it first: python -m models remove {name}, or the Models page's Remove)."
             )
         entry = tomlkit.table()
         entry["ref"] = ref

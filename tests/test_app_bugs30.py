@@ -195,9 +195,11 @@ def test_models_page_refuses_what_it_cannot_use_and_says_why_in_the_forms_terms(
 def test_models_page_start_here_links_have_room() -> None:
     """Four links in four columns were cut ("How “bank” splits into sen…"): two columns of two."""
     at = open_page("models")
-    holders = [c for c in at.columns if c.get("page_link")]
-    assert sum(len(c.get("page_link")) for c in holders) == 4
-    assert all(c.weight >= 0.5 for c in holders), [c.weight for c in holders]
+    assert len(at.get("page_link")) == 4
+    # two columns of two, stacked in a narrow window (at 1024 px two were still cut: "Which layer knows syntax, which
+    # kno"; seen whole in Chromium at 1024 px, 2026-12-06): in the wrapping row, not in fixed columns
+    assert not [c for c in at.columns if c.get("page_link")]
+    assert "st-key-models_start > div" in "".join(h.proto.body for h in at.get("html"))
 
 
 # ----------------------------------------------------------------------------- bug 8: uploads and 100 %

