@@ -125,3 +125,57 @@ def test_the_feature_path_refuses_a_model_that_returns_a_word_too_few():
 
     with pytest.raises(ValueError, match=r"returned vectors of shape \(3, 2, 16\) for a sentence of 3 words"):
         list(Short().embed_rows([([["a", "b", "c"]], None)], torch.float32))
+
+
+def test_each_mdl_block_is_coded_by_a_probe_trained_on_the_blocks_before_it_only():
+    """Online coding sends block i+1 with a probe fit on blocks 0..i: a mutation that fit it on the block it then
+    coded (a leak: codelengths too short) passed every test. A recording probe (each vector's first value is its
+    token's id) sees what each fit and each code used; with a uniform prediction the total is N·log2 K exactly."""
+    fits, coded = [], []
+
+    class Recorder:
+        def __init__(self, classes, batch_size):
+            self.classes_ = classes
+
+        def fit(self, X, y, progress=None):
+            fits.append(set(X[:, 0].astype(int)))
+            return self
+
+        def predict_log_proba(self, X):
+            coded.append(set(X[:, 0].astype(int)))
+            return np.full((len(X), len(self.classes_)), -np.log(len(self.classes_)))
+
+    from probes.estimators.mdl import online_codelength
+
+    lengths = np.random.default_rng(0).integers(1, 6, size=200)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    n = int(offsets[-1])
+    X = np.c_[np.arange(n), np.zeros(n)].astype(np.float64)
+    y = np.arange(n) % 3
+    code = online_codelength(Recorder, X, y, offsets, seed=1)
+    assert code.bits == pytest.approx(n * np.log2(3), rel=1e-9)
+    assert coded and len(fits) == len(coded)
+    sent = set(range(n)) - set().union(*coded)  # the first block, sent with the uniform code
+    for seen, block in zip(fits, coded):
+        assert not seen & block and seen == sent  # trained on everything sent before, nothing of the block
+        sent |= block
+    assert sent == set(range(n))
+
+
+def test_selectivity_intervals_resample_sentences_and_every_control_draw():
+    """Outcomes that agree within each of 40 sentences: one control draw's selectivity interval resamples the
+    sentences (about 3× the instances' width here; a mutation made it by instance under the "sentence" label); with
+    three control draws at ~30, ~60 and ~90 % the control row's interval spans the draws, not draw 0's alone."""
+    from probes.estimators.control import selectivity_rows
+
+    rng = np.random.default_rng(0)
+    units = Units.from_sizes("sentence", [10] * 40)
+    task = np.repeat(rng.random(40) < 0.8, 10)
+    draws = np.stack([np.repeat(rng.random(40) < p, 10) for p in (0.3, 0.6, 0.9)])
+    one = {r["metric"]: r for r in selectivity_rows("d", "0", task, draws[:1], units=units)}
+    flat = {r["metric"]: r for r in selectivity_rows("d", "0", task, draws[:1])}
+    sel, by_instance = one["selectivity"], flat["selectivity"]
+    assert sel["unit"] == "sentence" and sel["clusters"] == 40
+    assert sel["hi"] - sel["lo"] > 2 * (by_instance["hi"] - by_instance["lo"])
+    three = {r["metric"]: r for r in selectivity_rows("d", "0", task, draws, units=units)}["control_accuracy"]
+    assert three["lo"] < 45 and three["hi"] > 75, (three["lo"], three["hi"])
