@@ -46,6 +46,12 @@ def test_reproduce_draws_paper_and_ours_side_by_side_and_the_legend_below_the_pl
     assert hi1 <= lo2 and min(paper[2], ours[2]) >= 0.3  # side by side, neither hidden, each readable
     single = slots[("MFS in SemCor", "ours")]
     assert single[2] >= 0.6  # a system only one source reports keeps a full bar
+    # the two half bars' values ("65.9", "65.9") sat one above the other at their bases, touching: the paper's is
+    # written past its end (it has no whiskers there), in dark ink
+    (paper_trace,) = [t for t in fig.data if t.name.startswith("paper")]
+    i = list(paper_trace.y).index("WordNet 1st sense")
+    assert paper_trace.textposition[i] == "outside" and paper_trace.textfont.color[i] != "white"
+    assert paper_trace.textposition[list(paper_trace.y).index("biLM layer 1")] == "inside"
     legend = fig.layout.legend
     assert legend.yanchor == "top" and legend.y < 0, "the legend goes under the plot, clear of the titles"
     plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b

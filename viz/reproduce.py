@@ -248,11 +248,15 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
     side by side; the legend sits under the plot, clear of the title and the bars."""
     part = part.reset_index(drop=True)
     offsets, widths = _bar_slots(part)
+    shared = {s for s, w in zip(part["system"], widths) if w < 2 * HALF_BAR}
     fig = go.Figure()
     for name, rows, colour, hatch, ink in SERIES:
         sel = part[rows(part)]
         if sel.empty:
             continue
+        # of a system both sources report, the paper's value goes past its bar's end (it has no whiskers there):
+        # the two half bars' values at their bases touched ("65.9" over "65.9")
+        outside = [name == "paper" and s in shared for s in sel["system"]]
         fig.add_trace(
             go.Bar(
                 x=sel["score"],
@@ -263,9 +267,10 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
                 offset=[offsets[i] for i in sel.index],
                 width=[widths[i] for i in sel.index],
                 text=[f"{v:.1f}" for v in sel["score"]],
-                textposition="inside",  # at the bar's base: the whiskers at its end would cross a label there
+                # at the bar's base: the whiskers at its end would cross a label there
+                textposition=["outside" if out else "inside" for out in outside],
                 insidetextanchor="start",
-                textfont=dict(size=11, color=ink),
+                textfont=dict(size=11, color=["#31333F" if out else ink for out in outside]),
                 constraintext="none",  # a half-thickness bar keeps a readable label
                 error_x=interval_error(sel, "score", width=3, color="#333"),
                 hovertemplate="%{y}: %{x:.2f}<extra>" + name + "</extra>",
