@@ -49,6 +49,7 @@ from app_pages.common import (
     show_warnings,
     wrapping_row,
 )
+from app_pages.loaders import piece_attention
 from app_pages.syntax_heads_ui import heads_tab as head_syntax_view
 from models.registry import get_spec
 from viz.attention import (
@@ -342,7 +343,11 @@ def main() -> None:
         )
         tokens_box = st.expander("Tokens the model saw", key="attn_tokens_open", on_change="rerun")
         if tokens_box.open:  # lazy: a closed box costs a new visitor nothing (st.code loads a highlighter)
-            tokens_box.code(" | ".join(tokens), language=None, wrap_lines=True)
+            # the model's own pieces in either view: the word view's words hid an [UNK] ("🙂" read as [UNK])
+            seen = tokens if unit != "words" else list(piece_attention(model, words)["pieces"])
+            tokens_box.code(" | ".join(seen), language=None, wrap_lines=True)
+            if unit == "words":
+                tokens_box.caption("The model's own pieces, special tokens included; the maps pool them into words.")
         heads_tab, neurons_tab, avg_tab, syntax_tab = st.tabs(
             TABS, key=state.bind("attn_tab", TABS[0], TABS, param="tab"), on_change="rerun"
         )

@@ -265,6 +265,8 @@ def test_attention_bad_inputs_are_friendly(text: str, hint: str | None) -> None:
         # Shown literally (st.code renders text, never HTML), so the tags are visible as characters.
         assert "<" in texts(at.code) and "script" in texts(at.code)
         assert all("alert" not in str(h.proto) for h in at.get("html"))  # the only HTML: the app's preload script
+    if text == EMOJI_RTL:  # the word view showed the words ("🙂 | 🙂") where MiniLM read [UNK]: its own pieces now
+        assert "[UNK]" in texts(at.code) and "[CLS]" in texts(at.code)
 
 
 # ----------------------------------------------------------------------------- Polysemy
