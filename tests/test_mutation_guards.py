@@ -179,3 +179,24 @@ def test_selectivity_intervals_resample_sentences_and_every_control_draw():
     assert sel["hi"] - sel["lo"] > 2 * (by_instance["hi"] - by_instance["lo"])
     three = {r["metric"]: r for r in selectivity_rows("d", "0", task, draws, units=units)}["control_accuracy"]
     assert three["lo"] < 45 and three["hi"] > 75, (three["lo"], three["hi"])
+
+
+def test_a_newer_one_seed_run_replaces_an_older_runs_seeds_in_the_tests():
+    """An old three-seed result, then a newer single-seed run of the same layer: the paired tests must read the new
+    run's outcomes with one seed, not the old run's seeds (a mutation kept them: tests on stale outcomes)."""
+    from probes.stats.comparisons import outcome_table
+
+    units = Units.from_sizes("sentence", [5] * 20)
+    rng = np.random.default_rng(1)
+    old = merge_seeds([_seed_run(k, rng.random(100) < 0.5, units, (1.0, 2.0)) for k in range(3)])
+    newer = _seed_run(7, rng.random(100) < 0.9, units, (1.0, 2.0))
+    assert ("m", "0") in outcome_table([old], "toy", "d").by_seed
+    table = outcome_table([old, newer], "toy", "d")
+    assert ("m", "0") not in table.by_seed
+    assert np.array_equal(table[("m", "0")], _kept(newer))
+
+
+def _kept(result: ProbeResult) -> np.ndarray:
+    from probes.stats.intervals import instances
+
+    return instances(result, "d", "0")
