@@ -200,3 +200,25 @@ def _kept(result: ProbeResult) -> np.ndarray:
     from probes.stats.intervals import instances
 
     return instances(result, "d", "0")
+
+
+def holm_by_hand(p) -> list[float]:
+    """Holm's step-down adjustment written out from its definition (the tests compare the product's against it,
+    not against itself): the k-th smallest p times (m − k + 1), then the running maximum, capped at 1."""
+    p = [float(x) for x in p]
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    out, running = [0.0] * len(p), 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - k) * p[i]))
+        out[i] = running
+    return out
+
+
+def test_holm_adjusts_worked_values():
+    """p = .01, .04, .03, .005: sorted .005 ×4 = .02, .01 ×3 = .03, .03 ×2 = .06, .04 ×1 = .04 → max so far .06;
+    Holm swapped for Hochberg (step-up) was caught only by a committed table's byte-identical rerender."""
+    from probes.stats.comparisons import holm
+
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm_by_hand([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
