@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -247,7 +248,8 @@ def wrapping_row(key: str, count: int, min_rem: float = 27.0) -> list:
     labels. Here the row's flex items (the children of Streamlit's ``st-key-<key>`` element) grow from ``min_rem``
     and wrap; a style-only ``st.html`` takes no room on the page.
     """
-    st.html(f"<style>.st-key-{key} > div {{flex: 1 1 {min_rem}rem; min-width: min({min_rem}rem, 100%);}}</style>")
+    css_key = re.sub(r"[^A-Za-z0-9_-]", "-", key)  # as Streamlit writes a key into its class name
+    st.html(f"<style>.st-key-{css_key} > div {{flex: 1 1 {min_rem}rem; min-width: min({min_rem}rem, 100%);}}</style>")
     row = st.container(horizontal=True, wrap=True, gap="medium", key=key)
     return [row.container() for _ in range(count)]
 

@@ -1,8 +1,8 @@
 """What the app loads once and shares: models, their vectors and attention, SemCor, uploaded samples.
 
-Every session of a server shares one loaded model (``st.cache_resource``) and the vectors it made (``st.cache_data``,
-keyed by the model's fingerprint, so retrained weights are never mixed up); a spinner or a progress bar says when a
-call has to compute.
+Every session of a server shares one loaded model (the registry's, ``models.registry.load_embedder``, which loads it
+again when its files change) and the vectors it made (``st.cache_data``, keyed by the model's fingerprint, so
+retrained weights are never mixed up); a spinner or a progress bar says when a call has to compute.
 
 - :func:`get_embedder`, :func:`unload` — the loaded model ``name`` (``models.registry``), dropped on demand.
 - :func:`embed_sentences`, :func:`piece_attention` — per-sentence vectors and attention, cached across reruns.

@@ -130,9 +130,27 @@ def main() -> None:
         width="stretch",
         column_config={"description": st.column_config.TextColumn(width="large")},
     )
-
+    held_elsewhere(loaded)
     card_section(names_loaded, loaded)
     own_models_section()
+
+
+def held_elsewhere(loaded: dict) -> None:
+    """The held models the table above does not list (a path or hub reference a page loaded, a random: twin, a model
+    whose entry left embprobe.toml), each with its Unload: only a restart freed them."""
+    registered = {s.name for s in available_models()}
+    others = [name for name in loaded if name not in registered]
+    if not others:
+        return
+    st.caption("Also held in memory, not in the table (a path or hub reference, a random: twin, or a model whose entry "
+               "left embprobe.toml):")  # fmt: skip
+    for name in others:
+        emb = loaded[name]
+        c1, c2 = st.columns([5, 1], vertical_alignment="center")
+        c1.markdown(f"{md(name)} — {emb.num_layers} layer(s) of dimension {emb.dim} on {emb.device}")
+        if c2.button("Unload", key=f"models_unload_held_{name}"):
+            unload(name)
+            st.rerun()
 
 
 def add_checked(name: str, ref: str, options: dict) -> tuple[UserModel, ModelRow]:

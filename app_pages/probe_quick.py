@@ -20,7 +20,7 @@ from app_pages.warmup import wait_warmup
 from corpora.paths import DataMissingError
 from models import DEFAULT_MODEL
 from models.errors import ModelLoadError
-from models.registry import loaded_models
+from models.registry import files_state, get_spec
 from probes.estimate import estimate_run
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, results_frame
@@ -32,8 +32,14 @@ DEFAULT_LIMIT = 20
 
 @st.cache_resource
 def _quick_runs() -> tuple[dict, threading.Lock]:
-    """Quick-run results shared by every session of this server: key -> (results, wall seconds)."""
+    """Quick-run results shared by every session of this server: key -> (results, wall seconds, ``_version``)."""
     return {}, threading.Lock()
+
+
+def _version(model: str) -> tuple:
+    """What a run of ``model`` was a run of: its registration and its files' state (no load: a held model or not)."""
+    spec = get_spec(model)
+    return spec, files_state(spec)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=600)  # ttl: the command line may fill the cache too
@@ -130,16 +136,16 @@ def quick_tab(probe_section: Callable[..., None]) -> None:
             wall_s = round(time.perf_counter() - t0, 1)
             log.info("quick %s probe on %s (limit %s) took %.1f s", probe, model, limit, wall_s)
             with lock:
-                runs[run_key] = (results, wall_s)
+                runs[run_key] = (results, wall_s, _version(model))
             bar.progress(1.0, text=f"Done in {wall_s} s (last step: {last[0]})")
     done = runs.get(run_key)
-    if done is not None and model in loaded_models() and done[0][0].fingerprint != get_embedder(model).fingerprint():
+    if done is not None and done[2] != _version(model):
         done = None  # a run of another version of the model: re-registered, or its files replaced since
     if done is None:
         if not blocked:
             st.info("Choose a probe, a model and a size, then press **Run probe**.")
         return
-    results, wall_s = done
+    results, wall_s, _ = done
     spec = get_probe(probe)
     flags = "".join(f" --{name.replace('_', '-')} {value}" for name, value in options.items())
     st.success(

@@ -42,6 +42,7 @@ from app_pages.loaders import get_embedder
 from app_pages.warmup import wait_warmup
 from corpora.paths import cache_dir
 from models import DEFAULT_STATIC_MODEL
+from probes.errors import ResultsNotSavedError
 from probes.inputs import InputFile, Preview
 from probes.registry import Option, ProbeSpec, all_probes
 from probes.results import ProbeResult, default_results_dir, results_frame
@@ -229,11 +230,16 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
             def progress(frac: float, msg: str = "") -> None:
                 bar.progress(float(min(max(frac, 0.0), 1.0)), text=msg or f"{name} probe on {model}")
 
-            results = run_upload(spec, model, limit, options, progress)
+            saved = "saved to cache/results"
+            try:
+                results = run_upload(spec, model, limit, options, progress)
+            except ResultsNotSavedError as exc:  # a full disk after the run: its numbers, and why they are not kept
+                results, saved = exc.run.results, f"NOT saved: {exc}"
             log.info("upload %s probe on %s (%s, limit %s)", name, model, results[0].dataset, limit)
-            st.session_state["up_done"] = (run_key, results)
+            st.session_state["up_done"] = (run_key, results, saved)
             bar.empty()
     done = st.session_state.get("up_done")
     if done is not None and done[0] == run_key:
-        st.success(f"{spec.short_title} on {model}, {done[1][0].dataset}: done; saved to cache/results.")
+        said = f"{spec.short_title} on {model}, {done[1][0].dataset}: done; {done[2]}"
+        (st.success if done[2].startswith("saved") else st.warning)(said if said.endswith(".") else said + ".")
         show_results(spec, results_frame(done[1]), "upload")

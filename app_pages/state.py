@@ -19,14 +19,15 @@ default (``value=`` / ``index=``): the bound value in ``st.session_state`` is it
   past the ends of whole-number ``options`` to the nearest end (``?sentence=99999``: the last); a value that
   cannot be read as the default's type, is not among ``options`` or fails ``check`` falls back to
   ``default`` — a bad link never breaks the page;
-- on every later run the current value is written back to the URL, so the address bar holds a link to what is
+- after a change the current values are written back to the URL, so the address bar holds a link to what is
   on screen (defaults included: a link says everything it restores) — as one change at the run's end
   (``flush``, called by ``common.page`` and by a ``state.fragment``'s own reruns), so a change is one browser
-  history entry; a page's arrival run writes nothing (the bare address is its defaults, a link its own view),
-  so Back after a click in the sidebar leaves the page at once;
+  history entry; arriving by a page's bare address (its defaults) or a link writes nothing, so Back after a click in
+  the sidebar leaves the page at once (a link the page must mend is rewritten, one entry); a parameter the address
+  lacks stands for its default, and an emptied list is ``?layers=``;
 - on a run the browser's Back or Forward started, the URL's value wins over the session's, so Back shows the
   view before the last change (only then: a widget's or ``st.rerun``'s run may carry a URL not yet updated);
-  Back to a page's bare address restores its defaults;
+  a parameter that address lacks, or cannot be read, is its default;
 - a value in ``st.session_state`` that is no longer valid (the options changed: a model was removed)
   is reset to ``default`` rather than handed to the widget; a valid one is kept, also by a widget whose
   range changed (layer 4 stays layer 4 when the next model has it).
@@ -165,10 +166,9 @@ def bind(
     if key not in st.session_state:
         value = _read(raw, default, opts, lo, hi, step, check)
         st.session_state[key] = default if value is _UNREAD else value
-    elif _history_navigation() and not st.query_params:
-        st.session_state[key] = default  # Back to a page's bare address (its arrival, never written): the defaults
-    elif raw and _history_navigation() and (url := _read(raw, default, opts, lo, hi, step, check)) is not _UNREAD:
-        st.session_state[key] = url  # Back / Forward: the URL the browser went to is the view to show
+    elif _history_navigation():  # Back / Forward: the address the browser went to is the view to show, a
+        url = _read(raw, default, opts, lo, hi, step, check)  # parameter it lacks (or cannot read) its default
+        st.session_state[key] = default if url is _UNREAD else url
     elif not (st.session_state[key] is None and default is None) and not _valid(
         st.session_state[key], default, opts, lo, hi, check
     ):
@@ -189,6 +189,8 @@ def _read(raw: list[str], default: Any, opts: list | None, lo: Any, hi: Any, ste
     """The URL's value of a parameter (read as ``default``'s type), or ``_UNREAD``."""
     if not raw:
         return _UNREAD
+    if raw == [""] and isinstance(default, (list, tuple)):  # an emptied list choice, said as ``?layers=``
+        return type(default)()
     try:
         candidate = _in_range(_from_url(raw, default, opts), lo, hi, step)
     except (ValueError, TypeError, OverflowError):
@@ -213,10 +215,11 @@ _DEFAULTS = "_url_defaults"  # each bound parameter's default, as URL text: what
 
 
 def _texts(value: Any) -> list[str] | None:
-    """A value as the URL's texts (None: absent)."""
+    """A value as the URL's texts (None: absent; an empty list: one empty text, ``?layers=``, since an absent
+    parameter stands for its default)."""
     if value is None:
         return None
-    return [encode(v) for v in value] if isinstance(value, (list, tuple)) else [encode(value)]
+    return ([encode(v) for v in value] or [""]) if isinstance(value, (list, tuple)) else [encode(value)]
 
 
 def _write(param: str, value: Any, default: Any) -> None:
@@ -250,9 +253,11 @@ def fragment(fn: Callable | None = None, **options: Any) -> Any:
 
 def flush() -> None:
     """Send this run's URL changes as one (one history entry), and only when the view differs from what the address
-    names — a parameter it lacks stands for its default — so a page's arrival (its bare address, or a link) and a
-    run Back or Forward started write nothing: such a write was a history entry of its own (after a click in the
-    sidebar, Back showed the same page again). The first change writes every choice, defaults included."""
+    names — a parameter it lacks stands for its default — so arriving by a page's bare address or a link writes
+    nothing (such a write was a history entry of its own: after a click in the sidebar, Back showed the same page
+    again), and a run Back or Forward started writes nothing. A link the page must mend (a value it cannot show, one
+    spelled otherwise, an old absolute folder) is rewritten: one entry, so that the address says what is shown. A
+    change writes the choices of what ran (the page's, defaults included; a fragment's own)."""
     pending = st.session_state.pop(_PENDING, None)
     if not pending or _history_navigation():
         return

@@ -30,26 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from corpora.digests import file_digests
+from corpora.digests import content_files, file_digests
 from corpora.paths import data_dir_or_none
 from probes.inputs import InputFile
-
-#: Files in a model's folder that no loader reads (notes, logs, a version control's files): adding one (a README)
-#: changes no vector, so it must not change the model's content key and re-run its sweep tasks.
-NOT_READ = ("README*", "*.md", "LICENSE*", "*.log", ".*")
-
-
-def _files(location: Path) -> list[Path]:
-    if location.is_file():
-        return [location]
-    return sorted(
-        p
-        for p in location.rglob("*")
-        if p.is_file()
-        and "__pycache__" not in p.parts
-        and not any(part.startswith(".") for part in p.relative_to(location).parts)
-        and not any(p.match(pattern) for pattern in NOT_READ)
-    )
 
 
 def _hub():
@@ -107,7 +90,7 @@ def model_content(spec) -> tuple[str, str | None]:
     else:
         location = source.directory()
         base = location if location.is_dir() else location.parent
-        inside = sorted((str(p.relative_to(base)), d) for p, d in file_digests(_files(location)).items())
+        inside = sorted((str(p.relative_to(base)), d) for p, d in file_digests(content_files(location)).items())
         also = file_digests(source.also)  # files of the model outside its folder: by name and bytes
         body = json.dumps(inside + sorted((p.name, d) for p, d in also.items()))
     return hashlib.sha256(f"{head}|{body}".encode()).hexdigest()[:16], note
@@ -118,7 +101,7 @@ def data_content(options: dict[str, Any], inputs: Sequence[InputFile] = ()) -> s
     data; none when there is no data directory), every file an option names (the user's own data) and the files
     the probe's ``inputs`` read beside those (``InputFile.companions``: a WSD XML's gold keys)."""
     root = data_dir_or_none()
-    built_in = _files(root) if root is not None and root.is_dir() else []
+    built_in = content_files(root) if root is not None and root.is_dir() else []
     named = {Path(v) for v in options.values() if isinstance(v, str | Path) and Path(v).is_file()}
     for f in inputs:
         if isinstance(options.get(f.role), str | Path):

@@ -103,7 +103,7 @@ def finished(results_dir: Path) -> dict[str, Path]:
     ``parts``; unreadable files are skipped)."""
     seen: dict[str, set[int]] = {}
     parts: dict[str, int] = {}
-    done: dict[str, tuple[str, str, Path]] = {}
+    done: dict[str, tuple[str, int, str, Path]] = {}
     for path in sorted(Path(results_dir).glob("*.json")) if Path(results_dir).is_dir() else []:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -116,5 +116,7 @@ def finished(results_dir: Path) -> dict[str, Path]:
         if isinstance(task, str):
             seen.setdefault(task, set()).add(int(sweep.get("part", 0)))
             parts[task] = int(sweep.get("parts", 1))
-            done[task] = max(done.get(task, ("", "", path)), (str(data.get("timestamp") or ""), path.name, path))
-    return {t: p for t, (_, _, p) in done.items() if len(seen[t]) >= parts[t]}
+            saved = data.get("saved_ns") if isinstance(data.get("saved_ns"), int) else 0  # as probes.results orders
+            newest = (str(data.get("timestamp") or ""), saved, path.name, path)
+            done[task] = max(done.get(task, ("", 0, "", path)), newest)
+    return {t: p for t, (*_, p) in done.items() if len(seen[t]) >= parts[t]}

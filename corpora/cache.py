@@ -1,8 +1,8 @@
 """A small versioned on-disk cache under ``corpora.paths.cache_dir()``, data only (no pickle).
 
 Readers key an entry by a name, a format version and a fingerprint of their inputs (arguments,
-file sizes and mtimes). Each entry is one ``.npz`` file read with ``np.load(allow_pickle=False)``:
-numeric arrays plus a ``spec`` member, a UTF-8 JSON structure describing the value
+file sizes, times and inodes: ``files_fingerprint``). Each entry is one ``.npz`` file read with
+``np.load(allow_pickle=False)``: numeric arrays plus a ``spec`` member, a UTF-8 JSON structure describing the value
 (:mod:`corpora.codec`). Loading an entry therefore never runs code from the cache folder; a
 dataclass is rebuilt only if its type is in the ``types`` the caller passes.
 

@@ -106,3 +106,23 @@ def content_fingerprint(files: Iterable[str | Path], extra: str = "", root: str 
         h.update(f"{name}\0{digests[f]}\n".encode("utf-8", "surrogatepass"))
     h.update(extra.encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:16]
+
+
+#: Files in a model's (or data) folder that no loader reads (notes, logs, a version control's files): adding one (a
+#: README) changes no vector, so it must not change a model's content key (a sweep's tasks) nor reload it.
+NOT_READ = ("README*", "*.md", "LICENSE*", "*.log", ".*")
+
+
+def content_files(location: Path) -> list[Path]:
+    """The files under ``location`` (itself when a file) a loader may read: ``NOT_READ``, hidden folders and
+    ``__pycache__`` left out."""
+    if location.is_file():
+        return [location]
+    return sorted(
+        p
+        for p in location.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and not any(part.startswith(".") for part in p.relative_to(location).parts)
+        and not any(p.match(pattern) for pattern in NOT_READ)
+    )

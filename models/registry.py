@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from corpora.cache import files_fingerprint
+from corpora.digests import content_files
 from models.base import Embedder
 from models.errors import ModelLoadError, UnknownModelError
 from models.random_init import is_random, parse_random, random_spec
@@ -216,14 +217,14 @@ def load_spec(spec: ModelSpec, **overrides: Any) -> Embedder:
 
 
 def files_state(spec: ModelSpec) -> tuple:
-    """``corpora.cache.files_fingerprint`` of a model's files: its file, or the files directly in its folder, and any
-    outside it (``Source.also``); () where there are none here (a pip package not installed)."""
+    """``corpora.cache.files_fingerprint`` of the files a model's loader may read (``corpora.digests.content_files``:
+    a README or a training log beside it does not count) and any outside its folder (``Source.also``); () where
+    there are none here (a pip package not installed, a hub model not downloaded yet)."""
     location = spec.source.directory()
     if location is None or not location.exists():
         return ()
-    files = [location] if location.is_file() else sorted(p for p in location.iterdir() if p.is_file())
     try:
-        return tuple(files_fingerprint([*files, *map(Path, spec.source.also)]))
+        return tuple(files_fingerprint([*content_files(location), *map(Path, spec.source.also)]))
     except OSError:  # a file gone between the listing and its stat: a state no load can match
         return ("changing",)
 
@@ -233,12 +234,12 @@ def load_embedder(name: str) -> Embedder:
     means another model: ``models add NAME NEW_REF --replace``, other options, or its files were replaced on disk,
     where the app had kept serving the old vectors under the old fingerprint)."""
     spec = get_spec(name)
-    state = files_state(spec)
     with _LOCK:
         held = _LOADED.get(name)
-        if held is None or held[:2] != (spec, state):
+        if held is None or held[:2] != (spec, files_state(spec)):
             _LOADED.pop(name, None)  # the old model's memory goes before the new one loads
-            _LOADED[name] = (spec, state, load_spec(spec))
+            model = load_spec(spec)
+            _LOADED[name] = (spec, files_state(spec), model)  # after the load: a hub model's download counts
         return _LOADED[name][2]
 
 

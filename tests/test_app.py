@@ -450,6 +450,10 @@ def test_the_models_page_lists_a_held_model_whose_registration_went(tmp_path, mo
         at = open_page("models")
         assert_ok(at)
         assert at.metric[1].value == str(len(loaded_models()))
+        held = [m.value for m in at.markdown if m.value.startswith("gone\\-later —")]
+        assert held, "listed, with its Unload (it had no row: only a restart freed it)"
+        at.button(key="models_unload_held_gone-later").click().run()
+        assert "gone-later" not in loaded_models()
     finally:
         unload_embedder("gone-later")
 

@@ -139,3 +139,25 @@ def test_sense_files_preview_and_run_by_k_fold(cache):
     assert model["probe"] == "wsd" and model["dataset"].endswith("/5-fold")
     assert {r["n"] for r in model["rows"] if r["dataset"] == model["dataset"]} == {len(lines)}  # pooled rows
     assert any(r["model"] == "most-frequent-label" for r in saved)  # the baseline, its own result
+
+
+def test_an_upload_run_on_a_full_disk_shows_its_numbers_and_says_they_are_not_kept(data_root, cache, monkeypatch):
+    """The review of round ten: a full disk at the save lost the run's numbers in the app (an error box) and the
+    error's wording spoke of the command line. The run's results are drawn, with why they are not kept."""
+    import errno
+
+    import probes.run
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    at = open_task("tag")
+    upload(at, "tag", "train", "ewt-train.conllu", ewt_bytes(data_root, "train", 40))
+    upload(at, "tag", "test", "ewt-test.conllu", ewt_bytes(data_root, "test", 20))
+    at.run()
+    monkeypatch.setattr(probes.run, "save_result", full)
+    at.button(key="up_run").click().run()
+    assert not at.exception and not at.error
+    said = texts(at.warning)
+    assert "done; NOT saved: The results could not be saved in" in said and "No space left on device" in said
+    assert "command line" not in said and at.get("plotly_chart")

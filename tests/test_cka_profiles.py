@@ -191,7 +191,12 @@ def test_cka_refuses_a_model_that_knows_almost_none_of_the_words(tmp_path, data_
     ]
     (tmp_path / "tiny.vec").write_text(f"{len(words)} 4\n" + "\n".join(lines) + "\n", encoding="utf-8")
     tiny = load_embedder(str(tmp_path / "tiny.vec"))
-    with pytest.raises(UnknownTextError, match="words to embed are not in its vocabulary") as caught:
-        run_cka(tiny, None, RunContext(limit=5, show_progress=False), against="minilm")
+    from models.registry import unload_embedder
+
+    try:
+        with pytest.raises(UnknownTextError, match="words to embed are not in its vocabulary") as caught:
+            run_cka(tiny, None, RunContext(limit=5, show_progress=False), against="minilm")
+    finally:
+        unload_embedder(str(tmp_path / "tiny.vec"))
     message = friendly_message(caught.value, "compute CKA")
     assert message.startswith("Could not compute CKA: tiny") and "could not be loaded" not in message

@@ -1,5 +1,6 @@
 """Checks written against the hand mutations no test caught (docs/reliability.md, round ten): each pins one
-formula or rule to a value worked out here by hand, never by calling the product's own formula.
+formula or rule to a value worked out here by hand or to a function tested on its own elsewhere (the two-way
+bootstrap of the seed merge), never to the formula under test.
 
 A mutation audit changed one line at a time in the statistics, the estimators, the scalar mix and the URL state;
 29 of 67 changes left every test passing. These tests fail on the mutated lines named in each docstring.

@@ -178,3 +178,32 @@ def test_a_change_survives_st_rerun() -> None:
     at.selectbox(key="v").set_value("b").run()
     assert at.selectbox(key="v").value == "b" and at.query_params["v"] == "b"
     assert "value=b" in [m.value for m in at.markdown]
+
+
+def test_back_to_a_partial_link_shows_its_defaults_and_a_mended_link_is_no_history_entry(monkeypatch) -> None:
+    """The review of round ten: arriving by ``?model=elmo-small``, moving the layer, then Back to that link left the
+    layer moved (a parameter the address lacked kept the session's value); an emptied list choice wrote nothing, so
+    a link brought the default selection back. A link the page must mend (``?3d=true&layer=99``) is rewritten once,
+    so that the address says what is shown."""
+    from streamlit.runtime.state.query_params import QueryParams
+
+    sent: list[int] = []
+    real = QueryParams._send_query_param_msg
+    monkeypatch.setattr(QueryParams, "_send_query_param_msg", lambda self: (sent.append(1), real(self))[1])
+    at = _app(model="elmo-small")
+    at.slider(key="layer").set_value(2).run()
+    assert at.query_params["layer"] == "2" and at.query_params["model"] == "elmo-small"
+    monkeypatch.setattr("app_pages.state._history_navigation", lambda: True)  # Back, to the link as it arrived
+    at.query_params.clear()
+    at.query_params["model"] = "elmo-small"
+    at.run()
+    assert at.slider(key="layer").value == 6 and at.selectbox(key="m").value == "elmo-small"
+    monkeypatch.setattr("app_pages.state._history_navigation", lambda: False)
+    sent.clear()
+    odd = _app(**{"3d": "true"}, layer="99")
+    assert len(sent) == 1 and odd.checkbox(key="three_d").value is True and odd.query_params["layer"] == "6"
+    odd.run()
+    assert len(sent) == 1  # mended once
+    odd.multiselect(key="layers").set_value([]).run()  # emptied: said as ?layers=, which a link reads back
+    assert odd.query_params["layers"] in ("", [""]) and odd.query_params["layer"] == "6"
+    assert _app(**dict(odd.query_params)).multiselect(key="layers").value == []

@@ -65,14 +65,17 @@ def test_finished_counts_a_task_only_when_all_its_results_are_there(tmp_path):
 def test_finished_takes_a_tasks_newest_result(tmp_path):
     """`sweep --no-resume` reruns every task beside its old results; the seed merge read ``finished``'s oldest file of
     each task, so the tables showed the old runs' mean (an audit: 38.47 = (10.0 + 66.94) / 2, the fresh 67.61
-    unused)."""
-    for name, stamp in (
-        ("m__p__20261201T000000_aa.json", "2026-12-01T00:00:00"),
-        ("m__p__20261206T000000_bb.json", "2026-12-06T00:00:00"),
-    ):
-        body = {"model": "m", "probe": "p", "rows": [], "timestamp": stamp, "extra": {"sweep": {"task": "t"}}}
-        (tmp_path / name).write_text(json.dumps(body))
-    assert finished(tmp_path)["t"].name == "m__p__20261206T000000_bb.json"
+    unused). The newest by the result's timestamp, then its save time (same-second runs), not by file name."""
+
+    def write(name, stamp, saved_ns, task="t"):
+        body = {"model": "m", "probe": "p", "rows": [], "timestamp": stamp, "saved_ns": saved_ns}
+        (tmp_path / name).write_text(json.dumps(body | {"extra": {"sweep": {"task": task}}}))
+
+    write("m__p__a.json", "2026-12-06T00:00:00", 1)  # the newest run, its name sorting first
+    write("m__p__b.json", "2026-12-01T00:00:00", 9)
+    write("m__p__c.json", "2026-12-05T00:00:00", 5, task="u")  # two runs in one second: the later save wins
+    write("m__p__d.json", "2026-12-05T00:00:00", 3, task="u")
+    assert finished(tmp_path)["t"].name == "m__p__a.json" and finished(tmp_path)["u"].name == "m__p__c.json"
 
 
 def test_shards_are_whole_chunks_of_the_cache_order_balanced_by_words():

@@ -265,3 +265,14 @@ def test_a_limit_that_cuts_nothing_is_the_full_run(data_root, tmp_path):
     assert cut.result.params["limit"] == 35  # train's 40 cut to 35 (test's 30 whole): a slice
     frame = cut.to_frame()
     assert frame["dataset"].str.endswith("(limit 35)").all(), set(frame["dataset"])
+    # the review of round ten: the whole run still embedded under a "-limit300" feature key, a second copy of the
+    # full run's entry; and a malformed sentence just past a limit failed a run that never reads it
+    from probes.tasks.tag import load_splits
+
+    _, _, train_split, _ = load_splits(300, **options)
+    assert train_split.key == load_splits(None, **options)[2].key
+    broken = tmp_path / "broken-train.conllu"
+    broken.write_text(train.read_text(encoding="utf-8") + "1\tbad line\n\n", encoding="utf-8")
+    past = run_probe("tag", "glove-6b-50d", limit=40, options={**options, "train": str(broken)}, baselines=False,
+                     show_progress=False)  # fmt: skip
+    assert past.result.params["limit"] == 40  # something lies past it: a slice

@@ -196,6 +196,39 @@ def test_a_model_replaced_on_disk_is_loaded_again(registry, tmp_path):
     remove_model("held")
 
 
+def download_then_load(folder: str):
+    """A loader that first fetches its files, as a hub model not in the cache does (the review of round ten)."""
+    from models.static import load_vectors_file
+
+    Path(folder).mkdir(exist_ok=True)
+    with open(Path(folder) / "loads.log", "a") as log:  # a log no loader reads: not in the files' state
+        log.write("loaded\n")
+    (Path(folder) / "v.vec").write_text("2 3\nbank 0.1 0.2 0.3\nriver 0.4 0.5 0.6\n", encoding="utf-8")
+    return load_vectors_file(Path(folder) / "v.vec", name="fetched")
+
+
+def test_a_model_whose_load_fetches_its_files_is_loaded_once(tmp_path):
+    """Its files' state was read before the load fetched them, so the next lookup saw other files and loaded the
+    whole model again; the state is read after the load. A README written beside it later reloads nothing."""
+    from models.registry import REGISTRY, load_embedder, register, unload_embedder
+    from models.spec import ModelSpec, Source
+
+    folder = tmp_path / "fetched"
+    spec = ModelSpec(
+        "fetched", "static", "tests.test_user_registry:download_then_load", {"folder": str(folder)},
+        source=Source.path(folder),
+    )  # fmt: skip
+    register(spec)
+    try:
+        first = load_embedder("fetched")
+        (folder / "README.md").write_text("notes", encoding="utf-8")
+        assert load_embedder("fetched") is first and load_embedder("fetched") is first
+        assert (folder / "loads.log").read_text().count("loaded") == 1
+    finally:
+        unload_embedder("fetched")
+        REGISTRY.pop("fetched", None)
+
+
 def test_relative_paths_are_relative_to_the_registry_file(small_static, registry):
     from models.registry import get_spec
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from corpora.digests import file_digest
+from corpora.format_errors import DataFormatError
 from probes.errors import ProbeInputError
 from probes.inputs import InputFile
 from probes.registry import Option
@@ -227,7 +228,14 @@ def read_roles(
     """Each role's first ``limit`` records, every file read (and checked) before any work starts, and the files
     with ``limited`` set when the limit left a record out: a limit that cut nothing is the full run (an upload of
     60 sentences under the app's 300 was named "(limit 300)", a slice, and kept apart from the full run)."""
-    more = None if limit is None else limit + 1  # one record past the limit tells whether it cut
-    data = {role: read_file(reader, path, more) for role, path in files.paths().items()}
-    cut = limit is not None and any(len(records) > limit for records in data.values())
-    return replace(files, limited=limit if cut else None), {r: v[:limit] for r, v in data.items()}
+    data, cut = {}, False
+    for role, path in files.paths().items():
+        if limit is None:
+            data[role] = read_file(reader, path, None)
+            continue
+        try:  # one record past the limit tells whether it cut
+            records = read_file(reader, path, limit + 1)
+        except DataFormatError:  # a malformed record past the limit: something is there, and no run reads it
+            records = [*read_file(reader, path, limit), None]
+        data[role], cut = records[:limit], cut or len(records) > limit
+    return replace(files, limited=limit if cut else None), data

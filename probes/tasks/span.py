@@ -52,7 +52,7 @@ class SpanSplit:
         self, files: DataFiles, role: str, sents: list[SpanSentence], limit: int | None, task: str = "span"
     ) -> None:
         self.name = files.row_dataset(role, task)
-        self.key = files.feature_key(role, limit)
+        self.key = files.feature_key(role, files.limited)  # a limit that cut nothing: the full run's entry
         self.sentences = [list(s.words) for s in sents]
         off = np.concatenate([[0], np.cumsum([len(s.words) for s in sents])]).astype(np.int64)
         targets = [(off[i], t) for i, s in enumerate(sents) for t in s.targets]

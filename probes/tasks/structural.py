@@ -149,7 +149,7 @@ def run_layers(
     for i, (role, ts) in enumerate(trees.items()):
         feats[role] = get_features(
             embedder,
-            files.feature_key(role, ctx.limit),
+            files.feature_key(role, files.limited),
             [list(t.words) for t in ts.trees],
             needed,
             progress=ctx.sub_progress(0.5 * i / len(trees), 0.5 * (i + 1) / len(trees)),
@@ -266,7 +266,7 @@ def _file_options(options: dict) -> dict:
 def structural_embeds(limit: int | None, options: dict) -> Embeds:
     """What a run embeds (``ProbeSpec.embeds``): each file's trees, under the keys ``run_layers`` reads."""
     files, trees = load_splits(limit, **_file_options(options))
-    return [(files.feature_key(role, limit), [list(t.words) for t in ts]) for role, ts in trees.items()]
+    return [(files.feature_key(role, files.limited), [list(t.words) for t in ts]) for role, ts in trees.items()]
 
 
 def preview_files(limit: int, options: dict) -> Preview:

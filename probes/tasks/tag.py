@@ -87,16 +87,15 @@ def resolve(
     return files, what, reader
 
 
-def _split(files: DataFiles, role: str, what: str, sents: list[LabelledSentence], limit, skip) -> TokenSplit:
+def _split(files: DataFiles, role: str, what: str, sents: list[LabelledSentence], skip) -> TokenSplit:
     labels = np.array([t for s in sents for t in s.labels])
     rows = None if skip is None else np.flatnonzero(labels != skip)
     if rows is not None:
         if len(rows) == 0:
             raise ProbeInputError(f"--{role} {files.paths()[role]}: every word has label {skip!r}; nothing to score.")
         labels = labels[rows]
-    return TokenSplit(
-        files.row_dataset(role, what), files.feature_key(role, limit), [list(s.words) for s in sents], labels, rows
-    )
+    key = files.feature_key(role, files.limited)  # a limit that cut nothing: the full run's entry
+    return TokenSplit(files.row_dataset(role, what), key, [list(s.words) for s in sents], labels, rows)
 
 
 def load_splits(
@@ -123,7 +122,7 @@ def load_splits(
             f"--skip-label {skip_label!r}: no word of the files has that label; the most frequent are "
             f"{', '.join(repr(label) for label, _ in found.most_common(8))}."
         )
-    splits = {role: _split(files, role, what, sents, limit, skip_label) for role, sents in data.items()}
+    splits = {role: _split(files, role, what, sents, skip_label) for role, sents in data.items()}
     check_labels_seen(files, splits["train"].labels, {r: s.labels for r, s in splits.items() if r != "train"})
     return files, what, splits.pop("train"), list(splits.values())
 

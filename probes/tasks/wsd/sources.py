@@ -161,8 +161,9 @@ def _check_file(path: Path, flag: str) -> None:
 
 
 def keys_beside(path: Path) -> tuple[Path, ...]:
-    """The gold-key file ``file_split`` reads beside a framework XML when no ``--*-keys`` names one."""
-    return (default_key_file(path),) if guess_format(path) == "xml" else ()
+    """The gold-key file ``file_split`` reads beside a framework XML when no ``--*-keys`` names one (any file's: an
+    XML read with ``--format xml`` need not end in .xml; a key file beside a TSV is hashed, though never read)."""
+    return (default_key_file(path),)
 
 
 def file_split(
