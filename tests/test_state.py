@@ -180,7 +180,7 @@ def test_a_change_survives_st_rerun() -> None:
     assert "value=b" in [m.value for m in at.markdown]
 
 
-def test_back_to_a_partial_link_shows_its_defaults_and_a_mended_link_is_no_history_entry(monkeypatch) -> None:
+def test_back_to_a_partial_link_shows_its_defaults_and_an_emptied_list_is_written(monkeypatch) -> None:
     """The review of round ten: arriving by ``?model=elmo-small``, moving the layer, then Back to that link left the
     layer moved (a parameter the address lacked kept the session's value); an emptied list choice wrote nothing, so
     a link brought the default selection back. A link the page must mend (``?3d=true&layer=99``) is rewritten once,
