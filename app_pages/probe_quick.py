@@ -20,7 +20,7 @@ from app_pages.warmup import wait_warmup
 from corpora.paths import DataMissingError
 from models import DEFAULT_MODEL
 from models.errors import ModelLoadError
-from models.registry import files_state, get_spec
+from models.registry import get_spec, model_version
 from probes.estimate import estimate_run
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, results_frame
@@ -32,14 +32,9 @@ DEFAULT_LIMIT = 20
 
 @st.cache_resource
 def _quick_runs() -> tuple[dict, threading.Lock]:
-    """Quick-run results shared by every session of this server: key -> (results, wall seconds, ``_version``)."""
+    """Quick-run results shared by every session of this server: key -> (results, wall seconds, the model's
+    ``models.registry.model_version`` then)."""
     return {}, threading.Lock()
-
-
-def _version(model: str) -> tuple:
-    """What a run of ``model`` was a run of: its registration and its files' state (no load: a held model or not)."""
-    spec = get_spec(model)
-    return spec, files_state(spec)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=600)  # ttl: the command line may fill the cache too
@@ -136,10 +131,10 @@ def quick_tab(probe_section: Callable[..., None]) -> None:
             wall_s = round(time.perf_counter() - t0, 1)
             log.info("quick %s probe on %s (limit %s) took %.1f s", probe, model, limit, wall_s)
             with lock:
-                runs[run_key] = (results, wall_s, _version(model))
+                runs[run_key] = (results, wall_s, model_version(get_spec(model)))
             bar.progress(1.0, text=f"Done in {wall_s} s (last step: {last[0]})")
     done = runs.get(run_key)
-    if done is not None and done[2] != _version(model):
+    if done is not None and done[2] != model_version(get_spec(model)):
         done = None  # a run of another version of the model: re-registered, or its files replaced since
     if done is None:
         if not blocked:

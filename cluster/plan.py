@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probes.results import saved_order
+
 log = logging.getLogger(__name__)
 
 
@@ -103,7 +105,7 @@ def finished(results_dir: Path) -> dict[str, Path]:
     ``parts``; unreadable files are skipped)."""
     seen: dict[str, set[int]] = {}
     parts: dict[str, int] = {}
-    done: dict[str, tuple[str, int, str, Path]] = {}
+    done: dict[str, tuple[tuple, Path]] = {}
     for path in sorted(Path(results_dir).glob("*.json")) if Path(results_dir).is_dir() else []:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -116,7 +118,7 @@ def finished(results_dir: Path) -> dict[str, Path]:
         if isinstance(task, str):
             seen.setdefault(task, set()).add(int(sweep.get("part", 0)))
             parts[task] = int(sweep.get("parts", 1))
-            saved = data.get("saved_ns") if isinstance(data.get("saved_ns"), int) else 0  # as probes.results orders
-            newest = (str(data.get("timestamp") or ""), saved, path.name, path)
-            done[task] = max(done.get(task, ("", 0, "", path)), newest)
-    return {t: p for t, (*_, p) in done.items() if len(seen[t]) >= parts[t]}
+            order = saved_order(data, path)  # as the tables order runs
+            if task not in done or order > done[task][0]:
+                done[task] = (order, path)
+    return {t: p for t, (_, p) in done.items() if len(seen[t]) >= parts[t]}

@@ -229,6 +229,12 @@ def files_state(spec: ModelSpec) -> tuple:
         return ("changing",)
 
 
+def model_version(spec: ModelSpec) -> tuple:
+    """What a loaded model is a load of: its spec and its files' state (``files_state``); another version of either
+    is another model."""
+    return spec, files_state(spec)
+
+
 def load_embedder(name: str) -> Embedder:
     """The process-wide instance of model ``name`` (any reference; loaded on first use, and again when the name now
     means another model: ``models add NAME NEW_REF --replace``, other options, or its files were replaced on disk,
@@ -236,10 +242,10 @@ def load_embedder(name: str) -> Embedder:
     spec = get_spec(name)
     with _LOCK:
         held = _LOADED.get(name)
-        if held is None or held[:2] != (spec, files_state(spec)):
+        if held is None or held[:2] != model_version(spec):
             _LOADED.pop(name, None)  # the old model's memory goes before the new one loads
             model = load_spec(spec)
-            _LOADED[name] = (spec, files_state(spec), model)  # after the load: a hub model's download counts
+            _LOADED[name] = (*model_version(spec), model)  # after the load: a hub model's download counts
         return _LOADED[name][2]
 
 

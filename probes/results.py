@@ -277,7 +277,7 @@ def save_result(result: ProbeResult, out_dir: str | Path, reuse: bool = False) -
         Path(tmp).unlink(missing_ok=True)
 
 
-def _order(data: dict, path: Path) -> tuple:
+def saved_order(data: dict, path: Path) -> tuple:
     """Oldest first: by timestamp, then by save time (same-second runs), then by file name."""
     saved = data.get("saved_ns")
     return (str(data.get("timestamp") or ""), saved if isinstance(saved, int) else 0, path.name)
@@ -286,7 +286,7 @@ def _order(data: dict, path: Path) -> tuple:
 def _saved(
     out_dir: str | Path, pattern: str = "*.json", unreadable: list[Path] | None = None
 ) -> Iterator[tuple[tuple, Path, ProbeResult]]:
-    """(``_order``, path, result) of every readable result file under ``out_dir`` matching ``pattern``;
+    """(``saved_order``, path, result) of every readable result file under ``out_dir`` matching ``pattern``;
     unreadable files are skipped with a warning naming them (a half-copied file never breaks the app, and
     never silently lets an older run stand in for it) and added to ``unreadable``."""
     for path in Path(out_dir).glob(pattern):
@@ -294,7 +294,7 @@ def _saved(
             data = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(data, dict):  # valid JSON but not a result: [1, 2], null, "text"
                 raise TypeError(f"a JSON {type(data).__name__}, not an object")
-            yield _order(data, path), path, ProbeResult.from_json(data)
+            yield saved_order(data, path), path, ProbeResult.from_json(data)
         except (OSError, ValueError, TypeError) as exc:
             if unreadable is not None:
                 unreadable.append(path)

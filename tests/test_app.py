@@ -47,6 +47,15 @@ def assert_ok(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def quick_run(at: AppTest, probe: str, model: str, limit: int) -> AppTest:
+    """The Probes page's quick run as a person makes it: the probe, the model and the size picked, Run pressed."""
+    at.selectbox(key="probe_kind").set_value(probe).run()
+    at.selectbox(key="probe_model").set_value(model).run()
+    at.number_input(key="probe_limit").set_value(limit).run()
+    at.button(key="probe_run").click().run()
+    return at
+
+
 def figures(at: AppTest) -> list[dict]:
     """The plotly figures on the page, as the browser receives them."""
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
@@ -331,10 +340,7 @@ def test_probes_page_quick_runs_with_progress() -> None:
     # Probes without built-in data (tag, span) are run from the "Your data" tab, not here.
     kinds = at.selectbox(key="probe_kind").options  # the probes' titles
     assert len(kinds) == 7 and not any(k.startswith(("Tag", "Span")) for k in kinds), kinds  # + structural, head_syntax
-    at.selectbox(key="probe_kind").set_value("pos").run()
-    at.selectbox(key="probe_model").set_value("glove-6b-50d").run()
-    at.number_input(key="probe_limit").set_value(5).run()
-    at.button(key="probe_run").click().run()
+    quick_run(at, "pos", "glove-6b-50d", 5)
     assert_ok(at)
     assert "POS on glove-6b-50d, first 5 sentences" in texts(at.success)
     assert at.get("plotly_chart")
@@ -404,11 +410,10 @@ def test_a_quick_run_of_a_model_replaced_on_disk_is_not_shown_as_its_result(tmp_
     """The app held a model by name (a Streamlit resource cache in front of the registry): its vectors file replaced,
     pages kept embedding with the old vectors, and the quick run of the old file was shown as the model's (an
     audit). Now the model is loaded again and the old run is not shown as its result."""
+    from corpora.wsj import load_conll2000
     from models.manage import add_model
 
     monkeypatch.setenv("EMBPROBE_MODELS", str(tmp_path / "embprobe.toml"))
-    from corpora.wsj import load_conll2000
-
     words = sorted({w for split in ("train", "test") for s in load_conll2000(split)[:20] for w in s.words})
     rng = np.random.default_rng(0)
 
@@ -419,11 +424,7 @@ def test_a_quick_run_of_a_model_replaced_on_disk_is_not_shown_as_its_result(tmp_
     vectors = tmp_path / "mine.vec"
     write(vectors)
     add_model("mine-swap", str(vectors))
-    at = open_page("probes", tab="Run a quick probe")
-    at.selectbox(key="probe_kind").set_value("pos").run()
-    at.selectbox(key="probe_model").set_value("mine-swap").run()
-    at.number_input(key="probe_limit").set_value(5).run()
-    at.button(key="probe_run").click().run()
+    at = quick_run(open_page("probes", tab="Run a quick probe"), "pos", "mine-swap", 5)
     assert_ok(at)
     assert "POS on mine-swap, first 5 sentences" in texts(at.success)
     old = load_embedder("mine-swap")

