@@ -12,7 +12,7 @@ else text; each with its help), the spec's ``preview`` and the one run path ``pr
 2. The files are stored by content under ``<cache>/uploads/<sha256>/`` (the same bytes are the same
    dataset: same ``NAME@HASH``, same cached vectors) and parsed exactly as the probe will read them:
    counts, labels and a sample are shown before anything runs; a malformed file is one message
-   naming the file and line.
+   naming the file and line, and what this run stored is removed (``discard_uploads``).
 3. "Run" runs the probe and its baselines with a progress bar and saves the results to
    ``<cache>/results``, where the "Saved results" tab compares them layer by layer with every other
    run of that probe.
@@ -20,6 +20,7 @@ else text; each with its help), the spec's ``preview`` and the one run path ``pr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -52,16 +53,27 @@ DEFAULT_LIMIT = 300
 OPTION_COLUMNS = 4
 
 
-def save_upload(name: str, data: bytes) -> Path:
-    """The bytes under ``<cache>/uploads/<sha256[:16]>/<name>`` (written once, atomically)."""
+def save_upload(name: str, data: bytes) -> tuple[Path, bool]:
+    """The bytes under ``<cache>/uploads/<sha256[:16]>/<name>`` (written once, atomically), and whether this call
+    wrote them."""
     folder = cache_dir() / "uploads" / hashlib.sha256(data).hexdigest()[:16]
     path = folder / (re.sub(r"[^0-9A-Za-z._-]+", "_", Path(name).name) or "upload")
-    if not path.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    return path
+    if path.is_file():
+        return path, False
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return path, True
+
+
+def discard_uploads(paths: list[Path]) -> None:
+    """Remove the files this run stored when the probe cannot read them all (and their folders once empty): the
+    uploaders still hold the bytes, so the next run stores them again; files an earlier run stored are kept."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # only if empty: another name for the same bytes may live there
 
 
 def upload_hint(inputs: tuple[InputFile, ...]) -> str:
@@ -113,9 +125,10 @@ def option_values(spec: ProbeSpec) -> dict[str, Any]:
     return values
 
 
-def uploads(spec: ProbeSpec) -> tuple[dict[str, Path], dict[str, str]] | None:
-    """Saved paths of the uploaded files by role, and each saved path's upload name (for messages: the
-    user knows bad.conllu, not the cache's path); None (with a message) until the required ones are there."""
+def uploads(spec: ProbeSpec) -> tuple[dict[str, Path], dict[str, str], list[Path]] | None:
+    """Saved paths of the uploaded files by role, each saved path's upload name (for messages: the user knows
+    bad.conllu, not the cache's path) and the paths this run wrote; None (with a message) until the required ones
+    are there."""
     files = {
         f.role: col.file_uploader(
             f"{f.role.capitalize()} file" + ("" if f.required else " (optional)"),
@@ -137,8 +150,10 @@ def uploads(spec: ProbeSpec) -> tuple[dict[str, Path], dict[str, str]] | None:
     if any(files[f.role] is None for f in spec.inputs if f.required):
         st.info(upload_hint(spec.inputs))
         return None
-    paths = {role: save_upload(f.name, f.getvalue()) for role, f in files.items() if f is not None}
-    return paths, {str(paths[role]): f.name for role, f in files.items() if f is not None}
+    saved = {role: save_upload(f.name, f.getvalue()) for role, f in files.items() if f is not None}
+    paths = {role: path for role, (path, _) in saved.items()}
+    written = [path for path, new in saved.values() if new]
+    return paths, {str(paths[role]): f.name for role, f in files.items() if f is not None}, written
 
 
 def show_preview(preview: Preview) -> None:
@@ -196,7 +211,7 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
     options = option_values(spec)
     if uploaded is None:
         return
-    paths, names = uploaded
+    paths, names, written = uploaded
     options.update({role: str(p) for role, p in paths.items()})
     for f in spec.inputs:
         options.update({} if f.role in paths else f.if_absent)
@@ -216,6 +231,7 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
         with safe("read the uploaded files", names=names):
             preview = spec.preview(limit, spec.options_from(options))
         if preview is None:
+            discard_uploads(written)
             return
         show_preview(preview)
     with c1:

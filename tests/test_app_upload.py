@@ -96,6 +96,11 @@ def test_a_malformed_upload_is_one_message_with_the_line(data_root, cache):
     line = next(i for i, t in enumerate(bad.decode().splitlines(), 1) if t.count("\t") == 8)
     assert f"bad.conllu:{line}: expected 10 tab-separated fields" in texts([err])
     assert "Traceback" not in err.value and not [b for b in at.button if b.key == "up_run"]
+    assert not [p for p in (cache / "uploads").rglob("*") if p.is_file()]  # a rejected upload is not kept
+    upload(at, "tag", "test", "fixed.conllu", good)
+    at.run()
+    assert_ok(at)
+    assert sorted(p.name for p in (cache / "uploads").rglob("*") if p.is_file()) == ["fixed.conllu", "good.conllu"]
 
 
 def test_span_files_are_previewed(data_root, cache, tmp_path):

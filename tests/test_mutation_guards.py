@@ -223,3 +223,34 @@ def test_holm_adjusts_worked_values():
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm_by_hand([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+
+
+def test_every_interval_is_at_the_95_percent_level():
+    """The level the tables name, checked per kind of interval at values worked out by hand (a mutation of the one
+    ``LEVEL`` was caught only by a committed table's rerender): the percentile bootstrap's ends are the 2.5th and
+    97.5th percentiles (0, 1, …, 1000 → 25 and 975); MDL's t-interval over the orders 1, 2, 3 is 2 ± t(.975, 2) ·
+    1 / √3 = 2 ± 4.303 / 1.732; a Monte-Carlo baseline's normal interval is ± 1.960 SE."""
+    from probes.estimators.contextuality import _monte_carlo
+    from probes.estimators.mdl import order_interval
+    from probes.stats.intervals import _percentiles
+
+    assert _percentiles(np.arange(1001.0)) == (25.0, 975.0)
+    assert order_interval([1.0, 2.0, 3.0]) == pytest.approx((2 - 4.3027 / 3**0.5, 2 + 4.3027 / 3**0.5), abs=1e-3)
+    row = _monte_carlo(0.5, 0.01, 100, "pair", 100)
+    assert (row["lo"], row["hi"]) == pytest.approx((0.5 - 0.0196, 0.5 + 0.0196), abs=1e-5)
+
+
+def test_the_layer_norm_of_a_mix_uses_only_the_positions_the_mask_keeps():
+    """AllenNLP's masked layer norm: each layer is centred and scaled by the mean and variance of its kept positions
+    only, so what padding holds changes nothing, and the kept values come out with mean 0 and variance 1."""
+    torch.manual_seed(0)
+    layers = torch.randn(2, 3, 4, 5) * 3 + 1  # (layers, batch, time, dim)
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]], dtype=torch.bool)
+    mix = ScalarMix(2, do_layer_norm=True, initial_weights=[1e4, 0.0])  # s = (1, 0): layer 0 alone
+    out = mix(layers, mask)
+    kept = layers[0][mask]  # (kept positions, dim)
+    by_hand = (kept - kept.mean()) / kept.std(unbiased=False)
+    assert torch.allclose(out[mask], by_hand, atol=1e-5)
+    noisy = layers.clone()
+    noisy[:, ~mask] = 1e3
+    assert torch.allclose(mix(noisy, mask)[mask], out[mask], atol=1e-5)

@@ -36,6 +36,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from probes.stats.intervals import LEVEL
+
 RESAMPLES = 200  # bootstrap resamples of sentences (a cell costs O(S²) per resample, S sentences)
 
 
@@ -81,7 +83,7 @@ def cka_interval(
     *,
     resamples: int = RESAMPLES,
     seed: int = 0,
-    level: float = 0.95,
+    level: float = LEVEL,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval (lo, hi), each (len(a), len(b)), of ``cka_matrix(layers_a, layers_b)``
     resampling the groups of rows (``groups[i]``: row i's sentence) with replacement; see the module doc."""

@@ -59,6 +59,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import norm
 
+from probes.stats.intervals import LEVEL
+
 MEASURES = ("self_similarity", "intra_sentence_similarity", "explainable_variance")
 METRICS = (*MEASURES, "anisotropy", "mev_baseline", *(f"{m}_adj" for m in MEASURES))
 #: What each metric's number is (its unit, for a chart's axis): a mean cosine or a share of variance, an adjusted
@@ -73,7 +75,6 @@ QUANTITY = {
     "intra_sentence_similarity_adj": "cosine − anisotropy",
     "explainable_variance_adj": "variance share − MEV baseline",
 }
-LEVEL = 0.95
 RESAMPLES = 1000  # bootstrap resamples of words / sentences
 TARGET_SE = 0.0005  # a baseline's Monte-Carlo SE stays below half a unit of the printed third decimal
 MIN_PAIRS, MAX_PAIRS, PAIR_BLOCK = 2000, 2_000_000, 50_000  # random pairs of the anisotropy baseline

@@ -50,6 +50,7 @@ from tqdm.auto import tqdm
 from probes.errors import ProbeInputError
 from probes.estimators.classifier import auto_batch
 from probes.progress import ProgressFn, scaled
+from probes.stats.intervals import LEVEL
 
 #: Block ends, percent of the training sentences (Voita & Titov 2020, section 3.2.2).
 SCHEDULE = (0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.25, 12.5, 25.0, 50.0, 100.0)
@@ -158,7 +159,6 @@ def online_codelength(
 #: Data orders of an MDL measurement (issue 26: a codelength moves by ~10 % with the order).
 ORDERS = 3
 ORDER_UNIT = "data order"  # the unit of an MDL row's interval: its K data orders
-LEVEL = 0.95
 
 
 def order_seed(seed: int, k: int) -> int:

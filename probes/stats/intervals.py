@@ -47,7 +47,7 @@ PERMUTATIONS = 9999
 TEST_RESAMPLES = PERMUTATIONS
 _SEED_CHUNK = 1000  # draws per chunk of a two-way bootstrap (resamples × clusters int64 ~ 16 MB at 2,012)
 EXACT_FLIPS = 13  # up to 2**13 = 8,192 sign patterns: enumerate them all
-LEVEL = 0.95
+LEVEL = 0.95  # every interval the lab reports (bootstrap, t, normal, CKA's) is at this one level
 _GROUP_CHUNK = 4_000_000  # resample weights per chunk (resamples × groups) ~ 32 MB of int64
 
 
