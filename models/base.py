@@ -167,6 +167,22 @@ def check_unicode(sentence_index: int, words: list[str]) -> None:
             ) from None
 
 
+def check_keep(sentences: Sequence[Sequence[str]], keep: Sequence[np.ndarray] | None) -> None:
+    """RequestError unless ``keep`` (the word indices :meth:`Embedder.embed_rows` stores) holds, per sentence,
+    increasing indices of its words: the streamed path lays a sentence's rows out in word order."""
+    if keep is None:
+        return
+    if len(keep) != len(sentences):
+        raise RequestError(f"keep has {len(keep)} entries for {len(sentences)} sentences.")
+    for n, (s, k) in enumerate(zip(sentences, keep)):
+        k = np.asarray(k)
+        if k.ndim != 1 or (k.size and (k[0] < 0 or k[-1] >= len(s) or (np.diff(k) <= 0).any())):
+            raise RequestError(
+                f"keep for sentence {n + 1} ({len(s)} words) must be increasing word indices from 0 to "
+                f"{len(s) - 1}, got {k.tolist()[:10]}."
+            )
+
+
 class Embedder(ABC):
     """Base class: subclasses implement ``_embed_batch`` and fill ``info``."""
 
@@ -257,8 +273,15 @@ class Embedder(ABC):
 
     def _checked(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         """The sentences as lists of str, each checked (see :meth:`embed`)."""
+        for n, s in enumerate(sentences):
+            if isinstance(s, str):  # list("The bank") would be its characters, silently
+                raise RequestError(
+                    f"Sentence {n + 1} is a string ({s[:30]!r}), not a list of words: pass [text.split()] for one."
+                )
         sentences = [list(map(str, s)) for s in sentences]
         for n, s in enumerate(sentences):
+            if "" in s:  # no piece to read: a tokenizer's fallback would put a control token (GPT-2's end of text)
+                raise RequestError(f"Sentence {n + 1}, word {s.index('') + 1} is empty: a word needs a character.")
             if len(s) > self.max_words_per_sentence:
                 raise RequestError(  # a ValueError too; a LabError, so a command line says it in one line
                     f"Sentence {n + 1} has {len(s):,} words; {self.name} accepts at most "
@@ -270,8 +293,8 @@ class Embedder(ABC):
     def embed_rows(
         self, chunks: Iterable[tuple[Sequence[Sequence[str]], Sequence[np.ndarray] | None]], dtype: torch.dtype
     ) -> Iterator[tuple[int, RowBlock]]:
-        """The feature cache's path: per chunk (sentences, per-sentence kept word indices or None = all), the
-        kept words' vectors in ``dtype`` as (chunk index, :class:`RowBlock`), every sentence of a chunk once.
+        """The feature cache's path: per chunk (sentences, per-sentence kept word indices, increasing, or None = all),
+        the kept words' vectors in ``dtype`` as (chunk index, :class:`RowBlock`), every sentence of a chunk once.
 
         Checked as :meth:`embed`. This default embeds each chunk with :meth:`embed` and yields one block per
         chunk; a family can stream (``TransformerEmbedder``: a block per batch, pooled and cast on the
@@ -279,6 +302,7 @@ class Embedder(ABC):
         """
         for c, (sentences, keep) in enumerate(chunks):
             outs = self.embed(sentences)
+            check_keep([out.words for out in outs], keep)
             parts, counts = [], np.zeros(len(outs), np.int64)
             for k, out in enumerate(outs):
                 n = len(out.words)

@@ -143,6 +143,7 @@ ROLES = {
     "distilbert": "encoder",
     "xlm-roberta": "encoder",
     "modernbert": "encoder",
+    "xlnet": "encoder",  # an "XLNetLMHeadModel" that reads both sides
     "gpt2": "decoder",
     "gpt_neo": "decoder",
     "gpt_neox": "decoder",
@@ -215,6 +216,47 @@ def test_every_family_loads_with_its_own_special_tokens(kind, ckpt, tmp_path):
     np.testing.assert_allclose(out[0].vectors, naive_vectors(emb, WORDS), atol=1e-5)
     if decoder:  # causal: a word's vectors do not depend on the words after it
         np.testing.assert_allclose(out[1].vectors, out[0].vectors[:, :2], atol=1e-5)
+
+
+def test_a_model_type_with_several_base_models_is_refused_by_name(ckpt, tmp_path):
+    """Funnel's layers pool the sequence; transformers maps it to two base classes, which failed as "cannot load
+    the weights (AttributeError: 'tuple' object has no attribute 'from_pretrained')"."""
+    src = ckpt("bert")
+    config = CONFIG_MAPPING["funnel"](
+        vocab_size=len(transformers.AutoTokenizer.from_pretrained(src)), block_sizes=[1, 1], d_model=32, n_head=2
+    )
+    config = config.__class__(**{**config.to_dict(), "d_head": 16, "d_inner": 64})
+    transformers.FunnelModel(config).save_pretrained(tmp_path / "funnel")
+    for f in src.iterdir():
+        if "token" in f.name or f.name == "vocab.txt":
+            shutil.copy(f, tmp_path / "funnel" / f.name)
+    with pytest.raises(ModelLoadError, match=r"'funnel' is not supported: .*FunnelModel, FunnelBaseModel"):
+        load_hf_checkpoint(tmp_path / "funnel")
+
+
+def test_xlnet_reads_both_sides_and_has_no_position_limit(tmp_path):
+    """XLNet's config says ``max_position_embeddings = -1`` (relative positions, no limit) and its class is an
+    "LMHeadModel": it was refused with "stride must be in [1, -2]" after ``models add`` had said ok, and would have
+    been windowed as a decoder. It is an encoder: its own pieces (``<sep> <cls>`` at the end), plain forward values,
+    and a word's vectors depend on the words after it."""
+    from models.tiny import _canonical
+
+    base = transformers.XLNetTokenizer()
+    trained = base.train_new_from_iterator(TEXT, vocab_size=300, show_progress=False)
+    tok = _canonical(trained, transformers.XLNetTokenizer, {}, base.all_special_tokens)
+    ids = {f"{n}_token_id": getattr(tok, f"{n}_token_id") for n in ("pad", "bos", "eos")}
+    config = transformers.XLNetConfig(vocab_size=len(tok), d_model=32, n_layer=2, n_head=2, d_inner=64, **ids)
+    assert config.max_position_embeddings == -1
+    torch.manual_seed(0)
+    transformers.XLNetLMHeadModel(config).save_pretrained(tmp_path / "xlnet")
+    tok.save_pretrained(tmp_path / "xlnet")
+    emb = load_hf_checkpoint(tmp_path / "xlnet")
+    assert isinstance(emb, BertEmbedder) and emb.info.family == "bert" and emb.window > 100
+    pa = emb.piece_attention(WORDS)
+    assert pa.pieces[-2:] == ["<sep>", "<cls>"] and pa.word_ids[-2:] == [None, None]
+    out = emb.embed([WORDS, WORDS[:2]])
+    np.testing.assert_allclose(out[0].vectors, naive_vectors(emb, WORDS), atol=1e-5)
+    assert np.abs(out[1].vectors[1:] - out[0].vectors[1:, :2]).max() > 1e-3  # the later words count
 
 
 @pytest.mark.parametrize("kind", ["bert", "deberta-v2", "roberta", "gpt2", "gpt-neox", "opt", "qwen2", "t5"])

@@ -9,7 +9,8 @@ list of model names: an encoder-decoder (``is_encoder_decoder``: T5, BART …) g
 (``*ForCausalLM``, ``*LMHeadModel``), or whose ``model_type`` has a causal-LM class but no masked-LM
 class (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`` minus ``MODEL_FOR_MASKED_LM_MAPPING_NAMES``: GPT-2,
 Llama, Qwen2 …) is a decoder (family "gpt", :class:`GptEmbedder`); everything else is an encoder
-(BERT, RoBERTa, DeBERTa, ELECTRA, ALBERT, DistilBERT, XLM-R, ModernBERT: :class:`BertEmbedder`).
+(BERT, RoBERTa, DeBERTa, ELECTRA, ALBERT, DistilBERT, XLM-R, ModernBERT: :class:`BertEmbedder`), and so is
+XLNet, whose permutation LM reads both sides at inference though its class is an ``LMHeadModel``.
 
 What is refused, and why, is in ``refusals.py``; dtype and memory in ``memory.py``. ``revision``
 and ``source_label`` only describe where the files came from (``ModelInfo.source`` /
@@ -40,6 +41,9 @@ from models.transformer.tokens import check_vocabulary
 ENCODER, DECODER, ENCODER_DECODER = "encoder", "decoder", "encoder-decoder"
 FAMILY = {ENCODER: BERT.name, ENCODER_DECODER: BERT.name, DECODER: GPT.name}
 _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+# Trained with a language-model head yet reading both sides at inference: XLNet's permutation LM (its
+# "XLNetLMHeadModel" would read as a decoder, its windows cut with left context only).
+_BIDIRECTIONAL = frozenset({"xlnet"})
 
 
 def architecture_role(config: PretrainedConfig | dict) -> str:
@@ -48,6 +52,8 @@ def architecture_role(config: PretrainedConfig | dict) -> str:
     if get("is_encoder_decoder", False):
         return ENCODER_DECODER
     model_type = get("model_type")
+    if model_type in _BIDIRECTIONAL:
+        return ENCODER
     if get("is_decoder", False) or any(str(a).endswith(_CAUSAL_SUFFIXES) for a in get("architectures") or ()):
         return DECODER
     if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:

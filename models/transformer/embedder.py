@@ -54,6 +54,7 @@ from models.transformer.tokens import (
 )
 
 POOLINGS = ("mean", "first", "last")
+CHECKED_WORDS = 20_000  # words of a dataset tokenized to judge whether the model can read it (check_text)
 log = logging.getLogger(__name__)
 
 
@@ -234,19 +235,47 @@ class TransformerEmbedder(Embedder):
         return extra + (f"|rev={self.revision}" if self.revision else "")
 
     # -- tokenization and windows (models.transformer.pieces)
-    def _pieces(self, sentences: list[list[str]]) -> list[tuple[list[int], np.ndarray]]:
-        """Per sentence: content piece ids and the word index of each piece (every word ≥ 1 piece)."""
+    def _pieces(self, sentences: list[list[str]], check: bool = True) -> list[tuple[list[int], np.ndarray]]:
+        """Per sentence: content piece ids and the word index of each piece (every word ≥ 1 piece). ``check``: refuse
+        text that is mostly the unknown token (``check_known_words``); the feature path checked its whole dataset
+        first (:meth:`check_text`), so its chunks are not judged one by one."""
         if not getattr(self.tokenizer, "is_fast", False):
             pieces = per_word_pieces(self.tokenizer, sentences, self._unk_id)
         else:
             pieces = word_pieces(self.tokenizer, sentences, self._unk_id, self._prefix)
-        check_known_words(self.path, self.tokenizer, pieces)
+        if check:
+            check_known_words(self.path, self.tokenizer, pieces)
         return pieces
 
-    def _rows(self, sentences: list[list[str]], whole_only: bool = False) -> tuple[list[Row], list[np.ndarray]]:
-        """Forward-pass rows (windows) of all sentences, and each sentence's piece->word index."""
-        pieces = self._pieces(sentences)
-        rows = make_rows(pieces, self.window, self.stride, self._wrap, self._best_window, whole_only, self.name)
+    def check_text(self, sentences: Sequence[Sequence[str]]) -> None:
+        """Refuse a dataset that is mostly the unknown token, judged on sentences spread evenly over all of it (up to
+        ``CHECKED_WORDS`` words), never per chunk: a length-sorted extraction's last chunk holds its shortest lines
+        (emoji, names), which a vocabulary may rightly not read, and a verdict must not hang on how chunks fall."""
+        sentences = [s for s in sentences if len(s)]
+        if not sentences:
+            return
+        words = sum(len(s) for s in sentences)
+        step = max(1, -(-words // CHECKED_WORDS))  # every step-th sentence: about CHECKED_WORDS words
+        sample = self._checked(sentences[::step])
+        check_known_words(self.path, self.tokenizer, self._pieces(sample, check=False), what="the text to embed")
+
+    def _rows(
+        self, sentences: list[list[str]], whole_only: bool = False, check: bool = True
+    ) -> tuple[list[Row], list[np.ndarray]]:
+        """Forward-pass rows (windows) of all sentences, and each sentence's piece->word index.
+        ``whole_only`` (attention): a sentence longer than one window is a RequestError naming it by its words (the
+        caller's index is not known here: empty sentences were left out, the rest may be reordered)."""
+        pieces = self._pieces(sentences, check)
+        for words, (ids, _) in zip(sentences, pieces) if whole_only else ():
+            if len(ids) > self.window:
+                text = " ".join(words)
+                text = text if len(text) <= 40 else text[:39].rstrip() + "…"
+                raise RequestError(
+                    f"The sentence “{text}” has {len(ids):,} pieces; {self.name} takes at most {self.window:,} in "
+                    f"one window. Its vectors are computed in overlapping windows, but attention maps cannot be "
+                    f"stitched across windows: shorten it to ≤ {self.window:,} pieces for attention."
+                )
+        rows = make_rows(pieces, self.window, self.stride, self._wrap, self._best_window)
         return rows, [word_of for _, word_of in pieces]
 
     def _batches(self, rows: list[Row], with_attention: bool) -> list[list[int]]:

@@ -43,9 +43,16 @@ from models.transformer.refusals import check_loading_info, weight_files
 def model_class(config: PretrainedConfig) -> type:
     """transformers' base model class for ``config`` (e.g. BertModel for a BertConfig)."""
     try:
-        return MODEL_MAPPING[type(config)]
+        cls = MODEL_MAPPING[type(config)]
     except KeyError:
         raise ModelLoadError(f"transformers has no base model class for model_type {config.model_type!r}.") from None
+    if isinstance(cls, tuple):  # Funnel: its layers pool the sequence, so no layer has a vector per piece
+        names = ", ".join(c.__name__ for c in cls)
+        raise ModelLoadError(
+            f"model_type {config.model_type!r} is not supported: transformers gives it several base models "
+            f"({names}), whose layers do not keep one vector per token, so they cannot give word vectors."
+        )
+    return cls
 
 
 def init_kwargs(cls: type) -> dict:
@@ -138,6 +145,7 @@ def context_size(config: PretrainedConfig, model: torch.nn.Module, tokenizer_max
     """Positions one forward pass may use: the config's, capped by the tokenizer's ``model_max_length``."""
     tok_max = int(min(tokenizer_max, 10**9))  # transformers' "no limit" is 1e30
     n = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    n = n if n is not None and int(n) > 0 else None  # XLNet's -1: no limit (relative positions)
     n = min(int(n), tok_max) if n else (tok_max if tok_max < 10**6 else 512)  # relative positions (T5): 512
     emb = getattr(model, "embeddings", None)
     pad = getattr(emb, "padding_idx", None)

@@ -147,14 +147,11 @@ def make_rows(
     stride: int,
     wrap: Callable[[list[int]], tuple[list[int], int]],
     best_window: Callable[[np.ndarray, int], np.ndarray],
-    whole_only: bool = False,
-    model_name: str = "the model",
 ) -> list[Row]:
     """Forward-pass rows of all sentences: one per sentence, or overlapping windows of ``window`` pieces.
 
     wrap(pieces) -> (ids with special tokens, offset of the first content piece);
     best_window(starts, n) -> for each of n pieces the index of the window it takes its vector from.
-    ``whole_only`` (attention): a sentence longer than one window is a ValueError.
     """
     rows: list[Row] = []
     for s, (ids, word_of) in enumerate(pieces):
@@ -164,12 +161,6 @@ def make_rows(
             rows.append(Row(s, 0, wrapped, np.arange(off, off + n), word_of, np.ones(n, bool)))
             continue
         starts = list(range(0, n - window, stride)) + [n - window]
-        if whole_only:
-            raise ValueError(
-                f"Sentence {s} has {n} pieces; {model_name} takes at most {window} in one window. "
-                f"Vectors for it are computed in {len(starts)} overlapping windows, but attention maps "
-                f"cannot be stitched across windows: shorten the text to ≤ {window} pieces for attention."
-            )
         best = best_window(np.asarray(starts), n)
         for w, st in enumerate(starts):
             wrapped, off = wrap(ids[st : st + window])

@@ -162,10 +162,12 @@ def special_id_disagreements(tokenizer, config) -> list[str]:
     return out
 
 
-def check_known_words(path: Path, tokenizer, pieces: list[tuple[list[int], np.ndarray]], least: int = 8) -> None:
-    """Refuse a batch (of at least ``least`` words) in which most words are nothing but the unknown token:
-    a tokenizer that is not the model's, or text the model cannot read; either way the vectors would be
-    the ``[UNK]`` vector. Tokenizers without an unknown token (byte-level BPE) always pass.
+def check_known_words(
+    path: Path, tokenizer, pieces: list[tuple[list[int], np.ndarray]], least: int = 8, what: str = "a batch"
+) -> None:
+    """Refuse text (of at least ``least`` words; ``what`` names it) in which most words are nothing but the unknown
+    token: a tokenizer that is not the model's, or text the model cannot read; either way the model would read
+    each such word as that one token. Tokenizers without an unknown token (byte-level BPE) always pass.
     ``pieces``: per sentence, piece ids and each piece's word index (``pieces.word_pieces``)."""
     unk = tokenizer.unk_token_id
     if unk is None:
@@ -179,8 +181,8 @@ def check_known_words(path: Path, tokenizer, pieces: list[tuple[list[int], np.nd
         # The text is named first: a tokenizer whose size does not fit the model is refused at load
         # (check_vocabulary), so what is left here is mostly text this vocabulary cannot read.
         raise UnknownTextError(
-            f"{path}: {unknown} of {words} words of a batch are the unknown token {tokenizer.unk_token!r}, so their "
-            "vectors would all be that token's: this model's vocabulary cannot read the text (another alphabet, "
-            "rare technical words). Use text it can read or a model with a larger vocabulary; if the text is "
+            f"{path}: {unknown:,} of {words:,} words of {what} are the unknown token {tokenizer.unk_token!r}, so the "
+            "model would read each of them as that one token: this model's vocabulary cannot read the text (another "
+            "alphabet, rare technical words). Use text it can read or a model with a larger vocabulary; if the text is "
             f"ordinary, the tokenizer may not be the model's (files: {_files(path)})."
         )

@@ -1,0 +1,91 @@
+"""The embedder contract at its edges (docs/reliability.md, round eleven: an outside audit of word ↔ piece alignment):
+what ``embed`` and the feature cache's ``embed_rows`` accept, and that a verdict on the text never depends on how
+the sentences were batched. Tiny random checkpoints from ``models.tiny``, tokenizers trained here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from corpora.errors import RequestError
+from models.errors import UnknownTextError
+from models.tiny import make_tiny_checkpoint
+from models.transformer.auto import load_hf_checkpoint
+from tests.probe_helpers import RandomEmbedder
+
+TEXT = [
+    "The bank closed early today , and nobody knew why .",
+    "Investors sold shares as the market fell for a third day .",
+] * 20
+SENTENCE = ["The", "bank", "closed", "early", "today", "."]
+EMOJI = ["😀", "😂", "🎉", "👍", "🙏", "🔥", "💯", "🤔", "and", "day"]  # 8 of 10 words the tiny vocabulary lacks
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """kind -> a tiny checkpoint loaded on the CPU, with a window of 10 pieces (long sentences are windowed)."""
+    root = tmp_path_factory.mktemp("edges")
+    return {
+        kind: load_hf_checkpoint(make_tiny_checkpoint(kind, root / kind, corpus=TEXT, vocab_size=300), window=10)
+        for kind in ("bert", "gpt2")
+    }
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2"])
+def test_kept_words_must_be_increasing_on_both_paths(tiny, kind):
+    """The streamed path laid a sentence's rows out in piece order: keep = [3, 1] put word 3's first piece and word
+    1's other pieces in one row (a difference of up to 1.9, silently). Now an increasing keep is the contract, on the
+    streamed path and the base one; an increasing keep gives exactly ``embed``'s vectors."""
+    emb, words = tiny[kind], SENTENCE
+    for bad in ([3, 1], [1, 1], [0, 6]):
+        with pytest.raises(RequestError, match="must be increasing word indices from 0 to 5"):
+            list(emb.embed_rows([([words], [np.array(bad)])], torch.float32))
+        with pytest.raises(RequestError, match="must be increasing word indices"):
+            list(RandomEmbedder().embed_rows([([words], [np.array(bad)])], torch.float32))
+    (rows,) = [b.rows for _, b in emb.embed_rows([([words], [np.array([1, 3])])], torch.float32) if b.counts.sum()]
+    np.testing.assert_allclose(rows.numpy(), emb.embed([words])[0].vectors[:, [1, 3]], atol=1e-6)
+
+
+def test_a_string_for_a_sentence_and_an_empty_word_are_refused(tiny):
+    """``embed(["The bank"])`` embedded its 8 characters as words; an empty word reached GPT-2 as its end-of-text
+    token, a document boundary in mid-sentence. Both are refused, naming the sentence (and the word)."""
+    for emb in (tiny["bert"], tiny["gpt2"], RandomEmbedder()):
+        with pytest.raises(RequestError, match=r"Sentence 2 is a string \('The bank closed'\), not a list of words"):
+            emb.embed([SENTENCE, "The bank closed"])
+        with pytest.raises(RequestError, match="Sentence 1, word 2 is empty"):
+            emb.embed([["The", "", "bank"]])
+
+
+def test_a_sentence_too_long_for_attention_is_named_by_its_words(tiny):
+    """The error named "Sentence 2" for the caller's fourth sentence (an index among the non-empty ones)."""
+    long = (SENTENCE * 4)[:20]
+    with pytest.raises(
+        RequestError,
+        match=r"The sentence “The bank closed early today \. The bank…” has 20 pieces; bert takes at most 10",
+    ):
+        tiny["bert"].embed([[], ["a"], ["b"], long], with_attention=True)
+
+
+def test_the_unknown_text_verdict_is_the_datasets_not_a_chunks(tiny):
+    """The feature path sorts sentences longest first, so the short, mostly unknown lines fall in its last chunk;
+    that chunk alone was refused ("8 of 10 words of a batch"), so whether an extraction failed hung on how the
+    chunks fell. The dataset is judged as a whole (``check_text``); its chunks are not judged again."""
+    emb = tiny["bert"]
+    dataset = [s.split() for s in TEXT[:6]] + [EMOJI]
+    with pytest.raises(UnknownTextError, match="of a batch"):
+        emb.embed([EMOJI])  # one call is its own text
+    emb.check_text(dataset)  # mostly known: passes
+    blocks = list(emb.embed_rows([(dataset[:6], None), ([EMOJI], None)], torch.float32))
+    assert sum(int(b.counts.sum()) for _, b in blocks) == sum(map(len, dataset))
+    with pytest.raises(UnknownTextError, match="of the text to embed are the unknown token"):
+        emb.check_text([EMOJI] * 3 + [SENTENCE])
+
+
+def test_every_sentence_of_a_chunk_gets_a_block_empty_ones_too(tiny):
+    for emb in (tiny["bert"], RandomEmbedder()):
+        blocks = [b for _, b in emb.embed_rows([([SENTENCE, [], ["bank"], []], None)], torch.float32)]
+        sentences = np.concatenate([b.sentences for b in blocks])
+        counts = np.concatenate([b.counts for b in blocks])
+        assert sorted(sentences.tolist()) == [0, 1, 2, 3]
+        assert dict(zip(sentences.tolist(), counts.tolist())) == {0: 6, 1: 0, 2: 1, 3: 0}
