@@ -95,7 +95,8 @@ def _piece_rows(emb, limit: int | None, layers=None) -> PieceRows:
 
 
 def _is_cached(emb, layers, limit: int | None) -> bool:
-    return has_layers(emb, semcor_split(limit).feature_key, layers)
+    split = semcor_split(limit)  # its sentences too: another data folder's SemCor has the same key
+    return has_layers(emb, split.feature_key, layers, sentences=split.layout.sentences)
 
 
 @st.cache_resource(show_spinner=False, max_entries=2)

@@ -16,7 +16,7 @@ import posixpath
 import sys
 
 from cluster.storage import Store, check_store, drop_entry, entry_problems, local_entries, push_entry, remote_keys
-from corpora.errors import LabError
+from corpora.errors import run_command
 from features import entry_rel
 from probes.errors import ProbeInputError
 
@@ -35,7 +35,7 @@ def _entries(store: Store, names: list[str]) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = check_store(args.url, "store URL")
+    store = check_store(args.url, "store URL", must_exist=args.action != "push")
     entries = _entries(store, args.entries)
     if args.action in ("push", "drop") and not args.entries:
         raise ProbeInputError(f"{args.action}: name the entries (FINGERPRINT/KEY ...).")
@@ -66,11 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("action", choices=("list", "verify", "push", "drop"))
     p.add_argument("entries", nargs="*", help="FINGERPRINT/KEY (default for list and verify: every entry)")
     args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(lambda: run(args), "entries verified or published before it are as said above.")
 
 
 if __name__ == "__main__":

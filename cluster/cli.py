@@ -184,7 +184,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--probes",
         default=",".join(builtin_probe_names()),
-        help="comma-separated probes (default: those with built-in data)",
+        help=f"comma-separated probes (default: {','.join(builtin_probe_names())})",
     )
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     p.add_argument("--results", default=None, help="results directory (default <cache>/results)")

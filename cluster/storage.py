@@ -138,9 +138,11 @@ class Store:
         return data if isinstance(data, dict) else None
 
 
-def check_store(url: str, flag: str = "--cache-url") -> Store:
+def check_store(url: str, flag: str = "--cache-url", must_exist: bool = False) -> Store:
     """The store at ``url``, checked: its fsspec backend importable, its root writable and readable; ``flag``: how
-    the request named it (the sweep's ``--cache-url``, extract's ``--store``, ``cluster store``'s URL)."""
+    the request named it (the sweep's ``--cache-url``, extract's ``--store``, ``cluster store``'s URL).
+    ``must_exist``: refuse a root with nothing in it (looking after a store, not starting one: writing the check
+    object would make a mistyped folder)."""
     try:
         store = Store(url)
     except ImportError as exc:
@@ -149,6 +151,10 @@ def check_store(url: str, flag: str = "--cache-url") -> Store:
         ) from None
     except ValueError as exc:
         raise ProbeInputError(f"{flag} {url}: {exc}") from None
+    if must_exist and not store.fs.exists(store.root):
+        raise ProbeInputError(
+            f"{flag} {url}: no store there ({store.root} does not exist; a sweep's --cache-url makes one)."
+        )
     probe = f".embprobe-check-{uuid.uuid4().hex[:12]}"
     try:
         if hasattr(store.fs, "split_path"):  # an object store (s3fs, gcsfs): writing would create the bucket

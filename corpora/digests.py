@@ -115,14 +115,21 @@ NOT_READ = ("README*", "*.md", "LICENSE*", "*.log", ".*")
 
 def content_files(location: Path) -> list[Path]:
     """The files under ``location`` (itself when a file) a loader may read: ``NOT_READ``, hidden folders and
-    ``__pycache__`` left out."""
+    ``__pycache__`` left out. Linked folders are followed, as the loaders follow them (a data folder made of links
+    to the real ones is read through them; ``rglob`` did not enter them, so two such folders had one key), each
+    real folder once (a link loop ends)."""
     if location.is_file():
         return [location]
-    return sorted(
-        p
-        for p in location.rglob("*")
-        if p.is_file()
-        and "__pycache__" not in p.parts
-        and not any(part.startswith(".") for part in p.relative_to(location).parts)
-        and not any(p.match(pattern) for pattern in NOT_READ)
-    )
+    found, seen = [], set()
+    for folder, subfolders, files in os.walk(location, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d != "__pycache__"]
+        for name in files:
+            p = Path(folder, name)
+            if not name.startswith(".") and p.is_file() and not any(p.match(pattern) for pattern in NOT_READ):
+                found.append(p)
+    return sorted(found)

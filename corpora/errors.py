@@ -16,6 +16,11 @@ its traceback. Subclasses also derive from the builtin they refine (``ValueError
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
+EXIT_USAGE, EXIT_INTERRUPTED = 2, 130  # 130: 128 + SIGINT, as a shell reports Ctrl-C
+
 
 class LabError(Exception):
     """Base of every error the lab reports as one line (module notes)."""
@@ -27,3 +32,16 @@ class LabError(Exception):
 
 class RequestError(LabError, ValueError):
     """A request that cannot be served as asked: an option out of range, an unknown name, an empty slice."""
+
+
+def run_command(command: Callable[[], int], interrupted: str) -> int:
+    """A command line's body run as every ``python -m …`` runs it: a ``LabError`` is one ``error:`` line (exit 2),
+    Ctrl-C one ``interrupted:`` line saying what was kept (exit 130); anything else is a bug and keeps its traceback."""
+    try:
+        return command()
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"interrupted: {interrupted}", file=sys.stderr)
+        return EXIT_INTERRUPTED

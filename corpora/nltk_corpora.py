@@ -82,6 +82,7 @@ def nltk_corpus(name: str):
     setup_nltk()  # tag mappings and other lookups go through nltk.data.path
     cls, folder, args, kwargs = specs[name]
     try:
-        return cls(nltk_module().data.ZipFilePathPointer(str(path), folder), *args, **kwargs)
+        # The real path: NLTK opens no link (its path security), and a data folder may be assembled from links.
+        return cls(nltk_module().data.ZipFilePathPointer(str(path.resolve()), folder), *args, **kwargs)
     except UNREADABLE_ZIP as exc:
         raise DataMissingError(item, f"Could not open it as an NLTK corpus: {exc}.") from exc

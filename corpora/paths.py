@@ -112,7 +112,23 @@ def setup_nltk() -> Path:
     os.environ["NLTK_DATA"] = str(nltk_dir)
     if str(nltk_dir) not in nltk.data.path:
         nltk.data.path.insert(0, str(nltk_dir))
+    nltk.data.path.extend(p for p in linked_out(str(nltk_dir)) if p not in nltk.data.path)
     return nltk_dir
+
+
+@functools.lru_cache(maxsize=8)
+def linked_out(nltk_dir: str) -> tuple[str, ...]:
+    """The real paths of the items in ``nltk_dir`` (``corpora/wordnet``, ``corpora/brown.zip`` …) that are links to
+    somewhere outside it. NLTK refuses to read a file whose real path lies outside its data folders (its path
+    security: "Unauthorized path"), so a data folder assembled from links would read as missing; these are the
+    user's own data, allowed by their real paths."""
+    root, out = Path(nltk_dir).resolve(), []
+    top = sorted(Path(nltk_dir).iterdir())
+    for item in [*top, *(p for folder in top if folder.is_dir() for p in sorted(folder.iterdir()))]:
+        real = item.resolve()  # a linked folder (taggers -> …) comes before what is in it
+        if not real.is_relative_to(root) and not any(real.is_relative_to(o) for o in out):
+            out.append(real)
+    return tuple(map(str, out))
 
 
 def cache_dir() -> Path:
@@ -122,7 +138,7 @@ def cache_dir() -> Path:
     so and the path is returned as it is: the feature cache then computes in memory, the reader cache
     and the digest memo go on without caching, and a results folder under it is refused with one error.
     """
-    path = Path(os.environ.get("EMBPROBE_CACHE", REPO_ROOT / "cache")).expanduser()
+    path = Path(os.environ.get("EMBPROBE_CACHE") or REPO_ROOT / "cache").expanduser()  # set but empty: unset
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

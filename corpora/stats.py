@@ -115,13 +115,23 @@ def dataset_table(lm: bool = True, reading: Callable[[str], None] = lambda name:
 
 
 def ud_ewt_rows() -> list[dict]:
-    """UD English EWT, streamed once per split (no rows when the treebank is not in the data directory)."""
+    """UD English EWT, streamed once per split; a split not in the data directory is a row saying so (the table
+    named none: its absence was silent)."""
     rows = []
     for split in ("train", "dev", "test"):
+        item = f"ud_english_ewt/en_ewt-ud-{split}.conllu"
         try:
-            path = data_path(f"ud_english_ewt/en_ewt-ud-{split}.conllu")
+            path = data_path(item)
         except DataMissingError:
-            return []
+            rows.append(
+                dict(
+                    dataset="UD English EWT",
+                    split=split,
+                    files=0,
+                    notes=f"MISSING: {item} not in the data directory (the structural and head-syntax probes need it)",
+                )
+            )
+            continue
         sents = words = 0
         for s in iter_conllu(path, "UPOS"):
             sents, words = sents + 1, words + len(s.words)

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from corpora.cache import cached, files_fingerprint
 from corpora.errors import LabError
@@ -135,8 +136,18 @@ def _wordnet_for(embprobe_data: str | None):
     return _wordnet_reader(str(data_path("nltk_data/corpora/wordnet")))
 
 
+WN_POS_FILES = ("noun", "verb", "adj", "adv")
+#: The files NLTK's WordNet reader opens (lazily: one missing was a traceback at the first lookup, not at load).
+WORDNET_FILES = ("lexnames", "index.sense", *(f"{kind}.{pos}" for kind in ("index", "data") for pos in WN_POS_FILES))
+
+
 @lru_cache(maxsize=2)
 def _wordnet_reader(folder: str):
+    missing = [name for name in WORDNET_FILES if not (Path(folder) / name).is_file()]
+    if missing:
+        raise DataMissingError(
+            f"nltk_data/corpora/wordnet/{missing[0]}", f"WordNet 3.0 needs {', '.join(missing)} in that folder."
+        )
     setup_nltk()
     nltk = nltk_module()  # loaded here, not at import: a warm WSD run never loads it
 

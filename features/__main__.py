@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from corpora.errors import LabError, RequestError
+from corpora.errors import LabError, RequestError, run_command
 from features.background import APP_BUILD_NICE, BuildStatus, build_entry, duration, time_left
 from features.entries import has_layers
 from models import DEFAULT_MODEL
@@ -37,7 +37,6 @@ from probes.progress import TerminalProgress
 from probes.run import load_model
 from probes.tasks.wsd.sources import builtin_train
 
-EXIT_USAGE = 2
 EVERY_S = 15.0  # seconds between progress lines when stderr is not a terminal
 BY = "python -m features index"
 
@@ -83,7 +82,7 @@ def index_one(name: str, args: argparse.Namespace) -> None:
     emb = load_model(name, args.device)
     key, every = split.feature_key, range(emb.num_layers)
     layers = layer_numbers(args.layers, emb.num_layers)
-    if has_layers(emb, key, layers):  # every layer, or those of --layers
+    if has_layers(emb, key, layers, sentences=split.layout.sentences):  # every layer, or those of --layers
         print(f"{name}: the corpus index ({key}) is already built.")
         return
     words = sum(len(s) for s in split.layout.sentences)
@@ -139,14 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:  # the entry stays uncommitted: the next build starts it again
-        print("interrupted: nothing partial is kept; run the command again to build the index.", file=sys.stderr)
-        return 130
+    # the entry stays uncommitted: the next build starts it again
+    return run_command(lambda: args.func(args), "nothing partial is kept; run the command again to build the index.")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,12 @@ between caches. Callers name an entry (model, dataset key), never its files.
 
 Design notes:
 
-- **Files, not their inputs.** ``has_layers`` and ``open_layer`` check what ``get_features`` checks of
-  a file (format version, fingerprint, size, header, shape, checksum, finiteness: ``store.check_layer``,
-  the checksum once per file state and process) but not which sentences it was computed from: they do
-  not have them. The key names the data; ``get_features``, given the sentences, rebuilds an entry
-  written for other ones.
+- **Files, and their inputs where given.** ``has_layers`` and ``open_layer`` check what ``get_features`` checks
+  of a file (format version, fingerprint, size, header, shape, checksum, finiteness: ``store.check_layer``,
+  the checksum once per file state and process). Which sentences it was computed from only
+  ``has_layers(…, sentences=)`` checks: the key names the data, but another data folder (an edited
+  SemCor) gives the same key, and a "built" that ``get_features`` then rebuilds would be a long wait promised
+  away (``features index``, the estimate).
 - **Copies keep the cache's guarantees.** ``install_entry`` holds the entry's lock, fetches every layer
   to a temporary, refuses one whose size or checksum differs from the copied ``meta.json`` (nothing
   is installed), then moves the layers into place with the local ``meta.json`` removed first and
@@ -23,7 +24,7 @@ Design notes:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,7 @@ from features.store import (
     layer_file,
     meta_text,
     read_meta,
+    sentences_hash,
     stored,
 )
 
@@ -58,23 +60,40 @@ def _foreign(meta: dict, fingerprint: str) -> bool:
     return (meta.get("version"), meta.get("fingerprint")) != (FORMAT_VERSION, fingerprint)
 
 
-def _problems(embedder_or_fingerprint, key: str, layers: Iterable[int], root: Path | None) -> tuple[Path, dict]:
-    """(the entry's directory, {layer: why it cannot be read} for the layers that cannot)."""
+def _problems(
+    embedder_or_fingerprint, key: str, layers: Iterable[int], root: Path | None, inputs: tuple | None = None
+) -> tuple[Path, dict]:
+    """(the entry's directory, {layer: why it cannot be read} for the layers that cannot); ``inputs``: the
+    (sentences hash, words) the entry must have been built from."""
     fingerprint = _fingerprint(embedder_or_fingerprint)
     directory = feature_dir(fingerprint, key, root)
     meta = read_meta(directory)
     if meta is not None and _foreign(meta, fingerprint):
         return directory, {int(j): f"{META_FILE} of another format version or model" for j in layers}
+    if meta is not None and inputs is not None and inputs != tuple(meta.get(k) for k in INPUT_FIELDS):
+        return directory, {int(j): f"{META_FILE} written for other sentences" for j in layers}
     found = {int(j): check_layer(directory, meta, int(j)) for j in layers}
     return directory, {j: why for j, why in found.items() if why is not None}
 
 
-def has_layers(embedder_or_fingerprint, key: str, layers: Iterable[int], root: Path | None = None) -> bool:
-    """Whether the cache holds the entry (model, ``key``) with every layer in ``layers`` built and valid.
+INPUT_FIELDS = ("sentences_hash", "num_words")
+
+
+def has_layers(
+    embedder_or_fingerprint,
+    key: str,
+    layers: Iterable[int],
+    root: Path | None = None,
+    *,
+    sentences: Sequence[Sequence[str]] | None = None,
+) -> bool:
+    """Whether the cache holds the entry (model, ``key``) with every layer in ``layers`` built and valid, and, with
+    ``sentences``, built from those (module notes).
 
     ``embedder_or_fingerprint``: an embedder (its ``fingerprint()``) or the fingerprint itself.
     """
-    return not _problems(embedder_or_fingerprint, key, layers, root)[1]
+    inputs = None if sentences is None else (sentences_hash(sentences), sum(len(s) for s in sentences))
+    return not _problems(embedder_or_fingerprint, key, layers, root, inputs)[1]
 
 
 def stored_layers(embedder_or_fingerprint, key: str, root: Path | None = None) -> list[int]:

@@ -26,7 +26,6 @@ Pass ``dtype="float32"`` to keep full precision.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from features.store import (
     FORMAT_VERSION,
     check_layer,
     feature_dir,
+    keep_hash,
     layer_file,
     meta_problem,
     read_meta,
@@ -145,7 +145,6 @@ def get_features(
         keep = np.asarray(keep, dtype=np.int64)
         if keep.ndim != 1 or (len(keep) and (keep[0] < 0 or keep[-1] >= total)) or (np.diff(keep) <= 0).any():
             raise ValueError(f"keep must be sorted unique word indices in [0, {total}).")
-    keep_hash = None if keep is None else hashlib.sha256(keep.tobytes()).hexdigest()
     job = Job(
         embedder,
         dataset_key,
@@ -153,7 +152,7 @@ def get_features(
         lengths,
         offsets,
         keep,
-        keep_hash,
+        keep_hash(keep),
         dtype,
         chunk_size,
         progress,

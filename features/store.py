@@ -38,6 +38,11 @@ def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
     return h.hexdigest()
 
 
+def keep_hash(keep: np.ndarray | None) -> str | None:
+    """SHA-256 of the kept word indices (int64), as ``meta.json`` records them; None: every word kept."""
+    return None if keep is None else hashlib.sha256(np.asarray(keep, dtype=np.int64).tobytes()).hexdigest()
+
+
 def data_hash(*parts: Sequence[Sequence[str]]) -> str:
     """16 hex digits of SHA-256 over several sequences of string sequences (sentences, labels, ids): a
     run's data hash (``extra["data_hash"]``, shown in its run record), the same for the same content."""

@@ -16,7 +16,7 @@ import argparse
 import importlib
 import sys
 
-from corpora.errors import LabError
+from corpora.errors import run_command
 from models.listing import format_table, print_model_table
 from models.manage import add_model, remove_model
 from models.options import DTYPES, HELP, POOLINGS
@@ -50,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("remove", help="unregister a model you added").add_argument("name")
     train = sub.add_parser("train", help="train a model; KIND --help lists its options", add_help=False)
     train.add_argument("kind", choices=sorted(TRAINERS))
+    if argv[:1] == ["train"] and argv[1:] in (["-h"], ["--help"]):  # no help of its own: KIND --help is the trainer's
+        train.print_help()
+        print("\nEach KIND's options: python -m models train KIND --help")
+        return 0
     args, rest = parser.parse_known_args(argv)
     if args.command != "train" and rest:
         # Only `train KIND` passes options on (to the trainer); anything else unknown is an error (exit 2).
@@ -58,22 +62,27 @@ def main(argv: list[str] | None = None) -> int:
         module_name = TRAINERS[args.kind]
         # lazy: only the trainer asked for, with its own heavy dependencies (gensim, transformers…).
         module = importlib.import_module(module_name)
-        return module.main([args.kind, *rest] if module_name in KIND_IN_ARGV else rest)
-    try:
-        if args.command == "list":
-            return print_model_table()
-        if args.command == "remove":
-            remove_model(args.name)
-            print(f"removed {args.name} from {registry_file()}")
-            return 0
-        options = {k: getattr(args, k) for k in HELP if getattr(args, k) is not None}
-        entry, row = add_model(args.name, args.ref, options, replace=args.replace)
-        print(format_table([row]))
-        print(f"\nregistered {entry.name} → {entry.ref} in {entry.file}")
+        argv = [args.kind, *rest] if module_name in KIND_IN_ARGV else rest
+        return run_command(
+            lambda: module.main(argv),
+            "no model was written; a trainer with --resume goes on from its last checkpoint in its run folder.",
+        )
+    return run_command(lambda: _manage(args), "the model registry is as it was (each edit is one atomic write).")
+
+
+def _manage(args: argparse.Namespace) -> int:
+    """list, remove, add: a bad model, option or registry file is one line (``run_command``)."""
+    if args.command == "list":
+        return print_model_table()
+    if args.command == "remove":
+        remove_model(args.name)
+        print(f"removed {args.name} from {registry_file()}")
         return 0
-    except LabError as exc:  # a bad model, option or registry file: one line
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    options = {k: getattr(args, k) for k in HELP if getattr(args, k) is not None}
+    entry, row = add_model(args.name, args.ref, options, replace=args.replace)
+    print(format_table([row]))
+    print(f"\nregistered {entry.name} → {entry.ref} in {entry.file}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from models.user_registry import (
     registry_file,
     remove_user_model,
 )
+from models.vector_files import PICKLE_REFUSAL
 
 
 def check_model(name: str, ref: str, options: Mapping[str, Any] | ModelOptions | None = None) -> ModelRow:
@@ -44,7 +45,7 @@ def check_model(name: str, ref: str, options: Mapping[str, Any] | ModelOptions |
     row = describe(spec)
     if row.state == BROKEN:
         raise ModelLoadError(f"{name}: {row.status}")
-    check_vector_rows(ref)
+    check_vector_rows(ref, options.allow_pickle)
     return row
 
 
@@ -52,14 +53,17 @@ def check_model(name: str, ref: str, options: Mapping[str, Any] | ModelOptions |
 ROW_CHECK_BYTES = 512 * 2**20
 
 
-def check_vector_rows(ref: str) -> None:
+def check_vector_rows(ref: str, allow_pickle: bool | None = None) -> None:
     """Every row of a text or word2vec binary vectors file ``ref`` up to ``ROW_CHECK_BYTES``, read as loading
-    would (ModelLoadError naming the file and line); anything else: nothing to do here."""
+    would (ModelLoadError naming the file and line); a gensim pickle refused without ``allow_pickle``, as loading
+    would refuse it (it was registered as "ok", then never loaded); anything else: nothing to do here."""
     reference = parse_reference(ref)
-    if reference.kind != "vectors" or reference.path is None or reference.path.stat().st_size > ROW_CHECK_BYTES:
+    if reference.kind != "vectors" or reference.path is None:
         return
     fmt = guess_format(reference.path)
-    if fmt in FORMATS:
+    if fmt == "gensim" and not allow_pickle:
+        raise ModelLoadError(PICKLE_REFUSAL.format(path=reference.path))
+    if fmt in FORMATS and reference.path.stat().st_size <= ROW_CHECK_BYTES:
         read_vectors(reference.path, fmt)
 
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+import torch
+
 from models.errors import ModelLoadError
 
 POOLINGS = ("first", "mean", "last")
@@ -131,6 +133,11 @@ def _check(key: str, value: Any, where: str) -> Any:
     if key in ("revision", "device"):
         if not isinstance(value, str) or not value.strip():
             raise fail("must be a non-empty string")
+        if key == "device" and value.strip() != "auto":
+            try:  # its syntax; whether this machine has it is checked at load (a registry may serve a GPU node)
+                torch.device(value.strip())
+            except (RuntimeError, ValueError):
+                raise fail("must be cpu, cuda, cuda:N, mps or auto") from None
         return value.strip()
     if key in ("stateful", "allow_pickle"):
         if not isinstance(value, bool):

@@ -24,8 +24,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from corpora.errors import RequestError
 from models.assets import CARD_FILE, read_model_card
-from models.base import Embedder
+from models.base import Embedder, check_device
 from models.elmo.embedder import find_allennlp_files, inspect_allennlp_elmo, load_allennlp_elmo, load_elmo_asset
 from models.errors import ModelLoadError, UnknownModelError
 from models.hub import PREFIX as HUB_PREFIX, cached_snapshot, download, parse_hub_id
@@ -204,6 +205,11 @@ def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | 
     opts = dict(options or {})
     name = name or parsed.default_name
     device = opts.pop("device", None)
+    if device not in (None, "auto"):  # registered for a machine with a GPU, say: one line here, not torch's assert
+        try:
+            check_device(device)
+        except RequestError as exc:
+            raise ModelLoadError(f"{name} is registered with device {exc}, or register it again without one.") from None
     kind = parsed.kind
     if kind in ("hf", "hub"):
         if "layers" in opts:

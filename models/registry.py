@@ -169,8 +169,9 @@ def get_spec(name: str) -> ModelSpec:
             )
         return spec
     raise UnknownModelError(
-        f"Unknown model '{name}'. Registered: {', '.join(known)}. Or give a checkpoint folder, hf:ORG/NAME, "
-        "elmo:OPTIONS_JSON,WEIGHTS_HDF5 or a vectors file (README: Probe your own model)."
+        f"Unknown model '{name}'. Registered: {', '.join(known)} (the zoo and {registry_file()}). Or give a "
+        "checkpoint folder, hf:ORG/NAME, elmo:OPTIONS_JSON,WEIGHTS_HDF5 or a vectors file (README: Probe your own "
+        "model)."
     )
 
 

@@ -24,11 +24,13 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import tomlkit
-from filelock import FileLock
+from filelock import FileLock, Timeout
 from tomlkit.exceptions import TOMLKitError
 
 from models.errors import ModelLoadError
@@ -126,6 +128,32 @@ def _write_document(file: Path, doc: tomlkit.TOMLDocument) -> None:
         raise
 
 
+@contextmanager
+def _editing(file: Path) -> Iterator[None]:
+    """Hold the registry's lock while it is edited. A path that is not a regular file (``EMBPROBE_MODELS=/dev/null``:
+    no registry) cannot be edited (the atomic write would replace the device with a TOML file), and a folder the
+    lock cannot be made in is said as such, not as a traceback."""
+    real = file.resolve()
+    if real.exists() and not real.is_file():
+        raise ModelLoadError(
+            f"{file} is not a regular file, so no model can be registered in it (set {ENV_VAR} to a .toml file, "
+            "or unset it to use embprobe.toml in the working folder)."
+        )
+    lock = FileLock(str(file) + ".lock", timeout=30)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ModelLoadError(f"{file}: another process has held its lock ({lock.lock_file}) for 30 s.") from None
+    except OSError as exc:
+        raise ModelLoadError(
+            f"{file}: cannot lock the model registry for editing ({exc.strerror or exc}); is its folder writable?"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def add_user_model(
     name: str, ref: str, options: ModelOptions | None = None, file: Path | None = None, replace: bool = False
 ) -> UserModel:
@@ -133,7 +161,7 @@ def add_user_model(
     file = file or registry_file()
     check_name(name)
     options = options or ModelOptions()
-    with FileLock(str(file) + ".lock", timeout=30):
+    with _editing(file):
         doc = _read_document(file)
         if "models" not in doc:
             doc["models"] = tomlkit.table(is_super_table=True)
@@ -154,7 +182,7 @@ def add_user_model(
 
 def remove_user_model(name: str, file: Path | None = None) -> None:
     file = file or registry_file()
-    with FileLock(str(file) + ".lock", timeout=30):
+    with _editing(file):
         doc = _read_document(file)
         models = doc.get("models", {})
         if name not in models:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from corpora.errors import LabError
+from corpora.errors import run_command
 from corpora.stats import dataset_table, format_table
 from models.allocator import reuse_freed_memory
 from probes.errors import ProbeInputError, ResultsNotSavedError, writable_dir
@@ -57,7 +57,6 @@ from probes.run import ProbeRun, load_model, run_probe
 from probes.stats.seeds import CLAIM_SEEDS
 from probes.stats.units import interval_text
 
-EXIT_USAGE = 2
 PRINTED_METRICS = ("F1", "chunk_F1", *RIGOR_METRICS)
 #: ``add_command(subparsers)``: adds one command's parser and sets its ``func`` (``probes/__main__.py``).
 AddCommand = Callable[[argparse._SubParsersAction], None]
@@ -241,7 +240,8 @@ def cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             show_progress=False,
             **run_options(args),
         )
-    print(f"tables written to {out}/ (total {timings['total']:.0f} s)")
+    paper = any(s.report is None for s in specs)  # a probe with its own report said where above
+    print(f"{f'tables written to {out}/' if paper else 'done'} (total {timings['total']:.0f} s)")
     return 0
 
 
@@ -293,13 +293,17 @@ def add_common(p: argparse.ArgumentParser, model: bool = True, seeds: int | None
 
 
 def add_all_options(p: argparse.ArgumentParser, specs: Sequence[ProbeSpec]) -> None:
-    """Every probe's options, each once (the same name means the same option): ``reproduce``, ``sweep``."""
-    seen: dict[str, Option] = {}
+    """Every probe's options, each once: ``reproduce``, ``sweep``. An option several probes declare is one flag whose
+    help gives each probe's meaning (``--rank``: pos's rank-limited probe, structural's projection), grouped where
+    they say the same."""
+    first: dict[str, Option] = {}
+    helps: dict[str, dict[str, list[str]]] = {}  # option -> its help -> the probes that give it
     for spec in specs:
         for opt in spec.options:
-            if opt.name not in seen:
-                seen[opt.name] = opt
-                opt.add_to(p, help=f"{spec.name}: {opt.help}")
+            first.setdefault(opt.name, opt)
+            helps.setdefault(opt.name, {}).setdefault(opt.help or "", []).append(spec.name)
+    for name, opt in first.items():
+        opt.add_to(p, help="; ".join(f"{', '.join(who)}: {text}" for text, who in helps[name].items()))
 
 
 def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser:
@@ -335,7 +339,7 @@ def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) 
     p.add_argument(
         "--probes",
         default=",".join(builtin_probe_names()),
-        help="comma-separated probes (default: those with built-in data)",
+        help=f"comma-separated probes (default: {','.join(builtin_probe_names())})",
     )
     p.add_argument(
         "--tables-only",
@@ -363,12 +367,12 @@ def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) 
 
 
 def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> int:
-    """Run one command; every ``LabError`` is one ``error:`` line and exit status 2."""
+    """Run one command; every ``LabError`` is one ``error:`` line and exit status 2, Ctrl-C one line and 130."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(argv[:1] not in (["stats"], ["compare"]), commands).parse_args(argv)
     args.argv = argv
-    try:
-        return args.func(args)
-    except LabError as exc:  # every request, file, model or cache the lab cannot serve; anything else is a bug
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    return run_command(
+        lambda: args.func(args),
+        "runs saved before it are kept; the one under way saved nothing (features are kept only whole, and a sweep "
+        "resumes after its finished tasks): run the command again.",
+    )

@@ -42,9 +42,15 @@ def check_seeds(first: int, count: int = 1, flag: str = "--seed") -> None:
         raise ProbeInputError(f"{flag} {first}{last}: seeds run from 0 to {MAX_SEED}.")
 
 
+def no_file(flag: str, path: str | Path) -> ProbeInputError:
+    """The error for an input option that names no file: "is a folder" where it names one, else "no such file"."""
+    return ProbeInputError(f"{flag} {path}: {'is a folder; give a file' if Path(path).is_dir() else 'no such file'}.")
+
+
 def writable_dir(path: str | Path, flag: str) -> Path:
-    """``path`` as an output directory that exists and is writable; ProbeInputError otherwise."""
-    path = Path(path)
+    """``path`` as an output directory that exists and is writable (``~`` expanded, as a shell does not in
+    ``--results=~/runs``); ProbeInputError otherwise."""
+    path = Path(path).expanduser()
     if path.exists() and not path.is_dir():
         raise ProbeInputError(f"{flag} {path} is a file; give a directory.")
     try:

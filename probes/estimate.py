@@ -169,7 +169,10 @@ def estimate_run(
     if data is None:
         return None
     everything = range(embedder.num_layers)
-    cached = [key is not None and has_layers(embedder, key, everything, feature_root) for key, _ in data]
+    cached = [
+        key is not None and has_layers(embedder, key, everything, feature_root, sentences=sentences)
+        for key, sentences in data
+    ]
     todo = [sentences for (_, sentences), hit in zip(data, cached) if not hit]
     to_embed = sum(len(s) for sentences in todo for s in sentences)
     to_keep = sum(

@@ -174,6 +174,10 @@ def test_the_store_command_verifies_republishes_and_drops(tmp_path, monkeypatch,
     assert store_main(["store", "nosuchscheme://x", "list"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: store URL nosuchscheme://x") and "--cache-url" not in err
+    # a mistyped folder is no store: verify passed (exit 0) and made the folder with its check object
+    typo = tmp_path / "sharde"
+    assert store_main(["store", f"file://{typo}", "verify"]) == 2 and not typo.exists()
+    assert "no store there" in capsys.readouterr().err
 
 
 def test_local_entries_are_evicted_only_when_the_store_holds_them_intact(tmp_path, store):

@@ -117,6 +117,20 @@ def test_a_static_models_self_similarity_is_one_on_semcor(tmp_path):
     assert res.dataset == "semcor-first80" and res.extra["words_measured"] > 20
 
 
+def test_a_word_asked_for_and_not_measured_is_said(tmp_path):
+    """The README's ``--words bank,play --min-occurrences 3`` measured "play" alone ("bank" is in fewer than 3 of the
+    sentences), and nothing said so but ``words_measured: 1`` in the result file."""
+    res = run_contextuality(
+        load_embedder("glove-6b-50d"),
+        None,
+        RunContext(limit=80, feature_root=tmp_path, show_progress=False),
+        min_occurrences=3,
+        words=["said", "zyzzyva"],
+    )
+    assert res.extra["words_measured"] == 1
+    assert res.extra["warning"] == "zyzzyva: in fewer than 3 sentences of semcor-first80; not measured."
+
+
 def test_elmo_layers_are_contextual_and_layer_0_is_not(tmp_path):
     emb = load_embedder("elmo-small")
     res = run_contextuality(

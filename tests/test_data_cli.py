@@ -52,3 +52,16 @@ def test_stats_without_data_exits_2_with_one_clear_message(tmp_path):
 def test_unknown_command_is_a_usage_error():
     proc = _run("frobnicate")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_a_missing_treebank_split_is_a_row_saying_so(data_root, tmp_path, monkeypatch):
+    """Without UD EWT the table dropped its rows without a word (the README says stats fails clearly when a dataset
+    is missing; EWT is optional, so its rows say MISSING)."""
+    from corpora.stats import ud_ewt_rows
+
+    (tmp_path / "ud_english_ewt").mkdir()
+    (tmp_path / "ud_english_ewt" / "en_ewt-ud-dev.conllu").symlink_to(data_root / "ud_english_ewt/en_ewt-ud-dev.conllu")
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
+    rows = {r["split"]: r for r in ud_ewt_rows()}
+    assert rows["dev"]["sentences"] == 2001 and rows["train"]["files"] == rows["test"]["files"] == 0
+    assert rows["train"]["notes"].startswith("MISSING: ud_english_ewt/en_ewt-ud-train.conllu not in the data")

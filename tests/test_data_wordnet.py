@@ -83,6 +83,32 @@ def test_missing_wordnet(tmp_path, monkeypatch):
         W.senses("bank", "NOUN")
 
 
+def test_a_data_folder_made_of_links_is_read_and_a_missing_wordnet_file_is_named(data_root, tmp_path, monkeypatch):
+    """NLTK refuses a file whose real path is outside its data folders, so a data folder assembled from links
+    (``ln -s /data/nltk_data/corpora/wordnet mine/…``) read as "Missing or unreadable … Unauthorized path"; and a
+    WordNet folder without data.noun loaded, then failed at the first lookup with a raw OSError."""
+    from corpora.wsj import load_conll2000, universal_tags
+
+    real = data_root / "nltk_data"
+    mine = tmp_path / "linked" / "nltk_data"
+    (mine / "corpora").mkdir(parents=True)
+    for item in ("corpora/wordnet", "corpora/conll2000.zip", "taggers"):
+        (mine / item).symlink_to(real / item)
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path / "linked"))
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    assert W.senses("bank", "NOUN")[0].key == "bank%1:17:01::"
+    test = load_conll2000("test")
+    assert len(test) == 2012 and universal_tags(["NN", "VBD"]) == ("NOUN", "VERB")  # a tag map in a linked folder
+    partial = tmp_path / "partial" / "nltk_data" / "corpora" / "wordnet"
+    partial.mkdir(parents=True)
+    for f in (real / "corpora" / "wordnet").iterdir():
+        if f.name != "data.noun":
+            (partial / f.name).symlink_to(f)
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path / "partial"))
+    with pytest.raises(DataMissingError, match=r"'nltk_data/corpora/wordnet/data.noun'.*needs data.noun in that"):
+        W.senses("bank", "NOUN")
+
+
 def test_sense_inventory_matches_senses_and_is_served_from_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path))
     pairs = [("bank", "NOUN"), ("run", "VERB"), ("dogs", "NOUN"), ("xyzzy", "NOUN"), ("the", "DET"), ("bank", "NOUN")]

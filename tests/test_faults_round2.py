@@ -273,6 +273,20 @@ def test_an_unusable_cache_directory_warns_and_computes_without_caching(kind, tm
     assert "cannot be created" in caplog.text and "nothing is cached" in caplog.text
 
 
+def test_an_empty_cache_setting_is_unset_and_a_results_folder_may_start_with_a_tilde(tmp_path, monkeypatch):
+    """``EMBPROBE_CACHE=`` (empty) wrote parsed corpora, features/ and results/ into the working folder, where an
+    empty EMBPROBE_DATA or EMBPROBE_MODELS means unset; ``--results=~/runs`` (which bash leaves as it is) made a
+    folder named "~" there."""
+    from corpora import paths
+    from probes.errors import writable_dir
+
+    monkeypatch.setenv("EMBPROBE_CACHE", "")
+    assert paths.cache_dir() == paths.REPO_ROOT / "cache"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert writable_dir("~/runs", "--results") == tmp_path / "home" / "runs" and not (tmp_path / "~").exists()
+
+
 def test_a_data_directory_in_a_symlink_loop_is_one_clear_error(tmp_path, monkeypatch):
     from corpora.paths import DataMissingError, data_dir
 

@@ -42,6 +42,17 @@ def test_built_layers_are_found_and_opened_by_model_and_key(tmp_path):
     np.testing.assert_array_equal(layer, feats.layer(1))
 
 
+def test_an_entry_built_from_other_sentences_is_not_built_for_these(tmp_path):
+    """Another data folder (a SemCor with one word edited) gives the same key: ``features index`` said "already
+    built" and the estimate "cached", then ``get_features`` rebuilt the entry. Given the sentences, it is not built."""
+    emb, _ = _entry(tmp_path)
+    assert has_layers(emb, "toy", [0], root=tmp_path, sentences=SENTS)
+    edited = [list(s) for s in SENTS]
+    edited[0][0] = edited[0][0] + "x"
+    assert not has_layers(emb, "toy", [0], root=tmp_path, sentences=edited)
+    assert has_layers(emb, "toy", [0], root=tmp_path)  # the files alone are sound
+
+
 def test_a_broken_or_outdated_layer_is_not_served(tmp_path):
     emb, feats = _entry(tmp_path)
     (path,) = [p for p in feats.directory.iterdir() if p.name.startswith("layer_1")]

@@ -384,3 +384,27 @@ def test_the_data_key_counts_the_gold_keys_beside_a_wsd_xml(tmp_path):
     tsv = tmp_path / "train.tsv"  # a TSV carries its labels: nothing beside it counts
     tsv.write_text("a b\t0\tx\n")
     assert data_content({"train": str(tsv)}, inputs) == data_content({"train": str(tsv)}, ())
+
+
+def test_a_data_folder_of_links_is_keyed_on_what_the_links_hold(tmp_path, monkeypatch):
+    """Two EMBPROBE_DATA folders made of links to real folders (``ln -s /data/* mine/``), one with an edited file: the
+    sweep said "already done (same model content)" and kept the other data's score, since the walk did not enter
+    linked folders and both keys hashed nothing. Linked folders are followed (a loop once): a linked copy has the key
+    of the real folder, an edit behind a link changes it."""
+    from cluster.identity import data_content
+
+    real = tmp_path / "real" / "corpus"
+    real.mkdir(parents=True)
+    (real / "a.txt").write_text("one\n")
+    (real / "loop").symlink_to(real)  # a link loop ends
+    edited = tmp_path / "edited" / "corpus"
+    edited.mkdir(parents=True)
+    (edited / "a.txt").write_text("two\n")
+    keys = {}
+    for name, target in (("linked", real), ("linked-edited", edited)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "corpus").symlink_to(target)
+        monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path / name))
+        keys[name] = data_content({})
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path / "real"))
+    assert keys["linked"] != keys["linked-edited"] and keys["linked"] == data_content({})

@@ -132,6 +132,8 @@ def test_bad_requests_are_one_clear_error(data_root, tmp_path):
         tag_baselines(ctx, test=str(ewt))
     with pytest.raises(ProbeInputError, match="no such file"):
         tag_baselines(ctx, train=str(tmp_path / "nope.conllu"), test=str(ewt))
+    with pytest.raises(ProbeInputError, match=r"--train .*: is a folder; give a file"):  # was "no such file"
+        tag_baselines(ctx, train=str(tmp_path), test=str(ewt))
     with pytest.raises(DataFormatError, match="no label column 'HEADS'"):
         tag_baselines(ctx, train=str(ewt), test=str(ewt), column="HEADS")
     with pytest.raises(ProbeInputError, match="field index"):

@@ -72,10 +72,14 @@ def test_options_are_checked_once_with_the_source_named():
 
 
 def test_reference_forms(small_static, tmp_path):
+    from models.registry import get_spec
+
     assert parse_reference(str(small_static)).kind == "static-dir"
     assert split_references("minilm, elmo:a.json,b.hdf5 ,hf:x/y@v2") == ["minilm", "elmo:a.json,b.hdf5", "hf:x/y@v2"]
     with pytest.raises(UnknownModelError, match="no such file or folder"):
         parse_reference(str(tmp_path / "missing"))
+    with pytest.raises(UnknownModelError, match=r"\(the zoo and .*embprobe\.toml\)"):  # where names are looked up
+        get_spec("never-registered")
     with pytest.raises(ModelLoadError, match="not a hub id"):
         parse_reference("hf:org/name@")
     with pytest.raises(ModelLoadError, match="not a model folder"):
@@ -136,6 +140,50 @@ def test_registry_refusals_leave_the_file_unchanged(small_static, registry, caps
     assert main(["remove", "never-added"]) == 2
     assert "no model named 'never-added'" in capsys.readouterr().err
     assert not registry.exists()
+
+
+def test_a_registry_path_that_is_no_regular_file_or_cannot_be_locked_is_one_error(
+    small_static, tmp_path, monkeypatch, capsys
+):
+    """``EMBPROBE_MODELS=/dev/null`` (no registry) then ``models add``: the atomic write replaced the device with a
+    TOML file (as root). A path that is not a regular file is refused and left as it is; a registry whose lock cannot
+    be made (its folder is a file) was a traceback."""
+    from models.__main__ import main
+
+    pipe = tmp_path / "no-registry"
+    os.mkfifo(pipe)
+    monkeypatch.setenv("EMBPROBE_MODELS", str(pipe))
+    assert main(["add", "v", str(small_static)]) == 2
+    assert "is not a regular file, so no model can be registered in it" in capsys.readouterr().err
+    assert pipe.is_fifo() and not Path(f"{pipe}.lock").exists()
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.setenv("EMBPROBE_MODELS", str(tmp_path / "a-file" / "embprobe.toml"))
+    assert main(["add", "v", str(small_static)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot lock the model registry for editing" in err and "Traceback" not in err
+
+
+def test_models_add_checks_the_pickle_opt_in_and_the_device_as_loading_does(small_static, registry, tmp_path, capsys):
+    """``models add`` registered a gensim pickle without --allow-pickle ("ok" in the list, refused at every use), and
+    any --device string ("bogus", "cuda" on a machine without one), after which every run was a torch traceback."""
+    import pickle
+
+    import torch
+
+    from models.__main__ import main
+    from models.base import ModelLoadError
+    from models.registry import load_embedder
+
+    planted = tmp_path / "planted.kv"
+    planted.write_bytes(pickle.dumps({"planted": 1}, protocol=4))
+    assert main(["add", "kv", str(planted)]) == 2
+    assert "--allow-pickle" in capsys.readouterr().err and not registry.exists()
+    assert main(["add", "v", str(small_static), "--device", "bogus"]) == 2
+    assert "device = 'bogus': must be cpu, cuda, cuda:N, mps or auto" in capsys.readouterr().err
+    if not torch.cuda.is_available():  # a registry may serve a GPU machine: kept, and said at load
+        assert main(["add", "v", str(small_static), "--device", "cuda"]) == 0
+        with pytest.raises(ModelLoadError, match=r"v is registered with device 'cuda': .*no CUDA GPU.*again without"):
+            load_embedder("v")
 
 
 @pytest.mark.parametrize(

@@ -184,6 +184,10 @@ def test_xml_without_gold_keys_and_own_labels_from_semcor(tmp_path):
     key.unlink()
     with pytest.raises(DataFormatError, match=r"x\.data\.xml: XML without gold keys: no key file x\.gold\.key\.txt"):
         run_wsd(RandomEmbedder(), "0", _ctx(tmp_path), test=str(xml))
+    # a key file named but not there is that option's error (it said "no key file … beside it; give one with
+    # --test-keys", to a user who had)
+    with pytest.raises(ProbeInputError, match=r"^--test-keys .*nokeys\.txt: no such file\.$"):
+        run_wsd(RandomEmbedder(), "0", _ctx(tmp_path), test=str(xml), test_keys=str(tmp_path / "nokeys.txt"))
     key.write_text("".join(f"{i.id} OWN\n" for s in eval_slice(2) for i in s.instances), encoding="utf-8")
     with pytest.raises(ProbeInputError, match="SemCor cannot train for it"):
         run_wsd(RandomEmbedder(), "0", _ctx(tmp_path, limit=2), test=str(xml))

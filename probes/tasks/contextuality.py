@@ -42,7 +42,7 @@ from corpora.format_errors import DataFormatError
 from corpora.labelled import numbered_lines
 from corpora.semcor import load_semcor
 from features.extract import get_features
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, no_file
 from probes.estimators.contextuality import METRICS, QUANTITY, layer_measures, select_words
 from probes.inputs import InputFile, Preview
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext, no_baselines
@@ -87,7 +87,7 @@ def corpus_sentences(path: str | Path, limit: int | None) -> tuple[str, list[lis
     ``-firstN`` only when the file has more than N sentences."""
     path = Path(path)
     if not path.exists():  # a pipe (<(zcat corpus.gz)) exists without being a regular file
-        raise ProbeInputError(f"--corpus {path}: no such file.")
+        raise no_file("--corpus", path)
     try:
         lines = [line for _, line in numbered_lines(path)]  # read once: a pipe cannot be read again
     except DataFormatError as exc:  # names the line: not UTF-8, unreadable, empty
@@ -208,6 +208,12 @@ def run_contextuality(
         if ctx.progress is not None:
             ctx.progress((j + 1) / embedder.num_layers, f"layer {ids[j]}")
     occurrences = [len(r) for r in selection.rows]
+    unmeasured = [w for w in dict.fromkeys(words or ()) if w not in selection.words]
+    warning = (
+        {"warning": f"{', '.join(unmeasured)}: in fewer than {min_occurrences} sentences of {dataset}; not measured."}
+        if unmeasured
+        else {}
+    )
     return ProbeResult(
         embedder.name,
         NAME,
@@ -233,6 +239,7 @@ def run_contextuality(
             "example_words": list(selection.words[:20]),
             "feature_s": round(t_feat, 1),
             "total_s": round(time.perf_counter() - t0, 1),
+            **warning,  # the command line prints it: a word asked for and not measured was said nowhere
         },
     )
 
@@ -306,7 +313,7 @@ def _words(raw) -> list[str] | None:
 
 def _corpus(raw) -> str:
     if not Path(raw).is_file():
-        raise ProbeInputError(f"--corpus {raw}: no such file.")
+        raise no_file("--corpus", raw)
     return str(raw)
 
 

@@ -31,7 +31,7 @@ from typing import TypeVar
 
 from corpora.digests import file_digest
 from corpora.format_errors import DataFormatError
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, no_file
 from probes.inputs import InputFile
 from probes.registry import Option
 
@@ -100,7 +100,7 @@ class DataFiles:
                 continue
             path = Path(p).expanduser()
             if not path.is_file():
-                raise ProbeInputError(f"--{role} {p}: no such file.")
+                raise no_file(f"--{role}", p)
             paths[role] = path
         clean = re.sub(r"[^0-9A-Za-z._-]+", "_", name.strip()) if name else ""
         return cls(

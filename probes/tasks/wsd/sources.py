@@ -26,7 +26,7 @@ from corpora.format_errors import DataFormatError
 from corpora.lexical_sample import LexicalItem, iter_lexical_sample
 from corpora.types import WsdSentence
 from corpora.wsd_eval import default_key_file, read_wsd_files
-from probes.errors import ProbeInputError
+from probes.errors import ProbeInputError, no_file
 from probes.tasks.wsd.data import eval_slice, semcor_view
 from probes.tasks.wsd.estimator import SenseAssignments
 from probes.tasks.wsd.layout import PieceLayout, build_layout, eval_word_pieces
@@ -157,7 +157,7 @@ def dataset_name(files: Sequence[Path]) -> str:
 
 def _check_file(path: Path, flag: str) -> None:
     if not path.is_file():
-        raise ProbeInputError(f"{flag} {path}: no such file.")
+        raise no_file(flag, path)
 
 
 def keys_beside(path: Path) -> tuple[Path, ...]:
@@ -180,13 +180,17 @@ def file_split(
     if fmt not in FORMATS:
         raise ProbeInputError(f"--format {fmt!r}: choose from {', '.join(FORMATS)}.")
     if fmt == "xml":
-        key_path = Path(keys) if keys else default_key_file(path)
-        if not key_path.is_file():
-            raise DataFormatError(
-                path,
-                None,
-                f"XML without gold keys: no key file {key_path.name} beside it; give one with {flag}-keys FILE",
-            )
+        if keys:  # named: a file that is not there is that option's error, not the XML's
+            key_path = Path(keys).expanduser()
+            _check_file(key_path, f"{flag}-keys")
+        else:
+            key_path = default_key_file(path)
+            if not key_path.is_file():
+                raise DataFormatError(
+                    path,
+                    None,
+                    f"XML without gold keys: no key file {key_path.name} beside it; give one with {flag}-keys FILE",
+                )
         ds = read_wsd_files(path, key_path)
         name = dataset_name([path, key_path])
         sentences = [s for s in ds.sentences if s.instances][:limit]

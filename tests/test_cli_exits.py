@@ -1,0 +1,50 @@
+"""Every ``python -m …`` ends the same way (``corpora.errors.run_command``): a request the lab cannot serve is one
+``error:`` line and exit 2, Ctrl-C one ``interrupted:`` line saying what was kept and exit 130 (docs/reliability.md,
+round eleven: ``probes`` and ``models`` printed a KeyboardInterrupt traceback, ``models train`` any missing-data
+traceback)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    "module, patched, argv, kept",
+    [
+        ("probes.cli", "cmd_stats", ["stats"], "runs saved before it are kept"),
+        ("features.__main__", "cmd_index", ["index", "--model", "glove-6b-50d"], "nothing partial is kept"),
+        ("cluster.__main__", "run", ["store", "/tmp/x", "list"], "as said above"),
+        ("models.__main__", "print_model_table", ["list"], "the model registry is as it was"),
+    ],
+)
+def test_ctrl_c_is_one_line_and_exit_130(module, patched, argv, kept, monkeypatch, capsys):
+    import importlib
+
+    cli = importlib.import_module(module)
+    monkeypatch.setattr(cli, patched, interrupt)
+    assert cli.main(argv) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("interrupted: ") and kept in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_a_trainer_without_its_data_is_one_error_line(tmp_path, monkeypatch, capsys):
+    from models.__main__ import main
+
+    (tmp_path / "nltk_data").mkdir()
+    monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path))
+    assert main(["train", "word2vec", "--out", str(tmp_path / "w2v"), "--max-sentences", "100"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Missing or unreadable data item 'nltk_data/corpora/brown.zip'")
+    assert not (tmp_path / "w2v").exists()
+
+
+def test_models_train_help_lists_the_trainers(capsys):
+    from models.__main__ import main
+
+    assert main(["train", "--help"]) == 0  # was exit 2: "the following arguments are required: kind"
+    out = capsys.readouterr().out
+    assert "{cbow,elmo,fasttext,glove,gpt,word2vec}" in out and "python -m models train KIND --help" in out
