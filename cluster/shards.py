@@ -6,9 +6,11 @@ shards, then committed as one ordinary feature-cache entry.
 Design notes:
 
 - **Same batches as a local run.** ``features.extract`` sorts the sentences longest first and embeds
-  them ``chunk_size`` at a time; a shard is a run of whole chunks of that same order
-  (``plan_shards``), and a worker embeds chunk by chunk. Every ``embed`` call therefore sees exactly
-  the sentences it sees in a local extraction, and the vectors are the same to the bit.
+  them ``chunk_size`` at a time through the model's ``embed_rows``; a shard is a run of whole chunks of
+  that same order (``plan_shards``), and a worker streams its chunks through that same ``embed_rows``.
+  Every chunk is therefore embedded exactly as in a local extraction (a transformer's streamed pooling
+  and cast on the device, the dataset's text judged once by ``check_text``, not chunk by chunk), and the
+  vectors are the same to the bit.
 - **One model load per worker.** ``ShardWorker`` loads the model in its constructor and serves any
   number of shards (a Ray actor; in-process, one object). Ray restarts a dead actor and re-runs its
   shard (``max_restarts``/``max_task_retries``); shards already written are skipped, so an
@@ -131,20 +133,22 @@ class ShardWorker:
             os._exit(FAULT_EXIT)
         emb = self.embedder
         ids = np.concatenate(chunks).astype(np.int64)
-        parts: list[list[np.ndarray]] = [[] for _ in range(emb.num_layers)]
-        for chunk in chunks:
-            outs = emb.embed([job.sentences[i] for i in chunk])
-            for i, out in zip(chunk, outs):
-                n = len(job.sentences[i])
-                if out.vectors.shape != (emb.num_layers, n, emb.dim):
-                    raise FeatureCacheError(
-                        f"{emb.name} returned vectors of shape {out.vectors.shape} for a "
-                        f"sentence of {n} words; expected {(emb.num_layers, n, emb.dim)}."
-                    )
-                words = kept_words(job.keep, job.offsets, int(i))
-                for j in range(emb.num_layers):
-                    rows = out.vectors[j] if words is None else out.vectors[j][words]
-                    parts[j].append(np.asarray(rows).astype(job.dtype))  # the cache's own cast
+        rows_of: dict[int, torch.Tensor] = {}  # sentence -> (layers, kept words, dim), in the storage dtype
+        stream = emb.embed_rows(  # the local extraction's own path (features.build): same values, same checks
+            (
+                (
+                    [job.sentences[i] for i in chunk],
+                    None if job.keep is None else [kept_words(job.keep, job.offsets, int(i)) for i in chunk],
+                )
+                for chunk in chunks
+            ),
+            getattr(torch, job.dtype),
+        )
+        for c, block in stream:
+            ends = np.cumsum(block.counts)
+            for k, s in enumerate(block.sentences):
+                rows_of[int(chunks[c][s])] = block.rows[:, ends[k] - block.counts[k] : ends[k]]
+        parts = [[rows_of[int(i)][j].numpy() for i in ids] for j in range(emb.num_layers)]
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "shard.npz"
             np.savez(

@@ -89,3 +89,22 @@ def test_every_sentence_of_a_chunk_gets_a_block_empty_ones_too(tiny):
         counts = np.concatenate([b.counts for b in blocks])
         assert sorted(sentences.tolist()) == [0, 1, 2, 3]
         assert dict(zip(sentences.tolist(), counts.tolist())) == {0: 6, 1: 0, 2: 1, 3: 0}
+
+
+def test_a_sharded_extraction_judges_the_text_as_a_local_one_does(tmp_path):
+    """Shard workers embedded chunk by chunk with ``embed``, each chunk judged on its own: a last chunk of short,
+    mostly unknown lines failed the sharded extraction that the local one completes. Workers now stream through the
+    model's ``embed_rows``, the local path itself: the same entry, byte for byte."""
+    from cluster.extract import extract_sharded
+    from features import get_features
+
+    path = make_tiny_checkpoint("bert", tmp_path / "bert", corpus=TEXT, vocab_size=300)
+    sentences = [s.split() for s in TEXT[:8]] + [EMOJI[:8]] * 2  # longest first: the emoji lines are the last chunk
+    keep = np.arange(0, sum(map(len, sentences)), 3)
+    feats, stats = extract_sharded(
+        str(path), "edges", sentences, keep, num_shards=2, root=tmp_path / "sharded", chunk_size=4
+    )
+    local = get_features(load_hf_checkpoint(path), "edges", sentences, keep=keep, root=tmp_path / "local", chunk_size=4)
+    assert stats["shards"] == 2
+    for name in ["meta.json"] + [f"layer_{j}.npy" for j in range(3)]:
+        assert (feats.directory / name).read_bytes() == (local.directory / name).read_bytes(), name
