@@ -96,7 +96,7 @@ def _piece_rows(emb, limit: int | None, layers=None) -> PieceRows:
 
 def _is_cached(emb, layers, limit: int | None) -> bool:
     split = semcor_split(limit)  # its sentences too: another data folder's SemCor has the same key
-    return has_layers(emb, split.feature_key, layers, sentences=split.layout.sentences)
+    return has_layers(emb, split.feature_key, layers, sentences=split.layout.sentences, keep=split.keep)
 
 
 @st.cache_resource(show_spinner=False, max_entries=2)

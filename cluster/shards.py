@@ -145,9 +145,12 @@ class ShardWorker:
             getattr(torch, job.dtype),
         )
         for c, block in stream:
+            # a GPU's blocks come in page-locked memory, which the local path frees block by block: a shard's worth
+            # is copied out of it, not held
+            rows = block.rows.clone() if block.rows.is_pinned() else block.rows
             ends = np.cumsum(block.counts)
             for k, s in enumerate(block.sentences):
-                rows_of[int(chunks[c][s])] = block.rows[:, ends[k] - block.counts[k] : ends[k]]
+                rows_of[int(chunks[c][s])] = rows[:, ends[k] - block.counts[k] : ends[k]]
         parts = [[rows_of[int(i)][j].numpy() for i in ids] for j in range(emb.num_layers)]
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "shard.npz"

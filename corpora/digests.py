@@ -117,7 +117,7 @@ def content_files(location: Path) -> list[Path]:
     """The files under ``location`` (itself when a file) a loader may read: ``NOT_READ``, hidden folders and
     ``__pycache__`` left out. Linked folders are followed, as the loaders follow them (a data folder made of links
     to the real ones is read through them; ``rglob`` did not enter them, so two such folders had one key), each
-    real folder once (a link loop ends)."""
+    real folder once (a link loop ends), under its real name where the walk meets it before a link to it."""
     if location.is_file():
         return [location]
     found, seen = [], set()
@@ -127,7 +127,12 @@ def content_files(location: Path) -> list[Path]:
             subfolders[:] = []
             continue
         seen.add(real)
-        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d != "__pycache__"]
+        # in a fixed order, real folders before links: a folder reachable under two names is named the same way on
+        # every file system (the first visit wins), by its real name where it has one here
+        subfolders[:] = sorted(
+            (d for d in subfolders if not d.startswith(".") and d != "__pycache__"),
+            key=lambda d: (os.path.islink(os.path.join(folder, d)), d),
+        )
         for name in files:
             p = Path(folder, name)
             if not name.startswith(".") and p.is_file() and not any(p.match(pattern) for pattern in NOT_READ):

@@ -82,7 +82,7 @@ def index_one(name: str, args: argparse.Namespace) -> None:
     emb = load_model(name, args.device)
     key, every = split.feature_key, range(emb.num_layers)
     layers = layer_numbers(args.layers, emb.num_layers)
-    if has_layers(emb, key, layers, sentences=split.layout.sentences):  # every layer, or those of --layers
+    if has_layers(emb, key, layers, sentences=split.layout.sentences, keep=split.keep):  # or those of --layers
         print(f"{name}: the corpus index ({key}) is already built.")
         return
     words = sum(len(s) for s in split.layout.sentences)

@@ -12,7 +12,7 @@ Design notes:
 - **Files, and their inputs where given.** ``has_layers`` and ``open_layer`` check what ``get_features`` checks
   of a file (format version, fingerprint, size, header, shape, checksum, finiteness: ``store.check_layer``,
   the checksum once per file state and process). Which sentences it was computed from only
-  ``has_layers(…, sentences=)`` checks: the key names the data, but another data folder (an edited
+  ``has_layers(…, sentences=, keep=)`` checks: the key names the data, but another data folder (an edited
   SemCor) gives the same key, and a "built" that ``get_features`` then rebuilds would be a long wait promised
   away (``features index``, the estimate).
 - **Copies keep the cache's guarantees.** ``install_entry`` holds the entry's lock, fetches every layer
@@ -38,6 +38,7 @@ from features.store import (
     check_layer,
     entry_rel,
     feature_dir,
+    keep_hash,
     layer_file,
     meta_text,
     read_meta,
@@ -61,22 +62,22 @@ def _foreign(meta: dict, fingerprint: str) -> bool:
 
 
 def _problems(
-    embedder_or_fingerprint, key: str, layers: Iterable[int], root: Path | None, inputs: tuple | None = None
+    embedder_or_fingerprint, key: str, layers: Iterable[int], root: Path | None, inputs: dict | None = None
 ) -> tuple[Path, dict]:
-    """(the entry's directory, {layer: why it cannot be read} for the layers that cannot); ``inputs``: the
-    (sentences hash, words) the entry must have been built from."""
+    """(the entry's directory, {layer: why it cannot be read} for the layers that cannot); ``inputs``: the fields
+    of ``meta.json`` that say what the entry was built from, as they must read (``has_layers``)."""
     fingerprint = _fingerprint(embedder_or_fingerprint)
     directory = feature_dir(fingerprint, key, root)
     meta = read_meta(directory)
     if meta is not None and _foreign(meta, fingerprint):
         return directory, {int(j): f"{META_FILE} of another format version or model" for j in layers}
-    if meta is not None and inputs is not None and inputs != tuple(meta.get(k) for k in INPUT_FIELDS):
+    if meta is not None and inputs is not None and any(meta.get(k) != v for k, v in inputs.items()):
         return directory, {int(j): f"{META_FILE} written for other sentences" for j in layers}
     found = {int(j): check_layer(directory, meta, int(j)) for j in layers}
     return directory, {j: why for j, why in found.items() if why is not None}
 
 
-INPUT_FIELDS = ("sentences_hash", "num_words")
+ANY_KEEP = object()  # has_layers: the entry's kept words not compared (a caller that does not know them)
 
 
 def has_layers(
@@ -86,13 +87,19 @@ def has_layers(
     root: Path | None = None,
     *,
     sentences: Sequence[Sequence[str]] | None = None,
+    keep: np.ndarray | None | object = ANY_KEEP,
 ) -> bool:
     """Whether the cache holds the entry (model, ``key``) with every layer in ``layers`` built and valid, and, with
-    ``sentences``, built from those (module notes).
+    ``sentences``, built from those, with ``keep`` (the kept word indices; None: every word) from those words
+    (module notes): what ``get_features`` would otherwise rebuild.
 
     ``embedder_or_fingerprint``: an embedder (its ``fingerprint()``) or the fingerprint itself.
     """
-    inputs = None if sentences is None else (sentences_hash(sentences), sum(len(s) for s in sentences))
+    inputs = None
+    if sentences is not None:
+        inputs = {"sentences_hash": sentences_hash(sentences), "num_words": sum(len(s) for s in sentences)}
+        if keep is not ANY_KEEP:
+            inputs["keep_hash"] = keep_hash(keep)
     return not _problems(embedder_or_fingerprint, key, layers, root, inputs)[1]
 
 

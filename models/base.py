@@ -273,6 +273,7 @@ class Embedder(ABC):
 
     def _checked(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         """The sentences as lists of str, each checked (see :meth:`embed`)."""
+        sentences = list(sentences)  # read once: a generator would be empty the second time
         for n, s in enumerate(sentences):
             if isinstance(s, str):  # list("The bank") would be its characters, silently
                 raise RequestError(

@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-import torch
-
 from models.errors import ModelLoadError
 
 POOLINGS = ("first", "mean", "last")
@@ -134,6 +132,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise fail("must be a non-empty string")
         if key == "device" and value.strip() != "auto":
+            import torch  # lazy: the registry's readers (models list, the cluster's planner) need no torch
+
             try:  # its syntax; whether this machine has it is checked at load (a registry may serve a GPU node)
                 torch.device(value.strip())
             except (RuntimeError, ValueError):

@@ -191,7 +191,7 @@ def estimate_line(spec: ProbeSpec, embedder, args: argparse.Namespace) -> str:
 def cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from probes import reproduce  # lazy: the tables and the model zoo import torch
 
-    out = Path(args.out)
+    out = Path(args.out).expanduser()  # as writable_dir expands it: the tables are read where the runs went
     if args.verify or args.tables_only:  # they read saved results: an option of a run would go unheard
         given = [name for name in reproduce.RUN_ONLY if getattr(args, name) != parser.get_default(name)]
         reproduce.refuse_run_options(

@@ -140,9 +140,9 @@ def results_folder(out: Path, results: str | Path | None = None) -> Path:
     """Where ``--tables-only`` reads results: ``--results DIR`` when given, else ``OUT/runs`` when it holds
     a result, else ``<cache>/results`` (where the probe commands, the app and ``sweep`` save by default)."""
     if results is not None:
-        if not Path(results).is_dir():
+        if not Path(results).expanduser().is_dir():
             raise ProbeInputError(f"--results {results}: no such folder.")
-        return Path(results)
+        return Path(results).expanduser()
     return out / "runs" if any((out / "runs").glob("*.json")) else default_results_dir()
 
 

@@ -48,3 +48,16 @@ def test_models_train_help_lists_the_trainers(capsys):
     assert main(["train", "--help"]) == 0  # was exit 2: "the following arguments are required: kind"
     out = capsys.readouterr().out
     assert "{cbow,elmo,fasttext,glove,gpt,word2vec}" in out and "python -m models train KIND --help" in out
+
+
+def test_reproduce_writes_its_tables_where_a_tilde_out_points(tmp_path, monkeypatch, capsys):
+    """``--out=~/rep`` (a shell leaves it as it is): the runs went to $HOME/rep (the results folder expands ~), the
+    tables were read from a literal "./~/rep" and none were written, though the command said they were."""
+    from corpora.paths import REPO_ROOT
+    from probes.cli import main
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    runs = REPO_ROOT / "docs" / "results" / "runs"
+    assert main(["reproduce", "--tables-only", "--out", "~/rep", "--results", str(runs)]) == 0
+    assert (tmp_path / "home" / "rep" / "tables.md").is_file() and not (tmp_path / "~").exists()

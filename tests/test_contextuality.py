@@ -129,6 +129,19 @@ def test_a_word_asked_for_and_not_measured_is_said(tmp_path):
     )
     assert res.extra["words_measured"] == 1
     assert res.extra["warning"] == "zyzzyva: in fewer than 3 sentences of semcor-first80; not measured."
+    sampled = run_contextuality(  # a word that qualifies but the --max-words sample left out is not called rare
+        load_embedder("glove-6b-50d"),
+        None,
+        RunContext(limit=80, feature_root=tmp_path, show_progress=False),
+        min_occurrences=3,
+        max_words=1,
+        words=["said", "of", "zyzzyva"],
+    )
+    left_out = next(w for w in ("said", "of") if w not in sampled.extra["example_words"])
+    assert sampled.extra["warning"] == (
+        f"zyzzyva: in fewer than 3 sentences of semcor-first80; {left_out}: left out of the --max-words sample; "
+        "not measured."
+    )
 
 
 def test_elmo_layers_are_contextual_and_layer_0_is_not(tmp_path):

@@ -108,3 +108,14 @@ def test_a_sharded_extraction_judges_the_text_as_a_local_one_does(tmp_path):
     assert stats["shards"] == 2
     for name in ["meta.json"] + [f"layer_{j}.npy" for j in range(3)]:
         assert (feats.directory / name).read_bytes() == (local.directory / name).read_bytes(), name
+
+
+def test_the_dataset_sample_is_random_not_periodic_and_sentences_may_be_a_generator(tiny):
+    """``check_text`` sampled every k-th sentence: a file whose lines alternate (a known pair of words, then ten
+    unknown ones; 83 % unknown) put only the known lines in the sample and passed. And ``embed`` of a generator
+    came back empty (the input was read twice)."""
+    emb = tiny["bert"]
+    alternating = [["The", "bank"], EMOJI[:8] + ["😀", "🔥"]] * 2_100  # 25,200 words: sampled
+    with pytest.raises(UnknownTextError, match="of the text to embed"):
+        emb.check_text(alternating)
+    assert len(RandomEmbedder().embed(s.split() for s in ["the bank", "a cat sat"])) == 2

@@ -44,13 +44,17 @@ def test_built_layers_are_found_and_opened_by_model_and_key(tmp_path):
 
 def test_an_entry_built_from_other_sentences_is_not_built_for_these(tmp_path):
     """Another data folder (a SemCor with one word edited) gives the same key: ``features index`` said "already
-    built" and the estimate "cached", then ``get_features`` rebuilt the entry. Given the sentences, it is not built."""
+    built" and the estimate "cached", then ``get_features`` rebuilt the entry. Given the sentences (and the kept
+    words), it is not built."""
     emb, _ = _entry(tmp_path)
     assert has_layers(emb, "toy", [0], root=tmp_path, sentences=SENTS)
     edited = [list(s) for s in SENTS]
     edited[0][0] = edited[0][0] + "x"
     assert not has_layers(emb, "toy", [0], root=tmp_path, sentences=edited)
     assert has_layers(emb, "toy", [0], root=tmp_path)  # the files alone are sound
+    # the same sentences, other kept words (SemCor's resolved tags under another WordNet): rebuilt, so not built
+    assert has_layers(emb, "toy", [0], root=tmp_path, sentences=SENTS, keep=None)
+    assert not has_layers(emb, "toy", [0], root=tmp_path, sentences=SENTS, keep=np.array([0, 2]))
 
 
 def test_a_broken_or_outdated_layer_is_not_served(tmp_path):

@@ -408,3 +408,19 @@ def test_a_data_folder_of_links_is_keyed_on_what_the_links_hold(tmp_path, monkey
         keys[name] = data_content({})
     monkeypatch.setenv("EMBPROBE_DATA", str(tmp_path / "real"))
     assert keys["linked"] != keys["linked-edited"] and keys["linked"] == data_content({})
+
+
+def test_a_folder_reachable_under_two_names_is_keyed_by_its_real_one(tmp_path):
+    """With linked folders followed, a folder with an alias beside it (``semcor -> semcor3.0``) was listed under
+    whichever name the file system returned first: the same data, two keys on two machines."""
+    from corpora.digests import content_files
+
+    lists = []
+    for order, root in enumerate((tmp_path / "a", tmp_path / "b")):
+        root.mkdir()
+        steps = [lambda r: (r / "semcor3.0").mkdir(), lambda r: (r / "semcor").symlink_to(r / "semcor3.0")]
+        for step in steps if order == 0 else steps[::-1]:
+            step(root)
+        (root / "semcor3.0" / "f.txt").write_text("x\n")
+        lists.append([p.relative_to(root).as_posix() for p in content_files(root)])
+    assert lists == [["semcor3.0/f.txt"], ["semcor3.0/f.txt"]]

@@ -248,15 +248,18 @@ class TransformerEmbedder(Embedder):
         return pieces
 
     def check_text(self, sentences: Sequence[Sequence[str]]) -> None:
-        """Refuse a dataset that is mostly the unknown token, judged on sentences spread evenly over all of it (up to
-        ``CHECKED_WORDS`` words), never per chunk: a length-sorted extraction's last chunk holds its shortest lines
-        (emoji, names), which a vocabulary may rightly not read, and a verdict must not hang on how chunks fall."""
+        """Refuse a dataset that is mostly the unknown token, judged on a seeded random sample of its sentences (up to
+        ``CHECKED_WORDS`` words; all of a smaller one), never per chunk: a length-sorted extraction's last chunk holds
+        its shortest lines (emoji, names), which a vocabulary may rightly not read, and a verdict must not hang on how
+        chunks fall. Random, not every k-th line: a file whose lines alternate (a text and its translation) would
+        put one kind of line alone in a periodic sample."""
         sentences = [s for s in sentences if len(s)]
         if not sentences:
             return
-        words = sum(len(s) for s in sentences)
-        step = max(1, -(-words // CHECKED_WORDS))  # every step-th sentence: about CHECKED_WORDS words
-        sample = self._checked(sentences[::step])
+        order = np.random.default_rng(0).permutation(len(sentences))
+        words = np.cumsum([len(sentences[i]) for i in order])
+        take = order[: max(1, int(np.searchsorted(words, CHECKED_WORDS, side="right")))]
+        sample = self._checked([sentences[i] for i in np.sort(take)])
         check_known_words(self.path, self.tokenizer, self._pieces(sample, check=False), what="the text to embed")
 
     def _rows(

@@ -208,12 +208,7 @@ def run_contextuality(
         if ctx.progress is not None:
             ctx.progress((j + 1) / embedder.num_layers, f"layer {ids[j]}")
     occurrences = [len(r) for r in selection.rows]
-    unmeasured = [w for w in dict.fromkeys(words or ()) if w not in selection.words]
-    warning = (
-        {"warning": f"{', '.join(unmeasured)}: in fewer than {min_occurrences} sentences of {dataset}; not measured."}
-        if unmeasured
-        else {}
-    )
+    warning = _unmeasured(words, selection, keys, sentence_of_row, min_occurrences, dataset)
     return ProbeResult(
         embedder.name,
         NAME,
@@ -239,9 +234,26 @@ def run_contextuality(
             "example_words": list(selection.words[:20]),
             "feature_s": round(t_feat, 1),
             "total_s": round(time.perf_counter() - t0, 1),
-            **warning,  # the command line prints it: a word asked for and not measured was said nowhere
+            **({"warning": warning} if warning else {}),  # printed: a word asked for and not measured was unsaid
         },
     )
+
+
+def _unmeasured(words, selection, keys, sentence_of_row, min_occurrences: int, dataset: str) -> str | None:
+    """What to say of the words asked for (``--words``) and not measured, and why: too rare, or left out of the
+    ``--max-words`` sample (the first ten of each named)."""
+    missed = [w for w in dict.fromkeys(words or ()) if w not in selection.words]
+    if not missed:
+        return None
+    rare = [w for w in missed if len(set(sentence_of_row[keys == w].tolist())) < min_occurrences]
+    sampled_out = [w for w in missed if w not in rare]
+
+    def named(ws: list[str]) -> str:
+        return ", ".join(ws[:10]) + (f" and {len(ws) - 10:,} more" if len(ws) > 10 else "")
+
+    parts = [f"{named(rare)}: in fewer than {min_occurrences} sentences of {dataset}"] if rare else []
+    parts += [f"{named(sampled_out)}: left out of the --max-words sample"] if sampled_out else []
+    return "; ".join(parts) + "; not measured."
 
 
 def _rounded(measure: dict) -> dict:
