@@ -122,10 +122,20 @@ def linked_out(nltk_dir: str) -> tuple[str, ...]:
     somewhere outside it. NLTK refuses to read a file whose real path lies outside its data folders (its path
     security: "Unauthorized path"), so a data folder assembled from links would read as missing; these are the
     user's own data, allowed by their real paths."""
+
+    def listing(folder: Path) -> list[Path]:
+        try:
+            return sorted(folder.iterdir()) if folder.is_dir() else []
+        except OSError:  # unreadable: what NLTK then cannot read is said where it is read
+            return []
+
     root, out = Path(nltk_dir).resolve(), []
-    top = sorted(Path(nltk_dir).iterdir())
-    for item in [*top, *(p for folder in top if folder.is_dir() for p in sorted(folder.iterdir()))]:
-        real = item.resolve()  # a linked folder (taggers -> …) comes before what is in it
+    top = listing(Path(nltk_dir))
+    for item in [*top, *(p for folder in top for p in listing(folder))]:
+        try:
+            real = item.resolve()  # a linked folder (taggers -> …) comes before what is in it
+        except (OSError, RuntimeError):  # a link loop: nothing to read there
+            continue
         if not real.is_relative_to(root) and not any(real.is_relative_to(o) for o in out):
             out.append(real)
     return tuple(map(str, out))

@@ -273,23 +273,25 @@ class Embedder(ABC):
 
     def _checked(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         """The sentences as lists of str, each checked (see :meth:`embed`)."""
-        sentences = list(sentences)  # read once: a generator would be empty the second time
-        for n, s in enumerate(sentences):
-            if isinstance(s, str):  # list("The bank") would be its characters, silently
-                raise RequestError(
-                    f"Sentence {n + 1} is a string ({s[:30]!r}), not a list of words: pass [text.split()] for one."
-                )
-        sentences = [list(map(str, s)) for s in sentences]
-        for n, s in enumerate(sentences):
-            if "" in s:  # no piece to read: a tokenizer's fallback would put a control token (GPT-2's end of text)
-                raise RequestError(f"Sentence {n + 1}, word {s.index('') + 1} is empty: a word needs a character.")
-            if len(s) > self.max_words_per_sentence:
-                raise RequestError(  # a ValueError too; a LabError, so a command line says it in one line
-                    f"Sentence {n + 1} has {len(s):,} words; {self.name} accepts at most "
-                    f"{self.max_words_per_sentence:,} in one sentence. Split it (a file without sentence breaks?)."
-                )
-            check_unicode(n, s)
-        return sentences
+        # read once (a generator would be empty the second time), each sentence checked in turn
+        return [self._checked_sentence(n, s) for n, s in enumerate(list(sentences))]
+
+    def _checked_sentence(self, n: int, sentence: Sequence[str]) -> list[str]:
+        """Sentence ``n`` (0-based, said 1-based) as a list of str, or a RequestError saying what is wrong with it."""
+        if isinstance(sentence, str):  # list("The bank") would be its characters, silently
+            raise RequestError(
+                f"Sentence {n + 1} is a string ({sentence[:30]!r}), not a list of words: pass [text.split()] for one."
+            )
+        s = list(map(str, sentence))
+        if "" in s:  # no piece to read: a tokenizer's fallback would put a control token (GPT-2's end of text)
+            raise RequestError(f"Sentence {n + 1}, word {s.index('') + 1} is empty: a word needs a character.")
+        if len(s) > self.max_words_per_sentence:
+            raise RequestError(  # a ValueError too; a LabError, so a command line says it in one line
+                f"Sentence {n + 1} has {len(s):,} words; {self.name} accepts at most "
+                f"{self.max_words_per_sentence:,} in one sentence. Split it (a file without sentence breaks?)."
+            )
+        check_unicode(n, s)
+        return s
 
     def embed_rows(
         self, chunks: Iterable[tuple[Sequence[Sequence[str]], Sequence[np.ndarray] | None]], dtype: torch.dtype

@@ -119,3 +119,12 @@ def test_the_dataset_sample_is_random_not_periodic_and_sentences_may_be_a_genera
     with pytest.raises(UnknownTextError, match="of the text to embed"):
         emb.check_text(alternating)
     assert len(RandomEmbedder().embed(s.split() for s in ["the bank", "a cat sat"])) == 2
+
+
+def test_the_dataset_check_names_the_datasets_own_sentence(tiny):
+    """A refusal from the whole-dataset check counted sentences of its sample (empty ones left out): the dataset's
+    seventh sentence was "Sentence 6"."""
+    dataset = [[]] + [SENTENCE] * 9
+    dataset[6] = ["a", ""]
+    with pytest.raises(RequestError, match="^Sentence 7, word 2 is empty"):
+        tiny["bert"].check_text(dataset)

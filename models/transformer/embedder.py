@@ -253,13 +253,14 @@ class TransformerEmbedder(Embedder):
         its shortest lines (emoji, names), which a vocabulary may rightly not read, and a verdict must not hang on how
         chunks fall. Random, not every k-th line: a file whose lines alternate (a text and its translation) would
         put one kind of line alone in a periodic sample."""
-        sentences = [s for s in sentences if len(s)]
-        if not sentences:
+        sentences = list(sentences)
+        nonempty = [n for n, s in enumerate(sentences) if len(s)]
+        if not nonempty:
             return
-        order = np.random.default_rng(0).permutation(len(sentences))
-        words = np.cumsum([len(sentences[i]) for i in order])
-        take = order[: max(1, int(np.searchsorted(words, CHECKED_WORDS, side="right")))]
-        sample = self._checked([sentences[i] for i in np.sort(take)])
+        order = np.random.default_rng(0).permutation(nonempty)
+        words = np.cumsum([len(sentences[n]) for n in order])
+        take = np.sort(order[: max(1, int(np.searchsorted(words, CHECKED_WORDS, side="right")))])
+        sample = [self._checked_sentence(int(n), sentences[n]) for n in take]  # a refusal names the dataset's sentence
         check_known_words(self.path, self.tokenizer, self._pieces(sample, check=False), what="the text to embed")
 
     def _rows(
