@@ -24,7 +24,7 @@ from probes.stats.profiles import (
     relative_depth,
 )
 from probes.tasks.cka import cka_tables, layer_vectors, run_cka
-from probes.tasks.contextuality import semcor_sentences
+from probes.tasks.sentences import semcor_sentences
 
 RUNS = REPO_ROOT / "docs" / "results" / "runs"
 

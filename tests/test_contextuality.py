@@ -24,7 +24,8 @@ from probes.estimators.contextuality import (
 )
 from probes.registry import ProbeSpec, RunContext, builtin_probe_names, get_probe
 from probes.results import load_results
-from probes.tasks.contextuality import TITLES, run_contextuality, semcor_sentences, write_tables
+from probes.tasks.contextuality import TITLES, run_contextuality, write_tables
+from probes.tasks.sentences import semcor_sentences
 from tests.test_app import assert_ok, open_page, texts
 
 COMMITTED = REPO_ROOT / "docs" / "results" / "contextuality"
@@ -306,7 +307,7 @@ def test_a_corpus_file_is_read_as_every_data_file_is(tmp_path):
     """``--corpus`` read its file with ``splitlines`` (U+2028 or NEL inside a line made two sentences), kept a
     byte-order mark on the first word, named a bad byte by offset alone, and called a 3-line file "…-first2000"."""
     from probes.errors import ProbeInputError
-    from probes.tasks.contextuality import corpus_sentences
+    from probes.tasks.sentences import corpus_sentences
 
     plain = tmp_path / "plain.txt"
     plain.write_text("the bank rose .\nby the river\u2028bank .\nmoney\x85bank !\n", encoding="utf-8")

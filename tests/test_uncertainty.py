@@ -17,7 +17,8 @@ from probes.estimators.mdl import online_codelength, online_codelengths, order_i
 from probes.registry import RunContext
 from probes.tasks.cka import layer_vectors, run_cka
 from probes.tasks.conll import conll_slice
-from probes.tasks.contextuality import corpus_words, run_contextuality, semcor_sentences, summary
+from probes.tasks.contextuality import corpus_words, run_contextuality, summary
+from probes.tasks.sentences import semcor_sentences
 
 UNITS = {
     "self_similarity": "word",

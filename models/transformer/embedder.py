@@ -32,9 +32,10 @@ from models.base import Embedder, ModelInfo, PieceAttention, SentenceEmbedding, 
 from models.options import CPU_TOKENS, GPU_TOKENS
 from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_config, load_tokenizer
 from models.transformer.loading import context_size, init_kwargs, load_model, model_class, select_layers
-from models.transformer.memory import check_fits, device_kind, estimate_memory, oom_message, resolve_dtype
+from models.transformer.memory import check_fits, device_kind, estimate_memory, repack_after_oom, resolve_dtype
 from models.transformer.pieces import (
     Row,
+    check_one_window,
     make_rows,
     pack_batches,
     pad_right,
@@ -51,10 +52,10 @@ from models.transformer.tokens import (
     check_vocabulary,
     prepare_word_alignment,
     special_layout,
+    text_sample,
 )
 
 POOLINGS = ("mean", "first", "last")
-CHECKED_WORDS = 20_000  # words of a dataset tokenized to judge whether the model can read it (check_text)
 log = logging.getLogger(__name__)
 
 
@@ -248,37 +249,21 @@ class TransformerEmbedder(Embedder):
         return pieces
 
     def check_text(self, sentences: Sequence[Sequence[str]]) -> None:
-        """Refuse a dataset that is mostly the unknown token, judged on a seeded random sample of its sentences (up to
-        ``CHECKED_WORDS`` words; all of a smaller one), never per chunk: a length-sorted extraction's last chunk holds
-        its shortest lines (emoji, names), which a vocabulary may rightly not read, and a verdict must not hang on how
-        chunks fall. Random, not every k-th line: a file whose lines alternate (a text and its translation) would
-        put one kind of line alone in a periodic sample."""
+        """Refuse a dataset that is mostly the unknown token, judged on a seeded random sample of its sentences
+        (``tokens.text_sample``), never per chunk: a length-sorted extraction's last chunk holds its shortest lines
+        (emoji, names), which a vocabulary may rightly not read, and a verdict must not hang on how chunks fall."""
         sentences = list(sentences)
-        nonempty = [n for n, s in enumerate(sentences) if len(s)]
-        if not nonempty:
-            return
-        order = np.random.default_rng(0).permutation(nonempty)
-        words = np.cumsum([len(sentences[n]) for n in order])
-        take = np.sort(order[: max(1, int(np.searchsorted(words, CHECKED_WORDS, side="right")))])
-        sample = [self._checked_sentence(int(n), sentences[n]) for n in take]  # a refusal names the dataset's sentence
+        sample = [self._checked_sentence(n, sentences[n]) for n in text_sample(sentences)]  # names its own sentence
         check_known_words(self.path, self.tokenizer, self._pieces(sample, check=False), what="the text to embed")
 
     def _rows(
         self, sentences: list[list[str]], whole_only: bool = False, check: bool = True
     ) -> tuple[list[Row], list[np.ndarray]]:
-        """Forward-pass rows (windows) of all sentences, and each sentence's piece->word index.
-        ``whole_only`` (attention): a sentence longer than one window is a RequestError naming it by its words (the
-        caller's index is not known here: empty sentences were left out, the rest may be reordered)."""
+        """Forward-pass rows (windows) of all sentences, and each sentence's piece->word index; ``whole_only``
+        (attention): a sentence longer than one window is refused (``pieces.check_one_window``)."""
         pieces = self._pieces(sentences, check)
-        for words, (ids, _) in zip(sentences, pieces) if whole_only else ():
-            if len(ids) > self.window:
-                text = " ".join(words)
-                text = text if len(text) <= 40 else text[:39].rstrip() + "…"
-                raise RequestError(
-                    f"The sentence “{text}” has {len(ids):,} pieces; {self.name} takes at most {self.window:,} in "
-                    f"one window. Its vectors are computed in overlapping windows, but attention maps cannot be "
-                    f"stitched across windows: shorten it to ≤ {self.window:,} pieces for attention."
-                )
+        if whole_only:
+            check_one_window(sentences, pieces, self.window, self.name)
         rows = make_rows(pieces, self.window, self.stride, self._wrap, self._best_window)
         return rows, [word_of for _, word_of in pieces]
 
@@ -331,31 +316,6 @@ class TransformerEmbedder(Embedder):
         ]  # per layer: no (L+1, B, T, D) stack copy
         return parts, (word_attention(brows, att, n_words) if att is not None else {})
 
-    def _repack_after_oom(
-        self, exc: BaseException, rows: list[Row], todo: list[list[int]], with_attention: bool
-    ) -> list[list[int]]:
-        """Halve the token budget and re-pack the rows not yet run; a lone row that does not fit is an error."""
-        failed = todo[0]
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-        longest = max(len(rows[i].ids) for i in failed)
-        if len(failed) == 1:
-            raise torch.OutOfMemoryError(
-                oom_message(self.name, self.config, longest, self.window, self.dtype, self.device, with_attention)
-            ) from exc
-        self.max_tokens = max(1, self.max_tokens // 2)
-        remaining = [i for batch in todo for i in batch]
-        log.warning(
-            "%s: out of memory on a batch of %d rows x %d pieces; token budget halved to %d, re-packing "
-            "the %d remaining rows.",
-            self.name,
-            len(failed),
-            longest,
-            self.max_tokens,
-            len(remaining),
-        )
-        return [[remaining[j] for j in b] for b in self._batches([rows[i] for i in remaining], with_attention)]
-
     def _embed_batch(self, sentences: list[list[str]], with_attention: bool) -> list[SentenceEmbedding]:
         rows, piece_words = self._rows(sentences, whole_only=with_attention)
         n_words = np.array([len(s) for s in sentences])
@@ -372,7 +332,7 @@ class TransformerEmbedder(Embedder):
                 try:
                     parts, batch_atts = self._word_parts(brows, piece_weight, n_words, with_attention)
                 except torch.OutOfMemoryError as exc:  # nothing of this batch was added yet: re-run it smaller
-                    todo = self._repack_after_oom(exc, rows, todo, with_attention)
+                    todo = repack_after_oom(self, exc, rows, todo, with_attention)
                     continue
                 todo.pop(0)
                 # Each selected piece goes to its word's global slot (windowed words draw from two windows).

@@ -9,10 +9,14 @@
   (custom code) is estimated from its safetensors headers instead.
 - :func:`check_fits` refuses a model whose weights alone exceed the free memory of the device
   (``torch.cuda.mem_get_info`` on a GPU, ``psutil`` on the CPU; every GPU plus the CPU for ``"auto"``).
+- :func:`repack_after_oom`: out of memory in a batch, the token budget is halved and the rows not yet run
+  re-packed (``TransformerEmbedder.embed`` and the streamed path alike); a lone row that does not fit is an error
+  saying what it needs (:func:`oom_message`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -25,6 +29,7 @@ from corpora.errors import RequestError
 from models.base import ModelLoadError, default_device
 from models.transformer.checkpoint import load_config
 from models.transformer.loading import init_kwargs, model_class
+from models.transformer.pieces import Row
 from models.transformer.refusals import read_config, remote_code_reason, weight_files
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -153,3 +158,30 @@ def oom_message(
         f"needs about {gib(need)} beyond the weights, {gib(available_memory(device))} is free. Use a smaller "
         f"window (now {window} pieces), dtype='fp16'/'bf16', or device='auto'."
     )
+
+
+def repack_after_oom(
+    emb, exc: BaseException, rows: list[Row], todo: list[list[int]], with_attention: bool
+) -> list[list[int]]:
+    """``emb``'s batches ``todo`` (row indices; the first failed) after an out-of-memory error: the token budget
+    halved and the rows not yet run re-packed; a lone row that does not fit is an error."""
+    failed = todo[0]
+    if emb.device.type == "cuda":
+        torch.cuda.empty_cache()
+    longest = max(len(rows[i].ids) for i in failed)
+    if len(failed) == 1:
+        raise torch.OutOfMemoryError(
+            oom_message(emb.name, emb.config, longest, emb.window, emb.dtype, emb.device, with_attention)
+        ) from exc
+    emb.max_tokens = max(1, emb.max_tokens // 2)
+    remaining = [i for batch in todo for i in batch]
+    logging.getLogger("models.transformer.embedder").warning(
+        "%s: out of memory on a batch of %d rows x %d pieces; token budget halved to %d, re-packing "
+        "the %d remaining rows.",
+        emb.name,
+        len(failed),
+        longest,
+        emb.max_tokens,
+        len(remaining),
+    )
+    return [[remaining[j] for j in b] for b in emb._batches([rows[i] for i in remaining], with_attention)]

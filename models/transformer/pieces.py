@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from corpora.errors import RequestError
+
 
 @dataclass
 class Row:
@@ -139,6 +141,22 @@ def per_word_pieces(tokenizer, sentences: list[list[str]], unk_id: int) -> list[
             word_of += [i] * len(known[w])
         out.append((ids, np.asarray(word_of, dtype=np.int64)))
     return out
+
+
+def check_one_window(
+    sentences: Sequence[Sequence[str]], pieces: list[tuple[list[int], np.ndarray]], window: int, name: str
+) -> None:
+    """RequestError for the first sentence longer than one window (attention maps cannot be stitched across
+    windows), named by its words: the caller's index is not known here (empty sentences were left out)."""
+    for words, (ids, _) in zip(sentences, pieces):
+        if len(ids) > window:
+            text = " ".join(words)
+            text = text if len(text) <= 40 else text[:39].rstrip() + "…"
+            raise RequestError(
+                f"The sentence “{text}” has {len(ids):,} pieces; {name} takes at most {window:,} in one window. Its "
+                "vectors are computed in overlapping windows, but attention maps cannot be stitched across windows: "
+                f"shorten it to ≤ {window:,} pieces for attention."
+            )
 
 
 def make_rows(

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from models.base import RowBlock, check_keep
+from models.transformer.memory import repack_after_oom
 from models.transformer.pieces import Row, pad_right, piece_weights
 
 INTS = ("ids", "mask", "lead_src", "scaled", "rest_src", "rest_dst")
@@ -233,7 +234,7 @@ def run_chunk(emb, plan: ChunkPlan, dtype: torch.dtype) -> Iterator[RowBlock]:
         try:
             out, long_parts = _pool(emb, bp, dtype)
         except torch.OutOfMemoryError as exc:  # nothing of this batch was added yet: re-run it smaller
-            batches = emb._repack_after_oom(exc, plan.rows, [b.rows for b in todo], False)
+            batches = repack_after_oom(emb, exc, plan.rows, [b.rows for b in todo], False)
             todo = [plan_batch(emb, plan, b, emb.device.type == "cuda") for b in batches]
             continue
         todo.pop(0)

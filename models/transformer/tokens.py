@@ -23,6 +23,7 @@ no ``word_ids()``: each word is tokenized on its own (``pieces.per_word_pieces``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -160,6 +161,21 @@ def special_id_disagreements(tokenizer, config) -> list[str]:
         if ours is not None and theirs is not None and int(ours) not in allowed:
             out.append(f"its {role}_token_id is {ours}, the model's config says {theirs}")
     return out
+
+
+CHECKED_WORDS = 20_000  # words of a dataset tokenized to judge whether the model can read it (check_text)
+
+
+def text_sample(sentences: Sequence[Sequence[str]], words: int = CHECKED_WORDS, seed: int = 0) -> list[int]:
+    """Indices, in order, of a seeded random sample of the non-empty ``sentences`` holding about ``words`` words (all
+    of a smaller dataset). Random, not every k-th line: a file whose lines alternate (a text and its translation)
+    would put one kind of line alone in a periodic sample."""
+    nonempty = [n for n, s in enumerate(sentences) if len(s)]
+    if not nonempty:
+        return []
+    order = np.random.default_rng(seed).permutation(nonempty)
+    total = np.cumsum([len(sentences[n]) for n in order])
+    return sorted(int(n) for n in order[: max(1, int(np.searchsorted(total, words, side="right")))])
 
 
 def check_known_words(

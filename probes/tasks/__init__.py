@@ -4,5 +4,6 @@ registered by one line in ``probes.registry.PROBES`` — ``wsd/`` (1-NN word sen
 ``cka``, ``structural`` (Hewitt & Manning's distance and depth probes) and ``head_syntax`` (Clark et al.'s
 attention heads) — plus the data helpers they share: ``conll`` (CoNLL-2000 slices), ``datafiles`` (a user's
 train/dev/test files), ``token_labels`` (the generic token-labelling runner), ``rigor_options`` (its probe family
-/ control / MDL options) and ``preview`` (what a user's files hold).
+/ control / MDL options), ``preview`` (what a user's files hold) and ``sentences`` (plain-sentence corpora: SemCor's
+words or a text file, read by ``contextuality`` and ``cka``).
 """

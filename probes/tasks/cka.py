@@ -6,7 +6,7 @@
     res.extra["matrix"], res.extra["against"]["matrix"]              # the full matrices, as lists of rows
 
 Data: the words of SemCor's first ``ctx.limit`` sentences (default ``DEFAULT_LIMIT``; multiword tokens
-split, as ``probes.tasks.contextuality.semcor_sentences`` reads them), each layer from ``Embedder.embed``
+split, as ``probes.tasks.sentences.semcor_sentences`` reads them), each layer from ``Embedder.embed``
 (no feature cache: these are the numbers the Layer profile page has always drawn), at most
 ``max_vectors`` words (a seeded sample of rows, the same words for every layer and for both models).
 Every layer of the model is compared (``--layers`` does not apply).
@@ -36,7 +36,7 @@ from probes.estimators.cka import RESAMPLES, cka_interval, cka_matrix
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext, no_baselines
 from probes.results import ProbeResult
 from probes.stats.units import value_interval_text
-from probes.tasks.contextuality import semcor_sentences
+from probes.tasks.sentences import semcor_sentences
 
 NAME = "cka"
 DEFAULT_LIMIT = 500

@@ -1,7 +1,7 @@
 """Contextuality per layer (Ethayarajh 2019): the ``contextuality`` probe (``probes.estimators.contextuality``).
 
     python -m probes contextuality --model minilm                       # SemCor's first 2000 sentences
-    python -m probes contextuality --model gpt-small --words bank,play,run --min-occurrences 3
+    python -m probes contextuality --model gpt-small --words play,run,light --min-occurrences 3
     python -m probes contextuality --model minilm --corpus my_sentences.txt   # one sentence a line
     python -m probes reproduce --models glove-6b-50d,minilm --probes contextuality --out results/
     res = run_contextuality(load_embedder("minilm"), None, RunContext(limit=2000))
@@ -31,16 +31,12 @@ never touching ``OUT/tables.md``; not in ``reproduce``'s default probes (``in_de
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from corpora.format_errors import DataFormatError
-from corpora.labelled import numbered_lines
-from corpora.semcor import load_semcor
 from features.extract import get_features
 from probes.errors import ProbeInputError, no_file
 from probes.estimators.contextuality import METRICS, QUANTITY, layer_measures, select_words
@@ -49,6 +45,7 @@ from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext, no
 from probes.reporting.tables import markdown_table
 from probes.results import ProbeResult, latest_rows, read_results
 from probes.stats.units import value_interval_text
+from probes.tasks.sentences import corpus_sentences, semcor_sentences
 
 NAME = "contextuality"
 DEFAULT_LIMIT = 2000
@@ -71,34 +68,6 @@ def word_key(word: str) -> str:
     """The word a token counts as: its exact form ("The" and "the" are two inputs, and a character-level
     layer 0 gives them two vectors); "" for punctuation (no letter or digit)."""
     return word if any(c.isalnum() for c in word) else ""
-
-
-def semcor_sentences(limit: int | None) -> tuple[str, list[list[str]]]:
-    """(dataset name, words of SemCor's first ``limit`` sentences)."""
-    sentences, _ = load_semcor()
-    sentences = sentences[:limit] if limit is not None else sentences
-    words = [[p for tok in s.tokens for p in tok.pieces] for s in sentences]
-    return (f"semcor-first{limit}" if limit is not None else "semcor"), [w for w in words if w]
-
-
-def corpus_sentences(path: str | Path, limit: int | None) -> tuple[str, list[list[str]]]:
-    """(dataset name, sentences) of a UTF-8 text file, one sentence a line (read as every data file is:
-    ``corpora.labelled.numbered_lines``), the first ``limit``; ProbeInputError for a bad file. The name ends in
-    ``-firstN`` only when the file has more than N sentences."""
-    path = Path(path)
-    if not path.exists():  # a pipe (<(zcat corpus.gz)) exists without being a regular file
-        raise no_file("--corpus", path)
-    try:
-        lines = [line for _, line in numbered_lines(path)]  # read once: a pipe cannot be read again
-    except DataFormatError as exc:  # names the line: not UTF-8, unreadable, empty
-        raise ProbeInputError(f"--corpus {exc}") from None
-    sentences = [line.split() for line in lines if line.strip()]
-    if not sentences:
-        raise ProbeInputError(f"--corpus {path}: no sentences (one sentence a line, words split at spaces).")
-    sliced = limit is not None and limit < len(sentences)
-    # the text's hash with its line ends as "\n": a file's earlier runs keep their name whatever its line ends
-    digest = hashlib.sha256("".join(line + "\n" for line in lines).encode()).hexdigest()[:8]
-    return f"{path.stem}-{digest}" + (f"-first{limit}" if sliced else ""), sentences[:limit]
 
 
 def corpus_of(limit: int | None, corpus: str | None) -> tuple[str, list[list[str]]]:
