@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 
 import h5py
 import numpy as np
@@ -167,6 +168,25 @@ def _rev(x, lengths):
     return _reverse_padded(x, lengths)
 
 
+def test_dropout_wraps_the_residual_as_bilm_tf_does():
+    """bilm-tf trains with DropoutWrapper(ResidualWrapper(cell)): a layer's residual adds its input as dropped. Ours
+    added the undropped input (training only; inference has no dropout). A deterministic stand-in for dropout
+    (× 0.5) shows which input each layer and residual gets."""
+
+    class Half(torch.nn.Module):
+        def forward(self, x):
+            return 0.5 * x
+
+    lstm = randomized_bilm().lstm
+    lstm.dropout = Half()
+    x, mask = torch.randn(2, 5, D), torch.ones(2, 5, dtype=torch.bool)
+    lengths = mask.long().sum(1)
+    out = lstm(x, mask)
+    first = lstm.forward_layers[0](0.5 * x, lengths)
+    second = lstm.forward_layers[1](0.5 * first, lengths) + 0.5 * first
+    assert torch.allclose(out[0, ..., :D], first, atol=1e-6) and torch.allclose(out[1, ..., :D], second, atol=1e-6)
+
+
 def test_cell_clip_bounds_the_projection():
     torch.manual_seed(0)
     cell = LstmCellWithProjection(4, 3, 5, memory_cell_clip_value=0.1, state_projection_clip_value=0.05)
@@ -200,6 +220,24 @@ def test_elmo_scalar_mix():
 
 
 # ----------------------------------------------------------------------------- hdf5
+def test_elmo_layer_norm_counts_the_boundaries_and_leaves_padding_at_zero():
+    """AllenNLP's Elmo mixes the layers with <S> and </S> and strips them afterwards: a layer norm's statistics count
+    the boundaries, and padding stays zero. Ours stripped first: padding came out as −mean/std and real words
+    differed by up to 0.12 (an outside audit against AllenNLP's source)."""
+    from models.elmo.characters import remove_sentence_boundaries
+    from models.scalar_mix import _masked_layer_norm
+
+    bilm = randomized_bilm()
+    elmo = Elmo(bilm, do_layer_norm=True, dropout=0.0).eval()
+    ids = batch_to_ids([["The", "bank", "closed", "."], ["x"]])
+    out = elmo(ids)["elmo_representations"][0]
+    activations, mask = bilm(ids)
+    by_hand = torch.stack([_masked_layer_norm(h, mask) for h in activations]).mean(0)  # uniform weights, γ = 1
+    expected, kept = remove_sentence_boundaries(by_hand, mask)
+    assert torch.allclose(out, expected, atol=1e-5)
+    assert not out[1, 1:].any() and kept.tolist() == [[True] * 4, [True, False, False, False]]
+
+
 def test_hdf5_round_trip_gives_identical_outputs(tmp_path):
     bilm = randomized_bilm()
     options_path, weights_path = export_hdf5(bilm, tmp_path)
@@ -313,6 +351,30 @@ def test_a_few_training_steps_lower_the_loss(real_sentences):
         opt.step()
         losses.append(out["loss"].item())
     assert losses[-1] < losses[0] - 1.0
+
+
+def test_the_backward_lm_predicts_each_word_from_a_state_inside_the_sentence():
+    """The backward pairs (state t+1 → word t) were selected by mask[t]: a sentence shorter than the batch added
+    "</S>" predicted from the zero state of its padding, one fake target per such sentence, in the loss and in the
+    backward perplexity. Both directions now have the same targets: every word, <S> backward and </S> forward."""
+    from models.train.elmo_data import BatchEncoder, build_vocab
+
+    vocab = build_vocab(Counter(["a", "b", "c"]), 10)
+    chars, words = BatchEncoder(vocab)([["a", "b", "c"], ["a"]])
+    lm = BiLMLanguageModel(tiny_options(), len(vocab), cutoffs=[5], dropout=0.0).eval()
+    seen = []
+    real = lm.softmax.forward
+
+    def spy(states, targets):
+        seen.append((states.detach(), targets.tolist()))
+        return real(states, targets)
+
+    lm.softmax.forward = spy
+    out = lm(chars, words)
+    (fwd_states, fwd), (bwd_states, bwd) = seen
+    assert len(fwd) == len(bwd) == int(out["num_targets"]) == 4 + 2  # 3 words + </S>, 1 word + </S>
+    assert sorted(bwd) == sorted(words[0, :4].tolist() + words[1, :2].tolist())  # <S> and every word, once
+    assert (bwd_states.norm(dim=-1) > 0).all()  # no state read from padding
 
 
 def test_trainer_end_to_end_and_resume(tmp_path, data_root, capsys):

@@ -183,6 +183,12 @@ class Elmo(nn.Module):
         )
 
     def forward(self, char_ids: torch.Tensor) -> dict[str, Any]:
-        layers, mask = self.bilm.layers(char_ids)
-        reps = [self.dropout(mix(layers, mask)) for mix in self.scalar_mixes]
+        # As AllenNLP's Elmo: mix the layers with <S> and </S> (a layer norm's statistics count them), then strip the
+        # boundaries, which leaves padding at zero. Without layer norm the order changes nothing (a per-position mix).
+        activations, mask_bos_eos = self.bilm(char_ids)
+        _, mask = remove_sentence_boundaries(activations[0], mask_bos_eos)
+        reps = [
+            self.dropout(remove_sentence_boundaries(mix(activations, mask_bos_eos), mask_bos_eos)[0])
+            for mix in self.scalar_mixes
+        ]
         return {"elmo_representations": reps, "mask": mask}

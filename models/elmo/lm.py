@@ -50,12 +50,13 @@ class BiLMLanguageModel(nn.Module):
         top = activations[-1]  # (B, T+2, 2D)
         d = self.bilm.projection_dim
         fwd_states, bwd_states = self.dropout(top[..., :d]), self.dropout(top[..., d:])
-        # forward: state t predicts word t+1 (targets exist where mask[t+1]); backward: state t → word t−1
-        fwd_sel = mask[:, 1:]
-        bwd_sel = mask[:, :-1]
-        fwd_out = self.softmax(fwd_states[:, :-1][fwd_sel], word_ids[:, 1:][fwd_sel])
-        bwd_out = self.softmax(bwd_states[:, 1:][bwd_sel], word_ids[:, :-1][bwd_sel])
-        n = fwd_sel.sum()
+        # forward: state t predicts word t+1; backward: state t+1 predicts word t. Both pairs exist where position t+1
+        # is in the sentence (mask[t+1]): <S> … </S> gives as many targets each way. (mask[t] for the backward pair
+        # took one more per sentence shorter than the batch: </S> "predicted" from the zero state of the padding.)
+        sel = mask[:, 1:]
+        fwd_out = self.softmax(fwd_states[:, :-1][sel], word_ids[:, 1:][sel])
+        bwd_out = self.softmax(bwd_states[:, 1:][sel], word_ids[:, :-1][sel])
+        n = sel.sum()
         fwd_nll = -fwd_out.output.sum()
         bwd_nll = -bwd_out.output.sum()
         return {

@@ -291,13 +291,14 @@ class ElmoLstm(nn.Module):
         outputs = []
         for index in range(self.num_layers):
             for direction, stack in enumerate((self.forward_layers, self.backward_layers)):
-                x = streams[direction]
+                # bilm-tf's DropoutWrapper(ResidualWrapper(cell)): the residual adds the input as dropped
+                x = self.dropout(streams[direction])
                 if h0 is not None and c0 is not None:
                     start = (h0[index, direction], c0[index, direction])
-                    out, final = stack[index](self.dropout(x), lengths, start, return_state=True)
+                    out, final = stack[index](x, lengths, start, return_state=True)
                     finals.append(final)
                 else:
-                    out = stack[index](self.dropout(x), lengths)
+                    out = stack[index](x, lengths)
                 streams[direction] = out + x if index != 0 and self.use_skip_connections else out
             outputs.append(torch.cat(streams, dim=-1))
         if finals:

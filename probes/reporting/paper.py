@@ -90,11 +90,12 @@ RIGOR_PUBLISHED: tuple[PublishedProbe, ...] = (
 #: How their setting differs from ours (printed under the table).
 RIGOR_DIFFERENCES = (
     "Theirs: the original ELMo (2 × 4,096-unit LSTMs, 1B Word Benchmark), PTB WSJ with the standard parsing "
-    "splits (≈ 40k training sentences), 1,000-wide probes. Ours: elmo-small (≈ 1/40 of the width, 4.7M "
-    "training tokens), CoNLL-2000 (WSJ 15–18, 8,936 sentences / WSJ 20), a linear probe unless the probe "
-    "column says otherwise. Proj0's counterpart, our ELMo with random weights, is random in its char-CNN too "
-    "(Proj0 keeps ELMo's trained one). Codelengths grow with the number of tokens coded, so compare the ordering of "
-    "layers and the task-vs-control gap, not absolute kbits; Hewitt & Liang report the development set."
+    "splits (≈ 40k training sentences), 1,000-wide probes. Ours: elmo-small (512-unit LSTMs: ≈ 1/37 of the "
+    "biLM's parameters; 4.7M training tokens), CoNLL-2000 (WSJ 15–18, 8,936 sentences / WSJ 20), a linear probe "
+    "unless the probe column says otherwise. Proj0's counterpart, our ELMo with random weights, is random in its "
+    "char-CNN too (Proj0 keeps ELMo's trained one). Codelengths grow with the number of tokens coded, so compare "
+    "the ordering of layers and the task-vs-control gap, not absolute kbits; Hewitt & Liang report the development "
+    "set."
 )
 
 
