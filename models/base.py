@@ -121,14 +121,20 @@ def use_compute(threads: int | None, device: str | None) -> None:
             raise RequestError(f"--device: {exc}") from None
 
 
-def check_device(text: str) -> torch.device:
-    """The torch device ``text`` names (``cpu``, ``cuda``, ``cuda:N``, ``mps``), or a RequestError saying why it
-    cannot be used here: torch cannot parse it, or this machine or torch build lacks it. Every command line checks
-    its ``--device`` with it before any model loads."""
+def parse_device(text: str) -> torch.device:
+    """The torch device ``text`` names, whether or not this machine has it (a model registry may serve a GPU
+    machine); a RequestError when torch cannot parse it."""
     try:
-        device = torch.device(text)
+        return torch.device(text)
     except (RuntimeError, ValueError):
         raise RequestError(f"{text!r} is not a torch device (use cpu, cuda or cuda:N)") from None
+
+
+def check_device(text: str) -> torch.device:
+    """The torch device ``text`` names (``cpu``, ``cuda``, ``cuda:N``, ``mps``), or a RequestError saying why it
+    cannot be used here: torch cannot parse it (``parse_device``), or this machine or torch build lacks it. Every
+    command line checks its ``--device`` with it before any model loads."""
+    device = parse_device(text)
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise RequestError(

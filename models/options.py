@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from corpora.errors import RequestError
 from models.errors import ModelLoadError
 
 POOLINGS = ("first", "mean", "last")
@@ -132,11 +133,11 @@ def _check(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise fail("must be a non-empty string")
         if key == "device" and value.strip() != "auto":
-            import torch  # lazy: the registry's readers (models list, the cluster's planner) need no torch
+            from models.base import parse_device  # lazy: torch; the registry's readers (models list) need none
 
             try:  # its syntax; whether this machine has it is checked at load (a registry may serve a GPU node)
-                torch.device(value.strip())
-            except (RuntimeError, ValueError):
+                parse_device(value.strip())
+            except RequestError:
                 raise fail("must be cpu, cuda, cuda:N, mps or auto") from None
         return value.strip()
     if key in ("stateful", "allow_pickle"):

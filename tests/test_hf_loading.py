@@ -615,7 +615,7 @@ def test_out_of_memory_halves_the_budget_and_gives_the_same_vectors(ckpt, caplog
     budget = emb.max_tokens
     first = [True]
     calls = _oom_when(emb, lambda rows: first.pop() if first else False)  # once, on the first batch
-    with caplog.at_level(logging.WARNING, logger="models.transformer.embedder"):
+    with caplog.at_level(logging.WARNING, logger="models.transformer.memory"):
         out = emb.embed(sents)
     assert emb.max_tokens == budget // 2 and len(calls) >= 2
     warnings = [r.getMessage() for r in caplog.records if "halved" in r.getMessage()]
@@ -634,7 +634,7 @@ def test_out_of_memory_until_batches_are_small_then_a_lone_row_fails(ckpt, caplo
     emb = load_hf_checkpoint(path, device="cpu")
     emb.max_tokens = 400
     _oom_when(emb, lambda rows: rows > 2)
-    with caplog.at_level(logging.WARNING, logger="models.transformer.embedder"):
+    with caplog.at_level(logging.WARNING, logger="models.transformer.memory"):
         out = emb.embed(sents)
     assert emb.max_tokens < 400 and sum("halved" in r.getMessage() for r in caplog.records) >= 2
     for o, r in zip(out, ref):

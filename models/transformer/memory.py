@@ -32,6 +32,7 @@ from models.transformer.loading import init_kwargs, model_class
 from models.transformer.pieces import Row
 from models.transformer.refusals import read_config, remote_code_reason, weight_files
 
+log = logging.getLogger(__name__)
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 _HEADER_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 
@@ -175,7 +176,7 @@ def repack_after_oom(
         ) from exc
     emb.max_tokens = max(1, emb.max_tokens // 2)
     remaining = [i for batch in todo for i in batch]
-    logging.getLogger("models.transformer.embedder").warning(
+    log.warning(
         "%s: out of memory on a batch of %d rows x %d pieces; token budget halved to %d, re-packing "
         "the %d remaining rows.",
         emb.name,

@@ -88,7 +88,7 @@ class ChunkPlan:
     rows_left: dict[int, int]  # multi-row sentence -> its rows not yet run
     sentences: list[int]  # chunk indices of the non-empty sentences (rows refer to these positions)
     batches: list[BatchPlan]
-    size: int = 0  # sentences in the chunk, empty ones included
+    empty: list[int]  # chunk indices of the empty sentences (no rows: a block of none)
 
 
 def _pieces_of(plan: ChunkPlan, r: Row) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -156,6 +156,7 @@ def plan_chunk(emb, sentences: Sequence[Sequence[str]], keep: Sequence[np.ndarra
     sentences = emb._checked(sentences)
     check_keep(sentences, keep)
     nonempty = [i for i, s in enumerate(sentences) if s]
+    empty = [i for i, s in enumerate(sentences) if not s]
     words = [sentences[i] for i in nonempty]
     rows, piece_words = emb._rows(words, check=False) if words else ([], [])  # the dataset was checked whole
     weights = [piece_weights(w_of, len(s), emb.pooling) for w_of, s in zip(piece_words, words)]
@@ -169,7 +170,7 @@ def plan_chunk(emb, sentences: Sequence[Sequence[str]], keep: Sequence[np.ndarra
     counts = np.array([int((s >= 0).sum()) for s in slots], np.int64)
     per_sentence = np.bincount([r.sentence for r in rows], minlength=len(words))
     rows_left = {int(s): int(n) for s, n in enumerate(per_sentence) if n > 1}
-    plan = ChunkPlan(rows, weights, slots, counts, rows_left, nonempty, [], len(sentences))
+    plan = ChunkPlan(rows, weights, slots, counts, rows_left, nonempty, [], empty)
     pin = emb.device.type == "cuda"
     plan.batches = [plan_batch(emb, plan, b, pin) for b in emb._batches(rows, False)]
     return plan
@@ -280,10 +281,9 @@ def planned(emb, chunks: Chunks, ahead: int | None = None) -> Iterator[ChunkPlan
 def stream_rows(emb, chunks: Chunks, dtype: torch.dtype, ahead: int | None = None) -> Iterator[tuple[int, RowBlock]]:
     """``Embedder.embed_rows`` for transformers (module doc)."""
     for c, plan in enumerate(planned(emb, chunks, ahead)):
-        empty = np.setdiff1d(np.arange(plan.size), plan.sentences).astype(np.int64)
-        if len(empty):  # every sentence of a chunk once, as the contract says: the empty ones with no rows
+        if plan.empty:  # every sentence of a chunk once, as the contract says: the empty ones with no rows
             none = torch.zeros(emb.num_layers, 0, emb.dim, dtype=dtype)
-            yield c, RowBlock(empty, np.zeros(len(empty), np.int64), none)
+            yield c, RowBlock(np.asarray(plan.empty, np.int64), np.zeros(len(plan.empty), np.int64), none)
         with torch.inference_mode():
             for block in run_chunk(emb, plan, dtype):
                 yield c, block
