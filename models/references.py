@@ -209,7 +209,9 @@ def load_reference(ref: str, name: str | None = None, options: dict[str, Any] | 
         try:
             check_device(device)
         except RequestError as exc:
-            raise ModelLoadError(f"{name} is registered with device {exc}, or register it again without one.") from None
+            raise ModelLoadError(
+                f"{name} is registered with device {exc}; give another (--device), or register it again without one."
+            ) from None
     kind = parsed.kind
     if kind in ("hf", "hub"):
         if "layers" in opts:

@@ -15,6 +15,7 @@ folder, adds the spec's train command to a load error, and re-draws the weights 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -236,11 +237,13 @@ def model_version(spec: ModelSpec) -> tuple:
     return spec, files_state(spec)
 
 
-def load_embedder(name: str) -> Embedder:
+def load_embedder(name: str, device: str | None = None) -> Embedder:
     """The process-wide instance of model ``name`` (any reference; loaded on first use, and again when the name now
     means another model: ``models add NAME NEW_REF --replace``, other options, or its files were replaced on disk,
-    where the app had kept serving the old vectors under the old fingerprint)."""
-    spec = get_spec(name)
+    where the app had kept serving the old vectors under the old fingerprint). ``device`` (a command's
+    ``--device``) replaces the one a model was registered with: a registry written on a GPU machine is read on a
+    laptop too."""
+    spec = with_device(get_spec(name), device)
     with _LOCK:
         held = _LOADED.get(name)
         if held is None or held[:2] != model_version(spec):
@@ -248,6 +251,14 @@ def load_embedder(name: str) -> Embedder:
             model = load_spec(spec)
             _LOADED[name] = (*model_version(spec), model)  # after the load: a hub model's download counts
         return _LOADED[name][2]
+
+
+def with_device(spec: ModelSpec, device: str | None) -> ModelSpec:
+    """``spec`` loading onto ``device`` where it was registered with another (``models add --device``)."""
+    options = spec.kwargs.get("options") or {}
+    if device is None or options.get("device") in (None, "auto", device):
+        return spec
+    return replace(spec, kwargs={**spec.kwargs, "options": {**options, "device": device}})
 
 
 def unload_embedder(name: str) -> bool:

@@ -294,12 +294,12 @@ def add_common(p: argparse.ArgumentParser, model: bool = True, seeds: int | None
 
 def add_all_options(p: argparse.ArgumentParser, specs: Sequence[ProbeSpec]) -> None:
     """Every probe's options, each once: ``reproduce``, ``sweep``. An option several probes declare is one flag whose
-    help gives each probe's meaning (``--rank``: pos's rank-limited probe, structural's projection), grouped where
-    they say the same."""
+    help gives each probe's meaning (``--train``: each probe's training file), grouped where they say the same; one
+    that means another thing in another probe has its own flag (``--structural-rank``: ``Option.own_flag``)."""
     first: dict[str, Option] = {}
     helps: dict[str, dict[str, list[str]]] = {}  # option -> its help -> the probes that give it
     for spec in specs:
-        for opt in spec.options:
+        for opt in map(spec.combined_option, spec.options):
             first.setdefault(opt.name, opt)
             helps.setdefault(opt.name, {}).setdefault(opt.help or "", []).append(spec.name)
     for name, opt in first.items():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,6 +40,8 @@ class Option:
     positive: a number that must be > 0 when given (a limit, a count of epochs).
     choices:  the values it takes (checked; the app's upload form offers them in a selectbox).
     in_app:   whether the app's upload form shows it (False: command line only, e.g. key files).
+    own_flag: ``reproduce`` and ``sweep``, which parse every probe's options, give it as ``--<probe>-<name>``
+              (structural's ``--structural-rank``): another probe's option of that name means something else.
     """
 
     name: str
@@ -50,6 +52,7 @@ class Option:
     positive: bool = False
     choices: tuple | None = None
     in_app: bool = True
+    own_flag: bool = False
 
     @property
     def flag(self) -> str:
@@ -218,10 +221,19 @@ class ProbeSpec:
         for opt in self.options:
             opt.add_to(parser)
 
+    def combined_option(self, opt: Option) -> Option:
+        """``opt`` as ``reproduce`` and ``sweep`` parse it: renamed ``<probe>_<name>`` when it has its ``own_flag``."""
+        return replace(opt, name=f"{self.name}_{opt.name}") if opt.own_flag else opt
+
     def options_from(self, values: dict[str, Any]) -> dict[str, Any]:
         """Runner keywords from parsed CLI arguments or app inputs (missing ones take their defaults), each checked,
-        then together (``check_options``)."""
-        options = {o.name: o.value(values.get(o.name, o.default)) for o in self.options}
+        then together (``check_options``). An option with its ``own_flag`` is read from ``<probe>_<name>`` where
+        ``values`` has it (``reproduce``, ``sweep``), else from its name (the probe's own command, the app)."""
+        options = {}
+        for opt in self.options:
+            given = self.combined_option(opt)
+            given = given if given.name in values else opt
+            options[opt.name] = given.value(values.get(given.name, opt.default))
         if self.check_options is not None:
             self.check_options(options)
         return options
@@ -276,10 +288,10 @@ def check_options_heard(values: dict[str, Any], chosen: Sequence[ProbeSpec]) -> 
     """``reproduce`` and ``sweep`` parse every probe's options; one given (not its default) that none of the
     ``chosen`` probes takes would be ignored while the run reads as if it applied: a ProbeInputError naming the
     probes that take it."""
-    taken = {opt.name for spec in chosen for opt in spec.options}
+    taken = {spec.combined_option(opt).name for spec in chosen for opt in spec.options}
     unheard: dict[str, tuple[Option, list[str]]] = {}
     for spec in all_probes():
-        for opt in spec.options:
+        for opt in map(spec.combined_option, spec.options):
             if opt.name not in taken and values.get(opt.name, opt.default) not in (opt.default, None):
                 unheard.setdefault(opt.name, (opt, []))[1].append(spec.name)
     if unheard:

@@ -76,7 +76,7 @@ def load_model(model: str | Embedder, device: str | None = None) -> Embedder:
     if isinstance(model, str):
         from models.registry import load_embedder  # lazy: the model zoo imports torch (`python -m probes stats`)
 
-        model = load_embedder(model)
+        model = load_embedder(model, device)  # the registered device gives way to this one
     if device is not None:
         model.to(device)
     return model

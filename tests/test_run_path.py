@@ -138,3 +138,29 @@ def test_an_estimate_promises_no_cache_writes_for_data_it_does_not_keep(tmp_path
     assert "extraction" in cka.text() and "writing" not in cka.text()
     pos = estimate_run(get_probe("pos"), model, layers="0", limit=5, feature_root=tmp_path / "empty")
     assert pos.feature_bytes == pos.words_to_embed * 2 * 16 * 2 > 0 and "writing up to" in pos.text()
+
+
+@pytest.mark.parametrize("command", [["reproduce", "--out", "OUT"], ["sweep", "--models", "glove-6b-50d"]])
+def test_one_run_of_pos_and_structural_sets_each_probes_rank(command, tmp_path, cache, capsys):
+    """``--rank`` is pos's rank-limited classifier and structural's projection: under one flag a run of both could
+    not set structural's (pos refused it without ``--probe rank``); structural's is ``--structural-rank`` there."""
+    from probes.__main__ import COMMANDS
+    from probes.registry import check_options_heard
+
+    parser = build_parser(commands=COMMANDS)
+    both = vars(parser.parse_args([*command, "--probes", "pos,structural", "--structural-rank", "8"]))
+    pos, structural = get_probe("pos"), get_probe("structural")
+    check_options_heard(both, [pos, structural])
+    assert pos.options_from(both)["rank"] is None and structural.options_from(both)["rank"] == 8
+    both = vars(parser.parse_args([*command, "--probe", "rank", "--rank", "4", "--structural-rank", "8"]))
+    assert pos.options_from(both)["rank"] == 4 and structural.options_from(both)["rank"] == 8
+    assert structural.options_from({"rank": 8})["rank"] == 8  # its own command and the app: --rank
+    with pytest.raises(ProbeInputError, match="--structural-rank 0"):
+        structural.options_from(vars(parser.parse_args([*command, "--structural-rank", "0"])))
+    alone = vars(parser.parse_args([*command, "--probes", "structural", "--rank", "8"]))
+    with pytest.raises(ProbeInputError, match="--rank is an option of pos, tag; --probes structural would not"):
+        check_options_heard(alone, [structural])
+    out = str(tmp_path / "out")
+    args = [*[out if a == "OUT" else a for a in command], "--probes", "structural", "--rank", "8"]
+    assert program(args) == 2 and "--rank is an option of pos, tag" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

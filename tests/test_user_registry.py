@@ -165,7 +165,8 @@ def test_a_registry_path_that_is_no_regular_file_or_cannot_be_locked_is_one_erro
 
 def test_models_add_checks_the_pickle_opt_in_and_the_device_as_loading_does(small_static, registry, tmp_path, capsys):
     """``models add`` registered a gensim pickle without --allow-pickle ("ok" in the list, refused at every use), and
-    any --device string ("bogus", "cuda" on a machine without one), after which every run was a torch traceback."""
+    any --device string ("bogus", "cuda" on a machine without one), after which every run was a torch traceback; and
+    a command's ``--device`` did not replace the registered one (every run refused)."""
     import pickle
 
     import torch
@@ -182,8 +183,11 @@ def test_models_add_checks_the_pickle_opt_in_and_the_device_as_loading_does(smal
     assert "device = 'bogus': must be cpu, cuda, cuda:N, mps or auto" in capsys.readouterr().err
     if not torch.cuda.is_available():  # a registry may serve a GPU machine: kept, and said at load
         assert main(["add", "v", str(small_static), "--device", "cuda"]) == 0
-        with pytest.raises(ModelLoadError, match=r"v is registered with device 'cuda': .*no CUDA GPU.*again without"):
+        with pytest.raises(ModelLoadError, match=r"v is registered with device 'cuda': .*no CUDA GPU.*--device"):
             load_embedder("v")
+        from probes.run import load_model  # a command's --device: the registered one gives way (it did not)
+
+        assert str(load_model("v", "cpu").device) == "cpu" and str(load_embedder("v", "cpu").device) == "cpu"
 
 
 @pytest.mark.parametrize(

@@ -300,7 +300,14 @@ PROBE = ProbeSpec(
     chart=ChartSpec(metrics=METRICS, axis_titles=(("selectivity", "selectivity (points: UUAS − control UUAS)"),)),
     options=file_options(FORMATS)
     + (
-        Option("rank", int, None, f"rank of the probe's linear map (default min({MAX_RANK}, dim))", positive=True),
+        Option(
+            "rank",
+            int,
+            None,
+            f"rank of the probe's linear map (default min({MAX_RANK}, dim))",
+            positive=True,
+            own_flag=True,  # pos's and tag's --rank is the rank-limited classifier's
+        ),
         Option("epochs", int, EPOCHS, "maximum training epochs per row", positive=True),
         Option("control", bool, False, "also train the distance probe on random trees: UUAS_control, selectivity"),
     ),
