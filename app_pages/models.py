@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 import torch
 
 from app_pages import state
-from app_pages.common import md, page, page_header, safe, wrapping_row
+from app_pages.common import code, md, page, page_header, safe, wrapping_row
 from app_pages.loaders import get_embedder, unload
 from corpora.errors import LabError
 from models.base import ModelLoadError, default_device
@@ -63,7 +65,7 @@ def card_section(names_loaded: list[str], loaded: dict) -> None:
         help="Choose a model to see its card, and load or unload it.",
     )
     spec = get_spec(name)
-    st.caption(spec.description)
+    st.caption(md(spec.description))  # a user model's names the path it was registered with
     b1, b2, _ = st.columns([1, 1, 4])
     if b1.button("Load", key="models_load", type="primary", disabled=name in names_loaded):
         with safe(f"load {name}"):
@@ -173,9 +175,28 @@ def add_problem(exc: LabError) -> str:
     return f"Not added (nothing was saved): {exc}"
 
 
+#: ``1`` offers the add/remove form on an app served beyond this machine as well.
+REGISTER_ON_NETWORK = "EMBPROBE_APP_REGISTER"
+
+
+def registering_offered() -> bool:
+    """Whether the add/remove form is offered: it reads any path the server can read (its messages tell a visitor
+    what is there) and edits the registry every session reads, so an app listening beyond localhost (``make app
+    ADDRESS=0.0.0.0``: a class, a lab server) offers it only where ``EMBPROBE_APP_REGISTER=1`` says so."""
+    address = st.get_option("server.address") or ""  # unset: every interface
+    return address in ("localhost", "127.0.0.1", "::1") or os.environ.get(REGISTER_ON_NETWORK) == "1"
+
+
 def own_models_section() -> None:
     """Add a model from a folder, file or hub id (validated before it is saved); remove one."""
     st.subheader("Your own models")
+    if not registering_offered():
+        st.info(
+            f"This app is served on the network, so the form that registers models from the server's files is off: "
+            f"run `python -m models add NAME PATH` on the server (every page offers the model at once), or start "
+            f"the app with `{REGISTER_ON_NETWORK}=1` to offer the form to every visitor."
+        )
+        return
     st.caption(
         f"Registered in `{registry_file()}` (set `EMBPROBE_MODELS` to use another file; "
         "`python -m models add/remove` edits the same file). Every page offers them at once; a hub id is "
@@ -208,7 +229,7 @@ def own_models_section() -> None:
             except LabError as exc:
                 st.error(md(add_problem(exc)), icon="⚠️")
             else:
-                st.success(f"Added {entry.name} → {entry.ref}.")
+                st.success(f"Added {entry.name} → {code(entry.ref)}.")  # a name is letters, digits and ._+-
                 st.dataframe(facts_frame([row]), hide_index=True)
     mine = sorted(registered())
     if mine:

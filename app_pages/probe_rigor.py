@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import state
-from app_pages.common import chart, model_order
+from app_pages.common import chart, md, model_order
 from models.random_init import twin_base
 from probes.registry import ProbeSpec
 from viz.export import file_stem, frame_csv
@@ -30,7 +30,9 @@ def layer_tests_section(spec: ProbeSpec, dataset: str, metric: str, models: list
     )
     table = layer_tests(results(), spec.name, dataset, model)
     if table is None:
-        box.info(f"{model} kept no per-instance outcomes for two layers on {dataset} (re-run it to test layers).")
+        box.info(
+            f"{md(model)} kept no per-instance outcomes for two layers on {md(dataset)} (re-run it to test layers)."
+        )
         return
     box.dataframe(table, hide_index=True, width="stretch")
     box.caption(

@@ -36,6 +36,7 @@ from app_pages import state
 from app_pages.common import (
     MAX_UPLOAD_MB as MAX_MB,  # the app's one upload limit (a test lowers MAX_MB)
     log,
+    md,
     model_select,
     safe,
 )
@@ -157,7 +158,7 @@ def uploads(spec: ProbeSpec) -> tuple[dict[str, Path], dict[str, str], list[Path
 
 
 def show_preview(preview: Preview) -> None:
-    st.markdown(preview.description)
+    st.markdown(f"**{md(preview.dataset)}** — {md(preview.description)}")  # the user's names, never Markdown
     st.dataframe(preview.counts, hide_index=True, width="stretch")
     c1, c2 = st.columns([1, 2])
     c1.dataframe(preview.labels, hide_index=True, height=260, width="stretch")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -147,10 +148,17 @@ def check_device(text: str) -> torch.device:
     return device
 
 
+#: torch has one CPU generator per process: a thread drawing under a seed holds this lock, so that another thread's
+#: seed cannot change its draws (two app sessions' probes fitting at once; a random twin loading beside a fit).
+SEEDED_DRAWS = threading.RLock()
+
+
 @contextmanager
 def seeded(seed: int) -> Iterator[None]:
-    """Draw under ``seed`` (``torch.manual_seed``) without touching the caller's CPU random state."""
-    with torch.random.fork_rng(devices=[]):
+    """Draw under ``seed`` (``torch.manual_seed``) without touching the caller's CPU random state, one thread at a
+    time (``SEEDED_DRAWS``): everything that draws from torch's own generators runs inside it (a probe's fit, its
+    dropout included; a random twin's weights)."""
+    with SEEDED_DRAWS, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
 

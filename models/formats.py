@@ -115,7 +115,7 @@ def guess_format(path: str | Path) -> str:
     if is_vector_row(first):
         return "glove"
     raise ModelLoadError(
-        f"Cannot tell the format of {path}: line 1 ({first[:60]!r}) is neither a word2vec header "
+        f"Cannot tell the format of {path}: line 1 ({len(parts)} field(s)) is neither a word2vec header "
         "'<count> <dim>' nor a GloVe row 'word v1 ... vdim', and the file is no fastText binary (2017+) "
         "or gensim file. The format is read from the file itself: give a GloVe text file (word v1 … vdim per line), "
         "a word2vec text or binary file or a fastText .vec (line 1: '<count> <dim>'), a fastText .bin or a gensim "

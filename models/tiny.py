@@ -47,6 +47,7 @@ import transformers
 from tokenizers import pre_tokenizers
 
 from corpora.wsj import load_treebank
+from models.base import seeded
 
 
 def _standard(layers: int, hidden: int, heads: int) -> dict:
@@ -225,8 +226,7 @@ def make_tiny_checkpoint(
     config = transformers.AutoConfig.for_model(
         spec.model_type, vocab_size=len(tokenizer), **ids, **spec.sizes(layers, hidden, heads)
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed):
         model = getattr(transformers, spec.auto_class).from_config(config, dtype=torch.float32)
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)

@@ -38,7 +38,7 @@ from models.options import ModelOptions
 
 ENV_VAR = "EMBPROBE_MODELS"
 DEFAULT_FILE = "embprobe.toml"
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")  # also a safe file-name part (result files)
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")  # fullmatch; also a safe file-name part (result files)
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def registry_file() -> Path:
 
 
 def check_name(name: str) -> str:
-    if not NAME_RE.match(name or ""):
+    if not NAME_RE.fullmatch(name or ""):
         raise ModelLoadError(
             f"Model name {name!r}: use 1-64 letters, digits and . _ + - (starting with a letter "
             "or digit); it names result files and URLs."
@@ -139,7 +139,7 @@ def _editing(file: Path) -> Iterator[None]:
             f"{file} is not a regular file, so no model can be registered in it (set {ENV_VAR} to a .toml file, "
             "or unset it to use embprobe.toml in the working folder)."
         )
-    lock = FileLock(str(file) + ".lock", timeout=30)
+    lock = FileLock(str(real) + ".lock", timeout=30)  # the file written: two links to it take one lock
     try:
         lock.acquire()
     except Timeout:
@@ -177,7 +177,7 @@ def add_user_model(
             entry[key] = value
         models[name] = entry
         _write_document(file, doc)
-    return read_user_models(file)[name]
+        return read_user_models(file)[name]  # under the lock: another process's edit may follow it
 
 
 def remove_user_model(name: str, file: Path | None = None) -> None:

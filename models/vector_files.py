@@ -5,7 +5,8 @@ The formats of ``models.formats`` and, through gensim, fastText ``.bin`` (walked
 buckets kept, so unknown words get fastText's n-gram vector) and gensim ``.save()`` files. Those are
 pickles, which run code named in the file: refused unless the caller passes ``allow_pickle=True`` (no
 code from a planted file), and even then unpickled with ``find_class`` limited to gensim's vector
-classes and numpy's arrays. docs/models.md, "Vector files".
+classes and numpy's arrays, and refused where they name a pickle saved beside them (``_check_specials``).
+docs/models.md, "Vector files".
 """
 
 from __future__ import annotations
@@ -97,6 +98,16 @@ class _GensimUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+def _check_specials(obj) -> None:
+    """What gensim's ``SaveLoad._load_specials`` will read beside the file, checked before it does: arrays
+    (``x.kv.vectors.npy``, read by numpy, which refuses pickles) are fine; a sparse matrix (``__scipys``) is a pickle
+    of its own that gensim unpickles unrestricted. No vectors file has one, so a file that names one is refused."""
+    if getattr(obj, "__scipys", []):
+        raise pickle.UnpicklingError("it names a sparse matrix saved beside it, a pickle of its own")
+    for attrib in getattr(obj, "__recursive_saveloads", []):
+        _check_specials(getattr(obj, attrib))
+
+
 def _read_gensim(path: Path, allow_pickle: bool):
     if not allow_pickle:
         raise ModelLoadError(PICKLE_REFUSAL.format(path=path))
@@ -106,7 +117,8 @@ def _read_gensim(path: Path, allow_pickle: bool):
     try:
         with open(path, "rb") as fh:
             obj = _GensimUnpickler(fh, encoding="latin1").load()  # gensim's own unpickle() settings
-        # The rest of gensim's SaveLoad.load: arrays saved beside the file (x.kv.vectors.npy, no pickles).
+        _check_specials(obj)
+        # The rest of gensim's SaveLoad.load: arrays saved beside the file, and the class's own upgrades.
         obj._load_specials(str(path), None, *SaveLoad._adapt_by_suffix(str(path)))
     except Exception as exc:  # a refused import, a bad pickle, a missing .npy beside it
         raise ModelLoadError(f"Cannot load gensim file {path}: {type(exc).__name__}: {exc}") from exc

@@ -6,7 +6,7 @@ uploader per input, fills the role's option (``--train`` …) with the stored fi
 the spec's other options as widgets and shows the preview before anything runs.
 
     inputs=(InputFile("train", ("CoNLL-U", "column file")), InputFile("test", ("CoNLL-U", "column file")))
-    preview=lambda limit, options: Preview(label, "**label** — …", counts, labels, sample)
+    preview=lambda limit, options: Preview(label, "label column UPOS, …", counts, labels, sample)
 
 Pure data: no Streamlit here (``app_pages.probe_upload`` draws it).
 """
@@ -51,7 +51,8 @@ class Preview:
     """What the files hold, parsed as the probe will read them.
 
     dataset:     the dataset's label in results (``NAME@HASH``).
-    description: one line of Markdown (the dataset, the label column or span kind, the slice).
+    description: one line of plain text (the label column or span kind, the slice), shown after the dataset;
+                 it quotes the user's files and options, so it is no Markdown.
     counts:      one row per file (sentences, words, targets, labels …).
     labels:      label, train count, test count.
     sample:      the first training items.

@@ -86,8 +86,11 @@ def seed_everything(seed: int) -> None:
     """The global torch and numpy generators (probes also seed their own; this covers the rest)."""
     import torch  # lazy: torch (`python -m probes stats` and baselines-only runs never need it otherwise)
 
-    torch.manual_seed(seed)
-    np.random.seed(seed)
+    from models.base import SEEDED_DRAWS
+
+    with SEEDED_DRAWS:  # not while another thread draws under its seed (``models.base.seeded``)
+        torch.manual_seed(seed)
+        np.random.seed(seed)
 
 
 def run_probe(

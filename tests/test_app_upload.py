@@ -52,7 +52,7 @@ def test_upload_preview_run_and_saved_results(data_root, cache):
     at.run()
     assert_ok(at)
     md = texts(at.markdown)
-    assert "label column **UPOS**" in md and "ewt@" in md
+    assert "label column UPOS" in md and "**ewt@" in md
     counts = next(d.value for d in at.dataframe if "scored words" in d.value.columns)
     assert list(counts["file"]) == ["train", "test"] and list(counts["sentences"]) == [40, 20]
     assert (cache / "uploads").is_dir()
@@ -166,3 +166,19 @@ def test_an_upload_run_on_a_full_disk_shows_its_numbers_and_says_they_are_not_ke
     said = texts(at.warning)
     assert "done; NOT saved: The results could not be saved in" in said and "No space left on device" in said
     assert "command line" not in said and at.get("plotly_chart")
+
+
+def test_a_label_a_visitor_types_is_shown_as_text_not_markdown(data_root, cache):
+    """A label typed as ``--skip-label`` went into the preview's Markdown as it was: ``**x**[l](https://…)`` drew
+    bold text and a live link (and the dataset's name in results every session reads)."""
+    label = "**x**[l](https://evil.example)"
+    planted = lambda split, n: ewt_bytes(data_root, split, n).replace(b"\tNOUN\t", f"\t{label}\t".encode())
+    at = open_task("tag")
+    upload(at, "tag", "train", "ewt-train.conllu", planted("train", 20))
+    upload(at, "tag", "test", "ewt-test.conllu", planted("test", 10))
+    at.text_input(key="up_tag_skip_label").set_value(label)
+    at.run()
+    assert_ok(at)
+    source = "\n".join(str(e.value) for e in at.markdown)  # the Markdown as written, escapes and all
+    assert r"(not \*\*x\*\*\[l\]\(https\://evil\.example\)\)" in source and "**x**" not in source
+    assert "(not **x**[l](https://evil.example))" in texts(at.markdown)  # read as typed

@@ -92,7 +92,7 @@ def run(embedder, layers, ctx, train=None, test=None, norm="l2"):
 def preview(limit, options):
     counts = pd.DataFrame([{"file": r, "sentences": len(sentences(options[r], limit))} for r in ROLES])
     words = [w for s in sentences(options["train"], limit) for w in s]
-    return Preview("words", f"**words** — {len(words)} training words", counts, pd.DataFrame({"label": []}),
+    return Preview("words", f"{len(words)} training words", counts, pd.DataFrame({"label": []}),
                    pd.DataFrame({"word": words[:8]}))
 
 

@@ -357,3 +357,31 @@ def test_a_path_named_like_a_registered_model_is_refused_and_a_renamed_version_i
     second = run_probe("pos", str(other), limit=20, layers="0", results_dir=results, show_progress=False)
     assert len(second.notes) == 1 and "1 run(s) of 'w2v-300' (pos) with another fingerprint" in second.notes[0]
     assert {r.model for r in read_results(results)} >= {"w2v-300"}
+
+
+def test_two_links_to_one_registry_take_one_lock_and_a_name_is_one_line(small_static, tmp_path):
+    """``w1/embprobe.toml`` and ``w2/embprobe.toml`` linked to one file locked two lock files: two processes adding
+    models kept 40 of 80 and one ended in a KeyError traceback. And ``models add $'nl\\n' …`` registered a name
+    with a newline (``$`` matches before a final one)."""
+    import threading
+
+    from filelock import FileLock
+
+    from models.user_registry import add_user_model, check_name, read_user_models
+
+    real = tmp_path / "dotfiles" / "real.toml"
+    real.parent.mkdir()
+    real.write_text("")
+    link = tmp_path / "w1" / "embprobe.toml"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    added = threading.Event()
+    with FileLock(str(real) + ".lock"):  # another process editing through the real path (or another link)
+        adding = threading.Thread(target=lambda: (add_user_model("a", str(small_static), file=link), added.set()))
+        adding.start()
+        assert not added.wait(1.0)  # it waits for the lock rather than editing beside the other process
+    adding.join(timeout=60)
+    assert added.is_set() and set(read_user_models(real)) == {"a"} and link.is_symlink()
+    for name in ("nl\n", "a\nb", "x" * 65):
+        with pytest.raises(ModelLoadError, match="use 1-64 letters"):
+            check_name(name)

@@ -346,6 +346,25 @@ def test_planted_pickle_never_runs(tmp_path):
     assert not marker.exists()
 
 
+def test_a_pickle_planted_beside_a_gensim_file_never_runs(trained, tmp_path):
+    """A gensim file that names a sparse matrix saved beside it (``__scipys``) had gensim unpickle that file with no
+    restriction, after ours: the planted code ran, and then the load failed."""
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(trained.wv.vector_size)
+    kv.add_vectors(trained.wv.index_to_key[:20], trained.wv.vectors[:20])
+    kv.save(str(tmp_path / "v.kv"))
+    assert _load(tmp_path / "v.kv").dim == trained.wv.vector_size  # an honest file loads (its arrays beside it)
+    stored = pickle.loads((tmp_path / "v.kv").read_bytes())
+    stored.__dict__["__scipys"] = ["evil"]
+    (tmp_path / "v.kv").write_bytes(pickle.dumps(stored, protocol=4))
+    marker = tmp_path / "pwned"
+    (tmp_path / "v.kv.evil").write_bytes(pickle.dumps(_Planted(marker), protocol=4))
+    (tmp_path / "v.kv.evil.npy").write_bytes(pickle.dumps(_Planted(marker), protocol=4))
+    _refused(tmp_path / "v.kv", "sparse matrix saved beside it", allow_pickle=True)
+    assert not marker.exists()
+
+
 def test_pickle_of_something_else(tmp_path):
     p = tmp_path / "d.model"
     p.write_bytes(pickle.dumps({"a": [1, 2]}, protocol=4))

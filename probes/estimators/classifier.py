@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from models.base import default_device
+from models.base import default_device, seeded
 from probes.progress import ProgressFn
 
 RowIndex = np.ndarray | torch.Tensor
@@ -171,8 +171,11 @@ class LinearProbe:
         if len(X) != len(y):
             raise ValueError(f"{len(X)} vectors for {len(y)} labels.")
         y_idx = self._encode(y)
+        with seeded(self.seed):  # the model's initial weights and its dropout draw from torch's generator
+            return self._fit(X, y_idx, progress)
+
+    def _fit(self, X: np.ndarray, y_idx: np.ndarray, progress: ProgressFn | None) -> LinearProbe:
         gen = torch.Generator().manual_seed(self.seed)
-        torch.manual_seed(self.seed)
         X_np = np.asarray(X, dtype=np.float32)
         self.mean_ = torch.as_tensor(X_np.mean(0), device=self.device)
         self.std_ = torch.as_tensor(X_np.std(0) + 1e-6, device=self.device)

@@ -22,7 +22,7 @@ import torch
 from seqeval.metrics import f1_score
 from torch import nn
 
-from models.base import default_device
+from models.base import default_device, seeded
 from models.scalar_mix import ScalarMix
 from probes.estimators.classifier import train_with_early_stopping
 
@@ -153,7 +153,10 @@ class MixProbe:
     def fit(self, data: TokenData) -> MixProbe:
         if len(data.labels) == 0:
             raise ValueError("Cannot fit on zero tokens.")
-        torch.manual_seed(self.seed)
+        with seeded(self.seed):  # the model's initial weights draw from torch's generator
+            return self._fit(data)
+
+    def _fit(self, data: TokenData) -> MixProbe:
         gen = torch.Generator().manual_seed(self.seed)
         self.classes_, y = np.unique(data.labels, return_inverse=True)
         y = torch.as_tensor(y)

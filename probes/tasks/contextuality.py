@@ -126,8 +126,7 @@ def preview_corpus(limit: int, options: dict) -> Preview:
     sample = pd.DataFrame({"sentence": [" ".join(s) for s in sentences[:20]]})
     return Preview(
         dataset,
-        f"**{dataset}** — the words that occur in at least {opts.get('min_occurrences', 5)} "
-        f"sentences of the first {limit}",
+        f"the words that occur in at least {opts.get('min_occurrences', 5)} sentences of the first {limit}",
         counts,
         words,
         sample,

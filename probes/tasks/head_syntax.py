@@ -196,7 +196,7 @@ def preview_file(limit: int, options: dict) -> Preview:
     rels = pd.DataFrame([{"relation": r, "dependencies": sum(counts.total[r])} for r in counts.relations()])
     n = pd.DataFrame([{"file": "test", "sentences": len(trees), "words": sum(len(t.words) for t in trees)}])
     sample = pd.DataFrame([{"sentence": " ".join(t.words)} for t in trees[:5]])
-    return Preview(files.label, f"**{files.label}** — dependency trees, first {limit} sentences", n, rels, sample)
+    return Preview(files.label, f"dependency trees, first {limit} sentences", n, rels, sample)
 
 
 PROBE = ProbeSpec(

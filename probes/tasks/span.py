@@ -115,9 +115,7 @@ def preview_files(limit: int, options: dict) -> Preview:
     """The app's preview: the files read as ``run_span`` reads them."""
     files, train, evals = load_splits(limit, **options)
     kind = "span pairs" if train.span2 is not None else "single spans"
-    return Preview(
-        files.label, f"**{files.label}** — {kind}, first {limit} lines of each file", *span_preview(train, evals)
-    )
+    return Preview(files.label, f"{kind}, first {limit} lines of each file", *span_preview(train, evals))
 
 
 def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:

@@ -280,13 +280,7 @@ def preview_files(limit: int, options: dict) -> Preview:
     sample = pd.DataFrame(
         [{"sentence": " ".join(t.words), "heads": " ".join(map(str, t.heads))} for t in trees["train"][:5]]
     )
-    return Preview(
-        files.label,
-        f"**{files.label}** — dependency trees, first {limit} sentences of each file",
-        counts,
-        labels,
-        sample,
-    )
+    return Preview(files.label, f"dependency trees, first {limit} sentences of each file", counts, labels, sample)
 
 
 PROBE = ProbeSpec(

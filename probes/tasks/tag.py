@@ -151,9 +151,7 @@ def preview_files(limit: int, options: dict) -> Preview:
     """The app's preview: the files read as ``run_tag`` reads them."""
     files, what, train, evals = load_splits(limit, **_task_options(options))
     return Preview(
-        files.label,
-        f"**{files.label}** — label column **{what}**, first {limit} sentences of each file",
-        *token_preview(train, evals),
+        files.label, f"label column {what}, first {limit} sentences of each file", *token_preview(train, evals)
     )
 
 

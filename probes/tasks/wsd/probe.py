@@ -277,7 +277,7 @@ def preview_files(limit: int, options: dict) -> Preview:
     _, name = make_plan(RunContext(limit=limit), **{k: v for k, v in options.items() if k != "keys"})
     train, *evals = [first(iter_lexical_sample(options[r]), limit) for r in ("train", "test") if options.get(r)]
     how = f"scored by {options['folds']}-fold cross-validation" if options.get("folds") else "scored on the test file"
-    return Preview(name, f"**{name}** — first {limit} lines of each file; {how}", *sense_preview(train, evals))
+    return Preview(name, f"first {limit} lines of each file; {how}", *sense_preview(train, evals))
 
 
 PROBE = ProbeSpec(
