@@ -25,6 +25,7 @@ import hashlib
 import os
 import re
 import shlex
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from app_pages.common import (
 )
 from app_pages.loaders import get_embedder
 from app_pages.warmup import wait_warmup
+from corpora.errors import LabError
 from corpora.paths import cache_dir
 from models import DEFAULT_STATIC_MODEL
 from probes.errors import ResultsNotSavedError
@@ -54,17 +56,40 @@ DEFAULT_LIMIT = 300
 OPTION_COLUMNS = 4
 
 
+#: The longest stored name: a file system's limit is 255 bytes, and the browser may send any name.
+MAX_NAME = 100
+
+
+def stored_name(name: str) -> str:
+    """An upload's file name as stored: letters, digits and ``._-`` (the rest ``_``), no leading dot (``..`` and
+    hidden names), at most ``MAX_NAME`` characters with its suffix kept (the readers choose a format by it)."""
+    safe = re.sub(r"[^0-9A-Za-z._-]+", "_", Path(name).name).lstrip(".") or "upload"
+    suffix = Path(safe).suffix[:20]
+    return safe if len(safe) <= MAX_NAME else safe[: MAX_NAME - len(suffix)] + suffix
+
+
 def save_upload(name: str, data: bytes) -> tuple[Path, bool]:
-    """The bytes under ``<cache>/uploads/<sha256[:16]>/<name>`` (written once, atomically), and whether this call
-    wrote them."""
+    """The bytes under ``<cache>/uploads/<sha256[:16]>/<stored name>`` (written once, atomically: each writer its own
+    temporary file, so two sessions storing the same file at once do not share one), and whether this call wrote
+    them. A folder that cannot take them is a ``LabError`` naming it."""
     folder = cache_dir() / "uploads" / hashlib.sha256(data).hexdigest()[:16]
-    path = folder / (re.sub(r"[^0-9A-Za-z._-]+", "_", Path(name).name) or "upload")
+    path = folder / stored_name(name)
     if path.is_file():
         return path, False
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".upload-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise LabError(
+            f"Could not store the upload {name!r} in the cache's uploads folder: {exc.strerror or exc}."
+        ) from None
     return path, True
 
 

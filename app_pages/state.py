@@ -28,6 +28,8 @@ default (``value=`` / ``index=``): the bound value in ``st.session_state`` is it
 - on a run the browser's Back or Forward started, the URL's value wins over the session's, so Back shows the
   view before the last change (only then: a widget's or ``st.rerun``'s run may carry a URL not yet updated);
   a parameter that address lacks, or cannot be read, is its default;
+- a text longer than ``MAX_LINKED`` (a pasted page) is left out of the URL, so the link stays one the server
+  accepts, and a toast says so once;
 - a value in ``st.session_state`` that is no longer valid (the options changed: a model was removed)
   is reset to ``default`` rather than handed to the widget; a valid one is kept, also by a widget whose
   range changed (layer 4 stays layer 4 when the next model has it).
@@ -47,6 +49,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -222,9 +225,24 @@ def _texts(value: Any) -> list[str] | None:
     return ([encode(v) for v in value] or [""]) if isinstance(value, (list, tuple)) else [encode(value)]
 
 
+#: The most a link carries for one parameter (its percent-encoded text): Streamlit's server refuses an address past
+#: ~64 KB (HTTP 400: a reload lost the whole view), and a pasted text of a few thousand words is over it.
+MAX_LINKED = 2_000
+_UNLINKED = "_url_unlinked"  # the parameters a link leaves out, as last said
+
+
 def _write(param: str, value: Any, default: Any) -> None:
-    st.session_state.setdefault(_PENDING, {})[param] = _texts(value)
+    texts = _texts(value)
+    too_long = bool(texts) and sum(len(quote(t, safe="")) for t in texts) > MAX_LINKED
+    st.session_state.setdefault(_PENDING, {})[param] = None if too_long else texts  # absent: a link names the rest
     st.session_state.setdefault(_DEFAULTS, {})[param] = _texts(default)
+    unlinked = st.session_state.setdefault(_UNLINKED, set())
+    if too_long and param not in unlinked:
+        st.toast(
+            f"This text is too long for the page's link ({param}: {sum(map(len, texts)):,} characters), so a "
+            "link to this view restores the other choices and the default text."
+        )
+    (unlinked.add if too_long else unlinked.discard)(param)
 
 
 def forget(param: str) -> None:

@@ -36,11 +36,20 @@ class RequestError(LabError, ValueError):
 
 def run_command(command: Callable[[], int], interrupted: str) -> int:
     """A command line's body run as every ``python -m …`` runs it: a ``LabError`` is one ``error:`` line (exit 2),
-    Ctrl-C one ``interrupted:`` line saying what was kept (exit 130); anything else is a bug and keeps its traceback."""
+    running out of memory one line saying what to do (exit 2: the input is too big for this machine, not a bug), Ctrl-C
+    one ``interrupted:`` line saying what was kept (exit 130); anything else is a bug and keeps its traceback."""
     try:
         return command()
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError as exc:  # numpy's _ArrayMemoryError too: a whole big file parsed, a matrix of it allocated
+        said = f" ({exc})" if str(exc) else ""
+        print(
+            f"error: out of memory{said}. The input is too big to hold at once on this machine: take a slice "
+            "(--limit N sentences, where the command has it), or run it where there is more memory.",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"interrupted: {interrupted}", file=sys.stderr)

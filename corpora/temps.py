@@ -2,9 +2,12 @@
 
 Every cache of the lab (the reader cache, ``corpora.cache``; the feature cache, ``features``) writes a file
 to a temporary beside it and moves it into place. A process killed in between (``kill -9``, out of memory,
-a power cut) leaves the temporary behind; so each is named ``<final name>.<host>-<pid>.<random>.tmp``
-and :func:`remove_stale_temps` removes those of writers that are gone: same host and a dead PID, or
-older than ``STALE_AFTER_S`` (another host, a reused PID, or a name from before writers were recorded).
+a power cut) leaves the temporary behind; so each is named ``<final name>.<host>-<pid>-<start>.<random>.tmp``
+(``start``: when the writer process started, from ``/proc``; 0 where unknown) and :func:`remove_stale_temps` removes
+those of writers that are gone: same host and a dead PID, or a live PID that started at another time (the PID reused);
+a live writer's temporaries are kept however old they look (a clock set back, a long write). A temporary whose
+writer cannot be told (another host, no start time, a name from before writers were recorded) goes once it is older
+than ``STALE_AFTER_S``.
 Temporaries are created with mode 0666 less the umask, like any file (``mkstemp`` would give 0600: on a
 lab server where the app runs as another user, nobody else could read what is moved into place).
 """
@@ -21,13 +24,24 @@ from pathlib import Path
 
 HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
 STALE_AFTER_S = 6 * 3600  # a temporary this old is a leftover whoever wrote it
-_TEMP = re.compile(r"\.(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)\.[^.]+\.tmp$")
+_TEMP = re.compile(r"\.(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)(?:-(?P<start>\d+))?\.[^.]+\.tmp$")
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, ``/proc/PID/stat``'s 22nd field), None where unknown:
+    with its PID it names one process, whichever process later gets that PID."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[19])  # after "pid (comm)", which may hold spaces
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def temp_path(final: Path) -> Path:
-    """A new empty temporary beside ``final``, named after this writer (host and PID), mode 0666 & ~umask."""
+    """A new empty temporary beside ``final``, named after this writer (host, PID and start), mode 0666 & ~umask."""
+    writer = f"{HOST}-{os.getpid()}-{process_start(os.getpid()) or 0}"
     while True:
-        tmp = final.parent / f"{final.name}.{HOST}-{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        tmp = final.parent / f"{final.name}.{writer}.{secrets.token_hex(4)}.tmp"
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             return tmp
@@ -56,10 +70,16 @@ def remove_stale_temps(directory: Path, log: logging.Logger, pattern: str = "*.t
             continue
         m = _TEMP.search(path.name)
         if m and m["host"] == HOST:
-            pid = int(m["pid"])
+            pid, started = int(m["pid"]), int(m["start"] or 0)
             alive = pid_alive(pid)
-            stale = pid != os.getpid() and (not alive or age > STALE_AFTER_S)
-            writer = f"writer process {pid} " + (f"still runs, file {age / 3600:.0f} h old" if alive else "is gone")
+            now_started = process_start(pid) if alive and started else None
+            if not alive:
+                stale, writer = True, f"writer process {pid} is gone"
+            elif now_started is not None:  # the writer is known: its PID alone says nothing once reused
+                stale, writer = now_started != started, f"process {pid} is another than its writer"
+            else:
+                stale = pid != os.getpid() and age > STALE_AFTER_S
+                writer = f"writer process {pid} still runs, file {age / 3600:.0f} h old"
         else:  # another host, or named before writers were recorded
             stale, writer = age > STALE_AFTER_S, f"{age / 3600:.0f} h old"
         if not stale:

@@ -16,9 +16,9 @@
   ``check_vectors``: what an embedder returned is finite and fits the storage dtype.
 - ``entry_lock``: ``filelock.FileLock`` on ``<entry>/.lock``; a second process waits, then re-checks.
 - ``temp_path`` / ``remove_stale_temps`` (``corpora.temps``, shared with the reader cache): temporaries are
-  named after their writer (``layer_3.npy.<host>-<pid>.<random>.tmp``, mode 0666 & ~umask); those of dead
-  writers (or older than ``STALE_AFTER_S``) are removed: in an entry with its lock held, and in every
-  entry once per process when the cache is first opened (``features.store.feature_dir``).
+  named after their writer (``layer_3.npy.<host>-<pid>-<start>.<random>.tmp``, mode 0666 & ~umask); those of dead
+  writers (or, where the writer cannot be told, older than ``STALE_AFTER_S``) are removed: in an entry with its lock
+  held, and in every entry once per process when the cache is first opened (``features.store.feature_dir``).
 """
 
 from __future__ import annotations

@@ -137,7 +137,8 @@ for _spec in [
 
 # name -> the spec it was loaded from, its files' state then (``files_state``), and the model
 _LOADED: dict[str, tuple[ModelSpec, tuple, Embedder]] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # _LOADED, _LOADING and the user registry's cache: held for lookups, never for a load
+_LOADING: dict[str, threading.RLock] = {}  # name -> held while that model loads (one load per name at a time)
 
 
 def get_spec(name: str) -> ModelSpec:
@@ -245,12 +246,18 @@ def load_embedder(name: str, device: str | None = None) -> Embedder:
     laptop too."""
     spec = with_device(get_spec(name), device)
     with _LOCK:
-        held = _LOADED.get(name)
-        if held is None or held[:2] != model_version(spec):
+        loading = _LOADING.setdefault(name, threading.RLock())
+    with loading:  # another session asking for this model waits for this load; other models' lookups go on
+        version = model_version(spec)
+        with _LOCK:
+            held = _LOADED.get(name)
+            if held is not None and held[:2] == version:
+                return held[2]
             _LOADED.pop(name, None)  # the old model's memory goes before the new one loads
-            model = load_spec(spec)
+        model = load_spec(spec)
+        with _LOCK:
             _LOADED[name] = (*model_version(spec), model)  # after the load: a hub model's download counts
-        return _LOADED[name][2]
+        return model
 
 
 def with_device(spec: ModelSpec, device: str | None) -> ModelSpec:

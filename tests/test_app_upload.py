@@ -182,3 +182,34 @@ def test_a_label_a_visitor_types_is_shown_as_text_not_markdown(data_root, cache)
     source = "\n".join(str(e.value) for e in at.markdown)  # the Markdown as written, escapes and all
     assert r"(not \*\*x\*\*\[l\]\(https\://evil\.example\)\)" in source and "**x**" not in source
     assert "(not **x**[l](https://evil.example))" in texts(at.markdown)  # read as typed
+
+
+def test_any_name_a_browser_sends_is_stored_and_two_sessions_store_one_file_at_once(cache):
+    """``..`` (a crafted client) failed in ``os.replace`` onto the folder and left a temporary file; a name of 245+
+    characters passed the file system's limit once ``.PID.tmp`` was added; two sessions (threads of one process)
+    storing the same bytes under the same name at once shared one temporary file (5 of 20 tries: FileNotFoundError).
+    Each was "an unexpected error occurred (OSError)"."""
+    import threading
+
+    from app_pages.probe_upload import MAX_NAME, save_upload
+
+    for name in ("..", ".", "...", ".hidden.conllu", "ü" * 300 + ".conllu", "a" * 300 + ".conllu", "../../x.conllu"):
+        path, _ = save_upload(name, name.encode())
+        assert path.is_file() and path.read_bytes() == name.encode() and not path.name.startswith(".")
+        assert len(path.name) <= MAX_NAME and path.parent.parent == cache / "uploads"
+        assert path.suffix == Path(name).suffix or not Path(name).suffix.strip(".")
+    errors = []
+
+    def store(data: bytes) -> None:
+        try:
+            save_upload("same.conllu", data)
+        except Exception as exc:  # noqa: BLE001 — any failure is the finding
+            errors.append(exc)
+
+    for k in range(20):
+        threads = [threading.Thread(target=store, args=(b"x" * 2**20 + bytes([k]),)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == [] and not list((cache / "uploads").rglob("*.tmp"))

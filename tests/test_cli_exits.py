@@ -31,6 +31,20 @@ def test_ctrl_c_is_one_line_and_exit_130(module, patched, argv, kept, monkeypatc
     assert err.startswith("interrupted: ") and kept in err and "Traceback" not in err and err.count("\n") == 1
 
 
+def test_running_out_of_memory_is_one_error_line_saying_what_to_do(monkeypatch, capsys):
+    """A 2-million-sentence CoNLL-U file without ``--limit`` ended, after minutes, in numpy's _ArrayMemoryError
+    traceback."""
+    import numpy as np
+
+    from probes import cli
+
+    monkeypatch.setattr(cli, "cmd_stats", lambda args: np.empty((10**8, 10**8), dtype=np.float32))  # 40 PB
+    assert cli.main(["stats"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: out of memory (Unable to allocate") and "--limit N" in err
+    assert "Traceback" not in err and err.count("\n") == 1
+
+
 def test_a_trainer_without_its_data_is_one_error_line(tmp_path, monkeypatch, capsys):
     from models.__main__ import main
 

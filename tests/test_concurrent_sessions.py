@@ -57,3 +57,34 @@ def test_a_random_twins_weights_are_not_changed_by_a_fit_in_another_thread():
         rest = torch.rand(3)
     other.join()
     assert torch.equal(torch.cat([first, rest]), alone)
+
+
+def test_a_models_load_holds_up_neither_other_models_nor_a_second_load_of_itself(monkeypatch):
+    """One lock was held through every load: a lookup of a loaded model took 26.8 s while another session loaded a
+    2-million-row vectors file (a hub download: minutes, every page frozen)."""
+    import time
+
+    from models import registry
+
+    registry.load_embedder("word2vec-sg")  # held, as by an earlier session
+    registry.unload_embedder("glove-6b-50d")
+    real, loads, started = registry.load_spec, [], threading.Event()
+
+    def slow_glove(spec, **overrides):
+        if spec.name == "glove-6b-50d":
+            loads.append(spec.name)
+            started.set()
+            time.sleep(2.0)
+        return real(spec, **overrides)
+
+    monkeypatch.setattr(registry, "load_spec", slow_glove)
+    sessions = [threading.Thread(target=registry.load_embedder, args=("glove-6b-50d",)) for _ in range(2)]
+    for session in sessions:
+        session.start()
+    assert started.wait(30)
+    t0 = time.perf_counter()
+    assert registry.load_embedder("word2vec-sg").name == "word2vec-sg" and "word2vec-sg" in registry.loaded_models()
+    waited = time.perf_counter() - t0
+    for session in sessions:
+        session.join()
+    assert waited < 1.0 and loads == ["glove-6b-50d"]  # the second session took the first's model

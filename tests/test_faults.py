@@ -282,7 +282,7 @@ def test_killed_extraction_leaves_temporaries_that_the_next_run_removes(tmp_path
     proc.wait()  # reaped: its PID is gone
     directory = tmp_path / "cache" / "features" / RandomEmbedder().fingerprint() / "toy"
     left = sorted(directory.glob("layer_*.npy.*.tmp"))
-    assert len(left) == 3 and f"-{proc.pid}." in left[0].name
+    assert len(left) == 3 and f"-{proc.pid}-" in left[0].name
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         running = directory / f"layer_0.npy.{feature_checks._HOST}-{live.pid}.abcdefgh.tmp"  # a live writer
@@ -297,6 +297,27 @@ def test_killed_extraction_leaves_temporaries_that_the_next_run_removes(tmp_path
         assert sorted(p.name for p in directory.glob("*.tmp")) == sorted([running.name, recent_old_style.name])
         assert "did not finish" in caplog.text and str(proc.pid) in caplog.text
         np.testing.assert_array_equal(np.asarray(f.layer(2)), _expected(emb, SENTS, 2))
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_a_live_writers_temporaries_stay_however_old_and_a_reused_pid_is_told_apart(tmp_path):
+    """A live writer's temporaries 6 h old (a clock set back, ``touch -d``, a long write) were taken for a reused
+    PID's and removed under it: its run failed ("No such file") and its work was lost. Each name now says when its
+    writer started, so a live writer is told from a later process that got its PID."""
+    from corpora.temps import HOST, process_start, remove_stale_temps
+
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        started = process_start(live.pid)
+        assert started is not None  # Linux: /proc
+        kept = tmp_path / f"layer_0.npy.{HOST}-{live.pid}-{started}.abcdefgh.tmp"
+        reused = tmp_path / f"layer_1.npy.{HOST}-{live.pid}-{started - 1}.abcdefgh.tmp"  # the PID's earlier owner
+        for path in (kept, reused):
+            path.write_bytes(b"\0" * 100)
+            os.utime(path, (time.time() - 7 * 3600,) * 2)
+        assert remove_stale_temps(tmp_path, logging.getLogger(LOGGER)) == [reused] and kept.exists()
     finally:
         live.kill()
         live.wait()

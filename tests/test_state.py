@@ -207,3 +207,20 @@ def test_back_to_a_partial_link_shows_its_defaults_and_an_emptied_list_is_writte
     odd.multiselect(key="layers").set_value([]).run()  # emptied: said as ?layers=, which a link reads back
     assert odd.query_params["layers"] in ("", [""]) and odd.query_params["layer"] == "6"
     assert _app(**dict(odd.query_params)).multiselect(key="layers").value == []
+
+
+def test_a_text_too_long_for_an_address_is_left_out_of_the_link_and_said() -> None:
+    """A pasted text of 100,000 characters went into the URL as it was: the server refused the reload (HTTP 400,
+    "Invalid HTTP request received.") and every choice of the view was lost with it."""
+    at = _app()
+    at.text_input(key="word").set_value("river " * 20_000).run()
+    assert not at.exception and "word" not in at.query_params
+    assert "too long for the page's link (word: 120,000 characters)" in at.toast[0].value
+    at.slider(key="layer").set_value(3).run()
+    assert at.query_params["layer"] == "3" and "word" not in at.query_params and not at.toast  # said once
+    at.text_input(key="word").set_value("plant").run()
+    assert at.query_params["word"] == "plant"
+    from app_pages.state import MAX_LINKED
+
+    at.text_input(key="word").set_value("é" * (MAX_LINKED // 6)).run()  # 6 characters an é, percent-encoded
+    assert at.query_params["word"] == "é" * (MAX_LINKED // 6)

@@ -26,6 +26,7 @@ from viz.text import InputError, counted
 
 MAX_POINTS = 20_000
 MAX_DIM = 4096
+MAX_COLUMNS = 100  # metadata columns: each is a colour-by choice (a 1 MB header held 100,000: minutes a run)
 MAX_MB = 50  # a file's size for callers that do not give theirs (the app gives its upload limit)
 _SPLIT = re.compile(r"[\t ,]+")
 
@@ -94,6 +95,8 @@ def parse_metadata(data: bytes | str | None, n: int, max_mb: float = MAX_MB) -> 
     if not lines:
         raise InputError("The metadata file is empty.")
     multi = "\t" in lines[0]
+    if (columns := lines[0].count("\t") + 1) > MAX_COLUMNS:
+        raise InputError(f"The metadata has {columns:,} columns; at most {MAX_COLUMNS} are supported.")
     if multi:
         try:
             df = pd.read_csv(io.StringIO("\n".join(lines)), sep="\t", dtype=str, keep_default_na=False)
