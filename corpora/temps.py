@@ -10,18 +10,28 @@ writer cannot be told (another host, no start time, a name from before writers w
 than ``STALE_AFTER_S``.
 Temporaries are created with mode 0666 less the umask, like any file (``mkstemp`` would give 0600: on a
 lab server where the app runs as another user, nobody else could read what is moved into place).
+
+A model folder a trainer writes is one temporary folder, moved into place whole (:func:`writing_folder`), so a run
+killed while saving leaves the old model or none, never a mix of the two.
 """
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import re
 import secrets
+import shutil
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from corpora.errors import RequestError
+
+_log = logging.getLogger(__name__)
 HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
 STALE_AFTER_S = 6 * 3600  # a temporary this old is a leftover whoever wrote it
 _TEMP = re.compile(r"\.(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)(?:-(?P<start>\d+))?\.[^.]+\.tmp$")
@@ -37,9 +47,14 @@ def process_start(pid: int) -> int | None:
         return None
 
 
+def writer_id() -> str:
+    """This process as a temporary's name says it: host, PID and start."""
+    return f"{HOST}-{os.getpid()}-{process_start(os.getpid()) or 0}"
+
+
 def temp_path(final: Path) -> Path:
     """A new empty temporary beside ``final``, named after this writer (host, PID and start), mode 0666 & ~umask."""
-    writer = f"{HOST}-{os.getpid()}-{process_start(os.getpid()) or 0}"
+    writer = writer_id()
     while True:
         tmp = final.parent / f"{final.name}.{writer}.{secrets.token_hex(4)}.tmp"
         try:
@@ -85,11 +100,68 @@ def remove_stale_temps(directory: Path, log: logging.Logger, pattern: str = "*.t
         if not stale:
             continue
         try:
-            size = path.stat().st_size
-            path.unlink()
+            if path.is_dir():  # a model folder's (``writing_folder``)
+                size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+                shutil.rmtree(path)
+            else:
+                size = path.stat().st_size
+                path.unlink()
         except OSError as exc:
             log.warning("Cannot remove stale temporary %s: %s", path, exc)
             continue
         removed.append(path)
         log.warning("Removed %s (%.1f MB), left by a write that did not finish (%s).", path, size / 1e6, writer)
     return removed
+
+
+#: What makes a folder one a model's writer may replace whole: a model card (a model written here), or a training
+#: run's checkpoint (a run writing into its output folder).
+MODEL_FOLDER_MARKS = ("model_card.json", "checkpoint.pt")
+
+
+def check_replaceable(final: Path) -> None:
+    """``RequestError`` unless a model can be written to folder ``final`` (``writing_folder``): it is missing, empty
+    or a model folder (``MODEL_FOLDER_MARKS``: a folder of other files is never replaced), and its parent takes a new
+    folder. A trainer checks this before it trains, so neither is found after the training."""
+    final = Path(final)
+    if final.exists() and not final.is_dir():
+        raise RequestError(f"{final} is a file, not a folder for a model.")
+    entries = sorted(e.name for e in final.iterdir()) if final.is_dir() else []
+    if entries and not any((final / mark).exists() for mark in MODEL_FOLDER_MARKS):
+        raise RequestError(
+            f"{final} holds other files ({', '.join(entries[:3])}{', …' if len(entries) > 3 else ''}) and no model "
+            "card: a model is written to a new or empty folder, or replaces a model folder whole."
+        )
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        trial = final.parent / f".{final.name}.{writer_id()}.{secrets.token_hex(4)}.tmp"
+        trial.mkdir()
+        trial.rmdir()
+    except OSError as exc:
+        raise RequestError(f"Cannot write a model to {final}: {exc.strerror or exc}.") from None
+
+
+@contextmanager
+def writing_folder(final: Path) -> Iterator[Path]:
+    """A model folder written whole or not at all. The block writes into the folder yielded (a temporary beside
+    ``final``, named after this writer); when it ends, that folder takes ``final``'s place and the old one is
+    removed. A run killed or failing before leaves ``final`` as it was; killed between the two renames, ``final`` is
+    missing (its old content beside it, ``.<name>.<writer>.old``) — never a mix of two runs' files, which a loader
+    would take for one model (a new ``vectors.bin`` beside the old n-grams and card)."""
+    final = Path(final)
+    check_replaceable(final)
+    remove_stale_temps(final.parent, _log, f".{glob.escape(final.name)}.*.tmp")  # a killed writer's folder
+    tmp = final.parent / f".{final.name}.{writer_id()}.{secrets.token_hex(4)}.tmp"
+    tmp.mkdir()
+    old = tmp.with_name(tmp.name.removesuffix(".tmp") + ".old")
+    try:
+        yield tmp
+        if final.exists():
+            os.rename(final, old)
+        os.rename(tmp, final)
+    except BaseException:
+        if old.exists() and not final.exists():
+            os.rename(old, final)  # a failed swap puts the old model back
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -5,8 +5,9 @@
 **Model cards.** :func:`read_model_card` is the one reader of ``model_card.json``, used by every
 loader, ``python -m models list`` and the app. One behaviour everywhere:
 
-- no ``model_card.json`` in the folder → ``None`` (not an error: every trainer writes its card
-  last, so a folder without one is a training run that has not finished; pip packages have none);
+- no ``model_card.json`` in the folder → ``None`` (pip packages have none); every trainer writes its
+  folder whole, card included, so a model trained here without one is a run that has not finished:
+  :func:`require_card` refuses it for the zoo's own loaders;
 - a card that cannot be read, is not UTF-8, is not JSON, or is JSON but not an object (e.g. a
   list) → :class:`~models.base.ModelLoadError` ``"Corrupt model card <path>: <why>"``.
 
@@ -78,6 +79,19 @@ def read_model_card(directory: str | Path) -> dict[str, Any] | None:
 
 
 # ----------------------------------------------------------------------------- weight files
+def require_card(directory: Path, name: str) -> dict[str, Any]:
+    """The card of a model trained here (``assets/<name>/``); ModelLoadError without one: every trainer writes its
+    folder whole, card included, so a folder without a card is an interrupted or unfinished run's, whose files may
+    not be one model (``python -m models list`` says "not trained")."""
+    card = read_model_card(directory)
+    if card is None:
+        raise ModelLoadError(
+            f"{directory} has no {CARD_FILE}: its training did not finish (interrupted, or still running), so its "
+            f"files are not taken for {name}."
+        )
+    return card
+
+
 def check_safetensors(file: Path) -> None:
     """Validate a safetensors header and that the data section covers every tensor (catches truncation)."""
     size = file.stat().st_size

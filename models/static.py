@@ -21,7 +21,8 @@ import numpy as np
 import torch
 from safetensors.numpy import load_file, save_file
 
-from models.assets import ASSETS, CARD_FILE, read_model_card
+from corpora.temps import writing_folder
+from models.assets import ASSETS, CARD_FILE, read_model_card, require_card
 from models.errors import ModelLoadError
 from models.formats import FORMATS, read_vectors, write_word2vec_binary
 from models.spec import STATIC
@@ -126,14 +127,22 @@ def load_static_dir(
 def load_static_asset(
     name: str, assets_dir: str | Path | None = None, device: str | torch.device | None = None
 ) -> StaticEmbedder:
-    """A model trained here: ``assets/<name>/`` (word2vec-sg, word2vec-cbow, fasttext, glove-lm)."""
-    return load_static_dir(Path(assets_dir or ASSETS) / name, name=name, device=device)
+    """A model trained here: ``assets/<name>/`` (word2vec-sg, word2vec-cbow, fasttext, glove-lm), with its card."""
+    directory = Path(assets_dir or ASSETS) / name
+    if directory.is_dir():
+        require_card(directory, name)
+    return load_static_dir(directory, name=name, device=device)
 
 
 def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict, ngram_dtype: str = NGRAM_DTYPE) -> Path:
-    """Write ``emb`` as an asset directory (vectors.bin, ngrams.safetensors for fastText, card)."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write ``emb`` as an asset directory (vectors.bin, ngrams.safetensors for fastText, card), whole or not at all
+    (``corpora.temps.writing_folder``: a model folder there is replaced, a folder of other files refused)."""
+    with writing_folder(Path(directory)) as folder:
+        _write_static(emb, folder, card, ngram_dtype)
+    return Path(directory)
+
+
+def _write_static(emb: StaticEmbedder, directory: Path, card: dict, ngram_dtype: str) -> None:
     write_word2vec_binary(directory / VECTORS_FILE, emb.words, emb.vectors.cpu().numpy())
     card = dict(card)
     card["files"] = {"vectors": VECTORS_FILE, "format": "word2vec-bin"}
@@ -149,4 +158,3 @@ def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict, ngra
             "ngram_dtype": ngram_dtype,
         }
     (directory / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return directory

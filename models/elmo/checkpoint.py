@@ -103,4 +103,10 @@ def _load_state(module: torch.nn.Module, path: Path) -> None:
                 f"Checkpoint {path}: tensor '{key}' has shape {tuple(value.shape)}, "
                 f"expected {tuple(expected[key].shape)}"
             )
+        if expected[key].is_floating_point() and not value.is_floating_point():  # load_state_dict would cast it
+            raise ModelLoadError(f"Checkpoint {path}: tensor '{key}' is {value.dtype}, not a floating-point tensor.")
+        if value.is_floating_point() and not torch.isfinite(value).all():
+            raise ModelLoadError(
+                f"Checkpoint {path}: tensor '{key}' holds non-finite values (NaN or inf: a diverged training run)."
+            )
     module.load_state_dict(state)

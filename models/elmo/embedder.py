@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from corpora.digests import content_fingerprint, file_digests
-from models.assets import ASSETS, read_model_card
+from models.assets import ASSETS, read_model_card, require_card
 from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device, seeded
 from models.elmo.bilm import ElmoBiLm
 from models.elmo.characters import batch_to_ids
@@ -181,8 +181,8 @@ def load_elmo_asset(
     if not (path / "options.json").is_file() or not (path / "model.safetensors").is_file():
         # models.registry.load_spec adds how to train it
         raise ModelLoadError(f"ELMo asset '{name}' not found in {path} (needs options.json and model.safetensors).")
+    card = require_card(path, name) if assets_dir is None else read_model_card(path) or {}  # the zoo's: whole
     bilm = load_bilm(path)
-    card = read_model_card(path) or {}
     desc = "ELMo biLM (char-CNN + 2-layer LSTMP) trained here on the LM corpus"
     return ElmoEmbedder(
         bilm,

@@ -208,3 +208,25 @@ def resume_checkpoint(path: Path, restore: Callable[[dict], T], map_location=Non
         raise CheckpointError(
             f"checkpoint {path} does not fit this model and options: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def check_heldout(targets: int, flag: str = "--max-sentences") -> None:
+    """RequestError before training when the held-out split leaves nothing to score: its perplexity would be 1.0 over
+    no targets (ELMo's card said so), or the evaluation would fail after the training."""
+    if targets < 1:
+        raise RequestError(
+            f"The held-out split has no targets to score (a {flag} this small leaves it empty), so the model's "
+            "perplexity could not be given: give more sentences."
+        )
+
+
+def check_trained(model: torch.nn.Module, held_out_nll: Sequence[float]) -> None:
+    """RequestError before anything is written when the training diverged: a non-finite held-out loss or weight
+    (the card had said "perplexity NaN", and the loader returned NaN vectors at every layer)."""
+    bad = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
+    if bad or not all(math.isfinite(x) for x in held_out_nll):
+        where = f"; non-finite weights in {', '.join(bad[:3])}{' …' if len(bad) > 3 else ''}" if bad else ""
+        raise RequestError(
+            f"The training diverged (held-out loss {', '.join(f'{x:.4g}' for x in held_out_nll)}{where}): no model "
+            "was written. A lower learning rate (--lr) or a longer warm-up usually helps."
+        )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import shlex
 import sys
@@ -32,14 +33,17 @@ import torch
 
 from corpora.lm_corpus import corpus_stats, load_lm_corpus
 from corpora.paths import REPO_ROOT
+from corpora.temps import check_replaceable, writing_folder
 from models.assets import ASSETS, CARD_FILE
 from models.base import default_device
 from models.elmo.checkpoint import save_language_model
 from models.elmo.lm import BiLMLanguageModel
 from models.train.common import (
     CheckpointError,
+    check_heldout,
     check_setup,
     check_steps_left,
+    check_trained,
     device_arg,
     machine_description,
     nonnegative_float,
@@ -155,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     name, cfg = resolve_config(args)
     out_dir = Path(args.out) if args.out else ASSETS / name
+    check_replaceable(out_dir)  # before the training, not after it
     run_dir = Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / name
     run_dir.mkdir(parents=True, exist_ok=True)
     device = torch.device(args.device) if args.device else default_device()
@@ -170,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     heldout = chop(corpus.heldout, args.max_len)
     if args.eval_sentences is not None:
         heldout = heldout[: args.eval_sentences]
+    check_heldout(sum(len(piece) for piece in heldout))
     vocab = build_vocab(corpus.vocab, cfg["vocab_size"])
     encoder = BatchEncoder(vocab)
     print(
@@ -242,13 +248,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush=True,
     )
 
-    save_language_model(run_dir, lm, vocab, with_softmax=True)
-    save_language_model(out_dir, lm, vocab, with_softmax=not args.no_asset_softmax)
+    check_trained(lm, [math.log(metrics["ppl_forward"]), math.log(metrics["ppl_backward"])])
     card = model_card(
         name, argv, args, cfg, corpus, stats, lm, len(vocab), (n_bilm, n_softmax), state, wall, metrics, run_dir, device
     )
-    (out_dir / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    save_language_model(run_dir, lm, vocab, with_softmax=True)
     (run_dir / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    with writing_folder(out_dir) as folder:  # whole or not at all: never a new biLM beside the old softmax and card
+        save_language_model(folder, lm, vocab, with_softmax=not args.no_asset_softmax)
+        (folder / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {out_dir} ({sum(f.stat().st_size for f in out_dir.iterdir()) / 1e6:.1f} MB)", flush=True)
     return 0
 

@@ -34,12 +34,15 @@ from safetensors.torch import load_file
 
 from corpora.lm_corpus import load_lm_corpus
 from corpora.paths import DataMissingError
-from models.assets import CARD_FILE
+from corpora.temps import check_replaceable, writing_folder
+from models.assets import ASSETS, CARD_FILE
 from models.base import default_device
 from models.train.common import (
     CheckpointError,
+    check_heldout,
     check_setup,
     check_steps_left,
+    check_trained,
     device_arg,
     machine_description,
     nonnegative_float,
@@ -59,7 +62,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m models train gpt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--out", default="assets/gpt-small", help="output dir (weights, tokenizer, model_card.json)")
+    p.add_argument(
+        "--out", default=None, help="output dir (weights, tokenizer, model_card.json; default: assets/gpt-small)"
+    )
     p.add_argument("--name", default=None, help="model name in the card (default: out dir name)")
     p.add_argument("--vocab-size", type=positive_int, default=20_000)
     p.add_argument("--cased", action="store_true", help="keep case (default: lowercase words)")
@@ -163,13 +168,19 @@ def model_card(
     }
 
 
+def output_folder(args: argparse.Namespace) -> Path:
+    """``--out``, else the project's ``assets/gpt-small`` (from any working folder, not ``./assets``)."""
+    return Path(args.out) if args.out else ASSETS / "gpt-small"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device) if args.device else default_device()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_folder(args)
+    check_replaceable(out)  # before the training, not after it
+    out.mkdir(parents=True, exist_ok=True)  # its checkpoint.pt while training
     name = args.name or out.name
     command = "python -m models train gpt " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     t_start = time.time()
@@ -185,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tokenizer = build_word_tokenizer(corpus.vocab, args.vocab_size, lowercase=lowercase)
     train = encode_stream(corpus.train, tokenizer, lowercase)
     heldout = encode_stream(corpus.heldout, tokenizer, lowercase)
+    check_heldout(len(heldout) - 1)  # every token but the first is a target
     unk = tokenizer.get_vocab()["<unk>"]
     print(
         f"corpus: {len(corpus.train):,} train sentences ({len(train):,} tokens incl. <s> </s>), "
@@ -257,14 +269,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ppl = math.exp(nll)
     print(f"held-out: {n_eval:,} predicted tokens, mean NLL {nll:.4f}, perplexity {ppl:.2f}", flush=True)
 
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    load_file(str(out / "model.safetensors"))  # fail loudly now, not in the app, if the write was bad
+    check_trained(model, [nll])
     wall = prior_time + time.time() - t_start
     card = model_card(name, args, command, tokenizer, train, heldout, n_params, steps_done, losses, nll, wall, device)
-    (out / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
-    if ckpt_path.exists():
-        ckpt_path.unlink()
+    with writing_folder(out) as folder:  # whole, in place of the old folder and its checkpoint.pt
+        model.save_pretrained(folder, safe_serialization=True)
+        tokenizer.save_pretrained(folder)
+        load_file(str(folder / "model.safetensors"))  # fail loudly now, not in the app, if the write was bad
+        (folder / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
     print(f"wrote {out}/ (model.safetensors, tokenizer, model_card.json) in {wall:.0f}s", flush=True)
     return 0
 

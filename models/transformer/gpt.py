@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.assets import ASSETS, read_model_card
+from models.assets import ASSETS, require_card
 from models.base import ModelLoadError
 from models.spec import GPT
 from models.transformer.embedder import TransformerEmbedder
@@ -38,7 +38,7 @@ def load_gpt_asset(name: str = "gpt-small", pooling: str = "mean", device: str |
     path = ASSETS / name
     if not path.exists():  # models.registry.load_spec adds how to train it
         raise ModelLoadError(f"{path} does not exist (see docs/models.md).")
-    card = read_model_card(path) or {}
+    card = require_card(path, name)
     return GptEmbedder(
         path,
         name=name,

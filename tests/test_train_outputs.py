@@ -1,0 +1,157 @@
+"""What a trainer leaves behind: a model folder written whole or not at all, checked before the training, and never
+a diverged or unscorable model (docs/reliability.md, round twelve: an interrupted `models train` left a new
+``vectors.bin`` beside the old n-grams and card, which the loader took for one model)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from corpora.errors import RequestError
+from models.assets import ASSETS
+from models.base import ModelLoadError
+from models.static import load_static_asset, load_static_dir, save_static_dir
+from models.static_embedder import StaticEmbedder
+
+REPO = Path(__file__).resolve().parent.parent
+
+# A child that writes a new model over ``FOLDER`` and is killed (SIGKILL) right after its vectors file is written.
+KILLED_MID_SAVE = """
+import sys, time
+from pathlib import Path
+import numpy as np
+import models.static as static
+from models.static_embedder import StaticEmbedder
+
+folder, marker = Path(sys.argv[1]), Path(sys.argv[2])
+written = static.write_word2vec_binary
+def write_then_wait(path, words, vectors):
+    written(path, words, vectors)
+    marker.touch()
+    time.sleep(60)
+static.write_word2vec_binary = write_then_wait
+new = StaticEmbedder("new", ["the", "bank"], np.full((2, 4), 7.0, np.float32), source="test")
+static.save_static_dir(new, folder, {"name": "new", "layers": 1, "dim": 4})
+"""
+
+
+def test_a_model_folder_killed_while_saving_keeps_the_old_model(tmp_path):
+    """The old fastText folder got the new ``vectors.bin`` while its card and n-grams stayed (5 of 5 real kills):
+    the loader ran the mix as the old model."""
+    folder = tmp_path / "fasttext"
+    shutil.copytree(ASSETS / "fasttext", folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    marker = tmp_path / "written"
+    child = subprocess.Popen([sys.executable, "-c", KILLED_MID_SAVE, str(folder), str(marker)], cwd=REPO)
+    try:
+        end = time.time() + 120
+        while not marker.exists():
+            assert child.poll() is None and time.time() < end
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # the old model, whole
+    assert load_static_dir(folder).ngrams is not None
+    new = StaticEmbedder("new", ["the", "bank"], np.full((2, 4), 7.0, np.float32), source="test")
+    save_static_dir(new, folder, {"name": "new", "layers": 1, "dim": 4})
+    assert sorted(p.name for p in folder.iterdir()) == ["model_card.json", "vectors.bin"]  # no old n-grams beside it
+    assert load_static_dir(folder).dim == 4
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # the killed writer's folder removed
+
+
+def test_a_folder_of_other_files_or_one_that_cannot_be_written_is_refused_before_training(tmp_path, capsys):
+    """A trainer wrote into any --out (its files beside whatever was there) and found a read-only folder only after
+    the training and evaluation, as an OSError traceback."""
+    from models.__main__ import main
+
+    mine = tmp_path / "my-notes"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("keep me")
+    t0 = time.perf_counter()
+    assert main(["train", "cbow", "--out", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert "holds other files (thesis.tex) and no model card" in err and time.perf_counter() - t0 < 5
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o555)
+        assert main(["train", "glove", "--out", str(locked / "glove")]) == 2
+        assert "Cannot write a model to" in capsys.readouterr().err
+
+
+def test_a_zoo_model_without_its_card_is_not_loaded(tmp_path):
+    """``models list`` said "not trained" for a folder without its card (an interrupted run's), while every page
+    loaded its files as the model."""
+    folder = tmp_path / "word2vec-sg"
+    shutil.copytree(ASSETS / "word2vec-sg", folder)
+    assert load_static_asset("word2vec-sg", assets_dir=tmp_path).dim > 0
+    (folder / "model_card.json").unlink()
+    with pytest.raises(ModelLoadError, match="has no model_card.json: its training did not finish"):
+        load_static_asset("word2vec-sg", assets_dir=tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["nan", "int"])
+def test_an_elmo_checkpoint_with_non_finite_or_integer_weights_is_refused(damage, tmp_path):
+    """One NaN in a projection gave NaN vectors at layer 2; an int32 tensor was cast (values ×1000), both loaded."""
+    from safetensors.torch import load_file, save_file
+
+    from models.elmo.embedder import load_elmo_asset
+
+    folder = tmp_path / "elmo-small"
+    shutil.copytree(ASSETS / "elmo-small", folder)
+    state = load_file(str(folder / "model.safetensors"))
+    key = next(k for k in sorted(state) if k.endswith("state_projection.weight"))
+    if damage == "nan":
+        state[key][0, 0] = float("nan")
+    else:
+        state[key] = (state[key] * 1000).to(torch.int32)
+    save_file(state, str(folder / "model.safetensors"))
+    with pytest.raises(
+        ModelLoadError, match=f"tensor '{key}' " + ("holds non-finite" if damage == "nan" else "is torch.int32")
+    ):
+        load_elmo_asset("elmo-small", assets_dir=tmp_path)
+
+
+def test_a_held_out_split_with_nothing_to_score_is_refused_before_training(tmp_path, capsys, data_root):
+    """ELMo with --max-sentences 60 wrote a card with perplexity 1.0 "over 0 targets"; GPT trained, then failed."""
+    from models.__main__ import main
+
+    tiny = ["--max-sentences", "60", "--threads", "1", "--device", "cpu", "--steps", "2"]
+    assert main(["train", "elmo", *tiny, "--out", str(tmp_path / "e"), "--run-dir", str(tmp_path / "r")]) == 2
+    assert "held-out split has no targets" in capsys.readouterr().err and not (tmp_path / "e").exists()
+    assert main(["train", "gpt", *tiny, "--out", str(tmp_path / "g")]) == 2
+    assert "held-out split has no targets" in capsys.readouterr().err
+    assert not (tmp_path / "g" / "model_card.json").exists()
+
+
+def test_a_diverged_model_is_not_written():
+    """The trainers saved a model whose held-out loss was NaN (exit 0; the card said "perplexity NaN")."""
+    from models.train.common import check_trained
+
+    model = torch.nn.Linear(3, 2)
+    check_trained(model, [4.2, 4.3])
+    with pytest.raises(RequestError, match=r"diverged \(held-out loss nan"):
+        check_trained(model, [float("nan")])
+    with torch.no_grad():
+        model.weight[0, 0] = float("inf")
+    with pytest.raises(RequestError, match="non-finite weights in weight"):
+        check_trained(model, [4.2])
+
+
+def test_the_card_commands_default_output_is_the_projects_assets_from_any_folder(tmp_path, monkeypatch):
+    """``models train gpt`` run from another folder wrote ``./assets/gpt-small`` there."""
+    from models.train import gpt as train_gpt
+
+    monkeypatch.chdir(tmp_path)
+    assert train_gpt.output_folder(train_gpt.parse_args([])) == ASSETS / "gpt-small"
+    assert train_gpt.output_folder(train_gpt.parse_args(["--out", "mine"])) == Path("mine")
