@@ -275,7 +275,16 @@ class Embedder(ABC):
                     attentions=None,
                 )
         if nonempty:
-            outs = self._embed_batch([sentences[i] for i in nonempty], with_attention)
+            try:
+                outs = self._embed_batch([sentences[i] for i in nonempty], with_attention)
+            except (MemoryError, RuntimeError) as exc:  # torch's CPU allocator says it in a RuntimeError
+                if isinstance(exc, RuntimeError) and "can't allocate memory" not in str(exc):
+                    raise
+                words = sum(len(sentences[i]) for i in nonempty)
+                raise RequestError(
+                    f"Out of memory embedding {len(nonempty):,} sentences ({words:,} words) at once with {self.name}: "
+                    "embed them a slice at a time, or stream a dataset (embed_rows, features.get_features)."
+                ) from None
             for i, out in zip(nonempty, outs):
                 results[i] = out
         return results  # type: ignore[return-value]

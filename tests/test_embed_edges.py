@@ -128,3 +128,36 @@ def test_the_dataset_check_names_the_datasets_own_sentence(tiny):
     dataset[6] = ["a", ""]
     with pytest.raises(RequestError, match="^Sentence 7, word 2 is empty"):
         tiny["bert"].check_text(dataset)
+
+
+OUT_OF_MEMORY = """
+import resource, sys
+import numpy as np
+from corpora.errors import RequestError
+from models.static_embedder import StaticEmbedder
+
+emb = StaticEmbedder("wide", ["a", "b", "c"], np.ones((3, 1_000_000), np.float32), source="test")
+vm = int(next(line for line in open("/proc/self/status") if line.startswith("VmSize")).split()[1]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + 2**31, resource.getrlimit(resource.RLIMIT_AS)[1]))  # 2 GiB more
+try:
+    emb.embed([["a", "b", "c"] * 400])  # 1,200 words x 1M dims: 4.8 GB at once
+except RequestError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_an_embed_call_too_big_for_memory_is_one_message_saying_what_to_do():
+    """``embed`` of 2 million sentences was torch's "can't allocate memory … 4000000000 bytes" RuntimeError."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run(
+        [sys.executable, "-c", OUT_OF_MEMORY],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "refused: Out of memory embedding 1 sentences (1,200 words) at once with wide" in done.stdout, done.stderr
+    assert "embed_rows" in done.stdout and "Traceback" not in done.stderr
