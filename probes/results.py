@@ -44,6 +44,7 @@ from typing import Any
 import pandas as pd
 
 from corpora.paths import cache_dir
+from corpora.temps import remove_stale_temps, temp_path
 
 COLUMNS = ["model", "probe", "dataset", "layer", "metric", "value", "n", "lo", "hi", "unit", "clusters", "draws", "std"]
 COLUMNS += ["seeds", "timestamp", "command"]
@@ -253,10 +254,10 @@ def save_result(result: ProbeResult, out_dir: str | Path, reuse: bool = False) -
         return same
     stamp = re.sub(r"[^0-9A-Za-z]", "", result.timestamp)
     base = f"{_safe(result.model)}__{_safe(result.probe)}__{stamp}"
-    tmp = out / f".{base}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask decides who may read it
+    remove_stale_temps(out, logging.getLogger(__name__), ".*.tmp")  # a killed save's (kill -9 between write and link)
+    tmp = temp_path(out / f".{base}")  # named after this writer; the umask decides who may read it
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with open(tmp, "w", encoding="utf-8") as fh:
             data = {**result.to_json(), "digest": content_digest(result), "saved_ns": time.time_ns()}
             json.dump(data, fh, indent=1, ensure_ascii=False, default=float)
             fh.flush()

@@ -182,3 +182,22 @@ def test_every_training_slice_is_an_option_of_a_probe():
 
     options = {o.name: o.flag for spec in all_probes() for o in spec.options}
     assert all(options.get(name) == f"--{flag}" for name, flag in TRAINING_SLICES.items()), options
+
+
+def test_a_killed_saves_temporary_is_removed_by_the_next_save_and_a_live_writers_is_kept(tmp_path):
+    """A result written to ``.NAME.RANDOM.tmp`` and killed before its link stayed in the results folder for good."""
+    from corpora.temps import HOST, process_start
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # reaped: its PID is free
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead_tmp = tmp_path / f".m__pos__1.{HOST}-{gone.pid}-1.abcdefgh.tmp"
+        live_tmp = tmp_path / f".m__pos__2.{HOST}-{live.pid}-{process_start(live.pid)}.abcdefgh.tmp"
+        for path in (dead_tmp, live_tmp):
+            path.write_text("{")
+        saved = save_result(_result("m", None, 0.5, "2026-01-01T00:00:00+00:00"), tmp_path)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([saved.name, live_tmp.name])
+    finally:
+        live.kill()
+        live.wait()
