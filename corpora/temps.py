@@ -141,6 +141,15 @@ def check_replaceable(final: Path) -> None:
         raise RequestError(f"Cannot write a model to {final}: {exc.strerror or exc}.") from None
 
 
+def _umask() -> int:
+    """This process's umask, read without setting it (``os.umask`` sets it, for every thread)."""
+    try:
+        line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("Umask:"))
+        return int(line.split()[1], 8)
+    except (OSError, StopIteration, ValueError):
+        return 0o022
+
+
 @contextmanager
 def writing_folder(final: Path) -> Iterator[Path]:
     """A model folder written whole or not at all. The block writes into the folder yielded (a temporary beside
@@ -156,6 +165,10 @@ def writing_folder(final: Path) -> Iterator[Path]:
     old = tmp.with_name(tmp.name.removesuffix(".tmp") + ".old")
     try:
         yield tmp
+        mode = 0o666 & ~_umask()  # safetensors writes 0600: on a lab server only the trainer could read its model
+        for file in tmp.rglob("*"):
+            if file.is_file():
+                file.chmod(mode)
         if final.exists():
             os.rename(final, old)
         os.rename(tmp, final)

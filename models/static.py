@@ -106,10 +106,18 @@ def load_static_dir(
     if ft is not None:
         ng_file = directory / card.get("files", {}).get("ngrams", NGRAMS_FILE)
         try:
-            mat = load_file(str(ng_file))["ngrams"].astype(np.float32)
-            ngrams = SubwordNgrams(mat, min_n=int(ft["min_n"]), max_n=int(ft["max_n"]))
+            stored = load_file(str(ng_file))["ngrams"]
+            ngrams = SubwordNgrams(stored.astype(np.float32), min_n=int(ft["min_n"]), max_n=int(ft["max_n"]))
         except Exception as exc:  # missing file, bad header, wrong key
             raise ModelLoadError(f"Cannot read fastText n-grams {ng_file}: {exc}") from exc
+        mat = ngrams.vectors
+        if stored.dtype.kind != "f":  # an integer table would be cast to numbers no training gave
+            raise ModelLoadError(f"{ng_file}: n-grams stored as {stored.dtype}, not floating point.")
+        if not 1 <= ngrams.min_n <= ngrams.max_n:  # gensim's hashing overflowed deep inside its Cython on 0 / -1
+            raise ModelLoadError(
+                f"Corrupt model card {directory / CARD_FILE}: n-gram lengths {ngrams.min_n}..{ngrams.max_n} "
+                "(fastText's are 1 ≤ min_n ≤ max_n)."
+            )
         if int(ft.get("bucket", mat.shape[0])) != mat.shape[0]:
             raise ModelLoadError(f"{ng_file}: {mat.shape[0]} n-gram rows but the card says bucket={ft['bucket']}")
     return StaticEmbedder(

@@ -4,6 +4,7 @@ a diverged or unscorable model (docs/reliability.md, round twelve: an interrupte
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -155,3 +156,39 @@ def test_the_card_commands_default_output_is_the_projects_assets_from_any_folder
     monkeypatch.chdir(tmp_path)
     assert train_gpt.output_folder(train_gpt.parse_args([])) == ASSETS / "gpt-small"
     assert train_gpt.output_folder(train_gpt.parse_args(["--out", "mine"])) == Path("mine")
+
+
+def test_a_fasttext_card_or_table_that_cannot_be_right_is_refused(tmp_path, capsys):
+    """A card's ``min_n: 0, max_n: -1`` was an OverflowError nine frames deep in gensim's Cython; an int32 n-gram table
+    was cast to floats; ``train fasttext --min-n 6 --max-n 3`` trained without a single subword."""
+    from safetensors.numpy import load_file, save_file
+
+    from models.__main__ import main
+
+    folder = tmp_path / "fasttext"
+    shutil.copytree(ASSETS / "fasttext", folder)
+    card_file = folder / "model_card.json"
+    card = json.loads(card_file.read_text())
+    card_file.write_text(json.dumps({**card, "fasttext": {**card["fasttext"], "min_n": 0, "max_n": -1}}))
+    with pytest.raises(ModelLoadError, match=r"n-gram lengths 0\.\.-1"):
+        load_static_dir(folder)
+    card_file.write_text(json.dumps(card))
+    table = load_file(str(folder / "ngrams.safetensors"))["ngrams"]
+    save_file({"ngrams": (table * 1000).astype(np.int32)}, str(folder / "ngrams.safetensors"))
+    with pytest.raises(ModelLoadError, match="n-grams stored as int32"):
+        load_static_dir(folder)
+    with pytest.raises(SystemExit):
+        main(["train", "fasttext", "--min-n", "6", "--max-n", "3", "--out", str(tmp_path / "ft")])
+    assert "--min-n 6 is above --max-n 3" in capsys.readouterr().err
+
+
+def test_a_model_folder_is_readable_as_any_file_the_umask_allows(tmp_path):
+    """GPT's and ELMo's safetensors files were written 0600: on a lab server the app, run as another user, could not
+    read the model a colleague trained."""
+    from corpora.temps import _umask, writing_folder
+
+    with writing_folder(tmp_path / "m") as folder:
+        (folder / "model.safetensors").write_bytes(b"x")
+        (folder / "model.safetensors").chmod(0o600)
+        (folder / "model_card.json").write_text("{}")
+    assert (tmp_path / "m" / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~_umask()

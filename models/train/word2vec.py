@@ -150,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: python -m models train {{{','.join(KINDS)}}} [options]", file=sys.stderr)
         return 2
     kind, rest = argv[0], argv[1:]
-    args = build_parser(kind).parse_args(rest)
+    parser = build_parser(kind)
+    args = parser.parse_args(rest)
+    if kind == "fasttext" and args.min_n > args.max_n:  # gensim would train without any subword, and say nothing
+        parser.error(f"--min-n {args.min_n} is above --max-n {args.max_n}: no n-gram length is left.")
     name = KINDS[kind]
     out = args.out or ASSETS / name
     check_replaceable(out)  # before the training, not after it
