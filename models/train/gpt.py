@@ -103,12 +103,24 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
+#: The training steps whose mean loss the card reports as ``final_loss`` (a checkpoint keeps them for a resume).
+RECENT = 100
+
+
 def checkpoint_state(
-    model, optimizer, rng: np.random.Generator, step: int, wall_time_s: float, setup: dict | None = None
+    model,
+    optimizer,
+    rng: np.random.Generator,
+    step: int,
+    wall_time_s: float,
+    setup: dict | None = None,
+    recent_losses: Sequence[float] = (),
 ) -> dict:
     """What ``--resume`` needs, as tensors and plain data only (it loads with ``weights_only=True``); ``setup``: the
-    options and vocabulary it was trained with (``models.train.common.training_setup``)."""
+    options and vocabulary it was trained with (``models.train.common.training_setup``); ``recent_losses``: the last
+    ``RECENT`` steps' losses (a resumed run's card averages them as an uninterrupted run's does)."""
     return {
+        "recent_losses": [float(x) for x in recent_losses[-RECENT:]],
         "setup": setup,
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
@@ -134,7 +146,7 @@ def model_card(
     device: torch.device,
 ) -> dict:
     """The asset's model card: the corpus and vocabulary, the shape, the steps, the held-out perplexity, the command."""
-    final_loss = float(np.mean(losses[-min(len(losses), 100) :])) if losses else float("nan")
+    final_loss = float(np.mean(losses[-min(len(losses), RECENT) :])) if losses else float("nan")
     lowercase, unk = not args.cased, tokenizer.get_vocab()["<unk>"]
     ppl = math.exp(nll)
     return {
@@ -219,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     optimizer = make_optimizer(model, args.lr, args.weight_decay)
     rng = np.random.default_rng(args.seed)
-    start_step, prior_time = 0, 0.0
+    start_step, prior_time, recent = 0, 0.0, []  # recent: the losses of the steps before this process's
     ckpt_path = out / "checkpoint.pt"
     setup = training_setup(args, [t for t, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])])
     if args.resume:
@@ -231,6 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             optimizer.load_state_dict(state["optimizer"])
             rng.bit_generator.state = state["rng"]
             torch.set_rng_state(state["torch_rng"].cpu())
+            recent.extend(state.get("recent_losses", []))
             return int(state["step"]), float(state["wall_time_s"])
 
         try:
@@ -241,9 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"resumed from {ckpt_path} at step {start_step}", flush=True)
 
     def on_step(step: int, loss: float, opt, gen) -> None:
+        recent.append(loss)
         if args.checkpoint_every and step % args.checkpoint_every == 0 and step < args.steps:
             wall = prior_time + time.time() - t_start
-            save_checkpoint(ckpt_path, checkpoint_state(model, opt, gen, step, wall, setup))
+            save_checkpoint(ckpt_path, checkpoint_state(model, opt, gen, step, wall, setup, recent))
 
     losses = train_steps(
         model,
@@ -271,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     check_trained(model, [nll])
     wall = prior_time + time.time() - t_start
-    card = model_card(name, args, command, tokenizer, train, heldout, n_params, steps_done, losses, nll, wall, device)
+    card = model_card(name, args, command, tokenizer, train, heldout, n_params, steps_done, recent, nll, wall, device)
     with writing_folder(out) as folder:  # whole, in place of the old folder and its checkpoint.pt
         model.save_pretrained(folder, safe_serialization=True)
         tokenizer.save_pretrained(folder)
