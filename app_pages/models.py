@@ -83,9 +83,9 @@ def card_section(names_loaded: list[str], loaded: dict) -> None:
         card = model_card(spec)
     except ModelLoadError as exc:
         card = {}
-        st.error(f"The model card of {name} is corrupt: {exc}")
+        st.error(f"The model card of {name} is corrupt: {md(str(exc))}")
     if row.state not in (OK, NOT_TRAINED, NOT_INSTALLED):
-        st.warning(f"{name} cannot be used as it is on disk: {row.status}")
+        st.warning(f"{name} cannot be used as it is on disk: {md(row.status)}")
     elif row.state == NOT_TRAINED:
         st.info(
             f"{name} has no checkpoint in {spec.source.label()}/ yet: it is trained by this project "
@@ -204,7 +204,7 @@ def own_models_section() -> None:
     )
     _, problem = user_specs()
     if problem:
-        st.warning(f"Model registry: {problem}")
+        st.warning(f"Model registry: {md(problem)}")
     with st.form("models_add", clear_on_submit=False):
         c1, c2 = st.columns([1, 3])
         name = c1.text_input("Name", key="models_add_name", placeholder="bert-base")

@@ -25,7 +25,6 @@ import hashlib
 import os
 import re
 import shlex
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from app_pages.loaders import get_embedder
 from app_pages.warmup import wait_warmup
 from corpora.errors import LabError
 from corpora.paths import cache_dir
+from corpora.temps import remove_stale_temps, temp_path
 from models import DEFAULT_STATIC_MODEL
 from probes.errors import ResultsNotSavedError
 from probes.inputs import InputFile, Preview
@@ -70,21 +70,21 @@ def stored_name(name: str) -> str:
 
 def save_upload(name: str, data: bytes) -> tuple[Path, bool]:
     """The bytes under ``<cache>/uploads/<sha256[:16]>/<stored name>`` (written once, atomically: each writer its own
-    temporary file, so two sessions storing the same file at once do not share one), and whether this call wrote
-    them. A folder that cannot take them is a ``LabError`` naming it."""
+    temporary, ``corpora.temps.temp_path``, so two sessions storing the same file at once do not share one), and
+    whether this call wrote them. A folder that cannot take them is a ``LabError``."""
     folder = cache_dir() / "uploads" / hashlib.sha256(data).hexdigest()[:16]
     path = folder / stored_name(name)
     if path.is_file():
         return path, False
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".upload-", suffix=".tmp")
+        remove_stale_temps(folder, log)  # a killed store's
+        tmp = temp_path(path)  # this writer's own (the umask's mode: the command shown names the stored file)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            tmp.write_bytes(data)
             os.replace(tmp, path)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
     except OSError as exc:
         raise LabError(
@@ -168,7 +168,7 @@ def uploads(spec: ProbeSpec) -> tuple[dict[str, Path], dict[str, str], list[Path
         if f is not None and f.size > MAX_MB * 2**20:
             needed = " ".join(f"--{i.role} FILE" for i in spec.inputs if i.required)
             st.error(
-                f"{f.name} is {f.size / 2**20:.1f} MB: uploads are limited to {MAX_MB:g} MB per file. "
+                f"{md(f.name)} is {f.size / 2**20:.1f} MB: uploads are limited to {MAX_MB:g} MB per file. "
                 f"Use the command line for bigger files (it reads them as a stream): "
                 f"python -m probes {spec.name} --model M {needed}"
             )

@@ -170,8 +170,9 @@ def bind(
         value = _read(raw, default, opts, lo, hi, step, check)
         st.session_state[key] = default if value is _UNREAD else value
     elif _history_navigation():  # Back / Forward: the address the browser went to is the view to show, a
-        url = _read(raw, default, opts, lo, hi, step, check)  # parameter it lacks (or cannot read) its default
-        st.session_state[key] = default if url is _UNREAD else url
+        url = _read(raw, default, opts, lo, hi, step, check)  # parameter it lacks (or cannot read) its default,
+        if not (url is _UNREAD and param in st.session_state.get(_UNLINKED, ())):  # but a text no link carries
+            st.session_state[key] = default if url is _UNREAD else url
     elif not (st.session_state[key] is None and default is None) and not _valid(
         st.session_state[key], default, opts, lo, hi, check
     ):

@@ -11,13 +11,12 @@ than ``STALE_AFTER_S``.
 Temporaries are created with mode 0666 less the umask, like any file (``mkstemp`` would give 0600: on a
 lab server where the app runs as another user, nobody else could read what is moved into place).
 
-A model folder a trainer writes is one temporary folder, moved into place whole (:func:`writing_folder`), so a run
-killed while saving leaves the old model or none, never a mix of the two.
+A model folder a trainer writes is one such temporary, a folder moved into place whole
+(``models.assets.writing_folder``).
 """
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 import re
@@ -25,13 +24,8 @@ import secrets
 import shutil
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from corpora.errors import RequestError
-
-_log = logging.getLogger(__name__)
 HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
 STALE_AFTER_S = 6 * 3600  # a temporary this old is a leftover whoever wrote it
 _TEMP = re.compile(r"\.(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)(?:-(?P<start>\d+))?\.[^.]+\.tmp$")
@@ -114,67 +108,10 @@ def remove_stale_temps(directory: Path, log: logging.Logger, pattern: str = "*.t
     return removed
 
 
-#: What makes a folder one a model's writer may replace whole: a model card (a model written here), or a training
-#: run's checkpoint (a run writing into its output folder).
-MODEL_FOLDER_MARKS = ("model_card.json", "checkpoint.pt")
-
-
-def check_replaceable(final: Path) -> None:
-    """``RequestError`` unless a model can be written to folder ``final`` (``writing_folder``): it is missing, empty
-    or a model folder (``MODEL_FOLDER_MARKS``: a folder of other files is never replaced), and its parent takes a new
-    folder. A trainer checks this before it trains, so neither is found after the training."""
-    final = Path(final)
-    if final.exists() and not final.is_dir():
-        raise RequestError(f"{final} is a file, not a folder for a model.")
-    entries = sorted(e.name for e in final.iterdir()) if final.is_dir() else []
-    if entries and not any((final / mark).exists() for mark in MODEL_FOLDER_MARKS):
-        raise RequestError(
-            f"{final} holds other files ({', '.join(entries[:3])}{', …' if len(entries) > 3 else ''}) and no model "
-            "card: a model is written to a new or empty folder, or replaces a model folder whole."
-        )
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        trial = final.parent / f".{final.name}.{writer_id()}.{secrets.token_hex(4)}.tmp"
-        trial.mkdir()
-        trial.rmdir()
-    except OSError as exc:
-        raise RequestError(f"Cannot write a model to {final}: {exc.strerror or exc}.") from None
-
-
-def _umask() -> int:
+def umask() -> int:
     """This process's umask, read without setting it (``os.umask`` sets it, for every thread)."""
     try:
         line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("Umask:"))
         return int(line.split()[1], 8)
     except (OSError, StopIteration, ValueError):
         return 0o022
-
-
-@contextmanager
-def writing_folder(final: Path) -> Iterator[Path]:
-    """A model folder written whole or not at all. The block writes into the folder yielded (a temporary beside
-    ``final``, named after this writer); when it ends, that folder takes ``final``'s place and the old one is
-    removed. A run killed or failing before leaves ``final`` as it was; killed between the two renames, ``final`` is
-    missing (its old content beside it, ``.<name>.<writer>.old``) — never a mix of two runs' files, which a loader
-    would take for one model (a new ``vectors.bin`` beside the old n-grams and card)."""
-    final = Path(final)
-    check_replaceable(final)
-    remove_stale_temps(final.parent, _log, f".{glob.escape(final.name)}.*.tmp")  # a killed writer's folder
-    tmp = final.parent / f".{final.name}.{writer_id()}.{secrets.token_hex(4)}.tmp"
-    tmp.mkdir()
-    old = tmp.with_name(tmp.name.removesuffix(".tmp") + ".old")
-    try:
-        yield tmp
-        mode = 0o666 & ~_umask()  # safetensors writes 0600: on a lab server only the trainer could read its model
-        for file in tmp.rglob("*"):
-            if file.is_file():
-                file.chmod(mode)
-        if final.exists():
-            os.rename(final, old)
-        os.rename(tmp, final)
-    except BaseException:
-        if old.exists() and not final.exists():
-            os.rename(old, final)  # a failed swap puts the old model back
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    shutil.rmtree(old, ignore_errors=True)

@@ -20,16 +20,25 @@ malformed file raises ``ModelLoadError`` naming the file and why. Results are me
 
 from __future__ import annotations
 
+import glob
 import json
+import logging
 import math
 import mmap
+import os
+import secrets
+import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from corpora.errors import RequestError
 from corpora.paths import REPO_ROOT
+from corpora.temps import remove_stale_temps, umask, writer_id
 from models.errors import ModelLoadError
 from models.formats import parse_vectors_header
 
@@ -90,6 +99,83 @@ def require_card(directory: Path, name: str) -> dict[str, Any]:
             f"files are not taken for {name}."
         )
     return card
+
+
+# ----------------------------------------------------------------------------- writing a model folder
+#: The files a model folder written here holds (each trainer's, transformers' ``save_pretrained``'s, a training run's
+#: checkpoint): a folder holding anything else is never replaced, since its other files would go with it.
+MODEL_FOLDER_FILES = frozenset(
+    {
+        CARD_FILE,
+        *("vectors.bin", "ngrams.safetensors"),  # static
+        *("options.json", "model.safetensors", "softmax.safetensors", "softmax.json", "vocab.txt"),  # ELMo
+        *("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"),  # transformers
+        *("special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt"),
+        *("checkpoint.pt", "checkpoint.tmp"),  # a run writing into its output folder (GPT)
+    }
+)
+
+
+def check_replaceable(final: str | Path) -> Path:
+    """The folder a model will be written to (``writing_folder``), absolute, a link's target; ``RequestError`` unless it
+    is missing, empty or a model folder (only ``MODEL_FOLDER_FILES``), is no mount point, and its parent takes a new
+    folder. A trainer checks this before it trains, so that none of it is found after the training."""
+    final = Path(os.path.abspath(final))  # "--out ." has a name, and a parent to write beside it
+    if final.is_symlink():
+        final = final.resolve()  # the link keeps pointing at the model
+    if final.exists() and not final.is_dir():
+        raise RequestError(f"{final} is a file, not a folder for a model.")
+    if os.path.ismount(final):
+        raise RequestError(f"{final} is a mount point: a model is written to a folder inside it.")
+    others = (
+        sorted(e.name for e in final.iterdir() if e.is_dir() or e.name not in MODEL_FOLDER_FILES)
+        if (final.is_dir())
+        else []
+    )
+    if others:
+        raise RequestError(
+            f"{final} holds {', '.join(others[:3])}{', …' if len(others) > 3 else ''}, which no model folder written "
+            "here does: a model is written to a new or empty folder, or replaces a model folder whole (choose another "
+            "--out, or move those away)."
+        )
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        trial = final.parent / f".{final.name}.{writer_id()}.{secrets.token_hex(4)}.tmp"
+        trial.mkdir()
+        trial.rmdir()
+    except OSError as exc:
+        raise RequestError(f"Cannot write a model to {final}: {exc.strerror or exc}.") from None
+    return final
+
+
+@contextmanager
+def writing_folder(final: str | Path) -> Iterator[Path]:
+    """A model folder written whole or not at all. The block writes into the folder yielded (a temporary beside
+    ``final``, named after this writer); when it ends, its files get the umask's mode (safetensors writes 0600) and it
+    takes ``final``'s place, the old folder removed. A run killed or failing before leaves ``final`` as it was; killed
+    between the two renames, ``final`` is missing (the old one beside it) — never a mix of two runs' files, which a
+    loader would take for one model (a new ``vectors.bin`` beside the old n-grams and card). A killed writer's
+    temporaries beside ``final`` are removed by the next (``corpora.temps.remove_stale_temps``)."""
+    final = check_replaceable(final)
+    remove_stale_temps(final.parent, logging.getLogger(__name__), f".{glob.escape(final.name)}.*.tmp")
+    writer = f".{final.name}.{writer_id()}"
+    tmp, old = (final.parent / f"{writer}.{kind}{secrets.token_hex(4)}.tmp" for kind in ("", "old"))
+    tmp.mkdir()
+    try:
+        yield tmp
+        mode = 0o666 & ~umask()  # on a lab server the app may run as another user
+        for file in tmp.rglob("*"):
+            if file.is_file():
+                file.chmod(mode)
+        if final.exists():
+            os.rename(final, old)
+        os.rename(tmp, final)
+    except BaseException:
+        if old.exists() and not final.exists():
+            os.rename(old, final)  # a failed swap puts the old model back
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def check_safetensors(file: Path) -> None:

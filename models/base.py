@@ -149,7 +149,8 @@ def check_device(text: str) -> torch.device:
 
 
 #: torch has one CPU generator per process: a thread drawing under a seed holds this lock, so that another thread's
-#: seed cannot change its draws (two app sessions' probes fitting at once; a random twin loading beside a fit).
+#: seed cannot change its draws (two app sessions' probes fitting at once; a random twin loading beside a fit). The
+#: price: two sessions' fits run one after the other (a fit's dropout draws from the same generator all along).
 SEEDED_DRAWS = threading.RLock()
 
 

@@ -140,7 +140,7 @@ def parse_vectors_header(path: Path, raw: bytes) -> tuple[int, int]:
     """(count, dim) from a word2vec header line ``<count> <dim>``; ModelLoadError naming line 1 otherwise."""
     parts = raw.split()
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise _error(path, 1, f"expected a header '<count> <dim>', found {raw[:80]!r}")
+        raise _error(path, 1, f"expected a header '<count> <dim>', found {len(parts)} field(s)")
     count, dim = int(parts[0]), int(parts[1])
     if dim < 1:
         raise _error(path, 1, f"header declares dimension {dim}")
@@ -214,24 +214,23 @@ def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str]
             if dim < 0:  # GloVe: the first row fixes the dimension
                 dim, dim_from = len(values), f"line {lineno}"
                 if dim == 0:
-                    raise _error(path, lineno, f"word {word!r} has no values")
+                    raise _error(path, lineno, "its word has no values")
             extra = len(values) - dim
             if dim > 0 and extra > 0 and not all(_is_float(v) for v in values[:extra]):
                 # a word with spaces (GloVe 840B's ". . ."): the row's last ``dim`` fields are the vector
                 word, values = " ".join([word, *values[:extra]]), values[extra:]
             if len(values) != dim:
                 raise _error(
-                    path,
-                    lineno,
-                    f"expected {dim} values (as in {dim_from}) after the word {word[:40]!r}, found {len(values)}",
+                    path, lineno, f"expected {dim} values (as in {dim_from}) after its word, found {len(values)}"
                 )
             if header and len(out.words) == count:
                 raise _error(path, lineno, f"more vectors than the {count} declared in the header (line 1)")
             try:
                 vec = np.array(values, dtype=np.float32)
             except ValueError:
-                bad = next(v for v in values if not _is_float(v))
-                raise _error(path, lineno, f"value {bad[:40]!r} is not a number") from None
+                bad = next(k for k, v in enumerate(values, start=1) if not _is_float(v))  # said by position: a
+                # file typed by mistake (a password list) is not quoted back to whoever named it (the app's form)
+                raise _error(path, lineno, f"value {bad} (field {bad + 1}) is not a number") from None
             out.add(word, vec, lineno)
     if header and len(out.words) != count:
         raise _error(
@@ -251,7 +250,7 @@ def read_header(path: str | Path, fmt: str) -> tuple[int, int]:
         if fmt != "glove":
             return parse_vectors_header(path, first)
         if not is_vector_row(first):
-            raise _error(path, 1, f"expected a GloVe row 'word v1 ... vdim', found {first[:80]!r}")
+            raise _error(path, 1, f"expected a GloVe row 'word v1 ... vdim', found {len(first.split())} field(s)")
         lines, prev_newline = 1, True
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
             newline = np.frombuffer(chunk, np.uint8) == 10

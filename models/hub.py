@@ -18,7 +18,7 @@ from pathlib import Path
 from models.errors import ModelLoadError
 
 PREFIX = "hf:"
-REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")  # fullmatch: no final newline
 WANTED = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken"]
 
 
@@ -26,7 +26,7 @@ def parse_hub_id(ref: str) -> tuple[str, str | None]:
     """``hf:ORG/NAME[@REV]`` → (repo id, revision or None); a malformed id is a ModelLoadError."""
     body = ref[len(PREFIX) :] if ref.startswith(PREFIX) else ref
     repo_id, _, revision = body.partition("@")
-    if not REPO_RE.match(repo_id) or "--" in repo_id or ".." in repo_id or (_ and not revision):
+    if not REPO_RE.fullmatch(repo_id) or "--" in repo_id or ".." in repo_id or (_ and not revision):
         raise ModelLoadError(
             f"{ref!r} is not a hub id: write hf:ORG/NAME or hf:ORG/NAME@REVISION "
             "(e.g. hf:FacebookAI/roberta-base, hf:EleutherAI/pythia-70m@step3000)."

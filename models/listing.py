@@ -121,7 +121,7 @@ def describe(spec: ModelSpec, device: str | None = None, assets_dir: str | Path 
     try:
         card = read_model_card(directory)
         if card is None and spec.source.kind == "asset":
-            # Every trainer writes the card last: no card = training not finished (or never started).
+            # Every trainer writes its folder whole, card included: no card = a run not finished (or never started).
             partial = (
                 " (a checkpoint is there: training in progress or interrupted)"
                 if any(directory.glob("checkpoint*"))

@@ -51,7 +51,7 @@ def register(spec: ModelSpec) -> None:
 _STATIC_FILES = (VECTORS_FILE,)
 _HF_FILES = ("config.json", "model.safetensors")
 
-# Default zoo. Trained checkpoints live in assets/<name>/ with a model_card.json (written last).
+# Default zoo. Trained checkpoints live in assets/<name>/ with a model_card.json (each folder written whole).
 for _spec in [
     ModelSpec(
         "glove-6b-50d",

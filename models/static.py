@@ -21,8 +21,7 @@ import numpy as np
 import torch
 from safetensors.numpy import load_file, save_file
 
-from corpora.temps import writing_folder
-from models.assets import ASSETS, CARD_FILE, read_model_card, require_card
+from models.assets import ASSETS, CARD_FILE, read_model_card, require_card, writing_folder
 from models.errors import ModelLoadError
 from models.formats import FORMATS, read_vectors, write_word2vec_binary
 from models.spec import STATIC
@@ -144,7 +143,7 @@ def load_static_asset(
 
 def save_static_dir(emb: StaticEmbedder, directory: str | Path, card: dict, ngram_dtype: str = NGRAM_DTYPE) -> Path:
     """Write ``emb`` as an asset directory (vectors.bin, ngrams.safetensors for fastText, card), whole or not at all
-    (``corpora.temps.writing_folder``: a model folder there is replaced, a folder of other files refused)."""
+    (``models.assets.writing_folder``: a model folder there is replaced, a folder of other files refused)."""
     with writing_folder(Path(directory)) as folder:
         _write_static(emb, folder, card, ngram_dtype)
     return Path(directory)

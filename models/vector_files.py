@@ -38,9 +38,9 @@ PICKLE_REFUSAL = (
     "`python -m models add NAME {path} --allow-pickle` (option allow_pickle=true): this lab then unpickles "
     "it with a restricted loader that accepts only gensim's vector classes and numpy arrays, never other "
     "code. Then keep a copy that holds only data: models.static.save_static_dir(load_vectors_file('{path}', "
-    "allow_pickle=True), DIR, {{}}) writes word2vec binary vectors (and a fastText model's subword n-grams as "
-    "safetensors). Do not open it with gensim's own SaveLoad.load / KeyedVectors.load: they unpickle without "
-    "any restriction and would run a planted payload."
+    "allow_pickle=True), DIR, {{}}) (DIR a new folder) writes word2vec binary vectors (and a fastText model's "
+    "subword n-grams as safetensors). Do not open it with gensim's own SaveLoad.load / KeyedVectors.load: they "
+    "unpickle without any restriction and would run a planted payload."
 )
 # The only imports a gensim vectors pickle makes (gensim 3.x-4.4, numpy 1-2, Python 2 and 3 pickles).
 _PICKLE_IMPORTS = {

@@ -83,14 +83,10 @@ def load_model(model: str | Embedder, device: str | None = None) -> Embedder:
 
 
 def seed_everything(seed: int) -> None:
-    """The global torch and numpy generators (probes also seed their own; this covers the rest)."""
-    import torch  # lazy: torch (`python -m probes stats` and baselines-only runs never need it otherwise)
-
-    from models.base import SEEDED_DRAWS
-
-    with SEEDED_DRAWS:  # not while another thread draws under its seed (``models.base.seeded``)
-        torch.manual_seed(seed)
-        np.random.seed(seed)
+    """numpy's global generator, for code that draws from it unseeded. torch's is not touched here: every draw of the
+    lab's from it is seeded where it is made (``models.base.seeded``: a fit, a random twin's weights), and seeding it
+    from a run's start reseeded another session's fit mid-way (or, under the lock, waited for that whole fit)."""
+    np.random.seed(seed)
 
 
 def run_probe(

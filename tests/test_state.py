@@ -209,15 +209,22 @@ def test_back_to_a_partial_link_shows_its_defaults_and_an_emptied_list_is_writte
     assert _app(**dict(odd.query_params)).multiselect(key="layers").value == []
 
 
-def test_a_text_too_long_for_an_address_is_left_out_of_the_link_and_said() -> None:
+def test_a_text_too_long_for_an_address_is_left_out_of_the_link_and_said(monkeypatch) -> None:
     """A pasted text of 100,000 characters went into the URL as it was: the server refused the reload (HTTP 400,
-    "Invalid HTTP request received.") and every choice of the view was lost with it."""
+    "Invalid HTTP request received.") and every choice of the view was lost with it. Back to a view the link left it
+    out of keeps the text (a review of the change: Back had put the default word in its place)."""
     at = _app()
     at.text_input(key="word").set_value("river " * 20_000).run()
     assert not at.exception and "word" not in at.query_params
     assert "too long for the page's link (word: 120,000 characters)" in at.toast[0].value
     at.slider(key="layer").set_value(3).run()
     assert at.query_params["layer"] == "3" and "word" not in at.query_params and not at.toast  # said once
+    at.slider(key="layer").set_value(4).run()
+    monkeypatch.setattr("app_pages.state._history_navigation", lambda: True)  # Back, to the view with layer 3
+    at.query_params["layer"] = "3"
+    at.run()
+    assert at.slider(key="layer").value == 3 and at.text_input(key="word").value == "river " * 20_000  # kept
+    monkeypatch.setattr("app_pages.state._history_navigation", lambda: False)
     at.text_input(key="word").set_value("plant").run()
     assert at.query_params["word"] == "plant"
     from app_pages.state import MAX_LINKED

@@ -5,7 +5,6 @@ a diverged or unscorable model (docs/reliability.md, round twelve: an interrupte
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -81,13 +80,55 @@ def test_a_folder_of_other_files_or_one_that_cannot_be_written_is_refused_before
     t0 = time.perf_counter()
     assert main(["train", "cbow", "--out", str(mine)]) == 2
     err = capsys.readouterr().err
-    assert "holds other files (thesis.tex) and no model card" in err and time.perf_counter() - t0 < 5
+    assert "holds thesis.tex, which no model folder written here does" in err and time.perf_counter() - t0 < 5
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
-    if os.geteuid() != 0:  # root writes anywhere
-        locked = tmp_path / "locked"
-        locked.mkdir(mode=0o555)
-        assert main(["train", "glove", "--out", str(locked / "glove")]) == 2
-        assert "Cannot write a model to" in capsys.readouterr().err
+    (tmp_path / "a-file").write_text("x")  # a parent no folder can be made in (a read-only one would not stop root)
+    assert main(["train", "glove", "--out", str(tmp_path / "a-file" / "glove")]) == 2
+    assert "Cannot write a model to" in capsys.readouterr().err
+
+
+def test_a_model_folder_holding_the_users_own_files_is_not_replaced(tmp_path):
+    """A folder with a card counted as a model folder, and the swap removed it whole: notes and a runs/ folder beside
+    the model were deleted with the old model."""
+    from models.assets import check_replaceable
+
+    folder = tmp_path / "m"
+    shutil.copytree(ASSETS / "word2vec-sg", folder)
+    (folder / "NOTES.md").write_text("keep me")
+    (folder / "runs").mkdir()
+    new = StaticEmbedder("new", ["the", "bank"], np.full((2, 4), 7.0, np.float32), source="test")
+    with pytest.raises(RequestError, match="holds NOTES.md, runs, which no model folder written here does"):
+        save_static_dir(new, folder, {"name": "new", "layers": 1, "dim": 4})
+    assert (folder / "NOTES.md").read_text() == "keep me" and (folder / "runs").is_dir()
+    (folder / "NOTES.md").unlink()
+    (folder / "runs").rmdir()
+    assert check_replaceable(folder) == folder  # the model's own files alone: replaced whole
+
+
+def test_a_linked_output_folder_stays_a_link_to_the_new_model(tmp_path):
+    """``assets/m -> /big/m``: the link itself was renamed aside and a real folder put in its place on the link's disk;
+    the link's ``.old`` was never removed (rmtree refuses a link; its errors were ignored)."""
+    target = tmp_path / "big" / "m"
+    shutil.copytree(ASSETS / "word2vec-sg", target)
+    link = tmp_path / "assets" / "m"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    new = StaticEmbedder("new", ["the", "bank"], np.full((2, 4), 7.0, np.float32), source="test")
+    save_static_dir(new, link, {"name": "new", "layers": 1, "dim": 4})
+    assert link.is_symlink() and load_static_dir(link).dim == 4 and load_static_dir(target).dim == 4
+    assert sorted(p.name for p in link.parent.iterdir()) == ["m"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["m"]
+
+
+def test_an_elmo_run_folder_inside_its_output_folder_is_refused_before_training(tmp_path, capsys):
+    """``--out m --run-dir m/run`` passed the check, trained, and was refused at the end ("holds other files (run)");
+    ``--run-dir`` equal to ``--out`` lost the run's checkpoint and softmax with the swap."""
+    from models.__main__ import main
+
+    for run in (tmp_path / "m" / "run", tmp_path / "m"):
+        argv = ["train", "elmo", "--out", str(tmp_path / "m"), "--run-dir", str(run), "--steps", "2"]
+        assert main([*argv, "--max-sentences", "100", "--threads", "1", "--device", "cpu"]) == 2
+        assert "is inside --out" in capsys.readouterr().err and not (tmp_path / "m").exists()
 
 
 def test_a_zoo_model_without_its_card_is_not_loaded(tmp_path):
@@ -131,8 +172,7 @@ def test_a_held_out_split_with_nothing_to_score_is_refused_before_training(tmp_p
     assert main(["train", "elmo", *tiny, "--out", str(tmp_path / "e"), "--run-dir", str(tmp_path / "r")]) == 2
     assert "held-out split has no targets" in capsys.readouterr().err and not (tmp_path / "e").exists()
     assert main(["train", "gpt", *tiny, "--out", str(tmp_path / "g")]) == 2
-    assert "held-out split has no targets" in capsys.readouterr().err
-    assert not (tmp_path / "g" / "model_card.json").exists()
+    assert "held-out split has no targets" in capsys.readouterr().err and not (tmp_path / "g").exists()
 
 
 def test_a_diverged_model_is_not_written():
@@ -185,13 +225,14 @@ def test_a_fasttext_card_or_table_that_cannot_be_right_is_refused(tmp_path, caps
 def test_a_model_folder_is_readable_as_any_file_the_umask_allows(tmp_path):
     """GPT's and ELMo's safetensors files were written 0600: on a lab server the app, run as another user, could not
     read the model a colleague trained."""
-    from corpora.temps import _umask, writing_folder
+    from corpora.temps import umask
+    from models.assets import writing_folder
 
     with writing_folder(tmp_path / "m") as folder:
         (folder / "model.safetensors").write_bytes(b"x")
         (folder / "model.safetensors").chmod(0o600)
         (folder / "model_card.json").write_text("{}")
-    assert (tmp_path / "m" / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~_umask()
+    assert (tmp_path / "m" / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~umask()
 
 
 def test_a_resumed_gpt_runs_card_reports_the_losses_an_uninterrupted_one_does(tmp_path, data_root, monkeypatch):

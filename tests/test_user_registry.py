@@ -195,7 +195,7 @@ def test_models_add_checks_the_pickle_opt_in_and_the_device_as_loading_does(smal
     [
         ("3 2\na 0.1 0.2\nb 0.3\nc 0.5 0.6\n", "line 3: expected 2 values"),  # a short row
         ("2 2\na 0.1 0.2\nb 0.3", "line 3: expected 2 values"),  # cut inside its last row
-        ("2 2\na 0.1 abc\nb 0.3 0.4\n", "line 2: value 'abc' is not a number"),
+        ("2 2\na 0.1 abc\nb 0.3 0.4\n", "line 2: value 2 (field 3) is not a number"),
         ("2 2\na 0.1 nan\nb 0.3 0.4\n", "line 2: non-finite value"),
     ],
 )

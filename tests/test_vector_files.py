@@ -230,7 +230,7 @@ def test_gzip_is_refused_with_the_command(files, tmp_path):
 def test_header_disagreeing_with_rows(tmp_path):
     p = tmp_path / "h.vec"
     p.write_text("2 3\nthe 1 2 3\nof 1 2\n", encoding="utf-8")
-    _refused(p, r"line 3\b.*expected 3 values \(as in the header \(line 1\)\).*'of', found 2")
+    _refused(p, r"line 3\b.*expected 3 values \(as in the header \(line 1\)\) after its word, found 2")
     p.write_text("3 2\nthe 1 2\nof 1 2\n", encoding="utf-8")
     _refused(p, "declares 3 vectors but the file has 2")
 

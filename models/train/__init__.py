@@ -2,7 +2,8 @@
 
 Each trainer is a module with ``main(argv) -> int`` and its own options
 (``python -m models train KIND --help``); it writes an asset folder the embedders in ``models/``
-load, with a ``model_card.json`` written last. Importing this package imports no trainer.
+load, with its ``model_card.json``, whole or not at all (``models.assets.writing_folder``). Importing this package
+imports no trainer.
 
     word2vec.py  word2vec skip-gram / CBOW and fastText with gensim
     glove.py     GloVe in torch (co-occurrence counts, AdaGrad)

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import torch
 
+from corpora.errors import RequestError
 from corpora.lm_corpus import corpus_stats, load_lm_corpus
 from corpora.paths import REPO_ROOT
-from corpora.temps import check_replaceable, writing_folder
-from models.assets import ASSETS, CARD_FILE
+from models.assets import ASSETS, CARD_FILE, check_replaceable, writing_folder
 from models.base import default_device
 from models.elmo.checkpoint import save_language_model
 from models.elmo.lm import BiLMLanguageModel
@@ -159,8 +159,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     name, cfg = resolve_config(args)
     out_dir = Path(args.out) if args.out else ASSETS / name
-    check_replaceable(out_dir)  # before the training, not after it
+    out_dir = check_replaceable(out_dir)  # before the training, not after it
     run_dir = Path(args.run_dir) if args.run_dir else REPO_ROOT / "runs" / name
+    if run_dir.resolve() == out_dir or out_dir in run_dir.resolve().parents:  # the swap would take the run with it
+        raise RequestError(
+            f"--run-dir {run_dir} is inside --out {out_dir}, which is replaced whole when the model is written: "
+            "give a run folder outside it (its checkpoint is what --resume reads)."
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
     device = torch.device(args.device) if args.device else default_device()
     if args.threads:

@@ -37,8 +37,7 @@ import torch
 from torch import nn
 
 from corpora.lm_corpus import load_lm_corpus
-from corpora.temps import check_replaceable
-from models.assets import ASSETS
+from models.assets import ASSETS, check_replaceable
 from models.base import default_device
 from models.quality import wordnet_similarity
 from models.static import StaticEmbedder, save_static_dir
@@ -218,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     out = args.out or ASSETS / "glove-lm"
-    check_replaceable(out)  # before the training, not after it
+    out = check_replaceable(out)  # before the training, not after it
     torch.set_num_threads(args.threads)
     t0 = time.time()
     print(f"[glove-lm] loading LM corpus (lowercase={args.lowercase}, max_sentences={args.max_sentences})", flush=True)

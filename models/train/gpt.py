@@ -34,8 +34,7 @@ from safetensors.torch import load_file
 
 from corpora.lm_corpus import load_lm_corpus
 from corpora.paths import DataMissingError
-from corpora.temps import check_replaceable, writing_folder
-from models.assets import ASSETS, CARD_FILE
+from models.assets import ASSETS, CARD_FILE, check_replaceable, writing_folder
 from models.base import default_device
 from models.train.common import (
     CheckpointError,
@@ -190,9 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device) if args.device else default_device()
-    out = output_folder(args)
-    check_replaceable(out)  # before the training, not after it
-    out.mkdir(parents=True, exist_ok=True)  # its checkpoint.pt while training
+    out = check_replaceable(output_folder(args))  # before the training, not after it
     name = args.name or out.name
     command = "python -m models train gpt " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     t_start = time.time()
@@ -209,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     train = encode_stream(corpus.train, tokenizer, lowercase)
     heldout = encode_stream(corpus.heldout, tokenizer, lowercase)
     check_heldout(len(heldout) - 1)  # every token but the first is a target
+    out.mkdir(parents=True, exist_ok=True)  # its checkpoint.pt while training
     unk = tokenizer.get_vocab()["<unk>"]
     print(
         f"corpus: {len(corpus.train):,} train sentences ({len(train):,} tokens incl. <s> </s>), "

@@ -27,8 +27,7 @@ from gensim.models import FastText, Word2Vec
 from gensim.models.callbacks import CallbackAny2Vec
 
 from corpora.lm_corpus import load_lm_corpus
-from corpora.temps import check_replaceable
-from models.assets import ASSETS
+from models.assets import ASSETS, check_replaceable
 from models.quality import wordnet_similarity
 from models.static import NGRAM_DTYPE, StaticEmbedder, SubwordNgrams, save_static_dir
 from models.train.common import machine_description, nonnegative_int, positive_int, utc_now
@@ -156,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--min-n {args.min_n} is above --max-n {args.max_n}: no n-gram length is left.")
     name = KINDS[kind]
     out = args.out or ASSETS / name
-    check_replaceable(out)  # before the training, not after it
+    out = check_replaceable(out)  # before the training, not after it
     save_vocab = args.save_vocab if args.save_vocab is not None else (20_000 if kind == "fasttext" else None)
     logging.basicConfig(level=logging.WARNING)
 

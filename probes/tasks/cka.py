@@ -98,7 +98,7 @@ def run_cka(
     """The layer × layer CKA matrix of ``embedder`` (and, with ``against``, a model name or a loaded
     Embedder, its layers × the other model's) on SemCor's first sentences; see the module doc."""
     t0 = time.perf_counter()
-    other = load_embedder(against) if isinstance(against, str) else against
+    other = load_embedder(against, ctx.device) if isinstance(against, str) else against  # --device over its own
     if isinstance(against, str) and ctx.device is not None:
         other.to(ctx.device)
     dataset, sentences = cka_sentences(ctx.limit)
