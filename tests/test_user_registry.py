@@ -188,6 +188,13 @@ def test_models_add_checks_the_pickle_opt_in_and_the_device_as_loading_does(smal
         from probes.run import load_model  # a command's --device: the registered one gives way (it did not)
 
         assert str(load_model("v", "cpu").device) == "cpu" and str(load_embedder("v", "cpu").device) == "cpu"
+        from models.assets import ASSETS  # and as the model a CKA run compares against (it did not)
+        from probes.registry import RunContext
+        from probes.tasks.cka import run_cka
+
+        assert main(["add", "w2v", str(ASSETS / "word2vec-sg"), "--device", "cuda"]) == 0
+        ctx = RunContext(limit=3, device="cpu")
+        assert run_cka(load_embedder("word2vec-sg"), None, ctx, against="w2v", resamples=2).rows
 
 
 @pytest.mark.parametrize(
