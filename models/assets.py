@@ -1,4 +1,4 @@
-"""A model's files on disk, read without loading any weights.
+"""A model's files on disk: read without loading any weights, and written whole.
 
 ``ASSETS`` is the folder of the checkpoints trained here (``assets/<name>/``, one per model).
 
@@ -16,6 +16,11 @@ tensors: a safetensors header against the file size, a ``.npy`` header's shape a
 size, a word2vec binary walked entry by entry (word lengths, no float parsing). A truncated or
 malformed file raises ``ModelLoadError`` naming the file and why. Results are memoised per
 (path, size, mtime), so the app can ask on every page render.
+
+**Writing a model folder.** :func:`writing_folder` is how every trainer (and ``models.static.save_static_dir``)
+writes one: into a temporary folder beside it, then moved into its place, so a run killed while saving leaves the old
+model or none, never a mix; :func:`check_replaceable` (also called before a trainer trains) refuses a folder that
+holds anything but a model's own files (``MODEL_FOLDER_FILES``).
 """
 
 from __future__ import annotations
@@ -87,7 +92,6 @@ def read_model_card(directory: str | Path) -> dict[str, Any] | None:
         return None
 
 
-# ----------------------------------------------------------------------------- weight files
 def require_card(directory: Path, name: str) -> dict[str, Any]:
     """The card of a model trained here (``assets/<name>/``); ModelLoadError without one: every trainer writes its
     folder whole, card included, so a folder without a card is an interrupted or unfinished run's, whose files may
@@ -127,11 +131,8 @@ def check_replaceable(final: str | Path) -> Path:
         raise RequestError(f"{final} is a file, not a folder for a model.")
     if os.path.ismount(final):
         raise RequestError(f"{final} is a mount point: a model is written to a folder inside it.")
-    others = (
-        sorted(e.name for e in final.iterdir() if e.is_dir() or e.name not in MODEL_FOLDER_FILES)
-        if (final.is_dir())
-        else []
-    )
+    entries = list(final.iterdir()) if final.is_dir() else []
+    others = sorted(e.name for e in entries if e.is_dir() or e.name not in MODEL_FOLDER_FILES)
     if others:
         raise RequestError(
             f"{final} holds {', '.join(others[:3])}{', …' if len(others) > 3 else ''}, which no model folder written "
@@ -178,6 +179,7 @@ def writing_folder(final: str | Path) -> Iterator[Path]:
     shutil.rmtree(old, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------------- weight files
 def check_safetensors(file: Path) -> None:
     """Validate a safetensors header and that the data section covers every tensor (catches truncation)."""
     size = file.stat().st_size
