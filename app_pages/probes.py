@@ -20,7 +20,7 @@ from app_pages.common import chart, download, folder_select, model_order, page, 
 from app_pages.probe_quick import quick_tab
 from app_pages.probe_rigor import layer_tests_section, rigor_section
 from app_pages.probe_upload import upload_tab
-from models.random_init import twin_base
+from models.random_init import is_random, twin_base
 from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, read_results
 from probes.stats.comparisons import has_outcomes
@@ -152,7 +152,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
             "Baselines (drawn as dashed lines): "
             + "; ".join(
                 (f"{r.label} {r.value:.2f}" if pd.notna(r.value) else f"{r.label}: missing")
-                + (f" [{r.lo:.1f}, {r.hi:.1f}]" if pd.notna(r.lo) and pd.notna(r.hi) else "")
+                + (f" [{r.lo:.2f}, {r.hi:.2f}]" if pd.notna(r.lo) and pd.notna(r.hi) else "")
                 for r in base.itertuples()
             )
         )
@@ -201,8 +201,10 @@ def saved_tab() -> None:
         return
     specs = all_probes()
     baselines = df["model"].isin(baseline_only(df, specs))
+    controls = df["model"].map(is_random).astype(bool)  # random-weight twins: controls, not models (as Reproduce says)
     st.caption(
-        f"{counted(df.loc[~baselines, 'model'].nunique(), 'model')} and "
+        f"{counted(df.loc[~baselines & ~controls, 'model'].nunique(), 'model')}, "
+        f"{counted(df.loc[controls, 'model'].nunique(), 'random-weight control')} and "
         f"{counted(df.loc[baselines, 'model'].nunique(), 'baseline')} · "
         f"newest {str(df['timestamp'].max())[:16].replace('T', ' ')} UTC"
     )

@@ -369,5 +369,7 @@ def load_results(out_dir: str | Path) -> pd.DataFrame:
 
 
 def load_extras(out_dir: str | Path, probe: str | None = None) -> list[dict]:
-    """The ``extra`` of every result under ``out_dir`` (newest last)."""
-    return extras_of(read_results(out_dir), probe)
+    """The ``extra`` of every full run under ``out_dir`` of the models as they are now (newest last): as in the tables
+    (``latest_rows``), a slice's run (``--train-limit``) or an earlier version's never stands for the model's newest
+    full run (the Layer profile's expected layers took the newest mix run of any kind)."""
+    return extras_of([r for r in current_model_runs(read_results(out_dir)) if slice_of(r) is None], probe)

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import pytest
 from test_app import assert_ok, figures, open_page, texts
@@ -151,15 +152,19 @@ def test_sense_legends_are_whole() -> None:
     assert "…" not in name and name.replace("<br>", " ") == gloss.replace("&", "&amp;")
 
 
-def test_the_saved_results_count_models_apart_from_baselines(committed) -> None:
+def test_the_saved_results_count_models_apart_from_baselines_and_random_controls(committed) -> None:
+    """The random-weight twins were counted as models ("11 models and 3 baselines"), where the Reproduce page calls
+    them controls, not models (an audit of the app's numbers, round twelve)."""
     at = open_page("probes")
     assert_ok(at)
-    counted = re.search(r"(\d+) models and (\d+) baselines", texts(at.caption))
+    counted = re.search(r"(\d+) models, (\d+) random-weight controls and (\d+) baselines", texts(at.caption))
     # a baseline has no layers of its own: GloVe is the λ ablation's input and a model on POS and WSD
-    models = set(committed[committed.layer.str.isdigit()].model)
-    baselines = set(committed.model) - models
-    assert "glove-6b-50d" in models and baselines == {"majority-tag", "wordnet-1st-sense", "semcor-mfs"}
-    assert counted and (int(counted[1]), int(counted[2])) == (len(models), len(baselines))
+    layered = set(committed[committed.layer.str.isdigit()].model)
+    controls = {m for m in layered if m.startswith("random:")}
+    baselines = set(committed.model) - layered
+    assert "glove-6b-50d" in layered and baselines == {"majority-tag", "wordnet-1st-sense", "semcor-mfs"}
+    assert controls and counted
+    assert tuple(map(int, counted.groups())) == (len(layered - controls), len(controls), len(baselines))
 
 
 def test_tables_and_csvs_keep_whole_glosses_and_sentences() -> None:
@@ -244,3 +249,28 @@ def test_the_apps_charts_draw_a_model_in_one_colour_and_symbol() -> None:
     assert {"minilm", "gpt-small"} <= shared
     for model in shared:
         assert len(probes[model]) == 1 and probes[model] == profile[model], model
+
+
+def test_bar_labels_give_each_value_as_its_source_does_and_a_line_joins_only_layers_run() -> None:
+    """Our values, stored to two decimals, were labelled to one: 61.25 (61.252 in the kept outcomes) read "61.2", a
+    second rounding. A model run at layers 0 and 3 only was one line across layers 1 and 2, as if it had values
+    there (an audit of the app's numbers, round twelve)."""
+    from viz.probe_figures import layer_probe_figure
+
+    comp = comparison_frame(load_tables(RUNS), load_results(RUNS), twin_of=twin_base)
+    labelled = 0
+    for task in ("WSD", "POS"):
+        for trace in comparison_figure(comp[comp["task"].str.startswith(task)], task).data:
+            labelled += len(trace.x)
+            digits = 1 if trace.name.startswith("paper") else 2
+            assert list(trace.text) == [f"{x:.{digits}f}" for x in trace.x], trace.name
+    assert labelled > 20 and "61.25" in {
+        t for tr in comparison_figure(comp[comp.task.str.startswith("POS")], "POS").data for t in tr.text
+    }
+    curves = pd.DataFrame(
+        [{"model": "a", "layer": str(k), "value": 50.0 + k} for k in range(7)]
+        + [{"model": "random:a@0", "layer": str(k), "value": 40.0} for k in (0, 3)]
+    )
+    fig = layer_probe_figure(curves, title="UUAS")
+    full, gapped = fig.data[0], fig.data[1]
+    assert full.mode == "lines+markers" and gapped.mode == "markers" and "layers 0, 3 run" in gapped.name

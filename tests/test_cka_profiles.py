@@ -200,3 +200,41 @@ def test_cka_refuses_a_model_that_knows_almost_none_of_the_words(tmp_path, data_
         unload_embedder(str(tmp_path / "tiny.vec"))
     message = friendly_message(caught.value, "compute CKA")
     assert message.startswith("Could not compute CKA: tiny") and "could not be loaded" not in message
+
+
+def test_expected_layers_read_the_full_run_not_a_newer_slice_or_an_older_version(tmp_path):
+    """The newest mix run of any kind gave the expected layer: a `--train-limit` run saved after the full one
+    (elmo-small chunk 1.04 instead of 1.149), or an earlier version's weights, would have stood for the model."""
+    import dataclasses
+
+    from probes.results import read_results, save_result
+
+    full = next(
+        r
+        for r in read_results(RUNS)
+        if r.probe == "mix" and r.model == "elmo-small" and not r.params.get("train_limit")
+    )
+    expected = expected_layers(load_extras(RUNS, "mix")).set_index(["model", "task"])
+    folder = tmp_path / "runs"
+    save_result(full, folder)
+    slice_weights = {
+        t: {row: {**w, "s": [0.9, 0.05, 0.05]} for row, w in rows.items()} for t, rows in full.extra["mix"].items()
+    }
+    newer = dict(timestamp="2099-01-01T00:00:00+00:00")
+    save_result(
+        dataclasses.replace(
+            full, params={**full.params, "train_limit": 50}, extra={**full.extra, "mix": slice_weights}, **newer
+        ),
+        folder,
+    )
+    save_result(
+        dataclasses.replace(
+            full,
+            fingerprint="another",
+            extra={**full.extra, "mix": slice_weights},
+            timestamp="2000-01-01T00:00:00+00:00",
+        ),
+        folder,
+    )
+    got = expected_layers(load_extras(folder, "mix")).set_index(["model", "task"])
+    assert got.loc[("elmo-small", "chunk"), "expected_layer"] == expected.loc[("elmo-small", "chunk"), "expected_layer"]

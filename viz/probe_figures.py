@@ -136,14 +136,17 @@ def layer_probe_figure(
         part, style, name = part.sort_values("layer"), styles[model], escape_html(str(model))
         # A model with one layer (a static one) beside layered models: its value across the layers, not a dot at 0
         flat = len(part) == 1 and len(layers) > 1
+        run = sorted(int(x) for x in part["layer"])
+        gaps = not flat and run != list(range(run[0], run[-1] + 1))  # layers it was not run at: no line across them
         hover = f"{name} layer %{{x}}: %{{y:.2f}}" + (" (n = %{customdata[0]})" if "n" in part else "")
+        label = f"{name} (one layer)" if flat else f"{name} (layers {', '.join(map(str, run))} run)" if gaps else name
         fig.add_trace(
             go.Scatter(
                 x=[x0, x1] if flat else part["layer"],
                 y=[part["value"].iloc[0]] * 2 if flat else part["value"],
-                name=f"{name} (one layer)" if flat else name,
+                name=label,
                 legendgroup=name,
-                mode="lines+markers",  # a flat line too: its symbol at both ends tells it from its neighbours
+                mode="markers" if gaps else "lines+markers",  # a flat line: its symbol at both ends tells it apart
                 marker=dict(size=7 if flat else 9, color=style["color"], symbol=style["symbol"]),
                 line=dict(width=1.5 if flat else 2.5, color=style["color"], dash="dashdot" if flat else style["dash"]),
                 error_y=None if flat else interval_error(part),

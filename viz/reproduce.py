@@ -266,7 +266,9 @@ def comparison_figure(part: pd.DataFrame, title: str) -> go.Figure:
                 marker=dict(color=colour, pattern=dict(shape=hatch, fgcolor=HATCH_INK.get(name, "#616161"))),
                 offset=[offsets[i] for i in sel.index],
                 width=[widths[i] for i in sel.index],
-                text=[f"{v:.1f}" for v in sel["score"]],
+                # each as its source gives it: the paper's to one decimal, ours as stored and tabled (two; "61.25"
+                # labelled "61.2" was a second rounding of an already rounded 61.252)
+                text=[f"{v:.1f}" if name == "paper" else f"{v:.2f}" for v in sel["score"]],
                 # at the bar's base: the whiskers at its end would cross a label there
                 textposition=["outside" if out else "inside" for out in outside],
                 insidetextanchor="start",
