@@ -52,6 +52,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from corpora.temps import write_text_atomically  # noqa: E402 — after the path: bench/ runs from any folder
+
 PARTS = ("minilm", "lowp-probe", "elmo", "wsd-cold", "wsd-warm", "host")
 TARGETS = {"minilm": 3.0, "minilm_gpu": 20.0, "elmo": 3.0, "wsd": 20.0}
 #: Pickle caches of the data readers (parsed corpora): warm in both WSD runs.
@@ -670,6 +672,7 @@ def main(argv: list[str] | None = None) -> int:
     info["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     info["total_s"] = round(time.perf_counter() - t0, 1)
     rat = ratios(results)
+    print_report(info, results, rat, args)  # first: a --json that cannot be written loses no report
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         payload = {
@@ -679,8 +682,7 @@ def main(argv: list[str] | None = None) -> int:
             "ratios": rat,
             "min_ratio": min(rat.values(), key=lambda r: r["value"]) if rat else None,
         }
-        args.json.write_text(json.dumps(payload, indent=1, default=str))
-    print_report(info, results, rat, args)
+        write_text_atomically(args.json, json.dumps(payload, indent=1, default=str))  # an older one stays whole
     return 0
 
 

@@ -38,6 +38,7 @@ Design notes:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
@@ -221,12 +222,19 @@ def push_entry(store: Store, directory: Path, force: bool = False) -> bool:
     if not force and current and current.get("meta") == meta and not entry_problems(store, fingerprint, key):
         return False
     version = f"v-{uuid.uuid4().hex[:16]}"
-    store.fs.makedirs(store.path(f"{rel}/{version}"), exist_ok=True)
-    objects = {}
-    for name in entry_files(directory, meta):
-        path = store.path(f"{rel}/{version}/{name}")
-        store.fs.put_file(str(directory / name), path)  # a fresh prefix: nobody reads it before the pointer
-        objects[name] = {"size": (directory / name).stat().st_size, "etag": _etag(store.fs.info(path))}
+    try:
+        store.fs.makedirs(store.path(f"{rel}/{version}"), exist_ok=True)
+        objects = {}
+        for name in entry_files(directory, meta):
+            path = store.path(f"{rel}/{version}/{name}")
+            store.fs.put_file(str(directory / name), path)  # a fresh prefix: nobody reads it before the pointer
+            objects[name] = {"size": (directory / name).stat().st_size, "etag": _etag(store.fs.info(path))}
+    except OSError as exc:  # a full store: its unfinished version goes (it was left, unnamed by verify)
+        with contextlib.suppress(OSError):
+            store.fs.rm(store.path(f"{rel}/{version}"), recursive=True)
+        raise FeatureCacheError(
+            f"Could not publish {directory} to {store.url} ({exc.strerror or exc}); the store's entry is as it was."
+        ) from None
     pointer = {"version": version, "meta": meta, "objects": objects}
     store.put_text(f"{rel}/{POINTER}", json.dumps(pointer))  # the entry is now this version (meta in its order)
     old = (current or {}).get("version")

@@ -23,6 +23,7 @@ from pathlib import Path
 from cluster.executors import RunReport
 from cluster.plan import SweepTask, finished
 from cluster.tasks import TaskEnv
+from probes.errors import ResultsNotSavedError
 from probes.progress import ProgressFn
 from probes.results import ProbeResult, now_iso, save_result
 from probes.stats.seeds import merge_seeds
@@ -80,7 +81,10 @@ def run_sweep(
         for data in payload["results"]:
             res = ProbeResult.from_json(data)
             report(res)
-            save_result(res, results_dir)
+            try:
+                save_result(res, results_dir)
+            except OSError as exc:  # a full disk: one line (the numbers were printed above); --resume goes on
+                raise ResultsNotSavedError(results_dir, exc) from None
         note = f"skipped: {payload['skipped']}" if payload.get("skipped") else f"{payload['seconds']:.1f} s"
         say(f"[{count[0]}/{len(todo)}] {task.label}: done ({note}, {payload.get('host', '?')})")
         tell(f"last: {task.label}")

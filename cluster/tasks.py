@@ -118,7 +118,10 @@ def _sync(emb, env: TaskEnv, root: Path | None, direction: str) -> None:
                 log.warning("%s; extracting it here, the push after this task re-publishes it.", exc)
     else:
         for entry in local_entries(fp, root):
-            push_entry(store, entry)
+            try:
+                push_entry(store, entry)
+            except FeatureCacheError as exc:  # publishing saves other nodes time; the task's result stands
+                log.warning("%s; the task's result is kept.", exc)
 
 
 def prepare_model(task: SweepTask) -> list[str]:

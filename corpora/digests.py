@@ -18,13 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from corpora.paths import cache_dir
+from corpora.temps import write_text_atomically
 
 MEMO_FILE = "file-digests.json"
 _CHUNK = 8 * 2**20
@@ -58,12 +58,9 @@ def _write_memo(memo: Path, updates: dict[str, list]) -> None:
         with FileLock(str(memo) + ".lock", timeout=10):
             data = _read_memo(memo)
             data.update(updates)
-            fd, tmp = tempfile.mkstemp(dir=memo.parent, prefix=".file-digests-", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh)
-            os.replace(tmp, memo)
+            write_text_atomically(memo, json.dumps(data))  # no temporary left on a full disk; the umask's mode
     except (OSError, Timeout):
-        pass  # a read-only or busy cache: the digests are recomputed next time
+        pass  # a read-only, full or busy cache: the digests are recomputed next time
 
 
 def file_digests(paths: Iterable[str | Path]) -> dict[Path, str]:

@@ -58,6 +58,21 @@ def temp_path(final: Path) -> Path:
             continue
 
 
+def write_text_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole or not at all: into this writer's temporary beside it (``temp_path``), flushed,
+    then moved into place. A full disk or a kill leaves the old file as it was, and no part of the new one."""
+    tmp = temp_path(Path(path))
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -93,8 +93,9 @@ def layers_to_write(job: Job, directory: Path, missing: list[int], have: Sequenc
     raise FeatureCacheError(
         f"{what} needs {gb(per_layer * len(missing))} for the {len(missing)} layer{'s' * (len(missing) > 1)} "
         "asked for "
-        f"({gb(per_layer)} each), but only {gb(free)} is free in {directory}. Ask for fewer layers (--layers 0,6,12), "
-        "free some space (old entries under the cache's features/ folder can go), or point EMBPROBE_CACHE at a "
+        f"({gb(per_layer)} each), but only {gb(free)} is free in {directory}. "
+        + ("Ask for fewer layers (--layers), " if len(missing) > 1 else "")
+        + "free some space (old entries under the cache's features/ folder can go), or point EMBPROBE_CACHE at a "
         "larger disk."
     )
 

@@ -16,14 +16,14 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from corpora.paths import cache_dir
-from features.checks import remove_stale_temps, temp_path, verify_layer_file
+from corpora.temps import write_text_atomically
+from features.checks import remove_stale_temps, verify_layer_file
 
 FORMAT_VERSION = 2  # 2: per-layer checksums (entries of version 1 are rebuilt once)
 META_FILE = "meta.json"  # an entry's commit marker: written last, removed first; without it there is no entry
@@ -140,17 +140,7 @@ def meta_problem(
     return None
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = temp_path(path)
-    try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+atomic_write_text = write_text_atomically  # the feature cache's name for it
 
 
 def _layer_record(meta: dict, j: int) -> dict | None:

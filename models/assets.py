@@ -171,10 +171,15 @@ def writing_folder(final: str | Path) -> Iterator[Path]:
         if final.exists():
             os.rename(final, old)
         os.rename(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         if old.exists() and not final.exists():
             os.rename(old, final)  # a failed swap puts the old model back
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):  # a full disk after the training: one line, not a traceback
+            raise RequestError(
+                f"Could not write the model to {final} ({exc.strerror or exc}): the folder is as it was before this "
+                "run, and the trained model is lost. Free some space and train again."
+            ) from None
         raise
     shutil.rmtree(old, ignore_errors=True)
 

@@ -93,8 +93,15 @@ def save_checkpoint(path: Path, state: dict) -> None:
     """
     path = Path(path)
     tmp = path.with_suffix(".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as exc:  # a full disk: torch says "unexpected pos 420736 vs 420628"
+        tmp.unlink(missing_ok=True)
+        raise RequestError(
+            f"Could not write the training checkpoint {path} ({exc}): the training stopped; a checkpoint there "
+            "before is as it was (--resume goes on from it). Free some space and run again."
+        ) from None
 
 
 def load_checkpoint(path: Path, map_location=None) -> dict:

@@ -25,6 +25,8 @@ from typing import Any
 
 import pandas as pd
 
+from corpora.errors import LabError
+from corpora.temps import write_text_atomically
 from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
@@ -183,16 +185,32 @@ def write_tables(
     lines = ["# Probe results (Peters et al. 2018, section 5)", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
+    files = {}
     for key, title in titles(tables).items():
         if key not in tables:
             continue
         t = tables[key]
-        t.to_csv(out / csv_name(key), index=False)
+        files[csv_name(key)] = t.to_csv(index=False)
         lines += table_section(key, title, t)
     if timings:
         lines += ["## Wall time (s)", ""] + [f"- {k}: {v:.0f}" for k, v in timings.items()] + [""]
-    path = out / "tables.md"
-    path.write_text("\n".join(lines))
+    return write_tables_files(out, {**files, "tables.md": "\n".join(lines)})
+
+
+def write_tables_files(out: Path, files: dict[str, str]) -> Path:
+    """Each of ``files`` (name -> text) into ``out`` whole or not at all, in order (the Markdown last: it is never
+    newer than the CSVs it shows); the last one's path. A full or unwritable disk is a ``LabError`` saying what it left
+    (a file written in place had been cut mid-sentence, and the old one gone with it)."""
+    path = out
+    for name, text in files.items():
+        path = out / name
+        try:
+            write_text_atomically(path, text)
+        except OSError as exc:
+            raise LabError(
+                f"Could not write {path} ({exc.strerror or exc}): the files of {out} written before it are this "
+                "run's, the others as they were (each whole). Free some space and run it again."
+            ) from None
     return path
 
 
@@ -254,5 +272,4 @@ def write_dataset_tables(runs: Path, out: Path, probes: tuple[str, ...] = ("tag"
         for key, table in dataset_tables(df, probe).items() if not df.empty else []:
             lines += _section(dataset_table_title(key), table, missing="—")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines))
-    return out
+    return write_tables_files(out.parent, {out.name: "\n".join(lines)})

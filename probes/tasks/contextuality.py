@@ -42,7 +42,7 @@ from probes.errors import ProbeInputError, no_file
 from probes.estimators.contextuality import METRICS, QUANTITY, layer_measures, select_words
 from probes.inputs import InputFile, Preview
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext, no_baselines
-from probes.reporting.tables import markdown_table
+from probes.reporting.tables import markdown_table, write_tables_files
 from probes.results import ProbeResult, latest_rows, read_results
 from probes.stats.units import value_interval_text
 from probes.tasks.sentences import corpus_sentences, semcor_sentences
@@ -276,13 +276,12 @@ def write_tables(runs: Path, out: Path, command: str | None = None) -> Path:
         "",
     ]
     out.mkdir(parents=True, exist_ok=True)
+    files = {}
     for metric, table in tables.items():
         part = rows[rows["metric"] == metric].drop(columns="metric")
-        part.dropna(axis=1, how="all").to_csv(out / f"{metric}.csv", index=False)
+        files[f"{metric}.csv"] = part.dropna(axis=1, how="all").to_csv(index=False)
         lines += [f"## {TITLES[metric]}", "", markdown_table(table), ""]
-    path = out / "tables.md"
-    path.write_text("\n".join(lines))
-    return path
+    return write_tables_files(out, {**files, "tables.md": "\n".join(lines)})
 
 
 def _words(raw) -> list[str] | None:

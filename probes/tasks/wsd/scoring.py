@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from corpora.temps import write_text_atomically
 from probes.errors import ProbeInputError, writable_dir
 
 #: The framework's five test sets, in the paper's order, then their concatenation.
@@ -69,8 +70,10 @@ def write_key_file(path: Path, ids: Sequence[str], predictions: Sequence[str | N
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w") as fh:
-            fh.writelines(f"{i} {p}\n" for i, p in zip(ids, predictions) if p is not None)
+        # whole or not at all: a key file cut mid-line would score a wrong F1 in Scorer.java, and say nothing
+        write_text_atomically(path, "".join(f"{i} {p}\n" for i, p in zip(ids, predictions) if p is not None))
     except OSError as exc:  # e.g. the disk filled up after key_dir checked the folder
-        raise ProbeInputError(f"{path}: cannot write the key file ({exc.strerror or exc}).") from None
+        raise ProbeInputError(
+            f"{path}: cannot write the key file ({exc.strerror or exc}); an older one there is as it was."
+        ) from None
     return path
