@@ -94,8 +94,8 @@ def layers_to_write(job: Job, directory: Path, missing: list[int], have: Sequenc
         f"{what} needs {gb(per_layer * len(missing))} for the {len(missing)} layer{'s' * (len(missing) > 1)} "
         "asked for "
         f"({gb(per_layer)} each), but only {gb(free)} is free in {directory}. "
-        + ("Ask for fewer layers (--layers), " if len(missing) > 1 else "")
-        + "free some space (old entries under the cache's features/ folder can go), or point EMBPROBE_CACHE at a "
+        + ("Ask for fewer layers (--layers), free" if len(missing) > 1 else "Free")  # one layer: it cannot be fewer
+        + " some space (old entries under the cache's features/ folder can go), or point EMBPROBE_CACHE at a "
         "larger disk."
     )
 

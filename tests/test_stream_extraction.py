@@ -145,7 +145,7 @@ def test_a_disk_too_small_keeps_the_layers_asked_for_or_refuses_before_embedding
     assert np.array_equal(every.layer(1), feats.layer(1))
     free["bytes"] = per_layer // 2
     # one layer asked for: no "ask for fewer layers" (it cannot be fewer), free space or another disk
-    with pytest.raises(FeatureCacheError, match=r"needs .* for the 1 layer asked for .* is free in [^ ]+\. free some"):
+    with pytest.raises(FeatureCacheError, match=r"needs .* for the 1 layer asked for .* is free in [^ ]+\. Free some"):
         get_features(emb, "toy2", sentences, layers=[1], root=tmp_path, show_progress=False)
     assert len(calls) == 2 and not list(tmp_path.glob("features/*/toy2/*.npy"))
 
