@@ -87,6 +87,8 @@ def save_upload(name: str, data: bytes) -> tuple[Path, bool]:
             tmp.unlink(missing_ok=True)
             raise
     except OSError as exc:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if empty: a full disk left no file, and no folder for it either
         raise LabError(
             f"Could not store the upload {name!r} in the cache's uploads folder: {exc.strerror or exc}."
         ) from None

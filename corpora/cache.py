@@ -132,8 +132,9 @@ def write_entry(path: Path, name: str, version: int, value: Any, types: dict[str
         with open(tmp, "wb") as fh:
             np.savez(fh, **members)
         os.replace(tmp, path)
-    except OSError:  # disk full, cache dir gone: the caller still gets its value
+    except OSError as exc:  # disk full, cache dir gone: the caller still gets its value, and hears why it is slow
         Path(tmp).unlink(missing_ok=True)
+        log.warning("Could not cache %s in %s (%s): it is parsed again on each run.", name, path.parent, exc.strerror)
         return
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -164,3 +164,23 @@ def test_a_sweep_whose_results_disk_fills_is_one_error_line(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert "error: The results could not be saved in" in err and "No space left on device" in err
     assert "Traceback" not in err
+
+
+def test_an_upload_or_a_parsed_corpus_on_a_full_disk_leaves_no_folder_and_says_why_it_is_slow(
+    tmp_path, monkeypatch, caplog
+):
+    """A failed upload store left an empty ``uploads/<hash>/`` folder; the reader cache stopped caching on a full disk
+    without a word (every run parsed SemCor again)."""
+    import logging
+
+    from app_pages.probe_upload import save_upload
+    from corpora.cache import cached
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(os, "replace", disk_full)
+    with pytest.raises(LabError, match="Could not store the upload 'x.conllu'"):
+        save_upload("x.conllu", b"1\tword\n")
+    assert not list((tmp_path / "cache" / "uploads").iterdir())
+    with caplog.at_level(logging.WARNING, logger="corpora.cache"):
+        assert cached("toy", 1, {"p": 1}, lambda: {"a": 1}) == {"a": 1}
+    assert "Could not cache toy" in caplog.text and "parsed again on each run" in caplog.text
