@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
 import shlex
 from collections.abc import Callable
@@ -44,7 +43,7 @@ from app_pages.loaders import get_embedder
 from app_pages.warmup import wait_warmup
 from corpora.errors import LabError
 from corpora.paths import cache_dir
-from corpora.temps import remove_stale_temps, temp_path
+from corpora.temps import remove_stale_temps, write_atomically
 from models import DEFAULT_STATIC_MODEL
 from probes.errors import ResultsNotSavedError
 from probes.inputs import InputFile, Preview
@@ -70,7 +69,7 @@ def stored_name(name: str) -> str:
 
 def save_upload(name: str, data: bytes) -> tuple[Path, bool]:
     """The bytes under ``<cache>/uploads/<sha256[:16]>/<stored name>`` (written once, atomically: each writer its own
-    temporary, ``corpora.temps.temp_path``, so two sessions storing the same file at once do not share one), and
+    temporary, ``corpora.temps.write_atomically``, so two sessions storing the same file at once do not share one), and
     whether this call wrote them. A folder that cannot take them is a ``LabError``."""
     folder = cache_dir() / "uploads" / hashlib.sha256(data).hexdigest()[:16]
     path = folder / stored_name(name)
@@ -79,13 +78,7 @@ def save_upload(name: str, data: bytes) -> tuple[Path, bool]:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(folder, log)  # a killed store's
-        tmp = temp_path(path)  # this writer's own (the umask's mode: the command shown names the stored file)
-        try:
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_atomically(path, data)  # this writer's own temporary, the umask's mode (the command shown names it)
     except OSError as exc:
         with contextlib.suppress(OSError):
             folder.rmdir()  # only if empty: a full disk left no file, and no folder for it either

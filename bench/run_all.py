@@ -52,7 +52,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from corpora.temps import write_text_atomically  # noqa: E402 — after the path: bench/ runs from any folder
+from corpora.temps import write_atomically  # noqa: E402 — after the path: bench/ runs from any folder
 
 PARTS = ("minilm", "lowp-probe", "elmo", "wsd-cold", "wsd-warm", "host")
 TARGETS = {"minilm": 3.0, "minilm_gpu": 20.0, "elmo": 3.0, "wsd": 20.0}
@@ -682,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
             "ratios": rat,
             "min_ratio": min(rat.values(), key=lambda r: r["value"]) if rat else None,
         }
-        write_text_atomically(args.json, json.dumps(payload, indent=1, default=str))  # an older one stays whole
+        write_atomically(args.json, json.dumps(payload, indent=1, default=str))  # an older one stays whole
     return 0
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from corpora.paths import cache_dir
-from corpora.temps import write_text_atomically
+from corpora.temps import write_atomically
 
 MEMO_FILE = "file-digests.json"
 _CHUNK = 8 * 2**20
@@ -58,7 +58,7 @@ def _write_memo(memo: Path, updates: dict[str, list]) -> None:
         with FileLock(str(memo) + ".lock", timeout=10):
             data = _read_memo(memo)
             data.update(updates)
-            write_text_atomically(memo, json.dumps(data))  # no temporary left on a full disk; the umask's mode
+            write_atomically(memo, json.dumps(data))  # no temporary left on a full disk; the umask's mode
     except (OSError, Timeout):
         pass  # a read-only, full or busy cache: the digests are recomputed next time
 

@@ -58,15 +58,18 @@ def temp_path(final: Path) -> Path:
             continue
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """``text`` into ``path`` whole or not at all: into this writer's temporary beside it (``temp_path``), flushed,
-    then moved into place. A full disk or a kill leaves the old file as it was, and no part of the new one."""
+def write_atomically(path: Path, data: str | bytes, mode: int | None = None) -> None:
+    """``data`` (text as UTF-8, or bytes) into ``path`` whole or not at all: into this writer's temporary beside it
+    (``temp_path``: the umask's mode, or ``mode``), flushed, then moved into place. A full disk or a kill leaves the
+    old file as it was, and no part of the new one."""
     tmp = temp_path(Path(path))
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(tmp, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
             os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

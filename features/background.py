@@ -38,10 +38,11 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock, Timeout
 
+from corpora.temps import write_atomically
 from features.build import ProgressFn
 from features.checks import FeatureCacheError
 from features.extract import Features, get_features
-from features.store import atomic_write_text, feature_dir
+from features.store import feature_dir
 
 BUILD_LOCK = ".build.lock"
 BUILD_FILE = ".build.json"
@@ -184,7 +185,7 @@ class _Reporter:
 
     def write(self, **fields) -> None:
         with contextlib.suppress(OSError):  # progress is a courtesy: a full disk must not stop the build
-            atomic_write_text(self.path, json.dumps({**self.base, **fields, "updated": time.time()}))
+            write_atomically(self.path, json.dumps({**self.base, **fields, "updated": time.time()}))
 
     def __call__(self, fraction: float, message: str) -> None:
         now = time.time()

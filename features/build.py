@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from corpora.temps import write_atomically
 from features.checks import (
     FeatureCacheError,
     NonFiniteFeaturesError,
@@ -37,7 +38,7 @@ from features.checks import (
     reserve,
     temp_path,
 )
-from features.store import FORMAT_VERSION, META_FILE, atomic_write_text, layer_file, meta_text
+from features.store import FORMAT_VERSION, META_FILE, layer_file, meta_text
 
 log = logging.getLogger("features.extract")  # the cache's one logger (also ``features.checks``)
 
@@ -180,7 +181,7 @@ def extract_to_disk(job: Job, directory: Path, layers: list[int] | None = None, 
         "layers": dict(sorted({**(kept or {}), **layer_meta}.items(), key=lambda item: int(item[0]))),
     }
     try:
-        atomic_write_text(directory / META_FILE, meta_text(meta))
+        write_atomically(directory / META_FILE, meta_text(meta))
     except OSError as exc:  # e.g. the disk filled up: the layers are in place, checksummed; use them
         log.warning(
             "Writing %s failed (%s): this run uses the features it computed, but the entry is not committed "

@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from corpora.paths import cache_dir
+from corpora.temps import write_atomically
 from features.checks import FeatureCacheError, entry_lock, file_checksum, temp_path
 from features.store import (
     FORMAT_VERSION,
     META_FILE,
-    atomic_write_text,
     check_layer,
     entry_rel,
     feature_dir,
@@ -179,7 +179,7 @@ def install_entry(
             (directory / META_FILE).unlink(missing_ok=True)
             for j in layers:
                 os.replace(tmps.pop(j), directory / layer_file(j))
-            atomic_write_text(directory / META_FILE, meta_text(meta))
+            write_atomically(directory / META_FILE, meta_text(meta))
         finally:
             for tmp in tmps.values():
                 tmp.unlink(missing_ok=True)

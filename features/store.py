@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from corpora.paths import cache_dir
-from corpora.temps import write_text_atomically
 from features.checks import remove_stale_temps, verify_layer_file
 
 FORMAT_VERSION = 2  # 2: per-layer checksums (entries of version 1 are rebuilt once)
@@ -138,9 +137,6 @@ def meta_problem(
     if meta.get("dtype") != dtype or meta.get("dim") != dim:
         return f"dtype/dim {meta.get('dtype')}/{meta.get('dim')} differ from {dtype}/{dim}"
     return None
-
-
-atomic_write_text = write_text_atomically  # the feature cache's name for it
 
 
 def _layer_record(meta: dict, j: int) -> dict | None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ import tomlkit
 from filelock import FileLock, Timeout
 from tomlkit.exceptions import TOMLKitError
 
+from corpora.temps import write_atomically
 from models.errors import ModelLoadError
 from models.options import ModelOptions
 
@@ -114,19 +114,10 @@ def _write_document(file: Path, doc: tomlkit.TOMLDocument) -> None:
     """Atomic write of the file a symlink points to (``embprobe.toml -> dotfiles/real.toml`` stays a link
     and the real file gets the change), keeping its mode; a new file gets the umask's (not mkstemp's 0600)."""
     file = file.resolve()
-    tmp = file.parent / f".{file.name}.{secrets.token_hex(6)}.tmp"
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(tomlkit.dumps(doc))
-            if file.exists():
-                os.chmod(tmp, stat.S_IMODE(file.stat().st_mode))
-            os.replace(tmp, file)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        mode = stat.S_IMODE(file.stat().st_mode) if file.exists() else None
+        write_atomically(file, tomlkit.dumps(doc), mode)
     except OSError as exc:  # a full disk, a folder made read-only: one line, and the registry as it was
         raise ModelLoadError(
             f"{file}: cannot write the model registry ({exc.strerror or exc}); it is as it was."

@@ -396,7 +396,7 @@ def test_a_full_disk_at_meta_json_keeps_the_computed_features(tmp_path, monkeypa
     def disk_full(path, text):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(build, "atomic_write_text", disk_full)
+    monkeypatch.setattr(build, "write_atomically", disk_full)
     with caplog.at_level(logging.WARNING, logger="features.extract"):
         f = get_features(emb, "toy", WORDS, root=tmp_path, show_progress=False)
     want = np.stack([emb._word_vec(w)[1] for s in WORDS for w in s]).astype("float16")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corpora.temps import write_text_atomically
+from corpora.temps import write_atomically
 from probes.results import ProbeResult, content_digest
 from probes.stats.intervals import accuracy_interval, instances
 from probes.stats.units import SENTENCE, Units, keep_units, wsd_units
@@ -101,6 +101,6 @@ def restate_dir(path: str | Path) -> int:
         new = restate(result, subsets)
         out = {**data, **new.to_json(), "digest": content_digest(new)}
         if out != data:
-            write_text_atomically(file, json.dumps(out, indent=1, ensure_ascii=False, default=float))  # never cut
+            write_atomically(file, json.dumps(out, indent=1, ensure_ascii=False, default=float))  # never cut
             changed += 1
     return changed

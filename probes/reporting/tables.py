@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from corpora.errors import LabError
-from corpora.temps import write_text_atomically
+from corpora.temps import write_atomically
 from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
@@ -205,7 +205,7 @@ def write_tables_files(out: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = out / name
         try:
-            write_text_atomically(path, text)
+            write_atomically(path, text)
         except OSError as exc:
             raise LabError(
                 f"Could not write {path} ({exc.strerror or exc}): the files of {out} written before it are this "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from corpora.temps import write_text_atomically
+from corpora.temps import write_atomically
 from probes.errors import ProbeInputError, writable_dir
 
 #: The framework's five test sets, in the paper's order, then their concatenation.
@@ -71,7 +71,7 @@ def write_key_file(path: Path, ids: Sequence[str], predictions: Sequence[str | N
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # whole or not at all: a key file cut mid-line would score a wrong F1 in Scorer.java, and say nothing
-        write_text_atomically(path, "".join(f"{i} {p}\n" for i, p in zip(ids, predictions) if p is not None))
+        write_atomically(path, "".join(f"{i} {p}\n" for i, p in zip(ids, predictions) if p is not None))
     except OSError as exc:  # e.g. the disk filled up after key_dir checked the folder
         raise ProbeInputError(
             f"{path}: cannot write the key file ({exc.strerror or exc}); an older one there is as it was."
