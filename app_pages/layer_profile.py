@@ -31,7 +31,7 @@ from app_pages.loaders import get_embedder
 from app_pages.warmup import wait_warmup
 from models.random_init import random_name, twin_base
 from models.registry import get_spec
-from probes.registry import all_probes, get_probe
+from probes.registry import ChartSpec, all_probes, get_probe
 from probes.results import load_extras
 from probes.run import run_probe
 from probes.stats.profiles import LOWER_IS_BETTER, centres_of_gravity, expected_layers, layer_profile
@@ -108,6 +108,7 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
     title = choice_label((probe, dataset, metric))
     base = baseline_frame(df, spec, dataset, metric) if spec is not None else None
     y_range = spec.chart.y_range if spec is not None else None
+    small_n = (spec.chart.small_n if spec is not None else None) or SMALL_N
     y_title = (spec.chart.axis_title(metric) if spec is not None else None) or metric
     fig = profile_figure(
         prof,
@@ -118,6 +119,7 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
         twin_of=twin_base,
         model_order=model_order(df["model"]),
         metric=metric,
+        small_n=small_n,
     )
     stem = file_stem("layer-profile", probe, dataset, metric)
     chart(fig, stem, key="lp_profile_chart", data=frame_csv(with_baselines(prof, base)))  # the baselines' rows too
@@ -126,10 +128,11 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
             "Baselines (drawn as dashed lines): "
             + "; ".join(f"{r.label} {r.value:.2f}" for r in base.itertuples() if pd.notna(r.value))
         )
-    small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < SMALL_N})
+    small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < small_n})
     if small:
+        what = spec.chart.small_what if spec is not None else ChartSpec.small_what
         st.caption(
-            f"Small samples (under {SMALL_N:,} test instances, as on the Probes page): {', '.join(small)} — "
+            f"Small samples (under {small_n:,} {what}, as on the Probes page): {', '.join(small)} — "
             "differences may be noise."
         )
     cog = centres_of_gravity(prof, lower_is_better=metric in LOWER_IS_BETTER)
@@ -162,6 +165,7 @@ def contextuality_section(dirs: list[Path]) -> None:
         title=title,
         y_title=chart_spec.axis_title(metric) or metric,
         y_range=chart_spec.y_range,
+        small_n=chart_spec.small_n or SMALL_N,
         twin_of=twin_base,
         model_order=model_order(df["model"]),
     )

@@ -17,6 +17,7 @@ A model folder a trainer writes is one such temporary, a folder moved into place
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -42,8 +43,13 @@ def process_start(pid: int) -> int | None:
 
 
 def writer_id() -> str:
-    """This process as a temporary's name says it: host, PID and start."""
-    return f"{HOST}-{os.getpid()}-{process_start(os.getpid()) or 0}"
+    """This process as a temporary's name says it: host, PID and start (read once per process: a fork has its own)."""
+    return _writer_id(os.getpid())
+
+
+@functools.cache
+def _writer_id(pid: int) -> str:
+    return f"{HOST}-{pid}-{process_start(pid) or 0}"
 
 
 def temp_path(final: Path) -> Path:

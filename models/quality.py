@@ -57,6 +57,14 @@ def wordnet_synonym_pairs() -> tuple[tuple[str, str], ...]:
     return tuple(sorted(pairs))
 
 
+#: Fewer synonym pairs in a vocabulary than this give no AUC (one that small would say little).
+MIN_PAIRS = 10
+
+
+class TooFewPairsError(ValueError):
+    """The vocabulary holds too few WordNet synonym pairs for the check."""
+
+
 def wordnet_similarity(
     emb: StaticEmbedder, max_pairs: int = 5000, seed: int = 0, vocab_limit: int | None = None
 ) -> dict:
@@ -69,7 +77,7 @@ def wordnet_similarity(
     pairs with both words in the vocabulary), mean_cos_synonyms, mean_cos_random, auc, seed.
 
     Raises:
-        ValueError: fewer than 10 synonym pairs are in the model's vocabulary.
+        TooFewPairsError: fewer than :data:`MIN_PAIRS` synonym pairs are in the model's vocabulary.
     """
     from sklearn.metrics import roc_auc_score  # lazy: sklearn takes seconds to import
 
@@ -80,8 +88,8 @@ def wordnet_similarity(
         if ia is not None and ib is not None and ia != ib and (vocab_limit is None or max(ia, ib) < vocab_limit):
             cand.append((ia, ib))
     cand = sorted(set(cand))
-    if len(cand) < 10:
-        raise ValueError(f"only {len(cand)} WordNet synonym pairs are in the vocabulary of {emb.name}")
+    if len(cand) < MIN_PAIRS:
+        raise TooFewPairsError(f"only {len(cand)} WordNet synonym pairs are in the vocabulary of {emb.name}")
     chosen = [cand[i] for i in sorted(rng.choice(len(cand), size=min(max_pairs, len(cand)), replace=False))]
     syn_set = {tuple(sorted(p)) for p in cand}
     pool = np.array(sorted({i for p in chosen for i in p}))
@@ -107,6 +115,26 @@ def wordnet_similarity(
         "auc": float(roc_auc_score(labels, np.r_[cs, cr])),
         "seed": seed,
         "vocab_limit": vocab_limit,
+    }
+
+
+def card_quality(emb: StaticEmbedder, log=print) -> dict:
+    """A trainer's model-card entry for the check, and its log line. A vocabulary too small for it (a corpus of a
+    few sentences) is said in the card, not raised after the training: the model is still written."""
+    try:
+        q = wordnet_similarity(emb)
+    except TooFewPairsError as exc:
+        log(f" WordNet synonym check: not measured ({exc}; {MIN_PAIRS} needed)")
+        return {"wordnet_synonym_auc": None, "note": f"not measured: {exc} ({MIN_PAIRS} needed)"}
+    log(
+        f" WordNet synonym check: AUC {q['auc']:.3f} (synonyms {q['mean_cos_synonyms']:.3f} vs random "
+        f"{q['mean_cos_random']:.3f}, {q['n_pairs']} pairs)"
+    )
+    return {
+        "wordnet_synonym_auc": round(q["auc"], 4),
+        "mean_cos_synonyms": round(q["mean_cos_synonyms"], 4),
+        "mean_cos_random": round(q["mean_cos_random"], 4),
+        "pairs": q["n_pairs"],
     }
 
 

@@ -137,6 +137,9 @@ class ChartSpec:
                   (``viz.axes.METRIC_AXES``, percentages by default).
     axis_titles:  (metric, y-axis title) pairs saying what a fixed-axis metric's number is ("cosine −
                   anisotropy"), where its name ("self_similarity_adj") does not; ``axis_title``.
+    small_n:      the rows' ``n`` under which a chart calls its sample small (None: ``viz.probe_figures.SMALL_N``
+                  test instances), and ``small_what`` what ``n`` counts: a mean over 993 words is no small
+                  sample the way 993 test instances of an accuracy are.
     """
 
     metrics: tuple[str, ...]
@@ -148,6 +151,8 @@ class ChartSpec:
     breakdown_retired: tuple[str, ...] = ()
     y_range: tuple[float, float] | None = None
     axis_titles: tuple[tuple[str, str], ...] = ()
+    small_n: int | None = None
+    small_what: str = "test instances"
 
     def axis_title(self, metric: str) -> str | None:
         """The y-axis title for ``metric`` (None: the chart's own, from the metric's name and unit)."""

@@ -172,3 +172,12 @@ def test_the_averages_tab_layer_is_in_the_link() -> None:
     at = open_page("attention", tab="Averages", avg_layer="3")
     assert_ok(at)
     assert at.slider(key="attn_avg_layer").value == 3 and at.query_params["avg_layer"] == "3"
+
+
+def test_the_committed_contextuality_run_is_not_called_a_small_sample() -> None:
+    """Its chart said "small sample: n = 993–1000" (GloVe's 993 measured words against the 1,000 test instances
+    that make an accuracy's sample small), though its intervals are ±0.001 to ±0.01 wide."""
+    at = open_page("layer_profile")
+    assert_ok(at)
+    (ctx,) = [f for f in figures(at) if f["layout"]["title"]["text"].startswith("Self-similarity")]
+    assert "95%" in ctx["layout"]["title"]["text"] and "small sample" not in ctx["layout"]["title"]["text"]

@@ -66,6 +66,25 @@ def test_a_key_file_on_a_full_disk_is_never_cut_and_an_older_one_stays(tmp_path,
     assert path.read_text() == "d1.s1.t1 bank%1:14:00::\n" and not leftovers(tmp_path)
 
 
+def test_key_files_that_find_the_disk_full_cost_the_keys_not_the_runs_results(tmp_path, monkeypatch, capsys):
+    """A failed ``--keys`` write ended the WSD run with an error and saved none of its results (a full run's
+    minutes lost for a by-product); now the results are saved and a warning names the files not written."""
+    import probes.tasks.wsd.scoring as scoring
+    from probes.__main__ import main
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(scoring, "write_atomically", disk_full)
+    results, keys = tmp_path / "results", tmp_path / "keys"
+    argv = ["wsd", "--model", "glove-6b-50d", "--limit", "5", "--keys", str(keys), "--results", str(results)]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "glove-6b-50d-layer0.key.txt not written" in err and "wordnet-first-sense.key.txt not written" in err
+    assert "No space left on device" in err and "The results are saved" in err and "Traceback" not in err
+    saved = sorted(p.name.split("_")[0] for p in results.rglob("*.json"))
+    assert saved == ["glove-6b-50d", "semcor-mfs", "wordnet-1st-sense"], saved  # the file-name form
+    assert not list(keys.iterdir())
+
+
 def test_the_registry_on_a_full_or_frozen_disk_is_one_error_line(tmp_path, monkeypatch, capsys):
     """``models add`` / ``remove`` on a full disk or a folder made immutable: an OSError traceback."""
     from models.__main__ import main

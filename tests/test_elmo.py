@@ -467,3 +467,14 @@ def test_training_batches_cover_every_piece_once_within_budget(real_sentences):
         assert all(len(b) * (max(len(pieces[i]) for i in b) + 2) <= 400 for b in batches)
     assert make_batches(pieces, 400, seed=1) == make_batches(pieces, 400, seed=1)
     assert make_batches(pieces, 400, seed=1) != make_batches(pieces, 400, seed=2)
+
+
+def test_an_elmo_checkpoint_saved_again_is_the_same_bytes(tmp_path):
+    """Equal weights saved again gave files that differed in their safetensors header (two metadata entries, in a
+    hash order that changes from one save to the next): another file digest for the same model."""
+    from models.elmo.checkpoint import save_bilm
+
+    bilm = randomized_bilm()
+    for run in range(8):  # with two entries, 8 equal files by chance: 1 in 128
+        save_bilm(tmp_path / str(run), bilm)
+    assert len({(tmp_path / str(run) / "model.safetensors").read_bytes() for run in range(8)}) == 1

@@ -323,6 +323,26 @@ def test_a_live_writers_temporaries_stay_however_old_and_a_reused_pid_is_told_ap
         live.wait()
 
 
+def test_a_forked_writer_names_its_temporaries_after_itself_not_its_parent():
+    """The writer's name is read once per process (it read /proc for every temporary): a fork, which inherits that
+    memo, must still name its own PID and start, or its temporaries would be taken for its parent's."""
+    import multiprocessing
+
+    from corpora.temps import HOST, process_start, writer_id
+
+    parent = writer_id()
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        child, child_pid, child_start = pool.apply(_writer_and_self)
+    assert parent == f"{HOST}-{os.getpid()}-{process_start(os.getpid())}"
+    assert child == f"{HOST}-{child_pid}-{child_start}" and child != parent
+
+
+def _writer_and_self() -> tuple[str, int, int | None]:
+    from corpora.temps import process_start, writer_id
+
+    return writer_id(), os.getpid(), process_start(os.getpid())
+
+
 # 5. Concurrency --------------------------------------------------------------------------------
 
 

@@ -175,6 +175,24 @@ def test_a_held_out_split_with_nothing_to_score_is_refused_before_training(tmp_p
     assert "held-out split has no targets" in capsys.readouterr().err and not (tmp_path / "g").exists()
 
 
+@pytest.mark.parametrize("kind", ["word2vec", "fasttext", "glove"])
+def test_a_corpus_too_small_for_a_static_model_is_one_line_and_its_synonym_check_is_said_not_measured(
+    kind, tmp_path, capsys, data_root
+):
+    """One sentence: gensim's "you must first build vocabulary" or GloVe's "co-occurrence matrix is empty" traceback;
+    with --min-count 1 the model trained, then the WordNet check's ValueError lost it."""
+    from models.__main__ import main
+
+    tiny = ["--max-sentences", "1", "--epochs", "1", "--out", str(tmp_path / kind)]
+    assert main(["train", kind, *tiny]) == 2
+    err = capsys.readouterr().err
+    assert "too small to train on: no word of it occurs --min-count times" in err and "Traceback" not in err
+    assert not (tmp_path / kind).exists()
+    assert main(["train", kind, *tiny, "--min-count", "1"]) == 0
+    quality = json.loads((tmp_path / kind / "model_card.json").read_text())["quality"]
+    assert quality["wordnet_synonym_auc"] is None and "0 WordNet synonym pairs" in quality["note"]
+
+
 def test_a_diverged_model_is_not_written():
     """The trainers saved a model whose held-out loss was NaN (exit 0; the card said "perplexity NaN")."""
     from models.train.common import check_trained
@@ -257,3 +275,23 @@ def test_a_resumed_gpt_runs_card_reports_the_losses_an_uninterrupted_one_does(tm
     assert train_gpt.main([*tiny, "--out", str(tmp_path / "resumed"), "--resume"]) == 0
     whole, resumed = (json.loads((tmp_path / f / "model_card.json").read_text()) for f in ("whole", "resumed"))
     assert resumed["final_loss"] == whole["final_loss"] and resumed["steps"] == whole["steps"] == 6
+
+
+def test_a_checkpoint_keeps_the_gpu_generators_and_a_resume_restores_them(tmp_path, monkeypatch, capsys):
+    """A checkpoint kept the CPU generator only: a run resumed on a GPU drew other dropout masks than an
+    uninterrupted one. (No GPU here: CUDA's generator calls are stood in for; the checkpoint round trip is real.)"""
+    from models.train.common import load_checkpoint, restore_rng_states, rng_states, save_checkpoint
+
+    gpu_state, restored = torch.arange(16, dtype=torch.uint8), []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: [gpu_state.clone()])
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", restored.extend)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    save_checkpoint(tmp_path / "checkpoint.pt", {"step": 3, **rng_states()})
+    state = load_checkpoint(tmp_path / "checkpoint.pt")  # weights_only: the GPU states are plain tensors
+    restore_rng_states(state)
+    assert len(restored) == 1 and torch.equal(restored[0], gpu_state)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)  # resumed where those GPUs are not
+    restore_rng_states(state)
+    assert len(restored) == 1 and "GPU draws (dropout) differ" in capsys.readouterr().out

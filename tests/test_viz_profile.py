@@ -141,11 +141,27 @@ def test_layer_profile_edge_cases_found_in_review():
 def test_a_small_sample_is_said_in_the_profile_title_as_on_the_probes_page():
     """The committed contextuality run (n 993–1000) was titled "small sample" on the Probes page and not on the Layer
     profile's chart; both now say it, with the same note (``viz.probe_figures.small_sample_note``)."""
-    rows = {"model": "minilm", "probe": "contextuality", "dataset": "d", "metric": "self_similarity"}
-    df = pd.DataFrame(rows | {"layer": ["0", "1", "2"], "value": [0.9, 0.7, 0.6], "n": [993, 1000, 1000]})
-    small = profile_figure(layer_profile(df, "contextuality", "d", "self_similarity"), title="t", y_title="cos")
+    rows = {"model": "m", "probe": "pos", "dataset": "d", "metric": "accuracy"}
+    df = pd.DataFrame(rows | {"layer": ["0", "1", "2"], "value": [90.0, 95.0, 94.0], "n": [993, 1000, 1000]})
+    small = profile_figure(layer_profile(df, "pos", "d", "accuracy"), title="t", y_title="accuracy")
     assert "small sample: n = 993–1000" in small.layout.title.text
-    big = profile_figure(
-        layer_profile(df.assign(n=5000), "contextuality", "d", "self_similarity"), title="t", y_title="c"
-    )
+    big = profile_figure(layer_profile(df.assign(n=5000), "pos", "d", "accuracy"), title="t", y_title="accuracy")
     assert "small sample" not in big.layout.title.text
+
+
+def test_a_mean_over_a_thousand_words_is_not_called_a_small_sample_but_one_over_fifty_is():
+    """Contextuality's rows count words (sentences, pairs), each a mean's unit, not test instances: GloVe's 993
+    measured words (intervals ±0.001) were called "small sample" beside MiniLM's 1,000, by the 1,000-instance rule of
+    an accuracy. Its chart now has its own threshold (``ChartSpec.small_n``), said in its own unit."""
+    from probes.registry import get_probe
+
+    chart = get_probe("contextuality").chart
+    rows = {"model": "glove-6b-50d", "probe": "contextuality", "dataset": "d", "metric": "self_similarity_adj"}
+    df = pd.DataFrame(rows | {"layer": ["0"], "value": [0.52], "lo": [0.521], "hi": [0.523], "n": [993]})
+
+    def title(n: int) -> str:
+        prof = layer_profile(df.assign(n=n), "contextuality", "d", "self_similarity_adj")
+        return profile_figure(prof, title="t", y_title="c", small_n=chart.small_n).layout.title.text
+
+    assert "small sample" not in title(993) and "small sample: n = 50" in title(50)
+    assert chart.small_what.startswith("words") and get_probe("pos").chart.small_n is None

@@ -25,7 +25,7 @@ from probes.tasks.contextuality import NAME as CONTEXTUALITY
 from viz.axes import metric_axis
 from viz.contrast import cell_label_colours
 from viz.figures import _layout, chart_layout, model_styles
-from viz.probe_figures import baseline_line, interval_error, interval_note, small_sample_note
+from viz.probe_figures import SMALL_N, baseline_line, interval_error, interval_note, small_sample_note
 from viz.text import escape_html
 
 #: metrics shown as profiles (a probe's first metric is its headline one)
@@ -75,6 +75,7 @@ def profile_figure(
     twin_of: Callable[[str], str | None] = lambda model: None,
     model_order: Sequence[str] = (),
     metric: str | None = None,
+    small_n: int = SMALL_N,
 ) -> go.Figure:
     """Value against relative depth, one line per model (``probes.stats.profiles.layer_profile`` columns), each
     baseline (``base``: label, value, as ``viz.results.baseline_frame``) a dashed series of its own across the depths.
@@ -82,8 +83,9 @@ def profile_figure(
     The y axis: ``y_range`` (a probe's fixed one: cosines, CKA), else ``metric``'s (default: ``y_title`` read as the
     metric) unit and bounds spanning at least ``viz.axes.MIN_SPAN`` points, as on the Probes page; a ``y_title``
     other than ``metric`` (a probe's own axis title) is the axis title. Drawn at half width: the title in two parts
-    (``title``'s part before " (", then the rest with what the error bars are and, under ``SMALL_N`` test instances,
-    "small sample"), each wrapped to fit, the legend under the plot (``viz.figures.chart_layout(half=True)``).
+    (``title``'s part before " (", then the rest with what the error bars are and, under ``small_n`` units
+    (``ChartSpec.small_n``), "small sample"), each wrapped to fit, the legend under the plot
+    (``viz.figures.chart_layout(half=True)``).
     twin_of: a random-weight twin's trained model, drawn dotted in that model's colour (``viz.figures.model_styles``;
     the app passes ``models.random_init.twin_base``: viz imports no models).
     """
@@ -119,7 +121,7 @@ def profile_figure(
         head, aside = title, ""
     notes = [aside.removesuffix(")")] if aside else []
     notes.append(interval_note(profile.dropna(subset=["lo", "hi"])))
-    if small := small_sample_note(profile):  # as the Probes page's chart says it
+    if small := small_sample_note(profile, small_n):  # as the Probes page's chart says it
         notes.append(small)
     chart_layout(fig, f"{head} — {'; '.join(notes)}", height, half=True)  # drawn beside another
     fig.update_xaxes(title="relative depth (layer / top layer)", range=[-0.05, 1.05], dtick=0.25)

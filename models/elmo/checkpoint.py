@@ -28,7 +28,9 @@ def save_bilm(directory: str | Path, bilm: ElmoBiLm) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "options.json").write_text(json.dumps(bilm.options, indent=2) + "\n")
     state = {k: v.detach().float().contiguous().cpu() for k, v in bilm.state_dict().items()}
-    save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt", "model": "ElmoBiLm"})
+    # one metadata entry: safetensors writes a map of several in its process's hash order, so the same tensors gave
+    # files that differed run to run (another digest for an equal model); what the file holds is options.json's
+    save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
 
 
 def save_language_model(

@@ -217,6 +217,31 @@ def resume_checkpoint(path: Path, restore: Callable[[dict], T], map_location=Non
         ) from None
 
 
+def rng_states() -> dict:
+    """torch's generator states for a checkpoint: the CPU's and, once CUDA is in use, each GPU's (dropout on a GPU
+    draws from the GPU's generator, so a run resumed without it differed from an uninterrupted one)."""
+    states = {"torch_rng": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["cuda_rng"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def restore_rng_states(checkpoint: dict) -> None:
+    """The generators ``rng_states`` saved (loaded onto any device: each state goes back as a CPU byte tensor). A
+    checkpoint with GPU states resumed without those GPUs goes on, said: its dropout draws differ from then on."""
+    torch.set_rng_state(checkpoint["torch_rng"].cpu())
+    cuda = checkpoint.get("cuda_rng")
+    if not cuda:
+        return
+    if torch.cuda.is_available() and torch.cuda.device_count() == len(cuda):
+        torch.cuda.set_rng_state_all([state.cpu() for state in cuda])
+    else:
+        print(
+            f"note: the checkpoint holds {len(cuda)} GPU generator state(s) this machine cannot take; the resumed "
+            "run's GPU draws (dropout) differ from an uninterrupted run's"
+        )
+
+
 def check_heldout(targets: int, flag: str = "--max-sentences") -> None:
     """RequestError before training when the held-out split leaves nothing to score: its perplexity would be 1.0 over
     no targets (ELMo's card said so), or the evaluation would fail after the training."""
@@ -224,6 +249,18 @@ def check_heldout(targets: int, flag: str = "--max-sentences") -> None:
         raise RequestError(
             f"The held-out split has no targets to score (a {flag} this small leaves it empty), so the model's "
             "perplexity could not be given: give more sentences."
+        )
+
+
+def check_vocabulary(words: int, pairs: int | None = None) -> None:
+    """RequestError before training when the corpus leaves nothing to train on: no word seen ``--min-count`` times
+    (gensim's "you must first build vocabulary" traceback), or, for GloVe, no two such words within a window
+    (``pairs``: the co-occurrence non-zeros)."""
+    if words < 1 or pairs == 0:
+        what = "no word of it occurs --min-count times" if words < 1 else f"its {words} word(s) never co-occur"
+        raise RequestError(
+            f"The corpus is too small to train on: {what}. Give more sentences (--max-sentences) or a lower "
+            "--min-count; no model was written."
         )
 
 

@@ -50,6 +50,7 @@ from models.train.common import (
     nonnegative_int,
     positive_float,
     positive_int,
+    restore_rng_states,
     resume_checkpoint,
     save_checkpoint,
     training_setup,
@@ -207,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_steps_left(args.steps, int(ckpt["step"]))
             lm.load_state_dict(ckpt["model"])
             optimizer.load_state_dict(ckpt["optimizer"])
-            torch.set_rng_state(ckpt["torch_rng"].cpu())
+            restore_rng_states(ckpt)
             return ckpt["step"], ckpt["epoch"], ckpt["position"], ckpt["tokens_seen"], ckpt["wall_time_s"]
 
         try:

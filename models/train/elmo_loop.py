@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from models.elmo.lm import BiLMLanguageModel, perplexity
+from models.train.common import rng_states
 from models.train.elmo_data import BatchEncoder, make_batches
 
 
@@ -70,7 +71,7 @@ def checkpoint_state(
         "position": int(position),
         "tokens_seen": int(tokens_seen),
         "wall_time_s": float(wall_time_s),
-        "torch_rng": torch.get_rng_state(),
+        **rng_states(),
         "config": json.loads(json.dumps(config)),
         "vocab": list(vocab),
     }

@@ -39,9 +39,17 @@ from torch import nn
 from corpora.lm_corpus import load_lm_corpus
 from models.assets import ASSETS, check_replaceable
 from models.base import default_device
-from models.quality import wordnet_similarity
+from models.quality import card_quality
 from models.static import StaticEmbedder, save_static_dir
-from models.train.common import device_arg, machine_description, nonnegative_int, positive_float, positive_int, utc_now
+from models.train.common import (
+    check_vocabulary,
+    device_arg,
+    machine_description,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    utc_now,
+)
 
 
 def build_vocab(sentences: Sequence[Sequence[str]], min_count: int = 5, max_vocab: int | None = None) -> list[str]:
@@ -232,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     t1 = time.time()
     X = cooccurrence(corpus.train, vocab, args.window)
     print(f"[glove-lm] co-occurrence matrix: {X.nnz:,} non-zeros ({time.time() - t1:.1f}s)", flush=True)
+    check_vocabulary(len(vocab), X.nnz)
     device = torch.device(args.device) if args.device else default_device()
     print(f"[glove-lm] training on {device}", flush=True)
     t2 = time.time()
@@ -252,12 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     emb = StaticEmbedder(
         "glove-lm", vocab, model.word_vectors().cpu().numpy(), source="models.train.glove", device="cpu"
     )
-    quality = wordnet_similarity(emb)
-    print(
-        f"[glove-lm] WordNet synonym check: AUC {quality['auc']:.3f} (synonyms {quality['mean_cos_synonyms']:.3f}"
-        f" vs random {quality['mean_cos_random']:.3f}, {quality['n_pairs']} pairs)",
-        flush=True,
-    )
+    quality = card_quality(emb, log=lambda m: print(f"[glove-lm]{m}", flush=True))
     card = {
         "name": "glove-lm",
         "family": "static",
@@ -289,12 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         "final_loss": round(losses[-1], 5),
         "epoch_losses": [round(loss, 5) for loss in losses],
         "loss_note": "glove.c cost: mean over non-zeros of f(X_ij)(w_i·w̃_j + b_i + b̃_j − log X_ij)² / 2",
-        "quality": {
-            "wordnet_synonym_auc": round(quality["auc"], 4),
-            "mean_cos_synonyms": round(quality["mean_cos_synonyms"], 4),
-            "mean_cos_random": round(quality["mean_cos_random"], 4),
-            "pairs": quality["n_pairs"],
-        },
+        "quality": quality,
         "command": "python -m models train glove " + " ".join(shlex.quote(a) for a in argv),
         "date": utc_now(),
         "machine": machine_description() + f", trained on {device}",

@@ -48,7 +48,9 @@ from models.train.common import (
     nonnegative_int,
     positive_float,
     positive_int,
+    restore_rng_states,
     resume_checkpoint,
+    rng_states,
     save_checkpoint,
     training_setup,
     utc_now,
@@ -124,7 +126,7 @@ def checkpoint_state(
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "rng": json.loads(json.dumps(rng.bit_generator.state)),  # numpy's state: a dict of str/int
-        "torch_rng": torch.get_rng_state(),
+        **rng_states(),
         "step": int(step),
         "wall_time_s": float(wall_time_s),
     }
@@ -240,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             rng.bit_generator.state = state["rng"]
-            torch.set_rng_state(state["torch_rng"].cpu())
+            restore_rng_states(state)
             recent.extend(state.get("recent_losses", []))
             return int(state["step"]), float(state["wall_time_s"])
 

@@ -19,6 +19,7 @@ import logging
 import shlex
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import gensim
@@ -28,9 +29,9 @@ from gensim.models.callbacks import CallbackAny2Vec
 
 from corpora.lm_corpus import load_lm_corpus
 from models.assets import ASSETS, check_replaceable
-from models.quality import wordnet_similarity
+from models.quality import card_quality
 from models.static import NGRAM_DTYPE, StaticEmbedder, SubwordNgrams, save_static_dir
-from models.train.common import machine_description, nonnegative_int, positive_int, utc_now
+from models.train.common import check_vocabulary, machine_description, nonnegative_int, positive_int, utc_now
 
 KINDS = {"word2vec": "word2vec-sg", "cbow": "word2vec-cbow", "fasttext": "fasttext"}
 
@@ -167,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     tokens = corpus.num_train_tokens
     print(f"[{name}] {len(corpus.train):,} sentences, {tokens:,} tokens ({time.time() - t0:.1f}s)", flush=True)
 
+    counts = Counter(w for sentence in corpus.train for w in sentence)
+    check_vocabulary(sum(c >= args.min_count for c in counts.values()))
     t1 = time.time()
     model, losses = train_gensim(
         kind,
@@ -190,13 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
 
-    quality = wordnet_similarity(emb)
-    print(
-        f"[{name}] WordNet synonym check: AUC {quality['auc']:.3f} "
-        f"(synonyms {quality['mean_cos_synonyms']:.3f} vs random {quality['mean_cos_random']:.3f}, "
-        f"{quality['n_pairs']} pairs)",
-        flush=True,
-    )
+    quality = card_quality(emb, log=lambda m: print(f"[{name}]{m}", flush=True))
 
     params = emb.vectors.numel() + (emb.ngrams.vectors.numel() if emb.ngrams is not None else 0)
     card = {
@@ -237,12 +234,7 @@ def main(argv: list[str] | None = None) -> int:
             if kind != "fasttext"
             else "gensim FastText does not report a training loss"
         ),
-        "quality": {
-            "wordnet_synonym_auc": round(quality["auc"], 4),
-            "mean_cos_synonyms": round(quality["mean_cos_synonyms"], 4),
-            "mean_cos_random": round(quality["mean_cos_random"], 4),
-            "pairs": quality["n_pairs"],
-        },
+        "quality": quality,
         "command": "python -m models train " + " ".join(shlex.quote(a) for a in argv),
         "date": utc_now(),
         "machine": machine_description(),

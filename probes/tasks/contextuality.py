@@ -49,6 +49,10 @@ from probes.tasks.sentences import corpus_sentences, semcor_sentences
 
 NAME = "contextuality"
 DEFAULT_LIMIT = 2000
+#: A row's n counts its words, sentences or pairs, each the unit of a mean: the default 1,000 words give intervals
+#: ±0.001 to ±0.01 (docs/results/contextuality), so GloVe's 993 measured words are no small sample the way 993 test
+#: instances of an accuracy are (``viz.probe_figures.SMALL_N``); under 100, √10× wider, the charts say "small".
+SMALL_UNITS = 100
 TITLES = {
     "self_similarity_adj": "Self-similarity, adjusted for anisotropy (lower = more context-specific)",
     "intra_sentence_similarity_adj": "Intra-sentence similarity, adjusted for anisotropy",
@@ -310,7 +314,13 @@ PROBE = ProbeSpec(
     baselines=no_baselines,
     tables=contextuality_tables,
     table_titles=TITLES,
-    chart=ChartSpec(metrics=tuple(TITLES), y_range=(-1.0, 1.0), axis_titles=tuple(QUANTITY.items())),
+    chart=ChartSpec(
+        metrics=tuple(TITLES),
+        y_range=(-1.0, 1.0),
+        axis_titles=tuple(QUANTITY.items()),
+        small_n=SMALL_UNITS,
+        small_what="words, sentences or pairs (each row's unit)",
+    ),
     trains=False,  # its seed draws the anisotropy baselines' random pairs, whose error its intervals carry
     options=(
         Option("words", default="", parse=_words, help="only these words (comma-separated), e.g. bank,play"),

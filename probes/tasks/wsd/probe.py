@@ -35,7 +35,7 @@ from probes.tasks.wsd.estimator import first_sense_predictions
 from probes.tasks.wsd.inventory import WORDNET, choose_kind
 from probes.tasks.wsd.rows import evaluate
 from probes.tasks.wsd.runner import Plan, layer_predictions
-from probes.tasks.wsd.scoring import BY_POS_SET, DEV_SET, EVAL_SETS, PAPER_ALL, key_dir, write_key_file
+from probes.tasks.wsd.scoring import BY_POS_SET, DEV_SET, EVAL_SETS, PAPER_ALL, KeyFiles, key_dir
 from probes.tasks.wsd.tables import BASELINE_MODELS, FIRST_SENSE, SEMCOR_MFS, TRAIN_MFS, wsd_tables
 from probes.tasks.wsd.words import TIE_RULE, target_words, wsd_summary
 
@@ -156,9 +156,9 @@ def wsd_baselines(ctx: RunContext, keys: str | Path | None = None, **options) ->
             continue
         preds = baseline_predictions(plan, model)
         label = "first-sense" if model == FIRST_SENSE else "MFS"
-        if keys is not None:
-            write_key_file(Path(keys) / f"{model}.key.txt", plan.evaluated.ids, preds)
-        extra: dict = {"data_hash": plan.data_hash, **target_words(plan.train, plan.evaluated)}
+        key_files = KeyFiles(keys)
+        key_files.write(f"{model}.key.txt", plan.evaluated.ids, preds)
+        extra: dict = {"data_hash": plan.data_hash, **target_words(plan.train, plan.evaluated), **key_files.warning}
         out.append(
             ProbeResult(
                 model,
@@ -179,9 +179,9 @@ def run_first_sense(
     plan = plan or make_plan(RunContext(limit=limit, seed=seed))[0]
     ev = plan.evaluated
     preds = first_sense_predictions(ev.lemmas, ev.poses)
-    if keys is not None:
-        write_key_file(Path(keys) / "wordnet-first-sense.key.txt", ev.ids, preds)
-    extra: dict = {"data_hash": plan.data_hash}
+    key_files = KeyFiles(keys)
+    key_files.write("wordnet-first-sense.key.txt", ev.ids, preds)
+    extra: dict = {"data_hash": plan.data_hash, **key_files.warning}
     return ProbeResult(
         FIRST_SENSE,
         "wsd",
@@ -216,12 +216,12 @@ def run_wsd(
     singles = {s.label for s in specs if s.is_single}
     rows: list[dict] = []
     extra: dict = {}
+    key_files = KeyFiles(keys)
 
     def collect(label: str, preds) -> None:
         rows.extend(_rows(plan, preds, label, ctx.seed, extra))
-        if keys is not None:
-            stem = f"layer{label}" if label in singles else label.replace(":", "_")
-            write_key_file(Path(keys) / f"{embedder.name}-{stem}.key.txt", plan.evaluated.ids, preds)
+        stem = f"layer{label}" if label in singles else label.replace(":", "_")
+        key_files.write(f"{embedder.name}-{stem}.key.txt", plan.evaluated.ids, preds)
 
     coverage = layer_predictions(embedder, specs, ctx, plan, collect)
     tr = plan.train
@@ -259,7 +259,7 @@ def run_wsd(
         dataset=name,
         fingerprint=embedder.fingerprint(),
         params=params,
-        extra={**info, "total_s": round(time.perf_counter() - t0, 1), **coverage, **extra},
+        extra={**info, "total_s": round(time.perf_counter() - t0, 1), **coverage, **extra, **key_files.warning},
     )
 
 

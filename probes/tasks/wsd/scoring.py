@@ -1,7 +1,8 @@
 """Scoring of the unified WSD evaluation framework (Raganato et al. 2017) and its ``Scorer.java``.
 
 P = correct/answered, R = correct/total, F1; an instance with several gold keys is correct when the
-answer is any of them. ``write_key_file`` writes predictions in the framework's key format.
+answer is any of them. ``write_key_file`` writes predictions in the framework's key format; ``KeyFiles``
+writes a run's, and a full disk costs those files, not the run's results.
 """
 
 from __future__ import annotations
@@ -77,3 +78,33 @@ def write_key_file(path: Path, ids: Sequence[str], predictions: Sequence[str | N
             f"{path}: cannot write the key file ({exc.strerror or exc}); an older one there is as it was."
         ) from None
     return path
+
+
+class KeyFiles:
+    """One run's ``--keys DIR`` files (None: none asked for). A file that cannot be written (a full disk) is
+    remembered, not raised: the key files are a by-product, and the run's results must still be saved.
+    ``warning`` says which files are missing, and that older ones of those names are not this run's."""
+
+    def __init__(self, folder: str | Path | None) -> None:
+        self.folder = None if folder is None else Path(folder)
+        self.unwritten: list[str] = []
+        self.reason = ""
+
+    def write(self, name: str, ids: Sequence[str], predictions: Sequence[str | None]) -> None:
+        if self.folder is None:
+            return
+        try:
+            write_key_file(self.folder / name, ids, predictions)
+        except ProbeInputError as exc:
+            self.unwritten.append(name)
+            self.reason = str(exc).split(": ", 1)[-1].split(";")[0]  # "cannot write the key file (…)"
+
+    @property
+    def warning(self) -> dict[str, str]:
+        """``{"warning": …}`` for a result's extra when a key file was not written, else ``{}``."""
+        if not self.unwritten:
+            return {}
+        return {
+            "warning": f"{self.folder}: {self.reason}: {', '.join(self.unwritten)} not written; any older file of "
+            "such a name there is an earlier run's, not this one's. The results are saved."
+        }
