@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from corpora.errors import RequestError
 from corpora.paths import cache_dir
 from features.checks import remove_stale_temps, verify_layer_file
 
@@ -29,12 +30,26 @@ META_FILE = "meta.json"  # an entry's commit marker: written last, removed first
 
 
 def sentences_hash(sentences: Sequence[Sequence[str]]) -> str:
-    """SHA-256 of the sentences (words joined by U+001F, sentences by U+001E)."""
+    """SHA-256 of the sentences (words joined by U+001F, sentences by U+001E). A word holding either separator is
+    refused (RequestError): ``["a\\x1fb"]`` and ``["a", "b"]`` would hash alike, and one be served the other's
+    cached vectors."""
     h = hashlib.sha256()
-    for s in sentences:
-        h.update("\x1f".join(s).encode("utf-8", "surrogatepass"))
+    for n, s in enumerate(sentences):
+        joined = "\x1f".join(s)
+        if "\x1e" in joined or joined.count("\x1f") != max(len(s) - 1, 0):
+            _refuse_separator(n, s)
+        h.update(joined.encode("utf-8", "surrogatepass"))
         h.update(b"\x1e")
     return h.hexdigest()
+
+
+def _refuse_separator(n: int, sentence: Sequence[str]) -> None:
+    i, word = next((i, w) for i, w in enumerate(sentence) if "\x1e" in w or "\x1f" in w)
+    code = "U+001E" if "\x1e" in word else "U+001F"
+    raise RequestError(
+        f"Sentence {n + 1}, word {i + 1} ({word!r}) holds the control character {code} (a record or unit separator), "
+        "which no word of text holds: remove it from the data."
+    )
 
 
 def keep_hash(keep: np.ndarray | None) -> str | None:

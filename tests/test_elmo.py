@@ -478,3 +478,16 @@ def test_an_elmo_checkpoint_saved_again_is_the_same_bytes(tmp_path):
     for run in range(8):  # with two entries, 8 equal files by chance: 1 in 128
         save_bilm(tmp_path / str(run), bilm)
     assert len({(tmp_path / str(run) / "model.safetensors").read_bytes() for run in range(8)}) == 1
+
+
+def test_elmo_in_half_precision_has_its_own_cache_key():
+    """ELMo runs in float16 on a GPU (``half_on_cuda``), ±3e-3 from float32, but its cache key left the dtype out:
+    features of a half-precision run were served to a float32 one (a shared store, ``half_on_cuda=False``)."""
+    from models.elmo.embedder import load_elmo_asset
+
+    emb = load_elmo_asset("elmo-small", device="cpu")
+    full = emb.fingerprint()
+    emb.dtype = torch.float16  # what ``to("cuda")`` sets with half_on_cuda (no GPU here)
+    half = emb.fingerprint()
+    emb.to("cpu")
+    assert half != full and emb.fingerprint() == full  # float32 keeps its key (the committed runs' fingerprints)

@@ -57,6 +57,20 @@ def test_an_entry_built_from_other_sentences_is_not_built_for_these(tmp_path):
     assert not has_layers(emb, "toy", [0], root=tmp_path, sentences=SENTS, keep=np.array([0, 2]))
 
 
+def test_words_holding_the_hashs_separators_never_share_an_entry_with_other_sentences(tmp_path):
+    """Words are joined by U+001F and sentences by U+001E before hashing: ``bank\x1friver`` | ``loan money`` and
+    ``bank`` | ``river\x1eloan money`` (the same word count) hashed alike, and the second was served the first's
+    cached vectors (2.01 off at MiniLM's layer 6). Such words are refused, naming them."""
+    from corpora.errors import RequestError
+
+    emb = RandomEmbedder(num_layers=2, dim=4)
+    a, b = [["bank", "river\x1eloan", "money"]], [["bank\x1friver"], ["loan", "money"]]
+    for sentences, word in ((a, "word 2"), (b, "word 1")):
+        with pytest.raises(RequestError, match=f"Sentence 1, {word} .* holds the control character U\\+001"):
+            get_features(emb, "collide", sentences, root=tmp_path, show_progress=False)
+    assert not list(tmp_path.rglob("meta.json"))  # nothing built for either
+
+
 def test_a_broken_or_outdated_layer_is_not_served(tmp_path):
     emb, feats = _entry(tmp_path)
     (path,) = [p for p in feats.directory.iterdir() if p.name.startswith("layer_1")]

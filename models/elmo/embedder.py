@@ -102,8 +102,10 @@ class ElmoEmbedder(Embedder):
         self.bilm.reset_states()
 
     def _fingerprint_extra(self) -> str:
-        # Stateful vectors depend on the call history: never share cache entries with stateless ones.
-        return self._fp_extra + ("|stateful" if self.stateful else "")
+        # Stateful vectors depend on the call history: never share cache entries with stateless ones. Half precision
+        # on a GPU (``half_on_cuda``) gives other vectors (±3e-3): its own entries; float32 keeps the key it had.
+        half = "" if self.dtype == torch.float32 else f"|{self.dtype}"
+        return self._fp_extra + ("|stateful" if self.stateful else "") + half
 
     def embed(self, sentences: Sequence[Sequence[str]], with_attention: bool = False) -> list[SentenceEmbedding]:
         """See :meth:`Embedder.embed`. Stateless (default): any batching, vectors independent of it.
