@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import streamlit as st
 
@@ -30,11 +32,36 @@ from viz.export import run_record_json
 DEFAULT_LIMIT = 20
 
 
-@st.cache_resource
-def _quick_runs() -> tuple[dict, threading.Lock]:
+#: Quick runs a server keeps (the most recent): every distinct model, probe, size and options was kept for the
+#: server's life, a dict that only grew on a server used all day (a helper's audit, round thirteen).
+KEPT_RUNS = 64
+
+
+@dataclass
+class QuickRuns:
     """Quick-run results shared by every session of this server: key -> (results, wall seconds, the model's
-    ``models.registry.model_version`` then)."""
-    return {}, threading.Lock()
+    ``models.registry.model_version`` then), the ``KEPT_RUNS`` most recent; ``finished`` counts every run ended."""
+
+    kept: OrderedDict = field(default_factory=OrderedDict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    finished: int = 0
+
+    def put(self, key: tuple, done: tuple) -> None:
+        with self.lock:
+            self.kept[key] = done
+            self.kept.move_to_end(key)
+            while len(self.kept) > KEPT_RUNS:
+                self.kept.popitem(last=False)
+            self.finished += 1
+
+    def get(self, key: tuple) -> tuple | None:
+        with self.lock:
+            return self.kept.get(key)
+
+
+@st.cache_resource
+def _quick_runs() -> QuickRuns:
+    return QuickRuns()
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=600)  # ttl: the command line may fill the cache too
@@ -105,13 +132,13 @@ def quick_tab(probe_section: Callable[..., None]) -> None:
     options = quick_options(get_probe(probe), st.columns([2, 3])[0])
     if model is None:
         return
-    runs, lock = _quick_runs()
+    runs = _quick_runs()
     run_key = (model, probe, int(limit), tuple(sorted(options.items())))
     blocked = False  # a missing dataset or a model that does not load stops the run as it stopped the estimate
     with safe(f"estimate the {probe.upper()} probe on {model}", kind="warning"):
         try:
             with st.spinner("Estimating (a short warm-up of the model)…"):
-                estimate = quick_estimate(probe, model, int(limit), run_key[3], len(runs))
+                estimate = quick_estimate(probe, model, int(limit), run_key[3], runs.finished)
         except (DataMissingError, ModelLoadError):
             blocked = True
             raise
@@ -130,8 +157,7 @@ def quick_tab(probe_section: Callable[..., None]) -> None:
             results = quick_run(probe, model, int(limit), options, progress)
             wall_s = round(time.perf_counter() - t0, 1)
             log.info("quick %s probe on %s (limit %s) took %.1f s", probe, model, limit, wall_s)
-            with lock:
-                runs[run_key] = (results, wall_s, model_version(get_spec(model)))
+            runs.put(run_key, (results, wall_s, model_version(get_spec(model))))
             bar.progress(1.0, text=f"Done in {wall_s} s (last step: {last[0]})")
     done = runs.get(run_key)
     if done is not None and done[2] != model_version(get_spec(model)):

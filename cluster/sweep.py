@@ -62,6 +62,11 @@ def run_sweep(
         f"sweep: {len(tasks)} tasks, {len(tasks) - len(todo)} already in {results_dir} (same model content), "
         f"{len(todo)} to run ({executor.name})"
     )
+    if todo and (unmatched := len(set(done) - {t.task_id for t in tasks})):
+        say(  # "0 already in" beside a folder of a sweep's results would read as if none had run
+            f"  {unmatched} finished sweep task(s) in {results_dir} match none of these (another model content, "
+            "data, option or seed, or a sweep of an earlier version, which named its tasks otherwise): kept, not reused"
+        )
     count, failed = [0], [0]
 
     def tell(last: str) -> None:

@@ -7,6 +7,7 @@
 - ``registry``:   ``PROBES``, probe name -> ``ProbeSpec`` (runner, baselines, tables, options, inputs, chart).
 - ``layers``:     ``LayerSpec``, the layer or layer combination a probe reads, validated up front.
 - ``results``:    ``ProbeResult``, what every probe returns, and the result files.
+- ``result_names``: what a result's names say about its settings; earlier versions' files read under them.
 - ``tasks/``:     one module (or package) per probe and its data: wsd/, pos, mix, tag, span, contextuality, cka,
                   structural, head_syntax.
 - ``estimators/``: fit/predict/score pieces the tasks share: the classifier trainer, probe families,

@@ -176,7 +176,11 @@ def random_twins(embedders: dict[str, Embedder]) -> list[str]:
 def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
     """Whether every result in use in ``runs`` was produced by the shipped model as it is on disk now."""
     if not runs.is_dir():
-        raise ProbeInputError(f"--verify: no results folder {runs}.")
+        loose = next(runs.parent.glob("*__*.json"), None) is not None  # a results folder named as --out itself
+        raise ProbeInputError(
+            f"--verify: no results folder {runs} (it checks OUT/runs, where reproduce saves its runs)"
+            + (f"; {runs.parent} holds result files itself: give --out the folder above their runs/." if loose else ".")
+        )
 
     def shipped(model: str) -> bool:
         """A model of the zoo, or the zoo's architecture with random weights (``random:NAME@SEED``)."""
@@ -194,10 +198,19 @@ def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
     table = report(checks)
     say(table.to_string(index=False))
     both_none = table["recorded"].isna() & table["current"].isna()  # a baseline: no model, no fingerprint
-    bad, stale, edited = ~table["ok"], (table["recorded"] != table["current"]) & ~both_none, table["rows"] != "ok"
+    bad, stale = ~table["ok"], (table["recorded"] != table["current"]) & ~both_none
+    edited, unsigned = table["rows"] == "edited", table["rows"] == "no digest"
     say(
         f"\n{(~bad).sum()} of {len(table)} results in use were produced by the shipped model, as written"
         + ("" if not stale.any() else f"; stale: {', '.join(sorted(set(table[stale]['model'])))} (re-run them)")
-        + ("" if not edited.any() else f"; rows edited or unsigned: {', '.join(table[edited]['result'])}")
+        + ("" if not edited.any() else f"; rows edited since they were saved: {', '.join(table[edited]['result'])}")
+        + (
+            ""
+            if not unsigned.any()
+            else f"; unsigned (no digest: saved before 2026-11-26, or not by the lab), so their rows cannot be "
+            f"checked: {', '.join(table[unsigned]['result'])}. Re-run them; results of before resampling units "
+            "(2026-11-26) can be restated and signed instead: "
+            f"python -c \"from probes.reporting.restate import restate_dir; restate_dir('{runs}')\""
+        )
     )
     return not bad.any()

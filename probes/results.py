@@ -45,6 +45,7 @@ import pandas as pd
 
 from corpora.paths import cache_dir
 from corpora.temps import remove_stale_temps, temp_path
+from probes.result_names import as_named_now
 
 COLUMNS = ["model", "probe", "dataset", "layer", "metric", "value", "n", "lo", "hi", "unit", "clusters", "draws", "std"]
 COLUMNS += ["seeds", "timestamp", "command"]
@@ -295,7 +296,7 @@ def _saved(
             data = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(data, dict):  # valid JSON but not a result: [1, 2], null, "text"
                 raise TypeError(f"a JSON {type(data).__name__}, not an object")
-            yield saved_order(data, path), path, ProbeResult.from_json(data)
+            yield saved_order(data, path), path, as_named_now(ProbeResult.from_json(data), content_digest)
         except (OSError, ValueError, TypeError) as exc:
             if unreadable is not None:
                 unreadable.append(path)

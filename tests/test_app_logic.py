@@ -396,3 +396,18 @@ def test_user_text_inside_inline_code_is_shown_as_typed() -> None:
     escaped_in_code = re.compile(r"`[^`\n]*\"\s*\+\s*md\(")  # "…`python … " + md(name) + "`"
     pages = Path(__file__).resolve().parent.parent / "app_pages"
     assert [p.name for p in pages.glob("*.py") if escaped_in_code.search(p.read_text(encoding="utf-8"))] == []
+
+
+def test_a_server_keeps_its_most_recent_quick_runs_not_every_one_ever_made():
+    """The quick runs lived in a dict that only grew: every model, probe, size and options run on a server used all
+    day stayed in memory for its life. The most recent ``KEPT_RUNS`` are kept; the count of runs ended (the
+    estimate's cache key: a run may have filled the feature cache) still grows."""
+    from app_pages.probe_quick import KEPT_RUNS, QuickRuns
+
+    runs = QuickRuns()
+    for limit in range(KEPT_RUNS + 6):
+        runs.put(("glove", "pos", limit, ()), ([], 0.1, "v1"))
+    runs.put(("glove", "pos", 10, ()), ([], 0.2, "v1"))  # a run again: now the most recent
+    assert len(runs.kept) == KEPT_RUNS and runs.finished == KEPT_RUNS + 7
+    assert runs.get(("glove", "pos", 0, ())) is None and runs.get(("glove", "pos", 10, ()))[1] == 0.2
+    assert list(runs.kept)[-1] == ("glove", "pos", 10, ()) and runs.get(("glove", "pos", KEPT_RUNS + 5, ()))

@@ -107,7 +107,7 @@ def test_layer_probe_figure_baselines_axes_and_small_slices() -> None:
         }
     )
     fig = layer_probe_figure(curves, base, title="WSD: F1 on ALL, by layer", y_title="F1 (%)")
-    assert "small sample: n = 37, 95% intervals" in fig.layout.title.text
+    assert "small sample: n = 37, 95% CI over test instances (saved before units were stated)" in fig.layout.title.text
     (model,) = [t for t in fig.data if t.mode == "lines+markers"]
     assert model.name == "elmo-small" and list(model.error_y.arrayminus) == pytest.approx([16.7, 16.7, 16.1])
     (baseline,) = [t for t in fig.data if t.name == "WordNet 1st sense (baseline)"]

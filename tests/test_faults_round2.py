@@ -43,10 +43,24 @@ def test_verify_catches_an_edited_value_and_a_removed_fingerprint(tmp_path):
     file = _glove_result(tmp_path)
     text = file.read_text(encoding="utf-8")
     assert '"value": 75.2,' in text
+    data_unsigned = json.loads(text)
     assert _verify(tmp_path).returncode == 0  # as committed (digest backfilled, rows unchanged)
     file.write_text(text.replace('"value": 75.2,', '"value": 99.99,', 1), encoding="utf-8")
     edited = _verify(tmp_path)
-    assert edited.returncode == 1 and "rows edited or unsigned" in edited.stdout and "edited" in edited.stdout
+    assert edited.returncode == 1 and "rows edited since they were saved: glove-6b-50d__pos" in edited.stdout
+    del data_unsigned["digest"]  # a file of before results were signed: said so, and how to sign it
+    file.write_text(json.dumps(data_unsigned), encoding="utf-8")
+    unsigned = _verify(tmp_path)
+    assert unsigned.returncode == 1 and "unsigned (no digest: saved before 2026-11-26" in unsigned.stdout
+    assert "restate_dir(" in unsigned.stdout and "rows edited" not in unsigned.stdout
+    loose = subprocess.run(
+        [sys.executable, "-m", "probes", "reproduce", "--verify", "--out", str(file.parent)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # the runs folder itself given as --out
+    assert loose.returncode == 2 and "holds result files itself" in loose.stderr
     data = json.loads(text)
     data["fingerprint"] = None  # would pass for a data baseline
     file.write_text(json.dumps(data), encoding="utf-8")

@@ -213,6 +213,11 @@ def test_gpt_resume_with_other_data_options_is_refused(tmp_path, capsys, data_ro
     err = capsys.readouterr().err
     assert "trained with other options than this run's (--cased True → False; --seed 7 → 0)" in err
     assert not (out / "model_card.json").exists()
+    # a checkpoint of a version that kept no options (before 2026-12-06): nothing to check this run's against
+    save_checkpoint(out / "checkpoint.pt", {"step": 2})
+    assert train_gpt.main([*argv, "--resume"]) == 2
+    assert "written by an earlier version of the lab" in capsys.readouterr().err
+    assert not (out / "model_card.json").exists()
 
 
 # ----------------------------------------------------------------------------- command line

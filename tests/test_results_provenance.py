@@ -13,7 +13,7 @@ from pathlib import Path
 
 from models.registry import load_embedder
 from probes.reporting.verify import results_in_use, verify_results
-from probes.results import ProbeResult, latest_rows, read_results, save_result
+from probes.results import ProbeResult, content_digest, latest_rows, read_results, save_result
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -201,3 +201,61 @@ def test_a_killed_saves_temporary_is_removed_by_the_next_save_and_a_live_writers
     finally:
         live.kill()
         live.wait()
+
+
+def test_files_of_earlier_versions_read_under_todays_names_and_never_stand_in_for_a_default_run(tmp_path):
+    """Before 2026-11-24 an MLP run was saved as "pos" (its family only in params): the linear table showed its
+    73.10 for GloVe's layer 0, whose linear run gave 63.14; before 2026-11-28 rank-8 structural and endpoint-pooled
+    span runs were saved as ":tree" and ":span" and headed as the defaults, the newer replacing the default run.
+    Such files now read as today's writer names them, and their digests still verify."""
+    from probes.reporting.tables import build_tables
+
+    stamp = "2026-11-20T00:00:00+00:00"
+
+    def old(probe: str, dataset: str, value: float, **params) -> ProbeResult:
+        row = {"dataset": dataset, "layer": "0", "metric": "accuracy", "value": value, "n": 2012}
+        return ProbeResult("glove", probe, [row], dataset="d", params={"limit": None, **params}, timestamp=stamp)
+
+    for result in (
+        old("pos", "conll2000-test:pos", 63.14),
+        old("pos", "conll2000-test:pos", 73.10, probe_family="mlp-64", control=False, mdl=False),
+        old("structural", "ewt:test:tree", 70.0),
+        old("structural", "ewt:test:tree", 80.0, rank=8, epochs=6),
+        old("span", "t@1:test:span", 60.0, pooling="mean"),
+        old("span", "t@1:test:span", 90.0, pooling="endpoints"),
+    ):
+        save_result(result, tmp_path)
+    read = {(r.probe, r.rows[0]["dataset"]): r.rows[0]["value"] for r in read_results(tmp_path)}
+    assert read == {
+        ("pos", "conll2000-test:pos"): 63.14,
+        ("pos+mlp-64", "conll2000-test:pos"): 73.10,
+        ("structural", "ewt:test:tree"): 70.0,
+        ("structural", "ewt:test:tree (rank 8)"): 80.0,
+        ("span", "t@1:test:span"): 60.0,
+        ("span", "t@1:test:span (endpoints pooling)"): 90.0,
+    }
+    tables = build_tables(tmp_path)
+    assert "73.1" not in tables["pos"].to_string() and "63.14" in tables["pos"].to_string()
+    assert all(r.digest == content_digest(r) for r in read_results(tmp_path))  # re-signed, as their files held
+
+
+def test_an_interval_saved_before_units_were_stated_says_what_it_resamples(tmp_path):
+    """A WSD or POS row of before 2026-11-26 has an interval over test instances but no unit: its tables said
+    "CI over n/a" and its chart "95% intervals", beside rows whose intervals resample documents."""
+    from probes.reporting.tables import build_tables
+    from probes.stats.units import UNSTATED_UNIT
+    from viz.probe_figures import interval_note
+
+    rows = [
+        {"dataset": d, "layer": "0", "metric": "F1", "value": 64.0, "n": 2824, "lo": 62.04, "hi": 65.62}
+        for d in ("ALL", "ALL-noSE07")
+    ]
+    save_result(
+        ProbeResult("glove", "wsd", rows, dataset="semcor→ALL", timestamp="2026-11-20T00:00:00+00:00"), tmp_path
+    )
+    pos = {"dataset": "conll2000-test:pos", "layer": "0", "metric": "accuracy", "value": 63.1, "lo": 62.0, "hi": 64.0}
+    save_result(ProbeResult("glove", "pos", [pos], timestamp="2026-11-20T00:00:00+00:00"), tmp_path)
+    tables = build_tables(tmp_path)
+    assert list(tables["wsd"]["CI over"]) == [UNSTATED_UNIT] and list(tables["pos"]["CI over"]) == [UNSTATED_UNIT]
+    df = latest_rows(read_results(tmp_path))
+    assert interval_note(df[df.probe == "wsd"]) == f"95% CI over {UNSTATED_UNIT}"

@@ -287,6 +287,8 @@ def test_resume_keys_tasks_on_the_models_content_not_its_name(tmp_path, monkeypa
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "1 run, 1 already done" in out and "1 already done (same model content)" in out
+    # the old vectors' task is said, not passed over: an upgrade's renamed tasks read "0 already in" otherwise
+    assert "1 finished sweep task(s) in" in out and "match none of these" in out
     saved = [json.loads(p.read_text()) for p in (tmp_path / "res").glob("my-vecs__pos__*.json")]
     assert len(saved) == 2 and len({r["fingerprint"] for r in saved}) == 2  # the new run is the new model's
 

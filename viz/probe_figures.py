@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from probes.stats.units import count_span, over_texts
+from probes.stats.units import UNSTATED_UNIT, count_span, over_texts
 from viz.axes import metric_axis, percent_or_zero
 from viz.figures import chart_layout, line_style_key, model_styles
 from viz.text import escape_html
@@ -44,8 +44,8 @@ def interval_note(part: pd.DataFrame) -> str:
     if not has_intervals(part):  # one document: resampling it cannot vary it, so the rows have none
         single = len(stated) and stated.clusters.iloc[0] < 2
         return f"no interval: all from one {stated.unit.iloc[0]}" if single else "no intervals recorded"
-    if not len(stated):
-        return "95% intervals"
+    if not len(stated):  # a file saved before units were stated
+        return f"95% CI over {UNSTATED_UNIT}"
     repeats = "".join(
         f", {span} {what}"
         for column, what, missing_is_one in (("draws", "control draws", False), ("seeds", "seeds", True))

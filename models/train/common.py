@@ -171,9 +171,14 @@ def training_setup(args: argparse.Namespace, vocab: Sequence[str], resolved: dic
 def check_setup(path: Path, saved: dict | None, now: dict) -> None:
     """Refuse to resume a checkpoint with other data, vocabulary or model options: its weights would be read with
     another tokenizer (286 of 300 token ids meant other words) and its held-out text partly trained on, exit 0.
-    A checkpoint written before setups were kept (``saved`` None) is resumed as before."""
+    A checkpoint written before setups were kept (``saved`` None) is refused too: nothing in it can tell this run's
+    options from others (an audit resumed one with another corpus and casing, and wrote that model, exit 0)."""
     if saved is None:
-        return
+        raise CheckpointError(
+            f"checkpoint {path} was written by an earlier version of the lab (before 2026-12-06), which did not keep "
+            "its options, so this run's cannot be checked against them: finish it with the version that started it, "
+            "or start again without --resume."
+        )
     before, after = saved.get("options", {}), now["options"]
     keys = sorted(set(before) | set(after))
     differ = [

@@ -25,6 +25,7 @@ from torch import nn
 
 from probes.errors import ProbeInputError
 from probes.estimators.classifier import LinearProbe
+from probes.result_names import family_slug
 
 KINDS = ("linear", "mlp", "rank")
 DEFAULT_WEIGHT_DECAY = 1e-6  # LinearProbe's
@@ -75,7 +76,7 @@ class ProbeFamily:
     @property
     def slug(self) -> str:
         """The label without spaces, for a probe name ("mlp-256", "linear-dropout0.2-wd0.1")."""
-        return self.label.replace(" (", "-").replace(", ", "-").replace(" ", "").rstrip(")")
+        return family_slug(self.label)
 
 
 def parse_hidden(text: str | Sequence[int]) -> tuple[int, ...]:

@@ -30,9 +30,9 @@ from corpora.temps import write_atomically
 from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
+from probes.result_names import FAMILY_SEPARATOR
 from probes.results import ProbeResult, as_full_run, extras_of, latest_rows, read_results, slice_of, split_slice
-from probes.stats.units import count_span, over_texts, value_interval_text
-from probes.tasks.rigor_options import FAMILY_SEPARATOR
+from probes.stats.units import UNSTATED_UNIT, count_span, over_texts, value_interval_text
 
 TABLE_NOTES = RIGOR_NOTES  # table key -> a note printed under it (tables.md, the Reproduce page)
 #: Tables that set the papers' numbers beside our full runs: a slice has none of its own.
@@ -242,7 +242,12 @@ def dataset_tables(df: pd.DataFrame, probe: str) -> dict[str, pd.DataFrame]:
         n = n if n.str.contains("–", na=False).any() else pd.to_numeric(n).astype("Int64")
         # a model's layers normally resample the same units; where they do not, the range of their counts
         over = part.groupby("model").apply(
-            lambda g: over_texts(g.unit.iloc[-1], g.clusters, g.seeds.max()), include_groups=False
+            lambda g: (
+                UNSTATED_UNIT
+                if g.unit.isna().all() and g.lo.notna().any()
+                else over_texts(g.unit.iloc[-1], g.clusters, g.seeds.max())
+            ),
+            include_groups=False,
         )
         wide = wide.assign(n=n.reindex(wide.index), **{"CI over": over.reindex(wide.index)})
         if seeded.any():  # how many seeds each model's cells average (its ± is their standard deviation)

@@ -114,10 +114,17 @@ def seeds_text(seeds) -> str:
     return f" and {int(seeds)} seeds" + (" (few)" if int(seeds) < FEW_CLUSTERS else "")
 
 
-def over_text(unit, clusters, seeds=None) -> str:
+#: What an interval saved before units were stated (2026-11-26) resamples: the test instances, as if independent
+#: (``probes.reporting.restate`` restates it over the test set's own units).
+UNSTATED_UNIT = "test instances (saved before units were stated)"
+
+
+def over_text(unit, clusters, seeds=None, lo=None) -> str:
     """ "23 documents (few: interval approximate)", "2012 sentences", "2012 sentences and 3 seeds (few)" — what a
-    row's interval resamples (``seeds``: the training seeds its value averages); "n/a" for a row that states no
-    unit."""
+    row's interval resamples (``seeds``: the training seeds its value averages); for a row that states no unit,
+    ``UNSTATED_UNIT`` where it has an interval (``lo``: its lower bound), else "n/a"."""
+    if not isinstance(unit, str) and lo is not None and lo == lo:
+        return UNSTATED_UNIT
     return over_texts(unit, [clusters], seeds)
 
 

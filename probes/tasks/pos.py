@@ -87,7 +87,7 @@ def pos_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
             continue
         t = pos[["model", "layer", "value"]].rename(columns={"value": "accuracy (CoNLL-2000 test)"})
         t["95% CI"] = [interval_text(lo, hi) for lo, hi in zip(pos.lo, pos.hi)]
-        t["CI over"] = [over_text(u, k, s) for u, k, s in zip(pos.unit, pos.clusters, pos.seeds)]
+        t["CI over"] = [over_text(u, k, s, lo) for u, k, s, lo in zip(pos.unit, pos.clusters, pos.seeds, pos.lo)]
         tables[probe] = t.reset_index(drop=True)
     return tables
 

@@ -32,6 +32,7 @@ from probes.estimators.families import DEFAULT_WEIGHT_DECAY, KINDS, ProbeFamily,
 from probes.estimators.mdl import ORDERS, online_codelengths
 from probes.progress import ProgressFn, scaled
 from probes.registry import Option
+from probes.result_names import FAMILY_SEPARATOR
 from probes.stats.units import Units
 
 
@@ -92,9 +93,6 @@ def check_rigor_options(options: dict) -> None:
     hidden = options.get("hidden")
     if kind != "mlp" and hidden and parse_hidden(hidden) != ProbeFamily().hidden:
         raise ProbeInputError(f"--hidden sets the widths of --probe mlp; this run's probe is {kind}.")
-
-
-FAMILY_SEPARATOR = "+"  # "pos+mlp-256": the probe run with another family (``RigorOptions.probe_name``)
 
 
 def base_probe(probe: str) -> str:

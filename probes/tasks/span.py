@@ -28,6 +28,7 @@ from probes.inputs import Preview
 from probes.layers import LayerSpec, as_layer_specs, needed_layers
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
+from probes.result_names import SPAN_POOLINGS, span_task
 from probes.results import ProbeResult
 from probes.stats.intervals import accuracy_row, keep_instances
 from probes.stats.units import SENTENCE, Units
@@ -36,7 +37,7 @@ from probes.tasks.preview import span_preview
 from probes.tasks.token_labels import fit_and_score, layer_matrix
 
 MAJORITY = "majority-label"
-POOLINGS = ("mean", "endpoints")
+POOLINGS = SPAN_POOLINGS
 FILE_FORMATS = ("edge-probing JSON lines",)
 
 
@@ -99,7 +100,7 @@ def load_splits(
             + "."
         )
     # another pooling is another task: its rows (and its baseline's) never replace the default pooling's
-    task = "span" if pooling == POOLINGS[0] else f"span ({pooling} pooling)"
+    task = span_task(pooling)
     splits = {role: SpanSplit(files, role, sents, limit, task) for role, sents in data.items()}
     check_labels_seen(files, splits["train"].labels, {r: s.labels for r, s in splits.items() if r != "train"})
     return files, splits.pop("train"), list(splits.values())

@@ -52,21 +52,14 @@ from probes.inputs import Preview
 from probes.layers import LayerSpec, as_layer_specs, needed_layers
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
 from probes.reporting.tables import dataset_tables
+from probes.result_names import TREE_EPOCHS, tree_task
 from probes.results import ProbeResult
 from probes.tasks.datafiles import ROLES, DataFiles, file_inputs, file_options, read_roles
 from probes.tasks.token_labels import layer_matrix
 
 NAME = "structural"
 CHAIN = "chain-baseline"
-WHAT = "tree"
-EPOCHS = 6
-
-
-def tree_task(rank: int | None, epochs: int) -> str:
-    """The task part of the rows' dataset: ``tree``, with the probe's settings where they are not the defaults
-    (``tree (rank 2, 3 epochs)``), so a run with other settings never replaces the default run's rows."""
-    settings = [f"rank {rank}"] * (rank is not None) + [f"{epochs} epochs"] * (epochs != EPOCHS)
-    return WHAT + (f" ({', '.join(settings)})" if settings else "")
+EPOCHS = TREE_EPOCHS
 
 
 FORMATS = ("CoNLL-U",)

@@ -52,7 +52,7 @@ def wsd_tables(df: pd.DataFrame, extras: list[dict]) -> dict[str, pd.DataFrame]:
         headline = builtin[builtin.dataset == PAPER_ALL].drop_duplicates(["model", "layer"], keep="last")
         ci = t.merge(headline[["model", "layer", "lo", "hi", "unit", "clusters"]], on=["model", "layer"], how="left")
         t[f"{EVAL_LABELS[PAPER_ALL]} 95% CI"] = [interval_text(lo, hi) for lo, hi in zip(ci.lo, ci.hi)]
-        t["CI over"] = [over_text(u, k) for u, k in zip(ci.unit, ci.clusters)]
+        t["CI over"] = [over_text(u, k, lo=lo) for u, k, lo in zip(ci.unit, ci.clusters, ci.lo)]
         t["paper (same column as ALL w/o SE07)"] = [_paper_column(m) for m in t["model"]]
         tables["wsd"] = t
     by_pos = wsd[wsd.dataset.str.startswith(f"{BY_POS_SET}:")]

@@ -1,0 +1,71 @@
+"""What a result's names say about its run, in one place, and files of earlier versions read under today's names.
+
+A run with settings other than the defaults is named apart, so that it never replaces the default run's rows in a
+table or chart: another probe family in the probe name ("pos+mlp-256"), the structural probe's rank and epochs and
+the span probe's pooling in the task part of each row's dataset ("…:test:tree (rank 8)", "…:test:span (endpoints
+pooling)"). The probes name their results with these functions; ``probes.results`` reads every file through
+:func:`as_named_now`, because earlier versions wrote those settings only in ``params``: an MLP run saved as "pos"
+before 2026-11-24, and rank-8 or endpoint-pooled runs as ":tree" and ":span" before 2026-11-28 read as default runs
+(a helper's audit of files kept across an upgrade, round thirteen of docs/reliability.md).
+
+Light on purpose (no torch): every reader of result files imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+Result = TypeVar("Result", bound=Any)  # ``probes.results.ProbeResult``, which imports this module
+
+FAMILY_SEPARATOR = "+"  # "pos+mlp-256": the probe run with another family (``RigorOptions.probe_name``)
+DEFAULT_FAMILY = "linear"  # the default family's label: its runs keep the plain probe name
+
+TREE = "tree"  # the structural probe's task
+TREE_EPOCHS = 6  # its default training epochs
+SPAN = "span"  # the span probe's task
+SPAN_POOLINGS = ("mean", "endpoints")  # its poolings, the default first
+
+
+def family_slug(label: str) -> str:
+    """A probe family's label without spaces, for a probe name ("mlp-256", "linear-dropout0.2-wd0.1")."""
+    return label.replace(" (", "-").replace(", ", "-").replace(" ", "").rstrip(")")
+
+
+def tree_task(rank: int | None, epochs: int) -> str:
+    """The structural probe's task part of a row's dataset: ``tree``, with the probe's settings where they are not
+    the defaults (``tree (rank 2, 3 epochs)``)."""
+    settings = [f"rank {rank}"] * (rank is not None) + [f"{epochs} epochs"] * (epochs != TREE_EPOCHS)
+    return TREE + (f" ({', '.join(settings)})" if settings else "")
+
+
+def span_task(pooling: str) -> str:
+    """The span probe's task part of a row's dataset: ``span``, or ``span (endpoints pooling)``."""
+    return SPAN if pooling == SPAN_POOLINGS[0] else f"{SPAN} ({pooling} pooling)"
+
+
+def as_named_now(result: Result, digest: Callable[[Result], str]) -> Result:
+    """``result`` (as read from its file) named as this version names it: unchanged when it is (every file written
+    since 2026-11-28), else a copy with the probe name or the rows' task part its ``params`` call for, signed again
+    (``digest``: ``probes.results.content_digest``) where its file's digest held, so ``verify`` judges the file."""
+    params = result.params or {}
+    probe, rows = result.probe, result.rows
+    family = params.get("probe_family")
+    if isinstance(family, str) and family != DEFAULT_FAMILY and FAMILY_SEPARATOR not in probe:
+        probe = f"{probe}{FAMILY_SEPARATOR}{family_slug(family)}"
+    task = {
+        "structural": lambda: (TREE, tree_task(params.get("rank"), params.get("epochs", TREE_EPOCHS))),
+        SPAN: lambda: (SPAN, span_task(params.get("pooling") or SPAN_POOLINGS[0])),
+    }.get(result.probe, lambda: None)()
+    if task is not None and task[0] != task[1]:
+        old, new = f":{task[0]}", f":{task[1]}"
+        rows = [
+            {**row, "dataset": str(row["dataset"])[: -len(old)] + new} if str(row["dataset"]).endswith(old) else row
+            for row in rows
+        ]
+    if probe == result.probe and rows == result.rows:
+        return result
+    named = dataclasses.replace(result, probe=probe, rows=rows)
+    signed = result.digest is not None and result.digest == digest(result)
+    return dataclasses.replace(named, digest=digest(named)) if signed else named
