@@ -67,12 +67,14 @@ def command_line(argv: list[str]) -> str:
 
 
 def print_rows(res: ProbeResult, say: Callable[[str], None] = print) -> None:
-    """One line per row of ``PRINTED_METRICS`` (``reproduce`` and ``sweep`` as results arrive)."""
+    """One line per row of ``PRINTED_METRICS`` (``reproduce`` and ``sweep`` as results arrive), then its warning."""
     for r in res.rows:
         if r["metric"] in PRINTED_METRICS:
             spread = f" ± {r['std']:.2f} ({r['seeds']} seeds)" if "std" in r else ""
             value = "missing" if r["value"] is None else f"{r['value']:6.2f}"  # a row marked missing: no number
             say(f"  {res.model:<18} {r['dataset']:<22} layer {r['layer']:<14} {r['metric']:<9} {value}{spread}")
+    if warning := res.extra.get("warning"):
+        say(f"  warning: {res.model}: {warning}")
 
 
 def summary_table(spec: ProbeSpec, run: ProbeRun) -> pd.DataFrame:

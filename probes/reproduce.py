@@ -208,8 +208,9 @@ def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
             ""
             if not unsigned.any()
             else f"; unsigned (no digest: saved before 2026-11-26, or not by the lab), so their rows cannot be "
-            f"checked: {', '.join(table[unsigned]['result'])}. Re-run them; results of before resampling units "
-            "(2026-11-26) can be restated and signed instead: "
+            f"checked: {', '.join(table[unsigned]['result'])}. Re-run them; or, for results of before resampling "
+            "units (2026-11-26) that you trust as they are, restate and sign them (files edited since they were "
+            "signed are left out): "
             f"python -c \"from probes.reporting.restate import restate_dir; restate_dir('{runs}')\""
         )
     )

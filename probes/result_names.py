@@ -14,6 +14,7 @@ Light on purpose (no torch): every reader of result files imports it.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -45,6 +46,28 @@ def span_task(pooling: str) -> str:
     return SPAN if pooling == SPAN_POOLINGS[0] else f"{SPAN} ({pooling} pooling)"
 
 
+def _setting(result, key: str, cast: Callable, flag: str):
+    """A run's setting ``key`` from its ``params``; for a baseline, which did not record it (the chain tree and the
+    majority label are the same whatever the probe's settings, but are named with the run's task so that they sit in
+    its table), from its own command line (``python -m probes structural … --epochs 4``). None: not given."""
+    params = result.params or {}
+    if key in params:
+        return params[key]
+    try:
+        words = shlex.split(result.command or "")
+    except ValueError:
+        return None
+    at = words.index("probes") + 1 if "probes" in words else len(words)
+    if words[at : at + 1] != [result.probe]:
+        return None  # another command's flags (``reproduce``'s ``--rank`` is POS's)
+    values = [b for a, b in zip(words, words[1:]) if a == flag]
+    values += [w.split("=", 1)[1] for w in words if w.startswith(f"{flag}=")]
+    try:
+        return cast(values[-1]) if values else None
+    except ValueError:
+        return None
+
+
 def as_named_now(result: Result, digest: Callable[[Result], str]) -> Result:
     """``result`` (as read from its file) named as this version names it: unchanged when it is (every file written
     since 2026-11-28), else a copy with the probe name or the rows' task part its ``params`` call for, signed again
@@ -55,8 +78,13 @@ def as_named_now(result: Result, digest: Callable[[Result], str]) -> Result:
     if isinstance(family, str) and family != DEFAULT_FAMILY and FAMILY_SEPARATOR not in probe:
         probe = f"{probe}{FAMILY_SEPARATOR}{family_slug(family)}"
     task = {
-        "structural": lambda: (TREE, tree_task(params.get("rank"), params.get("epochs", TREE_EPOCHS))),
-        SPAN: lambda: (SPAN, span_task(params.get("pooling") or SPAN_POOLINGS[0])),
+        "structural": lambda: (
+            TREE,
+            tree_task(
+                _setting(result, "rank", int, "--rank"), _setting(result, "epochs", int, "--epochs") or TREE_EPOCHS
+            ),
+        ),
+        SPAN: lambda: (SPAN, span_task(_setting(result, "pooling", str, "--pooling") or SPAN_POOLINGS[0])),
     }.get(result.probe, lambda: None)()
     if task is not None and task[0] != task[1]:
         old, new = f":{task[0]}", f":{task[1]}"

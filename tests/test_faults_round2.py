@@ -48,6 +48,10 @@ def test_verify_catches_an_edited_value_and_a_removed_fingerprint(tmp_path):
     file.write_text(text.replace('"value": 75.2,', '"value": 99.99,', 1), encoding="utf-8")
     edited = _verify(tmp_path)
     assert edited.returncode == 1 and "rows edited since they were saved: glove-6b-50d__pos" in edited.stdout
+    from probes.reporting.restate import restate_dir
+
+    before = file.read_bytes()
+    assert restate_dir(file.parent) == 0 and file.read_bytes() == before  # an edited file is never signed again
     del data_unsigned["digest"]  # a file of before results were signed: said so, and how to sign it
     file.write_text(json.dumps(data_unsigned), encoding="utf-8")
     unsigned = _verify(tmp_path)

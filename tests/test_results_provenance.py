@@ -13,6 +13,7 @@ from pathlib import Path
 
 from models.registry import load_embedder
 from probes.reporting.verify import results_in_use, verify_results
+from probes.result_names import as_named_now
 from probes.results import ProbeResult, content_digest, latest_rows, read_results, save_result
 
 REPO = Path(__file__).resolve().parent.parent
@@ -237,6 +238,12 @@ def test_files_of_earlier_versions_read_under_todays_names_and_never_stand_in_fo
     tables = build_tables(tmp_path)
     assert "73.1" not in tables["pos"].to_string() and "63.14" in tables["pos"].to_string()
     assert all(r.digest == content_digest(r) for r in read_results(tmp_path))  # re-signed, as their files held
+    # an old chain baseline recorded no settings: its own command names them (a reproduce line's --rank is POS's)
+    row = {"dataset": "ewt:test:tree", "layer": "baseline", "metric": "UUAS", "value": 43.0}
+    chain = ProbeResult("chain-baseline", "structural", [row], command="python -m probes structural --epochs 4")
+    assert as_named_now(chain, content_digest).rows[0]["dataset"] == "ewt:test:tree (4 epochs)"
+    other = dataclasses.replace(chain, command="python -m probes reproduce --probes pos,structural --rank 5")
+    assert as_named_now(other, content_digest) is other
 
 
 def test_an_interval_saved_before_units_were_stated_says_what_it_resamples(tmp_path):

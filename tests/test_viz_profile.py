@@ -43,6 +43,8 @@ def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():
             "n": 1000,
             "lo": [89, 91, 90, np.nan, np.nan, np.nan],
             "hi": [91, 93, 92, np.nan, np.nan, np.nan],
+            "unit": "sentence",
+            "clusters": 60,
         }
     )
     prof = layer_profile(df, "pos", "d", "accuracy")
@@ -55,7 +57,7 @@ def test_profile_figure_one_series_per_model_random_dashed_intervals_drawn():
     assert list(trained.error_y.array) == [1, 1, 1] and random.error_y.array is None
     assert "layer 1 of 2" in trained.hovertext[1]
     # two lines at half width: the headline, then the aside and what the error bars are
-    assert fig.layout.title.text == "t &lt;b&gt;<br><sup>aside; 95% intervals</sup>"
+    assert fig.layout.title.text == "t &lt;b&gt;<br><sup>aside; 95% CI over 60 sentences</sup>"
     # the baseline is a dashed series of its own across the depths, in the legend
     assert baseline.name == "majority tag<br>(baseline)" and baseline.line.dash == "dash" and list(baseline.x) == [0, 1]
 

@@ -15,7 +15,8 @@ from models.random_init import random_name
 
 SOURCE = "Peters et al. (2018), Deep contextualized word representations, NAACL-HLT (arXiv:1802.05365v2)"
 
-#: Table 5 — all-words fine-grained WSD F1 on the framework's ALL set (SE2, SE3, SE13, SE15).
+#: Table 5 — all-words fine-grained WSD F1 on the framework's four test sets (SE2, SE3, SE13, SE15): its ALL set
+#: without SemEval-07 (the framework's ALL holds SE07 too; ours is "ALL w/o SE07").
 WSD_TABLE5: dict[str, float] = {
     "WordNet 1st Sense Baseline": 65.9,
     "Raganato et al. (2017a)": 69.9,
@@ -116,6 +117,9 @@ STRUCTURAL_TABLE1: dict[str, tuple[float, float, float, float]] = {
 }
 
 
-def fmt(value: float | None, digits: int = 1) -> str:
-    """A table cell: the number, or "n/a" when the paper gives none."""
-    return "n/a" if value is None else f"{value:.{digits}f}"
+def fmt(value: float | None, digits: int | None = 1) -> str:
+    """A table cell: the number to ``digits`` decimals, or (None) as its source gives it ("29.5", "173", "53.06";
+    two decimals everywhere printed "97.60", a value no source gives), or "n/a" when the paper gives none."""
+    if value is None:
+        return "n/a"
+    return f"{value:g}" if digits is None else f"{value:.{digits}f}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -89,11 +90,18 @@ def restate(result: ProbeResult, subsets: dict[str, Subset]) -> ProbeResult:
 
 
 def restate_dir(path: str | Path) -> int:
-    """Restate every result file under ``path`` in place; returns how many changed."""
+    """Restate every result file under ``path`` in place; returns how many changed. A file whose digest no longer
+    holds (its rows edited since it was saved) is left as it is and named: signing it would make ``--verify`` pass
+    it. A file with no digest (saved before results were signed) is signed as it reads now."""
     subsets, changed, tag_files_read = builtin_subsets(), 0, set()
     for file in sorted(Path(path).glob("*.json")):
         data = json.loads(file.read_text(encoding="utf-8"))
         result = ProbeResult.from_json(data)
+        if result.digest is not None and result.digest != content_digest(result):
+            logging.getLogger(__name__).warning(
+                "%s: edited since it was saved (its digest does not hold); not restated", file
+            )
+            continue
         files = tuple(result.params.get(k) for k in TAG_PARAMS)
         if result.probe == "tag" and files not in tag_files_read:  # read each file set once, not once per model
             subsets.update(tag_subsets(result.params))

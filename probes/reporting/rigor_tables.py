@@ -172,14 +172,15 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
     return pd.DataFrame(rows)
 
 
+#: (attribute, column, decimals as the papers print them; None: as the number is, "173" kbits, "53.06" compression)
 PUBLISHED_COLUMNS = (
-    ("accuracy", "accuracy"),
-    ("control_accuracy", "control acc."),
-    ("selectivity", "selectivity"),
-    ("codelength_kbits", "codelength (kbits)"),
-    ("control_codelength_kbits", "control codelength"),
-    ("compression", "compression"),
-    ("control_compression", "control compression"),
+    ("accuracy", "accuracy", 1),
+    ("control_accuracy", "control acc.", 1),
+    ("selectivity", "selectivity", 1),
+    ("codelength_kbits", "codelength (kbits)", None),
+    ("control_codelength_kbits", "control codelength", None),
+    ("compression", "compression", None),
+    ("control_compression", "control compression", None),
 )
 
 
@@ -197,7 +198,7 @@ def published_rigor_table(df: pd.DataFrame | None = None) -> pd.DataFrame:
                     "source": p.source,
                     "representation": p.representation,
                     "probe": p.probe,
-                    **{label: paper.fmt(getattr(p, attr), 2) for attr, label in PUBLISHED_COLUMNS},
+                    **{label: paper.fmt(getattr(p, attr), digits) for attr, label, digits in PUBLISHED_COLUMNS},
                 }
             )
         if layer is None:
@@ -209,7 +210,7 @@ def published_rigor_table(df: pd.DataFrame | None = None) -> pd.DataFrame:
                 "source": "this lab (CoNLL-2000 test; MDL: its training split)",
                 "representation": f"ours: {model} layer {layer}",
                 "probe": "linear",
-                **{label: cells.get(attr, "n/a") for attr, label in PUBLISHED_COLUMNS},
+                **{label: cells.get(attr, "n/a") for attr, label, _ in PUBLISHED_COLUMNS},
             }
         )
     return pd.DataFrame(rows)

@@ -106,5 +106,5 @@ class KeyFiles:
             return {}
         return {
             "warning": f"{self.folder}: {self.reason}: {', '.join(self.unwritten)} not written; any older file of "
-            "such a name there is an earlier run's, not this one's. The results are saved."
+            "such a name there is an earlier run's, not this one's. The run went on without them."
         }
