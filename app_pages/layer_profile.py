@@ -38,7 +38,6 @@ from probes.stats.profiles import LOWER_IS_BETTER, centres_of_gravity, expected_
 from probes.tasks.cka import MAX_VECTORS, PROBE as CKA
 from probes.tasks.contextuality import TITLES as CONTEXTUALITY_TITLES
 from viz.export import file_stem, frame_csv, with_baselines
-from viz.probe_figures import SMALL_N
 from viz.profile import (
     CONTEXTUALITY,
     choice_label,
@@ -107,19 +106,17 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
         return None
     title = choice_label((probe, dataset, metric))
     base = baseline_frame(df, spec, dataset, metric) if spec is not None else None
-    y_range = spec.chart.y_range if spec is not None else None
-    small_n = (spec.chart.small_n if spec is not None else None) or SMALL_N
-    y_title = (spec.chart.axis_title(metric) if spec is not None else None) or metric
+    chart_spec = spec.chart if spec is not None else ChartSpec(metrics=())  # a probe no longer registered: defaults
     fig = profile_figure(
         prof,
         title=title,
-        y_title=y_title,
+        y_title=chart_spec.axis_title(metric) or metric,
         base=base,
-        y_range=y_range,
+        y_range=chart_spec.y_range,
         twin_of=twin_base,
         model_order=model_order(df["model"]),
         metric=metric,
-        small_n=small_n,
+        small_n=chart_spec.small_n,
     )
     stem = file_stem("layer-profile", probe, dataset, metric)
     chart(fig, stem, key="lp_profile_chart", data=frame_csv(with_baselines(prof, base)))  # the baselines' rows too
@@ -128,11 +125,11 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
             "Baselines (drawn as dashed lines): "
             + "; ".join(f"{r.label} {r.value:.2f}" for r in base.itertuples() if pd.notna(r.value))
         )
-    small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < small_n})
+    small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < chart_spec.small_n})
     if small:
-        what = spec.chart.small_what if spec is not None else ChartSpec.small_what
         st.caption(
-            f"Small samples (under {small_n:,} {what}, as on the Probes page): {', '.join(small)} — "
+            f"Small samples (under {chart_spec.small_n:,} {chart_spec.small_what}, as on the Probes page): "
+            f"{', '.join(small)} — "
             "differences may be noise."
         )
     cog = centres_of_gravity(prof, lower_is_better=metric in LOWER_IS_BETTER)
@@ -165,7 +162,7 @@ def contextuality_section(dirs: list[Path]) -> None:
         title=title,
         y_title=chart_spec.axis_title(metric) or metric,
         y_range=chart_spec.y_range,
-        small_n=chart_spec.small_n or SMALL_N,
+        small_n=chart_spec.small_n,
         twin_of=twin_base,
         model_order=model_order(df["model"]),
     )

@@ -25,7 +25,7 @@ from probes.registry import ProbeSpec, all_probes, get_probe
 from probes.results import ProbeResult, read_results
 from probes.stats.comparisons import has_outcomes
 from viz.export import file_stem, frame_csv, run_record_json, with_baselines
-from viz.probe_figures import SMALL_N, has_intervals, interval_note, small_sample_note
+from viz.probe_figures import has_intervals, interval_note, small_sample_note
 from viz.probe_views import frame_signature, probe_view
 from viz.results import (
     baseline_only,
@@ -124,7 +124,7 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
                 key=f"{key}_{spec.name}_records",
                 mime="application/json",
             )
-        if note := small_sample_note(curves, spec.chart.small_n or SMALL_N):
+        if note := small_sample_note(curves, spec.chart.small_n):
             over = interval_note(curves)  # "95% CI over 3 documents (few: …)": the units the bars resample
             resampled = f", {over.removeprefix('95% CI ')}" if over.startswith("95% CI over ") else ""
             st.caption(

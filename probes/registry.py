@@ -26,6 +26,7 @@ from probes.inputs import InputFile, Preview
 from probes.layers import LayerSpec
 from probes.progress import ProgressFn, scaled
 from probes.results import ProbeResult
+from probes.stats.units import SMALL_N
 
 #: What a run embeds, known before it runs (``ProbeSpec.embeds``, ``probes.estimate``): per dataset its
 #: feature-cache key (None: embedded without the cache) and its sentences; the training split first.
@@ -137,9 +138,9 @@ class ChartSpec:
                   (``viz.axes.METRIC_AXES``, percentages by default).
     axis_titles:  (metric, y-axis title) pairs saying what a fixed-axis metric's number is ("cosine −
                   anisotropy"), where its name ("self_similarity_adj") does not; ``axis_title``.
-    small_n:      the rows' ``n`` under which a chart calls its sample small (None: ``viz.probe_figures.SMALL_N``
-                  test instances), and ``small_what`` what ``n`` counts: a mean over 993 words is no small
-                  sample the way 993 test instances of an accuracy are.
+    small_n:      the rows' ``n`` under which a chart calls its sample small (``probes.stats.units.SMALL_N`` test
+                  instances), and ``small_what`` what ``n`` counts: a mean over 993 words is no small sample the
+                  way 993 test instances of an accuracy are.
     """
 
     metrics: tuple[str, ...]
@@ -151,7 +152,7 @@ class ChartSpec:
     breakdown_retired: tuple[str, ...] = ()
     y_range: tuple[float, float] | None = None
     axis_titles: tuple[tuple[str, str], ...] = ()
-    small_n: int | None = None
+    small_n: int = SMALL_N
     small_what: str = "test instances"
 
     def axis_title(self, metric: str) -> str | None:

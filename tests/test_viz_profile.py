@@ -166,4 +166,4 @@ def test_a_mean_over_a_thousand_words_is_not_called_a_small_sample_but_one_over_
         return profile_figure(prof, title="t", y_title="c", small_n=chart.small_n).layout.title.text
 
     assert "small sample" not in title(993) and "small sample: n = 50" in title(50)
-    assert chart.small_what.startswith("words") and get_probe("pos").chart.small_n is None
+    assert chart.small_what.startswith("words") and get_probe("pos").chart.small_n == 1000

@@ -5,7 +5,7 @@ Every chart here follows the same rules (issues 15 and 16): an interval is an er
 (:func:`interval_error`); a baseline is a dashed series of its own, never a layer of a model; a
 percentage axis spans at least ``viz.axes.MIN_SPAN`` points within [0, 100] (``viz.axes``; a point
 at 100 is drawn whole: ``cliponaxis=False``), other metrics get their unit and start at 0; a slice of fewer
-than :data:`SMALL_N` test instances says so in the title.
+than :data:`SMALL_N` (``probes.stats.units``) test instances says so in the title.
 Pure: figures from DataFrames, no streamlit.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from probes.stats.units import UNSTATED_UNIT, count_span, over_texts
+from probes.stats.units import SMALL_N, UNSTATED_UNIT, count_span, over_texts
 from viz.axes import metric_axis, percent_or_zero
 from viz.figures import chart_layout, line_style_key, model_styles
 from viz.text import escape_html
@@ -88,11 +88,6 @@ def baseline_line(row, x: Sequence, k: int = 0, *, two_lines: bool = False, **kw
         hovertemplate=f"{label}: {value}<extra></extra>",
         **kwargs,
     )
-
-
-#: Fewer test instances than this make a "small sample" (a --limit slice, a small test set): its 95% interval is
-#: drawn and the title says so.
-SMALL_N = 1000
 
 
 def small_sample_note(curves: pd.DataFrame, small_n: int = SMALL_N) -> str | None:

@@ -20,7 +20,7 @@ from probes.stats.claims import ALPHA, p_text
 from probes.stats.comparisons import holm, layer_comparisons, numbered_layers, outcome_table
 from probes.stats.intervals import smallest_sign_flip_p
 from probes.stats.units import interval_text, over_text
-from viz.probe_figures import SMALL_N, breakdown_figure, layer_probe_figure, named_rows_figure, task_vs_control_figure
+from viz.probe_figures import breakdown_figure, layer_probe_figure, named_rows_figure, task_vs_control_figure
 from viz.results import (
     baseline_frame,
     breakdown_frame,
@@ -85,7 +85,7 @@ def probe_view(
             metric=metric,
             y_range=spec.chart.y_range,
             y_title=spec.chart.axis_title(metric),
-            small_n=spec.chart.small_n or SMALL_N,
+            small_n=spec.chart.small_n,
             title=f"{name}: {metric} on {dataset}, by layer",
             twin_of=twin_of,
             model_order=model_order,

@@ -29,6 +29,9 @@ import numpy as np
 
 INSTANCE, SENTENCE, DOCUMENT = "instance", "sentence", "document"
 FEW_CLUSTERS = 30  # below this a cluster bootstrap interval is approximate (said beside it)
+#: Fewer test instances than this make a "small sample" (a --limit slice, a small test set): a chart says so in its
+#: title (``ChartSpec.small_n``: a probe whose rows count other units sets its own).
+SMALL_N = 1000
 
 
 @dataclass(frozen=True)

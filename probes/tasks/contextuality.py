@@ -51,7 +51,7 @@ NAME = "contextuality"
 DEFAULT_LIMIT = 2000
 #: A row's n counts its words, sentences or pairs, each the unit of a mean: the default 1,000 words give intervals
 #: ±0.001 to ±0.01 (docs/results/contextuality), so GloVe's 993 measured words are no small sample the way 993 test
-#: instances of an accuracy are (``viz.probe_figures.SMALL_N``); under 100, √10× wider, the charts say "small".
+#: instances of an accuracy are (``probes.stats.units.SMALL_N``); under 100, √10× wider, the charts say "small".
 SMALL_UNITS = 100
 TITLES = {
     "self_similarity_adj": "Self-similarity, adjusted for anisotropy (lower = more context-specific)",

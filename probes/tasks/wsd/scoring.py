@@ -66,13 +66,17 @@ def key_dir(raw: str | Path) -> str:
     return str(writable_dir(raw, "--keys"))
 
 
+def _write_keys(path: Path, ids: Sequence[str], predictions: Sequence[str | None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # whole or not at all: a key file cut mid-line would score a wrong F1 in Scorer.java, and say nothing
+    write_atomically(path, "".join(f"{i} {p}\n" for i, p in zip(ids, predictions) if p is not None))
+
+
 def write_key_file(path: Path, ids: Sequence[str], predictions: Sequence[str | None]) -> Path:
     """The framework's key format, one ``id key`` line per answered instance (input to Scorer.java)."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # whole or not at all: a key file cut mid-line would score a wrong F1 in Scorer.java, and say nothing
-        write_atomically(path, "".join(f"{i} {p}\n" for i, p in zip(ids, predictions) if p is not None))
+        _write_keys(path, ids, predictions)
     except OSError as exc:  # e.g. the disk filled up after key_dir checked the folder
         raise ProbeInputError(
             f"{path}: cannot write the key file ({exc.strerror or exc}); an older one there is as it was."
@@ -94,10 +98,10 @@ class KeyFiles:
         if self.folder is None:
             return
         try:
-            write_key_file(self.folder / name, ids, predictions)
-        except ProbeInputError as exc:
+            _write_keys(self.folder / name, ids, predictions)
+        except OSError as exc:  # e.g. the disk filled up after key_dir checked the folder
             self.unwritten.append(name)
-            self.reason = str(exc).split(": ", 1)[-1].split(";")[0]  # "cannot write the key file (…)"
+            self.reason = f"cannot write the key files ({exc.strerror or exc})"
 
     @property
     def warning(self) -> dict[str, str]:
