@@ -52,11 +52,16 @@ def _writer_id(pid: int) -> str:
     return f"{HOST}-{pid}-{process_start(pid) or 0}"
 
 
+def temp_name(final: Path, kind: str = "") -> Path:
+    """A fresh name beside ``final`` for this writer's temporary (file or folder): ``NAME.<host>-<pid>-<start>.
+    <kind><random>.tmp``, the form ``remove_stale_temps`` reads its writer from."""
+    return final.parent / f"{final.name}.{writer_id()}.{kind}{secrets.token_hex(4)}.tmp"
+
+
 def temp_path(final: Path) -> Path:
     """A new empty temporary beside ``final``, named after this writer (host, PID and start), mode 0666 & ~umask."""
-    writer = writer_id()
     while True:
-        tmp = final.parent / f"{final.name}.{writer}.{secrets.token_hex(4)}.tmp"
+        tmp = temp_name(final)
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             return tmp

@@ -31,7 +31,6 @@ import logging
 import math
 import mmap
 import os
-import secrets
 import shutil
 import threading
 from collections.abc import Iterator
@@ -43,7 +42,7 @@ import numpy as np
 
 from corpora.errors import RequestError
 from corpora.paths import REPO_ROOT
-from corpora.temps import remove_stale_temps, umask, writer_id
+from corpora.temps import remove_stale_temps, temp_name, umask
 from models.errors import ModelLoadError
 from models.formats import parse_vectors_header
 
@@ -141,7 +140,7 @@ def check_replaceable(final: str | Path) -> Path:
         )
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        trial = final.parent / f".{final.name}.{writer_id()}.{secrets.token_hex(4)}.tmp"
+        trial = temp_name(final.with_name(f".{final.name}"))
         trial.mkdir()
         trial.rmdir()
     except OSError as exc:
@@ -159,8 +158,8 @@ def writing_folder(final: str | Path) -> Iterator[Path]:
     temporaries beside ``final`` are removed by the next (``corpora.temps.remove_stale_temps``)."""
     final = check_replaceable(final)
     remove_stale_temps(final.parent, logging.getLogger(__name__), f".{glob.escape(final.name)}.*.tmp")
-    writer = f".{final.name}.{writer_id()}"
-    tmp, old = (final.parent / f"{writer}.{kind}{secrets.token_hex(4)}.tmp" for kind in ("", "old"))
+    hidden = final.with_name(f".{final.name}")
+    tmp, old = temp_name(hidden), temp_name(hidden, "old")
     tmp.mkdir()
     try:
         yield tmp

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from corpora.temps import write_atomically
+from probes.reporting.verify import rows_state
 from probes.results import ProbeResult, content_digest
 from probes.stats.intervals import accuracy_interval, instances
 from probes.stats.units import SENTENCE, Units, keep_units, wsd_units
@@ -97,7 +98,7 @@ def restate_dir(path: str | Path) -> int:
     for file in sorted(Path(path).glob("*.json")):
         data = json.loads(file.read_text(encoding="utf-8"))
         result = ProbeResult.from_json(data)
-        if result.digest is not None and result.digest != content_digest(result):
+        if rows_state(result) == "edited":
             logging.getLogger(__name__).warning(
                 "%s: edited since it was saved (its digest does not hold); not restated", file
             )
