@@ -46,8 +46,9 @@ browser:
 test: $(STAMP) $(CLUSTER_STAMP) browser
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
-# Refresh the README screenshots: the browser tests, told to save them in docs/screenshots/
-# (a plain test run saves them in a temporary directory and leaves the tree as it was).
+# Refresh the README screenshots: the browser tests, told to save them in docs/screenshots/ and to search all of
+# SemCor (a plain test run saves them in a temporary directory and leaves the tree as it was, and searches
+# SemCor's first sentences: tests/browser_support.py).
 screenshots: $(STAMP) browser
-	EMBPROBE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest -q -m browser tests/test_browser.py \
+	EMBPROBE_SCREENSHOTS=$(CURDIR)/docs/screenshots EMBPROBE_CORPUS_LIMIT= $(PY) -m pytest -q -m browser tests/test_browser.py \
 	  tests/test_browser_explore.py tests/test_browser_attention_views.py

@@ -293,8 +293,9 @@ def corpus_panel(
     sentences, _ = semcor_corpus()
     df = hits_frame(hits, index, sentences, sense_label, query_key=query_key)
     share = same_sense_share(hits, index, query_key) if query_key else None
+    searched = "SemCor occurrences" if limit is None else f"occurrences in SemCor's first {limit:,} sentences"
     st.caption(
-        f"The {len(hits)} nearest of {len(index):,} sense-tagged SemCor occurrences (cosine, full "
+        f"The {len(hits)} nearest of {len(index):,} sense-tagged {searched} (cosine, full "
         f"{Xn.shape[1]} dimensions, {md(model)} layer {layer}){' to ' + md(what) if what else ''}"
         + (f"; **{share:.0%}** have the query's sense ({md(sense_label(query_key))})." if share is not None else ".")
     )

@@ -43,6 +43,16 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1440, "height": 1000}
 SCREENSHOTS_ENV = "EMBPROBE_SCREENSHOTS"
+# The tests' corpus searches run over SemCor's first 6,200 sentences (``$EMBPROBE_CORPUS_LIMIT``), a sixth of them:
+# they hold 12 of its 20 money-bank occurrences (the twelfth at index 6,104). The full index's build took 700 s of a
+# 21-minute CI run on 2 cores (docs/benchmarks.md). ``make screenshots`` searches all of SemCor.
+TEST_CORPUS_LIMIT = 6200
+
+
+def corpus_limit_env(name: str) -> dict[str, str]:
+    """``{name: TEST_CORPUS_LIMIT}`` (``name``: the app's limit variable) unless the environment sets it
+    already (to empty: all of SemCor)."""
+    return {} if name in os.environ else {name: str(TEST_CORPUS_LIMIT)}
 
 
 def free_port() -> int:

@@ -35,11 +35,12 @@ def data_root() -> Path:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """A `streamlit run app.py` subprocess on a free localhost port; yields its base URL."""
-    from tests.browser_support import start_streamlit, stop
+    from app_pages.corpus_ui import LIMIT_ENV
+    from tests.browser_support import corpus_limit_env, server_env, start_streamlit, stop
 
     log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
     try:
-        proc, url = start_streamlit(log_path, timeout_s=90)
+        proc, url = start_streamlit(log_path, env=server_env(**corpus_limit_env(LIMIT_ENV)), timeout_s=90)
     except RuntimeError as exc:
         pytest.fail(str(exc))
     try:

@@ -2,14 +2,15 @@
 features that need no browser (side by side, colour by metadata, uploads, corpus search).
 
 Each bug test failed on the code before its fix (checked by running this file against ``git archive HEAD``).
-The corpus-search tests read MiniLM's SemCor features from the feature cache (``$EMBPROBE_CACHE``); a
-cold cache extracts them once (minutes).
+The corpus-search tests search SemCor's first ``TEST_CORPUS_LIMIT`` sentences (tests/browser_support.py says
+why), reading MiniLM's features from the feature cache (``$EMBPROBE_CACHE``); a cold cache extracts them once.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import corpus_ui
 from corpora.semcor import load_semcor
+from tests.browser_support import corpus_limit_env
 from tests.test_app import assert_ok, open_page as open_app_page, texts
 from viz.polysemy import build_lemma_index, semcor_occurrences
 
@@ -28,6 +30,15 @@ TIMEOUT = 600  # first runs load models, read WordNet/SemCor and (cold cache) em
 
 def open_page(name: str, **params: str) -> AppTest:
     return open_app_page(name, timeout=TIMEOUT, **params)
+
+
+def search_test_slice(monkeypatch) -> str:
+    """Corpus searches over the tests' slice of SemCor (``$EMBPROBE_CORPUS_LIMIT``, read at each run); returns
+    what the page's caption says was searched."""
+    for name, value in corpus_limit_env(corpus_ui.LIMIT_ENV).items():
+        monkeypatch.setenv(name, value)
+    limit = os.environ[corpus_ui.LIMIT_ENV]
+    return f"occurrences in SemCor's first {int(limit):,} sentences" if limit else "SemCor occurrences"
 
 
 def build(at: AppTest, key: str) -> None:
@@ -193,6 +204,7 @@ def test_corpus_search_for_bank_finds_mostly_the_same_sense(monkeypatch) -> None
     files: dict[str, str] = {}
     real = common.download
     monkeypatch.setattr(common, "download", lambda label, data, name, **kw: files.setdefault(label, name) and None)
+    searched = search_test_slice(monkeypatch)
     at = open_page("polysemy")
     at.slider(key="poly_layer").set_value(6).run()
     # The page's occurrences of "bank" (noun, seeded sample of 120): pick the first money bank.
@@ -208,6 +220,7 @@ def test_corpus_search_for_bank_finds_mostly_the_same_sense(monkeypatch) -> None
     assert len(hits) == 20 and hits["cosine"].is_monotonic_decreasing
     assert (hits["same sense"] == "✓").mean() > 0.5, hits[["lemma", "sense"]]
     assert "have the query's sense" in texts(at.caption)
+    assert f"sense-tagged {searched} (cosine" in texts(at.caption)  # a slice of SemCor says so
     # every chart says what it shows, in its downloaded image too (the layer chart and the hits' histogram said it
     # only in the page's heading and caption)
     titles = [(f["layout"].get("title") or {}).get("text") or "" for f in figures(at)]
@@ -239,7 +252,8 @@ def open_tab(tab: str) -> AppTest:
     return at
 
 
-def test_bug6_contextual_neighbours_come_from_all_of_semcor_and_skip_punctuation() -> None:
+def test_bug6_contextual_neighbours_come_from_semcor_and_skip_punctuation(monkeypatch) -> None:
+    search_test_slice(monkeypatch)
     at = open_tab("Contextual neighbours")  # MiniLM, top layer (6)
     picker = at.selectbox(key="space_ctx_token")
     money = next(i for i, o in enumerate(picker.options) if o.startswith("s2 ·") and "[bank]" in o)
