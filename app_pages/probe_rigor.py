@@ -36,9 +36,10 @@ def layer_tests_section(spec: ProbeSpec, dataset: str, metric: str, models: list
         return
     box.dataframe(table, hide_index=True, width="stretch")
     box.caption(
-        "A − B on the same test instances: interval = cluster bootstrap over the unit named, p = cluster sign-flip "
-        "test, two-sided (with several seeds: seeds resampled too); the layers of one model are one family of "
-        "tests, so the decision reads Holm's adjusted p (docs/statistics.md)."
+        "A − B on the same test instances: interval = 95% cluster bootstrap over the unit named, per comparison and "
+        "not adjusted for multiplicity; p = cluster sign-flip test, two-sided (with several seeds: seeds resampled "
+        "too); the layers of one model are one family of tests, so the decision reads Holm's adjusted p (a row can "
+        "read no while its interval excludes 0; docs/statistics.md)."
     )
     if note := undecidable_note(table):
         box.warning(note)

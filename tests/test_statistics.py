@@ -290,6 +290,25 @@ def test_three_seed_claims_read_every_seed_and_never_contradict_their_interval()
             assert lo > 0, claim
 
 
+def test_a_three_seed_side_against_a_one_seed_side_compares_the_seed_mean():
+    """A side measured with three seeds against one measured once (a ``--seeds 1`` rerun of one layer, a static
+    model beside a contextual one) compared the first seed's outcomes alone, under the label "seeds 1": the
+    difference could have the other sign from the table's numbers. Now the seed mean, "3+1"."""
+    from probes.stats.comparisons import Outcomes, compare
+
+    rng = np.random.default_rng(0)
+    n = 400
+    three = np.stack([rng.random(n) < 0.55, rng.random(n) < 0.95, rng.random(n) < 0.95])  # seed 0 the outlier
+    one = rng.random(n) < 0.80
+    table = Outcomes()
+    table[("m", "1")], table.by_seed[("m", "1")] = three[0], three  # a side's outcomes are its first seed's
+    table[("m", "2")] = one
+    for a, b, sign in ((("m", "1"), ("m", "2"), 1), (("m", "2"), ("m", "1"), -1)):
+        row = compare(table, [(a, b)]).iloc[0]
+        assert row["diff"] == pytest.approx(sign * 100 * (three.mean() - one.mean()), abs=0.006)
+        assert row["diff"] * sign > 0 and row.seeds in ("3+1", "1+3"), row
+
+
 def test_mdl_and_selectivity_claims_are_decided_from_every_order_and_disjoint_intervals():
     """Issue 26: a codelength ordering is claimed only if it holds in every data order; a selectivity ordering
     (control outcomes not kept per instance) only if the two layers' intervals are disjoint."""
@@ -363,6 +382,9 @@ def test_the_app_tests_each_layer_against_the_previous_as_one_holm_family(monkey
     at.selectbox(key="saved_pos_tests_model").set_value("minilm").run()
     shown = [df.value for df in at.dataframe if "p (Holm)" in df.value.columns]
     assert len(shown) == 1 and shown[0]["p (Holm)"].tolist() == table["p (Holm)"].tolist()
+    # the intervals are per comparison, the decisions Holm's: the caption says both (a "no" beside an interval
+    # that excludes 0 read as a contradiction)
+    assert "not adjusted for multiplicity" in " ".join(c.value for c in at.caption)
     # issue 30: reruns (another model picked) do not read every result file again (the page script imports
     # read_results from probes.results on each run, so it sees the counting one)
     import probes.results

@@ -122,9 +122,10 @@ def compare(outcomes: dict[Side, np.ndarray], pairs: Sequence[tuple[Side, Side]]
             )
         units = outcomes.units_for(len(outcomes[a])) if isinstance(outcomes, Outcomes) else None
         by_seed = outcomes.by_seed if isinstance(outcomes, Outcomes) else {}
-        if a in by_seed and b in by_seed:
+        if a in by_seed or b in by_seed:  # a one-seed side as a single seed: never one seed of the other side's
             units = units or Units.instances(len(outcomes[a]))
-            test = paired_seed_test(by_seed[a], by_seed[b], units, seed=seed)
+            a_seeds, b_seeds = (by_seed.get(side, np.asarray(outcomes[side])[None]) for side in (a, b))
+            test = paired_seed_test(a_seeds, b_seeds, units, seed=seed)
         else:
             test = {**paired_test(outcomes[a], outcomes[b], units=units, seed=seed), "seeds": "1"}
         rows.append({"a": side_label(a), "b": side_label(b), **{k: test[k] for k in COLUMNS[2:]}})
