@@ -31,8 +31,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
 from bench.bench_browser_latency import VIEWPORT, app_pages, start_app, visit  # noqa: E402
 from bench.latency_report import FAMILY_ALPHA, median_interval  # noqa: E402
+from corpora.errors import run_command  # noqa: E402
 from tests.browser_support import chromium_problem, launch_chromium, stop  # noqa: E402
 
 
@@ -100,4 +102,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

@@ -51,7 +51,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
 from bench.latency_report import RETURNING, ended, machine, report, section, settle_rows, settle_vs_floor  # noqa: E402
+from corpora.errors import run_command  # noqa: E402
 from tests.browser_support import chromium_problem, launch_chromium, nav_pages, server_env, start_streamlit, stop  # noqa: E402
 
 VIEWPORT = {"width": 1440, "height": 900}
@@ -574,4 +576,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

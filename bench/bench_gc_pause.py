@@ -27,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corpora.errors import run_command
+
 
 def pause_s(repeats: int) -> float:
     """Median seconds of a full collection over ``repeats``."""
@@ -65,4 +67,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

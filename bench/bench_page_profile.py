@@ -30,8 +30,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
 from bench.bench_browser_latency import FLOORS, app_pages, new_visitor, settle, start_app, start_floor  # noqa: E402
 from bench.latency_report import ended, machine  # noqa: E402
+from corpora.errors import run_command  # noqa: E402
 from tests.browser_support import chromium_problem, launch_chromium, stop  # noqa: E402
 
 #: group -> script file stems (or V8's own node names) whose self time it sums; anything else: OTHER.
@@ -151,4 +153,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

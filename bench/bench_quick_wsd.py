@@ -25,6 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.measure import cpu_name
+from corpora.errors import run_command
 
 
 def all_f1(result) -> dict[str, float]:
@@ -85,4 +86,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

@@ -47,12 +47,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corpora.errors import run_command
+
 
 def _rows(results_dir: Path) -> dict:
+    """Each sweep task's rows by (model, probe, task, part); the seeds a sweep merges into one result
+    (``extra["sweep_seeds"]``, no ``"sweep"``) are made from those rows and left out."""
     out = {}
     for p in results_dir.glob("*.json"):
         d = json.loads(p.read_text())
-        out[(d["model"], d["probe"], d["extra"]["sweep"]["task"], d["extra"]["sweep"]["part"])] = d["rows"]
+        if "sweep" in d.get("extra", {}):
+            out[(d["model"], d["probe"], d["extra"]["sweep"]["task"], d["extra"]["sweep"]["part"])] = d["rows"]
     return out
 
 
@@ -326,4 +331,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

@@ -31,6 +31,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.measure import cpu_name
+from corpora.errors import run_command
+from models.base import check_device
 
 
 def bench_rigor(model: str = "minilm", limit: int | None = None, device: str = "cpu", rigor: bool = True) -> dict:
@@ -190,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="also write the Markdown section here")
     p.add_argument("--no-rigor", action="store_true", help="time the probe and its intervals only (no control, MDL)")
     args = p.parse_args(argv)
+    check_device(args.device)  # a missing GPU is one error line before any model loads
     torch.set_num_threads(args.threads)
     np.random.seed(0)
     res = bench_rigor(args.model, args.limit, args.device, rigor=not args.no_rigor)
@@ -203,4 +206,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

@@ -24,6 +24,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.measure import cpu_name
+from corpora.errors import run_command
+from models.base import check_device
 from probes.stats.units import interval_text
 
 
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", default=None, help="also write the Markdown section here")
     args = p.parse_args(argv)
+    check_device(args.device)  # a missing GPU is one error line before any model loads
     torch.set_num_threads(args.threads)
     cold_s, _ = timed_run(args.model, args.limit, args.epochs, args.device)
     warm_s, result = timed_run(args.model, args.limit, args.epochs, args.device)
@@ -82,4 +85,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

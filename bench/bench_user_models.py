@@ -36,6 +36,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corpora.errors import run_command
+from models.base import check_device
+
 DEFAULT_KINDS = (
     "bert",
     "roberta",
@@ -226,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
+    check_device(args.device)  # a missing GPU is one error line before any model loads
     torch.set_num_threads(args.threads)
     from bench.bench_transformer import semcor_sentences
     from bench.run_all import machine_info
@@ -268,4 +272,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

@@ -15,6 +15,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corpora.errors import run_command
 from corpora.lm_corpus import load_lm_corpus
 from models.elmo.checkpoint import load_language_model
 from models.train.elmo_data import BatchEncoder, chop
@@ -23,7 +24,12 @@ from models.train.elmo_loop import evaluate
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--asset", default="assets/elmo-small", help="folder with options.json, model and softmax")
+    p.add_argument(
+        "--asset",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent / "assets" / "elmo-small",
+        help="folder with options.json, model and softmax (default: the repository's assets/elmo-small)",
+    )
     p.add_argument("--max-len", type=int, default=50, help="held-out pieces of at most this many tokens")
     p.add_argument("--batch-tokens", type=int, default=3200)
     args = p.parse_args(argv)
@@ -35,4 +41,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

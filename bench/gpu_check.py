@@ -53,6 +53,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from corpora.errors import run_command  # noqa: E402
+
 PARTS = ("env", "features", "speed", "ladder", "probes")
 SETTINGS = {  # quick / full sizes (sentences)
     "quick": {
@@ -482,4 +484,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

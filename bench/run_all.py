@@ -52,6 +52,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from corpora.errors import run_command  # noqa: E402
 from corpora.temps import write_atomically  # noqa: E402 — after the path: bench/ runs from any folder
 
 PARTS = ("minilm", "lowp-probe", "elmo", "wsd-cold", "wsd-warm", "host")
@@ -683,8 +684,8 @@ def main(argv: list[str] | None = None) -> int:
             "min_ratio": min(rat.values(), key=lambda r: r["value"]) if rat else None,
         }
         write_atomically(args.json, json.dumps(payload, indent=1, default=str))  # an older one stays whole
-    return 0
+    return 1 if results and all("error" in r for r in results.values()) else 0  # nothing measured is a failure
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

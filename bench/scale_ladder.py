@@ -48,6 +48,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corpora.errors import run_command
+
 VOCAB = 8000  # tokenizer pieces; closer to real vocabularies' pieces per word than the tests' 400
 CHUNK = 512  # sentences per embed call, as features.extract.get_features
 
@@ -318,19 +320,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     import torch  # lazy: torch
 
+    from models.base import check_device  # lazy: torch
+
     args = build_parser().parse_args(argv)
     if args.semcor_limit < 1 or (args.limit is not None and args.limit < 1):
         raise SystemExit("error: --semcor-limit and --limit must be positive")
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = str(check_device(args.device)) if args.device else ("cuda" if torch.cuda.is_available() else "cpu")
     shapes = shapes_named(args.shapes, args.tiny or device == "cpu")
     rows = run_ladder(shapes, semcor_limit=args.semcor_limit, limit=args.limit, device=device)
     print(ladder_table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1, default=str))
-    return 0
+    return 1 if rows and all("error" in r for r in rows) else 0  # nothing measured is a failure
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main, "the benchmark stopped; what it printed is all it measured"))

@@ -97,3 +97,42 @@ def test_host_part_measures_the_path_to_float16_rows_and_leaves_the_real_model_a
     r = measure_shape("minilm", sents[:30])
     assert r["feature_bytes"] == r["words"] * 7 * 384 * 2
     assert np.array_equal(load_embedder("minilm").embed([sents[0]])[0].vectors, before)
+
+
+def test_ray_bench_reads_the_sweep_tasks_and_leaves_a_merged_seeds_result_out(tmp_path):
+    """A sweep of several seeds writes one merged result beside its tasks' (``extra["sweep_seeds"]``, no
+    ``"sweep"``): bench_ray's default run read it as a task and stopped with a KeyError."""
+    import json
+
+    from bench.bench_ray import _rows
+
+    task = {"model": "m", "probe": "pos", "rows": [{"value": 1.0}], "extra": {"sweep": {"task": "t0", "part": 0}}}
+    merged = {"model": "m", "probe": "pos", "rows": [{"value": 1.0}], "extra": {"sweep_seeds": ["t0", "t1"]}}
+    (tmp_path / "task.json").write_text(json.dumps(task))
+    (tmp_path / "merged.json").write_text(json.dumps(merged))
+    assert _rows(tmp_path) == {("m", "pos", "t0", 0): [{"value": 1.0}]}
+
+
+@pytest.mark.parametrize(
+    "argv, env",
+    [
+        (["bench/bench_structural.py", "--device", "cuda"], {}),  # no GPU here: refused before any model loads
+        (["bench/bench_gc_pause.py", "--repeats", "1"], {"EMBPROBE_DATA": "/nonexistent-embprobe-data"}),
+    ],
+)
+def test_a_bench_script_refuses_a_missing_gpu_or_data_in_one_line(argv, env):
+    """Bench scripts print a missing GPU or data folder as one ``error:`` line (exit 2), as ``python -m probes``
+    does; they printed tracebacks."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if "--device" in argv and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    repo = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(
+        [sys.executable, *argv], cwd=repo, env={**os.environ, **env}, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith("error: "), proc.stderr
