@@ -14,7 +14,7 @@ from app_pages import state
 from app_pages.attention_controls import head_link
 from app_pages.common import chart, download, md, select_clicked_head
 from app_pages.loaders import get_embedder
-from probes.estimators.head_syntax import HeadCounts
+from probes.estimators.head_syntax import OFFSETS, HeadCounts
 from probes.syntax_views import HEADS_LIMIT, head_counts
 from viz.export import file_stem, frame_csv
 from viz.syntax_heads import MIN_COUNT, RANKINGS, best_relations, head_figure, relation_table
@@ -68,11 +68,12 @@ def heads_tab(model: str, words: list[str], keys: str, params: str) -> None:
     )
     st.caption(
         f"Over {counts.sentences} EWT dev sentences, relations with ≥ {MIN_COUNT} dependencies, both directions "
-        "(dep->head: the dependent's row finds its head; head->dep: the head's row finds the dependent). "
-        "The **fixed-offset baseline** always picks the word at −2, −1, +1 or +2 (the best of the four per "
-        "relation, on the same dependencies): a head is only interesting above it. Here each relation's best head "
-        "is picked and scored on the same sentences, an upper bound for new text; the committed results "
-        "(docs/results/ud_ewt/) pick on EWT dev and score on test. Per relation:"
+        "(dep->head: the word the dependent attends to most is its head; head->dep: the word attending to the "
+        "dependent most is its head; a word's attention to itself never counts). The **fixed-offset baseline** "
+        f"always picks the word at {', '.join(f'{k:+d}' for k in OFFSETS)} from the dependent (the best of the "
+        f"{len(OFFSETS)} per relation, on the same dependencies): a head is only interesting above it. Here each "
+        "relation's best head is picked and scored on the same sentences, an upper bound for new text; the "
+        "committed results (docs/results/ud_ewt/) pick on EWT dev and score on test. Per relation:"
     )
     table = relation_table(counts)
     st.dataframe(table, hide_index=True, width="stretch", height=250)

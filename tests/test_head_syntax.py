@@ -29,7 +29,7 @@ TREES = [
 
 def attention(tree: DepTree) -> np.ndarray:
     """(1 layer, 3 heads, n, n): head 0 attends to each word's gold head (the root to itself), head 1 to the
-    next word (the last to itself), head 2 uniformly (argmax: the first word)."""
+    next word (the last to itself), head 2 uniformly (argmax: the first word other than itself)."""
     n = len(tree.words)
     att = np.zeros((1, 3, n, n), np.float32)
     for i, h in enumerate(tree.heads):
@@ -52,14 +52,58 @@ def test_hand_made_heads_against_the_offsets():
     # by hand: the head is the next word for The->dog, dog->barked, I->saw, big->cat, nmod:poss->x = 5 of 8
     assert offsets[1] == pytest.approx(100 * 5 / 8)
     assert offsets[2] == pytest.approx(100 * 2 / 8)  # the->cat, in->x
-    # head -> dependent: the head word's row; gold-head attention points away from the dependent (0 right)
-    assert counts.accuracy("head->dep", ALL)[0, 0] == 0.0
-    assert counts.offset_accuracy("head->dep", ALL)[OFFSETS.index(-1)] == pytest.approx(100 * 5 / 8)
-    assert counts.accuracy("dep->head", "det")[0].tolist() == [100.0, 50.0, 0.0]  # The->dog yes, the->cat no
+    # both directions predict the dependent's head: one fixed-offset baseline for both
+    assert counts.offset_accuracy("head->dep", ALL).tolist() == counts.offset_accuracy("dep->head", ALL).tolist()
+    assert offsets[-3] == pytest.approx(100 / 8) and offsets[3] == 0.0  # cat->saw: offsets reach three words
+    # The->dog yes, the->cat no; the uniform head's tie goes to the first word other than itself (The->dog)
+    assert counts.accuracy("dep->head", "det")[0].tolist() == [100.0, 50.0, 50.0]
     row = counts.head_row("d", "dep->head", "det", 0, 0)
     assert (row["value"], row["n"], row["clusters"], row["unit"], row["layer"]) == (100.0, 2, 2, "sentence", "1")
     base = counts.offset_row("d", "dep->head", ALL)
     assert base["offset"] == 1 and base["value"] == pytest.approx(62.5) and base["lo"] <= base["value"] <= base["hi"]
+
+
+def test_a_word_attending_to_itself_predicts_the_other_word_it_attends_to_most():
+    """Clark et al. leave a word's attention to itself out of its prediction (it cannot be its own head): a
+    head whose largest weight is the diagonal and next largest the gold head is right. It counted as wrong."""
+    counts = HeadCounts(1, 1)
+    for tree in TREES:
+        n = len(tree.words)
+        att = np.full((1, 1, n, n), 0.1 / n, np.float32)
+        for i, h in enumerate(tree.heads):
+            att[0, 0, i, i] = 0.6
+            if h:
+                att[0, 0, i, h - 1] = 0.3
+        counts.add(att, tree)
+    assert counts.accuracy("dep->head", ALL)[0, 0] == 100.0
+
+
+def test_head_to_dependent_asks_which_word_attends_to_each_dependent_most():
+    """head->dep as Clark et al.'s ``mode="transpose"``: for each dependent, the word attending to it most. A
+    head whose row spreads evenly over its dependents gets all of them (read from the head's row, a head with
+    two dependents could get only one: "saw" has I and cat, "cat" has the and big)."""
+    counts = HeadCounts(1, 1)
+    for tree in TREES:
+        n = len(tree.words)
+        att = np.full((1, 1, n, n), 0.01, np.float32)
+        for i, h in enumerate(tree.heads):
+            if h:
+                att[0, 0, h - 1, i] = 1.0
+        counts.add(att, tree)
+    assert counts.accuracy("head->dep", ALL)[0, 0] == 100.0
+
+
+def test_a_word_that_attends_only_to_itself_predicts_nothing():
+    """A decoder's first word can attend only to itself: with itself left out its row is all zeros, whose argmax
+    (the next word) is often its head ("The" -> "dog"). That is no prediction, so it is not counted right."""
+    counts = HeadCounts(1, 1)
+    tree = TREES[0]  # The <- dog <- barked: both dependents' heads are the next word
+    n = len(tree.words)
+    causal = np.tril(np.ones((n, n), np.float32))[None, None]  # each word attends to itself and the words before
+    counts.add(causal / causal.sum(-1, keepdims=True), tree)
+    assert counts.accuracy("dep->head", ALL)[0, 0] == 0.0  # nothing to the right is ever attended
+    # head->dep: "dog" is attended most (ties: first) by "barked", its head; "The" by "dog", its head
+    assert counts.accuracy("head->dep", ALL)[0, 0] == 100.0
 
 
 def test_heads_chosen_on_another_treebank_are_scored_on_the_test_one():

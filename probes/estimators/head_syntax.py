@@ -1,18 +1,23 @@
 """Attention-head syntax (Clark et al. 2019, "What does BERT look at?"): does a head attend to the gold head?
 
-For every dependency (dependent i, head h, relation r) of a tree and every layer × head, the head's
-prediction is the word it attends to most (argmax of the word-level attention row, ``models.base``:
-pieces pooled to words, special tokens dropped):
+For every dependency (dependent i, head h, relation r) of a tree and every layer × head, the head predicts
+i's head as the most-attended *other* word (word-level attention, ``models.base``: pieces pooled to words,
+special tokens dropped; a word's attention to itself is never its prediction: it cannot be its own head), as
+Clark et al.'s ``attn_head_predictor`` does (github.com/clarkkev/attention-analysis). A word that gives (or
+is given) no weight to any other word — a decoder's first word, the last word's column — predicts nothing
+and is wrong, where their argmax over zeros would pick the first other word:
 
-- direction ``dep->head``: the row of the dependent i; right when its argmax is h;
-- direction ``head->dep``: the row of the head h; right when its argmax is i (a head with several dependents
-  of relation r is scored once per dependent, as in the paper).
+- direction ``dep->head``: the row of the dependent i (the word i attends to most); right when it is h;
+- direction ``head->dep``: the column of the dependent i (the word that attends to i most; their
+  ``mode="transpose"``); right when it is h. Each dependency is scored once, so a head with several
+  dependents of relation r can get every one of them right.
 
-The baseline of the paper: always predicting the word at a fixed offset k (−2, −1, +1, +2 from the word
-whose row is read; offset 0 would be the word itself, never its head), on the same dependencies; per
-relation and direction the best offset is the baseline to beat. Relations are UD's base relations (``nmod``
-for ``nmod:poss``); ``all`` pools every dependency. Punctuation arcs count like the others; the root's arc
-is not scored (its head is no word): EWT test's 25,094 words less 2,077 roots are the 23,017 dependencies.
+The baseline of the paper: always predicting the word at a fixed offset k from the dependent (−3 … +3, as
+Clark et al.'s −3 … +2 with +3 added for symmetry; 0 would be the word itself, never its head), on the same
+dependencies; per relation the best offset is the baseline to beat, the same in both directions (both predict
+the dependent's head). Relations are UD's base relations (``nmod`` for ``nmod:poss``); ``all`` pools every
+dependency. Punctuation arcs count like the others; the root's arc is not scored (its head is no word): EWT
+test's 25,094 words less 2,077 roots are the 23,017 dependencies.
 
     counts = HeadCounts.empty(layers, heads)
     counts.add(attentions, tree)          # (layers, heads, n, n) word attention of one sentence
@@ -31,7 +36,7 @@ from corpora.conllu import DepTree
 from probes.estimators.structural import ratio, stat_row
 
 DIRECTIONS = ("dep->head", "head->dep")
-OFFSETS = (-2, -1, 1, 2)
+OFFSETS = (-3, -2, -1, 1, 2, 3)
 ALL = "all"
 
 
@@ -62,11 +67,14 @@ class HeadCounts:
         dep, head, rels = arcs(tree)
         n = len(tree.words)
         if attentions is not None:
-            top = attentions.argmax(-1)  # (layers, heads, n): the most attended word of every row
-            right = np.stack([top[:, :, dep] == head, top[:, :, head] == dep])  # (2, layers, heads, arcs)
-        reads = np.stack([dep, head])  # whose row is read, per direction
-        wants = np.stack([head, dep])
-        off = np.stack([(reads + k == wants) & (reads + k >= 0) & (reads + k < n) for k in OFFSETS], -1)
+            others = np.where(np.eye(n, dtype=bool), -np.inf, attentions)  # (layers, heads, n, n), self left out
+            # no prediction (-1) where no other word has any weight: a decoder's first word attends to itself
+            # only, and an argmax over its zeros would "predict" the next word, often its head
+            attended = np.where(others.max(-1) > 0, others.argmax(-1), -1)  # (layers, heads, n)
+            attending = np.where(others.max(-2) > 0, others.argmax(-2), -1)
+            right = np.stack([attended[:, :, dep] == head, attending[:, :, dep] == head])  # (2, layers, heads, arcs)
+        at_offset = np.stack([dep + k == head for k in OFFSETS], -1)  # (arcs, offsets)
+        off = np.stack([at_offset, at_offset])  # the same baseline in both directions
         for rel in [ALL, *sorted(set(rels))]:
             mask = np.ones(len(dep), bool) if rel == ALL else np.array([r == rel for r in rels])
             self.total.setdefault(rel, []).append(int(mask.sum()))

@@ -10,7 +10,7 @@ tokens dropped, as the Attention page shows it) is computed here, not cached; no
 Rows (``probes.estimators.head_syntax``): per relation with at least ``--min-count`` dependencies (and
 ``all``), per direction (``dep->head``, ``head->dep``) and per attention layer, the accuracy of the layer's
 best head (``"head"``: its index) with a 95% interval resampling sentences. The baseline result
-``offset-baseline``: the best fixed offset (−2, −1, +1, +2; ``"offset"``) on the same dependencies.
+``offset-baseline``: the best fixed offset from the dependent (−3 … +3; ``"offset"``) on the same dependencies.
 ``extra["accuracy"]``: every head's accuracy, {direction: {relation: layers × heads}}; ``extra["best"]``: per
 direction and relation the best head overall, the best offset and whether the head beats it.
 
