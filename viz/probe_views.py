@@ -16,8 +16,16 @@ import pandas as pd
 from probes.registry import ProbeSpec
 from probes.reporting.rigor_tables import selectivity_mdl_table
 from probes.results import ProbeResult
-from probes.stats.claims import ALPHA, p_text
-from probes.stats.comparisons import holm, layer_comparisons, numbered_layers, outcome_table
+from probes.stats.claims import p_text
+from probes.stats.comparisons import (
+    ALPHA,
+    AT_THRESHOLD,
+    holm,
+    layer_comparisons,
+    mc_borderline,
+    numbered_layers,
+    outcome_table,
+)
 from probes.stats.intervals import smallest_sign_flip_p
 from probes.stats.units import interval_text, over_text
 from viz.probe_figures import breakdown_figure, layer_probe_figure, named_rows_figure, task_vs_control_figure
@@ -163,7 +171,7 @@ def layer_tests(results: Sequence[ProbeResult], probe: str, dataset: str, model:
     if len(numbered_layers(outcomes, model)) < 2:
         return None
     t = layer_comparisons(outcomes, model, "previous")
-    adjusted = holm(t.p.astype(float))
+    adjusted, borderline = holm(t.p.astype(float)), mc_borderline(t.p.astype(float), t.p_se.astype(float))
     table = pd.DataFrame(
         {
             "A": t.a,
@@ -175,8 +183,8 @@ def layer_tests(results: Sequence[ProbeResult], probe: str, dataset: str, model:
             "p": [p_text(float(p)) for p in t.p],
             "p (Holm)": [p_text(float(p)) for p in adjusted],
             f"significant (Holm p < {ALPHA})": [
-                "no" if p >= ALPHA else "yes: A higher" if d > 0 else "yes: A lower"
-                for p, d in zip(adjusted, t["diff"])
+                AT_THRESHOLD if mc else "no" if p >= ALPHA else "yes: A higher" if d > 0 else "yes: A lower"
+                for p, d, mc in zip(adjusted, t["diff"], borderline)
             ],
         }
     )

@@ -26,8 +26,9 @@ from probes.estimators import RIGOR_METRICS
 from probes.estimators.mdl import ORDER_UNIT
 from probes.reporting import paper
 from probes.results import ProbeResult
-from probes.stats.claims import ALPHA, claims_table, holm_family
-from probes.stats.comparisons import compare, numbered_layers, outcome_table
+from probes.stats.claims import claims_table, holm_family
+from probes.stats.comparisons import ALPHA, AT_THRESHOLD, MC_Z, compare, numbered_layers, outcome_table
+from probes.stats.intervals import EXACT_FLIPS
 from probes.stats.units import interval_text, over_text, value_interval_text
 from probes.tasks.rigor_options import base_probe
 from probes.tasks.wsd.scoring import DEV_SET, PAPER_ALL
@@ -46,6 +47,11 @@ TITLES = {
     "selectivity_mdl": "Control task selectivity (Hewitt & Liang 2019) and MDL online codelength (Voita & Titov 2020)",
     "published_rigor": "Published control-task and MDL numbers for ELMo's layers, each followed by our counterpart",
 }
+MC_NOTE = (  # under the tables that decide by Holm
+    f'A decision that other random draws could turn reads "{AT_THRESHOLD}": Holm on every p moved {MC_Z} of its '
+    "Monte Carlo standard errors down decides it otherwise than on every p moved up (exact p-values: McNemar's, "
+    f"or a sign flip of at most {EXACT_FLIPS} units, enumerated, have none). "
+)
 NOTES = {  # printed under the table
     "published_rigor": paper.RIGOR_DIFFERENCES,
     "claims": "Interval: 95% cluster bootstrap of A − B over the unit named (documents, sentences), per comparison "
@@ -58,8 +64,7 @@ NOTES = {  # printed under the table
     "ordering must hold in every data order of the run (A − B in kbits, the interval the range of the per-order "
     "differences; with 3 orders two tied layers agree one time in four, so this is no 5% test); a selectivity "
     "ordering needs the two layers' 95% intervals (over sentences and control draws) to be disjoint, as their "
-    "control outcomes are not kept for a paired test. "
-    "Methods and what moved: docs/statistics.md.",
+    "control outcomes are not kept for a paired test. " + MC_NOTE + "Methods and what moved: docs/statistics.md.",
     "selectivity_mdl": "Intervals: 95% bootstrap; accuracy over the test sentences; control accuracy and "
     "selectivity over the unit named and, with several control draws, the draws too (rows run before issue 26 "
     "resample tokens, as their unit says: their control outcomes were not kept); MDL codelength and compression "
@@ -70,7 +75,7 @@ NOTES = {  # printed under the table
     "best_layer": "Layers ranked without the test set and the best tested once on it: WSD on the dev set "
     "(SemEval-07, 3 documents); POS, as CoNLL-2000 has no dev split, on the linear probe's held-out tenth of the "
     "training tokens (its early-stopping split; with several seeds, the first seed's). "
-    "Intervals unadjusted, decisions on Holm-adjusted p over all rows of this table.",
+    "Intervals unadjusted, decisions on Holm-adjusted p over all rows of this table. " + MC_NOTE.rstrip(),
 }
 
 
@@ -163,12 +168,14 @@ def best_layer_table(results: Sequence[ProbeResult], models: Sequence[str] | Non
                         "95% interval": interval_text(t.lo, t.hi),
                         "unit": f"{t.clusters} {t.unit}s",
                         "p": float(t.p),
+                        "p_se": float(t.p_se),
                     }
                 )
     if not rows:
         return None
-    for row, p_adj in zip(rows, holm_family(rows)):
-        row["significant (Holm p < 0.05)"] = "yes" if p_adj < ALPHA else "no"
+    for row, (p_adj, borderline) in zip(rows, holm_family(rows)):
+        row["significant (Holm p < 0.05)"] = AT_THRESHOLD if borderline else "yes" if p_adj < ALPHA else "no"
+        del row["p_se"]  # what it decided is in the column above
     return pd.DataFrame(rows)
 
 

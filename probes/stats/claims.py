@@ -41,10 +41,9 @@ import pandas as pd
 
 from probes.estimators.mdl import shorter_in_all_orders
 from probes.results import ProbeResult, row_dataset
-from probes.stats.comparisons import Side, compare, holm, outcome_table
+from probes.stats.comparisons import ALPHA, AT_THRESHOLD, Side, compare, holm, mc_borderline, outcome_table
 from probes.stats.units import interval_text, over_text
 
-ALPHA = 0.05
 DIFF = "A − B (points; MDL: kbits)"
 COLUMNS = ["model", "claim", "A", "B", DIFF, "95% interval", "unit", "p", "p (Holm)", "seeds", "verdict"]
 FEW_ORDERS = 10  # data orders below which an MDL row's range is marked "few"
@@ -115,7 +114,11 @@ ROW_CLAIMS = (
 )
 
 
-def verdict(diff: float, p: float, alpha: float = ALPHA) -> str:
+def verdict(diff: float, p: float, alpha: float = ALPHA, borderline: bool = False) -> str:
+    """A claim's verdict from its Holm-adjusted p; ``borderline`` (``mc_borderline``): other random draws could
+    turn it."""
+    if borderline:
+        return f"{AT_THRESHOLD}: Holm p within Monte Carlo error of {alpha}"
     if p < alpha:
         return "supported" if diff > 0 else "contradicted"
     return "not significant"
@@ -173,19 +176,23 @@ def claim_rows(results: Sequence[ProbeResult], claim: Claim, models: Sequence[st
                 "95% interval": interval_text(t["lo"], t["hi"]),
                 "unit": f"{t['clusters']} {t['unit']}s",
                 "p": float(t["p"]),
+                "p_se": float(t["p_se"]),
             }
         )
     return rows
 
 
-def holm_family(rows: list[dict]) -> list[float | None]:
-    """One family of tests: each row's Holm-adjusted p (None for a row without a raw ``p``), written beside the
-    raw one as ``p (Holm)``; both p-values become text. The caller decides from the returned numbers."""
+def holm_family(rows: list[dict]) -> list[tuple[float, bool] | None]:
+    """One family of tests: each row's Holm-adjusted p and whether Monte Carlo error could turn its decision
+    (``mc_borderline``, from the rows' ``p_se``; None for a row without a raw ``p``); the adjusted p is written
+    beside the raw one as ``p (Holm)``, both as text. The caller decides from the returned values."""
     tested = [i for i, r in enumerate(rows) if isinstance(r.get("p"), float)]
-    adjusted: list[float | None] = [None] * len(rows)
-    for i, p_adj in zip(tested, holm([rows[i]["p"] for i in tested])):
+    raw = [rows[i]["p"] for i in tested]
+    borderline = mc_borderline(raw, [rows[i].get("p_se", 0.0) for i in tested])
+    adjusted: list[tuple[float, bool] | None] = [None] * len(rows)
+    for i, p_adj, mc in zip(tested, holm(raw), borderline):
         rows[i].update({"p": p_text(rows[i]["p"]), "p (Holm)": p_text(float(p_adj))})
-        adjusted[i] = float(p_adj)
+        adjusted[i] = (float(p_adj), bool(mc))
     return adjusted
 
 
@@ -277,8 +284,9 @@ def claims_table(results: Sequence[ProbeResult], models: Sequence[str] | None = 
     """Every claim × model that has the rows (empty frame with ``COLUMNS`` when none): the paired tests (one Holm
     family), then the row claims (``ROW_CLAIMS``, decided from the rows)."""
     rows = [r for claim in CLAIMS for r in claim_rows(results, claim, models)]
-    for row, p_adj in zip(rows, holm_family(rows)):
-        if p_adj is not None:
-            row["verdict"] = verdict(row[DIFF], p_adj)
+    for row, tested in zip(rows, holm_family(rows)):
+        if tested is not None:
+            p_adj, borderline = tested
+            row["verdict"] = verdict(row[DIFF], p_adj, borderline=borderline)
     rows += [r for claim in ROW_CLAIMS for r in row_claim_rows(results, claim, models)]
     return pd.DataFrame(rows, columns=COLUMNS)

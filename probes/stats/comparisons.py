@@ -19,8 +19,9 @@ how many. A family of comparisons (a layer sweep, a table) is
 corrected for multiple testing by ``holm`` (Holm 1979: controls the family-wise error rate without
 assuming independence); decisions read the adjusted p.
 
-Frames have the columns ``COLUMNS`` (a, b, diff, lo, hi, p, n, unit, clusters); the tables and the app read
-them.
+Frames have the columns ``COLUMNS`` (a, b, diff, lo, hi, p, p_se, n, unit, clusters, seeds); the tables and the app
+read them. ``p_se`` is p's Monte Carlo standard error (0 for an exact p): a decision it could turn is reported
+as ``AT_THRESHOLD`` (``mc_borderline``), not as a yes or a no.
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ class Outcomes(dict):
         return self.units.get(n)
 
 
-COLUMNS = ["a", "b", "diff", "lo", "hi", "p", "n", "unit", "clusters", "seeds"]
+COLUMNS = ["a", "b", "diff", "lo", "hi", "p", "p_se", "n", "unit", "clusters", "seeds"]
+ALPHA = 0.05  # the family-wise level of every decision
+MC_Z = 2.576  # a Monte Carlo p moved this many of its standard errors down and up: a 99 % band
+AT_THRESHOLD = "at the threshold"  # a decision that other random draws could turn (``mc_borderline``)
 Side = tuple[str, str]  # (model, layer label)
 AGAINST = ("previous", "first")
 
@@ -136,6 +140,18 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm-adjusted p-values of one family of tests (statsmodels' ``multipletests``, method "holm")."""
     p = np.asarray(p_values, dtype=float)
     return multipletests(p, method="holm")[1] if p.size else p
+
+
+def mc_borderline(p_values: Sequence[float], p_se: Sequence[float], alpha: float = ALPHA) -> np.ndarray:
+    """Per test of one family: whether Holm's decision at ``alpha`` rests on Monte Carlo noise — Holm on every p
+    moved ``MC_Z`` of its Monte Carlo standard errors down decides it otherwise than on every p moved up. A p from
+    9,999 random sign flips or bootstrap draws near ``alpha`` / (its Holm factor) reads "yes" with one seed and
+    "no" with another; an exact p (se 0) is never borderline."""
+    p, se = np.asarray(p_values, dtype=float), np.asarray(p_se, dtype=float)
+    if not p.size:
+        return np.zeros(0, dtype=bool)
+    low, high = holm(np.clip(p - MC_Z * se, 0.0, 1.0)), holm(np.clip(p + MC_Z * se, 0.0, 1.0))
+    return (low < alpha) != (high < alpha)
 
 
 def numbered_layers(outcomes: dict[Side, np.ndarray], model: str) -> list[str]:

@@ -231,21 +231,31 @@ def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resam
     lo, hi = _percentiles(np.concatenate(points))
     far_side = min(int(np.sum(diff_draws <= 0)), int(np.sum(diff_draws >= 0)))
     p_boot = 2.0 * (1 + far_side) / (1 + resamples)
-    p = max(_sign_flip_p(right_a.mean(0) - right_b.mean(0), seed), p_boot)  # sign flip: seed-averaged per cluster
-    diff = 100.0 * float(a.mean() - b.mean())
+    p_flip = _sign_flip_p(right_a.mean(0) - right_b.mean(0), seed)  # sign flip: seed-averaged per cluster
+    p = max(p_flip, p_boot)
+    # Monte Carlo error of the larger: p_boot = 2q, q a proportion of ``resamples`` draws
+    half = p_boot / 2
+    p_se = 2 * float(np.sqrt(half * (1 - half) / resamples)) if p_boot >= p_flip else sign_flip_se(p_flip, sizes.size)
+    seeds = f"{len(a)}+{len(b)}" if len(a) != len(b) else str(len(a))
+    return {**_test_row(100.0 * float(a.mean() - b.mean()), lo, hi, p, p_se, units), "seeds": seeds}
+
+
+def _test_row(diff: float, lo: float, hi: float, p: float, p_se: float, units: Units) -> dict:
+    """A paired test's keys: the difference in points, its interval, p and p's Monte Carlo error, the units."""
     return {
         "diff": round(diff, 2),
         "lo": lo,
         "hi": hi,
         "p": min(1.0, p),
-        "n": int(n),
+        "p_se": p_se,
+        "n": len(units),
         **units.row_fields(),
-        "seeds": f"{len(a)}+{len(b)}" if len(a) != len(b) else str(len(a)),
     }
 
 
 def paired_test(a_correct, b_correct, *, units: Units | None = None, seed: int = 0, resamples: int = RESAMPLES) -> dict:
-    """A minus B on the same instances: {"diff", "lo", "hi" (points), "p" (two-sided), "n", "unit", "clusters"}.
+    """A minus B on the same instances: {"diff", "lo", "hi" (points), "p" (two-sided), "p_se" (its Monte Carlo
+    standard error; 0: exact), "n", "unit", "clusters"}.
 
     Independent instances: paired bootstrap over the four agreement cells and the exact McNemar p.
     Clusters: cluster bootstrap of the difference and the cluster sign-flip permutation p."""
@@ -263,14 +273,21 @@ def paired_test(a_correct, b_correct, *, units: Units | None = None, seed: int =
         lo, hi = _percentiles(100.0 * (draws[:, 0] - draws[:, 1]) / n)
         discordant = int(cells[0] + cells[1])
         p = 1.0 if discordant == 0 else float(binomtest(int(cells[0]), discordant, 0.5).pvalue)
+        p_se = 0.0  # exact
     else:
         per_cluster = units.sums(np.c_[a & ~b, ~a & b, np.ones(n)])  # (clusters, 3)
         lo, hi = grouped_interval(
             per_cluster, lambda s: 100.0 * (s[:, 0] - s[:, 1]) / np.maximum(s[:, 2], 1), seed=seed, resamples=resamples
         )
         p = _sign_flip_p(per_cluster[:, 0] - per_cluster[:, 1], seed)
-    diff = 100.0 * (float(np.sum(a & ~b)) - float(np.sum(~a & b))) / n
-    return {"diff": round(diff, 2), "lo": lo, "hi": hi, "p": min(1.0, p), "n": int(n), **units.row_fields()}
+        p_se = sign_flip_se(p, len(per_cluster))
+    return _test_row(100.0 * (float(np.sum(a & ~b)) - float(np.sum(~a & b))) / n, lo, hi, p, p_se, units)
+
+
+def sign_flip_se(p: float, clusters: int) -> float:
+    """Monte Carlo standard error of a sign-flip p: 0 where every pattern is enumerated (≤ ``EXACT_FLIPS``
+    clusters), else that of a proportion estimated from ``PERMUTATIONS`` random patterns."""
+    return 0.0 if clusters <= EXACT_FLIPS else float(np.sqrt(p * (1 - p) / PERMUTATIONS))
 
 
 def smallest_sign_flip_p(clusters: int) -> float:
