@@ -22,16 +22,18 @@ from probes.estimators.structural import (
     GoldTrees,
     StructuralProbe,
     chain_edges,
+    length_interval,
     length_macro,
     mst_edges,
     random_tree,
+    spearman_by_length,
     structural_rows,
     tree_distances,
     uuas_row,
 )
 from probes.registry import RunContext
 from probes.results import load_results
-from probes.stats.intervals import grouped_interval
+from probes.stats.intervals import _pool_bins, grouped_interval, strata_mean_interval
 from probes.tasks.structural import structural_baselines
 
 # Four sentences: ID FORM UPOS HEAD DEPREL. Sentence 2 has a multiword token (4-5) and an empty node (2.1),
@@ -338,10 +340,10 @@ def iter_trees_text(text: str) -> list[DepTree]:
         return list(iter_trees(path))
 
 
-def test_spearman_intervals_resample_sentences_within_their_length():
+def test_spearman_intervals_keep_every_length_in_every_resample():
     """DSpr./NSpr. average over the lengths present. Many lengths hold one or two sentences with low correlations;
     a plain resample leaves them out and drifts up (the committed intervals sat 0.13–0.5 of the way from lo to hi).
-    Resampled within its length, each resample averages over the same lengths: the interval is centred."""
+    Keeping every length in every resample (``length_interval``), each averages over the same lengths: centred."""
     rng = np.random.default_rng(0)
     k = len(LENGTHS)
     stats = np.zeros((300, 2 * k))
@@ -350,14 +352,45 @@ def test_spearman_intervals_resample_sentences_within_their_length():
     stats[np.arange(300), length], stats[np.arange(300), k + length] = rho, 1.0
     value = length_macro(stats.sum(0, keepdims=True))[0]
 
-    def off_centre(strata) -> float:
-        lo, hi = grouped_interval(stats, length_macro, strata=strata)
+    def off_centre(lo, hi) -> float:
         return abs((lo + hi) / 2 - value) / (hi - lo)
 
-    assert off_centre(None) > 0.5  # the plain resample's interval does not even hold its estimate
-    assert off_centre(length) < 0.1
+    assert off_centre(*grouped_interval(stats, length_macro)) > 0.5  # a plain resample does not hold its estimate
+    assert off_centre(*length_interval(stats)) < 0.1
     # each resample keeps every stratum's size: the count of one stratum's sentences does not vary
     assert (
         grouped_interval(np.c_[length == 3, np.ones(300)], lambda c: c[:, 0], strata=length)
         == ((length == 3).sum(),) * 2
     )
+
+
+def test_a_length_of_one_sentence_adds_its_variance_to_the_spearman_interval():
+    """A length of n sentences resampled within itself kept (n − 1)/n of its variance, and one of a single sentence
+    never varied: with EWT test's counts (14 of 45 lengths of ≤ 5 sentences) the interval covered ~80 %. Each length
+    now draws its deviations from a pool of its neighbours' (≥ 20 degrees of freedom): 25 one-sentence lengths
+    beside one of 40 sentences give the width of the mean's standard error, s·√(25 + 1/40) / 26, not ~1/30 of it."""
+    rng = np.random.default_rng(0)
+    sizes = [40] + [1] * 25  # 40 sentences of 20 words, one each of 21…45 words
+    trees = [
+        DepTree(tuple("w" * n), tuple(range(n)), ("_",) * n, ("NOUN",) * n)  # a chain from word 1: depth i
+        for n, count in zip(range(20, 46), sizes)
+        for _ in range(count)
+    ]
+    gold = GoldTrees.of(trees)
+    pred = [gold.depths(s) + rng.normal(0, 2.0, len(t.words)) for s, t in enumerate(trees)]
+    rows = structural_rows("t", "0", "depth", pred, gold)
+    nspr = next(r for r in rows if r["metric"] == "NSpr")
+    five = 100 * spearman_by_length(pred, gold, "depth")[:40, 15]  # the 40 20-word sentences' correlations
+    se = five.std(ddof=1) * np.sqrt(25 + 1 / 40) / 26
+    assert 0.9 < (nspr["hi"] - nspr["lo"]) / (2 * 1.96 * se) < 1.1
+    assert (nspr["lo"] + nspr["hi"]) / 2 == pytest.approx(nspr["value"], abs=0.1 * se)
+
+
+def test_strata_pool_bins_hold_enough_degrees_of_freedom():
+    sizes = np.array([119, 120, 18, 24, 9, 11, 8, 13, 3, 4, 11, 7, 1, 2, 6, 1])
+    bins = _pool_bins(sizes, 20)
+    assert bins == [(0, 1), (1, 2), (2, 4), (4, 7), (7, 16)]  # the last 5 (12 df) join the run before
+    assert bins[0][0] == 0 and bins[-1][1] == len(sizes) and all(a[1] == b[0] for a, b in zip(bins, bins[1:]))
+    assert all((sizes[a:b] - 1).sum() >= 20 for a, b in bins)
+    assert _pool_bins(np.array([1, 3, 1]), 20) == [(0, 3)]  # too few in all: one bin
+    assert strata_mean_interval([1.0, 2.0, 3.0], [0, 1, 2]) == (None, None)  # no stratum of two: no spread to borrow
