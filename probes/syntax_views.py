@@ -30,7 +30,8 @@ from features.entries import has_layers
 from features.extract import get_features
 from probes.estimate import words_per_second
 from probes.estimators.head_syntax import HeadCounts
-from probes.estimators.structural import BATCH_SIZE, KINDS, GoldTrees, StructuralProbe
+from probes.estimators.structural import BATCH_SIZE, KINDS, StructuralProbe
+from probes.estimators.tree_metrics import GoldTrees
 from probes.progress import ProgressFn
 from probes.registry import RunContext
 from probes.tasks.head_syntax import count_heads, load_trees

@@ -21,7 +21,7 @@ from corpora.conllu import DepTree
 from corpora.paths import REPO_ROOT
 from models.registry import load_embedder
 from probes.estimators.head_syntax import HeadCounts
-from probes.estimators.structural import tree_distances
+from probes.estimators.tree_metrics import tree_distances
 from probes.syntax_views import EPOCHS, ewt_trees, extraction_estimate, fit_tree_probes, train_cached
 from viz.contrast import contrast_ratio
 from viz.syntax_heads import RANKINGS, best_relations, head_figure, relation_table

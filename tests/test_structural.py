@@ -17,10 +17,10 @@ import torch
 from corpora.conllu import DepTree, iter_conllu, iter_trees
 from corpora.format_errors import DataFormatError
 from probes.__main__ import main
-from probes.estimators.structural import (
+from probes.estimators.structural import StructuralProbe
+from probes.estimators.tree_metrics import (
     LENGTHS,
     GoldTrees,
-    StructuralProbe,
     chain_edges,
     length_interval,
     length_macro,
@@ -33,7 +33,8 @@ from probes.estimators.structural import (
 )
 from probes.registry import RunContext
 from probes.results import load_results
-from probes.stats.intervals import _pool_bins, grouped_interval, strata_mean_interval
+from probes.stats.intervals import grouped_interval
+from probes.stats.strata import _pool_bins, strata_mean_interval
 from probes.tasks.structural import structural_baselines
 
 # Four sentences: ID FORM UPOS HEAD DEPREL. Sentence 2 has a multiword token (4-5) and an empty node (2.1),

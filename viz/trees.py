@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from corpora.conllu import DepTree
-from probes.estimators.structural import (
+from probes.estimators.tree_metrics import (
     Edge,
     chain_edges,
     gold_edges,

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from corpora.conllu import DepTree
-from probes.estimators.structural import ratio, stat_row
+from probes.estimators.tree_metrics import ratio, stat_row
 
 DIRECTIONS = ("dep->head", "head->dep")
 OFFSETS = (-3, -2, -1, 1, 2, 3)

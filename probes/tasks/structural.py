@@ -37,10 +37,9 @@ import pandas as pd
 from corpora.conllu import DepTree, iter_trees
 from corpora.paths import data_path
 from features.extract import Features, get_features
-from probes.estimators.structural import (
-    MAX_RANK,
+from probes.estimators.structural import MAX_RANK, StructuralProbe
+from probes.estimators.tree_metrics import (
     GoldTrees,
-    StructuralProbe,
     chain_edges,
     difference,
     predicted_edges,
