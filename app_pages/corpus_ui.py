@@ -73,6 +73,12 @@ def corpus_limit() -> int | None:
     return int(text)
 
 
+def corpus_scope() -> str:
+    """What a corpus search searches, as the pages say it: all of SemCor, or its first N sentences."""
+    limit = corpus_limit()
+    return "all of SemCor" if limit is None else f"SemCor's first {limit:,} sentences"
+
+
 @st.cache_resource(show_spinner=False)
 def cached_index(limit: int | None = None):
     """SemCor's sense-tagged tokens in the WSD probe's row order (once per server)."""

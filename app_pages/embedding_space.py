@@ -25,7 +25,7 @@ from app_pages.common import (
     safe,
     show_warnings,
 )
-from app_pages.corpus_ui import corpus_panel
+from app_pages.corpus_ui import corpus_panel, corpus_scope
 from app_pages.loaders import embed_sentences, get_embedder
 from app_pages.projector_tab import projector_tab
 from models import DEFAULT_STATIC_MODEL
@@ -136,7 +136,7 @@ def map_tab(model: str) -> None:
 def contextual_tab() -> None:
     st.caption(
         "Every token gets its own vector, so the same word in two sentences has two different vectors. "
-        "Pick a token: its nearest occurrences among **all of SemCor** (225k sense-tagged tokens, with "
+        f"Pick a token: its nearest occurrences among the sense-tagged tokens of **{corpus_scope()}** (with "
         "their WordNet senses), and among the tokens you typed."
     )
     c1, c2 = st.columns([1, 2])
@@ -175,7 +175,7 @@ def contextual_tab() -> None:
             key=state.bind("space_ctx_token", default, lo=0, hi=len(tokens) - 1, param="token"),
             format_func=lambda i: f"s{table.rows['sentence'][i]} · {table.rows['context'][i]}",
         )
-        st.subheader("Nearest in all of SemCor")
+        st.subheader(f"Nearest in {corpus_scope()}")
         with safe("search SemCor", without_data="Your own tokens' neighbours, below, need no data."):
             corpus_panel(
                 model,

@@ -395,3 +395,5 @@ def test_strata_pool_bins_hold_enough_degrees_of_freedom():
     assert all((sizes[a:b] - 1).sum() >= 20 for a, b in bins)
     assert _pool_bins(np.array([1, 3, 1]), 20) == [(0, 3)]  # too few in all: one bin
     assert strata_mean_interval([1.0, 2.0, 3.0], [0, 1, 2]) == (None, None)  # no stratum of two: no spread to borrow
+    with pytest.raises(ValueError, match="pool"):  # a bin without a residual could not draw (it crashed)
+        strata_mean_interval([1.0, 2.0, 3.0, 4.0], [0, 1, 1, 2], pool=0)

@@ -2,7 +2,7 @@
 
 Clark et al. (2019) ask, per relation, which head's most attended word is the gold head (or dependent).
 :func:`best_relations` reduces ``probes.estimators.head_syntax.HeadCounts`` to one row per head: its best
-(relation, direction) by accuracy, or by the gain over that relation's best fixed offset (−2…+2, the
+(relation, direction) by accuracy, or by the gain over that relation's best fixed offset (−3…+3, the
 paper's baseline, measured on the same dependencies), with the offset's accuracy beside it.
 :func:`head_figure` draws it: colour = accuracy (or gain), the relation on each tile, a transparent marker
 per tile carrying (layer, head) from 1, as the Attention page's grid, so a click can open the head.
@@ -26,7 +26,7 @@ MIN_COUNT = 20  # relations with fewer dependencies are left out (the head_synta
 
 def best_relations(counts: HeadCounts, *, min_count: int = MIN_COUNT, by: str = RANKINGS[0]) -> pd.DataFrame:
     """Per head (layer, head from 1) its best relation and direction: by accuracy, or by the accuracy's gain
-    over that relation's best fixed offset (−2…+2), with the offset's accuracy beside it."""
+    over that relation's best fixed offset (−3…+3), with the offset's accuracy beside it."""
     if by not in RANKINGS:
         raise InputError(f"rank heads by {by!r}: choose {' or '.join(RANKINGS)}.")
     options = [(d, r) for r in counts.relations(min_count) if r != ALL for d in DIRECTIONS]

@@ -4,7 +4,7 @@ A :class:`TreeView` holds one sentence as the structural probe sees it: its word
 (punctuation left out, as Hewitt & Manning: UPOS PUNCT for an EWT tree, words of punctuation characters
 only for a typed sentence), the probe's predicted squared distances and depths, and the gold tree when
 there is one. The predicted tree is the minimum spanning tree of the predicted distances over the scored
-words (``probes.estimators.structural``: the probe's own decoder and UUAS), so the page and the probe's
+words (``probes.estimators.tree_metrics``: the probe's own decoder and UUAS), so the page and the probe's
 numbers never disagree.
 
 - :func:`arc_figure` — gold tree above, predicted tree below, as arcs over the words; predicted edges

@@ -26,7 +26,8 @@ The test resamples the test set's unit (WSD: 23 documents; POS: sentences), whic
 The claims table is one family of tests: every row reports its raw p and its Holm-adjusted p (over
 all rows of the table), and the verdict reads the adjusted one: *supported* when the difference has
 the claimed sign and adjusted p < 0.05, *contradicted* when it has the opposite sign and adjusted
-p < 0.05, *not significant* otherwise — "≥" is never shown by a non-significant difference. ``seeds``
+p < 0.05, *not significant* otherwise — "≥" is never shown by a non-significant difference — and *at the
+threshold* when Monte Carlo error of the p-values could turn the decision (``comparisons.mc_borderline``). ``seeds``
 says how many training seeds the compared rows average (WSD's 1-NN probe trains nothing: "—").
 Results saved before per-instance outcomes were kept say so (re-run them).
 """

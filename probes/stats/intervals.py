@@ -233,9 +233,10 @@ def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resam
     p_boot = 2.0 * (1 + far_side) / (1 + resamples)
     p_flip = _sign_flip_p(right_a.mean(0) - right_b.mean(0), seed)  # sign flip: seed-averaged per cluster
     p = max(p_flip, p_boot)
-    # Monte Carlo error of the larger: p_boot = 2q, q a proportion of ``resamples`` draws
+    # Monte Carlo error of the larger of two estimates, either of which other draws could make the larger: the
+    # larger of their errors (p_boot = 2q, q a proportion of ``resamples`` draws; an enumerated flip has none)
     half = p_boot / 2
-    p_se = 2 * float(np.sqrt(half * (1 - half) / resamples)) if p_boot >= p_flip else sign_flip_se(p_flip, sizes.size)
+    p_se = max(2 * float(np.sqrt(half * (1 - half) / resamples)), sign_flip_se(p_flip, sizes.size))
     seeds = f"{len(a)}+{len(b)}" if len(a) != len(b) else str(len(a))
     return {**_test_row(100.0 * float(a.mean() - b.mean()), lo, hi, p, p_se, units), "seeds": seeds}
 

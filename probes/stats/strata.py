@@ -31,12 +31,15 @@ def strata_mean_interval(
     freedom (Σ (n_h − 1)), and a stratum's n_h resampled values are its mean plus n_h residuals drawn with
     replacement from its bin's pool, each residual y − ȳ_h scaled by √(n_h / (n_h − 1)) so that the pool's
     variance estimates the bin's (unbiased) — a residual bootstrap within bins. A stratum of one value adds its
-    bin's variance / 1, as it should. Strata of ≥ ``pool`` + 1 values are their own bin. None (None, None) when
-    no stratum holds two values (nothing to estimate a spread from).
+    bin's variance / 1, as it should. Bins are made left to right, each closed once it holds ``pool`` residual
+    degrees of freedom (a large stratum closes the bin it joins, with the small ones before it). None (None, None)
+    when no stratum holds two values (nothing to estimate a spread from).
 
     values: (groups,) one value per group (e.g. a sentence's mean correlation × 100); strata: (groups,) labels.
     """
     y = np.asarray(values, dtype=np.float64)
+    if pool < 1:
+        raise ValueError(f"pool: at least 1 residual degree of freedom per bin, got {pool}.")
     if y.ndim != 1 or y.size == 0 or np.shape(strata) != y.shape:
         raise ValueError("values and strata: one value and one label per group, at least one group.")
     _, inverse, sizes = np.unique(strata, return_inverse=True, return_counts=True)

@@ -15,7 +15,7 @@ Per layer spec (``probes.estimators.structural``): the distance probe (UUAS, DSp
 of the training sentences) and scored on dev and test; ``--rank`` (default min(``MAX_RANK``, dim)), ``--epochs``.
 Every row carries a 95% interval resampling sentences (``"unit": "sentence"``, ``"clusters"``: sentences); DSpr.
 and NSpr. keep every sentence length in every resample, each length's spread pooled with adjacent lengths'
-(``probes.estimators.structural.length_interval``).
+(``probes.estimators.tree_metrics.length_interval``).
 ``--control``: the distance probe is trained again on random trees over the same sentences (uniform labelled
 trees, so the same lengths; ``random_tree``) and scored against them: ``UUAS_control`` and ``selectivity``
 (UUAS − UUAS_control, points).
