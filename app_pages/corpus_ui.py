@@ -73,9 +73,9 @@ def corpus_limit() -> int | None:
     return int(text)
 
 
-def corpus_scope() -> str:
-    """What a corpus search searches, as the pages say it: all of SemCor, or its first N sentences."""
-    limit = corpus_limit()
+def corpus_scope(limit: int | None) -> str:
+    """What a corpus search over ``limit`` (``corpus_limit``) searches, as the pages say it: all of SemCor, or its
+    first N sentences."""
     return "all of SemCor" if limit is None else f"SemCor's first {limit:,} sentences"
 
 
@@ -299,9 +299,8 @@ def corpus_panel(
     sentences, _ = semcor_corpus()
     df = hits_frame(hits, index, sentences, sense_label, query_key=query_key)
     share = same_sense_share(hits, index, query_key) if query_key else None
-    searched = "SemCor occurrences" if limit is None else f"occurrences in SemCor's first {limit:,} sentences"
     st.caption(
-        f"The {len(hits)} nearest of {len(index):,} sense-tagged {searched} (cosine, full "
+        f"The {len(hits)} nearest of {len(index):,} sense-tagged occurrences in {corpus_scope(limit)} (cosine, full "
         f"{Xn.shape[1]} dimensions, {md(model)} layer {layer}){' to ' + md(what) if what else ''}"
         + (f"; **{share:.0%}** have the query's sense ({md(sense_label(query_key))})." if share is not None else ".")
     )

@@ -25,7 +25,7 @@ from app_pages.common import (
     safe,
     show_warnings,
 )
-from app_pages.corpus_ui import corpus_panel, corpus_scope
+from app_pages.corpus_ui import corpus_limit, corpus_panel, corpus_scope
 from app_pages.loaders import embed_sentences, get_embedder
 from app_pages.projector_tab import projector_tab
 from models import DEFAULT_STATIC_MODEL
@@ -134,9 +134,10 @@ def map_tab(model: str) -> None:
 
 
 def contextual_tab() -> None:
+    scope = corpus_scope(corpus_limit())
     st.caption(
         "Every token gets its own vector, so the same word in two sentences has two different vectors. "
-        f"Pick a token: its nearest occurrences among the sense-tagged tokens of **{corpus_scope()}** (with "
+        f"Pick a token: its nearest occurrences among the sense-tagged tokens of **{scope}** (with "
         "their WordNet senses), and among the tokens you typed."
     )
     c1, c2 = st.columns([1, 2])
@@ -175,7 +176,7 @@ def contextual_tab() -> None:
             key=state.bind("space_ctx_token", default, lo=0, hi=len(tokens) - 1, param="token"),
             format_func=lambda i: f"s{table.rows['sentence'][i]} · {table.rows['context'][i]}",
         )
-        st.subheader(f"Nearest in {corpus_scope()}")
+        st.subheader(f"Nearest in {scope}")
         with safe("search SemCor", without_data="Your own tokens' neighbours, below, need no data."):
             corpus_panel(
                 model,

@@ -25,7 +25,7 @@ import streamlit as st
 
 from app_pages import state
 from app_pages.common import OCCURRENCE_COLUMNS, chart, download, md, page, page_header, safe
-from app_pages.corpus_ui import cached_occurrence_vectors, corpus_panel, corpus_scope, sense_label
+from app_pages.corpus_ui import cached_occurrence_vectors, corpus_limit, corpus_panel, corpus_scope, sense_label
 from app_pages.linked import linked_chart_kwargs
 from app_pages.loaders import occurrence_vectors_progress
 from app_pages.polysemy_controls import controls, get_occurrences
@@ -295,10 +295,11 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
             column_config=OCCURRENCE_COLUMNS,
         )
 
+    scope = corpus_scope(corpus_limit())
     if st.toggle(
-        f"Search {corpus_scope()} for this occurrence's nearest neighbours (corpus search)",
+        f"Search {scope} for this occurrence's nearest neighbours (corpus search)",
         key=state.bind("poly_corpus", False, param="corpus"),
-        help=f"Its nearest occurrences among the sense-tagged tokens of {corpus_scope()}, at this layer, "
+        help=f"Its nearest occurrences among the sense-tagged tokens of {scope}, at this layer, "
         "with their senses (exBERT).",
     ):
         with safe("search the corpus"):

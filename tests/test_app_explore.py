@@ -38,7 +38,7 @@ def search_test_slice(monkeypatch) -> str:
     for name, value in corpus_limit_env(corpus_ui.LIMIT_ENV).items():
         monkeypatch.setenv(name, value)
     limit = os.environ[corpus_ui.LIMIT_ENV]
-    return f"occurrences in SemCor's first {int(limit):,} sentences" if limit else "SemCor occurrences"
+    return f"occurrences in SemCor's first {int(limit):,} sentences" if limit else "occurrences in all of SemCor"
 
 
 def build(at: AppTest, key: str) -> None:
