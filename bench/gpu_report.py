@@ -1,5 +1,7 @@
 """The report of ``bench/gpu_check.py``: its JSON as it stands, and the Markdown a person reads.
 
+    python bench/gpu_report.py OUT      # rewrite OUT/gpu_check.md from OUT/gpu_check.json
+
 ``write_report(report, out)`` rewrites ``out/gpu_check.json`` and ``out/gpu_check.md`` (after every part,
 so a run cut short still leaves what it measured). The Markdown leads with the targets (met, missed, or
 open where the part that measures them did not run on a GPU), then what was skipped and every error,
@@ -8,10 +10,16 @@ then one section per part.
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 
-from bench.scale_ladder import ladder_table
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.scale_ladder import ladder_table  # noqa: E402
+from corpora.errors import LabError, run_command  # noqa: E402
 
 TARGETS = {"extraction / forward (MiniLM shape)": 0.5, "Llama-1B shape extraction words/s": 30_000}  # issue 33
 
@@ -188,3 +196,29 @@ def markdown(report: dict) -> str:
 def write_report(report: dict, out: Path) -> None:
     (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))
     (out / "gpu_check.md").write_text(markdown(report))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Re-render a run's Markdown from its JSON (after a change to this module, or a JSON copied off a GPU box)."""
+    p = argparse.ArgumentParser(
+        description="Rewrite OUT/gpu_check.md from OUT/gpu_check.json (bench/gpu_check.py's run)."
+    )
+    p.add_argument("out", type=Path, help="the folder bench/gpu_check.py wrote (--out)")
+    args = p.parse_args(argv)
+    source = args.out / "gpu_check.json"
+    try:
+        report = json.loads(source.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LabError(f"cannot read {source}: {exc}") from exc
+    missing = (
+        [k for k in ("parts", "command", "mode", "budget_s") if k not in report] if isinstance(report, dict) else []
+    )
+    if not isinstance(report, dict) or missing:
+        raise LabError(f"{source} is not a report of bench/gpu_check.py (it lacks {', '.join(missing) or 'an object'})")
+    (args.out / "gpu_check.md").write_text(markdown(report))
+    print(f"wrote {args.out / 'gpu_check.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(main, "nothing was written"))

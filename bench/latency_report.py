@@ -1,6 +1,8 @@
 """The Markdown of ``bench_browser_latency.py``: percentiles, the targets, each page's settle against the floor,
 and the machine the numbers came from.
 
+    python bench/latency_report.py RUN.json     # the section again, from a run's --json file
+
 - :func:`report` — one row per timed step: n, p50, p95, max, its target and whether p95 meets it.
 - :func:`settle_vs_floor` — per page of the app, its settled first paint against the floor app's one-chart page
   (``bench/floor_app.py``) in the same run, and whether the page is within ``FLOOR_MARGIN_S`` of it (issue 30:
@@ -17,6 +19,8 @@ and the machine the numbers came from.
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import os
 import shlex
@@ -28,7 +32,11 @@ from pathlib import Path
 
 from scipy.stats import quantile_test
 
-from bench.measure import cpu_name
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.measure import cpu_name  # noqa: E402
+from corpora.errors import LabError, run_command  # noqa: E402
 
 FLOOR_MARGIN_S = 0.5
 #: the error rate of all the pages' verdicts of a run together (each page's interval at 1 − FAMILY_ALPHA / pages)
@@ -210,3 +218,23 @@ def section(info: dict, times: dict[str, list[float]], notes: list[str]) -> str:
         report(times),
     ]
     return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print a run's Markdown section again from its ``--json`` file (after a change to the verdicts here)."""
+    p = argparse.ArgumentParser(
+        description="Print the Markdown section of a bench_browser_latency.py run's --json file."
+    )
+    p.add_argument("run", type=Path, help="the file bench/bench_browser_latency.py wrote with --json")
+    args = p.parse_args(argv)
+    try:
+        run = json.loads(args.run.read_text())
+        info, times = run["machine"], {step: [float(t) for t in ts] for step, ts in run["times"].items()}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise LabError(f"{args.run} is not a --json file of bench/bench_browser_latency.py: {exc!r}") from exc
+    print(section(info, times, []))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_command(main, "nothing was written"))

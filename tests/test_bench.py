@@ -136,3 +136,59 @@ def test_a_bench_script_refuses_a_missing_gpu_or_data_in_one_line(argv, env):
     )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and proc.stderr.strip().splitlines()[-1].startswith("error: "), proc.stderr
+
+
+@pytest.mark.parametrize("script", ["bench/gpu_report.py", "bench/latency_report.py"])
+def test_the_report_modules_run_as_scripts_and_refuse_a_file_they_did_not_write(script, tmp_path):
+    """``python bench/gpu_report.py --help`` failed on its own import (``bench`` not on the path); both report
+    modules now re-render a run's Markdown from its JSON, and a JSON that is not one is one error line."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, script, *args], cwd=tmp_path, env=os.environ, capture_output=True, text=True, timeout=120
+        )
+
+    script = str(repo / script)
+    helped = run("--help")
+    assert helped.returncode == 0 and helped.stdout.startswith("usage:"), helped.stderr[-2000:]
+    bad = tmp_path / ("gpu_check.json" if "gpu" in script else "run.json")
+    bad.write_text('{"truncated": ')
+    refused = run(str(tmp_path if "gpu" in script else bad))
+    assert refused.returncode == 2 and refused.stderr.strip().startswith("error: "), refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_gpu_report_rewrites_the_markdown_a_run_wrote_from_its_json(tmp_path):
+    from bench.gpu_report import main, write_report
+
+    report = {
+        "command": "python bench/gpu_check.py --quick",
+        "mode": "quick",
+        "budget_s": 600,
+        "parts": {"features": {"steps": {}, "skipped": ["minilm: no CUDA"]}},
+    }
+    write_report(report, tmp_path)
+    written = (tmp_path / "gpu_check.md").read_text()
+    (tmp_path / "gpu_check.md").write_text("stale")
+    assert main([str(tmp_path)]) == 0
+    assert (tmp_path / "gpu_check.md").read_text() == written and "minilm: no CUDA" in written
+
+
+def test_latency_report_prints_a_runs_section_from_its_json(tmp_path, capsys):
+    import json
+
+    from bench.latency_report import machine, main, section
+
+    info = machine() | {"uptime_end": "load average: 1.00", "utc_end": "2026-12-07 10:00:00"}
+    info["utc_start"] = "2026-12-07 09:58:00"
+    times = {"first paint, settled: reproduce": [3.1, 3.3], "floor: one plotly chart, settled": [2.5, 2.6]}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"machine": info, "times": times}))
+    assert main([str(path)]) == 0
+    assert capsys.readouterr().out.strip() == section(info, times, []).strip()
