@@ -20,9 +20,8 @@ from probes.stats.claims import p_text
 from probes.stats.comparisons import (
     ALPHA,
     AT_THRESHOLD,
-    holm,
+    holm_decided,
     layer_comparisons,
-    mc_borderline,
     numbered_layers,
     outcome_table,
 )
@@ -171,7 +170,7 @@ def layer_tests(results: Sequence[ProbeResult], probe: str, dataset: str, model:
     if len(numbered_layers(outcomes, model)) < 2:
         return None
     t = layer_comparisons(outcomes, model, "previous")
-    adjusted, borderline = holm(t.p.astype(float)), mc_borderline(t.p.astype(float), t.p_se.astype(float))
+    adjusted, borderline = holm_decided(t.p.astype(float), t.p_se.astype(float))
     table = pd.DataFrame(
         {
             "A": t.a,

@@ -42,7 +42,7 @@ import pandas as pd
 
 from probes.estimators.mdl import shorter_in_all_orders
 from probes.results import ProbeResult, row_dataset
-from probes.stats.comparisons import ALPHA, AT_THRESHOLD, Side, compare, holm, mc_borderline, outcome_table
+from probes.stats.comparisons import ALPHA, AT_THRESHOLD, Side, compare, holm_decided, outcome_table
 from probes.stats.units import interval_text, over_text
 
 DIFF = "A − B (points; MDL: kbits)"
@@ -189,9 +189,9 @@ def holm_family(rows: list[dict]) -> list[tuple[float, bool] | None]:
     beside the raw one as ``p (Holm)``, both as text. The caller decides from the returned values."""
     tested = [i for i, r in enumerate(rows) if isinstance(r.get("p"), float)]
     raw = [rows[i]["p"] for i in tested]
-    borderline = mc_borderline(raw, [rows[i].get("p_se", 0.0) for i in tested])
+    holm_p, borderline = holm_decided(raw, [rows[i].get("p_se", 0.0) for i in tested])
     adjusted: list[tuple[float, bool] | None] = [None] * len(rows)
-    for i, p_adj, mc in zip(tested, holm(raw), borderline):
+    for i, p_adj, mc in zip(tested, holm_p, borderline):
         rows[i].update({"p": p_text(rows[i]["p"]), "p (Holm)": p_text(float(p_adj))})
         adjusted[i] = (float(p_adj), bool(mc))
     return adjusted

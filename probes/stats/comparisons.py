@@ -154,6 +154,12 @@ def mc_borderline(p_values: Sequence[float], p_se: Sequence[float], alpha: float
     return (low < alpha) != (high < alpha)
 
 
+def holm_decided(p_values: Sequence[float], p_se: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """One family's Holm-adjusted p-values and, per test, whether Monte Carlo error could turn its decision
+    (``mc_borderline``): what every table that decides a family of tests reads (claims, the app's layer tests)."""
+    return holm(p_values), mc_borderline(p_values, p_se)
+
+
 def numbered_layers(outcomes: dict[Side, np.ndarray], model: str) -> list[str]:
     """The model's numbered layers with kept outcomes, in order."""
     return sorted((layer for m, layer in outcomes if m == model and layer.isdigit()), key=int)
