@@ -123,12 +123,7 @@ def categorical_interval(
 
 
 def grouped_interval(
-    stats_per_group,
-    statistic: Callable[[np.ndarray], np.ndarray],
-    *,
-    seed: int = 0,
-    resamples: int = RESAMPLES,
-    strata: np.ndarray | None = None,
+    stats_per_group, statistic: Callable[[np.ndarray], np.ndarray], *, seed: int = 0, resamples: int = RESAMPLES
 ) -> tuple[float, float] | tuple[None, None]:
     """Interval of a statistic of summed per-group counts, resampling groups (e.g. sentences); none (None, None)
     from a single group, which resampling cannot vary (a test set of one document).
@@ -136,10 +131,8 @@ def grouped_interval(
     stats_per_group: (groups, k) counts, e.g. each sentence's (tp, n_pred, n_gold).
     statistic:       (R, k) resampled sums -> (R,) values in percent (e.g. span F1); NaN where a resample leaves
                      it undefined (no edge to score), and such resamples are left out.
-    strata:          (groups,) labels: groups are resampled within their stratum, so every resample keeps each
-                     stratum's size. A stratum of n keeps only (n − 1)/n of its variance and one of a single
-                     group never varies: for an equal-weight mean over strata, some of them small, use
-                     ``probes.stats.strata.strata_mean_interval``.
+
+    For an equal-weight mean over strata, some of them small, use ``probes.stats.strata.strata_mean_interval``.
     """
     stats = np.asarray(stats_per_group, dtype=np.float64)
     if stats.ndim != 2 or stats.shape[0] == 0:
@@ -147,15 +140,12 @@ def grouped_interval(
     groups = stats.shape[0]
     if groups < 2:  # every resample is the one group: a zero-width "interval" that claims certainty
         return None, None
-    if strata is not None and np.shape(strata) != (groups,):
-        raise ValueError(f"strata: one label per group ({groups}), got shape {np.shape(strata)}.")
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _GROUP_CHUNK // groups)
     values = []
     for start in range(0, resamples, per_chunk):
         size = min(per_chunk, resamples - start)
-        weights = _resample_weights(rng, groups, size) if strata is None else _stratified_weights(rng, strata, size)
-        values.append(np.asarray(statistic(weights @ stats), dtype=float))
+        values.append(np.asarray(statistic(_resample_weights(rng, groups, size) @ stats), dtype=float))
     samples = np.concatenate(values)
     defined = samples[np.isfinite(samples)]  # a resample the statistic is undefined on (no edge drawn) is left out
     if defined.size == 0:
@@ -168,17 +158,6 @@ def _resample_weights(rng: np.random.Generator, groups: int, size: int) -> np.nd
     (Multinomial(groups, uniform) per row, from one bincount: 4× faster than ``Generator.multinomial``)."""
     draws = rng.integers(0, groups, size=(size, groups)) + groups * np.arange(size)[:, None]
     return np.bincount(draws.ravel(), minlength=size * groups).reshape(size, groups)
-
-
-def _stratified_weights(rng: np.random.Generator, strata: np.ndarray, size: int) -> np.ndarray:
-    """Like :func:`_resample_weights`, drawing each stratum's groups from that stratum only."""
-    groups = len(strata)
-    draws = [
-        members[rng.integers(0, len(members), size=(size, len(members)))]
-        for members in (np.flatnonzero(strata == s) for s in np.unique(strata))
-    ]
-    flat = np.concatenate(draws, axis=1) + groups * np.arange(size)[:, None]
-    return np.bincount(flat.ravel(), minlength=size * groups).reshape(size, groups)
 
 
 def _right_by_seed(by_seed: np.ndarray, units: Units) -> np.ndarray:
