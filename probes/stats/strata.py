@@ -5,7 +5,8 @@ sentence lengths of each length's mean sentence correlation, with lengths of one
 
 Resampling each stratum within itself (a stratified bootstrap, the lab's interval before 2026-12-07) keeps every
 stratum in the mean but keeps only (n − 1)/n of a stratum's variance and none of a one-group stratum's: on EWT
-test's sentence lengths that interval covered ~80 % in simulation. The residual bootstrap here covers 0.92–0.94 (docs/statistics.md).
+test's sentence lengths that interval covered ~80 % in simulation. The residual bootstrap here covers 0.92–0.94
+(docs/statistics.md).
 """
 
 from __future__ import annotations
