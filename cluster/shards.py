@@ -46,6 +46,7 @@ from cluster.storage import Store
 from cluster.tasks import FAULT_EXIT
 from features import FeatureCacheError, Features, get_features, sentences_hash
 from features.checks import file_checksum
+from features.store import library_versions
 from models.base import Embedder, SentenceEmbedding
 from models.registry import load_embedder
 
@@ -115,6 +116,7 @@ class ShardWorker:
             "dim": emb.dim,
             "fingerprint": emb.fingerprint(),
             "stateful": bool(getattr(emb, "stateful", False)),
+            "libraries": library_versions(emb.computed_with),
         }
 
     def check_text(self, job: ShardJob) -> None:
@@ -184,6 +186,15 @@ class ShardedEmbedder:
     check_text = Embedder.check_text
 
     def __init__(self, info: dict, job: ShardJob, records: list[dict]) -> None:
+        # the entry records this process's releases of the workers' libraries: they must be the workers' own
+        workers, here = info["libraries"], library_versions(list(info["libraries"]))
+        if workers != here:
+            differ = ", ".join(f"{k} {v} (here {here[k]})" for k, v in sorted(workers.items()) if here[k] != v)
+            raise FeatureCacheError(
+                f"The workers computed {info['name']} under {differ}: install the same releases here and on the "
+                "workers (the feature cache records what computed its vectors)."
+            )
+        self.computed_with = tuple(workers)
         self.name, self.num_layers, self.dim, self._fp = (
             info["name"],
             info["num_layers"],
@@ -259,6 +270,7 @@ def request_id(
     blob = json.dumps(
         [
             info["fingerprint"],
+            info["libraries"],
             key,
             sentences_hash(sentences),
             dtype,

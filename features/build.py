@@ -38,7 +38,7 @@ from features.checks import (
     reserve,
     temp_path,
 )
-from features.store import FORMAT_VERSION, META_FILE, layer_file, meta_text
+from features.store import FORMAT_VERSION, META_FILE, layer_file, library_versions, meta_text
 
 log = logging.getLogger("features.extract")  # the cache's one logger (also ``features.checks``)
 
@@ -178,6 +178,7 @@ def extract_to_disk(job: Job, directory: Path, layers: list[int] | None = None, 
         "num_rows": job.num_rows,
         "dim": dim,
         "dtype": job.dtype,
+        "libraries": library_versions(emb.computed_with),
         "layers": dict(sorted({**(kept or {}), **layer_meta}.items(), key=lambda item: int(item[0]))),
     }
     try:

@@ -40,6 +40,7 @@ from features.store import (
     feature_dir,
     keep_hash,
     layer_file,
+    libraries_problem,
     meta_text,
     read_meta,
     sentences_hash,
@@ -57,8 +58,11 @@ def _fingerprint(embedder_or_fingerprint) -> str:
 
 
 def _foreign(meta: dict, fingerprint: str) -> bool:
-    """Whether ``meta.json`` was written by another format version or for another model."""
-    return (meta.get("version"), meta.get("fingerprint")) != (FORMAT_VERSION, fingerprint)
+    """Whether ``meta.json`` was written by another format version, for another model or under other library
+    releases."""
+    return (meta.get("version"), meta.get("fingerprint")) != (FORMAT_VERSION, fingerprint) or bool(
+        libraries_problem(meta)
+    )
 
 
 def _problems(
@@ -70,7 +74,7 @@ def _problems(
     directory = feature_dir(fingerprint, key, root)
     meta = read_meta(directory)
     if meta is not None and _foreign(meta, fingerprint):
-        return directory, {int(j): f"{META_FILE} of another format version or model" for j in layers}
+        return directory, {int(j): f"{META_FILE} of another format version, model or library release" for j in layers}
     if meta is not None and inputs is not None and any(meta.get(k) != v for k, v in inputs.items()):
         return directory, {int(j): f"{META_FILE} written for other sentences" for j in layers}
     found = {int(j): check_layer(directory, meta, int(j)) for j in layers}

@@ -8,6 +8,10 @@ that is missing, truncated, unreadable, disagrees with ``meta.json`` (shape, dty
 or holds NaN/inf is reported by ``check_layer`` so that ``features.extract`` rebuilds it. The
 checksum and the finiteness are checked once per file state and process (``features.checks``).
 The names of those files are written only here (``entry_rel``, ``layer_file``, ``META_FILE``).
+
+An entry records the versions of the libraries that computed it (the embedder's ``computed_with``: torch,
+transformers, tokenizers for a transformer); under other versions it is stale and rebuilt, as under another
+model, since a new tokenizer or kernel can change the vectors while the model's files stay the same.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.metadata
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +30,7 @@ from corpora.errors import RequestError
 from corpora.paths import cache_dir
 from features.checks import remove_stale_temps, verify_layer_file
 
-FORMAT_VERSION = 2  # 2: per-layer checksums (entries of version 1 are rebuilt once)
+FORMAT_VERSION = 3  # 2: per-layer checksums; 3: library versions recorded (older entries are rebuilt once)
 META_FILE = "meta.json"  # an entry's commit marker: written last, removed first; without it there is no entry
 
 
@@ -118,6 +123,28 @@ def _expected_nbytes(path: Path) -> int | None:
         return None
 
 
+@functools.cache
+def _installed(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def library_versions(names: Sequence[str]) -> dict[str, str]:
+    """{library: its installed release} for an entry's ``meta.json`` (read once per process)."""
+    return {name: _installed(name) for name in names}
+
+
+def libraries_problem(meta: dict) -> str | None:
+    """Why an entry was computed under other library releases than this process has (None: the same ones)."""
+    recorded = meta.get("libraries")
+    if not isinstance(recorded, dict):
+        return f"{META_FILE} names no library versions"
+    changed = [f"{k} {v} (now {now})" for k, v in sorted(recorded.items()) if (now := _installed(str(k))) != v]
+    return f"computed under {', '.join(changed)}" if changed else None
+
+
 def read_meta(directory: Path) -> dict | None:
     """The entry's ``meta.json`` as a dict; None when it is missing, unreadable or not a JSON object."""
     try:
@@ -145,6 +172,8 @@ def meta_problem(
         return f"format version {meta.get('version')} != {version}"
     if meta.get("fingerprint") != fingerprint:
         return "written by another model version (fingerprint differs)"
+    if why := libraries_problem(meta):
+        return why
     if meta.get("sentences_hash") != s_hash or meta.get("num_words") != num_words:
         return "written for other sentences (content hash differs)"
     if meta.get("keep_hash") != keep_hash:

@@ -206,6 +206,9 @@ class Embedder(ABC):
     has_attention: bool = False
     max_words_per_sentence: int = 100_000  # beyond this a clear ValueError, not an OOM
     random_init: int | None = None  # the seed its weights were re-drawn with (``reinitialise``)
+    #: the libraries whose release can change its vectors (a kernel, a tokenizer): the feature cache records their
+    #: versions with an entry and rebuilds it under others (``features.store.library_versions``)
+    computed_with: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from features.extract import get_features
+from features.store import FORMAT_VERSION
 from tests.probe_helpers import RandomEmbedder
 
 SENTS = [["The", "bank", "closed", "."], ["He", "sat", "on", "the", "river", "bank"], [], ["Play", "!"]]
@@ -106,7 +107,31 @@ def test_entries_of_the_previous_format_are_rebuilt_once(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="features.extract"):
         get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
         get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
-    assert emb.calls == 2 and caplog.text.count("format version 1 != 2") == 1
+    assert emb.calls == 2 and caplog.text.count(f"format version 1 != {FORMAT_VERSION}") == 1
+
+
+def test_an_entry_computed_under_another_library_release_is_rebuilt(tmp_path, caplog):
+    """The model's files name the entry, not the tokenizer or kernels that turned them into vectors: features a
+    transformers upgrade would compute otherwise were served as they were. An entry records the releases of its
+    embedder's ``computed_with`` and is rebuilt under others, once."""
+    from features.entries import has_layers
+    from features.store import library_versions
+
+    emb = RandomEmbedder()
+    emb.computed_with = ("torch", "numpy")
+    f = get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    meta = json.loads((f.directory / "meta.json").read_text())
+    assert (
+        meta["libraries"] == library_versions(["torch", "numpy"]) and "not installed" not in meta["libraries"].values()
+    )
+    assert has_layers(emb, "toy", [0, 1], root=tmp_path)
+    (f.directory / "meta.json").write_text(json.dumps({**meta, "libraries": {**meta["libraries"], "torch": "1.0.0"}}))
+    assert not has_layers(emb, "toy", [0, 1], root=tmp_path)
+    with caplog.at_level(logging.WARNING, logger="features.extract"):
+        get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+        get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    assert emb.calls == 2 and caplog.text.count("computed under torch 1.0.0 (now ") == 1
+    assert has_layers(emb, "toy", [0, 1], root=tmp_path)
 
 
 def test_bad_arguments(tmp_path):
@@ -167,3 +192,17 @@ def test_restricted_wsd_layout_reads_the_same_token_vectors():
     np.testing.assert_allclose(
         layout.token_vectors(layer)[[0, 2]], [layer[[0, 1]].mean(0), layer[5:].mean(0)], rtol=1e-6
     )
+
+
+def test_a_sharded_entry_is_refused_when_the_workers_ran_other_library_releases():
+    """Shard workers compute the vectors, the driver writes the entry and its record of the releases: under other
+    releases on the workers that record would be wrong, so the driver says so instead of writing it."""
+    from cluster.shards import ShardedEmbedder
+    from features import FeatureCacheError
+    from features.store import library_versions
+
+    info = {"name": "m", "num_layers": 2, "dim": 4, "fingerprint": "f" * 16, "stateful": False}
+    same = ShardedEmbedder({**info, "libraries": library_versions(["torch"])}, None, [])
+    assert same.computed_with == ("torch",)
+    with pytest.raises(FeatureCacheError, match=r"under torch 1\.0\.0 \(here "):
+        ShardedEmbedder({**info, "libraries": {"torch": "1.0.0"}}, None, [])

@@ -46,6 +46,7 @@ class ElmoEmbedder(Embedder):
     """
 
     has_attention = False
+    computed_with = ("torch",)
 
     def __init__(
         self,
