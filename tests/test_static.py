@@ -343,7 +343,7 @@ def test_glove_training_lowers_loss_on_real_text(small_corpus):
     X = cooccurrence(small_corpus[:1500], vocab)
     model, losses = train_glove(X, dim=16, epochs=4, batch_size=8192, device=torch.device("cpu"), log=lambda m: None)
     assert isinstance(model, GloVeModel) and len(losses) == 4
-    assert losses[-1] < 0.7 * losses[0] and all(b < a for a, b in zip(losses, losses[1:]))
+    assert losses[-1] < 0.8 * losses[0] and all(b < a for a, b in zip(losses, losses[1:]))
     # The AdaGrad step decreases the batch loss it reports.
     coo = X.tocoo()
     i, j = torch.from_numpy(coo.row[:2000].astype(np.int64)), torch.from_numpy(coo.col[:2000].astype(np.int64))
@@ -365,26 +365,42 @@ def test_glove_training_is_deterministic(small_corpus):
     assert torch.equal(a, b)
 
 
-def test_adagrad_step_matches_torch_adagrad():
-    """The closed-form step equals autograd + torch.optim.Adagrad (accumulators start at 1)."""
-    from models.train.glove import GloVeModel, glove_loss, weighting
+def _glove_c_pair_updates(params: dict, i, j, log_x, fx, lr: float) -> None:
+    """glove.c's ``glove_thread`` loop, transcribed (numpy, in place): for each pair the gradient is scaled by eta
+    first, each step divides by the accumulator *before* the pair's square is added, accumulators start at 1."""
+    w, wt, b, bt = (params[n] for n in ("w", "w_tilde", "b", "b_tilde"))
+    gw, gwt, gb, gbt = (params["gsq_" + n] for n in ("w", "w_tilde", "b", "b_tilde"))
+    for k in range(len(i)):
+        l1, l2 = int(i[k]), int(j[k])
+        diff = w[l1] @ wt[l2] + b[l1] + bt[l2] - log_x[k]
+        fdiff = fx[k] * diff * lr
+        temp1, temp2 = fdiff * wt[l2], fdiff * w[l1]
+        w[l1] -= temp1 / np.sqrt(gw[l1])
+        wt[l2] -= temp2 / np.sqrt(gwt[l2])
+        gw[l1] += temp1 * temp1
+        gwt[l2] += temp2 * temp2
+        b[l1] -= fdiff / np.sqrt(gb[l1])
+        bt[l2] -= fdiff / np.sqrt(gbt[l2])
+        gb[l1] += fdiff * fdiff
+        gbt[l2] += fdiff * fdiff
+
+
+def test_adagrad_step_is_glove_c_s_update():
+    """The closed-form step equals glove.c's per-pair update on a batch touching each row once (there the batch and
+    the sequential order agree). It had divided by √(1 + Σ g²) with g unscaled by eta: a learning rate shrinking
+    400× faster (at eta 0.05), and a weaker model at the same epochs (audit, 2026-12-07)."""
+    from models.train.glove import GloVeModel, weighting
 
     torch.manual_seed(0)
-    model = GloVeModel(30, 8)
-    params = {n: p.detach().clone().requires_grad_(True) for n, p in model.named_parameters()}
-    opt = torch.optim.Adagrad(list(params.values()), lr=0.05, initial_accumulator_value=1.0, eps=0.0)
+    model = GloVeModel(40, 8)
+    ref = {n: t.detach().double().numpy().copy() for n, t in [*model.named_parameters(), *model.named_buffers()]}
     for _step in range(3):
-        i, j = torch.randint(0, 30, (64,)), torch.randint(0, 30, (64,))  # repeated rows included
-        x = torch.rand(64) * 200 + 0.1
-        pred = (params["w"][i] * params["w_tilde"][j]).sum(-1) + params["b"][i] + params["b_tilde"][j]
-        ref_loss = glove_loss(pred, x.log(), weighting(x))
-        opt.zero_grad()
-        ref_loss.backward()
-        opt.step()
-        loss = model.adagrad_step(i, j, x.log(), weighting(x), lr=0.05)
-        assert loss == pytest.approx(float(ref_loss.detach()), rel=1e-5)
-        for n, p in model.named_parameters():
-            torch.testing.assert_close(p, params[n].detach(), rtol=1e-5, atol=1e-6)
+        i, j = torch.randperm(40)[:24], torch.randperm(40)[:24]
+        x = torch.rand(24) * 200 + 0.1
+        model.adagrad_step(i, j, x.log(), weighting(x), lr=0.05)
+        _glove_c_pair_updates(ref, i.numpy(), j.numpy(), x.log().double().numpy(), weighting(x).double().numpy(), 0.05)
+        for n, t in [*model.named_parameters(), *model.named_buffers()]:
+            np.testing.assert_allclose(t.detach().double().numpy(), ref[n], rtol=2e-5, atol=1e-7, err_msg=n)
 
 
 def test_a_dataset_whose_shortest_sentences_glove_does_not_know_still_runs(glove, data_root, tmp_path):
