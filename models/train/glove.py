@@ -276,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         "lowercased": args.lowercase,
         "vocab_size": len(vocab),
         "cooccurrence_nnz": int(X.nnz),
-        "params": int(sum(p.numel() for p in model.parameters())),
+        "params": int(emb.vectors.numel()),  # what the asset stores (w + w̃), as the word2vec cards count
+        "trained_params": int(sum(p.numel() for p in model.parameters())),  # w, w̃ and both biases
         "dim": args.dim,
         "layers": 1,
         "epochs": len(losses),
@@ -286,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             "x_max": args.x_max,
             "alpha": args.alpha,
             "lr": args.lr,
-            "optimizer": "AdaGrad (accumulators start at 1)",
+            "optimizer": "AdaGrad as glove.c (lr-scaled gradients, accumulators start at 1)",
             "batch_size": args.batch_size,
             "min_count": args.min_count,
             "max_vocab": args.max_vocab,
