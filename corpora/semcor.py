@@ -9,9 +9,13 @@ The tag files are SGML-like, one element a line, unquoted attributes, latin-1::
     </s>
 
 A sense tag is ``lemma%lexsn``; a ``;`` list gives several tags (``wnsn`` lists run in parallel,
-the lemma never has a list in this release). Tags are dropped, and counted, when ``wnsn=0``
-(a WordNet 1.6 sense with no WordNet 3.0 counterpart) or when the key is not in WordNet 3.0's
-``index.sense``. ``brownv`` files tag verbs only: their other content words carry no tag.
+the lemma never has a list in this release). 621 of the release's adjective-satellite tags write
+the head word with WordNet's syntactic marker (``lexsn=5:00:00:some(a):00``), which sense keys never
+carry (``index.sense`` has ``several%5:00:00:some:00``): the marker is removed, and each such tag's
+``wnsn`` equals ``index.sense``'s sense number. Tags are dropped, and counted, when ``wnsn=0`` (a
+WordNet 1.6 sense with no WordNet 3.0 counterpart) or when the key is not in WordNet 3.0's
+``index.sense`` (none in the release). ``brownv`` files tag verbs only: their other content words
+carry no tag.
 
 A line that cannot be parsed (a broken tag, a word outside a sentence) is skipped and counted in
 ``SemcorStats.malformed_lines``; it never silently becomes a token. The parsed corpus is cached
@@ -30,12 +34,13 @@ from corpora.cache import cached, files_fingerprint
 from corpora.paths import DataMissingError, data_path
 from corpora.types import SemcorSentence, SemcorStats, SemcorToken
 
-CACHE_VERSION = 2  # 2: tokens interned (smaller, faster cache)
+CACHE_VERSION = 3  # 2: tokens interned (smaller, faster cache); 3: satellite heads' markers removed
 SEMCOR_PARTS: tuple[str, ...] = ("brown1", "brown2", "brownv")
 
 _ELEMENT = re.compile(r"^<(wf|punc)((?:\s+[a-z_]+=[^\s<>]*)*)\s*>([^<>]*)</\1>$")
 _ATTR = re.compile(r"([a-z_]+)=([^\s<>]*)")
 _S_OPEN = re.compile(r"^<s\s+snum=([^\s<>]+)\s*>$")
+_HEAD_MARKER = re.compile(r"\((?:a|p|ip)\)(?=:[^:]*$)")  # "some(a)" in lexsn's head word: no sense key has it
 _STRUCTURE = re.compile(r"^</?(contextfile|context|p)(\s+[a-z_]+=[^\s<>]+)*\s*>$")
 
 
@@ -146,7 +151,7 @@ def _parse_token(line: str, wn_keys: frozenset[str]) -> tuple[SemcorToken | None
         return None, _NO_TAGS  # inconsistent sense attributes: a broken tag
     keys, wnsn0, unresolved = [], 0, 0
     for wnsn, lex in zip(wnsns, lexsns):
-        key = f"{lemma.lower()}%{lex}"
+        key = f"{lemma.lower()}%{_HEAD_MARKER.sub('', lex)}"
         if wnsn == "0":
             wnsn0 += 1
         elif key not in wn_keys:
@@ -200,9 +205,10 @@ def load_semcor(parts: Sequence[str] = SEMCOR_PARTS) -> tuple[list[SemcorSentenc
 
 
 #: Tag files per part of the SemCor 3.0 release; its sense tags that WordNet 3.0's ``index.sense`` cannot resolve (of
-#: all its tags; brown1 alone 0.37 %), and the most share of them before a reading is said to be unlike the release.
+#: all its tags: none, once the satellite heads' markers are removed), and the most share of them before a reading is
+#: said to be unlike the release.
 RELEASE_FILES = {"brown1": 103, "brown2": 83, "brownv": 166}
-RELEASE_UNRESOLVED = (621, 234_843)
+RELEASE_UNRESOLVED = (0, 234_843)
 MOST_UNRESOLVED = 0.02
 
 
