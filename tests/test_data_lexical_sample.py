@@ -127,6 +127,25 @@ def test_framework_files_round_trip_and_their_errors(tmp_path):
         read_wsd_files(no_instances, key)
 
 
+def test_a_key_file_or_a_tsv_saved_with_a_bom_or_bare_cr_reads_as_the_plain_one(tmp_path, tsv_lines):
+    """A key file saved with a byte-order mark kept it on the first id ("instance … has no gold key"), and a
+    lexical-sample TSV ending its lines in a bare CR read as one header line ("empty file"): the other readers
+    (CoNLL-U, columns, JSONL) take both."""
+    sentences = eval_slice(3)
+    xml, key = write_wsd_files(sentences, tmp_path / "mini.data.xml", tmp_path / "mini.gold.key.txt")
+    bom = tmp_path / "bom.gold.key.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + key.read_bytes())
+    cr = tmp_path / "cr.gold.key.txt"
+    cr.write_bytes(key.read_bytes().replace(b"\n", b"\r"))
+    assert read_wsd_files(xml, bom).sentences == read_wsd_files(xml, cr).sentences == sentences
+
+    plain = tmp_path / "plain.tsv"
+    plain.write_text("sentence\tindex\tlabel\tlemma\n" + "\n".join(tsv_lines) + "\n", encoding="utf-8")
+    mac = tmp_path / "mac.tsv"
+    mac.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes().replace(b"\n", b"\r"))
+    assert read_lexical_sample(mac) == read_lexical_sample(plain) and len(read_lexical_sample(plain)) == len(tsv_lines)
+
+
 def test_upload_adapter_gives_labelled_occurrences(tsv_lines):
     data = ("\n".join(tsv_lines) + "\n").encode("utf-8")
     source = LexicalSampleSource.from_upload(data, "my.tsv", max_mb=10)
