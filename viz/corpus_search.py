@@ -3,7 +3,7 @@ sense-tagged occurrences at one layer, with their WordNet senses.
 
 The vectors are those of the WSD probe's training split (``probes.tasks.wsd.sources.builtin_train``:
 its piece ``layout``, its feature-cache key and kept rows): one row per sense-tagged SemCor token
-(225,415), the mean of its pieces, in corpus order. The page supplies them as a callback
+(226,036), the mean of its pieces, in corpus order. The page supplies them as a callback
 ``piece_rows(layer)`` (``features.get_features`` with the page's model), so nothing here imports the
 models or the feature cache. Once the index is built (``make index``, ``python -m features index --model M``,
 the app's background build, or ``python -m probes wsd --model M``) a search reads one layer file and is
