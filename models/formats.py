@@ -71,13 +71,19 @@ def read_bytes(path: str | Path, limit: int = -1) -> bytes:
         return fh.read(limit)
 
 
+def _row_fields(line: str) -> list[str]:
+    """A text row's fields as the parser splits them: tabs read as spaces, split on the space only (a word may hold
+    other whitespace, e.g. a non-breaking space, which ``str.split()`` would cut)."""
+    return line.rstrip("\r\n").replace("\t", " ").rstrip(" ").split(" ")
+
+
 def is_vector_row(line: bytes) -> bool:
     """``word v1 ... vdim`` with at least one value, all numbers."""
     try:
-        parts = line.decode("utf-8").split()
+        parts = _row_fields(line.decode("utf-8"))
     except UnicodeDecodeError:
         return False
-    return len(parts) >= 2 and all(_is_float(v) for v in parts[1:])
+    return len(parts) >= 2 and bool(parts[0]) and all(_is_float(v) for v in parts[1:])
 
 
 def _is_float(s: str) -> bool:
@@ -205,10 +211,9 @@ def read_word2vec_text(path: str | Path, header: bool = True) -> tuple[list[str]
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise _error(path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-            line = line.rstrip("\r\n").replace("\t", " ").rstrip(" ")  # tab-separated fields read as spaced
             if not line.strip():
                 continue  # blank lines (e.g. at the end) carry nothing
-            word, *values = line.split(" ")
+            word, *values = _row_fields(line)  # tab-separated fields read as spaced
             if not word:
                 raise _error(path, lineno, "line starts with a space (empty word)")
             if dim < 0:  # GloVe: the first row fixes the dimension
@@ -250,14 +255,14 @@ def read_header(path: str | Path, fmt: str) -> tuple[int, int]:
         if fmt != "glove":
             return parse_vectors_header(path, first)
         if not is_vector_row(first):
-            raise _error(path, 1, f"expected a GloVe row 'word v1 ... vdim', found {len(first.split())} field(s)")
+            raise _error(path, 1, "expected a GloVe row 'word v1 ... vdim' of numbers after the word")
         lines, prev_newline = 1, True
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
             newline = np.frombuffer(chunk, np.uint8) == 10
             starts = np.concatenate([[prev_newline], newline[:-1]])  # byte i begins a line
             lines += int(np.count_nonzero(starts & ~newline))  # ... which is not empty
             prev_newline = bool(newline[-1])
-    return lines, len(first.split()) - 1
+    return lines, len(_row_fields(first.decode("utf-8"))) - 1
 
 
 def read_word2vec_binary(path: str | Path) -> tuple[list[str], np.ndarray]:

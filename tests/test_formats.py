@@ -208,6 +208,18 @@ def test_a_glove_word_with_spaces_keeps_its_vector(tmp_path):
         read_vectors(path, "glove")
 
 
+def test_a_glove_file_whose_first_word_holds_a_non_breaking_space_is_told_apart_and_sized(tmp_path):
+    """The format sniffer and the header reader split line 1 on any whitespace, the parser on the space: a first
+    word with a non-breaking space ("new\xa0york") made the file "neither a word2vec header nor a GloVe row"."""
+    from models.formats import guess_format, read_header, read_vectors
+
+    path = tmp_path / "vectors.txt"
+    path.write_text("new\xa0york 0.1 0.2 0.3\nbank 1 2 3\n", encoding="utf-8")
+    assert guess_format(path) == "glove" and read_header(path, "glove") == (2, 3)
+    words, vectors = read_vectors(path, "glove")
+    assert words == ["new\xa0york", "bank"] and vectors.shape == (2, 3)
+
+
 @pytest.mark.parametrize("fmt", ["word2vec", "glove"])
 def test_a_byte_order_mark_or_tabs_read_as_the_plain_file(tmp_path, vectors, fmt):
     """A file saved with a byte-order mark was "line 2: expected 1 values (as in line 1) after the word 'the',
