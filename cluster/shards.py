@@ -101,9 +101,7 @@ class ShardWorker:
     ) -> None:
         if threads:
             torch.set_num_threads(threads)
-        self.embedder = load_embedder(model)
-        if device is not None:
-            self.embedder.to(device)
+        self.embedder = load_embedder(model, device)  # loaded there, not on the default device and moved
         if max_tokens and hasattr(self.embedder, "max_tokens"):
             self.embedder.max_tokens = max_tokens
         self.shards_done = 0

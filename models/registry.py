@@ -261,11 +261,20 @@ def load_embedder(name: str, device: str | None = None) -> Embedder:
 
 
 def with_device(spec: ModelSpec, device: str | None) -> ModelSpec:
-    """``spec`` loading onto ``device`` where it was registered with another (``models add --device``)."""
-    options = spec.kwargs.get("options") or {}
-    if device is None or options.get("device") in (None, "auto", device):
+    """``spec`` loading straight onto ``device`` (a command's ``--device``), over the one it was registered with
+    (``models add --device``, "auto" included) or the default. Loading on the default device and moving after would
+    put a model on a GPU it was not given, in half precision there, and back in float32 with the half-precision
+    rounding kept under the float32 fingerprint; a model spread over GPUs ("auto") could not be moved at all."""
+    if device is None:
         return spec
-    return replace(spec, kwargs={**spec.kwargs, "options": {**options, "device": device}})
+    if "options" in spec.kwargs:  # a registered reference: its options carry the device
+        options = spec.kwargs.get("options") or {}
+        if options.get("device") == device:
+            return spec
+        return replace(spec, kwargs={**spec.kwargs, "options": {**options, "device": device}})
+    if spec.kwargs.get("device") == device:
+        return spec
+    return replace(spec, kwargs={**spec.kwargs, "device": device})  # the zoo's loaders take ``device``
 
 
 def unload_embedder(name: str) -> bool:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from models.base import Embedder, UnknownModelError
+from models.base import Embedder, UnknownModelError, default_device
 from models.listing import OK, describe
 from models.random_init import is_random, parse_random, random_name
 from models.references import split_references
@@ -186,9 +186,14 @@ def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
         """A model of the zoo, or the zoo's architecture with random weights (``random:NAME@SEED``)."""
         return (parse_random(model)[0] if is_random(model) else model) in REGISTRY
 
-    def fingerprint_of(model: str) -> str | None:
+    def fingerprint_of(model: str) -> tuple[str, ...] | None:
+        """The model's fingerprint in float32 on the CPU (the committed runs') and, on a GPU machine, at the
+        precision it loads with there: a result of either is the shipped model's."""
+        if not shipped(model):
+            return None
         try:
-            return load_embedder(model).fingerprint() if shipped(model) else None
+            on_cpu = load_embedder(model, "cpu").fingerprint()
+            return (on_cpu, load_embedder(model).fingerprint()) if default_device().type == "cuda" else (on_cpu,)
         except UnknownModelError:
             return None
 

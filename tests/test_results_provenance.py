@@ -266,3 +266,13 @@ def test_an_interval_saved_before_units_were_stated_says_what_it_resamples(tmp_p
     assert list(tables["wsd"]["CI over"]) == [UNSTATED_UNIT] and list(tables["pos"]["CI over"]) == [UNSTATED_UNIT]
     df = latest_rows(read_results(tmp_path))
     assert interval_note(df[df.probe == "wsd"]) == f"95% CI over {UNSTATED_UNIT}"
+
+
+def test_a_result_of_the_model_at_any_precision_it_runs_at_here_is_the_shipped_models(tmp_path):
+    """On a GPU machine ``--verify`` loaded each model on the GPU in half precision, whose fingerprint is its own:
+    every committed (CPU, float32) result read "stale". It now takes the fingerprints of the model on the CPU and, where
+    there is a GPU, as loaded there; a result matching either is the shipped model's, one matching neither is not."""
+    save_result(_result("glove-6b-50d", "a" * 16, 51.0, "2026-02-01T00:00:00"), tmp_path)
+    assert verify_results(tmp_path, lambda m: ("b" * 16, "a" * 16))[0].ok
+    stale = verify_results(tmp_path, lambda m: ("b" * 16, "c" * 16))[0]
+    assert not stale.ok and stale.current == "b" * 16

@@ -392,3 +392,34 @@ def test_two_links_to_one_registry_take_one_lock_and_a_name_is_one_line(small_st
     for name in ("nl\n", "a\nb", "x" * 65):
         with pytest.raises(ModelLoadError, match="use 1-64 letters"):
             check_name(name)
+
+
+@pytest.mark.parametrize("name", ["gpt-small", "elmo-small"])
+def test_a_commands_cpu_loads_the_model_on_the_cpu_on_a_machine_with_a_gpu(name, monkeypatch):
+    """``--device cpu`` loaded a zoo model onto the default device first (a GPU there, in half precision) and moved
+    it after: back in float32 with the half-precision rounding kept, under the float32 fingerprint, and on a GPU the
+    run was not given. The model now loads straight onto the asked device: on a machine that says it has CUDA
+    (patched here), a CPU load never touches it."""
+    import torch
+
+    from models.registry import get_spec, load_embedder, load_spec, unload_embedder
+
+    plain = load_spec(get_spec(name))  # no GPU here: float32 on the CPU
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    try:
+        emb = load_embedder(name, "cpu")  # it had tried CUDA: "Torch not compiled with CUDA enabled"
+        assert emb.device.type == "cpu" and emb.fingerprint() == plain.fingerprint()
+    finally:
+        unload_embedder(name)
+
+
+def test_a_commands_device_replaces_a_registered_auto():
+    """A model registered with ``device=auto`` (spread over the GPUs) kept it under ``--device cpu``: loaded over
+    the GPUs, then refused ("spread over several devices … cannot be moved")."""
+    from models.assets import ASSETS
+    from models.references import spec_for_reference
+    from models.registry import with_device
+
+    spec = spec_for_reference(str(ASSETS / "word2vec-sg"), "w", options=ModelOptions(device="auto"))
+    assert with_device(spec, "cpu").kwargs["options"]["device"] == "cpu"
+    assert with_device(spec, None) is spec

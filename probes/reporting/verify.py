@@ -62,12 +62,15 @@ def rows_state(result: ProbeResult) -> str:
     return "ok" if result.digest == content_digest(result) else "edited"
 
 
-def verify_results(runs_dir: str | Path, fingerprint_of: Callable[[str], str | None]) -> list[Check]:
-    """A Check per result in use under ``runs_dir`` (``fingerprint_of(model)``: the current fingerprint,
-    or None for a name that is not a model, e.g. a baseline)."""
+def verify_results(runs_dir: str | Path, fingerprint_of: Callable[[str], str | tuple[str, ...] | None]) -> list[Check]:
+    """A Check per result in use under ``runs_dir`` (``fingerprint_of(model)``: the current fingerprint, or those
+    of the precisions the model runs at here — float32 on the CPU, half on a GPU, each its own fingerprint — or None
+    for a name that is not a model, e.g. a baseline)."""
     checks = []
     for result, n in results_in_use(read_results(runs_dir)):
         current = fingerprint_of(result.model)
+        if isinstance(current, tuple):
+            current = result.fingerprint if result.fingerprint in current else current[0]
         name = f"{result.model}__{result.probe} of {result.timestamp}"
         checks.append(Check(name, result.model, result.probe, result.fingerprint, current, n, rows_state(result)))
     return checks
