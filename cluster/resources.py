@@ -47,8 +47,9 @@ class Resources:
 
 
 def wants_gpu(family_contextual: bool, device: str | None) -> bool:
-    """Whether a task asks for GPUs: ``--device`` decides when given, else whether the model runs on torch."""
-    if device is not None:
+    """Whether a task asks for GPUs: ``--device`` decides when given ("auto", spread over the GPUs, asks for them
+    as a torch model does), else whether the model runs on torch."""
+    if device is not None and device != "auto":
         return device.startswith("cuda")
     return family_contextual
 

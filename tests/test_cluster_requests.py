@@ -125,6 +125,9 @@ def test_gpus_come_from_the_model_and_the_device_not_from_the_cluster_at_start()
     fake = FakeRay({"CPU": 2})
     run(fake, tasks, fixed_size=True)  # --ray local on a machine without GPUs: none asked for
     assert fake.requests()["minilm/pos seed 0"] == (0, "cpu")
+    fake = FakeRay({"CPU": 4, "GPU": 8})
+    run(fake, tasks, TaskEnv(device="auto"))  # spread over the GPUs: it asked for none and was put on the CPU
+    assert fake.requests()["minilm/pos seed 0"] == (1, "auto") and fake.requests()["glove-6b-50d/pos seed 0"][0] == 0
 
 
 def test_out_of_gpu_memory_is_retried_with_half_the_budget_other_errors_are_not():

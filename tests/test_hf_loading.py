@@ -627,6 +627,35 @@ def test_out_of_memory_halves_the_budget_and_gives_the_same_vectors(ckpt, caplog
         np.testing.assert_allclose(o.vectors, r.vectors, atol=1e-5)
 
 
+def test_the_failed_batchs_memory_is_free_before_the_budget_is_halved(ckpt, monkeypatch):
+    """``repack_after_oom`` (and its ``torch.cuda.empty_cache``) ran inside the ``except``, whose traceback kept
+    the failed forward's tensors alive: on a GPU the cache was emptied of nothing."""
+    import weakref
+
+    import models.transformer.embedder as embedder_mod
+
+    emb = load_hf_checkpoint(ckpt("bert"))
+    forward, held, seen = emb.model.forward, [], []
+
+    def failing_once(*args, **kwargs):
+        if not held:
+            activation = torch.ones(256, 1024)  # what the failed forward had allocated
+            held.append(weakref.ref(activation))
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return forward(*args, **kwargs)
+
+    real = embedder_mod.repack_after_oom
+
+    def repack(*args, **kwargs):
+        seen.append(held[0]() is None)
+        return real(*args, **kwargs)
+
+    emb.model.forward = failing_once
+    monkeypatch.setattr(embedder_mod, "repack_after_oom", repack)
+    emb.embed([WORDS, WORDS[:4]])
+    assert seen == [True]
+
+
 def test_out_of_memory_until_batches_are_small_then_a_lone_row_fails(ckpt, caplog):
     path = ckpt("bert")
     sents = [(WORDS * 3)[: 4 + i % 7] for i in range(12)]

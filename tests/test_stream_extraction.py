@@ -88,6 +88,35 @@ def test_out_of_memory_repacks_and_gives_the_same_rows(checkpoints, sentences, m
     assert emb.max_tokens == budget // 4  # halved twice, as embed does
 
 
+def test_the_streams_failed_batch_is_free_before_the_budget_is_halved(checkpoints, sentences, monkeypatch):
+    """As ``embed``'s: the re-pack (and its ``torch.cuda.empty_cache``) ran while the handler's traceback held the
+    failed batch's tensors."""
+    import weakref
+
+    import models.transformer.stream as stream_mod
+
+    emb = load_hf_checkpoint(checkpoints["bert"], dtype="fp32", window=24, device="cpu")
+    run, held, seen = emb._run_tensors, [], []
+
+    def failing_once(ids, mask, with_attention):
+        if not held:
+            activation = torch.ones(256, 1024)
+            held.append(weakref.ref(activation))
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return run(ids, mask, with_attention)
+
+    real = stream_mod.repack_after_oom
+
+    def repack(*args, **kwargs):
+        seen.append(held[0]() is None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(emb, "_run_tensors", failing_once)
+    monkeypatch.setattr(stream_mod, "repack_after_oom", repack)
+    streamed(emb, sentences)
+    assert seen == [True]
+
+
 def test_feature_cache_through_the_stream_equals_embed(checkpoints, sentences, tmp_path):
     emb = load_hf_checkpoint(checkpoints["gpt2"], dtype="fp32", window=24, device="cpu")
     total = sum(map(len, sentences))

@@ -333,7 +333,11 @@ class TransformerEmbedder(Embedder):
                 try:
                     parts, batch_atts = self._word_parts(brows, piece_weight, n_words, with_attention)
                 except torch.OutOfMemoryError as exc:  # nothing of this batch was added yet: re-run it smaller
-                    todo = repack_after_oom(self, exc, rows, todo, with_attention)
+                    oom = exc.with_traceback(None)  # its frames hold the failed batch's tensors
+                else:
+                    oom = None
+                if oom is not None:  # out of the handler: the failed batch's memory is free before the cache is emptied
+                    todo = repack_after_oom(self, oom, rows, todo, with_attention)
                     continue
                 todo.pop(0)
                 # Each selected piece goes to its word's global slot (windowed words draw from two windows).

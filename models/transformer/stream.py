@@ -214,7 +214,7 @@ def _hand_over(block: torch.Tensor) -> tuple[torch.Tensor, torch.cuda.Event | No
     finite = torch.empty((), dtype=torch.bool, pin_memory=True)
     finite.copy_(torch.isfinite(block).all(), non_blocking=True)
     event = torch.cuda.Event()
-    event.record()
+    event.record(torch.cuda.current_stream(block.device))  # the copies' stream: on cuda:N not the current device's
     return host, event, finite
 
 
@@ -235,7 +235,11 @@ def run_chunk(emb, plan: ChunkPlan, dtype: torch.dtype) -> Iterator[RowBlock]:
         try:
             out, long_parts = _pool(emb, bp, dtype)
         except torch.OutOfMemoryError as exc:  # nothing of this batch was added yet: re-run it smaller
-            batches = repack_after_oom(emb, exc, plan.rows, [b.rows for b in todo], False)
+            oom = exc.with_traceback(None)  # its frames hold the failed batch's tensors
+        else:
+            oom = None
+        if oom is not None:  # out of the handler: the failed batch's memory is free before the cache is emptied
+            batches = repack_after_oom(emb, oom, plan.rows, [b.rows for b in todo], False)
             todo = [plan_batch(emb, plan, b, emb.device.type == "cuda") for b in batches]
             continue
         todo.pop(0)
