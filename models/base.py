@@ -108,6 +108,13 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def tf32_marker(device: torch.device, dtype: torch.dtype) -> str:
+    """ "|tf32" for float32 on a GPU where torch may use TF32 (cuDNN's convolutions and LSTMs by default, matmuls
+    when set): vectors ~1e-3 away from true float32, so a fingerprint of their own (empty elsewhere)."""
+    tf32 = torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32
+    return "|tf32" if device.type == "cuda" and dtype == torch.float32 and tf32 else ""
+
+
 def use_compute(threads: int | None, device: str | None) -> None:
     """A command line's ``--threads`` (torch's CPU threads, set) and ``--device`` (checked, ``check_device``): a
     RequestError naming the flag when either cannot be used."""
@@ -229,6 +236,8 @@ class Embedder(ABC):
         same path gets a new key (``_fingerprint_extra`` hashes the files' bytes).
         """
         extra = self._fingerprint_extra() + ("" if self.random_init is None else f"|random_init={self.random_init}")
+        if "torch" in self.computed_with:  # its vectors come out of torch's kernels
+            extra += tf32_marker(self.device, getattr(self, "dtype", torch.float32))
         payload = json.dumps(
             {"family": self.info.family, "layers": self.info.num_layers, "dim": self.info.dim, "extra": extra},
             sort_keys=True,

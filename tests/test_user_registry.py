@@ -423,3 +423,26 @@ def test_a_commands_device_replaces_a_registered_auto():
     spec = spec_for_reference(str(ASSETS / "word2vec-sg"), "w", options=ModelOptions(device="auto"))
     assert with_device(spec, "cpu").kwargs["options"]["device"] == "cpu"
     assert with_device(spec, None) is spec
+
+
+def test_float32_on_a_gpu_that_may_use_tf32_has_a_fingerprint_of_its_own(monkeypatch):
+    """cuDNN runs ELMo's convolutions and LSTMs in TF32 by default (~1e-3 from float32): an ELMo or transformer run
+    in float32 on a GPU shared the CPU's fingerprint, and so its feature-cache entries and results. The device is
+    set by hand here (no GPU): the fingerprint is all that is read."""
+    import torch
+
+    from models.registry import get_spec, load_spec
+
+    for name in ("elmo-small", "gpt-small"):
+        emb = load_spec(get_spec(name))
+        on_cpu = emb.fingerprint()
+        emb.device = torch.device("cuda")  # as .to("cuda") with half precision off would leave it
+        monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+        assert emb.fingerprint() != on_cpu
+        monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+        matmul = torch.backends.cuda.matmul.allow_tf32  # a property of torch's: set and restored by hand
+        torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            assert emb.fingerprint() == on_cpu  # true float32: the CPU's key
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = matmul
