@@ -10,8 +10,9 @@ sliced per sentence, checked and cast to float16 there. Here, per chunk of sente
    On a GPU the next chunk is planned in a worker thread while the device runs this one (the fast
    tokenizer releases the GIL); on the CPU, where the forward's threads use every core, inline.
 2. **Run** (device, :func:`run_chunk`): one forward per batch; each kept layer's pieces pooled into words
-   on the device: a word's first piece × its weight, the other pieces index-added in order (the same float
-   operations as ``TransformerEmbedder.embed``, so CPU values are identical), cast to the storage dtype on
+   on the device: a word's first piece × its weight, the other pieces index-added (the same float operations
+   as ``TransformerEmbedder.embed``, so CPU values are identical; CUDA's ``index_add_`` adds atomically, in no
+   fixed order, so GPU values can differ from run to run in the last bits), cast to the storage dtype on
    the device, then ONE non-blocking copy of all kept layers of the batch into pinned memory. The block of
    batch k is handed over (an event waited for) only after batch k+1 was launched, so the caller writes
    block k into the cache while the device computes.
