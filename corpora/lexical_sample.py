@@ -86,14 +86,14 @@ def iter_lines(lines: Iterable[bytes], where: str) -> Iterator[LexicalItem]:
         for raw in raw_line.rstrip(b"\r\n").split(b"\r"):  # a bare CR ends a line too, as in the other readers
             lineno += 1
             try:
-                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise DataFormatError(
                     where,
                     lineno,
                     f"not UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1}); save the file as UTF-8",
                 ) from None
-            item = parse_line(text, where, lineno)
+            item = parse_line(text.removeprefix("\ufeff") if lineno == 1 else text, where, lineno)
             if item is not None:
                 count += 1
                 yield item

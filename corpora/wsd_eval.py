@@ -62,13 +62,14 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             for raw in raw_line.rstrip(b"\r\n").split(b"\r"):  # no UTF-8 sequence holds 0x0d
                 lineno += 1
                 try:
-                    yield lineno, raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                    line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     raise WsdFormatError(
                         path,
                         lineno,
                         f"not UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1}); save the file as UTF-8",
                     ) from None
+                yield lineno, line.removeprefix("\ufeff") if lineno == 1 else line
 
 
 def read_gold_keys(path: str | Path, wordnet_keys: bool = True) -> dict[str, tuple[str, ...]]:

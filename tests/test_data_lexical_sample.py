@@ -144,6 +144,15 @@ def test_a_key_file_or_a_tsv_saved_with_a_bom_or_bare_cr_reads_as_the_plain_one(
     mac = tmp_path / "mac.tsv"
     mac.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes().replace(b"\n", b"\r"))
     assert read_lexical_sample(mac) == read_lexical_sample(plain) and len(read_lexical_sample(plain)) == len(tsv_lines)
+    # a bad byte on a first line behind a byte-order mark is named as it is (the mark had shifted it by 3)
+    bad = tmp_path / "bad.gold.key.txt"
+    bad.write_bytes(b"\xef\xbb\xbfid ab\xffc%1:00:00::\n")
+    with pytest.raises(WsdFormatError, match=r"bad\.gold\.key\.txt:1: not UTF-8 \(byte 0xff at column 9\)"):
+        read_wsd_files(xml, bad)
+    bad_tsv = tmp_path / "bad.tsv"
+    bad_tsv.write_bytes(b"\xef\xbb\xbfa b\xff c\t0\tx\n")
+    with pytest.raises(DataFormatError, match=r"bad\.tsv:1: not UTF-8 \(byte 0xff at column 7\)"):
+        read_lexical_sample(bad_tsv)
 
 
 def test_upload_adapter_gives_labelled_occurrences(tsv_lines):
