@@ -567,6 +567,7 @@ def main(argv: list[str] | None = None) -> int:
                     "machine": info,
                     "args": vars(args) | {"json": str(args.json)},
                     "times": times,
+                    "notes": notes,
                     "settle_vs_floor": settle_rows(times) + settle_rows(times, returning=True),
                 },
                 indent=1,

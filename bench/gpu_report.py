@@ -215,7 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not isinstance(report, dict) or missing:
         raise LabError(f"{source} is not a report of bench/gpu_check.py (it lacks {', '.join(missing) or 'an object'})")
-    (args.out / "gpu_check.md").write_text(markdown(report))
+    try:
+        text = markdown(report)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # the right keys holding something else
+        raise LabError(f"{source} is not a report of bench/gpu_check.py: {exc!r}") from exc
+    (args.out / "gpu_check.md").write_text(text)
     print(f"wrote {args.out / 'gpu_check.md'}")
     return 0
 

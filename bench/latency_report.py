@@ -230,9 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run = json.loads(args.run.read_text())
         info, times = run["machine"], {step: [float(t) for t in ts] for step, ts in run["times"].items()}
+        text = section(info, times, [str(n) for n in run.get("notes", [])])
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise LabError(f"{args.run} is not a --json file of bench/bench_browser_latency.py: {exc!r}") from exc
-    print(section(info, times, []))
+    print(text)
     return 0
 
 

@@ -158,10 +158,16 @@ def test_the_report_modules_run_as_scripts_and_refuse_a_file_they_did_not_write(
     helped = run("--help")
     assert helped.returncode == 0 and helped.stdout.startswith("usage:"), helped.stderr[-2000:]
     bad = tmp_path / ("gpu_check.json" if "gpu" in script else "run.json")
-    bad.write_text('{"truncated": ')
-    refused = run(str(tmp_path if "gpu" in script else bad))
-    assert refused.returncode == 2 and refused.stderr.strip().startswith("error: "), refused.stderr
-    assert "Traceback" not in refused.stderr
+    wrong_shape = (
+        '{"command": "c", "mode": "m", "budget_s": 1, "parts": [1]}'
+        if "gpu" in script
+        else '{"machine": {}, "times": {}}'
+    )
+    for text in ('{"truncated": ', wrong_shape):  # broken JSON; JSON of another shape (a traceback)
+        bad.write_text(text)
+        refused = run(str(tmp_path if "gpu" in script else bad))
+        assert refused.returncode == 2 and refused.stderr.strip().startswith("error: "), refused.stderr
+        assert "Traceback" not in refused.stderr
 
 
 def test_gpu_report_rewrites_the_markdown_a_run_wrote_from_its_json(tmp_path):
