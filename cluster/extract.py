@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cluster.shards import CHUNK_SIZE, ShardJob, ShardWorker, commit, plan_shards, request_id
+from cluster.shards import CHUNK_SIZE, ShardJob, ShardWorker, check_releases, commit, plan_shards, request_id
 from cluster.storage import Store, push_entry
 from cluster.tasks import FAULT_ENV
 from corpora.paths import cache_dir
@@ -68,6 +68,7 @@ def extract_sharded(
         info = ray.get(pool[0].info.remote())
     if info["stateful"]:
         raise ProbeInputError(f"{info['name']} is a stateful ELMo: its vectors depend on the batch; not shardable.")
+    check_releases(info["name"], info["libraries"])  # before any shard is computed, not at the commit after them
     store_obj = Store(store or (root or cache_dir()))
     rid = request_id(info, key, sentences, keep, dtype, chunk_size, len(plan))
     job = ShardJob(

@@ -168,11 +168,24 @@ class ShardWorker:
                 "sentences": len(ids),
                 "nbytes": path.stat().st_size,
                 "checksum": file_checksum(path),
+                "libraries": library_versions(emb.computed_with),  # the worker's: checked by the driver at commit
             }
             store.put_file(path, f"{name}.npz")
         store.put_text(f"{name}.json", json.dumps(record))  # last: the shard is done
         self.shards_done += 1
         return record
+
+
+def check_releases(model: str, workers: dict | None) -> None:
+    """FeatureCacheError unless a worker computed ``model`` under this process's releases of its libraries (the
+    driver records its own with the entry): checked before any shard is planned, and on every shard at commit."""
+    here = library_versions(list(workers or {}))
+    if workers is None or workers != here:
+        differ = ", ".join(f"{k} {v} (here {here[k]})" for k, v in sorted((workers or {}).items()) if here[k] != v)
+        raise FeatureCacheError(
+            f"A worker computes {model} under {differ or 'unrecorded library releases'}: install the same releases "
+            "here and on every worker (the feature cache records what computed its vectors)."
+        )
 
 
 class ShardedEmbedder:
@@ -184,15 +197,10 @@ class ShardedEmbedder:
     check_text = Embedder.check_text
 
     def __init__(self, info: dict, job: ShardJob, records: list[dict]) -> None:
-        # the entry records this process's releases of the workers' libraries: they must be the workers' own
-        workers, here = info["libraries"], library_versions(list(info["libraries"]))
-        if workers != here:
-            differ = ", ".join(f"{k} {v} (here {here[k]})" for k, v in sorted(workers.items()) if here[k] != v)
-            raise FeatureCacheError(
-                f"The workers computed {info['name']} under {differ}: install the same releases here and on the "
-                "workers (the feature cache records what computed its vectors)."
-            )
-        self.computed_with = tuple(workers)
+        # the entry records this process's releases of the workers' libraries: they must be every worker's own
+        for worker in [info["libraries"]] + [r.get("libraries") for r in records]:
+            check_releases(info["name"], worker)
+        self.computed_with = tuple(info["libraries"])
         self.name, self.num_layers, self.dim, self._fp = (
             info["name"],
             info["num_layers"],

@@ -30,7 +30,8 @@ Design notes:
   is never published); a pull hands the store's files to ``features.install_entry``, which verifies
   each layer's size and checksum against ``meta.json`` and installs them under the entry's lock (a
   mismatch is an error naming the remote file, nothing is installed). The bytes are the same in
-  every cache and store.
+  every cache and store. An entry another node computed under other library releases (or an older cache
+  format) is not pulled: this node computes its own (``features.entries.foreign``; ``store verify`` says so).
 - **Checked up front.** ``check_store`` (the sweep's ``--cache-url``) imports the URL's fsspec backend
   (``s3fs`` for s3://, ``gcsfs`` for gs://) and writes, reads and deletes one small object, so a missing
   package, bucket or permission is one error before any model loads.
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import posixpath
 import shutil
@@ -48,7 +50,10 @@ import uuid
 from pathlib import Path
 
 from features import FeatureCacheError, entry_files, entry_rel, install_entry, local_entries, read_meta
+from features.entries import foreign
 from probes.errors import ProbeInputError
+
+log = logging.getLogger(__name__)
 
 # local_entries (the committed local entries of a model, from features) completes the push/pull interface.
 __all__ = [
@@ -187,6 +192,8 @@ def entry_problems(store: Store, fingerprint: str, key: str, full: bool = False)
     if pointer is None or not isinstance(pointer.get("objects"), dict) or not pointer.get("version"):
         return [f"{store.path(rel)}: no readable {POINTER}"]
     problems, unchecked = [], full
+    if isinstance(pointer.get("meta"), dict) and (why := foreign(pointer["meta"], fingerprint)):
+        problems.append(f"{store.path(rel)}: {why}: not usable here")
     for name, want in pointer["objects"].items():
         path = store.path(f"{rel}/{pointer['version']}/{name}")
         try:
@@ -278,6 +285,9 @@ def pull_entry(store: Store, fingerprint: str, key: str, root: Path | None = Non
     rel = entry_rel(fingerprint, key)
     pointer = store.read_json(f"{rel}/{POINTER}")
     if pointer is None or not isinstance(pointer.get("meta"), dict) or not pointer.get("version"):
+        return False
+    if why := foreign(pointer["meta"], fingerprint):  # another node's releases: not this one's to serve
+        log.info("%s: not pulled (%s); computed here instead.", store.path(rel), why)
         return False
     prefix = f"{rel}/{pointer['version']}"
     install_entry(

@@ -57,12 +57,14 @@ def _fingerprint(embedder_or_fingerprint) -> str:
     return embedder_or_fingerprint.fingerprint()
 
 
-def _foreign(meta: dict, fingerprint: str) -> bool:
-    """Whether ``meta.json`` was written by another format version, for another model or under other library
-    releases."""
-    return (meta.get("version"), meta.get("fingerprint")) != (FORMAT_VERSION, fingerprint) or bool(
-        libraries_problem(meta)
-    )
+def foreign(meta: dict, fingerprint: str, computed_with: Sequence[str] | None = None) -> str | None:
+    """Why an entry's ``meta.json`` cannot serve model ``fingerprint`` here (None: it can): another format version,
+    another model, other library releases (``computed_with``: the embedder's, where known)."""
+    if meta.get("version") != FORMAT_VERSION:
+        return f"{META_FILE} of format version {meta.get('version')} (this is {FORMAT_VERSION})"
+    if meta.get("fingerprint") != fingerprint:
+        return f"{META_FILE} of another model"
+    return libraries_problem(meta, computed_with)
 
 
 def _problems(
@@ -71,10 +73,11 @@ def _problems(
     """(the entry's directory, {layer: why it cannot be read} for the layers that cannot); ``inputs``: the fields
     of ``meta.json`` that say what the entry was built from, as they must read (``has_layers``)."""
     fingerprint = _fingerprint(embedder_or_fingerprint)
+    computed_with = getattr(embedder_or_fingerprint, "computed_with", None)
     directory = feature_dir(fingerprint, key, root)
     meta = read_meta(directory)
-    if meta is not None and _foreign(meta, fingerprint):
-        return directory, {int(j): f"{META_FILE} of another format version, model or library release" for j in layers}
+    if meta is not None and (why := foreign(meta, fingerprint, computed_with)):
+        return directory, {int(j): why for j in layers}
     if meta is not None and inputs is not None and any(meta.get(k) != v for k, v in inputs.items()):
         return directory, {int(j): f"{META_FILE} written for other sentences" for j in layers}
     found = {int(j): check_layer(directory, meta, int(j)) for j in layers}
@@ -113,7 +116,7 @@ def stored_layers(embedder_or_fingerprint, key: str, root: Path | None = None) -
     fingerprint = _fingerprint(embedder_or_fingerprint)
     directory = feature_dir(fingerprint, key, root)
     meta = read_meta(directory)
-    if meta is None or _foreign(meta, fingerprint):
+    if meta is None or foreign(meta, fingerprint):
         return []
     listed = meta.get("layers")
     if not isinstance(listed, dict):

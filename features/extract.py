@@ -216,6 +216,7 @@ def _entry_state(job: Job, directory: Path, layers: list[int]) -> tuple[dict | N
         job.keep_hash,
         job.dtype,
         job.embedder.dim,
+        job.embedder.computed_with,
     )
     if stale:
         log.warning("Feature cache %s is stale (%s); rebuilding.", directory, stale)

@@ -136,11 +136,14 @@ def library_versions(names: Sequence[str]) -> dict[str, str]:
     return {name: _installed(name) for name in names}
 
 
-def libraries_problem(meta: dict) -> str | None:
-    """Why an entry was computed under other library releases than this process has (None: the same ones)."""
+def libraries_problem(meta: dict, computed_with: Sequence[str] | None = None) -> str | None:
+    """Why an entry was computed under other library releases than this process has (None: the same ones);
+    ``computed_with`` (the embedder's, where known): the libraries the entry must record."""
     recorded = meta.get("libraries")
     if not isinstance(recorded, dict):
         return f"{META_FILE} names no library versions"
+    if computed_with is not None and set(recorded) != set(computed_with):
+        return f"it records the releases of {sorted(recorded)}, the model is computed with {sorted(computed_with)}"
     changed = [f"{k} {v} (now {now})" for k, v in sorted(recorded.items()) if (now := _installed(str(k))) != v]
     return f"computed under {', '.join(changed)}" if changed else None
 
@@ -164,6 +167,7 @@ def meta_problem(
     keep_hash: str | None,
     dtype: str,
     dim: int,
+    computed_with: Sequence[str] | None = None,
 ) -> str | None:
     """Why an entry's ``meta`` was written for another request (None: it matches, or there is no meta.json)."""
     if meta is None:
@@ -172,7 +176,7 @@ def meta_problem(
         return f"format version {meta.get('version')} != {version}"
     if meta.get("fingerprint") != fingerprint:
         return "written by another model version (fingerprint differs)"
-    if why := libraries_problem(meta):
+    if why := libraries_problem(meta, computed_with):
         return why
     if meta.get("sentences_hash") != s_hash or meta.get("num_words") != num_words:
         return "written for other sentences (content hash differs)"

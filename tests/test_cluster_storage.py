@@ -77,6 +77,25 @@ def test_push_then_pull_installs_the_same_bytes_and_the_cache_serves_them(tmp_pa
     assert not pull_entry(store, emb.fingerprint(), "other", tmp_path / "b")
 
 
+def test_an_entry_computed_under_other_releases_is_not_pulled_over_a_good_one(tmp_path, store):
+    """Another node's entry, computed under other library releases, replaced this node's valid one at every pull
+    (then rebuilt, pushed back: the nodes took turns), and ``store verify`` called it ok."""
+    from features.entries import has_layers
+
+    emb, feats = entry(tmp_path / "a")
+    meta = json.loads((feats.directory / "meta.json").read_text())
+    other = tmp_path / "node-b" / feats.directory.relative_to(tmp_path / "a")
+    other.parent.mkdir(parents=True)
+    other.mkdir()
+    for name, data in files(feats.directory).items():
+        (other / name).write_bytes(data)
+    (other / "meta.json").write_text(json.dumps({**meta, "libraries": {"torch": "1.0.0"}}))
+    assert push_entry(store, other)
+    assert not pull_entry(store, emb.fingerprint(), "toy", tmp_path / "a")  # not this node's to serve
+    assert has_layers(emb, "toy", [0, 1, 2], root=tmp_path / "a")  # the good local entry is kept
+    assert any("computed under torch 1.0.0" in p for p in entry_problems(store, emb.fingerprint(), "toy"))
+
+
 def test_a_corrupted_remote_layer_is_refused_and_nothing_is_installed(tmp_path, store):
     emb, feats = entry(tmp_path / "a")
     push_entry(store, feats.directory)

@@ -132,6 +132,11 @@ def test_an_entry_computed_under_another_library_release_is_rebuilt(tmp_path, ca
         get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
     assert emb.calls == 2 and caplog.text.count("computed under torch 1.0.0 (now ") == 1
     assert has_layers(emb, "toy", [0, 1], root=tmp_path)
+    # a model that now names a library more (a release of which can change its vectors): the entry is rebuilt too
+    emb.computed_with = ("torch", "numpy", "scipy")
+    assert not has_layers(emb, "toy", [0, 1], root=tmp_path)
+    get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    assert emb.calls == 3 and has_layers(emb, "toy", [0, 1], root=tmp_path)
 
 
 def test_bad_arguments(tmp_path):

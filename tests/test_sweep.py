@@ -133,6 +133,20 @@ def test_a_sharded_extraction_makes_the_models_whole_dataset_check_before_any_sh
     assert not any((tmp_path / "cache").rglob("*.npz"))
 
 
+def test_a_sharded_extraction_under_other_releases_is_refused_before_any_shard(tiny_bert, tmp_path, monkeypatch):
+    """Workers computing under other library releases than the driver's were refused only at the commit, after
+    every shard had been embedded and uploaded (on a GPU cluster, the whole extraction). Now before the first."""
+    from cluster.shards import ShardWorker
+    from features import FeatureCacheError
+
+    info = ShardWorker.info
+    monkeypatch.setattr(ShardWorker, "info", lambda self: {**info(self), "libraries": {"torch": "1.0.0"}})
+    sentences = [["The", "bank", "closed", "."], ["A", "river", "bank"]] * 4
+    with pytest.raises(FeatureCacheError, match=r"under torch 1\.0\.0 \(here "):
+        extract_sharded(tiny_bert, "toy", sentences, num_shards=2, root=tmp_path / "cache", chunk_size=2)
+    assert not any((tmp_path / "cache").rglob("*.npz"))
+
+
 def test_an_in_process_sweep_shares_features_through_a_store(tiny_bert, tmp_path, monkeypatch):
     url = f"memory://sweep-{uuid.uuid4().hex[:8]}"
     tasks = [t for t in plan_sweep([tiny_bert], ["pos"], [0], 15, {}) if t.model]

@@ -10,7 +10,7 @@ the app's background build, or ``python -m probes wsd --model M``) a search read
 one matrix-vector product.
 
     index = corpus_index(sentences)                      # SemCor sentences in load_semcor() order
-    Xn = corpus_vectors(layout, piece_rows, layer)       # (225415, dim) float32 unit rows
+    Xn = corpus_vectors(layout, piece_rows, layer)       # (226036, dim) float32 unit rows
     hits = nearest(Xn, query_vector, k=20, exclude=index.row_of(si, ti))
     frame = hits_frame(hits, index, sentences, sense_name)
     frame["sense"].value_counts()                        # the page draws it as a histogram

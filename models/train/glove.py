@@ -11,8 +11,8 @@ As in the reference implementation (``glove.c`` / ``cooccur.c``):
   f(x) = (x / x_max)^α for x < x_max, else 1 (x_max = 100, α = 0.75);
 - AdaGrad as glove.c writes it: the gradient scaled by the learning rate (0.05) first, each step
   divided by the root of the accumulator *before* the step's square is added, accumulators starting
-  at 1 (not ``torch.optim.Adagrad``, which adds first and accumulates unscaled squares: a step size
-  shrinking 1/lr² = 400× faster);
+  at 1 (not ``torch.optim.Adagrad``, which adds first and accumulates unscaled squares: an
+  accumulator growing 1/lr² = 400× faster, and once it dominates a step 1/lr = 20× smaller);
   parameters initialised uniformly in [−0.5, 0.5] / dim;
 - the saved vectors are w + w̃.
 

@@ -63,7 +63,7 @@ class TransformerEmbedder(Embedder):
     """Shared machinery; subclasses set ``family``, ``decoder`` and the window choice."""
 
     has_attention = True
-    computed_with = ("torch", "transformers", "tokenizers")
+    computed_with = ("torch", "transformers", "tokenizers", "sentencepiece")  # slow tokenizers convert via it
     family = ""
     decoder = False
 
