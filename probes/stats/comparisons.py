@@ -157,6 +157,8 @@ def mc_borderline(p_values: Sequence[float], p_se: Sequence[float], alpha: float
 def holm_decided(p_values: Sequence[float], p_se: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """One family's Holm-adjusted p-values and, per test, whether Monte Carlo error could turn its decision
     (``mc_borderline``): what every table that decides a family of tests reads (claims, the app's layer tests)."""
+    if len(p_values) != len(p_se):
+        raise ValueError(f"{len(p_values)} p-values but {len(p_se)} Monte Carlo errors: one per test")
     return holm(p_values), mc_borderline(p_values, p_se)
 
 
