@@ -466,3 +466,15 @@ def test_a_decision_that_other_random_draws_could_turn_is_at_the_threshold():
     best = pd.read_csv(RESULTS / "best_layer.csv")
     row = best[(best.best == "minilm L2") & (best.against == "minilm L3")].iloc[0]
     assert row["significant (Holm p < 0.05)"] == "at the threshold", row
+
+
+def test_a_family_with_fewer_monte_carlo_errors_than_tests_is_refused():
+    """``holm_decided`` broadcast a single ``p_se`` over every test of the family (numpy), deciding the others
+    with an error that was not theirs."""
+    from probes.stats.comparisons import holm_decided
+
+    p, borderline = holm_decided([0.01, 0.04, 0.2], [0.0, 0.002, 0.0])
+    assert p.shape == borderline.shape == (3,) and not borderline[0]
+    with pytest.raises(ValueError, match="3 p-values but 1 Monte Carlo errors"):
+        holm_decided([0.01, 0.04, 0.2], [0.002])
+    assert [len(a) for a in holm_decided([], [])] == [0, 0]
