@@ -279,7 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_seconds=None if args.max_minutes is None else args.max_minutes * 60 - prior_time,
     )
     steps_done = start_step + len(losses)
-    nll, n_eval = evaluate(model, heldout, args.context, device, max_tokens=args.eval_max_tokens)
+    bos = tokenizer.get_vocab()["<s>"]  # not a target: it always follows </s>
+    nll, n_eval = evaluate(model, heldout, args.context, device, max_tokens=args.eval_max_tokens, skip=bos)
     ppl = math.exp(nll)
     print(f"held-out: {n_eval:,} predicted tokens, mean NLL {nll:.4f}, perplexity {ppl:.2f}", flush=True)
 
