@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         tokenizer = PreTrainedTokenizerFast.from_pretrained(args.asset)
     except (OSError, ValueError) as exc:
         raise LabError(f"{args.asset}: not a GPT asset of models train gpt ({exc})") from exc
-    corpus = load_lm_corpus(lowercase=False, seed=int(card.get("seed", 0)))
+    # the split of the card's run: seed 0 since 2026-12-07, the run's --seed before
+    corpus = load_lm_corpus(lowercase=False, seed=int(card.get("heldout_split_seed", card.get("seed", 0))))
     heldout = encode_stream(corpus.heldout, tokenizer, bool(card.get("lowercase", True)))
     context, device = int(card["context"]), torch.device("cpu")
     bos = tokenizer.get_vocab()["<s>"]

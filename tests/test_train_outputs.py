@@ -318,3 +318,29 @@ def test_gpt_held_out_perplexity_scores_no_free_sentence_start():
     assert count == int(keep.sum()) == 12  # 14 targets, 2 of them <s>
     assert nll == pytest.approx(float(-picked[keep].mean()), rel=1e-6)
     assert evaluate(model, stream, 8, torch.device("cpu"))[1] == 14  # without skip: every target, as before
+
+
+def test_a_resumed_time_budgeted_gpt_run_goes_on_where_its_schedule_was():
+    """``--max-minutes`` then ``--resume``: the time left was mapped onto the whole schedule again, so a run stopped
+    half-way through its time at step 300 of 1,000 resumed at lr(300) — back up from lr(500) — on another curve."""
+    import torch
+
+    from models.train.gpt_lm import build_model, lr_at, train_steps
+
+    torch.manual_seed(0)
+    model = build_model(12, d_model=16, n_layer=1, n_head=2, context=8, dropout=0.0)
+    stream = np.arange(200, dtype=np.int32) % 12
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    kwargs = dict(batch_size=2, context=8, lr=1e-3, warmup=10, start_step=300, total_steps=1000, optimizer=optimizer)
+    train_steps(model, stream, 1, **kwargs, max_seconds=100.0, prior_seconds=50.0, log_every=0)
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(lr_at(500, 1000, 10, 1e-3))
+
+
+def test_a_warm_up_as_long_as_the_run_is_said(capsys):
+    """``--steps 60`` with the default ``--warmup 200``: the rate never reached its peak nor decayed, without a word."""
+    from models.train.common import warn_short_schedule
+
+    warn_short_schedule(60, 200)
+    assert "--warmup 200 is not below the run's 60 steps" in capsys.readouterr().err
+    warn_short_schedule(1500, 100)
+    assert capsys.readouterr().err == ""

@@ -41,7 +41,8 @@ class BiLMLanguageModel(nn.Module):
         )
 
     def forward(self, char_ids: torch.Tensor, word_ids: torch.Tensor) -> dict[str, torch.Tensor]:
-        """char_ids: (B, T, 50); word_ids: (B, T+2) vocabulary ids *with* <S>/</S>, −1 at padding.
+        """char_ids: (B, T, 50); word_ids: (B, T+2) vocabulary ids *with* <S>/</S>; at padding any id (``elmo_data``
+        writes 0): the char ids' mask leaves it out.
 
         Returns {"loss": fwd + bwd mean NLL, "forward_nll", "backward_nll": summed NLL (nats),
         "num_targets": targets per direction}.
@@ -68,7 +69,7 @@ class BiLMLanguageModel(nn.Module):
 
 
 def default_cutoffs(vocab_size: int) -> list[int]:
-    """Adaptive-softmax clusters: a ~2k head, then ~4× bigger tails."""
+    """Adaptive-softmax clusters: a 2k head, then tails 5× bigger each (2k–10k, 10k–50k, …)."""
     cutoffs, c = [], 2000
     while c < vocab_size:
         cutoffs.append(c)

@@ -11,6 +11,7 @@ import math
 import os
 import pickle
 import platform
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -244,6 +245,17 @@ def restore_rng_states(checkpoint: dict) -> None:
         print(
             f"note: the checkpoint holds {len(cuda)} GPU generator state(s) this machine cannot take; the resumed "
             "run's GPU draws (dropout) differ from an uninterrupted run's"
+        )
+
+
+def warn_short_schedule(steps: int, warmup: int) -> None:
+    """Say so when the warm-up is not shorter than the run: the learning rate never reaches its peak or decays."""
+    if warmup >= steps:
+        print(
+            f"warning: --warmup {warmup} is not below the run's {steps} steps: the learning rate never reaches its "
+            "peak and never decays (give --warmup a tenth of --steps or less)",
+            file=sys.stderr,
+            flush=True,
         )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from models.elmo.lm import BiLMLanguageModel, perplexity
-from models.train.common import rng_states
+from models.train.common import rng_states, warn_short_schedule
 from models.train.elmo_data import BatchEncoder, make_batches
 
 
@@ -92,6 +92,7 @@ class TrainState:
 
 def lr_schedule(cfg: dict, args: argparse.Namespace) -> Callable[[int], float]:
     """The learning rate at a step: linear warm-up over ``--warmup`` steps, then a cosine down to 5 %."""
+    warn_short_schedule(args.steps, args.warmup)
 
     def lr_at(step: int) -> float:
         if step < args.warmup:
@@ -146,7 +147,7 @@ def train_steps(
                 print(
                     f"step {state.step}/{args.steps} epoch {state.epoch} loss {window_loss / args.log_every:.3f} "
                     f"ppl fwd {perplexity(window_fwd, window_n):.1f} bwd {perplexity(window_bwd, window_n):.1f} "
-                    f"lr {lr_at(state.step):.2e} {window_tokens / dt:.0f} tok/s "
+                    f"lr {lr_at(state.step - 1):.2e} {window_tokens / dt:.0f} tok/s "
                     f"elapsed {(state.elapsed_before + time.time() - t_start) / 60:.1f} min",
                     flush=True,
                 )

@@ -54,6 +54,7 @@ from models.train.common import (
     save_checkpoint,
     training_setup,
     utc_now,
+    warn_short_schedule,
 )
 from models.train.gpt_lm import build_model, build_word_tokenizer, encode_stream, evaluate, make_optimizer, train_steps
 
@@ -175,6 +176,7 @@ def model_card(
         "heldout_nll": round(nll, 4),
         "perplexity": round(ppl, 2),
         "seed": args.seed,
+        "heldout_split_seed": 0,  # the corpus split is the same for every --seed (models.train.gpt: as ELMo's)
         "command": command,
         "date": utc_now(),
         "machine": machine_description() + f", trained on {device}; load average at the end {os.getloadavg()[0]:.1f}",
@@ -188,6 +190,7 @@ def output_folder(args: argparse.Namespace) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    warn_short_schedule(args.steps, args.warmup)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device) if args.device else default_device()
@@ -198,7 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         corpus = load_lm_corpus(
-            lowercase=False, min_count=args.min_count, seed=args.seed, max_sentences=args.max_sentences
+            lowercase=False,
+            min_count=args.min_count,
+            max_sentences=args.max_sentences,  # held-out split: seed 0, as ELMo's
         )
     except DataMissingError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -276,7 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_every=args.log_every,
         on_step=on_step,
         total_steps=args.steps,
-        max_seconds=None if args.max_minutes is None else args.max_minutes * 60 - prior_time,
+        max_seconds=None if args.max_minutes is None else args.max_minutes * 60,
+        prior_seconds=prior_time,  # a resumed run's schedule goes on from the time already spent
     )
     steps_done = start_step + len(losses)
     bos = tokenizer.get_vocab()["<s>"]  # not a target: it always follows </s>

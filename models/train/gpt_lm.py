@@ -171,12 +171,14 @@ def train_steps(
     on_step=None,
     total_steps: int | None = None,
     max_seconds: float | None = None,
+    prior_seconds: float = 0.0,
 ) -> list[float]:
     """Run up to ``steps`` optimisation steps from ``start_step``; returns the per-step training losses.
 
     ``on_step(step, loss, optimizer, rng)`` is called after every step (checkpointing, logging).
-    With ``max_seconds`` the schedule's progress is max(step fraction, time fraction) and training
-    stops when the time is spent, so the cosine decay still completes on a slow or busy machine.
+    With ``max_seconds`` (the whole run's budget; ``prior_seconds`` of it spent before a resume) the schedule's
+    progress is max(step fraction, time fraction) and training stops when the time is spent, so the cosine decay
+    still completes on a slow or busy machine, and a resumed run goes on where the interrupted one was.
     """
     device = device or next(model.parameters()).device
     total_steps = total_steps or (start_step + steps)
@@ -189,7 +191,7 @@ def train_steps(
     for step in range(start_step, start_step + steps):
         sched_step = step
         if max_seconds is not None:
-            elapsed = time.time() - t0
+            elapsed = prior_seconds + time.time() - t0
             if elapsed >= max_seconds:
                 print(f"time budget of {max_seconds:.0f}s spent after {step} steps", flush=True)
                 break
