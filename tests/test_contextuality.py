@@ -74,6 +74,32 @@ def test_adjusted_measures_of_random_isotropic_vectors_are_about_zero():
     assert m["anisotropy"]["se"] < 0.0005 and m["anisotropy"]["lo"] < 0 < m["anisotropy"]["hi"]
 
 
+def test_intra_sentence_similarity_measures_the_words_the_anisotropy_is_drawn_from():
+    """The anisotropy subtracted from intra-sentence similarity is drawn from the measured words (punctuation left
+    out), but the measure averaged over every token: its adjusted value mixed two sets of rows. Punctuation rows
+    (key "") pointing one shared way made it ~0.15 higher here; they no longer enter it."""
+    rng = np.random.default_rng(2)
+    sentences, words_per = 300, 8
+    lengths = np.full(sentences, words_per + 2)  # 8 words and 2 punctuation tokens a sentence
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    sentence_of_row = np.repeat(np.arange(sentences), lengths)
+    keys = np.array([f"w{i}" for i in rng.integers(0, 50, size=offsets[-1])], dtype=object)
+    punct = np.tile(np.r_[np.zeros(words_per, bool), True, True], sentences)
+    keys[punct] = ""
+    X = rng.normal(size=(offsets[-1], 128))
+    X[punct] = 5.0 + rng.normal(size=(punct.sum(), 128)) * 0.1  # all punctuation alike
+    sel = select_words(keys, sentence_of_row, min_occurrences=5, max_occurrences=40, seed=0)
+    m = layer_measures(X, sel, offsets, min_pairs=3000)
+    words_only = np.nanmean(
+        [
+            intra_sentence_similarity(X[offsets[i] : offsets[i + 1]][~punct[offsets[i] : offsets[i + 1]]])
+            for i in range(sentences)
+        ]
+    )
+    assert m["intra_sentence_similarity"]["value"] == pytest.approx(words_only, abs=1e-9)
+    assert m["intra_sentence_similarity_adj"]["value"] == pytest.approx(1 / np.sqrt(words_per), abs=0.03)
+
+
 def test_selection_is_seeded_one_occurrence_per_sentence_and_refuses_rare_words():
     keys = np.array(["a", "a", "b", "a", "", "a", "b", "a"], dtype=object)
     sent = np.array([0, 0, 0, 1, 1, 2, 2, 3])
