@@ -44,7 +44,8 @@ The probe (a corpus, SemCor or any text, every layer of a model; ``python -m pro
   pairs or sets is the SE's choice, so it differs between layers;
 - adjusted = measure − baseline: self- and intra-sentence similarity subtract the anisotropy, whose
   Monte-Carlo error enters each resample as an independent normal draw (mean ± SE·z); adjusted MEV is the
-  mean over words of (word's MEV − its own random sets' mean MEV), bootstrapped over words as pairs.
+  mean MEV over words minus the mean over words of their own random sets' mean MEV (the mean of the per-word
+  differences but where a word has no MEV, e.g. a static model's all-zero word), bootstrapped over words as pairs.
 
 The resampled words and sentences are the same at every layer (seeded by the selection's seed), so layers
 are compared on the same resamples. The intervals are for this corpus slice
