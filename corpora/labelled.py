@@ -15,7 +15,7 @@ the trailing newline removed. An empty file is a :class:`DataFormatError` of its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,8 +49,29 @@ class SpanSentence:
     line: int = 0
 
 
+def text_lines(lines: Iterable[bytes], where: str | Path, error: type[DataFormatError] = DataFormatError):
+    """(line number from 1, text without the newline) of a stream of raw lines (a file, an upload's ``BytesIO``),
+    as every text reader of the lab reads them: LF, CRLF or a bare CR end a line (no UTF-8 sequence holds the byte
+    0x0d, so bytes split safely), a UTF-8 byte-order mark on line 1 is dropped, and bytes that are not UTF-8 are
+    ``error(where, line, …)`` naming the byte and its column."""
+    number = 0
+    for raw in lines:
+        for piece in raw.rstrip(b"\r\n").split(b"\r"):
+            number += 1
+            try:
+                line = piece.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise error(
+                    where,
+                    number,
+                    f"not UTF-8 text (byte 0x{piece[exc.start]:02x} at column {exc.start + 1}); "
+                    "save the file as UTF-8.",
+                ) from None
+            yield number, line.removeprefix("\ufeff") if number == 1 else line
+
+
 def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """(line number from 1, text without the newline) for every line of ``path``, streamed.
+    """(line number from 1, text without the newline) for every line of ``path``, streamed (``text_lines``).
 
     DataFormatError for a missing or unreadable file, an empty file, or bytes that are not UTF-8
     (naming the line and the byte offset in it). A UTF-8 byte-order mark is dropped; lines may end in LF, CRLF or
@@ -62,20 +83,8 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise DataFormatError(path, None, f"cannot read the file ({exc.strerror}).") from None
     with fh:
         number = 0
-        for raw in fh:
-            # a bare CR ends a line too (old Mac files); no UTF-8 sequence holds the byte 0x0d, so bytes split safely
-            for piece in raw.rstrip(b"\r\n").split(b"\r"):
-                number += 1
-                try:
-                    line = piece.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DataFormatError(
-                        path,
-                        number,
-                        f"not UTF-8 text (byte 0x{piece[exc.start]:02x} at column {exc.start + 1}); "
-                        "save the file as UTF-8.",
-                    ) from None
-                yield number, line.removeprefix("\ufeff") if number == 1 else line
+        for number, line in text_lines(fh, path):
+            yield number, line
         if number == 0:
             raise DataFormatError(path, None, "the file is empty.")
 

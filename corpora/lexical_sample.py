@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from corpora.format_errors import DataFormatError
+from corpora.labelled import text_lines
 
 FIELDS = "sentence<TAB>target word index<TAB>label[<TAB>lemma]"
 
@@ -81,22 +82,12 @@ def parse_line(text: str, where: str, lineno: int) -> LexicalItem | None:
 
 def iter_lines(lines: Iterable[bytes], where: str) -> Iterator[LexicalItem]:
     """Items of a stream of raw lines (a file, an upload's ``BytesIO``); ``where`` names it in errors."""
-    count = lineno = 0
-    for raw_line in lines:
-        for raw in raw_line.rstrip(b"\r\n").split(b"\r"):  # a bare CR ends a line too, as in the other readers
-            lineno += 1
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataFormatError(
-                    where,
-                    lineno,
-                    f"not UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1}); save the file as UTF-8",
-                ) from None
-            item = parse_line(text.removeprefix("\ufeff") if lineno == 1 else text, where, lineno)
-            if item is not None:
-                count += 1
-                yield item
+    count = 0
+    for lineno, text in text_lines(lines, where):
+        item = parse_line(text, where, lineno)
+        if item is not None:
+            count += 1
+            yield item
     if not count:
         raise DataFormatError(where, None, f"empty file: no occurrences (one line per occurrence: {FIELDS})")
 

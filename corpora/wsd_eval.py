@@ -29,6 +29,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from corpora.format_errors import DataFormatError
+from corpora.labelled import text_lines
 from corpora.paths import data_path
 from corpora.types import WsdDataset, WsdInstance, WsdSentence
 
@@ -54,22 +55,10 @@ def default_key_file(xml_path: str | Path) -> Path:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a UTF-8 text file, a byte-order mark dropped and a bare CR ending a line as the other
-    readers do (``corpora.labelled.numbered_lines``); WsdFormatError naming the line of a non-UTF-8 byte."""
+    """(line number, text) of a UTF-8 text file as every reader of the lab reads one (``text_lines``); WsdFormatError
+    naming the line of a non-UTF-8 byte."""
     with open(path, "rb") as fh:
-        lineno = 0
-        for raw_line in fh:
-            for raw in raw_line.rstrip(b"\r\n").split(b"\r"):  # no UTF-8 sequence holds 0x0d
-                lineno += 1
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise WsdFormatError(
-                        path,
-                        lineno,
-                        f"not UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1}); save the file as UTF-8",
-                    ) from None
-                yield lineno, line.removeprefix("\ufeff") if lineno == 1 else line
+        yield from text_lines(fh, path, WsdFormatError)
 
 
 def read_gold_keys(path: str | Path, wordnet_keys: bool = True) -> dict[str, tuple[str, ...]]:

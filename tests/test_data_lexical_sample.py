@@ -64,7 +64,7 @@ def test_reader_on_real_lines(tmp_path, tsv_lines):
         (b"the bank\tone\tX\n", 1, "'one' is not a whole number"),
         (b"the bank\t1\t\n", 1, "label '' is empty"),
         (b"   \t0\tX\n", 1, "empty sentence"),
-        (b"ok line\t0\tX\nthe caf\xe9\t1\tX\n", 2, "not UTF-8 (byte 0xe9"),
+        (b"ok line\t0\tX\nthe caf\xe9\t1\tX\n", 2, "not UTF-8 text (byte 0xe9"),
         (b"", None, "empty file: no occurrences"),
         (b"# only a comment\n\n", None, "empty file"),
     ],
@@ -147,11 +147,11 @@ def test_a_key_file_or_a_tsv_saved_with_a_bom_or_bare_cr_reads_as_the_plain_one(
     # a bad byte on a first line behind a byte-order mark is named as it is (the mark had shifted it by 3)
     bad = tmp_path / "bad.gold.key.txt"
     bad.write_bytes(b"\xef\xbb\xbfid ab\xffc%1:00:00::\n")
-    with pytest.raises(WsdFormatError, match=r"bad\.gold\.key\.txt:1: not UTF-8 \(byte 0xff at column 9\)"):
+    with pytest.raises(WsdFormatError, match=r"bad\.gold\.key\.txt:1: not UTF-8 text \(byte 0xff at column 9\)"):
         read_wsd_files(xml, bad)
     bad_tsv = tmp_path / "bad.tsv"
     bad_tsv.write_bytes(b"\xef\xbb\xbfa b\xff c\t0\tx\n")
-    with pytest.raises(DataFormatError, match=r"bad\.tsv:1: not UTF-8 \(byte 0xff at column 7\)"):
+    with pytest.raises(DataFormatError, match=r"bad\.tsv:1: not UTF-8 text \(byte 0xff at column 7\)"):
         read_lexical_sample(bad_tsv)
 
 
