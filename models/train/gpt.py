@@ -12,8 +12,8 @@ Training text is the stream ``<s> w1 … wn </s> <s> …`` cut into random ``--c
 (GPT-2 style, blocks cross sentence boundaries). AdamW, linear warm-up then cosine decay, gradient
 clipping; a resumable checkpoint (model + optimizer + schedule + RNG) is written to
 ``<out>/checkpoint.pt`` every ``--checkpoint-every`` steps and removed at the end. The held-out
-perplexity is exp(mean NLL) over every predicted token of the held-out split (``<unk>`` and ``</s>``
-are targets too, as in word-level WikiText perplexities).
+perplexity is exp(mean NLL) over every predicted token of the held-out split but the ``<s>`` that always
+follows ``</s>`` (``<unk>`` and ``</s>`` are targets, as in word-level WikiText perplexities).
 """
 
 from __future__ import annotations
