@@ -491,3 +491,31 @@ def test_elmo_in_half_precision_has_its_own_cache_key():
     half = emb.fingerprint()
     emb.to("cpu")
     assert half != full and emb.fingerprint() == full  # float32 keeps its key (the committed runs' fingerprints)
+
+
+def test_out_of_memory_halves_elmos_budget_and_gives_the_same_vectors(caplog):
+    """ELMo had no re-pack on ``torch.OutOfMemoryError`` (the transformer embedder had): one batch too big for the
+    GPU ended the run. It now halves the token budget and re-packs what is left; stateless vectors do not depend on
+    the batching, so they are the same. A lone sentence that does not fit, or a stateful call, is an error."""
+    import logging
+
+    sents = [["the", "bank", "closed", "early"][: 2 + i % 3] + ["."] * (i % 4) for i in range(10)]
+    ref = ElmoEmbedder(randomized_bilm(), name="tiny", source="test", max_tokens=64).embed(sents)
+    emb = ElmoEmbedder(randomized_bilm(), name="tiny", source="test", max_tokens=64)
+    layers, calls = emb.bilm.layers, []
+
+    def failing_once(ids):
+        calls.append(ids.shape[0])
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return layers(ids)
+
+    emb.bilm.layers = failing_once
+    with caplog.at_level(logging.WARNING, logger="models.elmo.embedder"):
+        out = emb.embed(sents)
+    assert emb.max_tokens == 32 and "halved to 32" in caplog.text and len(calls) >= 3
+    for o, r in zip(out, ref):
+        np.testing.assert_allclose(o.vectors, r.vectors, atol=1e-6)
+    emb.bilm.layers = lambda ids: (_ for _ in ()).throw(torch.OutOfMemoryError("CUDA out of memory (simulated)"))
+    with pytest.raises(torch.OutOfMemoryError, match="one sentence of 4 words does not fit"):
+        emb.embed([["the", "bank", "closed", "early"]])

@@ -8,7 +8,9 @@
 Batched extraction: sentences are sorted by length and packed so that sentences × (longest + 2)
 stays within ``max_tokens``; each batch runs once under ``torch.inference_mode`` (fp16 on CUDA
 only, pinned host memory for the transfer). Every sequence starts from zero LSTM states and its
-padding sits after it, so a sentence gets the same vectors whatever it is batched with.
+padding sits after it, so a sentence gets the same vectors whatever it is batched with. Out of GPU memory
+(``torch.OutOfMemoryError``): the token budget is halved, one warning logged and the sentences not yet run re-packed,
+as the transformer embedder does; a lone sentence (or a stateful call) that does not fit is an error saying so.
 
 ``stateful=True`` runs the original's way instead (``models.elmo.lstm``): each ``embed`` call is
 ONE batch in the given order, row i continuing from the LSTM states row i ended with in the
@@ -22,6 +24,7 @@ hdf5 metadata (``python -m models list``), ``load_allennlp_elmo`` loads it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,8 @@ from models.elmo.bilm import ElmoBiLm
 from models.elmo.characters import batch_to_ids
 from models.elmo.checkpoint import load_bilm
 from models.spec import ELMO
+
+log = logging.getLogger(__name__)
 
 
 class ElmoEmbedder(Embedder):
@@ -143,10 +148,20 @@ class ElmoEmbedder(Embedder):
     def _embed_batch(self, sentences: list[list[str]], with_attention: bool) -> list[SentenceEmbedding]:
         results: list[SentenceEmbedding | None] = [None] * len(sentences)
         # Stateful: one batch, rows in the given order (row i's carried state belongs to sentence i).
-        batches = [list(range(len(sentences)))] if self.stateful else self.batches([len(s) for s in sentences])
+        todo = [list(range(len(sentences)))] if self.stateful else self.batches([len(s) for s in sentences])
         with torch.inference_mode():
-            for batch in batches:
-                layers, _ = self.bilm.layers(self._encode([sentences[i] for i in batch]))
+            while todo:
+                batch = todo[0]
+                try:
+                    layers, _ = self.bilm.layers(self._encode([sentences[i] for i in batch]))
+                except torch.OutOfMemoryError as exc:
+                    oom = exc.with_traceback(None)  # its frames hold the failed batch's tensors
+                else:
+                    oom = None
+                if oom is not None:  # out of the handler: the failed batch's memory is free
+                    todo = self._repack_after_oom(oom, sentences, todo)
+                    continue
+                todo.pop(0)
                 layers = layers.float().cpu().numpy()  # (L+1, B, T, 2D)
                 for b, i in enumerate(batch):
                     n = len(sentences[i])
@@ -154,6 +169,29 @@ class ElmoEmbedder(Embedder):
                         words=list(sentences[i]), vectors=np.ascontiguousarray(layers[:, b, :n]), oov=np.zeros(n, bool)
                     )
         return results  # type: ignore[return-value]
+
+    def _repack_after_oom(
+        self, exc: BaseException, sentences: list[list[str]], todo: list[list[int]]
+    ) -> list[list[int]]:
+        """The batches ``todo`` (the first failed) after an out-of-memory error: the token budget halved and the
+        sentences not yet run re-packed (stateless vectors do not depend on the batching); a lone sentence, or a
+        stateful call (one batch by design), that does not fit is an error saying what to do."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        if self.stateful or len(todo[0]) == 1:
+            what = (
+                "a stateful call's one batch"
+                if self.stateful
+                else f"one sentence of {len(sentences[todo[0][0]])} words"
+            )
+            raise torch.OutOfMemoryError(
+                f"{self.name}: {what} does not fit in {self.device} memory; embed fewer or shorter sentences at a "
+                "time, or run it on the CPU (--device cpu)."
+            ) from exc
+        self.max_tokens = max(1, self.max_tokens // 2)
+        rest = [i for batch in todo for i in batch]
+        log.warning("%s: out of memory; token budget halved to %d, re-packing", self.name, self.max_tokens)
+        return [[rest[k] for k in b] for b in pack_by_length([len(sentences[i]) for i in rest], self.max_tokens)]
 
 
 def pack_by_length(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
