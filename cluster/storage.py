@@ -31,7 +31,7 @@ Design notes:
   each layer's size and checksum against ``meta.json`` and installs them under the entry's lock (a
   mismatch is an error naming the remote file, nothing is installed). The bytes are the same in
   every cache and store. An entry another node computed under other library releases (or an older cache
-  format) is not pulled: this node computes its own (``features.entries.foreign``; ``store verify`` says so).
+  format) is not pulled: this node computes its own (``features.store.foreign``; ``store verify`` says so).
 - **Checked up front.** ``check_store`` (the sweep's ``--cache-url``) imports the URL's fsspec backend
   (``s3fs`` for s3://, ``gcsfs`` for gs://) and writes, reads and deletes one small object, so a missing
   package, bucket or permission is one error before any model loads.
@@ -50,7 +50,7 @@ import uuid
 from pathlib import Path
 
 from features import FeatureCacheError, entry_files, entry_rel, install_entry, local_entries, read_meta
-from features.entries import foreign
+from features.store import foreign
 from probes.errors import ProbeInputError
 
 log = logging.getLogger(__name__)

@@ -33,14 +33,13 @@ from corpora.paths import cache_dir
 from corpora.temps import write_atomically
 from features.checks import FeatureCacheError, entry_lock, file_checksum, temp_path
 from features.store import (
-    FORMAT_VERSION,
     META_FILE,
     check_layer,
     entry_rel,
     feature_dir,
+    foreign,
     keep_hash,
     layer_file,
-    libraries_problem,
     meta_text,
     read_meta,
     sentences_hash,
@@ -55,16 +54,6 @@ def _fingerprint(embedder_or_fingerprint) -> str:
     if isinstance(embedder_or_fingerprint, str):
         return embedder_or_fingerprint
     return embedder_or_fingerprint.fingerprint()
-
-
-def foreign(meta: dict, fingerprint: str, computed_with: Sequence[str] | None = None) -> str | None:
-    """Why an entry's ``meta.json`` cannot serve model ``fingerprint`` here (None: it can): another format version,
-    another model, other library releases (``computed_with``: the embedder's, where known)."""
-    if meta.get("version") != FORMAT_VERSION:
-        return f"{META_FILE} of format version {meta.get('version')} (this is {FORMAT_VERSION})"
-    if meta.get("fingerprint") != fingerprint:
-        return f"{META_FILE} of another model"
-    return libraries_problem(meta, computed_with)
 
 
 def _problems(

@@ -37,7 +37,6 @@ from corpora.errors import RequestError
 from features.build import CannotWrite, Job, LayerArrays, ProgressFn, embed_into, extract_to_disk, layers_to_write
 from features.checks import FeatureCacheError, NonFiniteFeaturesError, entry_lock, remove_stale_temps
 from features.store import (
-    FORMAT_VERSION,
     check_layer,
     feature_dir,
     keep_hash,
@@ -209,7 +208,6 @@ def _entry_state(job: Job, directory: Path, layers: list[int]) -> tuple[dict | N
     stale = meta_problem(
         directory,
         meta,
-        FORMAT_VERSION,
         job.fp,
         job.s_hash,
         int(job.offsets[-1]),

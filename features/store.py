@@ -148,6 +148,16 @@ def libraries_problem(meta: dict, computed_with: Sequence[str] | None = None) ->
     return f"computed under {', '.join(changed)}" if changed else None
 
 
+def foreign(meta: dict, fingerprint: str, computed_with: Sequence[str] | None = None) -> str | None:
+    """Why an entry's ``meta.json`` cannot serve model ``fingerprint`` here (None: it can): another format version,
+    another model, other library releases (``computed_with``: the embedder's, where known)."""
+    if meta.get("version") != FORMAT_VERSION:
+        return f"format version {meta.get('version')} != {FORMAT_VERSION}"
+    if meta.get("fingerprint") != fingerprint:
+        return "written by another model version (fingerprint differs)"
+    return libraries_problem(meta, computed_with)
+
+
 def read_meta(directory: Path) -> dict | None:
     """The entry's ``meta.json`` as a dict; None when it is missing, unreadable or not a JSON object."""
     try:
@@ -160,7 +170,6 @@ def read_meta(directory: Path) -> dict | None:
 def meta_problem(
     directory: Path,
     meta: dict | None,
-    version: int,
     fingerprint: str,
     s_hash: str,
     num_words: int,
@@ -172,11 +181,7 @@ def meta_problem(
     """Why an entry's ``meta`` was written for another request (None: it matches, or there is no meta.json)."""
     if meta is None:
         return f"{META_FILE} is unreadable or not a JSON object" if (directory / META_FILE).exists() else None
-    if meta.get("version") != version:
-        return f"format version {meta.get('version')} != {version}"
-    if meta.get("fingerprint") != fingerprint:
-        return "written by another model version (fingerprint differs)"
-    if why := libraries_problem(meta, computed_with):
+    if why := foreign(meta, fingerprint, computed_with):
         return why
     if meta.get("sentences_hash") != s_hash or meta.get("num_words") != num_words:
         return "written for other sentences (content hash differs)"
