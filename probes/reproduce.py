@@ -19,6 +19,7 @@ disk now (``probes.reporting.verify``).
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -186,6 +187,7 @@ def verify(runs: Path, say: Callable[[str], None] = print) -> bool:
         """A model of the zoo, or the zoo's architecture with random weights (``random:NAME@SEED``)."""
         return (parse_random(model)[0] if is_random(model) else model) in REGISTRY
 
+    @functools.cache  # once per model, not per result: on a GPU machine each call loads it twice (CPU, GPU)
     def fingerprint_of(model: str) -> tuple[str, ...] | None:
         """The model's fingerprint in float32 on the CPU (the committed runs') and, on a GPU machine, at the
         precision it loads with there: a result of either is the shipped model's."""
