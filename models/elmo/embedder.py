@@ -34,7 +34,7 @@ import torch
 
 from corpora.digests import content_fingerprint, file_digests
 from models.assets import ASSETS, read_model_card, require_card
-from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device, seeded
+from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device, run_or_oom, seeded
 from models.elmo.bilm import ElmoBiLm
 from models.elmo.characters import batch_to_ids
 from models.elmo.checkpoint import load_bilm
@@ -152,17 +152,12 @@ class ElmoEmbedder(Embedder):
         with torch.inference_mode():
             while todo:
                 batch = todo[0]
-                try:
-                    layers, _ = self.bilm.layers(self._encode([sentences[i] for i in batch]))
-                except torch.OutOfMemoryError as exc:
-                    oom = exc.with_traceback(None)  # its frames hold the failed batch's tensors
-                else:
-                    oom = None
-                if oom is not None:  # out of the handler: the failed batch's memory is free
+                out, oom = run_or_oom(self.layers, [sentences[i] for i in batch])
+                if oom is not None:
                     todo = self._repack_after_oom(oom, sentences, todo)
                     continue
                 todo.pop(0)
-                layers = layers.float().cpu().numpy()  # (L+1, B, T, 2D)
+                layers = out[0].numpy()  # (L+1, B, T, 2D), float32 on the CPU (``layers``)
                 for b, i in enumerate(batch):
                     n = len(sentences[i])
                     results[i] = SentenceEmbedding(

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from corpora.errors import RequestError
+from models import base
 from models.base import Embedder, ModelInfo, PieceAttention, SentenceEmbedding, check_unicode, default_device, seeded
 from models.options import CPU_TOKENS, GPU_TOKENS
 from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_config, load_tokenizer
@@ -330,15 +331,11 @@ class TransformerEmbedder(Embedder):
         with torch.inference_mode():
             while todo:
                 brows = [rows[i] for i in todo[0]]
-                try:
-                    parts, batch_atts = self._word_parts(brows, piece_weight, n_words, with_attention)
-                except torch.OutOfMemoryError as exc:  # nothing of this batch was added yet: re-run it smaller
-                    oom = exc.with_traceback(None)  # its frames hold the failed batch's tensors
-                else:
-                    oom = None
-                if oom is not None:  # out of the handler: the failed batch's memory is free before the cache is emptied
+                out, oom = base.run_or_oom(self._word_parts, brows, piece_weight, n_words, with_attention)
+                if oom is not None:  # nothing of this batch was added yet: re-run it smaller
                     todo = repack_after_oom(self, oom, rows, todo, with_attention)
                     continue
+                parts, batch_atts = out
                 todo.pop(0)
                 # Each selected piece goes to its word's global slot (windowed words draw from two windows).
                 dst = torch.from_numpy(np.concatenate([offsets[r.sentence] + r.words[r.sel] for r in brows]))

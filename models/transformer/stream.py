@@ -36,7 +36,7 @@ from itertools import islice
 import numpy as np
 import torch
 
-from models.base import RowBlock, check_keep
+from models.base import RowBlock, check_keep, run_or_oom
 from models.transformer.memory import repack_after_oom
 from models.transformer.pieces import Row, pad_right, piece_weights
 
@@ -233,16 +233,12 @@ def run_chunk(emb, plan: ChunkPlan, dtype: torch.dtype) -> Iterator[RowBlock]:
 
     while todo:
         bp = todo[0]
-        try:
-            out, long_parts = _pool(emb, bp, dtype)
-        except torch.OutOfMemoryError as exc:  # nothing of this batch was added yet: re-run it smaller
-            oom = exc.with_traceback(None)  # its frames hold the failed batch's tensors
-        else:
-            oom = None
-        if oom is not None:  # out of the handler: the failed batch's memory is free before the cache is emptied
+        pooled, oom = run_or_oom(_pool, emb, bp, dtype)
+        if oom is not None:  # nothing of this batch was added yet: re-run it smaller
             batches = repack_after_oom(emb, oom, plan.rows, [b.rows for b in todo], False)
             todo = [plan_batch(emb, plan, b, emb.device.type == "cuda") for b in batches]
             continue
+        out, long_parts = pooled
         todo.pop(0)
         ready = [(bp.sentences, bp.counts, *_hand_over(out))]
         for s, slot, part in long_parts:  # in batch order, as embed sums them
