@@ -26,8 +26,8 @@ When a process dies (``WorkerCrashedError``: killed, out of memory; ``OutOfMemor
 memory monitor; ``NodeDiedError``: preempted node; ``RayActorError``: the model's actor died) the task
 it was running is submitted again with half the batch budget, up to ``retries`` times, to a new actor
 that also takes the model's tasks still queued (at their own budget). A task that runs out of GPU
-memory (``torch.OutOfMemoryError``, a CUDA "out of memory" ``RuntimeError``: ``is_oom``) is retried the
-same way on its actor. Any other exception inside a task (bad data, a model that fails to load) is not
+memory (torch's, cuBLAS's or cuDNN's: ``models.errors.is_out_of_memory``) is retried the same way on its
+actor. Any other exception inside a task (bad data, a model that fails to load) is not
 retried: it would fail the same way; it is reported and the sweep goes on with the others.
 """
 
@@ -43,6 +43,7 @@ from cluster.plan import SweepTask
 from cluster.resources import Resources, estimate
 from cluster.storage import Store, evict_local
 from cluster.tasks import TaskEnv, run_task
+from models.errors import is_out_of_memory
 
 OnDone = Callable[[SweepTask, dict], None]
 Say = Callable[[str], None]
@@ -60,13 +61,6 @@ class RunReport:
     done: int = 0
     retried: int = 0
     failures: list[Failure] = field(default_factory=list)
-
-
-def is_oom(exc: BaseException) -> bool:
-    """A task's exception that is an out-of-memory of its device: retried with a smaller batch budget."""
-    return type(exc).__name__ == "OutOfMemoryError" or (
-        isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
-    )
 
 
 class ModelWorker:
@@ -217,7 +211,7 @@ class OnRay:
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
             if isinstance(exc, died):
                 retry(task, f"worker died ({type(exc).__name__})")
-            elif is_oom(cause):
+            elif is_out_of_memory(cause):
                 retry(task, f"out of memory ({type(cause).__name__})")
             else:
                 settle(task, f"{type(cause).__name__}: {cause}")

@@ -14,10 +14,9 @@ import hashlib
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
@@ -107,15 +106,6 @@ def mostly_unknown(words: int, unknown: int, least: int = 8) -> bool:
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def run_or_oom(run: Callable[..., Any], *args) -> tuple[Any, torch.OutOfMemoryError | None]:
-    """(``run(*args)``, None), or (None, the out-of-memory error it raised, its traceback dropped): the traceback's
-    frames hold the failed batch's tensors, so a caller re-packs (and empties the CUDA cache) with their memory free."""
-    try:
-        return run(*args), None
-    except torch.OutOfMemoryError as exc:
-        return None, exc.with_traceback(None)
 
 
 def tf32_marker(device: torch.device, dtype: torch.dtype) -> str:

@@ -627,6 +627,31 @@ def test_out_of_memory_halves_the_budget_and_gives_the_same_vectors(ckpt, caplog
         np.testing.assert_allclose(o.vectors, r.vectors, atol=1e-5)
 
 
+def test_a_library_out_of_memory_runtime_error_is_re_packed_and_any_other_runtime_error_raised(ckpt):
+    """cuBLAS and cuDNN report running out of GPU memory as a plain RuntimeError (``CUBLAS_STATUS_ALLOC_FAILED``),
+    not as ``torch.OutOfMemoryError``: the run ended where torch's own error would have been re-packed."""
+    path = ckpt("bert")
+    sents = [(WORDS * 3)[: 4 + i % 7] for i in range(12)]
+    ref = load_hf_checkpoint(path).embed(sents)
+    emb = load_hf_checkpoint(path)
+    budget, forward, calls = emb.max_tokens, emb.model.forward, []
+
+    def cublas_once(*args, **kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        if len(calls) == 1:
+            raise RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+        return forward(*args, **kwargs)
+
+    emb.model.forward = cublas_once
+    for o, r in zip(emb.embed(sents), ref):
+        np.testing.assert_allclose(o.vectors, r.vectors, atol=1e-5)
+    assert emb.max_tokens == budget // 2 and len(calls) >= 2
+    emb.model.forward = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        emb.embed(sents)
+    assert emb.max_tokens == budget // 2  # a bug is not an out-of-memory: no budget halved
+
+
 def test_the_failed_batchs_memory_is_free_before_the_budget_is_halved(ckpt, monkeypatch):
     """``repack_after_oom`` (and its ``torch.cuda.empty_cache``) ran inside the ``except``, whose traceback kept
     the failed forward's tensors alive: on a GPU the cache was emptied of nothing."""

@@ -24,7 +24,6 @@ hdf5 metadata (``python -m models list``), ``load_allennlp_elmo`` loads it.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,13 +33,12 @@ import torch
 
 from corpora.digests import content_fingerprint, file_digests
 from models.assets import ASSETS, read_model_card, require_card
-from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device, run_or_oom, seeded
+from models.base import Embedder, ModelInfo, ModelLoadError, SentenceEmbedding, default_device, seeded
 from models.elmo.bilm import ElmoBiLm
 from models.elmo.characters import batch_to_ids
 from models.elmo.checkpoint import load_bilm
+from models.oom import halve_budget, run_or_oom
 from models.spec import ELMO
-
-log = logging.getLogger(__name__)
 
 
 class ElmoEmbedder(Embedder):
@@ -171,21 +169,15 @@ class ElmoEmbedder(Embedder):
         """The batches ``todo`` (the first failed) after an out-of-memory error: the token budget halved and the
         sentences not yet run re-packed (stateless vectors do not depend on the batching); a lone sentence, or a
         stateful call (one batch by design), that does not fit is an error saying what to do."""
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-        if self.stateful or len(todo[0]) == 1:
-            what = (
-                "a stateful call's one batch"
-                if self.stateful
-                else f"one sentence of {len(sentences[todo[0][0]])} words"
-            )
-            raise torch.OutOfMemoryError(
-                f"{self.name}: {what} does not fit in {self.device} memory; embed fewer or shorter sentences at a "
-                "time, or run it on the CPU (--device cpu)."
-            ) from exc
-        self.max_tokens = max(1, self.max_tokens // 2)
+        failed = todo[0]
+        what = f"one sentence of {len(sentences[failed[0]])} words" if len(failed) == 1 else None
+        what = "a stateful call's one batch" if self.stateful else what
+        lone = what and (
+            f"{self.name}: {what} does not fit in {self.device} memory; embed fewer or shorter sentences at a "
+            "time, or run it on the CPU (--device cpu)."
+        )
+        halve_budget(self, exc, f"a batch of {len(failed)} sentences", lone)
         rest = [i for batch in todo for i in batch]
-        log.warning("%s: out of memory; token budget halved to %d, re-packing", self.name, self.max_tokens)
         return [[rest[k] for k in b] for b in pack_by_length([len(sentences[i]) for i in rest], self.max_tokens)]
 
 

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from corpora.errors import RequestError
-from models import base
 from models.base import Embedder, ModelInfo, PieceAttention, SentenceEmbedding, check_unicode, default_device, seeded
+from models.oom import run_or_oom
 from models.options import CPU_TOKENS, GPU_TOKENS
 from models.transformer.checkpoint import check_checkpoint_dir, fingerprint_files, load_config, load_tokenizer
 from models.transformer.loading import context_size, init_kwargs, load_model, model_class, select_layers
@@ -331,7 +331,7 @@ class TransformerEmbedder(Embedder):
         with torch.inference_mode():
             while todo:
                 brows = [rows[i] for i in todo[0]]
-                out, oom = base.run_or_oom(self._word_parts, brows, piece_weight, n_words, with_attention)
+                out, oom = run_or_oom(self._word_parts, brows, piece_weight, n_words, with_attention)
                 if oom is not None:  # nothing of this batch was added yet: re-run it smaller
                     todo = repack_after_oom(self, oom, rows, todo, with_attention)
                     continue

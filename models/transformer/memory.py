@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import logging
 import math
 from pathlib import Path
 
@@ -27,12 +26,12 @@ from transformers import AutoModel, PretrainedConfig
 
 from corpora.errors import RequestError
 from models.base import ModelLoadError, default_device
+from models.oom import halve_budget
 from models.transformer.checkpoint import load_config
 from models.transformer.loading import init_kwargs, model_class
 from models.transformer.pieces import Row
 from models.transformer.refusals import read_config, remote_code_reason, weight_files
 
-log = logging.getLogger(__name__)
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 _HEADER_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 
@@ -167,22 +166,12 @@ def repack_after_oom(
     """``emb``'s batches ``todo`` (row indices; the first failed) after an out-of-memory error: the token budget
     halved and the rows not yet run re-packed; a lone row that does not fit is an error."""
     failed = todo[0]
-    if emb.device.type == "cuda":
-        torch.cuda.empty_cache()
     longest = max(len(rows[i].ids) for i in failed)
-    if len(failed) == 1:
-        raise torch.OutOfMemoryError(
-            oom_message(emb.name, emb.config, longest, emb.window, emb.dtype, emb.device, with_attention)
-        ) from exc
-    emb.max_tokens = max(1, emb.max_tokens // 2)
-    remaining = [i for batch in todo for i in batch]
-    log.warning(
-        "%s: out of memory on a batch of %d rows x %d pieces; token budget halved to %d, re-packing "
-        "the %d remaining rows.",
-        emb.name,
-        len(failed),
-        longest,
-        emb.max_tokens,
-        len(remaining),
+    lone = (
+        oom_message(emb.name, emb.config, longest, emb.window, emb.dtype, emb.device, with_attention)
+        if len(failed) == 1
+        else None
     )
+    halve_budget(emb, exc, f"a batch of {len(failed)} rows x {longest} pieces", lone)
+    remaining = [i for batch in todo for i in batch]
     return [[remaining[j] for j in b] for b in emb._batches([rows[i] for i in remaining], with_attention)]

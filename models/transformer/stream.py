@@ -36,7 +36,8 @@ from itertools import islice
 import numpy as np
 import torch
 
-from models.base import RowBlock, check_keep, run_or_oom
+from models.base import RowBlock, check_keep
+from models.oom import run_or_oom
 from models.transformer.memory import repack_after_oom
 from models.transformer.pieces import Row, pad_right, piece_weights
 
