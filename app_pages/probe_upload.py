@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 import shlex
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,7 @@ OPTION_COLUMNS = 4
 
 #: The longest stored name: a file system's limit is 255 bytes, and the browser may send any name.
 MAX_NAME = 100
+UPLOADS_KEEP_MB = 1024  # the uploads folder's size above which the least recently used uploads are removed
 
 
 def stored_name(name: str) -> str:
@@ -74,6 +77,8 @@ def save_upload(name: str, data: bytes) -> tuple[Path, bool]:
     folder = cache_dir() / "uploads" / hashlib.sha256(data).hexdigest()[:16]
     path = folder / stored_name(name)
     if path.is_file():
+        with contextlib.suppress(OSError):
+            os.utime(folder)  # used now: the last to be pruned
         return path, False
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -85,7 +90,25 @@ def save_upload(name: str, data: bytes) -> tuple[Path, bool]:
         raise LabError(
             f"Could not store the upload {name!r} in the cache's uploads folder: {exc.strerror or exc}."
         ) from None
+    prune_uploads(folder.parent, folder, UPLOADS_KEEP_MB * 2**20)
     return path, True
+
+
+def prune_uploads(root: Path, keep: Path, limit_bytes: int) -> None:
+    """Remove the least recently used uploads (whole folders, never ``keep``) while ``root`` holds more than
+    ``limit_bytes``: on a server shared over a network every visitor's valid file stayed for ever. A command shown
+    for a removed upload then says its file is missing; the uploader still holds the bytes."""
+    folders = []
+    for folder in root.iterdir():
+        with contextlib.suppress(OSError):
+            folders.append((folder.stat().st_mtime, sum(f.stat().st_size for f in folder.iterdir()), folder))
+    total = sum(size for _, size, _ in folders)
+    for _, size, folder in sorted(folders, key=lambda f: f[0]):
+        if total <= limit_bytes:
+            return
+        if folder != keep:
+            shutil.rmtree(folder, ignore_errors=True)
+            total -= size
 
 
 def discard_uploads(paths: list[Path]) -> None:

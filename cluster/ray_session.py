@@ -9,12 +9,19 @@ in-process runner still works. Workers of a local instance inherit this process'
 gets the repository as the job's working directory (``runtime_env``), the cache and data through
 the paths or URLs the cluster's nodes share (docs/scaling.md). Off a terminal, Ray's log prefixes
 ("(raylet)", "(autoscaler)") come without colour codes (``RAY_COLOR_PREFIX=0``).
+
+A local instance's servers listen on every network interface (Ray binds them so), and anyone who can reach them
+can run code as this user. So a local instance asks for a token (``RAY_AUTH_MODE=token``, a fresh random
+``RAY_AUTH_TOKEN`` its workers inherit) unless the environment chose a mode; Ray reads the mode when it is imported,
+so a process that imported ray before ``connect`` keeps its own (a warning says so).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
+import secrets
 import socket
 import sys
 
@@ -22,6 +29,7 @@ from corpora.paths import REPO_ROOT
 from probes.errors import ProbeInputError
 
 INSTALL_HINT = "pip install -r requirements-cluster.txt"
+log = logging.getLogger(__name__)
 
 
 def import_ray():
@@ -34,6 +42,13 @@ def import_ray():
 
 def connect(address: str, num_cpus: int | None = None, dashboard: bool = False):
     """The ``ray`` module, initialised for ``address`` (reused when this process is already connected)."""
+    if address == "local" and "RAY_AUTH_MODE" not in os.environ:
+        if "ray" in sys.modules:
+            log.warning("ray was imported before --ray local: its instance runs without a token (RAY_AUTH_MODE)")
+            os.environ["RAY_AUTH_MODE"] = "disabled"
+        else:
+            os.environ["RAY_AUTH_MODE"] = "token"  # read at import: before import_ray
+            os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
     ray = import_ray()
     if ray.is_initialized():
         return ray
@@ -45,7 +60,6 @@ def connect(address: str, num_cpus: int | None = None, dashboard: bool = False):
             raise ProbeInputError("--dashboard needs Ray's dashboard extra: pip install 'ray[default]==2.60.0'")
         paths = [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private instance on this machine
         ray.init(
             address="local",  # a new instance, never another one running here (ray.init()'s default joins it)
             num_cpus=num_cpus or os.cpu_count(),

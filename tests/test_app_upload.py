@@ -213,3 +213,24 @@ def test_any_name_a_browser_sends_is_stored_and_two_sessions_store_one_file_at_o
         for t in threads:
             t.join()
     assert errors == [] and not list((cache / "uploads").rglob("*.tmp"))
+
+
+def test_uploads_beyond_the_folders_limit_go_least_recently_used_first(cache, monkeypatch):
+    """Every valid upload stayed in ``cache/uploads`` for ever: on a server shared over a network, visitors could
+    fill its disk without pressing Run. Past the limit the least recently used are removed, never the one just
+    stored; an upload stored again counts as used now."""
+    import os
+
+    from app_pages import probe_upload
+
+    monkeypatch.setattr(probe_upload, "UPLOADS_KEEP_MB", 3)
+    paths = []
+    for k in range(3):
+        path, new = probe_upload.save_upload(f"f{k}.conllu", bytes([k]) * 2**20)
+        os.utime(path.parent, (1_000_000 + k, 1_000_000 + k))  # stored in this order
+        paths.append(path)
+    assert new and all(p.is_file() for p in paths)  # 3 MB: at the limit
+    assert probe_upload.save_upload("f0.conllu", bytes([0]) * 2**20) == (paths[0], False)  # f0 used again: newest
+    newest, _ = probe_upload.save_upload("f3.conllu", bytes([3]) * 2**20)
+    assert newest.is_file() and paths[0].is_file() and paths[2].is_file()
+    assert not paths[1].parent.exists()  # the least recently used one went, and only it

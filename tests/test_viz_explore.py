@@ -3,11 +3,14 @@ metadata colours, search, the projector's uploads, figures, projections of all l
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from features import FeatureCacheError
+from viz import points
 from viz.corpus_search import corpus_index, corpus_vectors, hits_frame, nearest, rows_vectors, same_sense_share
 from viz.occurrence_figures import MIXED, occurrence_scatter
 from viz.points import collapse, colour_groups, genre_of, occurrence_metadata, search_mask
@@ -82,6 +85,17 @@ def test_search_emphasises_and_isolates_matches() -> None:
     coords = np.arange(8.0).reshape(4, 2)
     fig = occurrence_scatter(coords, list(meta["sense"]), ["h"] * 4, matched=search_mask(meta, "money"), isolate=True)
     assert sum(len(tr.x) for tr in fig.data) == 2
+
+
+def test_a_catastrophic_pattern_is_refused_in_its_time_budget_not_run_for_ever() -> None:
+    """``re`` ran a link's ``re:`` pattern with no time limit while holding the interpreter's lock: nested repeats
+    over SemCor's sentences froze every session of the server (killed after 200 s)."""
+    meta = pd.DataFrame({"context": ["a" * 40 + "c"] * 50, "word": ["bank"] * 50})
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"takes more than 2 s"):
+        search_mask(meta, "re:((a|aa)+)+b")
+    assert time.monotonic() - start < 3 * points.SEARCH_SECONDS
+    assert search_mask(meta, r"re:^a+c$").all() and search_mask(meta, r"re:(.|.)*!").sum() == 0  # fast ones still run
 
 
 def test_colour_groups_bin_numbers_and_pool_rare_values() -> None:

@@ -13,6 +13,8 @@ concerns live here, none of them streamlit:
 - **Search and isolate** (:func:`search_mask`): which points a query selects, by substring over the
   chosen columns (case-insensitive; ``re:`` for a regular expression, checked before use), always over
   the full text (the context column is the whole sentence, so ``re:^The`` finds sentences that start so).
+  A pattern runs under the ``regex`` engine with a time budget (``SEARCH_SECONDS``): ``re`` has no timeout and
+  holds the interpreter's lock, so one catastrophic pattern in a link (``re:(.|.)*!``) froze every session.
 
     rep, inverse = collapse(X_layer)            # X_layer[rep] are the distinct vectors; inverse: point -> rep
     meta = occurrence_metadata(occs, sense_name)
@@ -23,10 +25,12 @@ concerns live here, none of them streamlit:
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+import regex
 from sklearn.metrics import pairwise_distances
 
 from viz.polysemy import key_pos
@@ -52,6 +56,7 @@ BROWN_GENRES = {
 }
 COLOUR_COLUMNS = ("sense", "POS", "genre", "sentence length", "source")
 MAX_SEARCH_CHARS = 200
+SEARCH_SECONDS = 2.0  # a pattern's time over all the points, before it is refused
 
 
 def genre_of(source: str) -> str:
@@ -175,10 +180,19 @@ def search_mask(meta: pd.DataFrame, query: str | None, columns: Sequence[str] | 
     cols = [c for c in (columns or meta.columns) if c in meta.columns]
     if query.startswith("re:"):
         try:
-            pattern = re.compile(query[3:], re.IGNORECASE)
-        except re.error as exc:
+            pattern = regex.compile(query[3:], regex.IGNORECASE)
+        except regex.error as exc:
             raise InputError(f"“{query[3:]}” is not a valid regular expression ({exc}).") from None
-        match = lambda s: bool(pattern.search(s))
+        deadline = time.monotonic() + SEARCH_SECONDS
+
+        def match(s: str) -> bool:
+            try:
+                return bool(pattern.search(s, timeout=max(deadline - time.monotonic(), 1e-3)))
+            except TimeoutError:
+                raise InputError(
+                    f"The pattern “{query[3:]}” takes more than {SEARCH_SECONDS:g} s over these points (nested "
+                    "repeats such as (a|aa)+ try every way to split the text); write it more simply."
+                ) from None
     else:
         needle = query.lower()
         match = lambda s: needle in s.lower()
