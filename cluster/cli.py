@@ -95,6 +95,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ProbeInputError(str(exc)) from None
     ray = _session(args)
+    wanting = [m for m, spec in model_specs.items() if wants_gpu(spec.contextual, args.device)]
+    if note := gpu_wait_note(ray, args.ray, wanting):
+        print(note)
     env = TaskEnv(
         feature_root=None,
         remote=args.cache_url,
@@ -129,6 +132,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def gpu_wait_note(ray, address: str | None, wanting: list[str]) -> str | None:
+    """A line for a cluster (not ``--ray local``) that has no GPU now while ``wanting`` models ask for one: their
+    tasks wait for a GPU node, which only an autoscaler adds; without this line the command printed nothing."""
+    if ray is None or address == "local" or not wanting or ray.cluster_resources().get("GPU"):
+        return None
+    return (
+        f"  note: the cluster has no GPU now; the tasks of {', '.join(wanting)} ask for one and wait until an "
+        "autoscaler adds a GPU node (a cluster without one never does: Ctrl-C, then --device cpu)"
+    )
+
+
 def cmd_extract(args: argparse.Namespace) -> int:
     from cluster.extract import extract_sharded  # lazy: torch (keeps the sweep's driver light)
     from models.registry import get_spec  # lazy: the model zoo imports torch
@@ -141,6 +155,14 @@ def cmd_extract(args: argparse.Namespace) -> int:
     spec = get_spec(args.model)  # an unknown model is one error line, before any data is read
     sentences, keep, key = dataset_request(args.dataset, args.limit)
     ray = _session(args)
+    if note := gpu_wait_note(ray, args.ray, [args.model] if wants_gpu(spec.contextual, args.device) else []):
+        print(note)
+    nodes = 1 if ray is None or args.ray == "local" else sum(bool(n.get("Alive")) for n in ray.nodes())
+    if nodes > 1 and not args.store:
+        raise ProbeInputError(
+            "--store: on a cluster of several nodes give a store every node reaches (s3://…, gs://… or a shared "
+            "folder); the default, this machine's cache folder, is not on the other nodes."
+        )
     # one GPU per actor for a model that runs on one (cluster.resources), unless this machine has none
     no_gpus = ray is None or (args.ray == "local" and not ray.cluster_resources().get("GPU"))
     gpus = 0 if no_gpus or not wants_gpu(spec.contextual, args.device) else 1

@@ -20,13 +20,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 from cluster.executors import RunReport
 from cluster.plan import SweepTask, finished
 from cluster.tasks import TaskEnv
-from probes.errors import ResultsNotSavedError
+from probes.errors import ProbeInputError, ResultsNotSavedError
 from probes.progress import ProgressFn
 from probes.results import ProbeResult, now_iso, save_result
 from probes.stats.seeds import merge_seeds
+
+SWEEP_LOCK = ".sweep.lock"  # held by the one sweep writing to a results folder
 
 
 @dataclass
@@ -55,6 +59,22 @@ def run_sweep(
     """Run the tasks not yet in ``results_dir`` (all with ``resume=False``) and save their results there;
     ``progress`` is told "N done, N failed, N remaining" as each task ends (a failure: the executor's
     "FAILED" line)."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(results_dir / SWEEP_LOCK))
+    try:  # a second sweep into the folder would read the same "finished" and run every task again
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise ProbeInputError(
+            f"another sweep is writing to {results_dir} now; wait for it to end (running this one again then skips "
+            "what it ran) or give another --results."
+        ) from None
+    try:
+        return _run_sweep(tasks, executor, env, results_dir, command, resume, say, report, progress)
+    finally:
+        lock.release()
+
+
+def _run_sweep(tasks, executor, env, results_dir, command, resume, say, report, progress) -> SweepReport:
     t0 = time.perf_counter()
     done = finished(results_dir) if resume else {}
     todo = [t for t in tasks if t.task_id not in done]

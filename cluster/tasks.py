@@ -14,8 +14,8 @@ Design notes:
   the driver's spec; a model whose content key (``SweepTask.content``) changed since this process
   loaded it is loaded again. A process holds one model at a time: a task of another model releases
   the ones it held (host and GPU memory); on Ray the model's actor is killed after its last task.
-- **Out of GPU memory** (``torch.OutOfMemoryError``) frees torch's cached blocks and is raised: the
-  executor retries the task with half the budget (``cluster.executors.is_oom``).
+- **Out of GPU memory** (torch's, cuBLAS's or cuDNN's: ``models.errors.is_out_of_memory``) frees torch's cached
+  blocks and is raised: the executor retries the task with half the budget.
 - **Batch budget.** A retried task (its worker died: out of memory, node lost) runs with
   ``budget_scale`` < 1: the transformer's token budget per forward pass (``max_tokens``) scaled down
   for this task and restored after it. The scale is recorded in the result.
@@ -39,11 +39,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cluster.identity import data_content
 from cluster.plan import SweepTask
 from cluster.storage import Store, local_entries, pull_entry, push_entry, remote_keys
 from corpora.errors import LabError
+from corpora.paths import data_dir_or_none
 from features import FeatureCacheError
 from models.allocator import reuse_freed_memory
+from models.errors import is_out_of_memory
 from probes.errors import ProbeInputError
 from probes.registry import get_probe
 from probes.run import load_model, run_probe
@@ -147,6 +150,21 @@ def prepare_model(task: SweepTask) -> list[str]:
     return released
 
 
+def check_data(task: SweepTask, inputs) -> None:
+    """A ProbeInputError when the data this process reads is not the data the driver keyed the task on: a node
+    started with another ``EMBPROBE_DATA``, or with a stale or partial copy, would file its numbers under the
+    driver's data key, and every later sweep would take them as done."""
+    if task.data is None:
+        return
+    here = data_content(task.options_dict(), inputs)
+    if here != task.data:
+        raise ProbeInputError(
+            f"{task.label}: this node's data ({data_dir_or_none() or 'no data folder'}) is not the driver's "
+            f"(content key {here} here, {task.data} on the driver); give every node the same EMBPROBE_DATA "
+            "(docs/scaling.md)."
+        )
+
+
 def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: float = 1.0, command: str = "") -> dict:
     """Run one task; returns {"results": [ProbeResult JSON], "skipped": reason | None, "seconds", "host", "pid"}."""
     import torch  # lazy: torch (the plan and the driver need none of it)
@@ -156,6 +174,7 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
         torch.set_num_threads(env.threads)
     reuse_freed_memory()
     spec = get_probe(task.probe)
+    check_data(task, spec.inputs)
     root = Path(env.feature_root) if env.feature_root else None
     request = dict(
         limit=task.limit,
@@ -191,8 +210,9 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
         try:
             with scaled_budget(emb, budget_scale) as budget, fault_hook(emb, armed):
                 results = [run_probe(spec, emb, baselines=False, **request).result]
-        except torch.OutOfMemoryError:
-            torch.cuda.empty_cache()  # the retry (cluster.executors) may run in this process
+        except RuntimeError as exc:
+            if is_out_of_memory(exc):
+                torch.cuda.empty_cache()  # the retry (cluster.executors) may run in this process
             raise
         _sync(emb, env, root, "push")
     out = []

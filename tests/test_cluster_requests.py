@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from cluster.identity import model_content
 from cluster.plan import plan_sweep
 from cluster.resources import GiB, estimate
 from cluster.tasks import TaskEnv, run_task
+from corpora.paths import REPO_ROOT
 from models.tiny import make_tiny_checkpoint
 from models.user_registry import add_user_model
 
@@ -50,6 +53,9 @@ class FakeRay:
 
     def cluster_resources(self) -> dict:
         return dict(self.resources)
+
+    def nodes(self) -> list[dict]:
+        return [{"Alive": True}] * getattr(self, "node_count", 1)
 
     def remote(self, fn):
         fake = self
@@ -136,8 +142,12 @@ def test_out_of_gpu_memory_is_retried_with_half_the_budget_other_errors_are_not(
     def outcome(task, attempt):
         if attempt == 0 and task.probe == "pos":
             return TaskFailed(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
-        if attempt < 2 and task.probe == "wsd":
+        if attempt == 0 and task.probe == "wsd":
             return TaskFailed(RuntimeError("CUDA error: out of memory"))
+        if attempt == 1 and task.probe == "wsd":  # cuBLAS says it its own way
+            return TaskFailed(
+                RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+            )
         return {"results": [], "skipped": None, "seconds": 0.0}
 
     fake = FakeRay({"CPU": 4, "GPU": 1}, outcome)
@@ -310,6 +320,43 @@ def test_ray_log_prefixes_come_without_colour_codes_off_a_terminal(monkeypatch):
     assert calls and os.environ["RAY_COLOR_PREFIX"] == "0"
 
 
+STRANGER = """
+import os, sys
+os.environ.pop("RAY_AUTH_TOKEN", None)
+os.environ["RAY_AUTH_MODE"] = "disabled"
+import ray
+try:
+    ray.init(address=sys.argv[1], log_to_driver=False, configure_logging=False)
+except Exception as exc:
+    print("refused:", type(exc).__name__)
+else:
+    print("joined")
+"""
+OWNER = """
+import subprocess, sys
+from cluster.ray_session import connect
+ray = connect("local", num_cpus=1)
+print("task:", ray.get(ray.remote(lambda: 7).remote()))
+gcs = ray.get_runtime_context().gcs_address
+out = subprocess.run([sys.executable, "-c", sys.argv[1], gcs], capture_output=True, text=True, timeout=120)
+print(out.stdout.strip())
+ray.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_a_local_ray_instance_asks_for_a_token_a_stranger_cannot_join(tmp_path):
+    """``--ray local`` set ``RAY_AUTH_MODE=disabled`` ("a private instance on this machine"), but Ray's servers
+    listen on every interface: anyone who could reach the ports could attach a driver and run code as this user."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", OWNER, STRANGER], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
+    assert "task: 7" in out.stdout, out.stderr[-2000:]  # its own workers inherit the token
+    assert "refused:" in out.stdout and "joined" not in out.stdout, out.stdout + out.stderr[-2000:]  # it joined before
+
+
 def test_extract_asks_for_a_gpu_per_actor_from_the_model_not_from_the_cluster_at_start(monkeypatch, capsys):
     import cluster.cli
     import cluster.extract
@@ -327,9 +374,18 @@ def test_extract_asks_for_a_gpu_per_actor_from_the_model_not_from_the_cluster_at
         argv = ["extract", "--model", model, "--dataset", "conll2000-test", "--limit", "5", "--ray", "auto"]
         assert main(argv) == 2
     assert asked == {"minilm": (1, None), "glove-6b-50d": (0, "cpu")}
+    # no GPU in the cluster now: said, where the command had printed nothing and waited (for ever without an
+    # autoscaler); a model that asks for none gets no note
+    assert "the tasks of minilm ask for one and wait" in capsys.readouterr().out
     assert main([*argv[:-2], "--ray", "auto", "--model", "minilm", "--device", "cpu"]) == 2
-    assert asked["minilm"] == (0, "cpu")
-    capsys.readouterr()
+    assert asked["minilm"] == (0, "cpu") and "no GPU now" not in capsys.readouterr().out
+    # several nodes and no --store: the shards would be written to each worker's own copy of this machine's cache
+    several = FakeRay({"CPU": 8})
+    several.node_count = 3
+    monkeypatch.setattr(cluster.cli, "_session", lambda args: several)
+    asked.clear()
+    assert main(argv) == 2 and not asked
+    assert "--store: on a cluster of several nodes" in capsys.readouterr().err
 
 
 def test_an_elmo_whose_weights_sit_in_another_folder_is_keyed_on_them_too(data_root, tmp_path):

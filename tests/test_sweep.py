@@ -440,3 +440,45 @@ def test_a_folder_reachable_under_two_names_is_keyed_by_its_real_one(tmp_path):
         (root / "semcor3.0" / "f.txt").write_text("x\n")
         lists.append([p.relative_to(root).as_posix() for p in content_files(root)])
     assert lists == [["semcor3.0/f.txt"], ["semcor3.0/f.txt"]]
+
+
+def test_a_worker_whose_data_is_not_the_drivers_refuses_the_task(tmp_path, monkeypatch):
+    """The driver keyed each task on its own ``EMBPROBE_DATA``; a Ray node started with another copy (stale,
+    partial, edited) ran the task on its own data and the result was filed under the driver's key: a later sweep
+    on the real data printed "already done" and kept the other data's numbers (an audit: 70.34 for 75.73)."""
+    from cluster.identity import data_content
+    from cluster.tasks import run_task
+    from probes.errors import ProbeInputError
+    from probes.registry import get_probe
+
+    copies = {}
+    for name, tag in (("driver", "NN"), ("node", "JJ")):  # one tag changed in the node's copy
+        (tmp_path / name / "conll2000").mkdir(parents=True)
+        (tmp_path / name / "conll2000" / "test.txt").write_text(f"The DT B-NP\nbank {tag} I-NP\n\n")
+        copies[name] = str(tmp_path / name)
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("EMBPROBE_DATA", copies["driver"])
+    data = {"pos": data_content({}, get_probe("pos").inputs)}
+    (task,) = [t for t in plan_sweep(["glove-6b-50d"], ["pos"], [0], 5, {}, data=data) if t.model]
+    monkeypatch.setenv("EMBPROBE_DATA", copies["node"])  # the worker's node
+    with pytest.raises(ProbeInputError, match=r"this node's data .* is not the driver's .*same EMBPROBE_DATA"):
+        run_task(task, TaskEnv(device="cpu"))
+
+
+def test_a_second_sweep_into_a_folder_another_sweep_is_writing_to_is_refused(tmp_path, monkeypatch, capsys):
+    """Two sweeps into one results folder at once each read the same "finished" list and ran every task (twice the
+    GPU time; two files per task). The second now stops at once, saying why; after the first it resumes."""
+    from filelock import FileLock
+
+    from cluster.sweep import SWEEP_LOCK
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    res = tmp_path / "res"
+    res.mkdir()
+    argv = ["sweep", "--models", "glove-6b-50d", "--probes", "pos", "--limit", "5", "--results", str(res)]
+    with FileLock(str(res / SWEEP_LOCK)):  # the first sweep, still running
+        assert main(argv) == 2
+        assert "another sweep is writing to" in capsys.readouterr().err
+    assert not list(res.glob("*.json"))
+    assert main(argv) == 0 and "2 run, 0 already done" in capsys.readouterr().out
+    assert main(argv) == 0 and "0 run, 2 already done" in capsys.readouterr().out  # the lock is let go
