@@ -100,7 +100,8 @@ def iter_edge_probing(path: str | Path) -> Iterator[SpanSentence]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataFormatError(path, number, f"not JSON ({exc.msg} at column {exc.colno}).") from None
+            hint = " Each line holds one JSON object (JSON Lines), not a pretty-printed file." if number == 1 else ""
+            raise DataFormatError(path, number, f"not JSON ({exc.msg}, column {exc.colno}).{hint}") from None
         if "\\u" in line:  # an escape may decode to a lone surrogate: not text (issue 27, fault 8)
             try:
                 json.dumps(record, ensure_ascii=False).encode("utf-8")

@@ -135,3 +135,37 @@ def test_span_is_a_command_with_its_options():
         "endpoints",
         "arcs",
     )
+
+
+def test_test_labels_training_never_has_are_said_with_the_accuracy_they_cap(data_root, tmp_path):
+    """Up to half the test targets could carry labels training never has: scored wrong by every probe, kept only
+    in ``extra["unseen_test_labels"]``, printed nowhere (a command printed "accuracy 66.67" that could be no more)."""
+    train = write(tmp_path / "train.jsonl", ewt_records(data_root, "train", 40), False)
+    records = [json.loads(line) for line in write(tmp_path / "t.jsonl", ewt_records(data_root, "test", 10), False)
+               .read_text().splitlines()]  # fmt: skip
+    records[0]["targets"][0]["label"] = "ZZZ"
+    records[1]["targets"][0]["label"] = "ZZZ"
+    test = tmp_path / "test.jsonl"
+    test.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    n = sum(len(r["targets"]) for r in records)
+    ctx = RunContext(device="cpu", show_progress=False, feature_root=tmp_path / "f")
+    res = run_span(RandomEmbedder(num_layers=1, dim=16, seed=2), "0", ctx, train=str(train), test=str(test))
+    cap = 100 * (n - 2) / n
+    assert res.extra["warning"] == (
+        f"2 of the test file's {n:,} labels ('ZZZ') never occur in training: no probe can predict them, so its "
+        f"accuracy is at most {cap:.2f} %."
+    )
+    assert res.rows[0]["value"] <= cap
+    (base,) = span_baselines(ctx, train=str(train), test=str(train))
+    assert (
+        "warning" not in base.extra
+        and "warning"
+        not in run_span(RandomEmbedder(num_layers=1, dim=16, seed=2), "0", ctx, train=str(train), test=str(train)).extra
+    )
+
+
+def test_a_pretty_printed_json_file_is_told_to_be_json_lines(tmp_path):
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps({"text": "a b", "targets": [{"span1": [0, 1], "label": "X"}]}, indent=2))
+    with pytest.raises(DataFormatError, match=r"pretty\.json:1: not JSON \(Expecting .*, column 2\)\. Each line holds"):
+        span_baselines(RunContext(), train=str(pretty), test=str(pretty))

@@ -193,12 +193,21 @@ def unseen_labels(train: Sequence[str], labels: Sequence[str]) -> Counter:
 
 def label_counts(train: Sequence[str], test: Sequence[str]) -> dict:
     """A tag or span run's label counts (its ``extra``): training's and the test file's by frequency, and the test
-    labels training never has (a probe cannot predict them)."""
+    labels training never has (a probe cannot predict them), said as a ``warning`` (the command line and the app
+    print it; a file with more than half of them is refused, ``check_labels_seen``)."""
     counts = Counter(str(label) for label in test)
+    unseen = unseen_labels(train, test)
+    n, k = len(test), sum(unseen.values())
+    more = "…" if len(unseen) > 5 else ""
+    warning = (
+        f"{k:,} of the test file's {n:,} labels ({', '.join(map(repr, list(unseen)[:5]))}{more}) never occur in "
+        f"training: no probe can predict them, so its accuracy is at most {100 * (n - k) / n:.2f} %."
+    )
     return {
         "labels": dict(Counter(str(label) for label in train).most_common()),
         "test_labels": dict(counts.most_common()),
-        "unseen_test_labels": dict(unseen_labels(train, test)),
+        "unseen_test_labels": dict(unseen),
+        **({"warning": warning} if k else {}),
     }
 
 

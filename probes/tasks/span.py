@@ -58,7 +58,7 @@ class SpanSplit:
         off = np.concatenate([[0], np.cumsum([len(s.words) for s in sents])]).astype(np.int64)
         targets = [(off[i], t) for i, s in enumerate(sents) for t in s.targets]
         if not targets:
-            raise ProbeInputError(f"--{role} {files.paths()[role]}: no targets in the first {limit} lines.")
+            raise ProbeInputError(f"--{role} {files.paths()[role]}: no targets in the first {limit} records.")
         self.span1 = np.array([(o + t.span1[0], o + t.span1[1]) for o, t in targets], dtype=np.int64)
         self.span2 = (
             None
@@ -116,7 +116,7 @@ def preview_files(limit: int, options: dict) -> Preview:
     """The app's preview: the files read as ``run_span`` reads them."""
     files, train, evals = load_splits(limit, **options)
     kind = "span pairs" if train.span2 is not None else "single spans"
-    return Preview(files.label, f"{kind}, first {limit} lines of each file", *span_preview(train, evals))
+    return Preview(files.label, f"{kind}, first {limit} records (JSON lines) of each file", *span_preview(train, evals))
 
 
 def _params(files: DataFiles, ctx: RunContext, options: dict) -> dict:
