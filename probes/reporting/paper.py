@@ -3,8 +3,12 @@ and of the probing papers whose checks the lab runs (control tasks, MDL, the str
 
 Peters et al.: transcribed from the paper's text (arXiv:1802.05365v2; Tables 2, 5, 6) and checked
 against a full-text copy of the paper; ``reproduce`` prints them beside our measurements. A value
-the paper does not give is ``None`` (shown as "n/a"). ``RIGOR_PUBLISHED`` holds only numbers printed
-in the probing papers' tables (named per entry); nothing is derived from them.
+the paper does not give is ``None`` (shown as "n/a"). ``RIGOR_PUBLISHED`` holds only numbers transcribed
+from the probing papers' tables (named per entry) on 2026-11-24 and not re-checked against the printed tables
+since (the stored material reaches only the papers' openings); nothing is derived from them. Hewitt &
+Manning's ``STRUCTURAL_TABLE1`` is not compared with its printed table either (its comment). Voita & Titov's
+kbits are not in our unit (their code counts blocks 2+ in nats and the first block in bits; ours are bits
+throughout, ``probes.estimators.mdl``): compare orderings and ratios with ours, not values.
 """
 
 from __future__ import annotations
@@ -47,17 +51,23 @@ LAMBDA_TABLE2: dict[str, tuple[float | None, ...]] = {
 }
 
 
-#: Control tasks and MDL, per layer of the original ELMo on PTB POS tagging, as printed in the papers'
-#: tables (read from full-text copies, 2026-11-24). ``None``: the table gives no such number (we do not
-#: derive one). Hewitt & Liang's accuracies are on the PTB development set, Voita & Titov's on the test
-#: set; both use the 45 PTB tags and sample control labels from the empirical tag distribution.
+#: Control tasks and MDL, per layer of the original ELMo on PTB POS tagging: transcribed on 2026-11-24 from
+#: Hewitt & Liang 2019, Tables 1–2 and Voita & Titov 2020, Table 1, and not re-checked against the printed
+#: tables since (the stored material reaches only the papers' openings). They are internally consistent
+#: (V&T: codelength × compression ≈ 5,100 kbits in all six cells; H&L: selectivity = accuracy − control in
+#: both rows that give both), and V&T's layer 1 (96.02 kbits, compression 53.06, 97.48 %) appears in their
+#: evaluation notebook. V&T's kbits mix nats (blocks 2+) and bits (first block), ours are bits: compare
+#: orderings and ratios, not values. ``None``: the table gives no such number (we do not derive one).
+#: Hewitt & Liang's accuracies are on the PTB development set, Voita & Titov's on the test set; both use the
+#: 45 PTB tags and sample control labels from the empirical tag distribution.
 HEWITT_LIANG = "Hewitt & Liang 2019 (arXiv:1909.03368), Table 2; layer 1 control acc.: Table 1"
 VOITA_TITOV = "Voita & Titov 2020 (arXiv:2003.12298), Table 1, online code"
 
 
 @dataclass(frozen=True)
 class PublishedProbe:
-    """One published layer: accuracies in %, codelengths in kbits (1 kbit = 1,024 bits), compression ×."""
+    """One published layer: accuracies in %, codelengths in kbits as the paper prints them (V&T's: nats and
+    bits over 1,024, not our bits over 1,024; see above), compression ×."""
 
     source: str
     representation: str
@@ -94,9 +104,10 @@ RIGOR_DIFFERENCES = (
     "splits (≈ 40k training sentences), 1,000-wide probes. Ours: elmo-small (512-unit LSTMs: ≈ 1/37 of the "
     "biLM's parameters; 4.7M training tokens), CoNLL-2000 (WSJ 15–18, 8,936 sentences / WSJ 20), a linear probe "
     "unless the probe column says otherwise. Proj0's counterpart, our ELMo with random weights, is random in its "
-    "char-CNN too (Proj0 keeps ELMo's trained one). Codelengths grow with the number of tokens coded, so compare "
-    "the ordering of layers and the task-vs-control gap, not absolute kbits; Hewitt & Liang report the development "
-    "set."
+    "char-CNN too (Proj0 keeps ELMo's trained one). Codelengths grow with the number of tokens coded, and Voita & "
+    "Titov's kbits are not in our unit (blocks 2+ in nats, the first block in bits; ours are bits throughout), so "
+    "compare the ordering of layers and the task-vs-control gap, not absolute kbits or compression; Hewitt & Liang "
+    "report the development set."
 )
 
 

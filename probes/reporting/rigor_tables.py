@@ -69,9 +69,10 @@ NOTES = {  # printed under the table
     "selectivity over the unit named and, with several control draws, the draws too (rows run before issue 26 "
     "resample tokens, as their unit says: their control outcomes were not kept); MDL codelength and compression "
     "over the data orders (one order: no interval). control draws / MDL orders: random repeats averaged per cell "
-    "(defaults 5 and 3). accuracy is the newest run's, averaged over its seeds where it ran several; selectivity "
-    "is the control run's own task accuracy (its first seed) minus the control accuracy, so accuracy − control "
-    "accuracy can differ from it by the seeds' spread.",
+    "(defaults 5 and 3); the control codelength uses one control label draw for all its data orders, so its "
+    "interval holds no label-draw variance. accuracy is the newest run's, averaged over its seeds where it ran "
+    "several; selectivity is the control run's own task accuracy (its first seed) minus the control accuracy, so "
+    "accuracy − control accuracy can differ from it by the seeds' spread.",
     "best_layer": "Layers ranked without the test set and the best tested once on it: WSD on the dev set "
     "(SemEval-07, 3 documents); POS, as CoNLL-2000 has no dev split, on the linear probe's held-out tenth of the "
     "training tokens (its early-stopping split; with several seeds, the first seed's). "
