@@ -120,9 +120,9 @@ def test_half_width_titles_wrap_to_a_projectors_width(committed) -> None:
     profile = profile_figure(prof, title=long_profile, y_title="accuracy", twin_of=twin_base)
     assert len(panels) == 2
     # the control task's intervals average 5 label draws, the contextual models' rows 3 seeds (the static ones one):
-    # its subtitle says so, as claims.csv does
+    # its subtitle says so, as claims.csv does, and that 3 seeds are few, as pos.csv does ("3 seeds (few)")
     subtitle = " ".join(_title_lines(panels[0].layout.title.text)[1])
-    assert subtitle == "95% CI over 2012 sentences, 5 control draws, 1–3 seeds", subtitle
+    assert subtitle == "95% CI over 2012 sentences, 5 control draws, 1–3 seeds (few)", subtitle
     for fig in [*panels, profile]:
         heads, subs = _title_lines(fig.layout.title.text)
         assert subs and max(map(len, heads)) <= HALF_TITLE_CHARS[0] and max(map(len, subs)) <= HALF_TITLE_CHARS[1]

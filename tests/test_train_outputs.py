@@ -344,3 +344,20 @@ def test_a_warm_up_as_long_as_the_run_is_said(capsys):
     assert "--warmup 200 is not below the run's 60 steps" in capsys.readouterr().err
     warn_short_schedule(1500, 100)
     assert capsys.readouterr().err == ""
+
+
+def test_gpt_training_uses_bf16_only_where_the_gpu_has_it(monkeypatch, capsys):
+    """GPT training ran every CUDA forward under bf16 autocast: a V100 or T4 has no bf16 in hardware (emulated,
+    slowly, or refused). It now trains those in float32 and says so; a CPU never autocasts."""
+    from models.train.gpt_lm import autocast_bf16
+
+    assert autocast_bf16(torch.device("cpu")) is False
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100-SXM2-16GB")
+    asked = []
+    monkeypatch.setattr(
+        torch.cuda, "is_bf16_supported", lambda including_emulation=True: asked.append(including_emulation) or False
+    )
+    assert autocast_bf16(torch.device("cuda")) is False and asked == [False]
+    assert "Tesla V100-SXM2-16GB has no bf16 in hardware: training in float32" in capsys.readouterr().out
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    assert autocast_bf16(torch.device("cuda")) is True

@@ -186,6 +186,7 @@ def train_steps(
         optimizer = make_optimizer(model, lr, weight_decay)
     rng = rng or np.random.default_rng(seed)
     model.train()
+    half = autocast_bf16(device)
     losses: list[float] = []
     t0 = time.time()
     for step in range(start_step, start_step + steps):
@@ -203,8 +204,7 @@ def train_steps(
             x = x.pin_memory().to(device, non_blocking=True)
         else:
             x = x.to(device)
-        # fp16/bf16 autocast only on CUDA: CPU half precision is slow and inexact.
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=half):
             loss = model(input_ids=x, labels=x).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -222,6 +222,18 @@ def train_steps(
         if on_step is not None:
             on_step(step + 1, losses[-1], optimizer, rng)
     return losses
+
+
+def autocast_bf16(device: torch.device) -> bool:
+    """Whether the forward runs under bf16 autocast: on a GPU that has bf16 in hardware (Ampere and later). CPU
+    half precision is slow and inexact; a V100 or T4 only emulates bf16 (slowly), and fp16 there would need a loss
+    scaler this loop does not have, so those train in float32 (said once)."""
+    if device.type != "cuda":
+        return False
+    if torch.cuda.is_bf16_supported(including_emulation=False):
+        return True
+    print(f"{torch.cuda.get_device_name(device)} has no bf16 in hardware: training in float32", flush=True)
+    return False
 
 
 def make_optimizer(model, lr: float, weight_decay: float):
