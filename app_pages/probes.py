@@ -44,7 +44,7 @@ top (Peters et al. 2018, §5.3). **WSD**: each SemCor sense is the mean vector o
 tokens; a test word takes the nearest sense (1-nearest-neighbour) — fine-grained *semantics*.
 **POS**: a linear classifier on one layer's vectors — *syntax*. The paper found syntax peaks in
 ELMo's first layer and word sense in the second. **λ ablation**: a task model learns the scalar
-mix of all layers with an L2 penalty λ on the mix weights.
+mix of all layers with a penalty λ on the mix weights' spread (on the softmax weights; the paper's is on the raw ones).
 """
 
 TABS = ["Saved results (layer-probe comparison)", "Run a quick probe", "Your data"]

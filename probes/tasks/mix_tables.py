@@ -13,7 +13,7 @@ from probes.stats.units import over_text, value_interval_text
 ROWS = ("baseline", "last", "all λ=1", "all λ=0.001")
 MODEL_ROWS = ROWS[1:]  # the rows that read the probed model
 ROW_LAMBDA = {"all λ=1": 1.0, "all λ=0.001": 0.001}
-BASELINE_MODEL = DEFAULT_STATIC_MODEL  # GloVe 6B 50d: the paper's λ-ablation input
+BASELINE_MODEL = DEFAULT_STATIC_MODEL  # GloVe 6B 50d in the same tagger (the paper's Baseline is each task's model)
 TASKS = ("pos", "chunk")
 METRICS = {"pos": "accuracy", "chunk": "chunk_F1"}
 NO_GLOVE = " (no GloVe input)"  # the suffix of a row run on the model's vectors alone (GloVe missing)
