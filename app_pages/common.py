@@ -35,6 +35,7 @@ from models.listing import weights_location
 from models.registry import available_models
 from viz.contrast import readable_text
 from viz.export import FORMATS, chart_config, figure_csv, file_stem
+from viz.heatmap_svg import heatmap_svg
 from viz.results import label_dir
 from viz.text import InputError, escape_markdown
 from viz.titles import plain_title, title_below_toolbar
@@ -267,7 +268,8 @@ def chart(
     **plotly_kwargs,
 ):
     """Draw ``fig`` with the app's modebar (download as SVG/PNG named ``name``; the title below it,
-    ``viz.titles.title_below_toolbar``) and a CSV of its data.
+    ``viz.titles.title_below_toolbar``), a CSV of its data and, for a heatmap while SVG downloads are chosen, a
+    vector SVG of the map (``viz.heatmap_svg``: plotly's own SVG of a heatmap is one embedded PNG).
 
     ``data``: bytes or a callable returning bytes (default: the figure's own points, ``viz.export.figure_csv``,
     made only when clicked); ``False`` for no data button; ``data_name``: its file's name when it is not the
@@ -279,14 +281,19 @@ def chart(
     event = where.plotly_chart(
         readable_text(title_below_toolbar(fig)), width="stretch", key=key, config=config, alt=alt, **plotly_kwargs
     )
-    if data is not False:
-        with container if container is not None else contextlib.nullcontext():
+    with container if container is not None else contextlib.nullcontext():
+        if data is not False:
             download(
                 data_label,
                 data if data is not None else (lambda: figure_csv(fig)),
                 f"{file_stem(data_name or name)}.csv",
                 key=f"{key}__data",
             )
+        if figure_format() == "svg" and any(t.type == "heatmap" for t in fig.data):  # plotly's SVG embeds a PNG
+            download(
+                "Map (vector SVG)", lambda: heatmap_svg(fig), f"{file_stem(name)}.svg", key=f"{key}__svg",
+                mime="image/svg+xml",
+            )  # fmt: skip
     return event
 
 

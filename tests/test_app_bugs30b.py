@@ -181,3 +181,22 @@ def test_the_committed_contextuality_run_is_not_called_a_small_sample() -> None:
     assert_ok(at)
     (ctx,) = [f for f in figures(at) if f["layout"]["title"]["text"].startswith("Self-similarity")]
     assert "95%" in ctx["layout"]["title"]["text"] and "small sample" not in ctx["layout"]["title"]["text"]
+
+
+def test_attention_maps_download_as_vector_svg_while_svg_is_chosen(monkeypatch) -> None:
+    """Issue 30, "heatmaps as vector SVG": plotly.js's SVG of a heatmap wraps one PNG (the camera button gave
+    ``<image href="data:image/png…">``). While SVG downloads are chosen each map has a vector SVG of its own."""
+    from app_pages import common
+
+    files: dict[str, object] = {}
+    real = common.download
+    monkeypatch.setattr(common, "download", lambda label, data, name, **kw: files.__setitem__(name, data))
+    at = open_page("attention")
+    assert_ok(at)
+    svgs = {name: data() for name, data in files.items() if name.endswith(".svg")}
+    assert any(n.startswith("attention-grid") for n in svgs) and any("-L" in n and "-H" in n for n in svgs), svgs
+    for svg in svgs.values():
+        assert svg.startswith(b"<svg") and b"<image" not in svg and svg.count(b"<rect") > 16
+    monkeypatch.setattr(common, "download", real)
+    at.radio(key="fig_format").set_value("png").run()
+    assert not any(_key(b).endswith("__svg") for b in at.get("download_button"))

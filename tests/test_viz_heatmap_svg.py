@@ -1,0 +1,52 @@
+"""Heatmaps downloaded as vector SVG (issue 30: "heatmaps as vector SVG"): plotly.js exports a heatmap as one
+embedded PNG, so the app writes the map itself, one rectangle a cell."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz.attention import grid_figure
+from viz.figures import attention_heatmap
+from viz.heatmap_svg import heatmap_svg
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def cells(svg: bytes) -> list[ET.Element]:
+    """The map's cells: the rectangles that carry their value (the background and the colour bar carry none)."""
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg"
+    assert not list(root.iter(f"{SVG}image"))  # no raster anywhere
+    return [r for r in root.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]
+
+
+def brightness(fill: str) -> float:
+    r, g, b = map(float, re.findall(r"[\d.]+", fill))
+    return r + g + b
+
+
+def test_an_attention_map_is_one_rectangle_a_cell_darker_where_the_weight_is_larger() -> None:
+    tokens = ["The", "bank", "<rose>", "&"]
+    att = np.array([[0.7, 0.1, 0.1, 0.1], [0.2, 0.5, 0.2, 0.1], [0.05, 0.05, 0.8, 0.1], [0.25, 0.25, 0.25, 0.25]])
+    svg = heatmap_svg(attention_heatmap(att, tokens, title="minilm: layer 2, head 1"))
+    rects = cells(svg)
+    assert len(rects) == 16
+    values = [float(r.find(f"{SVG}title").text) for r in rects]
+    np.testing.assert_allclose(sorted(values), sorted(att.ravel()), atol=1e-4)
+    order = np.argsort(values)  # Blues: the larger the weight, the darker the cell
+    assert brightness(rects[order[-1]].get("fill")) < brightness(rects[order[0]].get("fill"))
+    text = " ".join(t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}text"))
+    assert "minilm: layer 2, head 1" in text and "<rose>" in text and "&" in text and "query (attending)" in text
+    # the query rows run down from the top, as the page draws them (the y axis is reversed)
+    ys = {float(r.get("y")) for r, v in zip(rects, values) if v == 0.7}
+    assert ys == {min(float(r.get("y")) for r in rects)}
+
+
+def test_the_grid_of_every_head_leaves_its_gaps_empty_and_a_figure_without_one_map_gives_none() -> None:
+    att = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3, 5)).astype(np.float32)
+    assert len(cells(heatmap_svg(grid_figure(att, (1, 2), title="grid")))) == 2 * 3 * 5 * 5
+    assert heatmap_svg(go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))) is None

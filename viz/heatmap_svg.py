@@ -1,0 +1,104 @@
+"""A figure's heatmap as a vector SVG: one ``<rect>`` a cell, text as text.
+
+plotly.js exports a heatmap to SVG as one embedded PNG (it draws heatmaps on a canvas), so a "vector" download
+of an attention map was a picture that blurs when a paper scales it. :func:`heatmap_svg` writes the figure's one
+heatmap trace itself: each finite cell a rectangle filled by the trace's colour scale between its ``zmin`` and
+``zmax`` (NaN cells, the gaps of a mosaic, left empty), row 0 at the top where the y axis is reversed (as plotly
+draws it), the column and row labels from the trace's ``x``/``y`` or the axes' tick labels, the title and axis
+titles, and a colour bar. Only what a heatmap figure needs; None for a figure that is not one heatmap.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import get_colorscale, sample_colorscale
+
+FONT = 'font-family="Helvetica, Arial, sans-serif"'
+CHAR_PX = 6.5  # width of a character of 11-px text, for the margins
+_TAGS = re.compile(r"<[^>]+>")
+
+
+def _text(value) -> str:
+    """Plain text of a label or title (plotly's <br>/<sup> markup dropped, its HTML escapes read), escaped for XML."""
+    plain = html.unescape(_TAGS.sub(" ", str(value if value is not None else ""))).strip()
+    return html.escape(plain, quote=True)
+
+
+def _text_at(x: float, y: float, text, *, anchor: str = "start", size: int = 11, rotate: int | None = None) -> str:
+    turn = f' transform="rotate({rotate} {x:.2f} {y:.2f})"' if rotate else ""
+    return f'<text x="{x:.2f}" y="{y:.2f}" font-size="{size}" text-anchor="{anchor}"{turn} {FONT}>{_text(text)}</text>'
+
+
+def _labels(values, axis, count: int) -> list[tuple[float, str]]:
+    """(cell position, label) of an axis: the trace's own labels, else the axis's tick labels, else none."""
+    if values is not None and len(values) == count:
+        return [(i, str(v)) for i, v in enumerate(values)]
+    if axis.tickvals is not None and axis.ticktext is not None:
+        return [(float(v), str(t)) for v, t in zip(axis.tickvals, axis.ticktext)]
+    return []
+
+
+def heatmap_svg(fig: go.Figure) -> bytes | None:
+    """The figure's one heatmap as a vector SVG document (UTF-8), or None when it has not exactly one."""
+    heats = [t for t in fig.data if t.type == "heatmap"]
+    if len(heats) != 1 or heats[0].z is None:
+        return None
+    trace, layout = heats[0], fig.layout
+    z = np.asarray(trace.z, dtype=float)
+    if z.ndim != 2 or not z.size:
+        return None
+    rows, cols = z.shape
+    finite = z[np.isfinite(z)]
+    lo = float(trace.zmin) if trace.zmin is not None else float(finite.min(initial=0.0))
+    hi = float(trace.zmax) if trace.zmax is not None else float(finite.max(initial=1.0))
+    scale = trace.colorscale
+    scale = get_colorscale(scale) if isinstance(scale, str) or scale is None else [list(s) for s in scale]
+    cell = float(np.clip(560 / max(rows, cols), 3, 28))
+    xlab, ylab = _labels(trace.x, layout.xaxis, cols), _labels(trace.y, layout.yaxis, rows)
+    left = 16 + CHAR_PX * max((len(t) for _, t in ylab), default=0) + (18 if layout.yaxis.title.text else 0)
+    bottom = 16 + 0.75 * CHAR_PX * max((len(t) for _, t in xlab), default=0) + (18 if layout.xaxis.title.text else 0)
+    top, width, height = 48.0, cols * cell, rows * cell
+    reversed_y = layout.yaxis.autorange == "reversed"
+
+    def row_y(r: float) -> float:  # the top edge of row r's cell
+        return top + (r if reversed_y else rows - 1 - r) * cell
+
+    out = []
+    t = (z - lo) / (hi - lo) if hi > lo else np.zeros_like(z)
+    colours = np.full(z.shape, "", dtype=object)
+    ok = np.isfinite(z)
+    colours[ok] = sample_colorscale(scale, np.clip(t[ok], 0, 1).tolist())
+    for r in range(rows):
+        for c in range(cols):
+            if ok[r, c]:
+                out.append(
+                    f'<rect x="{left + c * cell:.2f}" y="{row_y(r):.2f}" width="{cell:.2f}" height="{cell:.2f}" '
+                    f'fill="{colours[r, c]}"><title>{z[r, c]:.4g}</title></rect>'
+                )
+    for pos, label in xlab:  # column labels under the map, slanted
+        out.append(_text_at(left + (pos + 0.5) * cell, top + height + 10, label, anchor="end", rotate=-50))
+    for pos, label in ylab:
+        out.append(_text_at(left - 6, row_y(pos) + cell / 2 + 4, label, anchor="end"))
+    bar_x = left + width + 24
+    stops = "".join(
+        f'<stop offset="{k / 20:.2f}" stop-color="{colour}"/>'
+        for k, colour in enumerate(sample_colorscale(scale, [1 - k / 20 for k in range(21)]))
+    )
+    out.append(f'<defs><linearGradient id="bar" x1="0" y1="0" x2="0" y2="1">{stops}</linearGradient></defs>')
+    out.append(f'<rect x="{bar_x:.2f}" y="{top:.2f}" width="12" height="{height:.2f}" fill="url(#bar)"/>')
+    out += [_text_at(bar_x + 16, top + 4, f"{hi:.3g}"), _text_at(bar_x + 16, top + height, f"{lo:.3g}")]
+    if layout.title.text:
+        out.append(_text_at(left, 24, layout.title.text, size=14))
+    if layout.xaxis.title.text:
+        out.append(
+            _text_at(left + width / 2, top + height + bottom - 4, layout.xaxis.title.text, anchor="middle", size=12)
+        )
+    if layout.yaxis.title.text:
+        out.append(_text_at(14, top + height / 2, layout.yaxis.title.text, anchor="middle", size=12, rotate=-90))
+    w, h = bar_x + 60, top + height + bottom
+    head = f'<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0f}" height="{h:.0f}" viewBox="0 0 {w:.0f} {h:.0f}">'
+    return "\n".join([head, '<rect width="100%" height="100%" fill="white"/>', *out, "</svg>\n"]).encode("utf-8")
