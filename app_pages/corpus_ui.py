@@ -316,5 +316,5 @@ def corpus_panel(
         data_label="Hits (CSV)",
         data_name=name + "-hits",  # every hit, not the histogram's counts
     )
-    st.dataframe(df, hide_index=True, width="stretch", column_config=OCCURRENCE_COLUMNS)
+    st.dataframe(df.drop(columns="sentence"), hide_index=True, width="stretch", column_config=OCCURRENCE_COLUMNS)
     download("Hits (JSON)", lambda: frame_json(df), f"{name}.json", key=f"{key}_json", mime="application/json")

@@ -247,7 +247,8 @@ def _view(c: dict, occs, Xs: dict[str, np.ndarray]) -> None:
     pick = st.session_state[state.bind("poly_pick", 0, lo=0, hi=len(occs) - 1, param="pick")]
     L = Xs[models[0]].shape[0]
     if c["compare"] == "two layers":
-        panels = [(models[0], "poly_layer", L - 1 if L <= 3 else max(0, L // 2)), (models[0], "poly_layer_b", L - 1)]
+        # ELMo's three layers: its two LSTM layers (the paper's comparison); L - 1 on both sides drew one plot twice
+        panels = [(models[0], "poly_layer", max(0, L - 2) if L <= 3 else L // 2), (models[0], "poly_layer_b", L - 1)]
     else:
         panels = [
             (m, key, (lambda n: min(n - 1, max(0, n // 2)))(Xs[m].shape[0]))

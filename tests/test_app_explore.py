@@ -360,3 +360,13 @@ def test_without_the_data_the_pages_say_what_works_instead(monkeypatch) -> None:
     said = " ".join(e.value for e in at.error).replace("\\", "")
     assert "Could not search SemCor" in said and "need no data" in said
     assert "Nearest among your tokens" in texts(at.subheader) and at.dataframe  # the typed tokens' neighbours
+
+
+def test_two_layers_of_a_three_layer_model_open_on_two_different_layers() -> None:
+    """ELMo's "two layers" view opened with layer 2 beside layer 2: one plot drawn twice (L − 1 on both sides for a
+    model of three layers or fewer). It opens on its two LSTM layers, the paper's comparison."""
+    at = open_page("polysemy", word="bank", model="elmo-small", compare="two layers")
+    assert_ok(at)
+    assert (at.slider(key="poly_layer").value, at.slider(key="poly_layer_b").value) == (1, 2)
+    titles = [scatter(at, i)["layout"]["title"]["text"] for i in (0, 1)]
+    assert "layer 1" in titles[0] and "layer 2" in titles[1]

@@ -130,6 +130,7 @@ def test_occurrence_metadata_and_genres() -> None:
         "sentence length": 3,
         "source": "brown1/br-a01 s3",
         "context": "",
+        "sense key": "bank%1:14:00::",  # in full, for a CSV to be joined on (the sense column is a name)
     }
     assert genre_of("typed line 2") == "" and genre_of("brown2/br-r07 s1") == "humor"
 
@@ -232,6 +233,10 @@ def test_corpus_index_rows_follow_the_wsd_probes_semcor_view() -> None:
     assert index.row_of(si, ti) == 123 and index.row_of(si, -1) is None
     frame = hits_frame([(123, 0.9)], index, sentences, lambda k: k, query_key=index.key[123])
     assert frame.iloc[0]["same sense"] == "✓" and f"[{sentences[si].tokens[ti].text}]" in frame.iloc[0]["context"]
+    # the CSV's whole sentence and full sense key (the context is eight words each side, cut without a mark)
+    words = [tok.text for tok in sentences[si].tokens]
+    whole = " ".join([*words[:ti], f"[{words[ti]}]", *words[ti + 1 :]])
+    assert frame.iloc[0]["sentence"] == whole and frame.iloc[0]["sense key"] == index.key[123]
     assert same_sense_share([(123, 0.9), (124, 0.8)], index, index.key[123]) in (0.5, 1.0)
 
 

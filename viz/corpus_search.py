@@ -116,8 +116,9 @@ def hits_frame(
     sense_name: Callable[[str], str],
     query_key: str | None = None,
 ) -> pd.DataFrame:
-    """One row per hit: cosine, lemma, sense, POS, genre, context ([target] marked), source; ``same sense``
-    (✓/✗) when the query's sense key is known."""
+    """One row per hit: cosine, lemma, sense, POS, genre, context (eight words each side, [target] marked), source,
+    the full sense key and the whole sentence (for the CSV; the page's table leaves it out); ``same sense`` (✓/✗)
+    when the query's sense key is known."""
     rows = []
     for r, sim in hits:
         sent = sentences[int(index.sentence[r])]
@@ -132,6 +133,8 @@ def hits_frame(
             "genre": genre_of(sent.doc),
             "context": f"{left} [{words[t]}] {right}".strip(),  # eight words each side, whole
             "source": f"{sent.doc} s{sent.snum}",
+            "sense key": index.key[r],
+            "sentence": " ".join([*words[:t], f"[{words[t]}]", *words[t + 1 :]]),
         }
         if query_key is not None:
             row["same sense"] = "✓" if index.key[r] == query_key else "✗"

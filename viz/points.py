@@ -120,7 +120,8 @@ def coordinates_frame(meta: pd.DataFrame, coords: np.ndarray, inverse: np.ndarra
 
 
 def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str]) -> pd.DataFrame:
-    """One row per occurrence: sense (or label), POS, genre, sentence length, source, context.
+    """One row per occurrence: sense (or label), POS, genre, sentence length, source, context, and the gold sense
+    key(s) in full (``bank%1:14:00::``; several joined by " "; "" where there is none) for a CSV to be joined on.
 
     The context is the whole sentence with the target in [brackets], never "…"-shortened: a search
     (``re:^The``) and a CSV see the full text; a page shortens it only where it displays it.
@@ -136,9 +137,11 @@ def occurrence_metadata(occs: Sequence, sense_name: Callable[[str | None], str])
                 "sentence length": len(o.words),
                 "source": o.source,
                 "context": o.context(len(o.words)),
+                "sense key": " ".join(getattr(o, "keys", ()) or ()),
             }
         )
-    return pd.DataFrame(rows, columns=["sense", "POS", "genre", "sentence length", "source", "context"])
+    columns = ["sense", "POS", "genre", "sentence length", "source", "context", "sense key"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def colour_groups(meta: pd.DataFrame, column: str, max_groups: int = 12) -> list[str]:
