@@ -52,6 +52,7 @@ from probes.inputs import InputFile, Preview
 from probes.registry import Option, ProbeSpec, all_probes
 from probes.results import ProbeResult, default_results_dir, results_frame
 from probes.run import run_probe
+from viz.results import label_dir
 
 DEFAULT_LIMIT = 300
 OPTION_COLUMNS = 4
@@ -239,7 +240,7 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
     st.caption(
         f"Probe your own data: pick a probe that reads files, upload them, see what they hold, run. Files "
         f"up to **{MAX_MB:g} MB** each; the formats are in docs/datasets.md. Runs are saved and appear in "
-        f"the Saved results tab (cache/results) beside the other runs of the probe."
+        f"the Saved results tab ({label_dir(default_results_dir())}) beside the other runs of the probe."
     )
     specs = {spec.name: spec for spec in all_probes() if spec.inputs}
     name = st.radio(
@@ -290,7 +291,7 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
             def progress(frac: float, msg: str = "") -> None:
                 bar.progress(float(min(max(frac, 0.0), 1.0)), text=msg or f"{name} probe on {model}")
 
-            saved = "saved to cache/results"
+            saved = f"saved to {label_dir(default_results_dir())}"  # cache/results, or where $EMBPROBE_CACHE says
             try:
                 results = run_upload(spec, model, limit, options, progress)
             except ResultsNotSavedError as exc:  # a full disk after the run: its numbers, and why they are not kept

@@ -193,7 +193,7 @@ def saved_tab() -> None:
         "results",
         help="docs/results/runs: the committed full runs (WSD, POS, λ, control, MDL); docs/results/ud_ewt/runs and "
         "…/structural_runs: the committed UD EWT runs (tag; structural probe, head syntax); results/runs: a local "
-        "reproduce run; cache/results: single command-line runs (possibly with --limit).",
+        "reproduce run; cache/results (or $EMBPROBE_CACHE/results): single command-line runs (possibly with --limit).",
     )
     df = saved_results(directory)
     if df.empty:

@@ -196,10 +196,10 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
         emb = load_model(task.model, env.device)
         try:
             spec.check_model(emb)
-        except ProbeInputError:
+        except ProbeInputError as exc:
             return {
                 "results": [],
-                "skipped": f"{task.model} has fewer than {spec.min_layers} layers",
+                "skipped": str(exc),
                 "seconds": time.perf_counter() - t0,
                 "host": socket.gethostname(),
                 "pid": os.getpid(),

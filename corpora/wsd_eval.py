@@ -86,9 +86,14 @@ def read_gold_keys(path: str | Path, wordnet_keys: bool = True) -> dict[str, tup
     return gold
 
 
-def _sentence(sent: ET.Element, xml_path: Path, line: int, gold: dict, key_path: Path, seen: set[str]) -> WsdSentence:
+def _sentence(
+    sent: ET.Element, xml_path: Path, starts: dict[int, int], gold: dict, key_path: Path, seen: set[str]
+) -> WsdSentence:
+    """The sentence's words and instances, checked; ``starts``: each element's first line (an error names the
+    element's own line, not the sentence's end where the parser stood)."""
     words, lemmas, pos, instances = [], [], [], []
     for i, el in enumerate(sent):
+        line = starts.pop(id(el), starts.get(id(sent)))
         if el.tag not in ("wf", "instance"):
             raise WsdFormatError(xml_path, line, f"unexpected <{el.tag}> in sentence {sent.get('id')!r}")
         lemma, upos = el.get("lemma"), el.get("pos")
@@ -122,6 +127,7 @@ def iter_wsd_sentences(
     seen = set() if seen is None else seen
     parser = ET.XMLPullParser(events=("start", "end"))
     open_elements: list[ET.Element] = []
+    starts: dict[int, int] = {}  # id(element) -> the line its start tag ended on, while its sentence is read
     lineno = 0
     try:
         with open(xml_path, "rb") as fh:
@@ -130,10 +136,12 @@ def iter_wsd_sentences(
                 for event, el in parser.read_events():
                     if event == "start":
                         open_elements.append(el)
+                        starts[id(el)] = lineno
                         continue
                     open_elements.pop()
                     if el.tag == "sentence":
-                        yield _sentence(el, xml_path, lineno, gold, key_path, seen)
+                        yield _sentence(el, xml_path, starts, gold, key_path, seen)
+                        starts.clear()  # the sentence is done (and the text and document around it need none)
                         if open_elements:  # drop it: memory stays bounded by one sentence
                             open_elements[-1].remove(el)
             parser.close()

@@ -63,8 +63,9 @@ def parse_random(text: str) -> tuple[str, int]:
     base, at, seed = rest.rpartition("@")
     if at and seed.isdigit() and base:
         name, value = base, int(seed)
-    elif at and base and seed.lstrip("-").isdigit():
-        raise ModelLoadError(f"{text!r}: the seed must be a whole number ≥ 0.")
+    elif at and base and (seed.lstrip("-").isdigit() or not any(c in base for c in "/:\\")):
+        # a plain name's @ can only be its seed (a hub id's or a path's may be a revision or part of the name)
+        raise ModelLoadError(f"{text!r}: the seed must be a whole number ≥ 0 (random:NAME@SEED).")
     else:
         name, value = rest, DEFAULT_SEED
     if not name:

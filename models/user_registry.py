@@ -165,7 +165,8 @@ def add_user_model(
         if name in models and not replace:
             raise ModelLoadError(
                 f"{file}: a model named {name!r} is already registered "
-                f"(remove it first: python -m models remove {name}, or the Models page's Remove)."
+                f"(python -m models add … --replace replaces it; or remove it first: python -m models remove {name}, "
+                "or the Models page's Remove)."
             )
         entry = tomlkit.table()
         entry["ref"] = ref

@@ -199,6 +199,11 @@ def cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         reproduce.refuse_run_options(
             given, "--verify checks" if args.verify else "--tables-only builds the tables from"
         )
+    if args.results is not None and not args.tables_only:  # a run saves in OUT/runs, --verify checks them there
+        raise ProbeInputError(
+            "--results: reproduce saves its runs in OUT/runs (--out) and --verify checks them there; --results names "
+            "the folder --tables-only reads."
+        )
     if args.verify:
         return 0 if reproduce.verify(out / "runs") else 1
     if args.tables_only:

@@ -20,7 +20,7 @@ class ResultsNotSavedError(LabError):
         why = exc.strerror or str(exc)
         super().__init__(
             f"The results could not be saved in {folder}: {why}. Free some space or choose another results folder "
-            "(--results), and run again to keep them."
+            "(a command's --results; reproduce's --out), and run again to keep them."
         )
         self.run = run
 

@@ -170,6 +170,7 @@ class ProbeSpec:
     table_titles:    table key -> title, in the order tables.md shows them.
     baseline_models: model name of each baseline result -> its label (drawn as its own series).
     min_layers:      fewest layers a model needs (the λ ablation mixes at least two).
+    needs_attention: the probe reads attention (head syntax): a model without it is refused before any work.
     uses_layers:     whether ``--layers`` applies (the λ ablation chooses its layers itself).
     needs_files:     the probe has no built-in data and runs only on the user's files (tag, span): it is
                      left out of ``reproduce``'s default probes and the app's built-in quick run.
@@ -206,6 +207,7 @@ class ProbeSpec:
     options: tuple[Option, ...] = ()
     baseline_models: dict[str, str] = field(default_factory=dict)
     min_layers: int = 1
+    needs_attention: bool = False
     uses_layers: bool = True
     needs_files: bool = False
     summary: Callable[[ProbeResult], list[str]] | None = None
@@ -245,11 +247,15 @@ class ProbeSpec:
         return options
 
     def check_model(self, embedder) -> None:
+        """ProbeInputError when the probe cannot read this model (too few layers; no attention where it needs it):
+        checked before any extraction, and ``reproduce`` and a sweep skip the pair with its message."""
         if embedder.num_layers < self.min_layers:
             raise ProbeInputError(
                 f"{embedder.name} has a single layer: the {self.name} probe needs a contextual "
                 f"model with at least {self.min_layers} layers."
             )
+        if self.needs_attention and not getattr(embedder, "has_attention", False):
+            raise ProbeInputError(f"{embedder.name} has no attention: the {self.name} probe needs a transformer.")
 
 
 def no_baselines(ctx: RunContext, **options) -> list[ProbeResult]:

@@ -117,8 +117,8 @@ def _run_all(
             told = step(m * (1 + i) + j, f"model {i + 1}/{len(embedders)} {name} · probe {j + 1}/{m} {spec.name}: ")
             try:
                 spec.check_model(emb)
-            except ProbeInputError:
-                say(f"   (skipped {spec.name}: {name} has fewer than {spec.min_layers} layers)")
+            except ProbeInputError as exc:  # too few layers, no attention: said, and the others run
+                say(f"   (skipped {spec.name}: {exc})")
                 continue
             t = time.perf_counter()
             say(f"== {name}: {spec.name}")

@@ -47,7 +47,7 @@ def test_upload_preview_and_run(page, server, screenshots, data_root, tmp_path):
     expect(page.get_by_text("label column UPOS")).to_be_visible(timeout=WAIT_MS)
     assert_clean(page)
     page.get_by_role("button", name="Run on my data").click()
-    expect(page.get_by_text("done; saved to cache/results")).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_text(re.compile(r"done; saved to \S*cache/results"))).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
     assert_clean(page)
     expect(page.locator('[data-testid="stPlotlyChart"]').last).to_be_visible()

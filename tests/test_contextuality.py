@@ -6,6 +6,7 @@ byte from its runs."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -324,7 +325,7 @@ def test_the_upload_tab_previews_and_runs_a_corpus_file(tmp_path, monkeypatch):
     at.selectbox(key="up_model").set_value("glove-6b-50d")
     at.button(key="up_run").click().run()
     assert_ok(at)
-    assert "done; saved to cache/results" in texts(at.success)
+    assert re.search(r"done; saved to \S*cache/results\.", texts(at.success))  # the folder as it is
     saved = json.loads(next((tmp_path / "cache" / "results").glob("glove-6b-50d__contextuality__*.json")).read_text())
     assert saved["dataset"].startswith("bank-") and saved["extra"]["words_measured"] == 4
 
@@ -359,3 +360,18 @@ def test_a_corpus_file_is_read_as_every_data_file_is(tmp_path):
     latin.write_bytes(b"one line\nna\xefve\n")
     with pytest.raises(ProbeInputError, match=r"--corpus .*latin\.txt:2: not UTF-8 text \(byte 0xef at column 3\)"):
         corpus_sentences(latin, None)
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--max-occurrences", "1"], "--max-occurrences: a similarity needs a word in at least 2 sentences"),
+        (["--min-occurrences", "6", "--max-occurrences", "4"], "--max-occurrences 4 is below --min-occurrences 6"),
+    ],
+)
+def test_occurrence_bounds_that_measure_no_word_are_refused(flags, message, tmp_path, capsys):
+    """``--max-occurrences 1`` ran to exit 0 with self-similarity "—" over n = 0 and an explainable variance of
+    0.000, said nowhere; ``--min-occurrences 1`` was already refused for that reason, and max < min not at all."""
+    argv = ["contextuality", "--model", "glove-6b-50d", "--limit", "50", "--results", str(tmp_path / "r"), *flags]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "r").exists()

@@ -226,6 +226,9 @@ def test_a_seed_numpy_cannot_take_is_refused_before_any_file(seed, seeds, tmp_pa
         (["--models", "nosuch"], "Unknown model 'nosuch'"),
         (["--models", "glove-6b-50d", "--limit", "-1"], "--limit -1 selects nothing"),
         (["--models", "glove-6b-50d", "--seed", "-1"], "--seed -1: seeds run from 0"),
+        # a run saved in OUT/runs while --results named another folder, said nowhere
+        (["--models", "glove-6b-50d", "--results", "NOWHERE"], "--results: reproduce saves its runs in OUT/runs"),
+        (["--verify", "--results", "NOWHERE"], "--verify checks them there; --results names the folder --tables-only"),
     ],
 )
 def test_reproduce_refuses_a_bad_request_before_it_makes_its_folder(args, message, tmp_path):

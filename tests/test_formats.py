@@ -121,6 +121,9 @@ def test_invalid_utf8_names_line(tmp_path):
     p = tmp_path / "u.txt"
     p.write_bytes(b"2 2\na 1 2\n\xff\xfe 1 2\n")
     assert re.search(r"line 3\b.*UTF-8", _err(p, "word2vec"))
+    # the same bytes on a GloVe file's line 1 were put on the format ("neither a word2vec header … nor a GloVe row")
+    p.write_bytes(b"\xff\xfe 1 2\na 1 2\n")
+    assert re.search(r"line 1: not valid UTF-8", _err(p, None))
 
 
 def test_non_finite_value(tmp_path):

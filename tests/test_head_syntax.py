@@ -156,3 +156,16 @@ def test_minilm_on_ewt_dev_and_a_model_without_attention(tmp_path, capsys, data_
     assert main(["head_syntax", "--model", "glove-6b-50d", "--limit", "5", "--results", str(tmp_path / "g")]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
     assert len(err) == 1 and "has no attention" in err[0]
+
+
+def test_reproduce_skips_a_model_without_attention_and_names_the_flag_of_the_selection_file(tmp_path, capsys):
+    """``reproduce --probes head_syntax`` on the zoo ran the baselines, then stopped at its first static model
+    ("has no attention", exit 2) where a model with too few layers for a probe is skipped with a note; and a
+    missing ``--select`` file was called ``--train``, a flag head_syntax does not have."""
+    argv = ["reproduce", "--probes", "head_syntax", "--models", "glove-6b-50d", "--limit", "20", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert "(skipped head_syntax: glove-6b-50d has no attention: the head_syntax probe needs a transformer.)" in (
+        capsys.readouterr().out
+    )
+    assert main(["head_syntax", "--model", "gpt-small", "--select", str(tmp_path / "nowhere.conllu")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --select {tmp_path / 'nowhere.conllu'}")

@@ -81,5 +81,9 @@ def test_unknown_base_model_is_named():
 
 def test_parse_random_keeps_a_hub_revision():
     assert parse_random("random:hf:org/name@main") == ("hf:org/name@main", 0)
+    # a plain name's @ is its seed: "minilm@x" was looked up as a model ("Unknown model 'minilm@x'")
+    for bad in ("random:minilm@x", "random:minilm@1.5", "random:minilm@-1"):
+        with pytest.raises(ModelLoadError, match=r"the seed must be a whole number ≥ 0 \(random:NAME@SEED\)"):
+            parse_random(bad)
     assert parse_random("random:hf:org/name@main@7") == ("hf:org/name@main", 7)
     assert parse_random("random:minilm@12") == ("minilm", 12)

@@ -361,3 +361,19 @@ def test_gpt_training_uses_bf16_only_where_the_gpu_has_it(monkeypatch, capsys):
     assert "Tesla V100-SXM2-16GB has no bf16 in hardware: training in float32" in capsys.readouterr().out
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
     assert autocast_bf16(torch.device("cuda")) is True
+
+
+@pytest.mark.parametrize("config, message", [("{bad", "not an options.json (Expect"), ("[1]", "holds one JSON object")])
+def test_a_bad_elmo_config_file_is_one_error_line(tmp_path, config, message):
+    """``--config`` naming an options.json that is not one was a JSONDecodeError traceback (exit 1), and an unknown
+    name a bare line without ``error:`` (exit 1): the trainers promise one ``error:`` line and exit 2."""
+    bad = tmp_path / "options.json"
+    bad.write_text(config)
+    for arg, said in ((str(bad), message), ("nosuch", "'nosuch' is neither small")):
+        out = subprocess.run(
+            [sys.executable, "-m", "models", "train", "elmo", "--config", arg, "--out", str(tmp_path / "x")],
+            capture_output=True, text=True, cwd=REPO,
+        )  # fmt: skip
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: --config") and said in lines[0]
+    assert not (tmp_path / "x").exists()

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from corpora.errors import RequestError
+
 CONFIGS: dict[str, dict[str, Any]] = {
     # ~3 M biLM parameters: sized for about an hour on a shared 2-core CPU.
     # No clipping so the fused torch.lstm kernel can be used (3× faster than the clipped time loop).
@@ -76,8 +78,13 @@ def resolve_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     else:
         path = Path(args.config)
         if not path.is_file():
-            raise SystemExit(f"--config: '{args.config}' is neither {' | '.join(CONFIGS)} nor an options.json file")
-        options = json.loads(path.read_text())
+            raise RequestError(f"--config: '{args.config}' is neither {' | '.join(CONFIGS)} nor an options.json file")
+        try:
+            options = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RequestError(f"--config {path}: not an options.json ({exc}).") from None
+        if not isinstance(options, dict):
+            raise RequestError(f"--config {path}: an options.json holds one JSON object (bilm-tf's options).")
         cfg = dict(CONFIGS["small"], options=options)
         name = args.name or f"elmo-{path.stem}"
     for key in ("vocab_size", "batch_tokens", "lr", "dropout"):

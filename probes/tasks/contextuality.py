@@ -300,10 +300,25 @@ def _corpus(raw) -> str:
     return str(raw)
 
 
-def _min_occurrences(raw) -> int:
-    if int(raw) < 2:
-        raise ProbeInputError("--min-occurrences: a similarity needs a word in at least 2 sentences.")
-    return int(raw)
+def _occurrences(flag: str):
+    """The parser of ``flag`` (``--min-occurrences``, ``--max-occurrences``): a self-similarity needs a word's
+    vectors in at least 2 sentences (with 1 every word was left unmeasured and the run ended without a word)."""
+
+    def parse(raw) -> int:
+        if int(raw) < 2:
+            raise ProbeInputError(f"{flag}: a similarity needs a word in at least 2 sentences.")
+        return int(raw)
+
+    return parse
+
+
+def _check_options(options: dict) -> None:
+    low, high = options.get("min_occurrences", 5), options.get("max_occurrences")
+    if high is not None and high < low:
+        raise ProbeInputError(
+            f"--max-occurrences {high} is below --min-occurrences {low}: a word is measured in at least min and at "
+            "most max sentences."
+        )
 
 
 PROBE = ProbeSpec(
@@ -321,6 +336,7 @@ PROBE = ProbeSpec(
         small_n=SMALL_UNITS,
         small_what="words, sentences or pairs (each row's unit)",
     ),
+    check_options=_check_options,
     trains=False,  # its seed draws the anisotropy baselines' random pairs, whose error its intervals carry
     options=(
         Option("words", default="", parse=_words, help="only these words (comma-separated), e.g. bank,play"),
@@ -330,7 +346,7 @@ PROBE = ProbeSpec(
             type=int,
             default=5,
             positive=True,
-            parse=_min_occurrences,
+            parse=_occurrences("--min-occurrences"),
             help="sentences a word must occur in (default 5)",
         ),
         Option(
@@ -338,6 +354,7 @@ PROBE = ProbeSpec(
             type=int,
             default=50,
             positive=True,
+            parse=_occurrences("--max-occurrences"),
             help="at most this many of a word's sentences (seeded sample, default 50)",
         ),
         Option(

@@ -87,20 +87,25 @@ class DataFiles:
         dev: str | Path | None = None,
         name: str | None = None,
         settings: str = "",
+        flags: dict[str, str] | None = None,
+        default: str | None = None,
     ) -> DataFiles:
-        """The files of a ``probe`` run; ProbeInputError when --train/--test is missing or a file is absent."""
+        """The files of a ``probe`` run; ProbeInputError when --train/--test is missing or a file is absent.
+        ``flags``: the command's flag of a role where it is not ``--ROLE`` (head_syntax's selection file is
+        ``--select``); ``default``: what the probe reads when no file is given (said when only some are)."""
         if not train or not test:
             raise ProbeInputError(
                 f"The {probe} probe reads your files: give --train FILE and --test FILE "
-                "(and optionally --dev FILE); see docs/datasets.md."
-            )
+                "(and optionally --dev FILE)" + (f", or none of them for {default}" if default else "")
+                + "; see docs/datasets.md."
+            )  # fmt: skip
         paths = {}
         for role, p in (("train", train), ("test", test), ("dev", dev)):
             if p is None or p == "":
                 continue
             path = Path(p).expanduser()
             if not path.is_file():
-                raise no_file(f"--{role}", p)
+                raise no_file((flags or {}).get(role, f"--{role}"), p)
             paths[role] = path
         clean = re.sub(r"[^0-9A-Za-z._-]+", "_", name.strip()) if name else ""
         return cls(
@@ -224,8 +229,9 @@ def check_labels_seen(files: DataFiles, train: Sequence[str], evaluated: dict[st
         like = [f"{u!r} (train: {folded[u.strip().casefold()]!r})" for u in unseen if u.strip().casefold() in folded]
         more = "…" if len(unseen) > 5 else ""
         raise ProbeInputError(
-            f"--{role} {files.paths()[role]}: {sum(unseen.values()):,} of its {len(labels):,} labels are none of the "
-            f"training file's ({', '.join(map(repr, list(unseen)[:5]))}{more}), so no probe could score them. "
+            f"--{role} {files.paths()[role]}: {sum(unseen.values()):,} of its {len(labels):,} labels "
+            f"({', '.join(map(repr, list(unseen)[:5]))}{more}) never occur in the training file, so no probe could "
+            "score them. "
             + (f"They match training labels in another case or spacing: {', '.join(like[:5])}. " if like else "")
             + "Use the same label set in every file."
         )

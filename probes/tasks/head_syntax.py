@@ -30,7 +30,6 @@ import pandas as pd
 
 from corpora.conllu import DepTree, iter_trees
 from corpora.paths import data_path
-from probes.errors import ProbeInputError
 from probes.estimators.head_syntax import DIRECTIONS, OFFSETS, HeadCounts
 from probes.inputs import InputFile, Preview
 from probes.registry import ChartSpec, Embeds, Option, ProbeSpec, RunContext
@@ -49,7 +48,7 @@ def load_trees(limit: int | None, test=None, name=None, select=None) -> tuple[Da
     """The file (default: UD English EWT dev), its first ``limit`` trees and those of the selection file (the
     ``train`` role: the scored file itself when no ``select`` is given)."""
     path = test or data_path(EWT_DEV)
-    files = DataFiles.checked(NAME, select or path, path, name=name, settings="conllu:1")
+    files = DataFiles.checked(NAME, select or path, path, name=name, settings="conllu:1", flags={"train": "--select"})
     trees = read_file(iter_trees, files.test, limit)
     return files, trees, trees if select is None else read_file(iter_trees, files.train, limit)
 
@@ -107,8 +106,7 @@ def run_head_syntax(
 ) -> ProbeResult:
     """Accuracy of every head per relation and direction; rows: each layer's best head (chosen on ``select``'s
     trees when given, else on the scored ones)."""
-    if not embedder.has_attention:
-        raise ProbeInputError(f"{embedder.name} has no attention: the head_syntax probe needs a transformer.")
+    PROBE.check_model(embedder)  # no attention: refused (``run_probe`` checks it first)
     t0 = time.perf_counter()
     files, trees, select_trees = load_trees(ctx.limit, test, name, select)
     counts = count_heads(embedder, trees, ctx)
@@ -215,8 +213,9 @@ PROBE = ProbeSpec(
         Option("min_count", int, 20, "rows for relations with at least this many dependencies", positive=True),
         Option("select", help="CoNLL-U file to choose each head and offset on, scored on --test (held out)"),
     ),
-    baseline_models={OFFSET: "best fixed offset (−2…+2)"},
+    baseline_models={OFFSET: "best fixed offset (−3…+3)"},
     uses_layers=False,
+    needs_attention=True,
     summary=summary,
     embeds=head_embeds,
     inputs=(InputFile("test", ("CoNLL-U",), required=False, help="dependency trees (default: UD EWT dev)"),),

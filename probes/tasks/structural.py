@@ -75,7 +75,7 @@ def load_splits(
     """The files (default: UD English EWT train / dev / test) and each role's first ``limit`` trees."""
     if not (train or dev or test):
         train, dev, test = (data_path(EWT.format(role)) for role in ("train", "dev", "test"))
-    files = DataFiles.checked(NAME, train, test, dev, name, settings="conllu:1")
+    files = DataFiles.checked(NAME, train, test, dev, name, settings="conllu:1", default="UD English EWT")
     return read_roles(files, iter_trees, limit)
 
 
