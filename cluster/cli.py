@@ -40,6 +40,11 @@ def _ints(text: str, flag: str) -> list[int]:
 
 
 def _session(args: argparse.Namespace):
+    if args.dashboard and args.ray != "local":  # it was ignored without a word
+        raise ProbeInputError(
+            "--dashboard starts the dashboard of a --ray local instance; a cluster's is reached with "
+            "`ray dashboard cluster/ray-cluster.yaml` (docs/scaling.md)."
+        )
     if not args.ray:
         return None
     return connect(args.ray, dashboard=args.dashboard)

@@ -482,3 +482,11 @@ def test_a_second_sweep_into_a_folder_another_sweep_is_writing_to_is_refused(tmp
     assert not list(res.glob("*.json"))
     assert main(argv) == 0 and "2 run, 0 already done" in capsys.readouterr().out
     assert main(argv) == 0 and "0 run, 2 already done" in capsys.readouterr().out  # the lock is let go
+
+
+def test_dashboard_without_a_local_ray_instance_is_refused_not_ignored(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    argv = ["sweep", "--models", "glove-6b-50d", "--probes", "pos", "--limit", "5", "--results", str(tmp_path / "r")]
+    assert main([*argv, "--dashboard"]) == 2
+    assert "--dashboard starts the dashboard of a --ray local instance" in capsys.readouterr().err
+    assert not list((tmp_path / "r").glob("*.json"))
