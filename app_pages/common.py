@@ -35,7 +35,7 @@ from models.listing import weights_location
 from models.registry import available_models
 from viz.contrast import readable_text
 from viz.export import FORMATS, chart_config, figure_csv, file_stem
-from viz.heatmap_svg import heatmap_svg
+from viz.heatmap_svg import drawable, heatmap_svg
 from viz.results import label_dir
 from viz.text import InputError, escape_markdown
 from viz.titles import plain_title, title_below_toolbar
@@ -289,7 +289,7 @@ def chart(
                 f"{file_stem(data_name or name)}.csv",
                 key=f"{key}__data",
             )
-        if figure_format() == "svg" and any(t.type == "heatmap" for t in fig.data):  # plotly's SVG embeds a PNG
+        if figure_format() == "svg" and drawable(fig):  # plotly's SVG of a heatmap embeds a PNG
             download(
                 "Map (vector SVG)", lambda: heatmap_svg(fig), f"{file_stem(name)}.svg", key=f"{key}__svg",
                 mime="image/svg+xml",

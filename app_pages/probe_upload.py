@@ -303,4 +303,6 @@ def upload_tab(show_results: Callable[[ProbeSpec, pd.DataFrame, str], None]) -> 
     if done is not None and done[0] == run_key:
         said = f"{spec.short_title} on {model}, {done[1][0].dataset}: done; {done[2]}"
         (st.success if done[2].startswith("saved") else st.warning)(said if said.endswith(".") else said + ".")
+        for warning in dict.fromkeys(w for res in done[1] if (w := res.extra.get("warning"))):  # e.g. unseen labels
+            st.warning(md(warning))
         show_results(spec, results_frame(done[1]), "upload")

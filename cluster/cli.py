@@ -155,6 +155,11 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if args.shards < 1:
         raise ProbeInputError(f"--shards {args.shards}: give a positive number of shards.")
     _check_compute(args)
+    if args.ray not in (None, "local") and not args.store:  # an autoscaler adds nodes after the start
+        raise ProbeInputError(
+            "--store: on a cluster give a store every node reaches (s3://…, gs://… or a shared folder; on a "
+            "one-machine cluster a local folder); the default, this machine's cache folder, is on no other node."
+        )
     if args.store:  # its backend and place, before any model loads
         check_store(args.store, "--store")
     spec = get_spec(args.model)  # an unknown model is one error line, before any data is read
@@ -162,12 +167,6 @@ def cmd_extract(args: argparse.Namespace) -> int:
     ray = _session(args)
     if note := gpu_wait_note(ray, args.ray, [args.model] if wants_gpu(spec.contextual, args.device) else []):
         print(note)
-    nodes = 1 if ray is None or args.ray == "local" else sum(bool(n.get("Alive")) for n in ray.nodes())
-    if nodes > 1 and not args.store:
-        raise ProbeInputError(
-            "--store: on a cluster of several nodes give a store every node reaches (s3://…, gs://… or a shared "
-            "folder); the default, this machine's cache folder, is not on the other nodes."
-        )
     # one GPU per actor for a model that runs on one (cluster.resources), unless this machine has none
     no_gpus = ray is None or (args.ray == "local" and not ray.cluster_resources().get("GPU"))
     gpus = 0 if no_gpus or not wants_gpu(spec.contextual, args.device) else 1

@@ -12,14 +12,14 @@ the paths or URLs the cluster's nodes share (docs/scaling.md). Off a terminal, R
 
 A local instance's servers listen on every network interface (Ray binds them so), and anyone who can reach them
 can run code as this user. So a local instance asks for a token (``RAY_AUTH_MODE=token``, a fresh random
-``RAY_AUTH_TOKEN`` its workers inherit) unless the environment chose a mode; Ray reads the mode when it is imported,
-so a process that imported ray before ``connect`` keeps its own (a warning says so).
+``RAY_AUTH_TOKEN`` its workers inherit) unless the environment chose a mode. (This module had set
+``RAY_AUTH_MODE=disabled``, opting out of the token Ray 2.60 turns on by itself, which it writes to
+``~/.ray/auth_token``; a process that imported ray before ``connect`` gets that default.)
 """
 
 from __future__ import annotations
 
 import importlib.util
-import logging
 import os
 import secrets
 import socket
@@ -29,7 +29,6 @@ from corpora.paths import REPO_ROOT
 from probes.errors import ProbeInputError
 
 INSTALL_HINT = "pip install -r requirements-cluster.txt"
-log = logging.getLogger(__name__)
 
 
 def import_ray():
@@ -42,13 +41,9 @@ def import_ray():
 
 def connect(address: str, num_cpus: int | None = None, dashboard: bool = False):
     """The ``ray`` module, initialised for ``address`` (reused when this process is already connected)."""
-    if address == "local" and "RAY_AUTH_MODE" not in os.environ:
-        if "ray" in sys.modules:
-            log.warning("ray was imported before --ray local: its instance runs without a token (RAY_AUTH_MODE)")
-            os.environ["RAY_AUTH_MODE"] = "disabled"
-        else:
-            os.environ["RAY_AUTH_MODE"] = "token"  # read at import: before import_ray
-            os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    if address == "local" and "RAY_AUTH_MODE" not in os.environ and "ray" not in sys.modules:
+        os.environ["RAY_AUTH_MODE"] = "token"  # the driver reads it at import: before import_ray
+        os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
     ray = import_ray()
     if ray.is_initialized():
         return ray

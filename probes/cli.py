@@ -4,7 +4,6 @@
     python -m probes compare docs/results/runs results/runs    # did a number move?
     python -m probes wsd --model minilm --layers all           # one subcommand per registered probe
     python -m probes pos --model elmo-small --layers 0,1,2
-    python -m probes mix --model minilm
     python -m probes reproduce --models glove-6b-50d,minilm --out docs/results/
 
 A probe command is ``probes.run.run_probe``: it checks the request, runs the probe's baselines and the
@@ -199,11 +198,7 @@ def cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         reproduce.refuse_run_options(
             given, "--verify checks" if args.verify else "--tables-only builds the tables from"
         )
-    if args.results is not None and not args.tables_only:  # a run saves in OUT/runs, --verify checks them there
-        raise ProbeInputError(
-            "--results: reproduce saves its runs in OUT/runs (--out) and --verify checks them there; --results names "
-            "the folder --tables-only reads."
-        )
+    reproduce.refuse_results_folder(args.results, args.tables_only)
     if args.verify:
         return 0 if reproduce.verify(out / "runs") else 1
     if args.tables_only:
@@ -289,7 +284,7 @@ def add_common(p: argparse.ArgumentParser, model: bool = True, seeds: int | None
         + (f"{seeds})" if seeds else f"{CLAIM_SEEDS}; analyses such as contextuality and CKA: 1)"),
     )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.add_argument("--results", default=None, help="directory for result JSON (default <cache>/results)")
+    p.add_argument("--results", help="directory of result JSON (default <cache>/results; reproduce: --tables-only's)")
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument(
         "-q",

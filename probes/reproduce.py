@@ -137,6 +137,16 @@ def refuse_run_options(given: Sequence[str], mode: str) -> None:
         raise ProbeInputError(f"{mode} the saved results; drop {flags} ({what} of a run).")
 
 
+def refuse_results_folder(results: str | Path | None, tables_only: bool) -> None:
+    """``--results`` names the folder ``--tables-only`` reads: a run saves in OUT/runs and ``--verify`` checks
+    them there (a run with ``--results X`` had saved in OUT/runs, nothing said)."""
+    if results is not None and not tables_only:
+        raise ProbeInputError(
+            "--results: reproduce saves its runs in OUT/runs (--out) and --verify checks them there; --results names "
+            "the folder --tables-only reads."
+        )
+
+
 def results_folder(out: Path, results: str | Path | None = None) -> Path:
     """Where ``--tables-only`` reads results: ``--results DIR`` when given, else ``OUT/runs`` when it holds
     a result, else ``<cache>/results`` (where the probe commands, the app and ``sweep`` save by default)."""

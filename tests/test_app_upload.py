@@ -235,3 +235,17 @@ def test_uploads_beyond_the_folders_limit_go_least_recently_used_first(cache, mo
     newest, _ = probe_upload.save_upload("f3.conllu", bytes([3]) * 2**20)
     assert newest.is_file() and paths[0].is_file() and paths[2].is_file()
     assert not paths[1].parent.exists()  # the least recently used one went, and only it
+
+
+def test_test_labels_training_never_has_are_said_beside_the_result(data_root, cache):
+    """The warning that a test file's labels never occur in training (row 351) reached the command line only: the
+    upload tab showed its accuracy alone."""
+    at = open_task("tag")
+    upload(at, "tag", "train", "ewt-train.conllu", ewt_bytes(data_root, "train", 40))
+    test = ewt_bytes(data_root, "test", 20).replace(b"\tNOUN\t", b"\tZZZ\t", 1)
+    upload(at, "tag", "test", "ewt-test.conllu", test)
+    at.run()
+    at.selectbox(key="up_model").set_value("glove-6b-50d")
+    at.button(key="up_run").click().run()
+    assert_ok(at)
+    assert re.search(r"1 of the test file's [\d,]+ labels \('ZZZ'\) never occur in training", texts(at.warning))

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from viz.attention import grid_figure
 from viz.figures import attention_heatmap
-from viz.heatmap_svg import heatmap_svg
+from viz.heatmap_svg import drawable, heatmap_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -50,3 +50,25 @@ def test_the_grid_of_every_head_leaves_its_gaps_empty_and_a_figure_without_one_m
     att = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3, 5)).astype(np.float32)
     assert len(cells(heatmap_svg(grid_figure(att, (1, 2), title="grid")))) == 2 * 3 * 5 * 5
     assert heatmap_svg(go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))) is None
+
+
+def test_a_map_without_its_own_range_spans_its_data_and_one_on_a_colour_axis_is_drawn_too() -> None:
+    """A trace without ``zmin``/``zmax`` (the attention entropy map, 2.01–2.31 bits) was coloured over 0–2.31, every
+    cell nearly one colour; a map whose colours live on ``layout.coloraxis`` (Syntax's distance map) crashed, and
+    a figure of two maps got a button whose file was empty: it is now offered only where it can be drawn."""
+    from viz.attention import entropy_figure
+    from viz.trees import TreeView, distance_figure, tree_distances
+
+    att = np.random.default_rng(1).dirichlet(np.ones(6), size=(2, 3, 6))
+    ent = entropy_figure(att, "minilm")
+    svg = heatmap_svg(ent)
+    z = np.asarray([t for t in ent.data if t.type == "heatmap"][0].z, float)
+    bar = [t.text for t in ET.fromstring(svg).iter(f"{SVG}text")]
+    assert f"{z.max():.3g}" in bar and f"{z.min():.3g}" in bar  # the colour bar runs over the data
+    fills = {r.get("fill") for r in cells(svg)}
+    assert len(fills) == z.size  # six distinct entropies, six distinct colours
+    dist = tree_distances((2, 0, 2, 2))
+    alone = distance_figure(TreeView(("Dogs", "bark", "!", "…"), dist, dist[1]))
+    assert drawable(alone) and len(cells(heatmap_svg(alone))) == np.size(alone.data[0].z)  # the scored words'
+    two = go.Figure([go.Heatmap(z=[[1, 2]]), go.Heatmap(z=[[3, 4]])])
+    assert not drawable(two) and heatmap_svg(two) is None

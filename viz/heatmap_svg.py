@@ -19,6 +19,7 @@ from plotly.colors import get_colorscale, sample_colorscale
 
 FONT = 'font-family="Helvetica, Arial, sans-serif"'
 CHAR_PX = 6.5  # width of a character of 11-px text, for the margins
+MAX_CELLS = 250_000  # ~12 MB of SVG; a larger map is left to the PNG
 _TAGS = re.compile(r"<[^>]+>")
 
 
@@ -42,21 +43,51 @@ def _labels(values, axis, count: int) -> list[tuple[float, str]]:
     return []
 
 
-def heatmap_svg(fig: go.Figure) -> bytes | None:
-    """The figure's one heatmap as a vector SVG document (UTF-8), or None when it has not exactly one."""
+def _colours(trace, layout) -> tuple[list, float | None, float | None] | None:
+    """(colour scale, low, high) of the heatmap: its own, or its ``coloraxis``'s; None when it names neither."""
+    axis = layout[trace.coloraxis] if trace.coloraxis else None
+    scale = trace.colorscale if trace.colorscale is not None else (axis.colorscale if axis is not None else None)
+    if scale is None:
+        return None
+    scale = get_colorscale(scale) if isinstance(scale, str) else [list(s) for s in scale]
+    reverse = trace.reversescale if axis is None else axis.reversescale
+    if reverse:
+        scale = [[1 - pos, colour] for pos, colour in reversed(scale)]
+    lo, hi = (trace.zmin, trace.zmax) if axis is None else (axis.cmin, axis.cmax)
+    return scale, lo, hi
+
+
+def drawable(fig: go.Figure) -> bool:
+    """Whether :func:`heatmap_svg` can draw the figure: exactly one heatmap, a 2-D ``z`` of at most ``MAX_CELLS``
+    cells, a colour scale (its own or its colour axis's). Cell texts drawn over a map are not drawn."""
     heats = [t for t in fig.data if t.type == "heatmap"]
-    if len(heats) != 1 or heats[0].z is None:
+    return (
+        len(heats) == 1
+        and heats[0].z is not None
+        and np.ndim(heats[0].z) == 2
+        and 0 < np.size(heats[0].z) <= MAX_CELLS
+        and _colours(heats[0], fig.layout) is not None
+    )
+
+
+def heatmap_svg(fig: go.Figure) -> bytes | None:
+    """The figure's one heatmap as a vector SVG document (UTF-8), or None when it cannot (``drawable``)."""
+    if not drawable(fig):
         return None
-    trace, layout = heats[0], fig.layout
+    (trace,) = [t for t in fig.data if t.type == "heatmap"]
+    layout = fig.layout
     z = np.asarray(trace.z, dtype=float)
-    if z.ndim != 2 or not z.size:
-        return None
     rows, cols = z.shape
+    scale, lo, hi = _colours(trace, layout)
     finite = z[np.isfinite(z)]
-    lo = float(trace.zmin) if trace.zmin is not None else float(finite.min(initial=0.0))
-    hi = float(trace.zmax) if trace.zmax is not None else float(finite.max(initial=1.0))
-    scale = trace.colorscale
-    scale = get_colorscale(scale) if isinstance(scale, str) or scale is None else [list(s) for s in scale]
+    if lo is None or hi is None:  # the data's own range, centred on zmid where the trace sets one
+        data_lo, data_hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if trace.zmid is not None:
+            half = max(abs(data_lo - trace.zmid), abs(data_hi - trace.zmid))
+            data_lo, data_hi = trace.zmid - half, trace.zmid + half
+        lo = data_lo if lo is None else lo
+        hi = data_hi if hi is None else hi
+    lo, hi = float(lo), float(hi)
     cell = float(np.clip(560 / max(rows, cols), 3, 28))
     xlab, ylab = _labels(trace.x, layout.xaxis, cols), _labels(trace.y, layout.yaxis, rows)
     left = 16 + CHAR_PX * max((len(t) for _, t in ylab), default=0) + (18 if layout.yaxis.title.text else 0)

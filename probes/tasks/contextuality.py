@@ -312,15 +312,6 @@ def _occurrences(flag: str):
     return parse
 
 
-def _check_options(options: dict) -> None:
-    low, high = options.get("min_occurrences", 5), options.get("max_occurrences")
-    if high is not None and high < low:
-        raise ProbeInputError(
-            f"--max-occurrences {high} is below --min-occurrences {low}: a word is measured in at least min and at "
-            "most max sentences."
-        )
-
-
 PROBE = ProbeSpec(
     name=NAME,
     title="Contextuality — Ethayarajh (2019) per layer (SemCor)",
@@ -336,7 +327,6 @@ PROBE = ProbeSpec(
         small_n=SMALL_UNITS,
         small_what="words, sentences or pairs (each row's unit)",
     ),
-    check_options=_check_options,
     trains=False,  # its seed draws the anisotropy baselines' random pairs, whose error its intervals carry
     options=(
         Option("words", default="", parse=_words, help="only these words (comma-separated), e.g. bank,play"),

@@ -203,17 +203,18 @@ def label_counts(train: Sequence[str], test: Sequence[str]) -> dict:
     counts = Counter(str(label) for label in test)
     unseen = unseen_labels(train, test)
     n, k = len(test), sum(unseen.values())
-    more = "…" if len(unseen) > 5 else ""
-    warning = (
-        f"{k:,} of the test file's {n:,} labels ({', '.join(map(repr, list(unseen)[:5]))}{more}) never occur in "
-        f"training: no probe can predict them, so its accuracy is at most {100 * (n - k) / n:.2f} %."
-    )
-    return {
+    out = {
         "labels": dict(Counter(str(label) for label in train).most_common()),
         "test_labels": dict(counts.most_common()),
         "unseen_test_labels": dict(unseen),
-        **({"warning": warning} if k else {}),
     }
+    if k:  # so n ≥ k ≥ 1
+        more = "…" if len(unseen) > 5 else ""
+        out["warning"] = (
+            f"{k:,} of the test file's {n:,} labels ({', '.join(map(repr, list(unseen)[:5]))}{more}) never occur in "
+            f"training: no probe can predict them, so its accuracy is at most {100 * (n - k) / n:.2f} %."
+        )
+    return out
 
 
 def check_labels_seen(files: DataFiles, train: Sequence[str], evaluated: dict[str, Sequence[str]]) -> None:
