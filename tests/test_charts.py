@@ -228,7 +228,7 @@ def test_structural_charts_name_their_units_and_seeds() -> None:
     dev = "en_ewt-ud@4d7343ed:dev:tree"
     dspr = probe_view(df, spec, dev, "DSpr")["layer_figure"]
     assert dspr.layout.yaxis.title.text == "DSpr (Spearman ρ × 100)"
-    assert dspr.layout.title.text.endswith("<sup>95% CI over 2001 sentences, 3 seeds</sup>")
+    assert dspr.layout.title.text.endswith("<sup>95% CI over 2001 sentences, 3 seeds (few)</sup>")  # as its table
     selectivity = probe_view(df, spec, dev, "selectivity")["layer_figure"]
     assert selectivity.layout.yaxis.title.text == "selectivity (points: UUAS − control UUAS)"
     from viz.axes import metric_axis
