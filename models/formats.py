@@ -120,11 +120,10 @@ def guess_format(path: str | Path) -> str:
         return "vec" if path.suffix.lower() == ".vec" else "word2vec"
     if is_vector_row(first):
         return "glove"
-    try:  # a GloVe row whose word is in another encoding: say so, not "neither a header nor a row"
+    try:
         first.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        values = first.split()[1:]
-        if values and all(_is_float(v.decode("latin-1")) for v in values):
+    except UnicodeDecodeError as exc:  # a GloVe row but for a word in another encoding: say so, not the format
+        if is_vector_row(first.decode("utf-8", "replace").encode("utf-8")):
             raise _error(path, 1, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     raise ModelLoadError(
         f"Cannot tell the format of {path}: line 1 ({len(parts)} field(s)) is neither a word2vec header "

@@ -30,7 +30,7 @@ import pandas as pd
 
 from corpora.types import SemcorSentence
 from viz.points import genre_of
-from viz.polysemy import key_pos
+from viz.polysemy import Occurrence, key_pos
 
 if TYPE_CHECKING:  # the layout module imports torch; only its type is named here
     from probes.tasks.wsd.layout import PieceLayout
@@ -134,7 +134,7 @@ def hits_frame(
             "context": f"{left} [{words[t]}] {right}".strip(),  # eight words each side, whole
             "source": f"{sent.doc} s{sent.snum}",
             "sense key": index.key[r],
-            "sentence": " ".join([*words[:t], f"[{words[t]}]", *words[t + 1 :]]),
+            "sentence": Occurrence(tuple(words), t, t + 1).context(len(words)),  # whole, [target] marked
         }
         if query_key is not None:
             row["same sense"] = "✓" if index.key[r] == query_key else "✗"

@@ -17,16 +17,16 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import get_colorscale, sample_colorscale
 
+from viz.titles import plain_text
+
 FONT = 'font-family="Helvetica, Arial, sans-serif"'
 CHAR_PX = 6.5  # width of a character of 11-px text, for the margins
 MAX_CELLS = 250_000  # ~12 MB of SVG; a larger map is left to the PNG
-_TAGS = re.compile(r"<[^>]+>")
 
 
 def _text(value) -> str:
-    """Plain text of a label or title (plotly's <br>/<sup> markup dropped, its HTML escapes read), escaped for XML."""
-    plain = html.unescape(_TAGS.sub(" ", str(value if value is not None else ""))).strip()
-    return html.escape(plain, quote=True)
+    """A label or title as plain text (``viz.titles.plain_text``: plotly's markup dropped), escaped for XML."""
+    return html.escape(plain_text(re.sub(r"<br\s*/?>", " ", str(value if value is not None else ""))), quote=True)
 
 
 def _text_at(x: float, y: float, text, *, anchor: str = "start", size: int = 11, rotate: int | None = None) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from probes.stats.units import FEW_CLUSTERS, SMALL_N, UNSTATED_UNIT, count_span, over_texts
+from probes.stats.units import SMALL_N, UNSTATED_UNIT, count_span, few_seeds, over_texts
 from viz.axes import metric_axis, percent_or_zero
 from viz.figures import chart_layout, line_style_key, model_styles
 from viz.text import escape_html
@@ -39,21 +39,19 @@ def _count_span(counts: pd.Series | None, missing_is_one: bool) -> str:
 def interval_note(part: pd.DataFrame) -> str:
     """What the error bars are: "95% CI over 23 documents" (the rows' resampling unit; "10–23 documents" where rows
     resample different numbers of it, as WSD's parts of speech do; ", 5 control draws" / ", 3 seeds" where they
-    also average control-task label draws or training seeds, "(few)" after fewer seeds than ``FEW_CLUSTERS``, as
-    the tables mark them), or that there are none."""
+    also average control-task label draws or training seeds, "(few)" after few seeds, as the tables mark them:
+    ``few_seeds``), or that there are none."""
     stated = part.dropna(subset=["unit"]) if "unit" in part else part.iloc[:0]
     if not has_intervals(part):  # one document: resampling it cannot vary it, so the rows have none
         single = len(stated) and stated.clusters.iloc[0] < 2
         return f"no interval: all from one {stated.unit.iloc[0]}" if single else "no intervals recorded"
     if not len(stated):  # a file saved before units were stated
         return f"95% CI over {UNSTATED_UNIT}"
-    repeats = "".join(
-        f", {span} {what}"
-        for column, what, missing_is_one in (("draws", "control draws", False), ("seeds", "seeds", True))
-        if (span := _count_span(stated.get(column), missing_is_one))
-    )
-    seeds = pd.to_numeric(stated.get("seeds", pd.Series(dtype=float)), errors="coerce").max()
-    repeats += " (few)" if repeats.endswith(" seeds") and seeds < FEW_CLUSTERS else ""  # as the tables say it
+    repeats = ""
+    for column, what, missing_is_one in (("draws", "control draws", False), ("seeds", "seeds", True)):
+        if span := _count_span(stated.get(column), missing_is_one):
+            most = pd.to_numeric(stated[column], errors="coerce").max()
+            repeats += f", {span} {what}" + (few_seeds(most) if column == "seeds" else "")  # as the tables say it
     return f"95% CI over {over_texts(stated.unit.iloc[0], stated.clusters)}{repeats}"
 
 

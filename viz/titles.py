@@ -61,8 +61,12 @@ def plain_title(fig: go.Figure, fallback: str = "") -> str:
         (" — " if line.startswith("<sup>") and not before.startswith("<sup>") else " ") + line
         for before, line in zip(lines, lines[1:])
     )
-    text = html.unescape(re.sub(r"<[^>]+>", "", text))
-    return " ".join(text.split()) or fallback
+    return plain_text(text) or fallback
+
+
+def plain_text(markup: str) -> str:
+    """Text of plotly markup (tags such as <sup> dropped, HTML escapes read, runs of spaces one space)."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", markup)).split())
 
 
 def balanced_wrap(text: str, width: int) -> list[str]:

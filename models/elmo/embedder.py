@@ -9,8 +9,9 @@ Batched extraction: sentences are sorted by length and packed so that sentences 
 stays within ``max_tokens``; each batch runs once under ``torch.inference_mode`` (fp16 on CUDA
 only, pinned host memory for the transfer). Every sequence starts from zero LSTM states and its
 padding sits after it, so a sentence gets the same vectors whatever it is batched with. Out of GPU memory
-(``torch.OutOfMemoryError``): the token budget is halved, one warning logged and the sentences not yet run re-packed,
-as the transformer embedder does; a lone sentence (or a stateful call) that does not fit is an error saying so.
+(``models.errors.is_out_of_memory``): the token budget is halved, one warning logged and the sentences not yet
+run re-packed, as the transformer embedder does; a lone sentence (or a stateful call) that does not fit is an error
+saying so.
 
 ``stateful=True`` runs the original's way instead (``models.elmo.lstm``): each ``embed`` call is
 ONE batch in the given order, row i continuing from the LSTM states row i ended with in the

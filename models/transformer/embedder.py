@@ -13,8 +13,8 @@ Options beyond the pipeline's: ``dtype`` None keeps the built-in rule (fp32 on C
 memory. ``layers`` keeps only those hidden states (``info.layer_ids``). ``device="auto"`` spreads the
 model over every GPU with accelerate (``device_map="auto"``); inputs go to the first device.
 
-Out of GPU memory during ``embed`` (``torch.OutOfMemoryError``): the token budget is halved, one
-warning line logged, the remaining rows re-packed and the run goes on, with the same vectors; a
+Out of GPU memory during ``embed`` (torch's or a library's: ``models.errors.is_out_of_memory``): the token
+budget is halved, one warning line logged, the remaining rows re-packed and the run goes on, with the same vectors; a
 single row that does not fit raises ``torch.OutOfMemoryError`` with an estimate of what it needs.
 """
 

@@ -109,12 +109,18 @@ class Units:
         return cls(str(data["unit"]), labels)
 
 
+def few_seeds(seeds) -> str:
+    """ " (few)" after a count of training seeds below ``FEW_CLUSTERS`` (a two-way bootstrap over 3 seeds can draw
+    only 10 seed combinations), "" otherwise: the one rule of the tables' and the charts' seed counts."""
+    return " (few)" if int(seeds) < FEW_CLUSTERS else ""
+
+
 def seeds_text(seeds) -> str:
-    """ " and 3 seeds (few)" for a mean over training seeds, whose interval resamples them too (a two-way bootstrap:
-    with 3 seeds it can draw only 10 seed combinations); "" for one seed or none stated."""
+    """ " and 3 seeds (few)" for a mean over training seeds, whose interval resamples them too (``few_seeds``); ""
+    for one seed or none stated."""
     if seeds is None or seeds != seeds or int(seeds) < 2:
         return ""
-    return f" and {int(seeds)} seeds" + (" (few)" if int(seeds) < FEW_CLUSTERS else "")
+    return f" and {int(seeds)} seeds{few_seeds(seeds)}"
 
 
 #: What an interval saved before units were stated (2026-11-26) resamples: the test instances, as if independent

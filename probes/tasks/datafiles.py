@@ -196,6 +196,11 @@ def unseen_labels(train: Sequence[str], labels: Sequence[str]) -> Counter:
     return Counter(str(label) for label in labels if str(label) not in seen)
 
 
+def _named(unseen: Counter) -> str:
+    """The first five labels of ``unseen``, quoted ("'NP', 'VP'", "…" after them when there are more)."""
+    return ", ".join(map(repr, list(unseen)[:5])) + ("…" if len(unseen) > 5 else "")
+
+
 def label_counts(train: Sequence[str], test: Sequence[str]) -> dict:
     """A tag or span run's label counts (its ``extra``): training's and the test file's by frequency, and the test
     labels training never has (a probe cannot predict them), said as a ``warning`` (the command line and the app
@@ -209,10 +214,9 @@ def label_counts(train: Sequence[str], test: Sequence[str]) -> dict:
         "unseen_test_labels": dict(unseen),
     }
     if k:  # so n ≥ k ≥ 1
-        more = "…" if len(unseen) > 5 else ""
         out["warning"] = (
-            f"{k:,} of the test file's {n:,} labels ({', '.join(map(repr, list(unseen)[:5]))}{more}) never occur in "
-            f"training: no probe can predict them, so its accuracy is at most {100 * (n - k) / n:.2f} %."
+            f"{k:,} of the test file's {n:,} labels ({_named(unseen)}) never occur in training: no probe can predict "
+            f"them, so its accuracy is at most {100 * (n - k) / n:.2f} %."
         )
     return out
 
@@ -228,11 +232,9 @@ def check_labels_seen(files: DataFiles, train: Sequence[str], evaluated: dict[st
             continue
         folded = {label.strip().casefold(): label for label in seen}
         like = [f"{u!r} (train: {folded[u.strip().casefold()]!r})" for u in unseen if u.strip().casefold() in folded]
-        more = "…" if len(unseen) > 5 else ""
         raise ProbeInputError(
             f"--{role} {files.paths()[role]}: {sum(unseen.values()):,} of its {len(labels):,} labels "
-            f"({', '.join(map(repr, list(unseen)[:5]))}{more}) never occur in the training file, so no probe could "
-            "score them. "
+            f"({_named(unseen)}) never occur in the training file, so no probe could score them. "
             + (f"They match training labels in another case or spacing: {', '.join(like[:5])}. " if like else "")
             + "Use the same label set in every file."
         )
