@@ -19,7 +19,8 @@ probe stops on held-out *accuracy* (patience 2, at most 10 epochs), where they k
 the lowest dev *log-loss* (patience 4, learning rate halved on a plateau, up to 40 epochs); and a
 block's batch is a sixteenth of all the tokens sent so far (the held-out tenth included), at least 32
 and at most 2,048 (``auto_batch``: 3,000 tokens sent give a batch of 187), so tiny first blocks still
-get steps. Stopping on held-out log-loss instead, measured once on slices (data order 0), shortened
+get steps. Stopping on held-out log-loss instead, measured once on slices (data order 0; a report-only
+audit's script, 2026-12-07, the 2-core VM, not kept in ``bench/``), shortened
 glove-6b-50d on 2,000 sentences from 75.27 to 72.42 kbits (−3.8 %) and elmo-small on 1,500 sentences
 from 15.61 to 14.43 kbits on layer 1 (−7.6 %) and from 16.79 to 15.72 on layer 2 (−6.4 %); layer 1
 stayed shorter than layer 2 under both rules on that slice. The committed numbers use the accuracy rule.
