@@ -1,5 +1,6 @@
 # Two entry points (see README): `make app` starts the app, `make test` runs the tests (`make index`: optional).
-# Both set up a virtual environment from requirements.txt on first use.
+# Both set up a virtual environment from requirements.txt on first use (with constraints.txt: every indirect
+# dependency at the version the suite passed with; `make test` adds requirements-dev.txt, the tests' tools).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,10 +8,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: app test browser setup cluster screenshots index
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11) and f"Python 3.11 is needed, $(PYTHON) is {sys.version.split()[0]}: make PYTHON=python3.11 …")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -r requirements.txt
+	$(VENV)/bin/pip install -q -r requirements.txt -c constraints.txt
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -18,8 +20,13 @@ setup: $(STAMP)
 # Optional extra (ray, fsspec) for `python -m probes sweep|extract --ray`; the tests install it, the app does not.
 CLUSTER_STAMP := $(VENV)/.installed-cluster
 $(CLUSTER_STAMP): $(STAMP) requirements-cluster.txt
-	$(VENV)/bin/pip install -q -r requirements-cluster.txt
+	$(VENV)/bin/pip install -q -r requirements-cluster.txt -c constraints.txt
 	touch $(CLUSTER_STAMP)
+
+DEV_STAMP := $(VENV)/.installed-dev
+$(DEV_STAMP): $(CLUSTER_STAMP) requirements-dev.txt
+	$(VENV)/bin/pip install -q -r requirements-dev.txt -c constraints.txt
+	touch $(DEV_STAMP)
 
 cluster: $(CLUSTER_STAMP)
 
@@ -43,12 +50,12 @@ browser:
 
 # One pytest worker per core (at most 4: each loads its own models, server and browser), a test file per worker
 # so a file's tests keep their order. On 2 cores from a fresh clone: the README's CI line says how long it took.
-test: $(STAMP) $(CLUSTER_STAMP) browser
+test: $(DEV_STAMP) browser
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 # Refresh the README screenshots: the browser tests, told to save them in docs/screenshots/ and to search all of
 # SemCor (a plain test run saves them in a temporary directory and leaves the tree as it was, and searches
 # SemCor's first sentences: tests/browser_support.py).
-screenshots: $(STAMP) browser
+screenshots: $(DEV_STAMP) browser
 	EMBPROBE_SCREENSHOTS=$(CURDIR)/docs/screenshots EMBPROBE_CORPUS_LIMIT= $(PY) -m pytest -q -m browser tests/test_browser.py \
 	  tests/test_browser_explore.py tests/test_browser_attention_views.py

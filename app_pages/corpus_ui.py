@@ -227,8 +227,8 @@ def index_missing(model: str, fingerprint: str, key: str, limit: int | None, lay
         with box.container():
             if status is not None:
                 st.error(
-                    f"Building the corpus index of **{md(model)}** failed: {md(status.text())}. Nothing partial "
-                    "is used; try again, or run "
+                    f"Building the corpus index of **{md(model)}** did not finish: {md(status.text())}. Nothing "
+                    "partial is used; try again, or run "
                     + code(f"python -m features index --model {model}")
                     + " in a terminal."
                 )

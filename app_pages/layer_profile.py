@@ -19,6 +19,7 @@ from app_pages import state
 from app_pages.common import (
     chart,
     folder_select,
+    md,
     model_names,
     model_order,
     page,
@@ -202,16 +203,23 @@ def cka_section() -> None:
         )
         return
     wait_warmup()
+    layered = {m: get_embedder(m).num_layers > 1 for m in (a, b)}  # a one-layer model's CKA with itself is 1
+    if a == b and not layered[a]:
+        st.info(f"{md(a)} has one layer: its CKA with itself is 1 by definition. Choose another Model B to compare.")
+        return
     with st.spinner("Embedding and comparing layers…"):
         fa, fb = get_embedder(a).fingerprint(), get_embedder(b).fingerprint()
         first = cached_cka(a, fa, b, fb, int(n))  # A's matrix, and A × B when B is another model
-        second = cached_cka(b, fb, b, fb, int(n)) if b != a else None
+        second = cached_cka(b, fb, b, fb, int(n)) if b != a and layered[b] else None
     la = first["layers"]
     heatmaps = [(a, cka_heatmap(first["matrix"], la, la, title=f"{a}: layer × layer"), "lp_cka_within_a")]
+    heatmaps = heatmaps if layered[a] else []
     if second is not None:
         lb = second["layers"]
+        heatmaps.append((b, cka_heatmap(second["matrix"], lb, lb, title=f"{b}: layer × layer"), "lp_cka_within_b"))
+    if b != a:
+        lb = first["against"]["layers"]
         heatmaps += [
-            (b, cka_heatmap(second["matrix"], lb, lb, title=f"{b}: layer × layer"), "lp_cka_within_b"),
             (
                 f"{a}-x-{b}",
                 cka_heatmap(
@@ -223,7 +231,7 @@ def cka_section() -> None:
                     col_title=f"{b} layer",
                 ),
                 "lp_cka_across",
-            ),
+            )
         ]
     # stacked in a narrow window: at 1024 px a third of the page left the toolbar over the titles, the labels touching
     cols = wrapping_row("lp_cka_maps", len(heatmaps), min_rem=18)

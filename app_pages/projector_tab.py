@@ -30,7 +30,7 @@ from app_pages.warmup import wait_warmup
 from models import DEFAULT_STATIC_MODEL
 from viz.export import file_stem, frame_csv, frame_json
 from viz.occurrence_figures import occurrence_scatter
-from viz.points import collapse, colour_groups, occurrence_metadata, search_mask
+from viz.points import KEY_COLUMNS, collapse, colour_groups, occurrence_metadata, search_mask
 from viz.polysemy import MAX_OCCURRENCES, semcor_occurrences
 from viz.projection import METHODS, cosine_neighbours, project
 from viz.projector import parse_metadata, parse_vectors, stack_layers
@@ -192,13 +192,14 @@ def projector_tab() -> None:
         n = len(X)
         # a row that wraps in a narrow window: five fixed columns cut "Isolate matches" and "custom axes" at 1024 px
         c1, c2, c3, c4, c5 = wrapping_row("space_pj_controls", 5, min_rem=10)
-        cols = [c for c in meta.columns if c != "context"] or list(meta.columns)
+        cols = [c for c in meta.columns if c not in ("context", *KEY_COLUMNS)] or list(meta.columns)
         colour = c1.selectbox("Colour by", cols, key=state.bind("space_pj_colour", cols[0], cols, param="colour"))
         query = c2.text_input(
             "Search",
             key=state.bind("space_pj_search", "", param="search"),
             max_chars=200,
             placeholder=r"e.g. river   or   re:^The\b",
+            help="Case-insensitive text in any column, or re:PATTERN; a search with % reads the sense keys too.",
         )
         isolate = c3.toggle("Isolate matches", key=state.bind("space_pj_isolate", False, param="isolate"))
         show_labels = c3.toggle("Labels", key=state.bind("space_pj_labels", False, param="pj_labels"))

@@ -16,6 +16,7 @@ import posixpath
 import sys
 
 from cluster.storage import Store, check_store, drop_entry, entry_problems, local_entries, push_entry, remote_keys
+from corpora.cli_help import state_defaults
 from corpora.errors import run_command
 from features import entry_rel
 from probes.errors import ProbeInputError
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("url", help="the store: s3://…, gs://…, file://…, a path")
     p.add_argument("action", choices=("list", "verify", "push", "drop"))
     p.add_argument("entries", nargs="*", help="FINGERPRINT/KEY (default for list and verify: every entry)")
-    args = parser.parse_args(argv)
+    args = state_defaults(parser).parse_args(argv)
     return run_command(lambda: run(args), "entries verified or published before it are as said above.")
 
 

@@ -23,7 +23,7 @@ from cluster.storage import check_store
 from cluster.sweep import run_sweep
 from cluster.tasks import FAULT_ENV, TaskEnv
 from probes.cli import add_all_options, command_line, print_rows
-from probes.errors import ProbeInputError, check_seeds, writable_dir
+from probes.errors import ProbeInputError, check_positive, check_seeds, writable_dir
 from probes.progress import TerminalProgress
 from probes.registry import all_probes, builtin_probe_names, check_options_heard, get_probe
 from probes.results import default_results_dir
@@ -72,8 +72,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         check_seeds(seed, flag="--seeds")
     if len(seeds) == 1 and seeds[0] > 1:  # `probes pos --seeds 3` runs three seeds; a sweep's --seeds lists them
         print(f"  --seeds {seeds[0]}: the sweep runs seed {seeds[0]} alone (a list: --seeds 0,1,2 for three seeds)")
-    if args.limit is not None and args.limit < 1:
-        raise ProbeInputError(f"--limit {args.limit}: give a positive number of sentences.")
+    check_positive(args.limit, "--limit")
     check_options_heard(vars(args), specs)
     _check_compute(args)
     if args.retries < 0:

@@ -99,14 +99,21 @@ def plan_sweep(
     return tasks
 
 
+#: The subfolder of a results folder that holds each seed's run of a (model, probe) swept with several seeds: they
+#: reach the tables only as their merge (``cluster.sweep.merge_seed_runs``), so an interrupted sweep's single seed
+#: never stands in for a finished run of several.
+SEED_RUNS = "seed-runs"
+
+
 def finished(results_dir: Path) -> dict[str, Path]:
     """task_id -> its newest result file (by the result's timestamp: a rerun's, after ``--no-resume``), for every
-    task whose results are all in ``results_dir`` (a task with several results, e.g. two baselines, records
-    ``parts``; unreadable files are skipped)."""
+    task whose results are all in ``results_dir`` or its ``SEED_RUNS`` (a task with several results, e.g. two
+    baselines, records ``parts``; unreadable files are skipped)."""
     seen: dict[str, set[int]] = {}
     parts: dict[str, int] = {}
     done: dict[str, tuple[tuple, Path]] = {}
-    for path in sorted(Path(results_dir).glob("*.json")) if Path(results_dir).is_dir() else []:
+    folder = Path(results_dir)
+    for path in sorted([*folder.glob("*.json"), *(folder / SEED_RUNS).glob("*.json")]) if folder.is_dir() else []:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             extra = data.get("extra") or {}

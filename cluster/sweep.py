@@ -8,7 +8,9 @@ read them as any others), saved by this process as tasks finish, each stamped wi
 runs them all again). Every request is checked before any work: probes, models (their files, not
 their weights), options, the results folder, Ray's availability. A (model, probe) run with several seeds
 gets one more result once all its seeds are done: their merge (``merge_seed_runs``), as ``--seeds N`` makes
-it, so the tables show the mean over the seeds.
+it, so the tables show the mean over the seeds; its seeds' own runs go to ``--results``/``seed-runs``
+(``cluster.plan.SEED_RUNS``), which the tables do not read, so an interrupted sweep's first seed never replaces a
+finished run of several seeds there (as ``probes pos --seeds N`` saves only the merge).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +26,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from cluster.executors import RunReport
-from cluster.plan import SweepTask, finished
+from cluster.plan import SEED_RUNS, SweepTask, finished
 from cluster.tasks import TaskEnv
 from probes.errors import ProbeInputError, ResultsNotSavedError
 from probes.progress import ProgressFn
@@ -88,6 +91,7 @@ def _run_sweep(tasks, executor, env, results_dir, command, resume, say, report, 
             "data, option or seed, or a sweep of an earlier version, which named its tasks otherwise): kept, not reused"
         )
     count, failed = [0], [0]
+    seeds_of = Counter((t.model, t.probe) for t in tasks if t.model is not None)  # > 1: the seeds are merged
 
     def tell(last: str) -> None:
         if progress is not None:
@@ -106,8 +110,9 @@ def _run_sweep(tasks, executor, env, results_dir, command, resume, say, report, 
         for data in payload["results"]:
             res = ProbeResult.from_json(data)
             report(res)
+            merged_later = seeds_of[(task.model, task.probe)] > 1 and "seed" in res.params  # 1-NN WSD records none
             try:
-                save_result(res, results_dir)
+                save_result(res, results_dir / SEED_RUNS if merged_later else results_dir)
             except OSError as exc:  # a full disk: one line (the numbers were printed above); --resume goes on
                 raise ResultsNotSavedError(results_dir, exc) from None
         note = f"skipped: {payload['skipped']}" if payload.get("skipped") else f"{payload['seconds']:.1f} s"

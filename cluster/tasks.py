@@ -160,8 +160,8 @@ def check_data(task: SweepTask, inputs) -> None:
     if here != task.data:
         raise ProbeInputError(
             f"{task.label}: this node's data ({data_dir_or_none() or 'no data folder'}) is not the driver's "
-            f"(content key {here} here, {task.data} on the driver); give every node the same EMBPROBE_DATA "
-            "(docs/scaling.md)."
+            f"(content key {here} here, {task.data} on the driver; the key covers every file under the data folder, "
+            "one this probe does not read included); give every node the same EMBPROBE_DATA (docs/scaling.md)."
         )
 
 
@@ -195,7 +195,7 @@ def run_task(task: SweepTask, env: TaskEnv, attempt: int = 0, budget_scale: floa
                 torch.cuda.empty_cache()
         emb = load_model(task.model, env.device)
         try:
-            spec.check_model(emb)
+            spec.check_model(emb, task.options_dict())
         except ProbeInputError as exc:
             return {
                 "results": [],

@@ -16,10 +16,21 @@ its traceback. Subclasses also derive from the builtin they refine (``ValueError
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections.abc import Callable
 
-EXIT_USAGE, EXIT_INTERRUPTED = 2, 130  # 130: 128 + SIGINT, as a shell reports Ctrl-C
+EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 130, 143  # 128 + SIGINT (Ctrl-C), 128 + SIGTERM (a scheduler)
+
+
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM (a scheduler's preemption, ``kill``), taken the way Ctrl-C is: the same clean-ups run."""
+
+
+def _terminate(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one (a scheduler signals the whole group) waits
+    raise Terminated
 
 
 class LabError(Exception):
@@ -37,7 +48,10 @@ class RequestError(LabError, ValueError):
 def run_command(command: Callable[[], int], interrupted: str) -> int:
     """A command line's body run as every ``python -m …`` runs it: a ``LabError`` is one ``error:`` line (exit 2),
     running out of memory one line saying what to do (exit 2: the input is too big for this machine, not a bug), Ctrl-C
-    one ``interrupted:`` line saying what was kept (exit 130); anything else is a bug and keeps its traceback."""
+    one ``interrupted:`` line saying what was kept (exit 130), and a SIGTERM the same (exit 143): it had killed the
+    process at once, its temporaries left behind and no line said; anything else is a bug and keeps its traceback."""
+    main = threading.current_thread() is threading.main_thread()  # only the main thread may set a handler
+    before = signal.signal(signal.SIGTERM, _terminate) if main else None
     try:
         return command()
     except LabError as exc:
@@ -51,6 +65,9 @@ def run_command(command: Callable[[], int], interrupted: str) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print(f"interrupted: {interrupted}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        print(f"interrupted{' (SIGTERM)' if isinstance(exc, Terminated) else ''}: {interrupted}", file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+    finally:
+        if main:  # the caller's own handler again (a notebook, the test runner)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)  # None: not set from Python

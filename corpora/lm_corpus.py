@@ -12,7 +12,8 @@ until it holds ``heldout_fraction`` of all tokens. Sentence order inside each sp
 the sources' order.
 
 The built corpus is cached on disk (``corpora.paths.cache_dir()``), keyed by the arguments,
-a format version and the source files' sizes/mtimes; a corrupt cache entry is rebuilt.
+a format version and the source files' ``files_fingerprint`` (sizes, mtimes, inodes, ctimes); a corrupt cache
+entry is rebuilt.
 """
 
 from __future__ import annotations

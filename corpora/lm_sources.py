@@ -161,7 +161,7 @@ def read_source(source: str) -> Iterator[Document]:
 
 
 def source_files(source: str) -> list[Path]:
-    """The data files a source is read from (its cache entries are keyed by their sizes/mtimes)."""
+    """The data files a source is read from (its cache entries are keyed by their ``files_fingerprint``)."""
     if source in WIKITEXT_SOURCES:
         return [data_path(WIKITEXT_SOURCES[source])]
     return [data_path(f"nltk_data/corpora/{source}.zip")]

@@ -19,7 +19,8 @@ carry no tag.
 
 A line that cannot be parsed (a broken tag, a word outside a sentence) is skipped and counted in
 ``SemcorStats.malformed_lines``; it never silently becomes a token. The parsed corpus is cached
-on disk, keyed by a version and the tag files' names, sizes and mtimes.
+on disk, keyed by a version and ``files_fingerprint`` of the tag files and WordNet's ``index.sense`` (names, sizes,
+mtimes, inodes and ctimes).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@
 - :func:`to_universal`: PTB tag -> one of the 12 universal tags (Petrov et al., 2012), from
   NLTK's ``universal_tagset`` zip (``en-ptb.map``, the table ``nltk.tag.mapping.map_tag`` uses).
 
-Parsed sentences are cached on disk (keyed by a version and the zip's size/mtime) and in memory.
+Parsed sentences are cached on disk (keyed by a version and the zip's ``files_fingerprint``: size, mtime, inode,
+ctime) and in memory.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The feature cache: per-layer word vectors of a dataset under a model, extracted once, stored on disk
 and memory-mapped (``extract``: a request served or rebuilt; ``build``: embedding into a new entry),
-its entries and their files (``store``), integrity guards (``checks``) and the entry API for callers
-outside the package (``entries``). Nothing outside ``features/`` names an entry's files; callers use:
+its entries and their files (``store``), integrity guards (``checks``), the entry API for callers
+outside the package (``entries``), the corpus index's background build (``background``) and its command
+(``python -m features index``, ``__main__``). Nothing outside ``features/`` names an entry's files; callers use:
 
     feats = get_features(embedder, "conll2000-test", sentences, layers)   # cached or extracted now
     has_layers(embedder, "semcor-tagged", [6]); open_layer(embedder, "semcor-tagged", 6)

@@ -27,6 +27,7 @@ import os
 import sys
 import time
 
+from corpora.cli_help import state_defaults
 from corpora.errors import LabError, RequestError, run_command
 from features.background import APP_BUILD_NICE, BuildStatus, build_entry, duration, time_left
 from features.entries import has_layers
@@ -110,7 +111,7 @@ def index_one(name: str, args: argparse.Namespace) -> None:
 
 def cmd_index(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
-        raise RequestError(f"--limit {args.limit}: give a positive number of sentences.")
+        raise RequestError(f"--limit {args.limit} selects nothing; use a positive number.")  # as probes' says
     if args.nice:
         os.nice(args.nice)  # the app's background builds: the pages come first
     use_compute(args.threads, args.device)
@@ -133,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, only the summary lines")
     p.set_defaults(func=cmd_index)
-    return parser
+    return state_defaults(parser)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -244,7 +244,11 @@ def build_entry(
                 embedder, key, sentences, layers, keep=keep, progress=report, show_progress=show_progress, root=root
             )
         except BaseException as exc:  # recorded for the page, then raised as it was
-            report.write(state="failed", error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or a SIGTERM (corpora.errors.run_command): no failure
+                why = "the build was stopped (Ctrl-C or a signal) before it finished"
+            else:
+                why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            report.write(state="failed", error=why)
             raise
         with contextlib.suppress(OSError):
             (directory / BUILD_FILE).unlink(missing_ok=True)

@@ -117,7 +117,7 @@ def check_vectors(vectors: np.ndarray, dtype: str, model: str, dataset_key: str,
     j = next(j for j in range(vectors.shape[0]) if not _storable(vectors[j], dtype))
     where = f"at layer {j} for dataset '{dataset_key}' (sentence {i}: {' '.join(words)[:60]!r})"
     if np.isfinite(vectors[j]).all():
-        what = f"values beyond the {dtype} range (|x| > {np.finfo(dtype).max:g}; use dtype='float32')"
+        what = f"values beyond the {dtype} range of the feature cache (|x| > {np.finfo(dtype).max:g}; scale them down)"
     else:
         what = "NaN or inf values"
     raise NonFiniteFeaturesError(f"{model} returned {what} {where}; nothing was cached.")

@@ -86,7 +86,7 @@ class Features:
         return self.layer(j)[self.offsets[i] : self.offsets[i + 1]]
 
     def stacked(self, layers: Sequence[int] | None = None, dtype=np.float32) -> np.ndarray:
-        """(num_layers_selected, num_words_total, dim) in memory, as ``dtype``."""
+        """(num_layers_selected, num_rows, dim) in memory, as ``dtype`` (num_rows: every word, or the kept ones)."""
         layers = sorted(self.layers) if layers is None else list(layers)
         return np.stack([np.asarray(self.layer(j), dtype=dtype) for j in layers])
 
@@ -216,8 +216,9 @@ def _entry_state(job: Job, directory: Path, layers: list[int]) -> tuple[dict | N
         job.embedder.dim,
         job.embedder.computed_with,
     )
-    if stale:
-        log.warning("Feature cache %s is stale (%s); rebuilding.", directory, stale)
+    if stale:  # a meta.json that cannot be read is damaged, one written for another request stale
+        state = "damaged" if meta is None else "stale"
+        log.warning("Feature cache %s is %s (%s); rebuilding.", directory, state, stale)
         meta = None
     missing = []
     for j in layers:

@@ -10,8 +10,8 @@ checksum and the finiteness are checked once per file state and process (``featu
 The names of those files are written only here (``entry_rel``, ``layer_file``, ``META_FILE``).
 
 An entry records the versions of the libraries that computed it (the embedder's ``computed_with``: torch,
-transformers, tokenizers for a transformer); under other versions it is stale and rebuilt, as under another
-model, since a new tokenizer or kernel can change the vectors while the model's files stay the same.
+transformers, tokenizers and sentencepiece for a transformer); under other versions it is stale and rebuilt, as
+under another model, since a new tokenizer or kernel can change the vectors while the model's files stay the same.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import argparse
 import importlib
 import sys
 
+from corpora.cli_help import state_defaults
 from corpora.errors import run_command
 from models.listing import format_table, print_model_table
 from models.manage import add_model, remove_model
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         train.print_help()
         print("\nEach KIND's options: python -m models train KIND --help")
         return 0
-    args, rest = parser.parse_known_args(argv)
+    args, rest = state_defaults(parser).parse_known_args(argv)
     if args.command != "train" and rest:
         # Only `train KIND` passes options on (to the trainer); anything else unknown is an error (exit 2).
         parser.error(f"unrecognized arguments: {' '.join(rest)}")

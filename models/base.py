@@ -100,8 +100,9 @@ class ModelInfo:
 def mostly_unknown(words: int, unknown: int, least: int = 8) -> bool:
     """Whether a batch of ``words`` words, ``unknown`` of them without a vector of their own (the tokenizer's
     unknown token, a static model's zero vector), is too unknown to embed: at least ``least`` words and more than
-    half unknown. Such vectors would all be one vector: the text, or the model's word list, is not what it seems."""
-    return words >= least and unknown > words / 2
+    half unknown, or two words or more and every one unknown (a small test file no model word was checked in).
+    Such vectors would all be one vector: the text, or the model's word list, is not what it seems."""
+    return (words >= least and unknown > words / 2) or (words >= 2 and unknown == words)
 
 
 def default_device() -> torch.device:

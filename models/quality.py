@@ -20,6 +20,7 @@ import sys
 import numpy as np
 import torch
 
+from corpora.cli_help import state_defaults
 from corpora.paths import DataMissingError, data_path
 from models.registry import REGISTRY, load_embedder
 from models.spec import STATIC
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("models", nargs="*", default=list(DEFAULT_MODELS))
     p.add_argument("--max-pairs", type=int, default=5000)
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    args = state_defaults(p).parse_args(argv)
     print("| model | vocab | words used | synonym pairs | mean cos synonyms | mean cos random | AUC |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     for name in args.models:

@@ -24,7 +24,7 @@ from corpora.digests import content_files
 from models.base import Embedder
 from models.errors import ModelLoadError, UnknownModelError
 from models.random_init import is_random, parse_random, random_spec
-from models.references import looks_like_reference, moved_model, spec_for_reference
+from models.references import FORMS, looks_like_reference, moved_model, spec_for_reference
 from models.spec import BERT, ELMO, GPT, STATIC, UNKNOWN_FAMILY, ModelSpec, Source
 from models.static import VECTORS_FILE
 from models.user_registry import read_user_models, registry_file
@@ -171,9 +171,8 @@ def get_spec(name: str) -> ModelSpec:
             )
         return spec
     raise UnknownModelError(
-        f"Unknown model '{name}'. Registered: {', '.join(known)} (the zoo and {registry_file()}). Or give a "
-        "checkpoint folder, hf:ORG/NAME, elmo:OPTIONS_JSON,WEIGHTS_HDF5 or a vectors file (README: Probe your own "
-        "model)."
+        f"Unknown model {name!r}: not a registered name and no such file or folder. Registered: {', '.join(known)} "
+        f"(the zoo and {registry_file()}). A model is {FORMS} (README: Probe your own model)."
     )
 
 

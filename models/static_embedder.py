@@ -77,6 +77,23 @@ def _check_finite(source: str, mat: np.ndarray | torch.Tensor, label) -> None:
         raise ModelLoadError(f"{source}: non-finite value (nan/inf) in {label(int(bad[0]))} (row {bad[0] + 1}).")
 
 
+def _check_storable(source: str, vectors: np.ndarray, words: Sequence[str]) -> None:
+    """ModelLoadError when most word vectors (zero rows aside) have no value as large as float16's smallest normal
+    number (6.1e-5): the feature cache stores float16, which keeps such values to a digit or two and turns those
+    under 6e-8 to zeros (a file of 1e-9-scaled vectors scored as if no word were known; cosine measures do not
+    depend on scale). A few such rows (a placeholder) are let be."""
+    largest = np.maximum(vectors.max(axis=1), -vectors.min(axis=1)) if len(vectors) else np.zeros(0)  # no |V|×d copy
+    nonzero, normal = largest > 0, float(np.finfo(np.float16).smallest_normal)
+    small = np.flatnonzero(nonzero & (largest < normal))
+    if small.size > nonzero.sum() / 2:
+        raise ModelLoadError(
+            f"{source}: {small.size:,} of its {int(nonzero.sum()):,} word vectors (the first: "
+            f"{words[small[0]][:40]!r}, row {small[0] + 1}) have no value as large as {normal:.2g}, which the feature "
+            "cache's float16 keeps to a digit or two or turns to zeros: scale the vectors up (cosine similarities do "
+            "not change)."
+        )
+
+
 def keyed_vectors_arrays(kv, source: str) -> tuple[list[str], np.ndarray, SubwordNgrams | None]:
     """Words, (V, dim) float32 vectors and n-grams (None without buckets) of a gensim ``KeyedVectors``.
 
@@ -131,6 +148,7 @@ class StaticEmbedder(Embedder):
         _check_finite(source, vectors, lambda i: f"the vector of {words[i][:40]!r}")
         if len(words) and not vectors.any():  # every word would read as unknown, every similarity as undefined
             raise ModelLoadError(f"{name}: every vector in {source} is all zeros; the file holds no embedding.")
+        _check_storable(source, vectors, words)
         if ngrams is not None:
             _check_finite(source, ngrams.vectors, lambda i: f"n-gram bucket {i}")
         self.words: list[str] = list(words)

@@ -12,8 +12,11 @@
                   structural, head_syntax.
 - ``estimators/``: fit/predict/score pieces the tasks share: the classifier trainer, probe families,
                   control tasks, MDL, majority baselines, BIO scoring, the λ-ablation tagger, measures.
-- ``stats/``:     intervals, seeds, paired comparisons, claims, layer profiles.
+- ``stats/``:     units, intervals, seeds, paired comparisons, claims, layer profiles, strata.
 - ``reporting/``: paper-style tables, the published numbers, result diffs, verification.
+- ``inputs``, ``errors``: the user's files a probe reads; the request checks and their errors.
+- ``estimate``, ``progress``: a run's estimate before it starts; the one progress display.
+- ``reproduce``:  the zoo through the run path, then the tables; ``syntax_views``: the Syntax page's work.
 - ``cli``:        the command line (``python -m probes``).
 """
 

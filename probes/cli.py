@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from corpora.cli_help import state_defaults
 from corpora.errors import run_command
 from corpora.stats import dataset_table, format_table
 from models.allocator import reuse_freed_memory
@@ -275,7 +276,7 @@ def add_common(p: argparse.ArgumentParser, model: bool = True, seeds: int | None
         )
     p.add_argument("--limit", type=int, default=None, help="use only the first N sentences of each dataset")
     p.add_argument("--device", default=None, help="torch device (default: cuda when present, else cpu)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the seed of the probe's training and sampling")
     p.add_argument(
         "--seeds",
         type=int,
@@ -286,12 +287,7 @@ def add_common(p: argparse.ArgumentParser, model: bool = True, seeds: int | None
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--results", help="directory of result JSON (default <cache>/results; reproduce: --tables-only's)")
     p.add_argument("-v", "--verbose", action="store_true")
-    p.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="no progress bar or estimate (a probe prints its summary table alone)",
-    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or estimate: the summary table alone")
 
 
 def add_all_options(p: argparse.ArgumentParser, specs: Sequence[ProbeSpec]) -> None:
@@ -371,10 +367,10 @@ def build_parser(with_probes: bool = True, commands: Sequence[AddCommand] = ()) 
 def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> int:
     """Run one command; every ``LabError`` is one ``error:`` line and exit status 2, Ctrl-C one line and 130."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(argv[:1] not in (["stats"], ["compare"]), commands).parse_args(argv)
+    args = state_defaults(build_parser(argv[:1] not in (["stats"], ["compare"]), commands)).parse_args(argv)
     args.argv = argv
     return run_command(
         lambda: args.func(args),
-        "runs saved before it are kept; the one under way saved nothing (features are kept only whole, and a sweep "
-        "resumes after its finished tasks): run the command again.",
+        "runs saved before it are kept; the one under way saved nothing (features are kept only whole; a sweep "
+        "resumes after its finished tasks, an extract after its finished shards): run the command again.",
     )

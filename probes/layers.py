@@ -12,7 +12,7 @@ in result rows ("3", "mean", "mix:0.2,0.8"), so results written before this modu
 their labels.
 
     specs = parse_layer_specs("0,2,mean", num_layers=3)
-    needed_layers(specs)            # [0, 1, 2]: "mean" reads every layer
+    needed_layers(specs, 3)         # [0, 1, 2]: "mean" reads every layer
     specs[2].weights(3)             # array([1/3, 1/3, 1/3])
 
 A model that keeps only some of its layers (option ``layers``, ``ModelInfo.layer_ids``, e.g. (0, 6, 12))
@@ -70,6 +70,10 @@ class LayerSpec:
                 raise ProbeInputError(f"{text!r}: weights must be finite (no nan or inf).")
             if any(x < 0 for x in w) or sum(w) <= 0:
                 raise ProbeInputError(f"{text!r}: weights must be non-negative and not all zero.")
+            if not math.isfinite(sum(w)):  # 1e308 twice: the sum overflows and every weight becomes 0
+                raise ProbeInputError(
+                    f"{text!r}: the weights' sum overflows; give smaller weights (they are normalised)."
+                )
             return cls(text, mix=w)
         try:
             j = int(text)

@@ -14,7 +14,8 @@ Who shows it:
 - the command line: ``TerminalProgress``, one tqdm bar on stderr (the latest message after it,
   elapsed time and the time left from the overall fraction), silent when stderr is not a terminal
   or with ``--quiet``; lines printed while it runs go through ``write`` so they do not tear it;
-- the app: a Streamlit progress element fed by the same callback (``app_pages/probes.py``);
+- the app: a Streamlit progress element fed by the same callback (``app_pages/probe_quick.py``,
+  ``app_pages/probe_upload.py``);
 - a notebook: any ``(float, str) -> None`` it passes to ``run_probe``.
 
 Design notes: the bar's fraction is whatever the run path says (steps of unequal length make its time

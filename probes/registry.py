@@ -171,6 +171,8 @@ class ProbeSpec:
     baseline_models: model name of each baseline result -> its label (drawn as its own series).
     min_layers:      fewest layers a model needs (the λ ablation mixes at least two).
     needs_attention: the probe reads attention (head syntax): a model without it is refused before any work.
+    check_pair:      ``(embedder, options) -> None``, a ProbeInputError when this model cannot be probed with these
+                     options (CKA of a one-layer model with nothing to compare it with).
     uses_layers:     whether ``--layers`` applies (the λ ablation chooses its layers itself).
     needs_files:     the probe has no built-in data and runs only on the user's files (tag, span): it is
                      left out of ``reproduce``'s default probes and the app's built-in quick run.
@@ -208,6 +210,7 @@ class ProbeSpec:
     baseline_models: dict[str, str] = field(default_factory=dict)
     min_layers: int = 1
     needs_attention: bool = False
+    check_pair: Callable[[Any, dict], None] | None = None
     uses_layers: bool = True
     needs_files: bool = False
     summary: Callable[[ProbeResult], list[str]] | None = None
@@ -246,9 +249,10 @@ class ProbeSpec:
             self.check_options(options)
         return options
 
-    def check_model(self, embedder) -> None:
-        """ProbeInputError when the probe cannot read this model (too few layers; no attention where it needs it):
-        checked before any extraction, and ``reproduce`` and a sweep skip the pair with its message."""
+    def check_model(self, embedder, options: dict | None = None) -> None:
+        """ProbeInputError when the probe cannot read this model (too few layers; no attention where it needs it;
+        ``check_pair`` under ``options``): checked before any extraction, and ``reproduce`` and a sweep skip the
+        pair with its message."""
         if embedder.num_layers < self.min_layers:
             raise ProbeInputError(
                 f"{embedder.name} has a single layer: the {self.name} probe needs a contextual "
@@ -256,6 +260,8 @@ class ProbeSpec:
             )
         if self.needs_attention and not getattr(embedder, "has_attention", False):
             raise ProbeInputError(f"{embedder.name} has no attention: the {self.name} probe needs a transformer.")
+        if self.check_pair is not None:
+            self.check_pair(embedder, options or {})
 
 
 def no_baselines(ctx: RunContext, **options) -> list[ProbeResult]:

@@ -116,13 +116,17 @@ def _run_all(
         for j, spec in enumerate(specs):
             told = step(m * (1 + i) + j, f"model {i + 1}/{len(embedders)} {name} · probe {j + 1}/{m} {spec.name}: ")
             try:
-                spec.check_model(emb)
+                spec.check_model(emb, request.get("options"))
             except ProbeInputError as exc:  # too few layers, no attention: said, and the others run
                 say(f"   (skipped {spec.name}: {exc})")
                 continue
             t = time.perf_counter()
             say(f"== {name}: {spec.name}")
-            run_probe(spec, emb, baselines=False, results_dir=results_dir, progress=told, **request)
+            try:  # every option was checked before any model loaded: what is refused now is this data for this model
+                run_probe(spec, emb, baselines=False, results_dir=results_dir, progress=told, **request)
+            except ProbeInputError as exc:  # nothing to score (CKA of a few words, one-word sentences): said, run on
+                say(f"   (skipped {spec.name}: {exc})")
+                continue
             timings[f"{name} {spec.name}"] = time.perf_counter() - t
 
 

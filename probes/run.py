@@ -18,7 +18,9 @@ Order (nothing is extracted or written before every check has passed):
 5. the probe itself over ``seeds`` seeds (``probes.stats.seeds``);
 6. every result stamped with ``command``, shown to ``report``, and saved under ``results_dir`` (None: not
    saved) once all of them are done: a run that fails half way leaves no file. A baseline whose rows equal
-   the newest saved one's is not written again (``save_result(reuse=True)``).
+   the newest saved one's is not written again (``save_result(reuse=True)``). A run with no row (nothing to
+   score in this data) is an error, not an empty file; a number that came out NaN or infinite (an undefined
+   interval, a loss that diverged) is kept as None, shown as n/a (:func:`finite`): JSON has no NaN.
 
 A check that a runner makes itself (an option combination only it understands) still ends the run
 before anything is saved.
@@ -26,6 +28,7 @@ before anything is saved.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +92,19 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed)
 
 
+def finite(value: Any) -> Any:
+    """``value`` with each NaN or infinite float as None, through dicts, lists, tuples and float arrays."""
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f" and not np.isfinite(value).all():
+        return finite(value.tolist())
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):  # a namedtuple becomes a plain tuple: JSON writes both as a list
+        return (list if isinstance(value, list) else tuple)(finite(v) for v in value)
+    return value
+
+
 def run_probe(
     probe: str | ProbeSpec,
     model: str | Embedder | None,
@@ -140,7 +156,7 @@ def run_probe(
     emb = None if model is None else load_model(model, device)
     specs = None
     if emb is not None:
-        spec.check_model(emb)
+        spec.check_model(emb, opts)
         specs = parse_layer_specs(layers, emb.num_layers, emb.info.layer_ids) if spec.uses_layers else None
     out = None if results_dir is None else writable_dir(results_dir, "--results")
     if before is not None and emb is not None:
@@ -148,7 +164,12 @@ def run_probe(
     seed_everything(seed)
 
     def done(res: ProbeResult) -> ProbeResult:
-        res = res.stamped(command or "", limit=limit)
+        if not res.rows:
+            raise ProbeInputError(
+                f"The {spec.name} run of {res.model} gave no result: nothing in this data could be scored (too few "
+                "sentences, words or dependencies of the kind it measures). Nothing was saved."
+            )
+        res = dataclasses.replace(res, rows=finite(res.rows), extra=finite(res.extra)).stamped(command or "", limit)
         if report is not None:
             report(res)
         return res

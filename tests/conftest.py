@@ -7,6 +7,7 @@ The repository root is on ``sys.path`` because the suite runs as ``python -m pyt
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -17,9 +18,23 @@ from corpora.paths import data_dir
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-# The user's own model registry (embprobe.toml in the working directory) never leaks into the tests:
-# a file that does not exist; tests that register models point EMBPROBE_MODELS at their tmp_path.
-os.environ["EMBPROBE_MODELS"] = os.path.join(tempfile.mkdtemp(prefix="embprobe-tests-"), "embprobe.toml")
+# One folder per test run, made by the process that starts it and inherited by its xdist workers; removed when the
+# run ends. In it, the run's own cache: a fresh one, as a fresh clone's CI run has, unless EMBPROBE_CACHE is set (a
+# pre-warmed cache is the caller's choice). A developer's warm cache had let a reader bug pass here and fail in CI
+# (the reader and feature caches key on data, not on code: docs/reliability.md, round seventeen).
+OWN_RUN_DIR = "EMBPROBE_TEST_RUN_DIR" not in os.environ
+if OWN_RUN_DIR:
+    os.environ["EMBPROBE_TEST_RUN_DIR"] = tempfile.mkdtemp(prefix="embprobe-tests-")
+RUN_DIR = Path(os.environ["EMBPROBE_TEST_RUN_DIR"])
+os.environ.setdefault("EMBPROBE_CACHE", str(RUN_DIR / "cache"))
+# The user's own model registry (embprobe.toml in the working directory) never leaks into the tests: a file that does
+# not exist, one per process (two workers never write one registry); tests that register models use their tmp_path.
+os.environ["EMBPROBE_MODELS"] = os.path.join(tempfile.mkdtemp(prefix="registry-", dir=RUN_DIR), "embprobe.toml")
+
+
+def pytest_sessionfinish(session) -> None:
+    if OWN_RUN_DIR and not hasattr(session.config, "workerinput"):  # the run's first process, once its workers ended
+        shutil.rmtree(RUN_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -111,7 +111,9 @@ def test_cka_is_a_probe_of_the_command_line_and_reproduce(tmp_path, monkeypatch,
         == 0
     )
     rows = load_results(out / "runs")
-    assert set(rows.model) == {"glove-6b-50d", "elmo-small"} and set(rows.probe) == {"cka"}
+    # a one-layer model alone: its CKA with itself is 1 by definition, so reproduce skips it and says why
+    assert set(rows.model) == {"elmo-small"} and set(rows.probe) == {"cka"}
+    assert "skipped cka: glove-6b-50d has one layer" in capsys.readouterr().out
     assert len(rows[rows.model == "elmo-small"]) == 9
     assert "## Linear CKA between layers" in (out / "tables.md").read_text()
     assert main(["cka", "--model", "glove-6b-50d", "--max-vectors", "0", "--results", str(tmp_path / "r")]) == 2

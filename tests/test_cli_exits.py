@@ -75,3 +75,26 @@ def test_reproduce_writes_its_tables_where_a_tilde_out_points(tmp_path, monkeypa
     runs = REPO_ROOT / "docs" / "results" / "runs"
     assert main(["reproduce", "--tables-only", "--out", "~/rep", "--results", str(runs)]) == 0
     assert (tmp_path / "home" / "rep" / "tables.md").is_file() and not (tmp_path / "~").exists()
+
+
+def test_a_sigterm_is_taken_as_ctrl_c_is_its_clean_ups_run_and_it_says_so(capsys):
+    """What a scheduler or ``kill`` sends killed every command at once (exit 143, no line): temporaries in ``$TMPDIR``
+    and a feature build's "running" stayed (an audit of interrupts). It now unwinds as Ctrl-C does, with exit 143."""
+    import os
+    import signal
+
+    from corpora.errors import run_command
+
+    cleaned = []
+
+    def body() -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            return 0
+        finally:
+            cleaned.append(True)
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert run_command(body, "nothing partial is kept.") == 143
+    assert cleaned and capsys.readouterr().err == "interrupted (SIGTERM): nothing partial is kept.\n"
+    assert signal.getsignal(signal.SIGTERM) == before  # the caller's handler again (a notebook, this test runner)

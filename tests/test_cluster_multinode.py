@@ -101,7 +101,7 @@ def sweep(tmp_path_factory):
 
 def results(directory):
     out = {}
-    for path in directory.glob("*.json"):
+    for path in [*directory.glob("*.json"), *directory.glob("seed-runs/*.json")]:  # each seed's run: seed-runs/
         data = json.loads(path.read_text())
         if "sweep_seeds" in data["extra"]:  # a model's seeds merged (cluster.sweep.merge_seed_runs): no task's own
             continue

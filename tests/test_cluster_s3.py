@@ -1,7 +1,7 @@
 """``--cache-url s3://…`` against an S3 server the tests start (moto's ``ThreadedMotoServer`` on
 127.0.0.1, reached by s3fs over HTTP as a real bucket would be): push, pull, a corrupted object
 found by its ETag and repaired, and the URL checked before any model loads (a missing bucket, a
-missing s3fs). Skipped when s3fs (requirements-cluster.txt) or moto (requirements.txt) is not installed."""
+missing s3fs). Skipped when s3fs (requirements-cluster.txt) or moto (requirements-dev.txt) is not installed."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from fsspec.registry import _registry
 
 pytest.importorskip("s3fs", reason="s3fs is in requirements-cluster.txt")
-moto_server = pytest.importorskip("moto.server", reason="moto[server] is in requirements.txt")
+moto_server = pytest.importorskip("moto.server", reason="moto[server] is in requirements-dev.txt")
 
 from cluster.executors import InProcess  # noqa: E402
 from cluster.plan import plan_sweep  # noqa: E402

@@ -220,7 +220,8 @@ def test_cli_writes_a_result_and_the_report_renders_it(tmp_path, monkeypatch, ca
     assert df.loc[df.metric == "self_similarity", "value"].item() == 1.0
     saved = json.loads(next(runs.glob("*.json")).read_text())
     assert saved["command"].startswith("python -m probes contextuality") and saved["extra"]["words_measured"] >= 2
-    assert saved["dataset"].startswith("corpus-") and saved["params"]["limit"] == 2000
+    # the whole file, not a slice: a limit that cut nothing is not recorded (it had put the run apart as "--limit 2000")
+    assert saved["dataset"].startswith("corpus-") and saved["params"]["limit"] is None
     tables = write_tables(runs, tmp_path / "report").read_text()
     assert f"Command: `{saved['command']}`" in tables and "| glove-6b-50d | corpus-" in tables
 

@@ -285,7 +285,7 @@ def test_the_panel_says_a_build_failed_and_tries_again(cache, tiny_bert, monkeyp
     at = open_panel(33, monkeypatch)
     assert not at.exception and at.error
     message = str(at.error[0].value).replace("\\", "")  # Markdown escapes
-    assert "failed: RuntimeError: boom: out of memory" in message and "Nothing partial is used" in message
+    assert "did not finish: RuntimeError: boom: out of memory" in message and "Nothing partial is used" in message
     at.button(key="t_build").click()  # "Try again": a child build, its progress at once
     assert timed_run(at) < 30 and progress_texts(at) and not at.error
     corpus_ui.wait_for_builds(BUILD_S)
@@ -311,3 +311,13 @@ def test_every_time_said_in_words_has_one_format() -> None:
 
     said = [duration(s) for s in (None, 0.2, 89.4, 90, 3569, 3580, 5400, 3659)]
     assert said == ["?", "1 s", "89 s", "2 min", "59 min", "1 h 00 min", "1 h 30 min", "1 h 01 min"]
+
+
+def test_a_build_stopped_by_ctrl_c_or_a_signal_reads_as_stopped_not_as_an_error(tmp_path, monkeypatch) -> None:
+    """The panel said "failed: KeyboardInterrupt" after a Ctrl-C in ``python -m features index`` (an audit)."""
+    emb = GatedEmbedder()
+    monkeypatch.setattr(emb, "embed_rows", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        build_entry(emb, "toy", SENTENCES, root=tmp_path)
+    text = build_status(emb.fingerprint(), "toy", tmp_path).text()
+    assert "was stopped (Ctrl-C or a signal)" in text and "KeyboardInterrupt" not in text

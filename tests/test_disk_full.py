@@ -203,3 +203,27 @@ def test_an_upload_or_a_parsed_corpus_on_a_full_disk_leaves_no_folder_and_says_w
     with caplog.at_level(logging.WARNING, logger="corpora.cache"):
         assert cached("toy", 1, {"p": 1}, lambda: {"a": 1}) == {"a": 1}
     assert "Could not cache toy" in caplog.text and "parsed again on each run" in caplog.text
+
+
+def test_a_wsd_run_stopped_half_way_leaves_no_key_file_of_its_own(tmp_path, monkeypatch, capsys):
+    """``--keys`` files were written layer by layer: a run stopped after layer 1 (Ctrl-C, a scheduler) left its
+    layers 0–1 beside an older run's 2–6 in one folder, nothing telling them apart (an audit of interrupts). A
+    result's key files are now written together when it is done."""
+    import probes.tasks.wsd.scoring as scoring
+    from probes.__main__ import main
+
+    monkeypatch.setenv("EMBPROBE_CACHE", str(tmp_path / "cache"))
+    real, calls = scoring.KeyFiles.write, []
+
+    def stop_at_the_second_layer(self, name, ids, predictions):
+        calls.append(name)
+        if sum(c.startswith("minilm-") for c in calls) == 2:
+            raise KeyboardInterrupt
+        real(self, name, ids, predictions)
+
+    monkeypatch.setattr(scoring.KeyFiles, "write", stop_at_the_second_layer)
+    keys = tmp_path / "keys"
+    argv = ["wsd", "--model", "minilm", "--limit", "3", "--semcor-limit", "50", "--keys", str(keys), "-q"]
+    assert main([*argv, "--results", str(tmp_path / "results")]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert not [p.name for p in keys.glob("minilm-*")]  # the baselines' own runs finished: theirs are whole

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from collections import Counter
 
 import h5py
@@ -423,6 +424,11 @@ def test_trainer_end_to_end_and_resume(tmp_path, data_root, capsys):
     assert main(common + ["--steps", "5", "--resume"]) == 2
     assert "--steps 5: the checkpoint is at step 5 already" in capsys.readouterr().err
     assert (tmp_path / "asset" / "model_card.json").read_bytes() == before
+    # stopped after its last step's checkpoint, in the evaluation or the save (no model written): --resume could
+    # not finish it ("at step 5 already"), only a retraining or another --steps could (an audit of interrupts)
+    shutil.rmtree(tmp_path / "asset")
+    assert main(common + ["--steps", "5", "--resume"]) == 0
+    assert json.loads((tmp_path / "asset" / "model_card.json").read_text())["steps"] == 5
     emb = load_elmo_asset("asset", assets_dir=tmp_path, device="cpu")
     assert emb.embed([["a", "test"]])[0].vectors.shape == (3, 2, 2 * D)
 

@@ -68,14 +68,31 @@ def test_profile_summary_and_cka_heatmaps():
     assert sum("layer × layer" in t for t in titles) == 2, titles
 
 
-def test_same_model_gives_one_heatmap():
+def computed_cka(a: str, b: str, n: int) -> tuple[AppTest, int]:
+    """The page with CKA computed for models ``a`` and ``b`` on ``n`` sentences, and its chart count before."""
     at = open_page()
-    at.selectbox(key="lp_cka_a").set_value("elmo-small")
-    at.selectbox(key="lp_cka_b").set_value("elmo-small")
-    at.number_input(key="lp_cka_n").set_value(5)
+    at.selectbox(key="lp_cka_a").set_value(a)
+    at.selectbox(key="lp_cka_b").set_value(b)
+    at.number_input(key="lp_cka_n").set_value(n)
     before = len(charts(at))
     at.button(key="lp_cka_go").click().run()
     assert_ok(at)
+    return at, before
+
+
+def test_a_static_model_in_cka_is_compared_not_refused():
+    """A one-layer Model B made the whole CKA section one error ("has one layer … --against NAME", round seventeen's
+    refusal of a tautology): its A × B map is drawn, its own 1 × 1 map is not; alone it is an explanation."""
+    at, before = computed_cka("elmo-small", "glove-6b-50d", 5)
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in charts(at)[before:]]
+    assert titles == ["elmo-small: layer × layer", "elmo-small × glove-6b-50d"], titles
+    at.selectbox(key="lp_cka_a").set_value("glove-6b-50d").run()
+    assert_ok(at)
+    assert len(charts(at)) == before and any("one layer" in i.value for i in at.info)
+
+
+def test_same_model_gives_one_heatmap():
+    at, before = computed_cka("elmo-small", "elmo-small", 5)
     assert len(charts(at)) == before + 1
 
 

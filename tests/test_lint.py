@@ -1,7 +1,7 @@
 """The code is lint-clean and formatted: ``ruff check`` and ``ruff format --check`` (config in pyproject.toml).
 
 Fix locally with ``.venv/bin/ruff check --fix . && .venv/bin/ruff format .``; ``ruff`` is pinned in
-requirements.txt, so only an environment installed without it skips these tests.
+requirements-dev.txt (`make test` installs it), so only an environment installed without it skips these tests.
 """
 
 from __future__ import annotations

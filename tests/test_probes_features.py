@@ -69,8 +69,11 @@ def test_corrupt_header_and_meta_are_rebuilt(tmp_path, caplog):
         get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
     assert emb.calls == 2 and "layer 0 invalid" in caplog.text
     (f.directory / "meta.json").write_text("{not json")
-    get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="features.extract"):
+        get_features(emb, "toy", SENTS, root=tmp_path, show_progress=False)
     assert emb.calls == 3
+    assert "is damaged (meta.json is unreadable" in caplog.text and "stale" not in caplog.text  # not another request's
     assert json.loads((f.directory / "meta.json").read_text())["num_words"] == 12
 
 

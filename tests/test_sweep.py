@@ -240,17 +240,27 @@ def test_the_sweep_command_runs_saves_and_resumes(tiny_bert, tmp_path, monkeypat
     assert main([*argv, "--seeds", "0,3"]) == 0 and "seeds merged: tiny-bert__pos__" in capsys.readouterr().out
     runs = {
         json.loads(p.read_text())["params"].get("seed"): json.loads(p.read_text())
-        for p in (tmp_path / "res").glob("tiny-bert__pos__*.json")
+        for p in (tmp_path / "res").glob("**/tiny-bert__pos__*.json")
         if "seeds" not in json.loads(p.read_text())["params"]
     }
+
     value = {
         s: next(r["value"] for r in runs[s]["rows"] if r["layer"] == "0" and r["metric"] == "accuracy") for s in (0, 3)
     }
     shown = load_results(tmp_path / "res")
     row = shown[(shown.model == "tiny-bert") & (shown.layer == "0") & (shown.metric == "accuracy")].iloc[0]
     assert row["seeds"] == 2 and row["value"] == round((value[0] + value[3]) / 2, 2)
-    files = len(list((tmp_path / "res").glob("*.json")))
-    assert main([*argv, "--seeds", "0,3"]) == 0 and len(list((tmp_path / "res").glob("*.json"))) == files  # reused
+    files = len(list((tmp_path / "res").glob("**/*.json")))
+    assert main([*argv, "--seeds", "0,3"]) == 0 and len(list((tmp_path / "res").glob("**/*.json"))) == files  # reused
+    # a sweep's seeds of a run it merges are kept apart (seed-runs/), where the tables do not read: had the sweep
+    # stopped after its first seed, that seed alone would have replaced a finished run of several (an audit)
+    fresh = [*argv[:-1], str(tmp_path / "fresh"), "--seeds", "1,2"]
+    assert main(fresh) == 0
+    assert len(list((tmp_path / "fresh" / "seed-runs").glob("tiny-bert__pos__*.json"))) == 2
+    (merged,) = (tmp_path / "fresh").glob("tiny-bert__pos__*.json")
+    merged.unlink()  # as if it had stopped before the merge: no lone seed stands in for the run
+    assert "tiny-bert" not in set(load_results(tmp_path / "fresh").model)
+    assert main(fresh) == 0 and "seeds merged: tiny-bert__pos__" in capsys.readouterr().out  # resumed: merged
 
 
 def test_the_extract_command_fills_the_cache_entry_the_probe_reads(tiny_bert, tmp_path, monkeypatch, capsys):

@@ -377,3 +377,18 @@ def test_a_bad_elmo_config_file_is_one_error_line(tmp_path, config, message):
         lines = out.stderr.strip().splitlines()
         assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: --config") and said in lines[0]
     assert not (tmp_path / "x").exists()
+
+
+def test_a_run_started_without_resume_says_it_replaces_the_earlier_checkpoint(tmp_path, capsys):
+    """A rerun without --resume after an interruption started over and overwrote the checkpoint at its first save,
+    saying nothing (an audit of interrupts)."""
+    from models.train.common import note_earlier_checkpoint
+
+    ckpt = tmp_path / "checkpoint.pt"
+    note_earlier_checkpoint(ckpt, resume=False)
+    assert capsys.readouterr().out == ""
+    ckpt.write_bytes(b"x")
+    note_earlier_checkpoint(ckpt, resume=True)
+    assert capsys.readouterr().out == ""
+    note_earlier_checkpoint(ckpt, resume=False)
+    assert "holds an earlier run's checkpoint; this run starts over" in capsys.readouterr().out

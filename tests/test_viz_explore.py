@@ -340,3 +340,15 @@ def test_the_polysemy_coordinates_number_occurrences_and_markers_as_the_page_doe
     assert list(frame.columns) == ["occurrence", "sense", "x1", "x2", "point"]
     assert list(frame["occurrence"]) == [1, 2, 3] and list(frame["point"]) == [1, 2, 1]
     assert list(meta.columns) == ["sense"]
+
+
+def test_a_search_reads_the_full_sense_keys_only_when_it_names_one_by_a_percent_sign() -> None:
+    """The sense-key column (for CSVs) made "1", "n" or the word itself match every point through its key."""
+    occs = [
+        Occurrence(("the", "bank", "rose"), 1, 2, keys=("bank%1:14:00::",), source="brown1/br-a01 s3"),
+        Occurrence(("we", "bank", "here"), 1, 2, keys=("bank%2:40:00::",), source="brown1/br-a01 s4"),
+    ]
+    meta = occurrence_metadata(occs, lambda g: "institution" if "%1" in g else "deposit")
+    assert not search_mask(meta, "14").any() and not search_mask(meta, "re::00::").any()
+    assert list(search_mask(meta, "%2:40")) == [False, True] and list(search_mask(meta, r"re:%1:")) == [True, False]
+    assert list(search_mask(meta, "14", columns=["sense key"])) == [True, False]  # named columns are read as named

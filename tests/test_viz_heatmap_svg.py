@@ -72,3 +72,30 @@ def test_a_map_without_its_own_range_spans_its_data_and_one_on_a_colour_axis_is_
     assert drawable(alone) and len(cells(heatmap_svg(alone))) == np.size(alone.data[0].z)  # the scored words'
     two = go.Figure([go.Heatmap(z=[[1, 2]]), go.Heatmap(z=[[3, 4]])])
     assert not drawable(two) and heatmap_svg(two) is None
+
+
+def test_the_values_and_relations_written_on_cells_are_written_in_the_svg_in_their_colours() -> None:
+    """The CKA map writes each cell's value and the head map each head's relation as a text trace over the map;
+    the vector SVG had left them out, so a downloaded map lost the numbers the page shows."""
+    import pandas as pd
+
+    from viz.profile import cka_heatmap
+    from viz.syntax_heads import head_figure
+
+    matrix = np.array([[1.0, 0.94], [0.94, 0.12]])
+    fig = cka_heatmap(matrix, ["0", "1"], ["0", "1"], title="CKA")
+    svg = ET.fromstring(heatmap_svg(fig))
+    labels = {t.text: t.get("fill") for t in svg.iter(f"{SVG}text") if t.get("fill")}
+    assert set(labels) == {"1.00", ".94", ".12"}
+    assert labels[".12"] == "#ffffff" and labels["1.00"] == "#000000"  # dark Viridis at 0.12, yellow at 1
+    rects = {float(r.find(f"{SVG}title").text): r for r in cells(heatmap_svg(fig))}
+    cell = next(t for t in svg.iter(f"{SVG}text") if t.text == ".12")  # centred in the bottom-right cell
+    box = rects[0.12]
+    assert float(box.get("x")) < float(cell.get("x")) < float(box.get("x")) + float(box.get("width"))
+    assert float(box.get("y")) < float(cell.get("y")) < float(box.get("y")) + float(box.get("height"))
+    heads = pd.DataFrame(
+        [(1, 1, "nsubj", "dep→head", 60.0, 5.0, 1, 40.0, 10), (1, 2, "amod", "head→dep", 70.0, 8.0, -1, 30.0, 12)],
+        columns=["layer", "head", "relation", "direction", "accuracy", "gain", "offset", "offset_accuracy", "n"],
+    )
+    text = [t.text for t in ET.fromstring(heatmap_svg(head_figure(heads))).iter(f"{SVG}text") if t.get("fill")]
+    assert sorted(text) == ["amod", "nsubj"]

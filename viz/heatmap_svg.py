@@ -5,7 +5,9 @@ of an attention map was a picture that blurs when a paper scales it. :func:`heat
 heatmap trace itself: each finite cell a rectangle filled by the trace's colour scale between its ``zmin`` and
 ``zmax`` (NaN cells, the gaps of a mosaic, left empty), row 0 at the top where the y axis is reversed (as plotly
 draws it), the column and row labels from the trace's ``x``/``y`` or the axes' tick labels, the title and axis
-titles, and a colour bar. Only what a heatmap figure needs; None for a figure that is not one heatmap.
+titles, a colour bar, and the text a figure writes over its cells (a text trace on the map's categories, as the
+CKA map's values and the head map's relations are: plotly cannot colour a heatmap's own cell text per cell), each
+label in its trace's colour. Only what a heatmap figure needs; None for a figure that is not one heatmap.
 """
 
 from __future__ import annotations
@@ -29,9 +31,37 @@ def _text(value) -> str:
     return html.escape(plain_text(re.sub(r"<br\s*/?>", " ", str(value if value is not None else ""))), quote=True)
 
 
-def _text_at(x: float, y: float, text, *, anchor: str = "start", size: int = 11, rotate: int | None = None) -> str:
+def _text_at(
+    x: float, y: float, text, *, anchor: str = "start", size: float = 11, rotate: int | None = None, fill: str = ""
+) -> str:
     turn = f' transform="rotate({rotate} {x:.2f} {y:.2f})"' if rotate else ""
-    return f'<text x="{x:.2f}" y="{y:.2f}" font-size="{size}" text-anchor="{anchor}"{turn} {FONT}>{_text(text)}</text>'
+    colour = f' fill="{html.escape(fill, quote=True)}"' if fill else ""
+    return (
+        f'<text x="{x:.2f}" y="{y:.2f}" font-size="{size:g}" text-anchor="{anchor}"{turn}{colour} {FONT}>'
+        f"{_text(text)}</text>"
+    )
+
+
+def _cell_texts(fig: go.Figure, heat, rows: int, cols: int) -> list[tuple[int, int, str, str, float]]:
+    """(row, column, text, colour, font size) of each label a text trace writes on a cell of the map: its x and y
+    are among the map's own ``x`` and ``y`` categories (or cell indices where the map has none)."""
+
+    def index(values, count: int) -> dict:
+        return {v: i for i, v in enumerate(values)} if values is not None else {i: i for i in range(count)}
+
+    col_of, row_of = index(heat.x, cols), index(heat.y, rows)
+    out = []
+    for trace in fig.data:
+        if trace.type != "scatter" or "text" not in (trace.mode or "") or trace.text is None:
+            continue
+        texts = trace.text if not isinstance(trace.text, str) else [trace.text] * len(trace.x)
+        colours = trace.textfont.color
+        colours = list(colours) if isinstance(colours, (list, tuple, np.ndarray)) else [colours] * len(texts)
+        size = float(trace.textfont.size or 11)
+        for x, y, text, colour in zip(trace.x, trace.y, texts, colours):
+            if str(text) and x in col_of and y in row_of:
+                out.append((row_of[y], col_of[x], str(text), colour or "#000000", size))
+    return out
 
 
 def _labels(values, axis, count: int) -> list[tuple[float, str]]:
@@ -59,7 +89,7 @@ def _colours(trace, layout) -> tuple[list, float | None, float | None] | None:
 
 def drawable(fig: go.Figure) -> bool:
     """Whether :func:`heatmap_svg` can draw the figure: exactly one heatmap, a 2-D ``z`` of at most ``MAX_CELLS``
-    cells, a colour scale (its own or its colour axis's). Cell texts drawn over a map are not drawn."""
+    cells, a colour scale (its own or its colour axis's)."""
     heats = [t for t in fig.data if t.type == "heatmap"]
     return (
         len(heats) == 1
@@ -110,6 +140,13 @@ def heatmap_svg(fig: go.Figure) -> bytes | None:
                     f'<rect x="{left + c * cell:.2f}" y="{row_y(r):.2f}" width="{cell:.2f}" height="{cell:.2f}" '
                     f'fill="{colours[r, c]}"><title>{z[r, c]:.4g}</title></rect>'
                 )
+    for r, c, text, colour, size in _cell_texts(fig, trace, rows, cols):  # shrunk to fit its cell
+        size = min(size, 0.42 * cell, 1.5 * cell / len(text))
+        out.append(
+            _text_at(
+                left + (c + 0.5) * cell, row_y(r) + cell / 2 + size / 3, text, anchor="middle", size=size, fill=colour
+            )
+        )
     for pos, label in xlab:  # column labels under the map, slanted
         out.append(_text_at(left + (pos + 0.5) * cell, top + height + 10, label, anchor="end", rotate=-50))
     for pos, label in ylab:

@@ -13,6 +13,8 @@ concerns live here, none of them streamlit:
 - **Search and isolate** (:func:`search_mask`): which points a query selects, by substring over the
   chosen columns (case-insensitive; ``re:`` for a regular expression, checked before use), always over
   the full text (the context column is the whole sentence, so ``re:^The`` finds sentences that start so).
+  The full sense keys (``bank%1:14:00::``, a column for CSVs to join on) are read only by a query with a ``%``,
+  as every key has one: "river" or "1" would otherwise match points through their keys' lemma and digits.
   A pattern runs under the ``regex`` engine with a time budget (``SEARCH_SECONDS``): ``re`` has no timeout and
   holds the interpreter's lock, so one catastrophic pattern in a link (``re:(.|.)*!``) froze every session.
 
@@ -168,8 +170,13 @@ def colour_groups(meta: pd.DataFrame, column: str, max_groups: int = 12) -> list
     return list(text)
 
 
+#: Columns a search reads only when its query names them by a ``%`` (see the module's notes).
+KEY_COLUMNS = ("sense key",)
+
+
 def search_mask(meta: pd.DataFrame, query: str | None, columns: Sequence[str] | None = None) -> np.ndarray:
-    """Boolean mask of the rows matching ``query`` in any of ``columns`` (default: all).
+    """Boolean mask of the rows matching ``query`` in any of ``columns`` (default: all but :data:`KEY_COLUMNS`,
+    which a query with a ``%`` reads too).
 
     Plain text matches as a case-insensitive substring; ``re:PATTERN`` as a regular expression.
     An empty query selects nothing. A bad pattern or an over-long query is an InputError.
@@ -181,6 +188,8 @@ def search_mask(meta: pd.DataFrame, query: str | None, columns: Sequence[str] | 
     if len(query) > MAX_SEARCH_CHARS:
         raise InputError(f"The search is {len(query)} characters long; keep it under {MAX_SEARCH_CHARS}.")
     cols = [c for c in (columns or meta.columns) if c in meta.columns]
+    if columns is None and "%" not in query:
+        cols = [c for c in cols if c not in KEY_COLUMNS]
     if query.startswith("re:"):
         try:
             pattern = regex.compile(query[3:], regex.IGNORECASE)

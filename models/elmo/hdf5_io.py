@@ -29,6 +29,7 @@ import h5py
 import numpy as np
 import torch
 
+from corpora.cli_help import state_defaults
 from models.base import ModelLoadError
 from models.elmo.bilm import ElmoBiLm, normalize_options
 from models.elmo.checkpoint import load_bilm, read_options
@@ -265,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     exp = sub.add_parser("export", help="write options.json + weights.hdf5 from a safetensors ELMo checkpoint")
     exp.add_argument("asset_dir")
     exp.add_argument("out_dir")
-    args = p.parse_args(argv)
+    args = state_defaults(p).parse_args(argv)
     try:
         options_path, weights_path = export_hdf5(load_bilm(args.asset_dir), args.out_dir)
     except ModelLoadError as exc:

@@ -194,10 +194,21 @@ def check_setup(path: Path, saved: dict | None, now: dict) -> None:
         )
 
 
-def check_steps_left(steps: int, done: int) -> None:
+def note_earlier_checkpoint(path: Path, resume: bool) -> None:
+    """Say that a run started without ``--resume`` will replace ``path``'s checkpoint (it did so silently)."""
+    if not resume and path.is_file():
+        print(
+            f"note: {path} holds an earlier run's checkpoint; this run starts over and replaces it at its first "
+            "save (--resume goes on from it instead).",
+            flush=True,
+        )
+
+
+def check_steps_left(steps: int, done: int, *, finished_ok: bool = False) -> None:
     """Refuse a resumed run with no steps left (``--steps`` at or below the checkpoint's): it trained 0 steps and
-    wrote the model again as if it had."""
-    if steps <= done:
+    wrote the model again as if it had. ``finished_ok``: a trainer that checkpoints its last step before it
+    evaluates and saves (ELMo) resumes one at exactly ``--steps`` to do those (an interrupted evaluation or save)."""
+    if steps < done or (steps == done and not finished_ok):
         raise CheckpointError(f"--steps {steps}: the checkpoint is at step {done} already; give more steps.")
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from corpora.cli_help import state_defaults
 from corpora.errors import RequestError
 from corpora.lm_corpus import corpus_stats, load_lm_corpus
 from corpora.paths import REPO_ROOT
@@ -48,6 +49,7 @@ from models.train.common import (
     machine_description,
     nonnegative_float,
     nonnegative_int,
+    note_earlier_checkpoint,
     positive_float,
     positive_int,
     restore_rng_states,
@@ -90,7 +92,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     p.add_argument("--device", type=device_arg, default=None, help="cpu | cuda (default: cuda when available)")
     p.add_argument("--no-asset-softmax", action="store_true", help="leave the softmax out of the asset dir")
-    args = p.parse_args(list(argv))
+    args = state_defaults(p).parse_args(list(argv))
     if args.dropout is not None and args.dropout >= 1:
         p.error(f"--dropout must be below 1, got {args.dropout}")
     return args
@@ -155,6 +157,19 @@ def model_card(
     }
 
 
+def _saved(out_dir: Path, checkpoint: Path, steps: int) -> bool:
+    """Whether ``out_dir`` holds this checkpoint's model at ``steps``: its card names the checkpoint and the steps,
+    and was written after it (an older run's card of the same steps, in the same run folder, is older)."""
+    card_path = out_dir / CARD_FILE
+    try:
+        card = json.loads(card_path.read_text())
+        newer = card_path.stat().st_mtime_ns >= checkpoint.stat().st_mtime_ns
+    except (OSError, ValueError):
+        return False
+    same = isinstance(card, dict) and Path(str(card.get("checkpoint"))).resolve() == checkpoint.resolve()
+    return same and newer and card.get("steps") == steps
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
@@ -201,11 +216,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     state = TrainState()
     ckpt_path = run_dir / "checkpoint.pt"
     setup = training_setup(args, vocab, resolved=cfg)
+    note_earlier_checkpoint(ckpt_path, args.resume)
     if args.resume:
 
         def restore(ckpt: dict) -> tuple:
             check_setup(ckpt_path, ckpt.get("setup"), setup)
-            check_steps_left(args.steps, int(ckpt["step"]))
+            # the last step's checkpoint of a run stopped in its evaluation or save: finish it (not once it is saved)
+            check_steps_left(args.steps, int(ckpt["step"]), finished_ok=not _saved(out_dir, ckpt_path, args.steps))
             lm.load_state_dict(ckpt["model"])
             optimizer.load_state_dict(ckpt["optimizer"])
             restore_rng_states(ckpt)

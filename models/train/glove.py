@@ -40,6 +40,7 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from corpora.cli_help import state_defaults
 from corpora.lm_corpus import load_lm_corpus
 from models.assets import ASSETS, check_replaceable
 from models.base import default_device
@@ -222,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lowercase", action="store_true")
     p.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
     p.add_argument("--device", type=device_arg, default=None, help="cpu | cuda (default: cuda when available)")
-    return p
+    return state_defaults(p)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file
 
+from corpora.cli_help import state_defaults
 from corpora.lm_corpus import load_lm_corpus
 from corpora.paths import DataMissingError
 from models.assets import ASSETS, CARD_FILE, check_replaceable, writing_folder
@@ -46,6 +47,7 @@ from models.train.common import (
     machine_description,
     nonnegative_float,
     nonnegative_int,
+    note_earlier_checkpoint,
     positive_float,
     positive_int,
     restore_rng_states,
@@ -97,7 +99,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true", help="continue from <out>/checkpoint.pt")
     p.add_argument("--eval-max-tokens", type=positive_int, default=None, help="cap held-out tokens (default: all)")
     p.add_argument("--log-every", type=nonnegative_int, default=50)
-    args = p.parse_args(list(argv))
+    args = state_defaults(p).parse_args(list(argv))
     if args.d_model % args.heads:
         p.error(f"--d-model {args.d_model} is not a multiple of --heads {args.heads}")
     if args.dropout >= 1:
@@ -239,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start_step, prior_time, recent = 0, 0.0, []  # recent: the losses of the steps before this process's
     ckpt_path = out / "checkpoint.pt"
     setup = training_setup(args, [t for t, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])])
+    note_earlier_checkpoint(ckpt_path, args.resume)
     if args.resume:
 
         def restore(state: dict) -> tuple[int, float]:

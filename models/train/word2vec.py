@@ -27,6 +27,7 @@ import numpy as np
 from gensim.models import FastText, Word2Vec
 from gensim.models.callbacks import CallbackAny2Vec
 
+from corpora.cli_help import state_defaults
 from corpora.lm_corpus import load_lm_corpus
 from models.assets import ASSETS, check_replaceable
 from models.quality import card_quality
@@ -63,7 +64,7 @@ def build_parser(kind: str) -> argparse.ArgumentParser:
         p.add_argument("--min-n", type=positive_int, default=3)
         p.add_argument("--max-n", type=positive_int, default=6)
         p.add_argument("--ngram-dtype", choices=["float16", "float32"], default=NGRAM_DTYPE)
-    return p
+    return state_defaults(p)
 
 
 def train_gensim(

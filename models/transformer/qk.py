@@ -3,7 +3,7 @@
     qk = query_key_vectors(load_embedder("minilm"), ["The", "bank", "closed", "."])
     qk.queries.shape                 # (layers, heads, pieces, head_dim): the model's pieces, specials included
     qk.scores(2, 5)                  # (pieces, pieces): q·k × scale (+ −inf above the diagonal of a decoder)
-    qk.check()                       # softmax(scores) == the attention the model returned, to ~1e-5 in fp32
+    qk.max_error()                   # max |softmax(scores) − the model's attention|: ~1e-5 in fp32
 
 Design notes:
 
@@ -18,7 +18,7 @@ Design notes:
   A hook records only in the calling thread: the app shares one model between sessions.
 - **Checked, not assumed.** Where a model transforms q and k after the projection (rotary positions: Llama,
   Qwen2, GPT-NeoX) or adds position terms to the scores (DeBERTa), softmax(q·k × scale) is not its
-  attention. :meth:`QueryKey.check` compares the two on every head and ``query_key_vectors`` refuses the
+  attention. :meth:`QueryKey.max_error` measures the difference on every head and ``query_key_vectors`` refuses the
   model with a clear message when they differ, so the neuron view never shows vectors that do not explain
   the attention on screen.
 """

@@ -44,9 +44,12 @@ def sentence_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]
     return out
 
 
-def _f1(sums: np.ndarray) -> np.ndarray:
+def chunk_counts_f1(sums: np.ndarray) -> np.ndarray:
+    """(R, 3) summed (true positive, predicted, gold) chunk counts -> (R,) F1 in percent; NaN where there is no
+    chunk at all, predicted or gold (F1 is undefined there, and a bootstrap leaves such resamples out: a 0 had
+    pulled a sparse entity's interval down to 0)."""
     denom = sums[:, 1] + sums[:, 2]
-    return np.where(denom > 0, 100.0 * 2 * sums[:, 0] / np.maximum(denom, 1), 0.0)
+    return np.where(denom > 0, 100.0 * 2 * sums[:, 0] / np.maximum(denom, 1), np.nan)
 
 
 def span_f1_row(
@@ -54,13 +57,14 @@ def span_f1_row(
 ) -> dict:
     """A result row: metric "F1" (conlleval span F1, percent), n = gold chunks, sentence-bootstrap interval."""
     counts = sentence_counts(gold, pred)
-    value = float(_f1(counts.sum(0, keepdims=True))[0])
-    lo, hi = grouped_interval(counts, _f1, seed=seed)
+    value = float(chunk_counts_f1(counts.sum(0, keepdims=True))[0])
+    defined = bool(np.isfinite(value))  # no chunk in the test set, gold or predicted: no F1 (n/a), no interval
+    lo, hi = grouped_interval(counts, chunk_counts_f1, seed=seed) if defined else (None, None)
     return {
         "dataset": dataset,
         "layer": layer,
         "metric": "F1",
-        "value": round(value, 2),
+        "value": round(value, 2) if defined else None,
         "n": int(counts[:, 2].sum()),
         "lo": lo,
         "hi": hi,

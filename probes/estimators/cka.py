@@ -93,6 +93,8 @@ def cka_interval(
     if len(codes) != len(G_a[0]) or any(len(G) != len(codes) for G in G_a + G_b):
         raise ValueError("CKA's bootstrap needs one group per row of every layer.")
     S = int(codes.max()) + 1
+    if S < 2:  # one sentence: every resample is that sentence, no interval
+        return np.full((len(G_a), len(G_b)), np.nan), np.full((len(G_a), len(G_b)), np.nan)
     P = csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(S, len(codes)))  # group sums
     W = np.random.default_rng(seed).multinomial(S, np.full(S, 1.0 / S), size=resamples).T.astype(np.float64)
     M = W[codes]  # (rows, R): each row's multiplicity in each resample
@@ -115,9 +117,10 @@ def cka_interval(
                 continue
             cross = hsic(G_a[i], G_b[j], GM_a[i], GM_b[j])
             draws[i, j] = cross / np.sqrt(self_a[i] * self_b[j])
-    # centred on the estimate: resampled rows repeat, which biases a resample's CKA upward (see the module doc)
-    draws -= draws.mean(axis=2, keepdims=True) - cka_matrix(layers_a, layers_b)[..., None]
-    lo, hi = np.percentile(draws, [50 * (1 - level), 50 * (1 + level)], axis=2)
+    # centred on the estimate: resampled rows repeat, which biases a resample's CKA upward (see the module doc); a
+    # resample on which a layer is constant (0/0) is undefined, and left out here and below, as grouped_interval does
+    draws -= np.nanmean(draws, axis=2, keepdims=True) - cka_matrix(layers_a, layers_b)[..., None]
+    lo, hi = np.nanpercentile(draws, [50 * (1 - level), 50 * (1 + level)], axis=2)
     return lo, hi
 
 

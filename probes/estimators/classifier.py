@@ -1,8 +1,8 @@
 """Classifier probes on frozen vectors, and the one training loop they share.
 
 ``train_with_early_stopping`` is the minibatch Adam loop of every probe that trains (the linear POS
-probe, the λ-ablation tagger, and the MLP or rank-limited probes to come): each epoch a seeded
-shuffle of the training rows, one optimiser step per batch, then accuracy on held-out rows; the
+probe and the other token-probe families — MLP, rank-limited —, the λ-ablation tagger, the structural probes):
+each epoch a seeded shuffle of the training rows, one optimiser step per batch, then accuracy on held-out rows; the
 best held-out state is kept and training stops after ``patience`` epochs without improvement.
 The model and the way a batch becomes a loss are the caller's; the schedule is here, once.
 

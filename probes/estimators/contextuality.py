@@ -327,10 +327,12 @@ def _resampled_means(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def _measure(values, weights, unit: str, baseline: float = 0.0, baseline_draws=0.0) -> dict:
     """A unit-bootstrap measure: the mean of ``values`` − ``baseline``, its percentile interval."""
     draws = _resampled_means(values, weights) - baseline_draws
-    lo, hi = (
-        np.nanpercentile(draws, [50 * (1 - LEVEL), 50 * (1 + LEVEL)]) if np.isfinite(draws).any() else (np.nan,) * 2
-    )
     n = _count(values)
+    lo, hi = (  # one word: every resample is that word, no interval
+        np.nanpercentile(draws, [50 * (1 - LEVEL), 50 * (1 + LEVEL)])
+        if n > 1 and np.isfinite(draws).any()
+        else (np.nan,) * 2
+    )
     return {"value": _nanmean(values) - baseline, "n": n, "lo": float(lo), "hi": float(hi), "unit": unit, "clusters": n}
 
 

@@ -59,8 +59,8 @@ class ProbeFamily:
             raise ProbeInputError("--probe rank needs --rank R with R a positive number.")
         if not 0.0 <= self.dropout < 1.0:
             raise ProbeInputError(f"--dropout {self.dropout}: give a probability in [0, 1).")
-        if not self.weight_decay >= 0.0:
-            raise ProbeInputError(f"--weight-decay {self.weight_decay}: give a number ≥ 0.")
+        if not 0.0 <= self.weight_decay < float("inf"):  # inf: the loss turns NaN and training learns nothing
+            raise ProbeInputError(f"--weight-decay {self.weight_decay}: give a finite number ≥ 0.")
 
     @property
     def label(self) -> str:

@@ -19,7 +19,7 @@ the dependent's head). Relations are UD's base relations (``nmod`` for ``nmod:po
 dependency. Punctuation arcs count like the others; the root's arc is not scored (its head is no word): EWT
 test's 25,094 words less 2,077 roots are the 23,017 dependencies.
 
-    counts = HeadCounts.empty(layers, heads)
+    counts = HeadCounts(layers, heads)
     counts.add(attentions, tree)          # (layers, heads, n, n) word attention of one sentence
     counts.accuracy("dep->head", "det")   # (layers, heads) in percent
 

@@ -135,6 +135,11 @@ def online_codelength(
     if len(X) != len(y) or int(offsets[-1]) != len(y):
         raise ValueError(f"{len(X)} vectors, {len(y)} labels and {int(offsets[-1])} tokens in the sentences.")
     classes = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+    if len(classes) < 2:  # log2 1 = 0: every code is 0 bits and compression 0/0
+        raise ProbeInputError(
+            f"MDL needs at least two labels; this training data has {len(classes)} "
+            f"({', '.join(map(str, classes))}): with one label there is nothing to transmit."
+        )
     num_sents = len(offsets) - 1
     ends = block_ends(num_sents, schedule)
     order = np.random.default_rng(seed).permutation(num_sents)

@@ -66,12 +66,14 @@ def _as_bool(correct) -> np.ndarray:
 
 def accuracy_interval(
     correct, *, units: Units | None = None, seed: int = 0, resamples: int = RESAMPLES
-) -> tuple[float, float]:
+) -> tuple[float, float] | tuple[None, None]:
     """95% bootstrap interval of the accuracy (in percent) of boolean per-instance outcomes, resampling
-    ``units`` (default: independent instances)."""
+    ``units`` (default: independent instances); none (None, None) from one unit, which resampling cannot vary."""
     correct = _as_bool(correct)
     n = correct.size
     if units is None or units.is_instance:
+        if n < 2:  # as grouped_interval's single group: a zero-width "interval" would claim certainty
+            return None, None
         hits = np.random.default_rng(seed).binomial(n, correct.mean(), size=resamples)
         return _percentiles(100.0 * hits / n)
     per_cluster = units.sums(np.c_[correct, np.ones(n)])
@@ -108,7 +110,7 @@ def accuracy_row(
 
 def categorical_interval(
     counts, statistic: Callable[[np.ndarray], np.ndarray], *, seed: int = 0, resamples: int = RESAMPLES
-) -> tuple[float, float]:
+) -> tuple[float, float] | tuple[None, None]:
     """Interval of ``statistic(resampled counts (R, k)) -> (R,)`` (percent) for k outcome categories.
 
     ``counts[j]`` is how many test instances had outcome j; e.g. WSD (correct, wrong, unanswered)
@@ -118,6 +120,8 @@ def categorical_interval(
     n = int(counts.sum())
     if counts.ndim != 1 or n == 0:
         raise ValueError("Outcome counts must be a 1-D array with at least one instance.")
+    if n < 2:  # one instance: no interval (``accuracy_interval``)
+        return None, None
     draws = np.random.default_rng(seed).multinomial(n, counts / n, size=resamples)
     return _percentiles(np.asarray(statistic(draws), dtype=float))
 
@@ -177,11 +181,13 @@ def _seed_cluster_draws(right: np.ndarray, cluster_weights: np.ndarray, rng: np.
 
 def seed_cluster_interval(
     correct_by_seed, units: Units, *, seed: int = 0, resamples: int = RESAMPLES
-) -> tuple[float, float]:
+) -> tuple[float, float] | tuple[None, None]:
     """Interval of the seed-averaged accuracy of (seeds, n) outcomes: each draw resamples the seeds and the
     clusters of ``units`` with replacement, independently (a two-way bootstrap: seed and sample variance)."""
     outs = np.asarray(correct_by_seed, dtype=bool)
     sizes = units.sums(np.ones(outs.shape[1]))[:, 0]
+    if sizes.size < 2:  # one cluster: the seeds alone would make a sample-variance-free "interval"
+        return None, None
     rng = np.random.default_rng(seed)
     wk = _resample_weights(rng, sizes.size, resamples)  # (R, clusters)
     return _percentiles(100.0 * _seed_cluster_draws(_right_by_seed(outs, units), wk, rng) / np.maximum(wk @ sizes, 1))
@@ -207,7 +213,7 @@ def paired_seed_test(a_by_seed, b_by_seed, units: Units, *, seed: int = 0, resam
         diffs.append(_seed_cluster_draws(right_a, wk, rng) - _seed_cluster_draws(right_b, wk, rng))
         points.append(100.0 * diffs[-1] / np.maximum(wk @ sizes, 1))
     diff_draws = np.concatenate(diffs)
-    lo, hi = _percentiles(np.concatenate(points))
+    lo, hi = _percentiles(np.concatenate(points)) if sizes.size > 1 else (None, None)
     far_side = min(int(np.sum(diff_draws <= 0)), int(np.sum(diff_draws >= 0)))
     p_boot = 2.0 * (1 + far_side) / (1 + resamples)
     p_flip = _sign_flip_p(right_a.mean(0) - right_b.mean(0), seed)  # sign flip: seed-averaged per cluster
@@ -250,7 +256,7 @@ def paired_test(a_correct, b_correct, *, units: Units | None = None, seed: int =
     if units.is_instance:
         cells = np.array([np.sum(a & ~b), np.sum(~a & b), np.sum(a == b)])  # a only, b only, agree
         draws = rng.multinomial(n, cells / n, size=resamples)
-        lo, hi = _percentiles(100.0 * (draws[:, 0] - draws[:, 1]) / n)
+        lo, hi = _percentiles(100.0 * (draws[:, 0] - draws[:, 1]) / n) if n > 1 else (None, None)
         discordant = int(cells[0] + cells[1])
         p = 1.0 if discordant == 0 else float(binomtest(int(cells[0]), discordant, 0.5).pvalue)
         p_se = 0.0  # exact

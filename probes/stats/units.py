@@ -170,7 +170,7 @@ def interval_text(lo, hi, digits: int = 2) -> str:
 def value_interval_text(value, lo, hi, std=None, digits: int = 2) -> str:
     """ "69.06 [66.27, 71.57]": a table cell, the value with its interval (the value alone without one); with
     ``std`` (a mean over seeds: ``probes.stats.seeds``) "69.06 ± 0.41 [66.27, 71.57]"; "—" without a value (a
-    layer the model lacks)."""
+    layer the model lacks, a score the data cannot define: span F1 without a chunk)."""
     if value is None or value != value:
         return "—"
     interval = interval_text(lo, hi, digits)

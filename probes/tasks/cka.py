@@ -42,6 +42,7 @@ from probes.tasks.sentences import semcor_sentences
 NAME = "cka"
 DEFAULT_LIMIT = 500
 MAX_VECTORS = 3000
+MIN_WORDS = 10  # fewer: CKA between any two wide layers is near 1 (exactly 1 with two words)
 MAX_BOOTSTRAP_WORDS = 4000  # the sentence bootstrap holds a words × words Gram matrix per layer (128 MB at 4,000)
 CHART_LAYERS = 64  # the Probes page offers cka_0 … cka_63 (those present)
 
@@ -117,6 +118,11 @@ def run_cka(
     if ctx.progress is not None:
         ctx.progress(0.5 if other is not None else 0.9, f"{embedder.name} embedded")
     la, n, clusters = layer_labels(embedder), len(a[0]), len(np.unique(groups))
+    if n < MIN_WORDS:  # two centred points give CKA 1 between any layers; a handful, nearly 1
+        raise ProbeInputError(
+            f"{dataset}: {n} word(s) to compare layers on; CKA needs at least {MIN_WORDS} (with two, every pair of "
+            "layers gives exactly 1): give more sentences (--limit) or a larger --max-vectors."
+        )
     try:
         within = cka_matrix(a)
         t1 = time.perf_counter()
@@ -174,12 +180,11 @@ def _max_vectors(raw) -> int:
 
 
 def _matrix_text(part: dict, rows: list[str], cols: list[str]) -> str:
-    """ "value [lo, hi]" cells (the value alone for a result saved before the intervals)."""
-    v, lo, hi = (np.asarray(part.get(k, part["matrix"])) for k in ("matrix", "lo", "hi"))
-    text = [
-        [f"{v[i, j]:.3f}" + (f" [{lo[i, j]:.3f}, {hi[i, j]:.3f}]" if "lo" in part else "") for j in range(v.shape[1])]
-        for i in range(v.shape[0])
-    ]
+    """ "value [lo, hi]" cells (the value alone for a result saved before the intervals, or of one sentence: no
+    interval, its bounds stored as None)."""
+    v, lo, hi = (np.asarray(part.get(k, part["matrix"]), dtype=float) for k in ("matrix", "lo", "hi"))
+    bounds = lambda i, j: f" [{lo[i, j]:.3f}, {hi[i, j]:.3f}]" if np.isfinite([lo[i, j], hi[i, j]]).all() else ""
+    text = [[f"{v[i, j]:.3f}" + bounds(i, j) for j in range(v.shape[1])] for i in range(v.shape[0])]
     return pd.DataFrame(text, index=rows, columns=cols).to_string()
 
 
@@ -212,6 +217,15 @@ def cka_tables(df: pd.DataFrame, extras: list[dict] | None = None) -> dict[str, 
     return {"cka": wide.reset_index(drop=True).rename_axis(columns=None)}
 
 
+def _comparable(embedder, options: dict) -> None:
+    """A one-layer model (a static one) and nothing to compare it with: its CKA with itself is 1 by definition."""
+    if embedder.num_layers < 2 and not options.get("against"):
+        raise ProbeInputError(
+            f"{embedder.name} has one layer: CKA of it against itself is 1 by definition. Compare it with another "
+            "model (--against NAME)."
+        )
+
+
 PROBE = ProbeSpec(
     trains=False,
     name=NAME,
@@ -220,6 +234,7 @@ PROBE = ProbeSpec(
     "(--against), on SemCor's words",
     run=run_cka,
     baselines=no_baselines,
+    check_pair=_comparable,
     tables=cka_tables,
     table_titles={"cka": "Linear CKA between layers (Kornblith et al. 2019): row layer × column layer, SemCor words"},
     chart=ChartSpec(

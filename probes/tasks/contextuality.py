@@ -188,7 +188,7 @@ def run_contextuality(
         dataset=dataset,
         fingerprint=embedder.fingerprint(),
         params={
-            "limit": limit,
+            "limit": limit if not corpus or dataset.endswith(f"-first{limit}") else None,  # a file left whole: none
             "seed": ctx.seed,
             "words": words,
             "min_occurrences": min_occurrences,

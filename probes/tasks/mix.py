@@ -29,7 +29,7 @@ from models.base import Embedder
 from models.errors import ModelLoadError
 from models.registry import load_embedder
 from probes.errors import ProbeInputError, check_positive
-from probes.estimators.bio import sentence_counts
+from probes.estimators.bio import chunk_counts_f1, sentence_counts
 from probes.estimators.mix_tagger import MixProbe, TokenData, chunk_f1, standardise_layers
 from probes.registry import ChartSpec, Option, ProbeSpec, RunContext
 from probes.results import ProbeResult
@@ -75,8 +75,7 @@ def _score(
         return "accuracy", 100.0 * float(correct.mean()), accuracy_interval(correct, units=units, seed=seed)
     split = lambda a: [list(a[offsets[i] : offsets[i + 1]]) for i in range(len(offsets) - 1)]
     counts = sentence_counts(split(gold), split(pred))
-    f1 = lambda s: 200.0 * s[:, 0] / np.maximum(s[:, 1] + s[:, 2], 1)
-    return "chunk_F1", chunk_f1(split(gold), split(pred)), grouped_interval(counts, f1, seed=seed)
+    return "chunk_F1", chunk_f1(split(gold), split(pred)), grouped_interval(counts, chunk_counts_f1, seed=seed)
 
 
 def _known(values: tuple[str, ...], allowed: Sequence[str], what: str) -> tuple[str, ...]:

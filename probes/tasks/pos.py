@@ -22,6 +22,7 @@ from probes.registry import ChartSpec, Embeds, ProbeSpec, RunContext
 from probes.results import ProbeResult
 from probes.stats.units import interval_text, over_text
 from probes.tasks.conll import DATASET, conll_slice, feature_key
+from probes.tasks.datafiles import label_counts
 from probes.tasks.rigor_options import RIGOR_OPTIONS, RigorOptions, check_rigor_options, family_probes
 from probes.tasks.token_labels import TokenSplit, baseline_rows, run_layers
 
@@ -74,7 +75,7 @@ def run_pos(
         dataset=DATASET,
         fingerprint=embedder.fingerprint(),
         params={"layers": [s.label for s in specs], "limit": ctx.limit, "seed": ctx.seed, **rigor.params()},
-        extra=extra,
+        extra={**extra, **label_counts(train.labels.tolist(), test.labels.tolist())},  # a slice can miss a tag: said
     )
 
 

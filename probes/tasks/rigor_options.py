@@ -185,6 +185,12 @@ def layer_rows(
     """
     rows: list[dict] = []
     details: dict = {}
+    labels, types = len(np.unique(ytr)), len(set(words_tr))
+    if opts.control and (labels < 2 or types < 2):  # one type or one label: the control task is solved by rote
+        raise ProbeInputError(
+            f"The control task needs at least two labels and two word types in training; this data has {labels} "
+            f"label(s) and {types} word type(s), so its control accuracy and selectivity would mean nothing."
+        )
     new = lambda **kw: opts.new_probe(seed=seed, device=device, **kw)
     if opts.control:
         t0 = time.perf_counter()

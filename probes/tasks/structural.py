@@ -37,6 +37,7 @@ import pandas as pd
 from corpora.conllu import DepTree, iter_trees
 from corpora.paths import data_path
 from features.extract import Features, get_features
+from probes.errors import ProbeInputError
 from probes.estimators.structural import MAX_RANK, StructuralProbe
 from probes.estimators.tree_metrics import (
     GoldTrees,
@@ -76,7 +77,15 @@ def load_splits(
     if not (train or dev or test):
         train, dev, test = (data_path(EWT.format(role)) for role in ("train", "dev", "test"))
     files = DataFiles.checked(NAME, train, test, dev, name, settings="conllu:1", default="UD English EWT")
-    return read_roles(files, iter_trees, limit)
+    files, trees = read_roles(files, iter_trees, limit)
+    paths = files.paths()
+    for role, ts in trees.items():  # one-word trees have no pair to learn or score: a 0 loss, a UUAS of nothing
+        if not any(len(t.words) >= 2 for t in ts):
+            raise ProbeInputError(
+                f"{paths[role]}: no sentence of two words or more among the {len(ts)} read ({role}); the structural "
+                "probe learns and scores distances between words."
+            )
+    return files, trees
 
 
 def sentence_vectors(feats: Features, spec: LayerSpec, num_layers: int) -> list[np.ndarray]:

@@ -158,7 +158,7 @@ def wsd_baselines(ctx: RunContext, keys: str | Path | None = None, **options) ->
         label = "first-sense" if model == FIRST_SENSE else "MFS"
         key_files = KeyFiles(keys)
         key_files.write(f"{model}.key.txt", plan.evaluated.ids, preds)
-        extra: dict = {"data_hash": plan.data_hash, **target_words(plan.train, plan.evaluated), **key_files.warning}
+        extra: dict = {"data_hash": plan.data_hash, **target_words(plan.train, plan.evaluated), **key_files.commit()}
         out.append(
             ProbeResult(
                 model,
@@ -181,7 +181,7 @@ def run_first_sense(
     preds = first_sense_predictions(ev.lemmas, ev.poses)
     key_files = KeyFiles(keys)
     key_files.write("wordnet-first-sense.key.txt", ev.ids, preds)
-    extra: dict = {"data_hash": plan.data_hash, **key_files.warning}
+    extra: dict = {"data_hash": plan.data_hash, **key_files.commit()}
     return ProbeResult(
         FIRST_SENSE,
         "wsd",
@@ -259,7 +259,7 @@ def run_wsd(
         dataset=name,
         fingerprint=embedder.fingerprint(),
         params=params,
-        extra={**info, "total_s": round(time.perf_counter() - t0, 1), **coverage, **extra, **key_files.warning},
+        extra={**info, "total_s": round(time.perf_counter() - t0, 1), **coverage, **extra, **key_files.commit()},
     )
 
 

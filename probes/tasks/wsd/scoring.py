@@ -85,27 +85,32 @@ def write_key_file(path: Path, ids: Sequence[str], predictions: Sequence[str | N
 
 
 class KeyFiles:
-    """One run's ``--keys DIR`` files (None: none asked for). A file that cannot be written (a full disk) is
-    remembered, not raised: the key files are a by-product, and the run's results must still be saved.
-    ``warning`` says which files are missing, and that older ones of those names are not this run's."""
+    """One run's ``--keys DIR`` files (None: none asked for), kept as the run predicts them and written together
+    when it is done (``commit``): a run stopped half way (Ctrl-C, a scheduler) had left one layer's file of the new
+    run beside the others of an older run, with nothing to tell them apart. A file that cannot be written (a full
+    disk) is remembered, not raised: the key files are a by-product, and the run's results must still be saved;
+    ``commit`` says which files are missing, and that older ones of those names are not this run's."""
 
     def __init__(self, folder: str | Path | None) -> None:
         self.folder = None if folder is None else Path(folder)
+        self.pending: dict[str, tuple[Sequence[str], Sequence[str | None]]] = {}
         self.unwritten: list[str] = []
         self.reason = ""
 
     def write(self, name: str, ids: Sequence[str], predictions: Sequence[str | None]) -> None:
-        if self.folder is None:
-            return
-        try:
-            _write_keys(self.folder / name, ids, predictions)
-        except OSError as exc:  # e.g. the disk filled up after key_dir checked the folder
-            self.unwritten.append(name)
-            self.reason = f"cannot write the key files ({exc.strerror or exc})"
+        if self.folder is not None:
+            self.pending[name] = (list(ids), list(predictions))
 
-    @property
-    def warning(self) -> dict[str, str]:
-        """``{"warning": …}`` for a result's extra when a key file was not written, else ``{}``."""
+    def commit(self) -> dict[str, str]:
+        """Write every pending file (each whole or not at all); ``{"warning": …}`` for a result's extra when a file
+        was not written, else ``{}``."""
+        for name, (ids, predictions) in self.pending.items():
+            try:
+                _write_keys(self.folder / name, ids, predictions)
+            except OSError as exc:  # e.g. the disk filled up after key_dir checked the folder
+                self.unwritten.append(name)
+                self.reason = f"cannot write the key files ({exc.strerror or exc})"
+        self.pending = {}
         if not self.unwritten:
             return {}
         return {
