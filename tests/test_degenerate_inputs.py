@@ -57,6 +57,7 @@ def test_mdl_and_the_control_task_refuse_a_training_set_of_one_label_or_one_word
     one_type = [[("cat", "NN")], [("cat", "VB")]] * 4
     code, err, saved = _tag(tmp_path, capsys, one_type, [[("cat", "NN")], [("cat", "VB")]], "--control")
     assert code == 2 and "two labels and two word types" in err and not saved
+    assert not list((tmp_path / "cache").rglob("layer_*.npy"))  # refused before anything was embedded
 
 
 def test_vectors_too_small_for_the_float16_cache_are_refused_not_scored_as_zeros(tmp_path, capsys) -> None:

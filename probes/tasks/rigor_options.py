@@ -142,6 +142,22 @@ class RigorOptions:
         counts |= {"control_draws": self.control_draws} if self.control else {}
         return {"probe_family": self.family.label, "control": self.control, "mdl": self.mdl, **counts}
 
+    def check_data(self, labels: Sequence, words: Sequence[str]) -> None:
+        """ProbeInputError, before any extraction, when the training data cannot carry the asked-for measures: MDL
+        of one label (nothing to transmit), a control task of one label or one word type (solved by rote)."""
+        n_labels, n_types = len(set(map(str, labels))), len(set(words))
+        if self.mdl and n_labels < 2:
+            raise ProbeInputError(
+                f"MDL needs at least two labels; this training data has {n_labels}: with one label there is nothing "
+                "to transmit."
+            )
+        if self.control and (n_labels < 2 or n_types < 2):
+            raise ProbeInputError(
+                f"The control task needs at least two labels and two word types in training; this data has "
+                f"{n_labels} label(s) and {n_types} word type(s), so its control accuracy and selectivity would mean "
+                "nothing."
+            )
+
     def probe_name(self, base: str) -> str:
         """The results' probe name: ``base`` for the default family, else ``base+FAMILY`` ("pos+mlp-256"),
         so a run with another probe family never replaces the linear probe's rows in the tables."""
@@ -185,12 +201,6 @@ def layer_rows(
     """
     rows: list[dict] = []
     details: dict = {}
-    labels, types = len(np.unique(ytr)), len(set(words_tr))
-    if opts.control and (labels < 2 or types < 2):  # one type or one label: the control task is solved by rote
-        raise ProbeInputError(
-            f"The control task needs at least two labels and two word types in training; this data has {labels} "
-            f"label(s) and {types} word type(s), so its control accuracy and selectivity would mean nothing."
-        )
     new = lambda **kw: opts.new_probe(seed=seed, device=device, **kw)
     if opts.control:
         t0 = time.perf_counter()

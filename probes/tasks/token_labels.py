@@ -165,6 +165,8 @@ def run_layers(
 
     ``rigor``: probe family, control task and MDL (``probes.tasks.rigor_options``; default: none of them)."""
     t0 = time.perf_counter()
+    if rigor is not None:
+        rigor.check_data(train.labels, train.words)  # before any extraction
     L = embedder.num_layers
     needed = needed_layers(specs, L)
     ftr = extract(embedder, train, needed, ctx, 0.0, 0.6)
