@@ -212,8 +212,9 @@ def cka_section() -> None:
         first = cached_cka(a, fa, b, fb, int(n))  # A's matrix, and A × B when B is another model
         second = cached_cka(b, fb, b, fb, int(n)) if b != a and layered[b] else None
     la = first["layers"]
-    heatmaps = [(a, cka_heatmap(first["matrix"], la, la, title=f"{a}: layer × layer"), "lp_cka_within_a")]
-    heatmaps = heatmaps if layered[a] else []
+    heatmaps = []  # a one-layer model's own 1 × 1 map would be the 1 it has by definition
+    if layered[a]:
+        heatmaps.append((a, cka_heatmap(first["matrix"], la, la, title=f"{a}: layer × layer"), "lp_cka_within_a"))
     if second is not None:
         lb = second["layers"]
         heatmaps.append((b, cka_heatmap(second["matrix"], lb, lb, title=f"{b}: layer × layer"), "lp_cka_within_b"))

@@ -20,7 +20,8 @@ Order (nothing is extracted or written before every check has passed):
    saved) once all of them are done: a run that fails half way leaves no file. A baseline whose rows equal
    the newest saved one's is not written again (``save_result(reuse=True)``). A run with no row (nothing to
    score in this data) is an error, not an empty file; a number that came out NaN or infinite (an undefined
-   interval, a loss that diverged) is kept as None, shown as n/a (:func:`finite`): JSON has no NaN.
+   interval, a loss that diverged) is kept as None — "—" in a table, n/a in a summary (:func:`finite`): JSON
+   has no NaN.
 
 A check that a runner makes itself (an option combination only it understands) still ends the run
 before anything is saved.

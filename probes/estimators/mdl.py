@@ -107,6 +107,16 @@ def block_ends(num_sentences: int, schedule: tuple[float, ...] = SCHEDULE) -> li
     return ends
 
 
+def check_labels(count: int) -> None:
+    """ProbeInputError for training data of fewer than two labels: log2 1 = 0, so every code is 0 bits and the
+    compression 0/0 (``RigorOptions.check_data`` asks before any extraction; the estimator keeps the guard)."""
+    if count < 2:
+        raise ProbeInputError(
+            f"MDL needs at least two labels; this training data has {count}: with one label there is nothing to "
+            "transmit."
+        )
+
+
 def online_codelength(
     make_probe: Callable[..., object],
     X: np.ndarray,
@@ -135,11 +145,7 @@ def online_codelength(
     if len(X) != len(y) or int(offsets[-1]) != len(y):
         raise ValueError(f"{len(X)} vectors, {len(y)} labels and {int(offsets[-1])} tokens in the sentences.")
     classes = np.unique(y) if classes is None else np.unique(np.asarray(classes))
-    if len(classes) < 2:  # log2 1 = 0: every code is 0 bits and compression 0/0
-        raise ProbeInputError(
-            f"MDL needs at least two labels; this training data has {len(classes)} "
-            f"({', '.join(map(str, classes))}): with one label there is nothing to transmit."
-        )
+    check_labels(len(classes))
     num_sents = len(offsets) - 1
     ends = block_ends(num_sents, schedule)
     order = np.random.default_rng(seed).permutation(num_sents)

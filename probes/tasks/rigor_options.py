@@ -29,7 +29,7 @@ from probes.errors import ProbeInputError
 from probes.estimators.classifier import LinearProbe
 from probes.estimators.control import DRAWS, ControlTask, control_correct, selectivity_rows
 from probes.estimators.families import DEFAULT_WEIGHT_DECAY, KINDS, ProbeFamily, make_probe, parse_hidden
-from probes.estimators.mdl import ORDERS, online_codelengths
+from probes.estimators.mdl import ORDERS, check_labels, online_codelengths
 from probes.progress import ProgressFn, scaled
 from probes.registry import Option
 from probes.result_names import FAMILY_SEPARATOR
@@ -146,11 +146,8 @@ class RigorOptions:
         """ProbeInputError, before any extraction, when the training data cannot carry the asked-for measures: MDL
         of one label (nothing to transmit), a control task of one label or one word type (solved by rote)."""
         n_labels, n_types = len(set(map(str, labels))), len(set(words))
-        if self.mdl and n_labels < 2:
-            raise ProbeInputError(
-                f"MDL needs at least two labels; this training data has {n_labels}: with one label there is nothing "
-                "to transmit."
-            )
+        if self.mdl:
+            check_labels(n_labels)
         if self.control and (n_labels < 2 or n_types < 2):
             raise ProbeInputError(
                 f"The control task needs at least two labels and two word types in training; this data has "
