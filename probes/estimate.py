@@ -3,7 +3,7 @@
     est = estimate_run(get_probe("pos"), load_embedder("minilm"))
     est.text()  # on the 2-core CPU, shared with other jobs (load average 6-8), 2026-11-26:
     # 'minilm: 10,948 sentences, 259,104 words in 2 datasets, not cached: ~49 min extraction + ~27 min
-    #  training (up to 8 fits × 10 epochs), measured on this machine (warm-up: 88 words/s)'
+    #  training (8 fits × about 10 epochs), measured on this machine (warm-up: 88 words/s)'
 
 The command line prints it before every probe run (``probes.cli``, through ``run_probe(before=…)``, so
 only once every check has passed); the app's quick probe shows it before "Run".
@@ -20,7 +20,8 @@ only once every check has passed); the app's quick probe shows it before "Run".
 - **Training time**: for the token probes (those with the probe-family option ``probe``: one classifier
   per layer spec), the probe family's cost per fit and per row and epoch, measured on ``WARMUP_ROWS``
   random vectors of the model's width (``training_costs``), scaled to the training words ×
-  ``LinearProbe().epochs`` (an upper bound: early stopping may end sooner) × fits: the layer specs
+  ``EXPECTED_EPOCHS`` of the family's schedule (what full-data fits took; MDL's block probes keep the early
+  stop's 10) × fits: the layer specs
   (``fits_per_layer``: + K with ``--control`` and K label draws, + 2 × the data orders with ``--mdl``: a task and a
   control code per order, whose blocks add up to about one fit each). Other probes' own passes (WSD's centroids,
   the λ ablation) are not estimated; the text says so.
@@ -42,13 +43,16 @@ from corpora.paths import cache_dir
 from features import DISK_SHARE, gb
 from features.background import duration
 from features.entries import has_layers
-from probes.estimators.classifier import LinearProbe
+from probes.estimators.classifier import EARLY_STOP, PLATEAU, SCHEDULE_DEFAULTS
 from probes.layers import parse_layer_specs
 from probes.registry import ProbeSpec
 from probes.tasks.rigor_options import RigorOptions
 
 WARMUP_SENTENCES = 16
 WARMUP_ROWS = 4096
+#: Epochs a fit takes, by schedule: the early stop's bound (it often ends sooner); the plateau schedule's decay ended
+#: the committed full-data CoNLL-2000 fits after 35–62 epochs (2026-12-07), far under its bound of 200.
+EXPECTED_EPOCHS = {PLATEAU: 50, EARLY_STOP: SCHEDULE_DEFAULTS[EARLY_STOP][0]}
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,7 @@ class Estimate:
                 extract += f" (more than the {gb(self.free_bytes)} free: only the layers asked for are kept)"
         fits = f"{self.fits} fit{'s' * (self.fits != 1)}"
         train = (
-            f" + ~{duration(self.train_s)} training (up to {fits} × {self.epochs} epochs)"
+            f" + ~{duration(self.train_s)} training ({fits} × about {self.epochs} epochs)"
             if self.train_s is not None
             else f" (and the {self.probe} probe's own passes, not estimated)"
         )
@@ -179,7 +183,8 @@ def estimate_run(
         len(s) for (key, sentences), hit in zip(data, cached) if key is not None and not hit for s in sentences
     )
     rate = words_per_second(embedder, todo[0]) if todo else None
-    fits, epochs, train_s = 0, LinearProbe().epochs, None
+    fits, train_s = 0, None
+    epochs = EXPECTED_EPOCHS[RigorOptions.from_options(options).family.schedule]
     if any(o.name == "probe" for o in spec.options):  # a token probe: one classifier per layer spec
         specs = parse_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids) if spec.uses_layers else []
         fits = max(len(specs), 1) * fits_per_layer(RigorOptions.from_options(options))

@@ -3,7 +3,7 @@
 Every step that can take more than a few seconds reports through the run path's callback
 (``ProgressFn``: ``(fraction of the whole done, what is happening now)``; ``run_probe(progress=…)``,
 ``RunContext.progress``): feature extraction (words and sentences/s, ``features.build``), each
-layer's probe training (epoch, dev score, early-stopping patience,
+layer's probe training (epoch, learning rate and dev loss, or dev score and early-stopping patience,
 ``probes.estimators.classifier.train_with_early_stopping``), MDL blocks, control-task fits, seeds,
 the WSD centroid and scoring passes, ``reproduce`` (model i/N, probe j/M) and ``sweep`` (tasks
 done/failed/remaining). A step passes its sub-steps ``scaled(progress, lo, hi, prefix)``: their

@@ -32,6 +32,19 @@ os.environ.setdefault("EMBPROBE_CACHE", str(RUN_DIR / "cache"))
 os.environ["EMBPROBE_MODELS"] = os.path.join(tempfile.mkdtemp(prefix="registry-", dir=RUN_DIR), "embprobe.toml")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread_per_worker():
+    """Under xdist each worker is one process per core: torch's default of a thread per core in each of them
+    oversubscribes the cores, which costs most on the small fits the tests make (a plateau-schedule fit of 3,000
+    rows took 31 s with two threads beside another busy two-thread process, 1.4 s with one; 2026-12-07). A test
+    that needs another count sets it itself (test_same_numbers: 2, the golden runs' reduction order)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch  # lazy: a run that never starts workers keeps torch's default
+
+        torch.set_num_threads(1)
+    yield
+
+
 def pytest_sessionfinish(session) -> None:
     if OWN_RUN_DIR and not hasattr(session.config, "workerinput"):  # the run's first process, once its workers ended
         shutil.rmtree(RUN_DIR, ignore_errors=True)

@@ -20,7 +20,7 @@ import pytest
 
 from cluster.plan import SweepTask
 from cluster.sweep import run_sweep
-from probes.estimators.classifier import LinearProbe
+from probes.estimators.classifier import EARLY_STOP, LinearProbe
 from probes.progress import TerminalProgress, scaled
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,20 +70,22 @@ def test_terminal_shows_extraction_and_training_progress_then_the_table(tmp_path
     progress = "\n".join(lines[:head])  # everything before the table: the estimate, then the bar's redraws
     estimate = re.search(
         r"estimate: glove-6b-50d: 400 sentences, [\d,]+ words in 2 datasets, not cached: ~\d+ s extraction "
-        r"writing up to [\d.]+ [MG]B \+ ~\d+ s training \(up to 1 fit × 10 epochs\)",
+        r"writing up to [\d.]+ [MG]B \+ ~\d+ s training \(1 fit × about 50 epochs\)",
         progress,
     )
-    assert estimate and estimate.start() < progress.index("epoch 1/10"), progress[:2000]
+    assert estimate and estimate.start() < progress.index("epoch 1/200"), progress[:2000]
     # Extraction of both slices (the cache is empty), with sentences per second; the cache key as a person reads it
     for key in ("conll2000-train", "conll2000-test"):
         said = rf"glove-6b-50d, {key}, --limit 200: 200/200 sentences, \d+ sentences/s"
         assert re.search(said, progress), progress[-2000:]
     rows = table_rows(lines[head + 1 :])
     assert rows, out
-    for m in rows:  # training progress of every layer the table reports: epochs, patience, dev score
+    for m in rows:  # training progress of every layer the table reports: epochs, learning rate, dev loss
         layer = m.group(1)
         epochs = re.findall(
-            rf"POS probe layer {re.escape(layer)}: epoch (\d+)/10, patience (\d)/2, dev \d+\.\d%", progress
+            rf"POS probe layer {re.escape(layer)}: epoch (\d+)/200, lr [\d.e-]+, "
+            rf"dev loss \d\.\d{{4}} \(best \d\.\d{{4}}\)",
+            progress,
         )
         assert epochs and epochs[0][0] == "1", (layer, progress[-2000:])
         # the interval surrounds the score; the majority-tag baseline is in its column
@@ -121,7 +123,7 @@ def test_json_is_the_result_alone_on_stdout_and_no_bar_without_a_terminal(tmp_pa
     assert any(HEADER.match(line) for line in res.stderr.splitlines()), res.stderr
     saved = [line.split(" ", 1)[1] for line in res.stderr.splitlines() if line.startswith("saved ")]
     assert saved and json.loads(Path(saved[0]).read_text())["rows"] == data["rows"]
-    assert "epoch 1/10" not in res.stderr and "sentences/s" not in res.stderr and "%|" not in res.stderr
+    assert "epoch 1/" not in res.stderr and "sentences/s" not in res.stderr and "%|" not in res.stderr
     assert res.stderr.startswith("estimate: glove-6b-50d: 400 sentences")  # the notes are on stderr too
 
 
@@ -193,7 +195,7 @@ def test_app_quick_probe_shows_the_estimate_before_and_progress_during_the_run(t
     assert len(bars) == 1 and bars[0].value == 100, bars
     assert bars[0].text.startswith("Done in ") and told[-1][1] in bars[0].text
     messages = [m for _, m in told]
-    assert any("sentences/s" in m for m in messages) and any("POS probe layer 0: epoch 1/10" in m for m in messages)
+    assert any("sentences/s" in m for m in messages) and any("POS probe layer 0: epoch 1/200" in m for m in messages)
     assert min(f for f, _ in told) == 0.0 and max(f for f, _ in told) == 1.0
     # After the run the features are cached, and the next estimate says so.
     at.run()
@@ -207,8 +209,9 @@ def test_training_reports_each_epoch_and_its_patience_without_changing_the_fit()
     X = rng.standard_normal((600, 8)).astype(np.float32)
     y = (X[:, 0] > 0).astype(int) + 2 * (rng.random(600) < 0.3)  # learnable, with noise: early stopping can end it
     told: list[tuple[float, str]] = []
-    quiet = LinearProbe(seed=3, device="cpu", epochs=30, patience=2).fit(X, y)
-    loud = LinearProbe(seed=3, device="cpu", epochs=30, patience=2).fit(X, y, progress=lambda f, m: told.append((f, m)))
+    early = {"epochs": 30, "patience": 2, "schedule": EARLY_STOP}
+    quiet = LinearProbe(seed=3, device="cpu", **early).fit(X, y)
+    loud = LinearProbe(seed=3, device="cpu", **early).fit(X, y, progress=lambda f, m: told.append((f, m)))
     assert loud.history_ == quiet.history_ and (loud.predict(X) == quiet.predict(X)).all()
     assert len(told) == len(loud.history_) and [f for f, _ in told] == [e["epoch"] / 30 for e in loud.history_]
     patience = [int(re.search(r"patience (\d)/2", m).group(1)) for _, m in told]
@@ -263,6 +266,6 @@ def test_reproduce_tells_model_and_probe_of_each_run(tmp_path, monkeypatch):
     assert messages[0].startswith("baselines 1/2 pos: ") and any(m.startswith("baselines 2/2 mix: ") for m in messages)
     ours = [m for m in messages if m.startswith("model 1/1 glove-6b-50d · probe 1/2 pos: ")]
     assert any("features from cache" in m for m in ours)  # the mix baseline embedded the same slices with GloVe
-    assert any("POS probe layer 0: epoch 1/10" in m for m in ours)
+    assert any("POS probe layer 0: epoch 1/200" in m for m in ours)
     fractions = [f for f, _ in told]
     assert all(0.0 <= f <= 1.0 for f in fractions) and max(fractions) <= 3 / 4  # pos is run 3 of 4 (mix skipped)

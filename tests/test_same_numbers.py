@@ -9,7 +9,9 @@ least 16 Adam steps an epoch (``probes.estimators.classifier.auto_batch``; these
 epoch: GloVe 55.29 → 68.01, fastText 73.57 → 84.14); full-data runs keep 2,048-token batches and their numbers. A
 second on 2026-12-06: WSD's per-POS rows are scored on ALL without SemEval-07 (the dev set that picks a layer),
 no longer on ALL; each ``ALL:<POS>`` row of the ``wsd`` files was replaced in place by today's ``ALL-noSE07:<POS>``
-row of the same layer, after every other row had come out equal to the pre-refactor code's. The
+row of the same layer, after every other row had come out equal to the pre-refactor code's. A third on 2026-12-07:
+the token probes now train on the plateau schedule (``probes.estimators.classifier``); the ``pos`` files are
+recomputed with ``schedule="early-stop"``, the schedule they were written with (``--schedule early-stop``). The
 model fingerprints are not compared: today they include file paths and mtimes, which differ between
 checkouts (content-based fingerprints are issue 13). The full-data check against ``docs/results/``
 is ``python -m probes reproduce`` (docs/results/README.md).
@@ -25,6 +27,7 @@ import pytest
 import torch
 
 from models.registry import load_embedder
+from probes.estimators.classifier import EARLY_STOP
 from probes.registry import RunContext, get_probe
 from probes.reporting.tables import build_tables, markdown_table, titles
 
@@ -62,7 +65,8 @@ def test_probe_rows_identical_to_the_pre_refactor_code(golden, feature_root):
     ctx = RunContext(
         limit=_flag(golden["command"], "--limit"), device="cpu", show_progress=False, feature_root=feature_root
     )
-    options = spec.options_from({"epochs": _flag(golden["command"], "--epochs")} if spec.name == "mix" else {})
+    given = {"mix": {"epochs": _flag(golden["command"], "--epochs")}, "pos": {"schedule": EARLY_STOP}}
+    options = spec.options_from(given.get(spec.name, {}))
     results = [spec.run(emb, None, ctx, **options)]
     if spec.name == "mix":  # the old `mix` command put the GloVe baseline row into the model's file
         results += spec.baselines(ctx, **options)

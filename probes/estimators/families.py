@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from probes.errors import ProbeInputError
-from probes.estimators.classifier import LinearProbe
+from probes.estimators.classifier import PLATEAU, SCHEDULES, LinearProbe
 from probes.result_names import family_slug
 
 KINDS = ("linear", "mlp", "rank")
@@ -40,6 +40,7 @@ class ProbeFamily:
     rank:    the rank r of a rank-limited probe.
     dropout: dropout probability on the input (linear, rank) or after each hidden layer (mlp).
     weight_decay: Adam L2 weight.
+    schedule: the training schedule (``probes.estimators.classifier.SCHEDULES``; default: plateau).
     """
 
     kind: str = "linear"
@@ -47,6 +48,7 @@ class ProbeFamily:
     rank: int | None = None
     dropout: float = 0.0
     weight_decay: float = DEFAULT_WEIGHT_DECAY
+    schedule: str = PLATEAU
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -61,6 +63,8 @@ class ProbeFamily:
             raise ProbeInputError(f"--dropout {self.dropout}: give a probability in [0, 1).")
         if not 0.0 <= self.weight_decay < float("inf"):  # inf: the loss turns NaN and training learns nothing
             raise ProbeInputError(f"--weight-decay {self.weight_decay}: give a finite number ≥ 0.")
+        if self.schedule not in SCHEDULES:
+            raise ProbeInputError(f"--schedule {self.schedule!r}: choose from {', '.join(SCHEDULES)}.")
 
     @property
     def label(self) -> str:
@@ -68,8 +72,10 @@ class ProbeFamily:
         base = {"linear": "linear", "mlp": "mlp-" + "x".join(map(str, self.hidden)), "rank": f"rank-{self.rank}"}[
             self.kind
         ]
-        extra = [f"dropout {self.dropout:g}"] * (self.dropout > 0) + [f"wd {self.weight_decay:g}"] * (
-            self.weight_decay != DEFAULT_WEIGHT_DECAY
+        extra = (
+            [f"dropout {self.dropout:g}"] * (self.dropout > 0)
+            + [f"wd {self.weight_decay:g}"] * (self.weight_decay != DEFAULT_WEIGHT_DECAY)
+            + [self.schedule] * (self.schedule != PLATEAU)
         )
         return base + (f" ({', '.join(extra)})" if extra else "")
 
@@ -133,7 +139,7 @@ def make_probe(family: ProbeFamily = ProbeFamily(), **kwargs) -> LinearProbe:
 
     The default family is exactly ``LinearProbe(**kwargs)`` (same numbers as before this module).
     """
-    kwargs = {"weight_decay": family.weight_decay, **kwargs}
+    kwargs = {"weight_decay": family.weight_decay, "schedule": family.schedule, **kwargs}
     if family.kind == "mlp":
         return MLPProbe(hidden=family.hidden, dropout=family.dropout, **kwargs)
     if family.kind == "rank":

@@ -9,7 +9,7 @@
   tests, ``probes.stats.comparisons``) on the paper's two per-layer tasks — is the best layer really best?
   The layers are ranked without the test set and the best is tested once on it, so the test set does not
   both choose and judge: WSD on SemEval-07 (the framework's dev set); POS on the linear probe's own held-out
-  tenth of the CoNLL-2000 training tokens (its early-stopping split, ``LinearProbe``; the best epoch's accuracy,
+  tenth of the CoNLL-2000 training tokens (its schedule's split, ``LinearProbe``; the kept state's accuracy,
   kept in each result's training history), since CoNLL-2000 has no dev split. The table is one family: raw
   and Holm-adjusted p, "significant" from the adjusted one.
 - ``published_rigor``: what those two papers report for the original ELMo's layers, each followed by
@@ -34,7 +34,7 @@ from probes.tasks.rigor_options import base_probe
 from probes.tasks.wsd.scoring import DEV_SET, PAPER_ALL
 
 TOKEN_PROBES = ("pos", "tag")
-#: What ranks the POS layers: the probe's early-stopping split of the training tokens (``_held_out_accuracy``).
+#: What ranks the POS layers: the probe's held-out split of the training tokens (``_held_out_accuracy``).
 HELD_OUT = "conll2000-train held-out tenth"
 # probe -> (what ranks the layers, dataset that tests the best)
 BEST_LAYER_DATASETS = {"wsd": (DEV_SET, PAPER_ALL), "pos": (HELD_OUT, "conll2000-test")}
@@ -75,7 +75,7 @@ NOTES = {  # printed under the table
     "accuracy − control accuracy can differ from it by the seeds' spread.",
     "best_layer": "Layers ranked without the test set and the best tested once on it: WSD on the dev set "
     "(SemEval-07, 3 documents); POS, as CoNLL-2000 has no dev split, on the linear probe's held-out tenth of the "
-    "training tokens (its early-stopping split; with several seeds, the first seed's). "
+    "training tokens (the split its schedule watches; with several seeds, the first seed's). "
     "Intervals unadjusted, decisions on Holm-adjusted p over all rows of this table. " + MC_NOTE.rstrip(),
 }
 
@@ -116,14 +116,15 @@ def selectivity_mdl_table(df: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def _held_out_accuracy(results: Sequence[ProbeResult], probe: str) -> dict[tuple[str, str], float]:
-    """(model, layer) -> the probe's best held-out accuracy while training (its early-stopping split of the
-    training data, kept per layer in ``extra["history"]``); ``results`` oldest first, the newest wins."""
+    """(model, layer) -> the held-out accuracy of the probe's kept state (its schedule's split of the training data,
+    per layer in ``extra["history"]``); ``results`` oldest first, the newest wins."""
     scores = {}
     for res in results:
         if res.probe == probe:
             for layer, history in (res.extra or {}).get("history", {}).items():
-                held_out = [entry["val_acc"] for entry in history if "val_acc" in entry]
-                if held_out:
+                kept = [entry["val_acc"] for entry in history if entry.get("kept") and "val_acc" in entry]
+                held_out = kept or [entry["val_acc"] for entry in history if "val_acc" in entry]
+                if held_out:  # the kept state's; runs before 2026-12-07 marked none, and kept the best accuracy's
                     scores[(res.model, str(layer))] = max(held_out)
     return scores
 

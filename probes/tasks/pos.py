@@ -2,8 +2,8 @@
 
 Peters et al. (2018, Table 6) train a linear classifier on each biLM layer's frozen vectors and
 report PTB tagging accuracy. Here: CoNLL-2000 train (WSJ 15–18) for training, CoNLL-2000 test
-(WSJ 20) for accuracy, gold PTB tags, ``probes.estimators.classifier.LinearProbe`` (early stopping on a
-held-out tenth of the training tokens). The baseline is each word's majority tag.
+(WSJ 20) for accuracy, gold PTB tags, ``probes.estimators.classifier.LinearProbe`` (its learning rate halved
+on a plateau of the held-out tenth's loss, ``--schedule``). The baseline is each word's majority tag.
 
 This is the generic token-labelling probe (``probes.tasks.token_labels``, also behind ``python -m probes tag``)
 on the built-in CoNLL-2000 files: a column file of the same sentences gives the same numbers

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from probes.errors import ProbeInputError
-from probes.estimators.classifier import LinearProbe
+from probes.estimators.classifier import PLATEAU, SCHEDULES, LinearProbe
 from probes.estimators.control import DRAWS, ControlTask, control_correct, selectivity_rows
 from probes.estimators.families import DEFAULT_WEIGHT_DECAY, KINDS, ProbeFamily, make_probe, parse_hidden
-from probes.estimators.mdl import ORDERS, check_labels, online_codelengths
+from probes.estimators.mdl import ORDERS, PROBE_SCHEDULE, check_labels, online_codelengths
 from probes.progress import ProgressFn, scaled
 from probes.registry import Option
 from probes.result_names import FAMILY_SEPARATOR
@@ -59,6 +59,14 @@ RIGOR_OPTIONS = (
     ),
     Option(
         "weight_decay", float, DEFAULT_WEIGHT_DECAY, "Adam L2 weight decay of the probe", parse=_checked("weight_decay")
+    ),
+    Option(
+        "schedule",
+        str,
+        PLATEAU,
+        "training schedule: plateau (halve the learning rate when the held-out loss stalls; the default since "
+        "2026-12-07) or early-stop (stop on held-out accuracy, the committed rows before)",
+        choices=SCHEDULES,
     ),
     Option(
         "control",
@@ -125,6 +133,7 @@ class RigorOptions:
             weight_decay=float(
                 DEFAULT_WEIGHT_DECAY if options.get("weight_decay") is None else options["weight_decay"]
             ),
+            schedule=options.get("schedule") or PLATEAU,
         )
         orders = int(options.get("mdl_orders") or ORDERS)
         draws = int(options.get("control_draws") or DRAWS)
@@ -199,6 +208,7 @@ def layer_rows(
     rows: list[dict] = []
     details: dict = {}
     new = lambda **kw: opts.new_probe(seed=seed, device=device, **kw)
+    block_probe = lambda **kw: new(schedule=PROBE_SCHEDULE, **kw)  # MDL's block probes keep their own schedule
     if opts.control:
         t0 = time.perf_counter()
         told = scaled(progress, 0.0, 0.3 if opts.mdl else 1.0, f"control task layer {layer}: ")
@@ -219,7 +229,7 @@ def layer_rows(
         classes = np.unique(ytr)
         start = 0.3 if opts.control else 0.0
         task = online_codelengths(
-            new,
+            block_probe,
             Xtr,
             ytr,
             offsets,
@@ -232,7 +242,7 @@ def layer_rows(
         )
         control_labels = ControlTask(seed).fit(ytr).labels(words_tr)
         ctrl_code = online_codelengths(
-            new,
+            block_probe,
             Xtr,
             control_labels,
             offsets,

@@ -7,8 +7,8 @@
 Files: CoNLL-U (``corpora.conllu``; ``--column`` UPOS, XPOS, DEPREL, LEMMA, feats:KEY, misc:KEY) or
 CoNLL-style column files (``corpora.columns``; ``--column`` a field index, ``--word-column`` the
 word's). The format follows the file name (``.conllu``) unless ``--format`` says. ``--dev`` is scored
-like the test file (pick a layer on dev, report test); early stopping uses a held-out tenth of
-train, as in the built-in POS probe. ``--skip-label _`` leaves words with that label out of
+like the test file (pick a layer on dev, report test); the probe's schedule watches a held-out tenth
+of train, as in the built-in POS probe. ``--skip-label _`` leaves words with that label out of
 training and scoring (e.g. ``feats:Number`` only on words that have a Number) — the model still
 reads whole sentences. ``--scheme bio`` adds conlleval span F1 to token accuracy.
 

@@ -21,6 +21,7 @@ gets control-task selectivity and MDL codelength rows.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ import numpy as np
 from features.extract import Features, get_features
 from features.store import data_hash
 from probes.estimators.bio import span_f1_row
+from probes.estimators.classifier import reached_bound
 from probes.estimators.majority import MajorityLabelBaseline
 from probes.layers import LayerSpec, needed_layers
 from probes.progress import ProgressFn
@@ -37,6 +39,8 @@ from probes.registry import RunContext
 from probes.stats.intervals import accuracy_row, keep_instances
 from probes.stats.units import SENTENCE, Units
 from probes.tasks.rigor_options import RigorOptions, layer_rows, row_offsets
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -200,6 +204,15 @@ def run_layers(
             part = slice(bounds[i], bounds[i + 1])
             rows += split_rows(s, spec.label, fit.correct[part], fit.predictions[part], scheme, extra)
         history[spec.label] = fit.history
+        if reached_bound(fit.history):
+            extra.setdefault("epoch_bound_reached", []).append(spec.label)
+            log.warning(
+                "%s layer %s: the probe ran its %d epochs before its learning rate decayed; it may be short of its "
+                "optimum (see extra['history']).",
+                what,
+                spec.label,
+                len(fit.history),
+            )
         if more_rows:
             more, details = layer_rows(
                 rigor,
@@ -231,6 +244,7 @@ def run_layers(
             "fit_s": fit_s,
             "total_s": round(time.perf_counter() - t0, 1),
             "history": history,
+            "schedule": (rigor or RigorOptions()).family.schedule,  # absent in runs before 2026-12-07: early-stop
         }
     )
     return rows, extra

@@ -1,0 +1,123 @@
+"""The token probes' training schedules (``probes.estimators.classifier``): plateau by default, early stop on request.
+
+The plateau schedule replaced the early stop on 2026-12-07 because the early stop left the linear POS probe short of
+its optimum; these tests hold the schedule's mechanics and its effect on real CoNLL-2000 vectors, and keep the old
+schedule reachable (the committed MDL rows and the pre-refactor goldens use it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from probes.errors import ProbeInputError
+from probes.estimators.classifier import EARLY_STOP, MIN_LR_FRACTION, PLATEAU, LinearProbe, reached_bound
+from probes.estimators.families import ProbeFamily, make_probe
+from probes.estimators.mdl import PROBE_SCHEDULE
+from probes.registry import RunContext
+from probes.reporting.rigor_tables import _held_out_accuracy
+from probes.results import ProbeResult
+from probes.tasks.pos import conll_splits, run_pos
+from probes.tasks.rigor_options import RigorOptions
+from tests.probe_helpers import RandomEmbedder
+
+
+def _blobs(n: int = 3000, dim: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 5, n)
+    return rng.standard_normal((5, dim))[y] + 1.5 * rng.standard_normal((n, dim)), np.array(list("ABCDE"))[y]
+
+
+def test_plateau_halves_the_rate_when_the_held_out_loss_stalls_and_keeps_its_lowest_state():
+    X, y = _blobs()
+    probe = LinearProbe(seed=0, device="cpu").fit(X, y)
+    history = probe.history_
+    rates = [entry["lr"] for entry in history]
+    assert probe.schedule == PLATEAU and rates[0] == probe.lr
+    steps = [b / a for a, b in zip(rates, rates[1:]) if b != a]
+    assert steps and all(s == pytest.approx(0.5) for s in steps)  # only ever halved
+    # It stopped because the rate decayed, after its eighth halving, not because the epochs ran out.
+    assert history[-1]["stopped"] == "learning rate decayed" and not reached_bound(history)
+    assert rates[-1] / 2 < probe.lr * MIN_LR_FRACTION <= rates[-1] and len(history) < probe.epochs
+    (kept,) = [entry for entry in history if entry.get("kept")]
+    assert kept["val_loss"] == min(entry["val_loss"] for entry in history)
+
+
+def test_the_early_stop_schedule_is_the_one_before():
+    X, y = _blobs()
+    probe = LinearProbe(seed=0, device="cpu", schedule=EARLY_STOP).fit(X, y)
+    assert (probe.epochs, probe.patience) == (10, 2)
+    assert all("lr" not in entry and "val_loss" not in entry for entry in probe.history_)
+    (kept,) = [entry for entry in probe.history_ if entry.get("kept")]
+    assert kept["val_acc"] == max(entry["val_acc"] for entry in probe.history_)
+    assert PROBE_SCHEDULE == EARLY_STOP  # MDL's block probes: the committed codelengths' schedule
+
+
+def test_a_fit_that_runs_out_of_epochs_says_so():
+    X, y = _blobs()
+    probe = LinearProbe(seed=0, device="cpu", epochs=3).fit(X, y)
+    assert len(probe.history_) == 3 and reached_bound(probe.history_)
+    assert not reached_bound(LinearProbe(seed=0, device="cpu", schedule=EARLY_STOP, epochs=3).fit(X, y).history_)
+
+
+def test_plateau_gets_closer_to_the_optimum_than_the_early_stop_on_real_vectors():
+    """GloVe 6B 50d on 400 CoNLL-2000 training sentences (9,382 tokens): the training objective (mean cross-entropy +
+    L2, the held-out tenth aside) against its minimum found by full-batch L-BFGS. The early stop ended 0.25 above it
+    and scored 70.91 % on the test slice; the plateau schedule ends nearer (0.80 against 0.69, 72.62 %), still above
+    it: a slice this small is not fitted to convergence (docs/results/README.md)."""
+    from models.registry import load_embedder
+    from probes.tasks.token_labels import extract
+
+    train, test = conll_splits(400)
+    emb, ctx = load_embedder("glove-6b-50d"), RunContext(show_progress=False)
+    Xtr = np.asarray(extract(emb, train, [0], ctx, 0, 1).layer(0), np.float32)
+    Xte = np.asarray(extract(emb, test, [0], ctx, 0, 1).layer(0), np.float32)
+    plateau = LinearProbe(seed=0, device="cpu").fit(Xtr, train.labels)
+    early = LinearProbe(seed=0, device="cpu", schedule=EARLY_STOP).fit(Xtr, train.labels)
+
+    classes, y = np.unique(train.labels, return_inverse=True)
+    X, Y = plateau._tensor(Xtr), torch.as_tensor(y)
+    fitted = torch.randperm(len(X), generator=torch.Generator().manual_seed(0))[int(0.1 * len(X)) :]
+
+    def objective(model: torch.nn.Module) -> torch.Tensor:
+        penalty = sum((p**2).sum() for p in model.parameters())
+        return torch.nn.functional.cross_entropy(model(X[fitted]), Y[fitted]) + 0.5 * plateau.weight_decay * penalty
+
+    best = torch.nn.Linear(X.shape[1], len(classes))
+    lbfgs = torch.optim.LBFGS(best.parameters(), max_iter=2000, history_size=20, line_search_fn="strong_wolfe")
+
+    def closure():
+        lbfgs.zero_grad()
+        loss = objective(best)
+        loss.backward()
+        return loss
+
+    lbfgs.step(closure)
+    with torch.no_grad():
+        optimum, ours, theirs = (float(objective(m)) for m in (best, plateau.model_, early.model_))
+    assert optimum < ours < theirs - 0.1, (optimum, ours, theirs)
+    assert plateau.score(Xte, test.labels) > early.score(Xte, test.labels) + 0.01
+
+
+def test_the_schedule_is_an_option_recorded_in_the_run_and_named_when_not_the_default(tmp_path):
+    assert make_probe(ProbeFamily()).schedule == PLATEAU
+    assert make_probe(ProbeFamily(kind="mlp", schedule=EARLY_STOP)).schedule == EARLY_STOP
+    with pytest.raises(ProbeInputError, match="--schedule 'sgd'"):
+        ProbeFamily(schedule="sgd")
+    options = RigorOptions.from_options({"schedule": EARLY_STOP})
+    assert options.probe_name("pos") == "pos+linear-early-stop"  # never replaces the default's rows
+    assert RigorOptions.from_options({}).probe_name("pos") == "pos"
+    typed = RandomEmbedder(num_layers=2, dim=16, seed=7, version="typed")
+    ctx = RunContext(limit=60, device="cpu", show_progress=False, feature_root=tmp_path)
+    assert run_pos(typed, "1", ctx).extra["schedule"] == PLATEAU
+    assert run_pos(typed, "1", ctx, schedule=EARLY_STOP).extra["schedule"] == EARLY_STOP
+
+
+def test_held_out_ranking_reads_the_kept_state_not_the_best_accuracy_seen():
+    """Under the plateau schedule the kept state has the lowest held-out loss; a higher accuracy at another epoch is
+    not what the probe keeps, so it must not rank the layer. Runs before 2026-12-07 mark no state: their best."""
+    new = [{"val_acc": 0.95, "val_loss": 0.30}, {"val_acc": 0.94, "val_loss": 0.25, "kept": True}]
+    old = [{"val_acc": 0.91}, {"val_acc": 0.93}, {"val_acc": 0.92}]
+    results = [ProbeResult("m", "pos", [], extra={"history": {"0": new, "1": old}})]
+    assert _held_out_accuracy(results, "pos") == {("m", "0"): 0.94, ("m", "1"): 0.93}
