@@ -3,7 +3,8 @@
     est = estimate_run(get_probe("pos"), load_embedder("minilm"))
     est.text()  # on the 2-core CPU, shared with other jobs (load average 6-8), 2026-11-26:
     # 'minilm: 10,948 sentences, 259,104 words in 2 datasets, not cached: ~49 min extraction + ~27 min
-    #  training (8 fits × about 10 epochs), measured on this machine (warm-up: 88 words/s)'
+    #  training (up to 8 fits × 10 epochs), measured on this machine (warm-up: 88 words/s)'
+    # (the early stop of that day; the plateau schedule's text reads "8 fits × about 50 epochs")
 
 The command line prints it before every probe run (``probes.cli``, through ``run_probe(before=…)``, so
 only once every check has passed); the app's quick probe shows it before "Run".
@@ -20,8 +21,8 @@ only once every check has passed); the app's quick probe shows it before "Run".
 - **Training time**: for the token probes (those with the probe-family option ``probe``: one classifier
   per layer spec), the probe family's cost per fit and per row and epoch, measured on ``WARMUP_ROWS``
   random vectors of the model's width (``training_costs``), scaled to the training words ×
-  ``EXPECTED_EPOCHS`` of the family's schedule (what full-data fits took; MDL's block probes keep the early
-  stop's 10) × fits: the layer specs
+  ``EXPECTED_EPOCHS`` of each fit's schedule (what full-data fits took; MDL's block probes keep the early
+  stop's 10; the text gives the mean epochs per fit) × fits: the layer specs
   (``fits_per_layer``: + K with ``--control`` and K label draws, + 2 × the data orders with ``--mdl``: a task and a
   control code per order, whose blocks add up to about one fit each). Other probes' own passes (WSD's centroids,
   the λ ablation) are not estimated; the text says so.
@@ -44,6 +45,7 @@ from features import DISK_SHARE, gb
 from features.background import duration
 from features.entries import has_layers
 from probes.estimators.classifier import EARLY_STOP, PLATEAU, SCHEDULE_DEFAULTS
+from probes.estimators.mdl import PROBE_SCHEDULE
 from probes.layers import parse_layer_specs
 from probes.registry import ProbeSpec
 from probes.tasks.rigor_options import RigorOptions
@@ -149,11 +151,13 @@ def training_costs(options: dict, dim: int, device: str | None) -> tuple[float, 
     return max(one - epoch, 0.0), epoch / WARMUP_ROWS
 
 
-def fits_per_layer(rigor: RigorOptions) -> int:
-    """Classifier fits a token probe makes per layer spec: the task's, one per control-label draw (``--control``),
-    and with ``--mdl`` one per data order of each of its two online codes, the task's and the control task's (a
-    code's blocks add up to about one fit)."""
-    return 1 + rigor.control * rigor.control_draws + 2 * rigor.mdl * rigor.mdl_orders
+def fits_per_layer(rigor: RigorOptions) -> tuple[int, int]:
+    """Classifier fits a token probe makes per layer spec, and their epochs in all: the task's fit and one per
+    control-label draw (``--control``) on the family's schedule, and with ``--mdl`` one per data order of each of
+    its two online codes, the task's and the control task's (a code's blocks add up to about one fit), on MDL's."""
+    own = 1 + rigor.control * rigor.control_draws
+    mdl = 2 * rigor.mdl * rigor.mdl_orders
+    return own + mdl, own * EXPECTED_EPOCHS[rigor.family.schedule] + mdl * EXPECTED_EPOCHS[PROBE_SCHEDULE]
 
 
 def estimate_run(
@@ -183,14 +187,14 @@ def estimate_run(
         len(s) for (key, sentences), hit in zip(data, cached) if key is not None and not hit for s in sentences
     )
     rate = words_per_second(embedder, todo[0]) if todo else None
-    fits, train_s = 0, None
-    epochs = EXPECTED_EPOCHS[RigorOptions.from_options(options).family.schedule]
+    fits, epochs, train_s = 0, 0, None
     if any(o.name == "probe" for o in spec.options):  # a token probe: one classifier per layer spec
         specs = parse_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids) if spec.uses_layers else []
-        fits = max(len(specs), 1) * fits_per_layer(RigorOptions.from_options(options))
+        per_layer, epochs_per_layer = fits_per_layer(RigorOptions.from_options(options))
+        fits, epochs = max(len(specs), 1) * per_layer, round(epochs_per_layer / per_layer)
         rows = sum(len(s) for s in data[0][1])
         fixed, per_row_epoch = training_costs(options, embedder.dim, device)
-        train_s = fits * (fixed + per_row_epoch * rows * epochs)
+        train_s = max(len(specs), 1) * (per_layer * fixed + per_row_epoch * rows * epochs_per_layer)
     return Estimate(
         model=embedder.name,
         probe=spec.name,

@@ -42,6 +42,16 @@ def test_plateau_halves_the_rate_when_the_held_out_loss_stalls_and_keeps_its_low
     assert rates[-1] / 2 < probe.lr * MIN_LR_FRACTION <= rates[-1] and len(history) < probe.epochs
     (kept,) = [entry for entry in history if entry.get("kept")]
     assert kept["val_loss"] == min(entry["val_loss"] for entry in history)
+    # Every halving follows the held-out loss: replayed by torch's rule (a new low beats the best by 0.01 %; the rate
+    # halves on the second epoch in a row without one), the recorded rates come out (a decay stepped on the negated
+    # loss, or on the training loss, would halve elsewhere).
+    expected, lr, best, bad = [], probe.lr, float("inf"), 0
+    for entry in history:
+        expected.append(lr)
+        best, bad = (entry["val_loss"], 0) if entry["val_loss"] < best * (1 - 1e-4) else (best, bad + 1)
+        if bad > probe.patience:
+            lr, bad = lr / 2, 0
+    assert rates == pytest.approx(expected)
 
 
 def test_the_early_stop_schedule_is_the_one_before():
@@ -121,3 +131,22 @@ def test_held_out_ranking_reads_the_kept_state_not_the_best_accuracy_seen():
     old = [{"val_acc": 0.91}, {"val_acc": 0.93}, {"val_acc": 0.92}]
     results = [ProbeResult("m", "pos", [], extra={"history": {"0": new, "1": old}})]
     assert _held_out_accuracy(results, "pos") == {("m", "0"): 0.94, ("m", "1"): 0.93}
+
+
+def test_mdl_block_probes_keep_the_early_stop_while_the_task_probe_plateaus(tmp_path, monkeypatch):
+    """The committed MDL rows were written by early-stopped block probes; the run path must still build them so
+    (``rigor_options.layer_rows`` hands ``PROBE_SCHEDULE`` to each), for the task's code and the control task's."""
+    import probes.tasks.rigor_options as rigor_options
+
+    built, real = [], rigor_options.online_codelengths
+
+    def spy(make_probe, *args, **kwargs):
+        built.append(make_probe(classes=np.array(["A", "B"]), batch_size=32).schedule)
+        return real(make_probe, *args, **kwargs)
+
+    monkeypatch.setattr(rigor_options, "online_codelengths", spy)
+    typed = RandomEmbedder(num_layers=2, dim=16, seed=7, version="typed")
+    ctx = RunContext(limit=60, device="cpu", show_progress=False, feature_root=tmp_path)
+    res = run_pos(typed, "1", ctx, mdl=True, mdl_orders=1)
+    assert built == [EARLY_STOP, EARLY_STOP] and res.extra["schedule"] == PLATEAU
+    assert any(r["metric"] == "codelength_kbits" for r in res.rows)

@@ -30,6 +30,7 @@ the label set up front (the MDL probe trains on blocks that may miss a label but
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -47,7 +48,7 @@ SCHEDULES = (PLATEAU, EARLY_STOP)
 # decay ended every committed fit after 35–62 epochs (2026-12-07), where a first bound of 60 had cut glove-lm's; its
 # patience is torch's: halve after the second epoch with no new low.
 SCHEDULE_DEFAULTS = {PLATEAU: (200, 1), EARLY_STOP: (10, 2)}
-MIN_LR_FRACTION = 1 / 256  # plateau: stop after eight halvings
+MIN_LR_FRACTION = 1 / 256  # plateau: stop once the rate is below this share of its start (the ninth halving)
 
 
 def auto_batch(rows: int) -> int:
@@ -72,7 +73,8 @@ def train_with_early_stopping(
     val_loss: Callable[[], float] | None = None,
     schedule: str = EARLY_STOP,
 ) -> list[dict]:
-    """Train ``model`` in place and leave it at its best held-out state; returns the per-epoch history.
+    """Train ``model`` in place and leave it at its best state (held-out; plateau without held-out rows: lowest
+    training loss); returns the per-epoch history.
 
     train_rows:   (num_train,) row indices (numpy or torch) handed to ``batch_loss`` in shuffled batches.
     batch_loss:   rows -> scalar loss of that batch (forward pass included).
@@ -91,7 +93,8 @@ def train_with_early_stopping(
         raise ValueError(f"schedule {schedule!r}: choose from {', '.join(SCHEDULES)}.")
     plateau = schedule == PLATEAU
     decay = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=patience) if plateau else None
-    min_lr = optimizer.param_groups[0]["lr"] * MIN_LR_FRACTION
+    lr0 = optimizer.param_groups[0]["lr"]
+    min_lr = lr0 * MIN_LR_FRACTION
     best, best_state, best_entry, bad = -float("inf"), None, None, 0
     history: list[dict] = []
     for epoch in range(epochs):
@@ -126,7 +129,10 @@ def train_with_early_stopping(
                 bad += 1
         history.append(entry)
         if progress is not None:
-            progress((epoch + 1) / epochs, f"epoch {epoch + 1}/{epochs}{_epoch_text(entry, bad, patience, best)}")
+            done = (epoch + 1) / epochs
+            if plateau:  # the decay, not the bound, ends it: the halvings so far of the ~9 it takes
+                done = max(done, min(1.0, math.log2(lr0 / entry["lr"]) / math.log2(1 / MIN_LR_FRACTION)))
+            progress(done, f"epoch {epoch + 1}/{epochs}{_epoch_text(entry, bad, patience, best)}")
         if plateau:
             decay.step(-score)
             if optimizer.param_groups[0]["lr"] < min_lr:
@@ -166,8 +172,8 @@ class LinearProbe:
         batch_size: tokens per Adam step (None: ``auto_batch`` of the training rows).
         lr, weight_decay: Adam settings (weight decay = L2 on W).
         val_fraction: share of training rows held out for the schedule (0 disables it).
-        patience: early stop: epochs without a better held-out accuracy before stopping; plateau: epochs without a
-            lower held-out loss before the learning rate is halved (None: the schedule's).
+        patience: early stop: epochs without a better held-out accuracy before stopping; plateau: the learning rate
+            is halved after ``patience`` + 1 epochs without a lower held-out loss (None: the schedule's).
         seed: seeds the held-out split, the initialisation and the shuffles (deterministic).
         device: torch device (default: CUDA when present).
         classes: the label set (default: the labels seen by ``fit``).

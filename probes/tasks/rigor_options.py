@@ -14,7 +14,8 @@ calls ``layer_rows`` for the extra rows:
   task's labels; rows ``codelength_kbits``, ``compression``, ``control_codelength_kbits``,
   ``control_compression`` on the *training* split (that is what is coded).
 
-The defaults (linear, no control, no MDL) leave the probe exactly as it was: same rows, same numbers.
+The defaults (linear, the plateau schedule, no control, no MDL) add no rows; ``--schedule early-stop`` gives the
+numbers of the runs before 2026-12-07 (under the probe name ``pos+linear-early-stop``).
 """
 
 from __future__ import annotations

@@ -117,6 +117,19 @@ def fit_and_score(
     return LayerFit(pred, pred == np.asarray(yte), probe.history_)
 
 
+def note_epoch_bound(extra: dict, what: str, layer: str, history: list[dict]) -> None:
+    """Log and list (``extra["epoch_bound_reached"]``) a layer whose plateau-schedule fit ran out of epochs."""
+    if reached_bound(history):
+        extra.setdefault("epoch_bound_reached", []).append(layer)
+        log.warning(
+            "%s layer %s: the probe ran its %d epochs before its learning rate decayed; it may be short of its "
+            "optimum (see extra['history']).",
+            what,
+            layer,
+            len(history),
+        )
+
+
 def layer_matrix(feats: Features, spec: LayerSpec, num_layers: int, rows: np.ndarray | None = None) -> np.ndarray:
     """The spec's vectors for the selected rows: the stored layer, or Σ_j w_j·layer_j in float32."""
     if spec.is_single:
@@ -204,15 +217,7 @@ def run_layers(
             part = slice(bounds[i], bounds[i + 1])
             rows += split_rows(s, spec.label, fit.correct[part], fit.predictions[part], scheme, extra)
         history[spec.label] = fit.history
-        if reached_bound(fit.history):
-            extra.setdefault("epoch_bound_reached", []).append(spec.label)
-            log.warning(
-                "%s layer %s: the probe ran its %d epochs before its learning rate decayed; it may be short of its "
-                "optimum (see extra['history']).",
-                what,
-                spec.label,
-                len(fit.history),
-            )
+        note_epoch_bound(extra, what, spec.label, fit.history)
         if more_rows:
             more, details = layer_rows(
                 rigor,
