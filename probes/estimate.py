@@ -190,11 +190,12 @@ def estimate_run(
     fits, epochs, train_s = 0, 0, None
     if any(o.name == "probe" for o in spec.options):  # a token probe: one classifier per layer spec
         specs = parse_layer_specs(layers, embedder.num_layers, embedder.info.layer_ids) if spec.uses_layers else []
+        layer_specs = max(len(specs), 1)
         per_layer, epochs_per_layer = fits_per_layer(RigorOptions.from_options(options))
-        fits, epochs = max(len(specs), 1) * per_layer, round(epochs_per_layer / per_layer)
+        fits, epochs = layer_specs * per_layer, round(epochs_per_layer / per_layer)
         rows = sum(len(s) for s in data[0][1])
         fixed, per_row_epoch = training_costs(options, embedder.dim, device)
-        train_s = max(len(specs), 1) * (per_layer * fixed + per_row_epoch * rows * epochs_per_layer)
+        train_s = layer_specs * (per_layer * fixed + per_row_epoch * rows * epochs_per_layer)
     return Estimate(
         model=embedder.name,
         probe=spec.name,

@@ -51,6 +51,13 @@ SCHEDULE_DEFAULTS = {PLATEAU: (200, 1), EARLY_STOP: (10, 2)}
 MIN_LR_FRACTION = 1 / 256  # plateau: stop once the rate is below this share of its start (the ninth halving)
 
 
+def check_schedule(schedule: str) -> None:
+    """ValueError unless ``schedule`` is one of ``SCHEDULES`` (the command line's ``ProbeFamily`` says it as an
+    option's error)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule {schedule!r}: choose from {', '.join(SCHEDULES)}.")
+
+
 def auto_batch(rows: int) -> int:
     """Tokens per Adam step for ``rows`` training rows: 2,048, or fewer so that an epoch takes at least 16 steps.
     Full CoNLL-2000 or EWT (≥ 32,768 rows) keeps 2,048; a few hundred words of a user's file would otherwise get
@@ -89,12 +96,12 @@ def train_with_early_stopping(
     History entries: {"epoch", "train_loss" (mean over the epoch's rows)[, "val_acc"][, "val_loss", "lr"]}; the
     kept epoch's entry has "kept": True, and the last one "stopped" (why) unless ``epochs`` ran out first.
     """
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule {schedule!r}: choose from {', '.join(SCHEDULES)}.")
+    check_schedule(schedule)
     plateau = schedule == PLATEAU
     decay = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=patience) if plateau else None
     lr0 = optimizer.param_groups[0]["lr"]
     min_lr = lr0 * MIN_LR_FRACTION
+    margin = 0.0 if plateau else 1e-5  # an accuracy must beat the best by more than float noise; any lower loss counts
     best, best_state, best_entry, bad = -float("inf"), None, None, 0
     history: list[dict] = []
     for epoch in range(epochs):
@@ -123,7 +130,7 @@ def train_with_early_stopping(
         else:
             score = entry.get("val_acc")
         if score is not None:
-            if score > best + 1e-5 * (not plateau):
+            if score > best + margin:
                 best, best_state, best_entry, bad = score, copy.deepcopy(model.state_dict()), entry, 0
             else:
                 bad += 1
@@ -192,8 +199,7 @@ class LinearProbe:
         classes: Sequence | None = None,
         schedule: str = PLATEAU,
     ) -> None:
-        if schedule not in SCHEDULES:
-            raise ValueError(f"schedule {schedule!r}: choose from {', '.join(SCHEDULES)}.")
+        check_schedule(schedule)
         self.schedule = schedule
         default_epochs, default_patience = SCHEDULE_DEFAULTS[schedule]
         self.epochs = default_epochs if epochs is None else epochs

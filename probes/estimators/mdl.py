@@ -67,8 +67,8 @@ from probes.estimators.classifier import EARLY_STOP, auto_batch
 from probes.progress import ProgressFn, scaled
 from probes.stats.intervals import LEVEL
 
-#: Block ends, percent of the training sentences (Voita & Titov 2020, section 3.2.2).
 PROBE_SCHEDULE = EARLY_STOP  # how each block's probe trains (module docstring)
+#: Block ends, percent of the training sentences (Voita & Titov 2020, section 3.2.2).
 SCHEDULE = (0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.25, 12.5, 25.0, 50.0, 100.0)
 BITS_PER_KBIT = 1024
 

@@ -34,8 +34,7 @@ from probes.stats.intervals import accuracy_row, keep_instances
 from probes.stats.units import SENTENCE, Units
 from probes.tasks.datafiles import DataFiles, check_labels_seen, file_inputs, file_options, label_counts, read_roles
 from probes.tasks.preview import span_preview
-from probes.tasks.rigor_options import RigorOptions
-from probes.tasks.token_labels import fit_and_score, layer_matrix, note_epoch_bound
+from probes.tasks.token_labels import fit_and_score, layer_matrix, note_fit
 
 MAJORITY = "majority-label"
 POOLINGS = SPAN_POOLINGS
@@ -165,7 +164,7 @@ def run_span(
             rows.append(accuracy_row(s.name, spec.label, correct, units=s.units))
             keep_instances(extra, s.name, spec.label, correct, s.units)
         history[spec.label] = fit.history
-        note_epoch_bound(extra, "span probe", spec.label, fit.history)
+        note_fit(extra, "span probe", spec.label, fit)
         if ctx.progress is not None:
             ctx.progress(0.7 + 0.3 * (k + 1) / len(specs), f"span probe layer {spec.label}")
     extra.update(
@@ -173,7 +172,6 @@ def run_span(
             "train_targets": len(train.labels),
             "test_targets": len(evals[-1].labels),
             "history": history,
-            "schedule": RigorOptions().family.schedule,  # the linear probe's (absent before 2026-12-07: early-stop)
             **label_counts(train.labels.tolist(), evals[-1].labels.tolist()),
             "pairs": train.span2 is not None,
             "total_s": round(time.perf_counter() - t0, 1),

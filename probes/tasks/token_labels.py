@@ -88,11 +88,13 @@ class TokenSplit:
 
 @dataclass
 class LayerFit:
-    """What one fit gives: predictions on the evaluation rows, which were right, the training history."""
+    """What one fit gives: predictions on the evaluation rows, which were right, the training history and the
+    schedule it trained on."""
 
     predictions: np.ndarray
     correct: np.ndarray
     history: list[dict]
+    schedule: str
 
 
 def fit_and_score(
@@ -114,19 +116,21 @@ def fit_and_score(
     """
     probe = (rigor or RigorOptions()).new_probe(seed=seed, device=device).fit(Xtr, ytr, progress=progress)
     pred = probe.predict(Xte)
-    return LayerFit(pred, pred == np.asarray(yte), probe.history_)
+    return LayerFit(pred, pred == np.asarray(yte), probe.history_, probe.schedule)
 
 
-def note_epoch_bound(extra: dict, what: str, layer: str, history: list[dict]) -> None:
-    """Log and list (``extra["epoch_bound_reached"]``) a layer whose plateau-schedule fit ran out of epochs."""
-    if reached_bound(history):
+def note_fit(extra: dict, what: str, layer: str, fit: LayerFit) -> None:
+    """Record the fit's schedule (``extra["schedule"]``; absent in runs before 2026-12-07: the early stop), and log
+    and list (``extra["epoch_bound_reached"]``) a layer whose plateau-schedule fit ran out of epochs."""
+    extra["schedule"] = fit.schedule
+    if reached_bound(fit.history):
         extra.setdefault("epoch_bound_reached", []).append(layer)
         log.warning(
             "%s layer %s: the probe ran its %d epochs before its learning rate decayed; it may be short of its "
             "optimum (see extra['history']).",
             what,
             layer,
-            len(history),
+            len(fit.history),
         )
 
 
@@ -217,7 +221,7 @@ def run_layers(
             part = slice(bounds[i], bounds[i + 1])
             rows += split_rows(s, spec.label, fit.correct[part], fit.predictions[part], scheme, extra)
         history[spec.label] = fit.history
-        note_epoch_bound(extra, what, spec.label, fit.history)
+        note_fit(extra, what, spec.label, fit)
         if more_rows:
             more, details = layer_rows(
                 rigor,
@@ -249,7 +253,6 @@ def run_layers(
             "fit_s": fit_s,
             "total_s": round(time.perf_counter() - t0, 1),
             "history": history,
-            "schedule": (rigor or RigorOptions()).family.schedule,  # absent in runs before 2026-12-07: early-stop
         }
     )
     return rows, extra
