@@ -33,6 +33,7 @@ from app_pages.warmup import wait_warmup
 from models.random_init import random_name, twin_base
 from models.registry import get_spec
 from probes.registry import ChartSpec, all_probes, get_probe
+from probes.reporting.schedule_notes import schedule_note
 from probes.results import load_extras
 from probes.run import run_probe
 from probes.stats.profiles import LOWER_IS_BETTER, centres_of_gravity, expected_layers, layer_profile
@@ -126,6 +127,10 @@ def profile_section(dirs: list[Path]) -> pd.DataFrame | None:
             "Baselines (drawn as dashed lines): "
             + "; ".join(f"{r.label} {r.value:.2f}" for r in base.itertuples() if pd.notna(r.value))
         )
+    drawn = df[(df.probe == probe) & (df.dataset == dataset) & (df.metric == metric) & df.model.isin(prof["model"])]
+    drawn = drawn[drawn.layer.str.isdigit()]  # the profile's numbered layers
+    if note := schedule_note(drawn):
+        st.caption(f"⚠️ {note}")
     small = sorted({m for m, n in zip(prof["model"], prof["n"]) if n == n and n < chart_spec.small_n})
     if small:
         st.caption(

@@ -11,6 +11,7 @@ from app_pages import state
 from app_pages.common import chart, md, model_order
 from models.random_init import twin_base
 from probes.registry import ProbeSpec
+from probes.reporting.schedule_notes import TRAINED_METRICS, schedule_note
 from viz.export import file_stem, frame_csv
 from viz.probe_views import RIGOR_PANELS, layer_tests, rigor_view, undecidable_note
 
@@ -78,3 +79,6 @@ def rigor_section(spec: ProbeSpec, df: pd.DataFrame, key: str, signature: int) -
             data=frame_csv(data),
         )
     st.dataframe(view["table"], hide_index=True, width="stretch")
+    controlled = df[(df.probe == spec.name) & (df.metric == "control_accuracy")].model
+    if note := schedule_note(df[(df.probe == spec.name) & df.metric.isin(TRAINED_METRICS) & df.model.isin(controlled)]):
+        st.caption(f"⚠️ {note}")

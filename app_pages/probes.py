@@ -137,6 +137,8 @@ def probe_section(spec: ProbeSpec, df: pd.DataFrame, key: str, records=None, res
                     else "These results carry no intervals: treat differences of a few points as noise."
                 )
             )
+    if view["schedule_note"]:
+        st.caption(f"⚠️ {view['schedule_note']}")
     if not view["table"].empty:  # on demand (issue 30): the chart and its CSV hold the same scores
         table = st.expander("Scores by model and layer (table)", key=f"{choice}_table_open", on_change="rerun")
         if table.open:  # a closed box costs a new visitor nothing: no data grid drawn, its code not loaded

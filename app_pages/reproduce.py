@@ -9,6 +9,7 @@ import streamlit as st
 
 from app_pages.common import chart, folder_select, page, page_header, safe, wrapping_row
 from models.random_init import twin_base
+from probes.reporting.schedule_notes import SCHEDULE_NOTE
 from probes.reporting.tables import slice_flags, slice_order, table_note, table_section, titles
 from probes.results import split_slice
 from viz.export import frame_csv
@@ -112,6 +113,8 @@ def main() -> None:
                     container=col,
                     image_size=False,  # its legend is placed for its own height: at 1200 × 700 an entry was cut
                 )
+            if note := tables["pos"].attrs.get(SCHEDULE_NOTE) if "pos" in tables else None:
+                st.caption(f"⚠️ POS: {note}")
         elif slices := sorted({label for key in tables for label in [split_slice(key)[1]] if label}, key=slice_order):
             st.info(
                 f"The runs in this folder are slices ({'; '.join(map(slice_flags, slices))}): the paper-vs-ours chart "
@@ -144,8 +147,8 @@ def main() -> None:
                 )
             )
             box.dataframe(shown, hide_index=True, width="stretch")
-            if table_note(key):
-                box.caption(table_note(key))
+            if note := table_note(key, tables[key]):
+                box.caption(note)
             with box:
                 download_row(key, title, tables[key])
 

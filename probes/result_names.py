@@ -8,6 +8,10 @@ pooling)"). The probes name their results with these functions; ``probes.results
 before 2026-11-24, and rank-8 or endpoint-pooled runs as ":tree" and ":span" before 2026-11-28 read as default runs
 (a helper's audit of files kept across an upgrade, round thirteen of docs/reliability.md).
 
+The training schedule is the one default choice a run's name does not carry (the default moved on 2026-12-07, and
+earlier runs recorded none): :func:`run_schedule` reads it from the run's record, :func:`row_schedule` per row, so
+that a table can say when its rows come from more than one (``probes.reporting.schedule_notes``).
+
 Light on purpose (no torch): every reader of result files imports it.
 """
 
@@ -18,6 +22,8 @@ import shlex
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from probes.estimators import EARLY_STOP, MDL_METRICS
+
 Result = TypeVar("Result", bound=Any)  # ``probes.results.ProbeResult``, which imports this module
 
 FAMILY_SEPARATOR = "+"  # "pos+mlp-256": the probe run with another family (``RigorOptions.probe_name``)
@@ -27,6 +33,11 @@ TREE = "tree"  # the structural probe's task
 TREE_EPOCHS = 6  # its default training epochs
 SPAN = "span"  # the span probe's task
 SPAN_POOLINGS = ("mean", "endpoints")  # its poolings, the default first
+
+
+def base_probe(probe: str) -> str:
+    """The probe a result's probe name runs ("pos+mlp-256" -> "pos")."""
+    return probe.split(FAMILY_SEPARATOR, 1)[0]
 
 
 def family_slug(label: str) -> str:
@@ -97,3 +108,28 @@ def as_named_now(result: Result, digest: Callable[[Result], str]) -> Result:
     named = dataclasses.replace(result, probe=probe, rows=rows)
     signed = result.digest is not None and result.digest == digest(result)
     return dataclasses.replace(named, digest=digest(named)) if signed else named
+
+
+#: The probes whose fits follow ``probes.estimators.classifier``'s schedules (``probes.tasks.token_labels``, ``span``),
+#: whatever their family ("pos+mlp-256").
+SCHEDULED_PROBES = ("pos", "tag", "span")
+
+
+def run_schedule(result: Result) -> str | None:
+    """The training schedule of ``result``'s probe fits: ``extra["schedule"]``; for a trained run of a scheduled probe
+    that did not record one (its fits' ``history``, no ``schedule``: every run before 2026-12-07), the early stop, the
+    only schedule then; None for a run that trained no such fit (a baseline, WSD, the λ tagger). One gap: ``span`` runs
+    saved in the half hour between commits fc084df and 9731445 (2026-12-07 evening) trained under the plateau schedule
+    without recording it, and read as the early stop's."""
+    extra = result.extra or {}
+    if extra.get("schedule"):
+        return str(extra["schedule"])
+    trained = "history" in extra and base_probe(result.probe) in SCHEDULED_PROBES
+    return EARLY_STOP if trained else None
+
+
+def row_schedule(result: Result, row: dict) -> str | None:
+    """The schedule that trained ``row``'s fits: its run's (``run_schedule``), but None for an MDL row
+    (``probes.estimators.MDL_METRICS``): its block probes train under MDL's own schedule whatever the run's, so MDL rows
+    of runs either side of the change are alike."""
+    return None if row["metric"] in MDL_METRICS else run_schedule(result)

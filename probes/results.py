@@ -45,10 +45,10 @@ import pandas as pd
 
 from corpora.paths import cache_dir
 from corpora.temps import remove_stale_temps, temp_path
-from probes.result_names import as_named_now
+from probes.result_names import as_named_now, row_schedule
 
 COLUMNS = ["model", "probe", "dataset", "layer", "metric", "value", "n", "lo", "hi", "unit", "clusters", "draws", "std"]
-COLUMNS += ["seeds", "timestamp", "command"]
+COLUMNS += ["seeds", "timestamp", "command", "schedule"]
 KEY = ["model", "probe", "dataset", "layer", "metric"]
 ROW_FIELDS = ("dataset", "layer", "metric", "value")
 DIGESTED = ("model", "probe", "dataset", "fingerprint", "rows")  # what ``digest`` vouches for
@@ -182,7 +182,7 @@ def on_slice_of(dataset: str, like: str) -> str:
 
 
 def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
-    """The one flattening of results into a table with ``COLUMNS``."""
+    """The one flattening of results into a table with ``COLUMNS`` (``schedule``: ``row_schedule``)."""
     records = [
         {
             "model": r.model,
@@ -201,6 +201,7 @@ def results_frame(results: Iterable[ProbeResult]) -> pd.DataFrame:
             "seeds": row.get("seeds"),
             "timestamp": r.timestamp,
             "command": r.command,
+            "schedule": row_schedule(r, row),
         }
         for r in results
         for row in r.rows

@@ -120,17 +120,25 @@ def test_span_f1_is_undefined_without_chunks_and_resamples_without_any_are_left_
     assert (row["value"], row["lo"], row["hi"]) == (100.0, 100.0, 100.0)  # was [0.0, 100.0]
 
 
-def test_cka_refuses_too_few_words_and_a_one_layer_model_against_itself(tmp_path, capsys) -> None:
+def test_cka_refuses_too_few_words_and_a_one_layer_model_against_itself(tmp_path, capsys, monkeypatch) -> None:
     """Two words gave CKA 1.00 between every pair of layers and NaN bounds in the result file."""
     from probes.estimators.cka import cka_interval
 
     layers = [np.random.default_rng(0).normal(size=(6, 4)) for _ in range(2)]
     lo, hi = cka_interval(layers, None, np.zeros(6, int), resamples=20)  # one sentence
     assert np.isnan(lo).all() and np.isnan(hi).all()
+    import probes.tasks.cka as cka_task
+
+    embedded = []  # the refusal comes before the embedding (and the other model's loading), which costs minutes
+    monkeypatch.setattr(cka_task, "layer_vectors", lambda *args: embedded.append(args) or [])
+    monkeypatch.setattr(cka_task, "load_embedder", lambda *args: embedded.append(args))
     code = main(
         ["cka", "--model", "random:gpt-small@0", "--limit", "3", "--max-vectors", "2", "--results", str(tmp_path)]
+        + ["--against", "minilm"]
     )
     assert code == 2 and "CKA needs at least 10" in capsys.readouterr().err and not list(tmp_path.glob("*.json"))
+    assert not embedded
+    monkeypatch.undo()
     code = main(["cka", "--model", "glove-6b-50d", "--limit", "3", "--results", str(tmp_path)])
     assert code == 2 and "--against" in capsys.readouterr().err
     # reproduce says which model's run its data cannot serve and goes on (it had stopped at the first)

@@ -150,3 +150,31 @@ def test_mdl_block_probes_keep_the_early_stop_while_the_task_probe_plateaus(tmp_
     res = run_pos(typed, "1", ctx, mdl=True, mdl_orders=1)
     assert built == [EARLY_STOP, EARLY_STOP] and res.extra["schedule"] == PLATEAU
     assert any(r["metric"] == "codelength_kbits" for r in res.rows)
+
+
+def test_a_control_fit_that_runs_out_of_epochs_is_listed_by_its_draw(tmp_path, monkeypatch, caplog):
+    import probes.estimators.classifier as classifier
+
+    monkeypatch.setitem(classifier.SCHEDULE_DEFAULTS, PLATEAU, (2, 1))  # every plateau fit now runs out of epochs
+    typed = RandomEmbedder(num_layers=2, dim=16, seed=7, version="typed")
+    ctx = RunContext(limit=60, device="cpu", show_progress=False, feature_root=tmp_path)
+    res = run_pos(typed, "1", ctx, control=True, control_draws=2)
+    assert res.extra["epoch_bound_reached"] == ["1"]
+    assert res.extra["rigor"]["1"]["control_epoch_bound_reached"] == [1, 2]
+    assert "control task layer 1: draw(s) [1, 2] ran out of epochs" in caplog.text
+
+
+def test_a_multi_seed_run_lists_the_layers_any_seed_cut_short():
+    from probes.stats.seeds import merge_seeds
+
+    row = {"dataset": "test", "layer": "0", "metric": "accuracy", "value": 90.0, "n": 10}
+    first = {"schedule": PLATEAU, "rigor": {"0": {"control_s": 1.0}}}
+    second = {"schedule": PLATEAU, "epoch_bound_reached": ["0"], "rigor": {"0": {"control_epoch_bound_reached": [2]}}}
+    seeds = [
+        ProbeResult("m", "pos", [row], params={"seed": 0}, extra=first),
+        ProbeResult("m", "pos", [row], params={"seed": 1}, extra=second),
+    ]
+    merged = merge_seeds(seeds).extra  # the first seed's extra alone had neither
+    assert merged["epoch_bound_reached"] == ["0"]
+    assert merged["rigor"] == {"0": {"control_s": 1.0, "control_epoch_bound_reached": [2]}}
+    assert first["rigor"] == {"0": {"control_s": 1.0}}  # the seeds' own records untouched

@@ -112,6 +112,7 @@ def test_results_round_trip(tmp_path):
         "seeds",
         "timestamp",
         "command",
+        "schedule",
     ]
     # files without intervals (or units, or control draws) read back
     assert df.lo.isna().all() and df.unit.isna().all() and df.draws.isna().all()

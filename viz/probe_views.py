@@ -15,6 +15,7 @@ import pandas as pd
 
 from probes.registry import ProbeSpec
 from probes.reporting.rigor_tables import selectivity_mdl_table
+from probes.reporting.schedule_notes import schedule_note
 from probes.results import ProbeResult
 from probes.stats.claims import p_text
 from probes.stats.comparisons import (
@@ -66,7 +67,8 @@ def probe_view(
     model_order: Sequence[str] = (),
 ) -> dict:
     """curves, base, rows (named rows), rows_figure, layer_figure, table, breakdown, breakdown_figure,
-    breakdown_note (which set chose each model's layer) (a figure is None where there is nothing to draw)."""
+    breakdown_note (which set chose each model's layer) (a figure is None where there is nothing to draw),
+    schedule_note (``probes.reporting.schedule_notes``: the drawn rows' probes trained under more than one schedule)."""
     name = spec.short_title
     curves = layer_curves_frame(df, spec.name, dataset, metric, exclude=set(spec.baseline_models))
     base = baseline_frame(df, spec, dataset, metric)
@@ -107,6 +109,7 @@ def probe_view(
         "breakdown": None,
         "breakdown_figure": None,
         "breakdown_note": "",
+        "schedule_note": schedule_note(df[(df.probe == spec.name) & (df.dataset == dataset) & (df.metric == metric)]),
     }
     if spec.chart.breakdown:
         breakdown = breakdown_frame(df, spec, metric, dataset)

@@ -15,8 +15,8 @@ import pandas as pd
 
 from corpora.paths import REPO_ROOT
 from probes.registry import ProbeSpec
+from probes.result_names import base_probe
 from probes.results import COLUMNS, default_results_dir, load_results, on_slice_of, split_slice
-from probes.tasks.rigor_options import base_probe
 from probes.tasks.wsd.tables import WORD_ROW
 
 #: The committed contextuality runs (``reproduce --probes contextuality --out docs/results``).

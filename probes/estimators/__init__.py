@@ -8,14 +8,11 @@ heads' dependency counts (``head_syntax``). No data loading
 and no result files here: the tasks do that.
 """
 
+#: The metrics of an MDL code (``mdl``), the task's and the control task's. Their block probes train under one fixed
+#: schedule (``mdl.PROBE_SCHEDULE``), whatever the token probe's own.
+MDL_METRICS = ("codelength_kbits", "compression", "control_codelength_kbits", "control_compression")
 #: The metrics a token probe's rows gain from a control task (``control``) and an MDL code (``mdl``), after its
 #: accuracy. Here, in a module that imports nothing, so ``python -m probes stats`` reads them without torch.
-RIGOR_METRICS = (
-    "accuracy",
-    "control_accuracy",
-    "selectivity",
-    "codelength_kbits",
-    "compression",
-    "control_codelength_kbits",
-    "control_compression",
-)
+RIGOR_METRICS = ("accuracy", "control_accuracy", "selectivity", *MDL_METRICS)
+#: The training schedules of ``classifier``'s loop, named here so that result readers need no torch.
+EARLY_STOP, PLATEAU = "early-stop", "plateau"

@@ -38,11 +38,11 @@ import torch
 from torch import nn
 
 from models.base import default_device, seeded
+from probes.estimators import EARLY_STOP, PLATEAU
 from probes.progress import ProgressFn
 
 RowIndex = np.ndarray | torch.Tensor
 MAX_BATCH, MIN_BATCH = 2048, 32  # tokens per Adam step
-EARLY_STOP, PLATEAU = "early-stop", "plateau"
 SCHEDULES = (PLATEAU, EARLY_STOP)
 # Per schedule: (most epochs, patience). Plateau's bound is a guard, not the stopping rule: on all of CoNLL-2000 the
 # decay ended every committed fit after 35–62 epochs (2026-12-07), where a first bound of 60 had cut glove-lm's; its

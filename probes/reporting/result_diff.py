@@ -3,7 +3,9 @@
     python -m probes compare docs/results/runs /tmp/verify/runs --models glove-6b-50d
 
 Rows are matched on (model, probe, dataset, layer, metric), each directory's newest result per key. A candidate
-file that cannot be read is an error, not a file left out: the rows it holds would go unchecked.
+file that cannot be read is an error, not a file left out: the rows it holds would go unchecked. Where a row that
+differs was trained under another schedule than its reference row (an early-stop run against a plateau one), the two
+schedules are shown beside every row that differs.
 """
 
 from __future__ import annotations
@@ -48,8 +50,13 @@ def compare_results(
             raise ProbeInputError(
                 f"--models {','.join(models)}: {candidate} has no results of {which}; it has {', '.join(held)}."
             )
-    merged = cand[KEY + ["value"]].merge(ref[KEY + ["value"]], on=KEY, how="left", suffixes=("", "_reference"))
+    kept = KEY + ["value", "schedule"]
+    merged = cand[kept].merge(ref[kept], on=KEY, how="left", suffixes=("", "_reference"), indicator=True)
     merged["diff"] = merged["value"].astype(float) - merged["value_reference"].astype(float)
     missing = merged["value"].isna() | merged["value_reference"].isna()  # or marked missing: never "equal"
     bad = merged[missing | (merged["diff"].abs() > tolerance)]
+    # the training schedules, shown where a row the reference holds differs in it (``row_schedule``): why it moved
+    other = (bad["_merge"] == "both") & (bad["schedule"].fillna("") != bad["schedule_reference"].fillna(""))
+    shown = ["value", "value_reference", "diff"] + (["schedule", "schedule_reference"] if other.any() else [])
+    bad = bad[KEY + shown]
     return bad.reset_index(drop=True), len(merged)

@@ -25,12 +25,12 @@ import pandas as pd
 from probes.estimators import RIGOR_METRICS
 from probes.estimators.mdl import ORDER_UNIT
 from probes.reporting import paper
+from probes.result_names import base_probe
 from probes.results import ProbeResult
 from probes.stats.claims import claims_table, holm_family
 from probes.stats.comparisons import ALPHA, AT_THRESHOLD, MC_Z, compare, numbered_layers, outcome_table
 from probes.stats.intervals import EXACT_FLIPS
 from probes.stats.units import interval_text, over_text, value_interval_text
-from probes.tasks.rigor_options import base_probe
 from probes.tasks.wsd.scoring import DEV_SET, PAPER_ALL
 
 TOKEN_PROBES = ("pos", "tag")

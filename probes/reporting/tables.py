@@ -30,6 +30,7 @@ from corpora.temps import write_atomically
 from probes.registry import all_probes
 from probes.reporting import paper
 from probes.reporting.rigor_tables import NOTES as RIGOR_NOTES, TITLES as RIGOR_TITLES, rigor_tables
+from probes.reporting.schedule_notes import SCHEDULE_NOTE, note_schedules
 from probes.result_names import FAMILY_SEPARATOR
 from probes.results import ProbeResult, as_full_run, extras_of, latest_rows, read_results, slice_of, split_slice
 from probes.stats.units import UNSTATED_UNIT, count_span, over_texts, value_interval_text
@@ -139,7 +140,9 @@ def _tables_of(results: list[ProbeResult], models: list[str] | None) -> dict[str
     tables: dict[str, pd.DataFrame] = {}
     for spec in specs:
         tables.update(spec.tables(df, extras))
-    return {**tables, **rigor_tables(results, df, models)}
+    tables = {**tables, **rigor_tables(results, df, models)}
+    note_schedules(tables, df)
+    return tables
 
 
 def slice_key(key: str, label: str) -> str:
@@ -147,9 +150,11 @@ def slice_key(key: str, label: str) -> str:
     return f"{key} ({label})"
 
 
-def table_note(key: str) -> str | None:
-    """The note printed under table ``key`` (a slice's table: its full-data table's note)."""
-    return TABLE_NOTES.get(split_slice(key)[0])
+def table_note(key: str, table: pd.DataFrame | None = None) -> str | None:
+    """The note printed under table ``key`` (a slice's table: its full-data table's note), and under it the note
+    ``build_tables`` kept in ``table`` when its rows come from more than one training schedule (``schedule_notes``)."""
+    notes = [TABLE_NOTES.get(split_slice(key)[0]), None if table is None else table.attrs.get(SCHEDULE_NOTE)]
+    return "\n\n".join(note for note in notes if note) or None
 
 
 def markdown_table(df: pd.DataFrame, missing: str = "n/a") -> str:
@@ -173,7 +178,7 @@ def _section(title: str, df: pd.DataFrame, missing: str = "n/a") -> list[str]:
 def table_section(key: str, title: str, df: pd.DataFrame) -> list[str]:
     """Table ``key`` as ``tables.md`` has it, in lines: its title, the table and the note under it (``table_note``:
     how its intervals and verdicts were made) — also what the Reproduce page's Markdown downloads give."""
-    note = table_note(key)
+    note = table_note(key, df)
     return _section(title, df) + ([note, ""] if note else [])
 
 
@@ -279,7 +284,10 @@ def write_dataset_tables(runs: Path, out: Path, probes: tuple[str, ...] = ("tag"
     df = latest_rows(read_results(runs))
     lines = [header.rstrip(), ""] if header else []
     for probe in probes:
-        for key, table in dataset_tables(df, probe).items() if not df.empty else []:
-            lines += _section(dataset_table_title(key), table, missing="—")
+        tables = dataset_tables(df, probe) if not df.empty else {}
+        note_schedules(tables, df)
+        for key, table in tables.items():
+            note = table.attrs.get(SCHEDULE_NOTE)
+            lines += _section(dataset_table_title(key), table, missing="—") + ([note, ""] if note else [])
     out.parent.mkdir(parents=True, exist_ok=True)
     return write_tables_files(out.parent, {out.name: "\n".join(lines)})

@@ -96,8 +96,28 @@ def merge_seeds(runs: list[ProbeResult]) -> ProbeResult:
             "seeds": {"seeds": seeds, "values": per_seed},
             "seed_instances": {str(k): r.extra.get("instances", {}) for k, r in zip(seeds, runs)},
             **timing,
+            **_cut_short(runs),
         },
     )
+
+
+def _cut_short(runs: list[ProbeResult]) -> dict:
+    """The fits that ran out of epochs in any seed, not the first seed's alone (whose ``extra`` the merge keeps): the
+    layers (``extra["epoch_bound_reached"]``, ``token_labels.note_fit``) and, per layer, the control task's label
+    draws (``extra["rigor"][layer]["control_epoch_bound_reached"]``, ``rigor_options.layer_rows``)."""
+    out: dict = {}
+    layers = [layer for r in runs for layer in r.extra.get("epoch_bound_reached", [])]
+    if layers:
+        out["epoch_bound_reached"] = list(dict.fromkeys(layers))  # in the order the runs met them
+    rigor = {layer: dict(details) for layer, details in runs[0].extra.get("rigor", {}).items()}
+    for r in runs:
+        for layer, details in r.extra.get("rigor", {}).items():
+            if draws := details.get("control_epoch_bound_reached"):
+                held = rigor.setdefault(layer, {}).get("control_epoch_bound_reached", [])
+                rigor[layer]["control_epoch_bound_reached"] = sorted({*held, *draws})
+    if rigor != runs[0].extra.get("rigor", {}):
+        out["rigor"] = rigor
+    return out
 
 
 def run_with_seeds(

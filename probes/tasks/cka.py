@@ -100,16 +100,23 @@ def run_cka(
     """The layer × layer CKA matrix of ``embedder`` (and, with ``against``, a model name or a loaded
     Embedder, its layers × the other model's) on SemCor's first sentences; see the module doc."""
     t0 = time.perf_counter()
-    other = load_embedder(against, ctx.device) if isinstance(against, str) else against  # --device over its own
-    if isinstance(against, str) and ctx.device is not None:
-        other.to(ctx.device)
     dataset, sentences = cka_sentences(ctx.limit)
     if not sentences:
         raise ProbeInputError(f"{dataset}: no sentences to compare layers on.")
+    total = sum(len(s) for s in sentences)  # one vector per word (the Embedder contract)
+    compared = min(max_vectors or total, total)
+    # both refusals before the embedding, which costs a large model minutes
+    if compared > MAX_BOOTSTRAP_WORDS:
+        raise ProbeInputError(_too_many(compared))
+    if compared < MIN_WORDS:  # two centred points give CKA 1 between any layers; a handful, nearly 1
+        raise ProbeInputError(
+            f"{dataset}: {compared} word(s) to compare layers on; CKA needs at least {MIN_WORDS} (with two, every "
+            "pair of layers gives exactly 1): give more sentences (--limit) or a larger --max-vectors."
+        )
+    other = load_embedder(against, ctx.device) if isinstance(against, str) else against  # --device over its own
+    if isinstance(against, str) and ctx.device is not None:
+        other.to(ctx.device)
     a = layer_vectors(embedder, sentences)
-    total = len(a[0])
-    if min(max_vectors or total, total) > MAX_BOOTSTRAP_WORDS:
-        raise ProbeInputError(_too_many(min(max_vectors or total, total)))
     groups = np.repeat(np.arange(len(sentences)), [len(s) for s in sentences])  # each word's sentence
     rows = None
     if max_vectors is not None and total > max_vectors:
@@ -118,11 +125,6 @@ def run_cka(
     if ctx.progress is not None:
         ctx.progress(0.5 if other is not None else 0.9, f"{embedder.name} embedded")
     la, n, clusters = layer_labels(embedder), len(a[0]), len(np.unique(groups))
-    if n < MIN_WORDS:  # two centred points give CKA 1 between any layers; a handful, nearly 1
-        raise ProbeInputError(
-            f"{dataset}: {n} word(s) to compare layers on; CKA needs at least {MIN_WORDS} (with two, every pair of "
-            "layers gives exactly 1): give more sentences (--limit) or a larger --max-vectors."
-        )
     try:
         within = cka_matrix(a)
         t1 = time.perf_counter()

@@ -20,6 +20,7 @@ numbers of the runs before 2026-12-07 (under the probe name ``pos+linear-early-s
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,14 +28,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from probes.errors import ProbeInputError
-from probes.estimators.classifier import PLATEAU, SCHEDULES, LinearProbe
+from probes.estimators.classifier import PLATEAU, SCHEDULES, LinearProbe, reached_bound
 from probes.estimators.control import DRAWS, ControlTask, control_correct, selectivity_rows
 from probes.estimators.families import DEFAULT_WEIGHT_DECAY, KINDS, ProbeFamily, make_probe, parse_hidden
 from probes.estimators.mdl import ORDERS, PROBE_SCHEDULE, check_labels, online_codelengths
 from probes.progress import ProgressFn, scaled
 from probes.registry import Option
-from probes.result_names import FAMILY_SEPARATOR
+from probes.result_names import FAMILY_SEPARATOR, base_probe
 from probes.stats.units import Units
+
+log = logging.getLogger(__name__)
 
 
 def _checked(name: str):
@@ -102,11 +105,6 @@ def check_rigor_options(options: dict) -> None:
     hidden = options.get("hidden")
     if kind != "mlp" and hidden and parse_hidden(hidden) != ProbeFamily().hidden:
         raise ProbeInputError(f"--hidden sets the widths of --probe mlp; this run's probe is {kind}.")
-
-
-def base_probe(probe: str) -> str:
-    """The probe a result's probe name runs ("pos+mlp-256" -> "pos")."""
-    return probe.split(FAMILY_SEPARATOR, 1)[0]
 
 
 def family_probes(df, base: str) -> list[str]:
@@ -213,9 +211,18 @@ def layer_rows(
     if opts.control:
         t0 = time.perf_counter()
         told = scaled(progress, 0.0, 0.3 if opts.mdl else 1.0, f"control task layer {layer}: ")
+        control_probes: list[LinearProbe] = []  # each draw's fit, to say which ran out of epochs
+
+        def new_control(**kw) -> LinearProbe:
+            control_probes.append(new(**kw))
+            return control_probes[-1]
+
         ctrl = control_correct(
-            new, Xtr, words_tr, ytr, Xte, words_te, seed=seed, progress=told, draws=opts.control_draws
+            new_control, Xtr, words_tr, ytr, Xte, words_te, seed=seed, progress=told, draws=opts.control_draws
         )
+        if bounded := [k + 1 for k, probe in enumerate(control_probes) if reached_bound(probe.history_)]:
+            details["control_epoch_bound_reached"] = bounded  # the label draws (1, 2, …) whose fit may be short
+            log.warning("control task layer %s: draw(s) %s ran out of epochs before the rate decayed.", layer, bounded)
         for name, part, units in evals:
             rows += selectivity_rows(name, layer, task_correct[part], ctrl[:, part], seed=seed, units=units)
         details["control_s"] = round(time.perf_counter() - t0, 1)
