@@ -120,7 +120,9 @@ def run_schedule(result: Result) -> str | None:
     that did not record one (its fits' ``history``, no ``schedule``: every run before 2026-12-07), the early stop, the
     only schedule then; None for a run that trained no such fit (a baseline, WSD, the λ tagger). One gap: ``span`` runs
     saved in the half hour between commits fc084df and 9731445 (2026-12-07 evening) trained under the plateau schedule
-    without recording it, and read as the early stop's."""
+    without recording it, and read as the early stop's. The L-BFGS polish (``probes.estimators.polish``, since the same
+    night) is not part of the schedule's name: a small plateau fit saved before it and one saved after both read
+    "plateau"; their ``extra["history"]`` tells them apart (the polish's rounds are entries of their own)."""
     extra = result.extra or {}
     if extra.get("schedule"):
         return str(extra["schedule"])

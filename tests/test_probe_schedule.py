@@ -32,16 +32,16 @@ def _blobs(n: int = 3000, dim: int = 20, seed: int = 0) -> tuple[np.ndarray, np.
 def test_plateau_halves_the_rate_when_the_held_out_loss_stalls_and_keeps_its_lowest_state():
     X, y = _blobs()
     probe = LinearProbe(seed=0, device="cpu").fit(X, y)
-    history = probe.history_
+    history = [entry for entry in probe.history_ if "epoch" in entry]  # the schedule's epochs (a polish follows)
     rates = [entry["lr"] for entry in history]
     assert probe.schedule == PLATEAU and rates[0] == probe.lr
     steps = [b / a for a, b in zip(rates, rates[1:]) if b != a]
     assert steps and all(s == pytest.approx(0.5) for s in steps)  # only ever halved
     # It stopped because the rate decayed, after its eighth halving, not because the epochs ran out.
-    assert history[-1]["stopped"] == "learning rate decayed" and not reached_bound(history)
+    assert history[-1]["stopped"] == "learning rate decayed" and not reached_bound(probe.history_)
     assert rates[-1] / 2 < probe.lr * MIN_LR_FRACTION <= rates[-1] and len(history) < probe.epochs
-    (kept,) = [entry for entry in history if entry.get("kept")]
-    assert kept["val_loss"] == min(entry["val_loss"] for entry in history)
+    (kept,) = [entry for entry in probe.history_ if entry.get("kept")]  # an epoch's, or a polish round's below it
+    assert kept["val_loss"] == min(entry["val_loss"] for entry in probe.history_)
     # Every halving follows the held-out loss: replayed by torch's rule (a new low beats the best by 0.01 %; the rate
     # halves on the second epoch in a row without one), the recorded rates come out (a decay stepped on the negated
     # loss, or on the training loss, would halve elsewhere).
@@ -67,15 +67,16 @@ def test_the_early_stop_schedule_is_the_one_before():
 def test_a_fit_that_runs_out_of_epochs_says_so():
     X, y = _blobs()
     probe = LinearProbe(seed=0, device="cpu", epochs=3).fit(X, y)
-    assert len(probe.history_) == 3 and reached_bound(probe.history_)
+    assert sum("epoch" in entry for entry in probe.history_) == 3 and reached_bound(probe.history_)
     assert not reached_bound(LinearProbe(seed=0, device="cpu", schedule=EARLY_STOP, epochs=3).fit(X, y).history_)
 
 
-def test_plateau_gets_closer_to_the_optimum_than_the_early_stop_on_real_vectors():
+def test_plateau_and_its_polish_get_closer_to_the_optimum_than_the_early_stop_on_real_vectors():
     """GloVe 6B 50d on 400 CoNLL-2000 training sentences (9,382 tokens): the training objective (mean cross-entropy +
     L2, the held-out tenth aside) against its minimum found by full-batch L-BFGS. The early stop ended 0.25 above it
-    and scored 70.91 % on the test slice; the plateau schedule ends nearer (0.80 against 0.69, 72.62 %), still above
-    it: a slice this small is not fitted to convergence (docs/results/README.md)."""
+    and scored 70.91 % on the test slice; the plateau schedule's epochs end nearer (0.80 against 0.69, 72.62 %), still
+    above it; the L-BFGS polish, whose rounds the held-out loss accepted, takes it to within 0.02 of the optimum's
+    objective (74.21 %, the optimum's fit 74.52 %; ``probes.estimators.polish``)."""
     from models.registry import load_embedder
     from probes.tasks.token_labels import extract
 
@@ -83,8 +84,10 @@ def test_plateau_gets_closer_to_the_optimum_than_the_early_stop_on_real_vectors(
     emb, ctx = load_embedder("glove-6b-50d"), RunContext(show_progress=False)
     Xtr = np.asarray(extract(emb, train, [0], ctx, 0, 1).layer(0), np.float32)
     Xte = np.asarray(extract(emb, test, [0], ctx, 0, 1).layer(0), np.float32)
-    plateau = LinearProbe(seed=0, device="cpu").fit(Xtr, train.labels)
+    polished = LinearProbe(seed=0, device="cpu").fit(Xtr, train.labels)
     early = LinearProbe(seed=0, device="cpu", schedule=EARLY_STOP).fit(Xtr, train.labels)
+    plateau = LinearProbe(seed=0, device="cpu", polish=False).fit(Xtr, train.labels)  # the schedule's epochs alone
+    assert [entry for entry in polished.history_ if entry.get("kept")][0].get("polish")  # a round was kept
 
     classes, y = np.unique(train.labels, return_inverse=True)
     X, Y = plateau._tensor(Xtr), torch.as_tensor(y)
@@ -105,9 +108,12 @@ def test_plateau_gets_closer_to_the_optimum_than_the_early_stop_on_real_vectors(
 
     lbfgs.step(closure)
     with torch.no_grad():
-        optimum, ours, theirs = (float(objective(m)) for m in (best, plateau.model_, early.model_))
-    assert optimum < ours < theirs - 0.1, (optimum, ours, theirs)
-    assert plateau.score(Xte, test.labels) > early.score(Xte, test.labels) + 0.01
+        optimum, finished, ours, theirs = (
+            float(objective(m)) for m in (best, polished.model_, plateau.model_, early.model_)
+        )
+    assert optimum - 1e-3 < finished < optimum + 0.02 < ours < theirs - 0.1, (optimum, finished, ours, theirs)
+    scores = [model.score(Xte, test.labels) for model in (polished, plateau, early)]
+    assert scores[0] > scores[1] + 0.01 > scores[2] + 0.02, scores
 
 
 def test_the_schedule_is_an_option_recorded_in_the_run_and_named_when_not_the_default(tmp_path):
@@ -178,3 +184,51 @@ def test_a_multi_seed_run_lists_the_layers_any_seed_cut_short():
     assert merged["epoch_bound_reached"] == ["0"]
     assert merged["rigor"] == {"0": {"control_s": 1.0, "control_epoch_bound_reached": [2]}}
     assert first["rigor"] == {"0": {"control_s": 1.0}}  # the seeds' own records untouched
+
+
+def test_the_polish_leaves_a_fit_whose_held_out_loss_it_would_raise():
+    """Labels that are noise: every L-BFGS step fits the training rows better and the held-out rows worse, so the
+    first round is undone and the fit is the schedule's, prediction for prediction."""
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((400, 200)), rng.integers(0, 3, 400)
+    polished = LinearProbe(seed=0, device="cpu").fit(X, y)
+    rounds = [entry for entry in polished.history_ if "polish" in entry]
+    (kept,) = [entry for entry in polished.history_ if entry.get("kept")]
+    assert len(rounds) == 1 and "epoch" in kept and rounds[0]["val_loss"] >= kept["val_loss"]
+    plain = LinearProbe(seed=0, device="cpu", polish=False).fit(X, y)
+    assert (polished.predict_log_proba(X) == plain.predict_log_proba(X)).all()
+
+
+def test_the_polish_keeps_its_best_round_and_undoes_the_one_after():
+    """Blobs (seed 3): rounds 1 and 2 lower the held-out loss, round 3 does not; the probe left is round 2's."""
+    X, y = _blobs(seed=3)
+    probe = LinearProbe(seed=0, device="cpu").fit(X, y)
+    rounds = [entry for entry in probe.history_ if "polish" in entry]
+    (kept,) = [entry for entry in probe.history_ if entry.get("kept")]
+    assert [entry["polish"] for entry in rounds] == [1, 2, 3] and kept is rounds[1]
+    assert rounds[2]["val_loss"] >= kept["val_loss"] and "train_loss" in kept
+    held_out = torch.randperm(len(X), generator=torch.Generator().manual_seed(0))[: len(X) // 10]  # the probe's split
+    labels = torch.as_tensor(np.searchsorted(probe.classes_, y[held_out.numpy()]))
+    with torch.no_grad():
+        loss = torch.nn.functional.cross_entropy(probe.model_(probe._tensor(X[held_out.numpy()])), labels)
+    assert float(loss) == pytest.approx(kept["val_loss"], abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        lambda: LinearProbe(seed=0, device="cpu", schedule=EARLY_STOP),  # MDL's block probes: the committed codes
+        lambda: make_probe(ProbeFamily(kind="mlp"), seed=0, device="cpu"),  # not convex
+        lambda: make_probe(ProbeFamily(dropout=0.2), seed=0, device="cpu"),  # a noisy objective
+    ],
+    ids=["early-stop", "mlp", "dropout"],
+)
+def test_only_the_plain_linear_plateau_fit_is_polished(probe, monkeypatch):
+    import probes.estimators.classifier as classifier
+
+    X, y = _blobs()
+    assert not any("polish" in entry for entry in probe().fit(X, y).history_)
+    assert any("polish" in entry for entry in LinearProbe(seed=0, device="cpu").fit(X, y).history_)
+    monkeypatch.setattr(classifier, "POLISH_MAX_ROWS", len(X) // 2)  # too many rows: the epochs alone
+    assert not any("polish" in entry for entry in LinearProbe(seed=0, device="cpu").fit(X, y).history_)
+    assert not any("polish" in entry for entry in LinearProbe(seed=0, device="cpu").fit(X[:40], y[:40]).history_)

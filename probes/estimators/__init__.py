@@ -1,11 +1,10 @@
 """Estimators the probes share, in scikit-learn's fit/predict/score shape or as plain measures: the
-classifier trainer and ``LinearProbe`` (``classifier``), probe families (``families``), control tasks
-(``control``), MDL online codes (``mdl``), the majority-label baseline (``majority``), BIO span F1
-(``bio``), the λ-ablation tagger (``mix_tagger``), contextuality measures (``contextuality``), linear CKA
+classifier trainer and ``LinearProbe`` (``classifier``), its L-BFGS finish (``polish``), probe families
+(``families``), control tasks (``control``), MDL online codes (``mdl``), the majority-label baseline (``majority``),
+BIO span F1 (``bio``), the λ-ablation tagger (``mix_tagger``), contextuality measures (``contextuality``), linear CKA
 (``cka``), the structural probes' distance and depth fits (``structural``), gold trees and their metrics
-(``tree_metrics``) and the attention
-heads' dependency counts (``head_syntax``). No data loading
-and no result files here: the tasks do that.
+(``tree_metrics``) and the attention heads' dependency counts (``head_syntax``). No data loading and no result files
+here: the tasks do that.
 """
 
 #: The metrics of an MDL code (``mdl``), the task's and the control task's. Their block probes train under one fixed

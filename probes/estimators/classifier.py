@@ -15,6 +15,9 @@ It has two schedules (``SCHEDULES``), each keeping the best held-out state:
 
 The model and the way a batch becomes a loss are the caller's; the schedule is here, once.
 
+The plain linear probe's fit is then finished with full-batch L-BFGS where that is cheap and lowers the held-out loss
+(``probes.estimators.polish``).
+
 ``LinearProbe`` is a multinomial logistic regression in torch (scikit-learn's LogisticRegression
 is too slow on ~212k × 1024 inputs on two cores):
 
@@ -39,6 +42,7 @@ from torch import nn
 
 from models.base import default_device, seeded
 from probes.estimators import EARLY_STOP, PLATEAU
+from probes.estimators.polish import POLISH_MAX_ROWS, polish_with_lbfgs
 from probes.progress import ProgressFn
 
 RowIndex = np.ndarray | torch.Tensor
@@ -155,8 +159,10 @@ def train_with_early_stopping(
 
 
 def reached_bound(history: list[dict]) -> bool:
-    """Did a plateau schedule run out of epochs before its learning rate decayed (a fit that may be short)?"""
-    return bool(history) and "lr" in history[-1] and "stopped" not in history[-1]
+    """Did a plateau schedule run out of epochs before its learning rate decayed (a fit that may be short)? Read on
+    its last epoch (a polish's rounds come after it)."""
+    epochs = [entry for entry in history if "epoch" in entry]
+    return bool(epochs) and "lr" in epochs[-1] and "stopped" not in epochs[-1]
 
 
 def _epoch_text(entry: dict, bad: int, patience: int, best: float) -> str:
@@ -175,9 +181,11 @@ class LinearProbe:
 
     Args:
         schedule: ``PLATEAU`` (default) or ``EARLY_STOP`` (``train_with_early_stopping``).
+        polish: finish a small plateau fit with L-BFGS where the held-out loss agrees (``probes.estimators.polish``;
+            the plain linear model only).
         epochs: maximum passes over the training data (None: the schedule's, ``SCHEDULE_DEFAULTS``).
         batch_size: tokens per Adam step (None: ``auto_batch`` of the training rows).
-        lr, weight_decay: Adam settings (weight decay = L2 on W).
+        lr, weight_decay: Adam settings (weight decay = L2 on every parameter, the bias too).
         val_fraction: share of training rows held out for the schedule (0 disables it).
         patience: early stop: epochs without a better held-out accuracy before stopping; plateau: the learning rate
             is halved after ``patience`` + 1 epochs without a lower held-out loss (None: the schedule's).
@@ -198,9 +206,10 @@ class LinearProbe:
         device: str | torch.device | None = None,
         classes: Sequence | None = None,
         schedule: str = PLATEAU,
+        polish: bool = True,
     ) -> None:
         check_schedule(schedule)
-        self.schedule = schedule
+        self.schedule, self.polish = schedule, polish
         default_epochs, default_patience = SCHEDULE_DEFAULTS[schedule]
         self.epochs = default_epochs if epochs is None else epochs
         self.batch_size = batch_size
@@ -289,6 +298,23 @@ class LinearProbe:
             val_loss=val_loss if n_val else None,
             schedule=self.schedule,
         )
+        # the plain linear probe's problem is convex: finish it with L-BFGS where that is cheap (``polish``)
+        plain = type(self)._build is LinearProbe._build
+        if self.polish and plain and self.schedule == PLATEAU and n_val and len(tr_idx) <= POLISH_MAX_ROWS:
+            X_fit, y_fit = Xt[tr_idx], yt[tr_idx]  # once, not at every L-BFGS evaluation
+
+            def train_loss() -> torch.Tensor:
+                return nn.functional.cross_entropy(self.model_(X_fit), y_fit)
+
+            polish_with_lbfgs(
+                self.model_,
+                train_loss,
+                val_loss,
+                val_accuracy,
+                self.history_,
+                weight_decay=self.weight_decay,
+                progress=progress,
+            )
         return self
 
     @torch.inference_mode()

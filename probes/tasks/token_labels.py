@@ -130,7 +130,7 @@ def note_fit(extra: dict, what: str, layer: str, fit: LayerFit) -> None:
             "optimum (see extra['history']).",
             what,
             layer,
-            len(fit.history),
+            sum("epoch" in entry for entry in fit.history),
         )
 
 
