@@ -113,6 +113,7 @@ def as_named_now(result: Result, digest: Callable[[Result], str]) -> Result:
 #: The probes whose fits follow ``probes.estimators.classifier``'s schedules (``probes.tasks.token_labels``, ``span``),
 #: whatever their family ("pos+mlp-256").
 SCHEDULED_PROBES = ("pos", "tag", "span")
+POLISHED = " + L-BFGS polish"  # after a schedule's name: its fits were finished by ``probes.estimators.polish``
 
 
 def run_schedule(result: Result) -> str | None:
@@ -120,14 +121,22 @@ def run_schedule(result: Result) -> str | None:
     that did not record one (its fits' ``history``, no ``schedule``: every run before 2026-12-07), the early stop, the
     only schedule then; None for a run that trained no such fit (a baseline, WSD, the λ tagger). One gap: ``span`` runs
     saved in the half hour between commits fc084df and 9731445 (2026-12-07 evening) trained under the plateau schedule
-    without recording it, and read as the early stop's. The L-BFGS polish (``probes.estimators.polish``, since the same
-    night) is not part of the schedule's name: a small plateau fit saved before it and one saved after both read
-    "plateau"; their ``extra["history"]`` tells them apart (the polish's rounds are entries of their own)."""
+    without recording it, and read as the early stop's. A run whose fits went on to the L-BFGS polish
+    (``probes.estimators.polish``, since the same night: small training sets only) reads ``"plateau + L-BFGS polish"``,
+    so that a small plateau fit saved before the polish existed is told apart from one saved after."""
     extra = result.extra or {}
     if extra.get("schedule"):
-        return str(extra["schedule"])
+        return str(extra["schedule"]) + (POLISHED if _polished(extra) else "")
     trained = "history" in extra and base_probe(result.probe) in SCHEDULED_PROBES
     return EARLY_STOP if trained else None
+
+
+def _polished(extra: dict) -> bool:
+    """Did the run's fits go on to the L-BFGS polish (``probes.estimators.polish``: its rounds are history entries of
+    their own, one at least whenever a fit was small enough to try it)?"""
+    history = extra.get("history")
+    fits = history.values() if isinstance(history, dict) else []
+    return any(isinstance(entry, dict) and "polish" in entry for fit in fits for entry in fit or [])
 
 
 def row_schedule(result: Result, row: dict) -> str | None:

@@ -151,3 +151,27 @@ def test_a_treebank_table_of_two_schedules_says_so_and_the_others_do_not(tmp_pat
     for title, section in sections.items():
         mixed = "early-stop: glove-6b-50d; plateau: minilm)" in section
         assert mixed == (":UPOS," in title), title
+
+
+def test_a_small_run_finished_by_the_polish_is_told_apart_from_one_saved_before_it(tmp_path):
+    """A 60-sentence POS run goes on to the L-BFGS polish (``probes.estimators.polish``); the same run as a version
+    before the polish saved it (no polish rounds in its history) reads as the plateau schedule alone, and a table of
+    the two says so."""
+    import dataclasses
+
+    from probes.registry import RunContext
+    from probes.results import save_result
+    from probes.tasks.pos import run_pos
+    from tests.probe_helpers import RandomEmbedder
+
+    ctx = RunContext(limit=60, device="cpu", show_progress=False, feature_root=tmp_path / "features")
+    after = run_pos(RandomEmbedder(num_layers=2, dim=16, seed=7, version="typed"), "1", ctx)
+    assert run_schedule(after) == "plateau + L-BFGS polish"
+    unpolished = {layer: [e for e in fit if "polish" not in e] for layer, fit in after.extra["history"].items()}
+    before = dataclasses.replace(after, model="older", extra={**after.extra, "history": unpolished})
+    assert run_schedule(before) == "plateau"
+    runs = tmp_path / "runs"
+    save_result(dataclasses.replace(after, model="newer"), runs)
+    save_result(before, runs)
+    note = build_tables(runs)["pos (limit 60)"].attrs[SCHEDULE_NOTE]
+    assert "plateau: older; plateau + L-BFGS polish: newer" in note
