@@ -175,11 +175,12 @@ def _section(title: str, df: pd.DataFrame, missing: str = "n/a") -> list[str]:
     return [f"## {title}", "", markdown_table(df, missing), ""]
 
 
-def table_section(key: str, title: str, df: pd.DataFrame) -> list[str]:
+def table_section(key: str, title: str, df: pd.DataFrame, missing: str = "n/a") -> list[str]:
     """Table ``key`` as ``tables.md`` has it, in lines: its title, the table and the note under it (``table_note``:
-    how its intervals and verdicts were made) — also what the Reproduce page's Markdown downloads give."""
+    how its intervals and verdicts were made) — also what the Reproduce page's Markdown downloads give, and (with
+    ``missing="—"``) each table of ``write_dataset_tables``."""
     note = table_note(key, df)
-    return _section(title, df) + ([note, ""] if note else [])
+    return _section(title, df, missing) + ([note, ""] if note else [])
 
 
 def write_tables(
@@ -287,7 +288,6 @@ def write_dataset_tables(runs: Path, out: Path, probes: tuple[str, ...] = ("tag"
         tables = dataset_tables(df, probe) if not df.empty else {}
         note_schedules(tables, df)
         for key, table in tables.items():
-            note = table.attrs.get(SCHEDULE_NOTE)
-            lines += _section(dataset_table_title(key), table, missing="—") + ([note, ""] if note else [])
+            lines += table_section(key, dataset_table_title(key), table, missing="—")
     out.parent.mkdir(parents=True, exist_ok=True)
     return write_tables_files(out.parent, {out.name: "\n".join(lines)})
